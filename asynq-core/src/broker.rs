@@ -1,0 +1,203 @@
+//! The broker traits: what a backend must do, split by the role that needs it.
+//!
+//! A producer needs only [`Enqueue`]; each server role holds only the trait it uses
+//! ([`Dequeue`] for the processor and heartbeater, [`Forward`], [`Recover`], [`Janitor`],
+//! [`ServerState`], [`Health`]); operators use [`Inspect`]. [`Broker`] is every role at once and
+//! is implemented for any type that implements them all.
+//!
+//! Every method is atomic: it either happens as a whole or not at all, so a crash between two
+//! calls never leaves a task in two states or in none. Methods take `&self` and are called
+//! concurrently from many tasks.
+//!
+//! The traits use `#[async_trait]` so that roles can hold `Arc<dyn Dequeue>` and tests can swap
+//! backends; one boxed future per broker call is noise next to a network round trip.
+
+use crate::error::Result;
+use crate::info::{QueueInfo, ServerInfo, WorkerInfo};
+use crate::options::EnqueueRequest;
+use crate::state::TaskState;
+use crate::task::TaskInfo;
+use crate::TaskMessage;
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::time::{Duration, SystemTime};
+
+/// Stores new tasks. The only trait a producer needs.
+#[async_trait]
+pub trait Enqueue: Send + Sync {
+    /// Stores `request.message` in its queue, as pending, scheduled or aggregating according to
+    /// `request.placement`, and registers the queue in the set of known queues.
+    ///
+    /// When `request.unique_ttl` is set the broker first takes the uniqueness lock for the
+    /// queue, type and payload (held for that TTL, or until the task succeeds or is deleted) and
+    /// records its key in the stored message's `unique_key`.
+    ///
+    /// Errors: [`Error::DuplicateTask`](crate::Error::DuplicateTask) if another task holds the
+    /// lock (nothing is written); [`Error::TaskIdConflict`](crate::Error::TaskIdConflict) if a
+    /// task with this ID exists in the queue (nothing is written, except that a lock taken just
+    /// before is kept until its TTL, as in Go asynq).
+    async fn enqueue(&self, request: EnqueueRequest) -> Result<()>;
+}
+
+/// A task handed to a worker by [`Dequeue::dequeue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dequeued {
+    /// The stored message, unchanged.
+    pub message: TaskMessage,
+    /// When the worker's lease on it expires unless extended.
+    pub lease_expiry: SystemTime,
+}
+
+/// How an attempt at a task ended, as [`Dequeue::finish`] records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Success without retention, or a revoked task: the task is deleted and counted as
+    /// processed; its uniqueness lock is released if it still holds it.
+    Done,
+    /// Success with retention: the task moves to completed until `completed_at + retention`,
+    /// counted as processed; its uniqueness lock is released if it still holds it.
+    Complete,
+    /// Failure with retries left: the task moves to retry, due at `retry_at`, with the error
+    /// recorded. When `is_failure`, its retry count and the failed counters go up.
+    Retry {
+        /// When it becomes due again.
+        retry_at: SystemTime,
+        /// The error message to record.
+        error: String,
+        /// Whether this counts as a failure.
+        is_failure: bool,
+    },
+    /// Failure for good: the task moves to archived with the error recorded, counted as
+    /// processed and failed. The archive is trimmed to its newest 9 999 tasks and 90 days.
+    Archive {
+        /// The error message to record.
+        error: String,
+    },
+    /// Unfinished (shutdown): the task goes back to the front of its pending list.
+    Requeue,
+}
+
+/// Hands tasks to workers and records how they ended. Used by the processor.
+#[async_trait]
+pub trait Dequeue: Send + Sync {
+    /// Takes up to `max` pending tasks, trying `queues` in the given order and skipping paused
+    /// ones. Each task becomes active with a lease of [`LEASE_DURATION`](crate::LEASE_DURATION)
+    /// from now. Returns an empty vector when none is ready.
+    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>>;
+
+    /// Resolves when a task may have become ready in one of `queues`, so an idle processor can
+    /// pick it up at once instead of waiting for its next poll. Spurious wake-ups are allowed;
+    /// the default never resolves (the processor then relies on polling alone).
+    async fn wait_for_tasks(&self, queues: &[String]) {
+        let _ = queues;
+        futures::future::pending::<()>().await
+    }
+
+    /// Records the outcome of the attempt at `message`, an active task.
+    ///
+    /// Errors: [`Error::TaskNotFound`](crate::Error::TaskNotFound) if the task is not active
+    /// (someone else finished or recovered it).
+    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()>;
+
+    /// Moves the lease expiry of each of `ids` (active tasks of `queue`) to now +
+    /// [`LEASE_DURATION`](crate::LEASE_DURATION) and returns the new expiry. IDs that are no
+    /// longer active are ignored.
+    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime>;
+
+    /// Stores `result` as the result of task `id` in `queue`.
+    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()>;
+}
+
+/// Moves due tasks to where workers find them. Used by the forwarder.
+#[async_trait]
+pub trait Forward: Send + Sync {
+    /// Moves every scheduled and retry task of `queues` whose time has come to pending (or to
+    /// its group, if it was stored with one). Returns how many moved.
+    async fn forward_ready(&self, queues: &[String]) -> Result<usize>;
+}
+
+/// Finds tasks whose worker vanished. Used by the recoverer.
+#[async_trait]
+pub trait Recover: Send + Sync {
+    /// The active tasks of `queues` whose lease expired at or before `cutoff`.
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>>;
+}
+
+/// Deletes completed tasks whose retention ran out. Used by the janitor.
+#[async_trait]
+pub trait Janitor: Send + Sync {
+    /// Deletes up to `batch_size` expired completed tasks of `queue`; returns how many.
+    async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize>;
+}
+
+/// Publishes which servers are alive and what they run. Used by the heartbeater.
+#[async_trait]
+pub trait ServerState: Send + Sync {
+    /// Records `server` and its running `workers`, both expiring after `ttl` unless rewritten.
+    async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()>;
+
+    /// Removes the records of `server` (graceful shutdown).
+    async fn clear_server_state(&self, server: &ServerInfo) -> Result<()>;
+
+    /// The servers alive now, with their workers.
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>>;
+}
+
+/// Tells whether the backend is reachable. Used by the health checker.
+#[async_trait]
+pub trait Health: Send + Sync {
+    /// Succeeds when the backend answers.
+    async fn ping(&self) -> Result<()>;
+}
+
+/// One page of a task listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    /// Tasks per page (at least 1).
+    pub size: usize,
+    /// Page number, from 0.
+    pub number: usize,
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page { size: 30, number: 0 }
+    }
+}
+
+/// Looks at queues and tasks and acts on them. Used by operators' tools.
+#[async_trait]
+pub trait Inspect: Send + Sync {
+    /// The names of every known queue, sorted.
+    async fn queues(&self) -> Result<Vec<String>>;
+
+    /// Sizes and statistics of `queue`.
+    ///
+    /// Errors: [`Error::QueueNotFound`](crate::Error::QueueNotFound).
+    async fn queue_info(&self, queue: &str) -> Result<QueueInfo>;
+
+    /// One task.
+    ///
+    /// Errors: [`Error::QueueNotFound`](crate::Error::QueueNotFound),
+    /// [`Error::TaskNotFound`](crate::Error::TaskNotFound).
+    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo>;
+
+    /// The tasks of `queue` in `state`, one page: pending and active in processing order,
+    /// the others by score (due time, archive time or expiry), aggregating across all groups.
+    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>>;
+
+    /// Stops workers from taking tasks from `queue`; its tasks stay where they are.
+    ///
+    /// Errors: [`Error::FailedPrecondition`](crate::Error::FailedPrecondition) if already paused.
+    async fn pause_queue(&self, queue: &str) -> Result<()>;
+
+    /// Lets workers take tasks from `queue` again.
+    ///
+    /// Errors: [`Error::FailedPrecondition`](crate::Error::FailedPrecondition) if not paused.
+    async fn unpause_queue(&self, queue: &str) -> Result<()>;
+}
+
+/// Every broker role at once; implemented for every type that implements them all.
+pub trait Broker: Enqueue + Dequeue + Forward + Recover + Janitor + ServerState + Health + Inspect + 'static {}
+
+impl<T> Broker for T where T: Enqueue + Dequeue + Forward + Recover + Janitor + ServerState + Health + Inspect + 'static {}

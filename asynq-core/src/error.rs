@@ -1,0 +1,138 @@
+//! The error type shared by the core model, the broker traits and the client.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+/// A `Result` whose error is [`enum@Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong between a caller and a broker.
+///
+/// Variants are classified by meaning, so callers match on them instead of parsing messages.
+/// Backend failures (a lost connection, a script error) are [`Error::Broker`]; the backend's own
+/// error type never appears here.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument was refused before anything was written.
+    #[error("invalid {field}: {reason}")]
+    InvalidArgument {
+        /// The argument or option at fault, e.g. `"queue"` or `"task type"`.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A task with the same ID already exists in the queue (Go's `ErrTaskIDConflict`).
+    #[error("task ID conflicts with another task: queue {queue:?}, id {id:?}")]
+    TaskIdConflict {
+        /// The queue the task was enqueued to.
+        queue: String,
+        /// The conflicting task ID.
+        id: String,
+    },
+    /// Another task holds the uniqueness lock for this queue, type and payload (Go's
+    /// `ErrDuplicateTask`).
+    #[error("task already exists: a unique task of type {type_name:?} with the same payload is in queue {queue:?}")]
+    DuplicateTask {
+        /// The queue the task was enqueued to.
+        queue: String,
+        /// The task type.
+        type_name: String,
+    },
+    /// No task with this ID exists in the queue (or it is not in the state the operation needs).
+    #[error("task not found: queue {queue:?}, id {id:?}")]
+    TaskNotFound {
+        /// The queue that was searched.
+        queue: String,
+        /// The task ID.
+        id: String,
+    },
+    /// The queue does not exist.
+    #[error("queue not found: {queue:?}")]
+    QueueNotFound {
+        /// The queue name.
+        queue: String,
+    },
+    /// The queue still holds tasks.
+    #[error("queue is not empty: {queue:?}")]
+    QueueNotEmpty {
+        /// The queue name.
+        queue: String,
+    },
+    /// The operation is not allowed in the current state, e.g. pausing a paused queue.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The backend failed.
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument { field, reason: reason.into() }
+    }
+
+    /// True when retrying the same call later may succeed (a backend outage), false when the
+    /// call itself is at fault.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Broker(e) if e.is_transient())
+    }
+}
+
+/// A failure inside a broker backend, with the backend's own error as its source.
+pub struct BrokerError {
+    transient: bool,
+    message: String,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl BrokerError {
+    /// A failure that may go away by itself (connection lost, timeout, server loading).
+    pub fn transient(message: impl Into<String>, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self { transient: true, message: message.into(), source: Some(source.into()) }
+    }
+
+    /// A failure that retrying will not fix (a bug, corrupt data, a misconfiguration).
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self { transient: false, message: message.into(), source: None }
+    }
+
+    /// Attaches the backend error that caused this one.
+    pub fn with_source(mut self, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// True when retrying later may succeed.
+    pub fn is_transient(&self) -> bool {
+        self.transient
+    }
+}
+
+impl fmt::Display for BrokerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("broker error: ")?;
+        f.write_str(&self.message)?;
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for BrokerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BrokerError")
+            .field("transient", &self.transient)
+            .field("message", &self.message)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl StdError for BrokerError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn StdError + 'static))
+    }
+}

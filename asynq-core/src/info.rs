@@ -1,0 +1,148 @@
+//! Snapshots of servers, their workers and queues, as brokers store and report them.
+
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// The lifecycle of a worker server, written in its heartbeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServerStatus {
+    /// Created, not started.
+    New,
+    /// Processing tasks.
+    Active,
+    /// No longer fetching new tasks; running ones finish.
+    Stopped,
+    /// Shut down.
+    Closed,
+}
+
+impl ServerStatus {
+    /// Go asynq's status string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerStatus::New => "new",
+            ServerStatus::Active => "active",
+            ServerStatus::Stopped => "stopped",
+            ServerStatus::Closed => "closed",
+        }
+    }
+}
+
+impl fmt::Display for ServerStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a server reports about itself in every heartbeat (Go's `ServerInfo` message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// Host name.
+    pub host: String,
+    /// Process ID.
+    pub pid: u32,
+    /// Server ID (a UUID).
+    pub server_id: String,
+    /// Maximum number of tasks processed at once.
+    pub concurrency: u32,
+    /// Queues served and their configured priorities.
+    pub queues: BTreeMap<String, u32>,
+    /// Strict priority instead of weighted.
+    pub strict_priority: bool,
+    /// Current status.
+    pub status: ServerStatus,
+    /// When the server started.
+    pub started: SystemTime,
+    /// Tasks running at the time of the heartbeat.
+    pub active_workers: u32,
+}
+
+/// One task a server is running (Go's `WorkerInfo` message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerInfo {
+    /// Host name of the server.
+    pub host: String,
+    /// Process ID of the server.
+    pub pid: u32,
+    /// The server's ID.
+    pub server_id: String,
+    /// The task's ID.
+    pub task_id: String,
+    /// The task's type.
+    pub task_type: String,
+    /// The task's payload.
+    pub task_payload: Bytes,
+    /// The task's queue.
+    pub queue: String,
+    /// When the handler started.
+    pub started: SystemTime,
+    /// When the handler must finish.
+    pub deadline: SystemTime,
+}
+
+/// Sizes and statistics of one queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueInfo {
+    /// The queue name.
+    pub queue: String,
+    /// Time since the oldest pending task became pending (zero when none is pending).
+    pub latency: Duration,
+    /// Total number of tasks in the queue, in every state.
+    pub size: usize,
+    /// Number of groups with aggregating tasks.
+    pub groups: usize,
+    /// Pending tasks.
+    pub pending: usize,
+    /// Active tasks.
+    pub active: usize,
+    /// Scheduled tasks.
+    pub scheduled: usize,
+    /// Tasks waiting to be retried.
+    pub retry: usize,
+    /// Archived tasks.
+    pub archived: usize,
+    /// Completed tasks kept for retention.
+    pub completed: usize,
+    /// Tasks waiting in groups.
+    pub aggregating: usize,
+    /// Tasks processed today (UTC), successfully or not.
+    pub processed: u64,
+    /// Tasks that failed today (UTC).
+    pub failed: u64,
+    /// Tasks processed ever.
+    pub processed_total: u64,
+    /// Tasks that failed ever.
+    pub failed_total: u64,
+    /// True while the queue is paused.
+    pub paused: bool,
+    /// When the snapshot was taken.
+    pub timestamp: SystemTime,
+}
+
+impl QueueInfo {
+    /// An empty queue named `queue` at `timestamp`.
+    pub fn empty(queue: impl Into<String>, timestamp: SystemTime) -> Self {
+        Self {
+            queue: queue.into(),
+            latency: Duration::ZERO,
+            size: 0,
+            groups: 0,
+            pending: 0,
+            active: 0,
+            scheduled: 0,
+            retry: 0,
+            archived: 0,
+            completed: 0,
+            aggregating: 0,
+            processed: 0,
+            failed: 0,
+            processed_total: 0,
+            failed_total: 0,
+            paused: false,
+            timestamp,
+        }
+    }
+}

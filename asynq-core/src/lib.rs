@@ -1,0 +1,52 @@
+//! The core model of asynq: tasks and their options, the task state machine, the broker traits
+//! that every backend implements, and the clock and lease abstractions.
+//!
+//! This crate does no IO and depends on neither tokio nor redis. Everything that talks to a
+//! backend lives behind the role-shaped traits in [`broker`]; everything time-dependent reads
+//! wall-clock time through a [`Clock`].
+//!
+//! ```
+//! use asynq_core::{Task, TaskOptions};
+//! use std::time::Duration;
+//!
+//! let task = Task::new("email:welcome", r#"{"user_id":42}"#)
+//!     .with_options(TaskOptions::new().queue("critical").max_retry(5).timeout(Duration::from_secs(20)));
+//! assert_eq!(task.type_name(), "email:welcome");
+//! ```
+#![doc(test(attr(deny(warnings))))]
+
+pub mod broker;
+mod clock;
+mod error;
+mod info;
+mod lease;
+mod message;
+mod options;
+pub mod queue;
+pub mod retry;
+pub mod state;
+mod task;
+pub mod time;
+
+pub use broker::Broker;
+pub use clock::{Clock, SimulatedClock, SystemClock};
+pub use error::{BrokerError, Error, Result};
+pub use info::{QueueInfo, ServerInfo, ServerStatus, WorkerInfo};
+pub use lease::Lease;
+pub use message::TaskMessage;
+pub use options::{EnqueueRequest, Placement, ProcessAt, TaskOptions, resolve_enqueue, validate_queue_name};
+pub use state::TaskState;
+pub use task::{Task, TaskInfo};
+
+use std::time::Duration;
+
+/// The queue a task goes to when no queue is given.
+pub const DEFAULT_QUEUE: &str = "default";
+/// The number of retries a task gets when no `max_retry` is given (Go asynq's default).
+pub const DEFAULT_MAX_RETRY: u32 = 25;
+/// The timeout a task gets when neither a timeout nor a deadline is given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// How long a dequeued task is leased to its worker before another server may recover it.
+pub const LEASE_DURATION: Duration = Duration::from_secs(30);
+/// The error message stored on a task whose lease expired (a dead or stalled worker).
+pub const LEASE_EXPIRED_MESSAGE: &str = "asynq: task lease expired";

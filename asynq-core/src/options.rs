@@ -1,0 +1,337 @@
+//! Task options, their defaults and override rule, and their resolution into a stored message.
+
+use crate::error::{Error, Result};
+use crate::message::TaskMessage;
+use crate::task::Task;
+use crate::time::unix_secs;
+use crate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT};
+use std::time::{Duration, SystemTime};
+
+/// When a task becomes ready to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessAt {
+    /// At this instant.
+    At(SystemTime),
+    /// This long after it is enqueued.
+    In(Duration),
+}
+
+/// Options that control where and how a task runs, with Go asynq's names and defaults.
+///
+/// Every option is unset until given. A task carries default options
+/// ([`Task::with_options`]); options given at enqueue time override them one by one
+/// ([`TaskOptions::merge`]). Unset options take the defaults: queue `"default"`, 25 retries, a
+/// 30-minute timeout when neither a timeout nor a deadline is set, processing now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskOptions {
+    queue: Option<String>,
+    max_retry: Option<u32>,
+    timeout: Option<Duration>,
+    deadline: Option<SystemTime>,
+    process_at: Option<ProcessAt>,
+    unique: Option<Duration>,
+    task_id: Option<String>,
+    retention: Option<Duration>,
+    group: Option<String>,
+}
+
+impl TaskOptions {
+    /// No options set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The queue to put the task in (default `"default"`).
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// How many times a failing task is retried before it is archived (default 25).
+    pub fn max_retry(mut self, n: u32) -> Self {
+        self.max_retry = Some(n);
+        self
+    }
+
+    /// How long one attempt may run (at least one second). When both a timeout and a deadline
+    /// are set, the earlier of the two wins.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The instant by which the task must have finished.
+    pub fn deadline(mut self, deadline: SystemTime) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Process the task at `t` rather than now.
+    pub fn process_at(mut self, t: SystemTime) -> Self {
+        self.process_at = Some(ProcessAt::At(t));
+        self
+    }
+
+    /// Process the task `d` after it is enqueued.
+    pub fn process_in(mut self, d: Duration) -> Self {
+        self.process_at = Some(ProcessAt::In(d));
+        self
+    }
+
+    /// Refuse to enqueue another task with the same queue, type and payload for `ttl` (at least
+    /// one second), or until this one succeeds or is deleted.
+    pub fn unique(mut self, ttl: Duration) -> Self {
+        self.unique = Some(ttl);
+        self
+    }
+
+    /// Use `id` as the task ID instead of a random UUID.
+    pub fn task_id(mut self, id: impl Into<String>) -> Self {
+        self.task_id = Some(id.into());
+        self
+    }
+
+    /// Keep the task, and the result its handler wrote, for `d` after it succeeds.
+    pub fn retention(mut self, d: Duration) -> Self {
+        self.retention = Some(d);
+        self
+    }
+
+    /// Put the task in group `name`, to be aggregated with the group's other tasks.
+    pub fn group(mut self, name: impl Into<String>) -> Self {
+        self.group = Some(name.into());
+        self
+    }
+
+    /// These options with every option set in `overrides` replaced by the override.
+    pub fn merge(&self, overrides: &TaskOptions) -> TaskOptions {
+        TaskOptions {
+            queue: overrides.queue.clone().or_else(|| self.queue.clone()),
+            max_retry: overrides.max_retry.or(self.max_retry),
+            timeout: overrides.timeout.or(self.timeout),
+            deadline: overrides.deadline.or(self.deadline),
+            process_at: overrides.process_at.or(self.process_at),
+            unique: overrides.unique.or(self.unique),
+            task_id: overrides.task_id.clone().or_else(|| self.task_id.clone()),
+            retention: overrides.retention.or(self.retention),
+            group: overrides.group.clone().or_else(|| self.group.clone()),
+        }
+    }
+
+    /// The queue the task will go to.
+    pub fn queue_name(&self) -> &str {
+        self.queue.as_deref().unwrap_or(DEFAULT_QUEUE)
+    }
+}
+
+/// Where a new task is placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Ready now: the pending list.
+    Pending,
+    /// Ready later: the scheduled set, due at `process_at`.
+    Scheduled {
+        /// When it becomes due.
+        process_at: SystemTime,
+    },
+    /// Waiting for aggregation in `group`.
+    Grouped {
+        /// The group name.
+        group: String,
+    },
+}
+
+/// A fully validated request to store a new task, as [`crate::broker::Enqueue`] takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnqueueRequest {
+    /// The message to store. Its `unique_key` is filled in by the broker when `unique_ttl` is set.
+    pub message: TaskMessage,
+    /// Where it goes.
+    pub placement: Placement,
+    /// How long the uniqueness lock is held (whole seconds, at least one), if the task is unique.
+    /// For a scheduled task this already includes the time until it is due.
+    pub unique_ttl: Option<Duration>,
+}
+
+/// Checks that `name` can be used as a queue name: not blank, and free of `{` and `}` (which
+/// would break the Redis Cluster hash tag every queue key carries).
+pub fn validate_queue_name(name: &str) -> Result<()> {
+    if name.trim().is_empty() {
+        return Err(Error::invalid("queue", "queue name cannot be empty"));
+    }
+    if name.contains(['{', '}']) {
+        return Err(Error::invalid("queue", format!("queue name {name:?} must not contain '{{' or '}}'")));
+    }
+    Ok(())
+}
+
+/// Validates `task` with `overrides` applied over its own options and turns it into the request
+/// a broker stores, following Go asynq's client: a task due later is scheduled, a grouped task
+/// aggregates, anything else is pending.
+///
+/// `new_id` supplies the task ID when no [`TaskOptions::task_id`] is given. Nothing is written
+/// anywhere; every error is an [`Error::InvalidArgument`].
+pub fn resolve_enqueue(
+    task: &Task,
+    overrides: &TaskOptions,
+    now: SystemTime,
+    new_id: impl FnOnce() -> String,
+) -> Result<EnqueueRequest> {
+    let opts = task.options().merge(overrides);
+    if task.type_name().trim().is_empty() {
+        return Err(Error::invalid("task type", "task type name cannot be empty"));
+    }
+    let queue = opts.queue_name().to_owned();
+    validate_queue_name(&queue)?;
+    let id = match opts.task_id {
+        Some(id) if id.trim().is_empty() => return Err(Error::invalid("task ID", "task ID cannot be empty")),
+        Some(id) => id,
+        None => new_id(),
+    };
+    let max_retry = opts.max_retry.unwrap_or(DEFAULT_MAX_RETRY);
+    let retry = i32::try_from(max_retry)
+        .map_err(|_| Error::invalid("max retry", format!("{max_retry} is more than {}", i32::MAX)))?;
+    if let Some(timeout) = opts.timeout {
+        if timeout < Duration::from_secs(1) {
+            return Err(Error::invalid("timeout", format!("{timeout:?} is less than one second")));
+        }
+    }
+    if let Some(deadline) = opts.deadline {
+        if deadline <= now {
+            return Err(Error::invalid("deadline", "deadline is in the past"));
+        }
+    }
+    if let Some(retention) = opts.retention {
+        if retention < Duration::from_secs(1) {
+            return Err(Error::invalid("retention", format!("{retention:?} is less than one second")));
+        }
+    }
+    if let Some(ttl) = opts.unique {
+        if ttl < Duration::from_secs(1) {
+            return Err(Error::invalid("unique", "unique TTL cannot be less than 1s"));
+        }
+    }
+    if let Some(group) = &opts.group {
+        if group.trim().is_empty() {
+            return Err(Error::invalid("group", "group name cannot be empty"));
+        }
+    }
+    let process_at = match opts.process_at {
+        None => now,
+        Some(ProcessAt::At(t)) => t,
+        Some(ProcessAt::In(d)) => now + d,
+    };
+    let timeout = match (opts.timeout, opts.deadline) {
+        (None, None) => Some(DEFAULT_TIMEOUT),
+        (t, _) => t,
+    };
+    let message = TaskMessage {
+        type_name: task.type_name().to_owned(),
+        payload: task.payload().clone(),
+        headers: task.headers().clone(),
+        id,
+        queue,
+        retry,
+        retried: 0,
+        error_msg: String::new(),
+        last_failed_at: 0,
+        timeout: timeout.map_or(0, |t| t.as_secs() as i64),
+        deadline: opts.deadline.map_or(0, unix_secs),
+        unique_key: String::new(),
+        group_key: opts.group.clone().unwrap_or_default(),
+        retention: opts.retention.map_or(0, |r| r.as_secs() as i64),
+        completed_at: 0,
+    };
+    let placement = if process_at > now {
+        Placement::Scheduled { process_at }
+    } else if let Some(group) = opts.group {
+        Placement::Grouped { group }
+    } else {
+        Placement::Pending
+    };
+    let unique_ttl = opts.unique.map(|ttl| {
+        let lock = match placement {
+            Placement::Scheduled { process_at } => process_at.duration_since(now).unwrap_or_default() + ttl,
+            _ => ttl,
+        };
+        Duration::from_secs(lock.as_secs().max(1))
+    });
+    Ok(EnqueueRequest { message, placement, unique_ttl })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::from_unix_secs;
+
+    fn now() -> SystemTime {
+        from_unix_secs(1_000_000)
+    }
+
+    fn resolve(task: &Task, opts: &TaskOptions) -> Result<EnqueueRequest> {
+        resolve_enqueue(task, opts, now(), || "generated".to_owned())
+    }
+
+    #[test]
+    fn defaults_follow_go_asynq() {
+        let req = resolve(&Task::new("t", "p"), &TaskOptions::new()).unwrap();
+        let m = &req.message;
+        assert_eq!((m.queue.as_str(), m.retry, m.timeout, m.deadline), ("default", 25, 1800, 0));
+        assert_eq!((m.id.as_str(), m.retention, m.group_key.as_str()), ("generated", 0, ""));
+        assert_eq!(req.placement, Placement::Pending);
+        assert_eq!(req.unique_ttl, None);
+    }
+
+    #[test]
+    fn enqueue_options_override_task_options() {
+        let task = Task::new("t", "p").with_options(TaskOptions::new().queue("a").max_retry(3).retention(Duration::from_secs(60)));
+        let req = resolve(&task, &TaskOptions::new().queue("b")).unwrap();
+        assert_eq!((req.message.queue.as_str(), req.message.retry, req.message.retention), ("b", 3, 60));
+    }
+
+    #[test]
+    fn a_deadline_alone_means_no_default_timeout() {
+        let deadline = now() + Duration::from_secs(90);
+        let req = resolve(&Task::new("t", ""), &TaskOptions::new().deadline(deadline)).unwrap();
+        assert_eq!((req.message.timeout, req.message.deadline), (0, 1_000_090));
+        let req = resolve(&Task::new("t", ""), &TaskOptions::new().deadline(deadline).timeout(Duration::from_secs(10))).unwrap();
+        assert_eq!((req.message.timeout, req.message.deadline), (10, 1_000_090));
+    }
+
+    #[test]
+    fn placement_follows_process_time_then_group() {
+        let later = TaskOptions::new().process_in(Duration::from_secs(30)).group("g");
+        let req = resolve(&Task::new("t", ""), &later).unwrap();
+        assert_eq!(req.placement, Placement::Scheduled { process_at: now() + Duration::from_secs(30) });
+        let req = resolve(&Task::new("t", ""), &TaskOptions::new().group("g")).unwrap();
+        assert_eq!(req.placement, Placement::Grouped { group: "g".into() });
+        let past = TaskOptions::new().process_at(now() - Duration::from_secs(5));
+        assert_eq!(resolve(&Task::new("t", ""), &past).unwrap().placement, Placement::Pending);
+    }
+
+    #[test]
+    fn unique_lock_of_a_scheduled_task_lasts_until_due_plus_ttl() {
+        let opts = TaskOptions::new().process_in(Duration::from_secs(3600)).unique(Duration::from_secs(600));
+        assert_eq!(resolve(&Task::new("t", ""), &opts).unwrap().unique_ttl, Some(Duration::from_secs(4200)));
+        let opts = TaskOptions::new().unique(Duration::from_millis(1500));
+        assert_eq!(resolve(&Task::new("t", ""), &opts).unwrap().unique_ttl, Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn bad_input_is_refused() {
+        let field = |task: Task, opts: TaskOptions| match resolve(&task, &opts) {
+            Err(Error::InvalidArgument { field, .. }) => field,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        };
+        assert_eq!(field(Task::new(" ", ""), TaskOptions::new()), "task type");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().queue("")), "queue");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().queue("a{b}")), "queue");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().task_id("  ")), "task ID");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().max_retry(u32::MAX)), "max retry");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().timeout(Duration::ZERO)), "timeout");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().deadline(now())), "deadline");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().unique(Duration::from_millis(10))), "unique");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().retention(Duration::from_millis(10))), "retention");
+        assert_eq!(field(Task::new("t", ""), TaskOptions::new().group("")), "group");
+    }
+}
