@@ -1,0 +1,157 @@
+//! Server configuration: one struct with Go asynq's fields and defaults.
+
+use crate::handler::HandlerError;
+use asynq_core::{Clock, SystemClock, Task};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Computes how long to wait before retrying a task: `(retries so far, error, task)`.
+pub type RetryDelayFn = Arc<dyn Fn(u32, &HandlerError, &Task) -> Duration + Send + Sync>;
+/// Decides whether an error counts as a failure (retry count and failed statistics go up).
+pub type IsFailureFn = Arc<dyn Fn(&HandlerError) -> bool + Send + Sync>;
+/// Called with every error a handler returns, before the task is retried or archived.
+pub type ErrorHandlerFn = Arc<dyn Fn(&Task, &HandlerError) + Send + Sync>;
+/// Called after every health check with its result.
+pub type HealthCheckFn = Arc<dyn Fn(Result<(), &asynq_core::Error>) + Send + Sync>;
+
+/// Go asynq's default retry delay ([`asynq_core::retry::default_retry_delay`]).
+pub fn default_retry_delay(retried: u32, _err: &HandlerError, _task: &Task) -> Duration {
+    asynq_core::retry::default_retry_delay(retried, &mut rand::rng())
+}
+
+/// How a [`Server`](crate::Server) behaves. Start from [`Config::default`] and change what you
+/// need:
+///
+/// ```
+/// use asynq_server::Config;
+/// use std::time::Duration;
+///
+/// let config = Config {
+///     concurrency: 20,
+///     queues: [("critical".to_owned(), 6), ("default".to_owned(), 3), ("low".to_owned(), 1)].into(),
+///     shutdown_timeout: Duration::from_secs(30),
+///     ..Config::default()
+/// };
+/// # let _ = config;
+/// ```
+#[derive(Clone)]
+pub struct Config {
+    /// The most tasks processed at once. Default: the number of CPUs.
+    pub concurrency: usize,
+    /// The queues to serve and their priorities. Default: `{"default": 1}`.
+    pub queues: BTreeMap<String, u32>,
+    /// Always drain higher-priority queues first, instead of choosing queues at random in
+    /// proportion to their priorities. Default: false.
+    pub strict_priority: bool,
+    /// How long to wait before retrying a failed task. Default: [`default_retry_delay`].
+    pub retry_delay: RetryDelayFn,
+    /// Whether an error counts as a failure. Default: every error does.
+    pub is_failure: IsFailureFn,
+    /// Called with every handler error. Default: none.
+    pub error_handler: Option<ErrorHandlerFn>,
+    /// How long shutdown waits for running tasks before giving them back to their queue.
+    /// Default: 8 s.
+    pub shutdown_timeout: Duration,
+    /// Called with the result of each broker health check. Default: none (no checks).
+    pub health_check: Option<HealthCheckFn>,
+    /// How often the health check runs. Default: 15 s.
+    pub health_check_interval: Duration,
+    /// How often an idle processor polls for tasks when the broker cannot wake it. Default: 1 s.
+    pub task_check_interval: Duration,
+    /// How often scheduled and retry tasks that are due are moved to pending. Default: 5 s.
+    pub delayed_task_check_interval: Duration,
+    /// How often the server writes its state and extends its leases. Default: 5 s.
+    pub heartbeat_interval: Duration,
+    /// How often tasks whose worker died are looked for. Default: 1 min.
+    pub recoverer_interval: Duration,
+    /// How often expired completed tasks are deleted. Default: 8 s.
+    pub janitor_interval: Duration,
+    /// How many expired completed tasks one janitor call deletes. Default: 100.
+    pub janitor_batch_size: usize,
+    /// How often failed state writes are retried. Default: 5 s.
+    pub syncer_interval: Duration,
+    /// The wall clock. Default: the system clock; tests use a simulated one.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            concurrency: std::thread::available_parallelism().map_or(1, usize::from),
+            queues: BTreeMap::from([(asynq_core::DEFAULT_QUEUE.to_owned(), 1)]),
+            strict_priority: false,
+            retry_delay: Arc::new(default_retry_delay),
+            is_failure: Arc::new(|_| true),
+            error_handler: None,
+            shutdown_timeout: Duration::from_secs(8),
+            health_check: None,
+            health_check_interval: Duration::from_secs(15),
+            task_check_interval: Duration::from_secs(1),
+            delayed_task_check_interval: Duration::from_secs(5),
+            heartbeat_interval: Duration::from_secs(5),
+            recoverer_interval: Duration::from_secs(60),
+            janitor_interval: Duration::from_secs(8),
+            janitor_batch_size: 100,
+            syncer_interval: Duration::from_secs(5),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("concurrency", &self.concurrency)
+            .field("queues", &self.queues)
+            .field("strict_priority", &self.strict_priority)
+            .field("error_handler", &self.error_handler.is_some())
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("health_check", &self.health_check.is_some())
+            .field("health_check_interval", &self.health_check_interval)
+            .field("task_check_interval", &self.task_check_interval)
+            .field("delayed_task_check_interval", &self.delayed_task_check_interval)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("recoverer_interval", &self.recoverer_interval)
+            .field("janitor_interval", &self.janitor_interval)
+            .field("janitor_batch_size", &self.janitor_batch_size)
+            .field("syncer_interval", &self.syncer_interval)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Checks the configuration; called by [`Server::new`](crate::Server::new).
+    pub(crate) fn validate(&self) -> asynq_core::Result<()> {
+        use asynq_core::Error;
+        if self.concurrency == 0 {
+            return Err(Error::invalid("concurrency", "must be at least 1"));
+        }
+        for name in self.queues.keys() {
+            asynq_core::validate_queue_name(name)?;
+        }
+        if !self.queues.values().any(|p| *p > 0) && !self.queues.is_empty() {
+            return Err(Error::invalid("queues", "every queue has priority 0; give at least one a positive priority"));
+        }
+        let intervals = [
+            ("health check interval", self.health_check_interval),
+            ("task check interval", self.task_check_interval),
+            ("delayed task check interval", self.delayed_task_check_interval),
+            ("heartbeat interval", self.heartbeat_interval),
+            ("recoverer interval", self.recoverer_interval),
+            ("janitor interval", self.janitor_interval),
+            ("syncer interval", self.syncer_interval),
+        ];
+        for (name, interval) in intervals {
+            if interval.is_zero() {
+                return Err(Error::invalid("interval", format!("{name} must be positive")));
+            }
+        }
+        if self.janitor_batch_size == 0 {
+            return Err(Error::invalid("janitor batch size", "must be at least 1"));
+        }
+        Ok(())
+    }
+}

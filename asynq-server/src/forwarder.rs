@@ -1,0 +1,55 @@
+//! A forwarder moves scheduled and retry tasks whose time has come to pending.
+
+use crate::periodic::{FirstRun, run_every};
+use asynq_core::broker::Forward;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The forwarder's settings.
+#[derive(Debug, Clone)]
+pub struct ForwarderConfig {
+    /// The queues to forward.
+    pub queues: Vec<String>,
+    /// How often to look for due tasks.
+    pub interval: Duration,
+}
+
+/// Moves due scheduled and retry tasks to pending.
+#[derive(Clone)]
+pub struct Forwarder {
+    broker: Arc<dyn Forward>,
+    config: ForwarderConfig,
+}
+
+impl Forwarder {
+    /// A forwarder over `broker`.
+    pub fn new(broker: Arc<dyn Forward>, config: ForwarderConfig) -> Self {
+        Self { broker, config }
+    }
+
+    /// Forwards every due task once; returns how many moved.
+    pub async fn tick(&self) -> asynq_core::Result<usize> {
+        self.broker.forward_ready(&self.config.queues).await
+    }
+
+    /// Forwards every interval (the first time after one interval) until `stop` is cancelled.
+    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            run_every(self.config.interval, FirstRun::AfterInterval, &stop, || async {
+                if let Err(e) = self.tick().await {
+                    tracing::error!(error = %e, "could not forward scheduled and retry tasks");
+                }
+            })
+            .await;
+        })
+    }
+}
+
+impl fmt::Debug for Forwarder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Forwarder").field("config", &self.config).finish_non_exhaustive()
+    }
+}

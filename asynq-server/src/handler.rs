@@ -1,0 +1,333 @@
+//! Handlers: what runs a task, what it is told, and how it says a task failed.
+
+use asynq_core::broker::Dequeue;
+use asynq_core::Task;
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+/// Runs tasks.
+///
+/// Implement it for a type, wrap an async function or closure with [`handler_fn`], or route by
+/// task type with a [`ServeMux`](crate::ServeMux).
+///
+/// The returned future may be dropped before it completes: when the task's timeout or deadline
+/// passes, when it is cancelled, or when the server shuts down. [`TaskContext::cancelled`] fires
+/// first, so a handler that must clean up can watch it.
+#[async_trait]
+pub trait Handler: Send + Sync + 'static {
+    /// Processes one task. `Ok` means success; see [`HandlerError`] for the ways to fail.
+    async fn process_task(&self, ctx: TaskContext, task: Task) -> Result<(), HandlerError>;
+}
+
+#[async_trait]
+impl<H: Handler + ?Sized> Handler for Arc<H> {
+    async fn process_task(&self, ctx: TaskContext, task: Task) -> Result<(), HandlerError> {
+        (**self).process_task(ctx, task).await
+    }
+}
+
+/// A [`Handler`] made from an async function or closure; see [`handler_fn`].
+#[derive(Clone, Copy)]
+pub struct HandlerFn<F> {
+    f: F,
+}
+
+/// Turns `f`, an async function or closure taking the context and the task, into a [`Handler`].
+///
+/// ```
+/// use asynq_server::{handler_fn, HandlerError, TaskContext};
+/// use asynq_core::Task;
+///
+/// let handler = handler_fn(|_ctx: TaskContext, task: Task| async move {
+///     if task.payload().is_empty() {
+///         return Err(HandlerError::skip_retry("empty payload"));
+///     }
+///     Ok(())
+/// });
+/// # let _ = handler;
+/// ```
+pub fn handler_fn<F, Fut>(f: F) -> HandlerFn<F>
+where
+    F: Fn(TaskContext, Task) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    HandlerFn { f }
+}
+
+#[async_trait]
+impl<F, Fut> Handler for HandlerFn<F>
+where
+    F: Fn(TaskContext, Task) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    async fn process_task(&self, ctx: TaskContext, task: Task) -> Result<(), HandlerError> {
+        (self.f)(ctx, task).await
+    }
+}
+
+impl<F> fmt::Debug for HandlerFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerFn").finish_non_exhaustive()
+    }
+}
+
+/// Why a handler failed, and what the server should do about it.
+///
+/// Any error converts into a plain failure with `?` (the task is retried after the retry delay,
+/// or archived once its retries are used up). [`HandlerError::skip_retry`] archives at once;
+/// [`HandlerError::revoke`] deletes the task without counting a failure.
+///
+/// Like `anyhow::Error`, this type does not implement `std::error::Error` itself, so that any
+/// error converts into it.
+pub struct HandlerError {
+    kind: Kind,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Failure,
+    SkipRetry,
+    Revoke,
+    Panic,
+    DeadlineExceeded,
+    Cancelled,
+    LeaseExpired,
+    HandlerNotFound,
+}
+
+impl HandlerError {
+    fn of(kind: Kind, source: Option<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self { kind, source }
+    }
+
+    /// A failure: the task is retried, or archived when out of retries.
+    pub fn new(err: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self::of(Kind::Failure, Some(err.into()))
+    }
+
+    /// A failure that retrying cannot fix: the task is archived at once (Go's `SkipRetry`).
+    pub fn skip_retry(reason: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self::of(Kind::SkipRetry, Some(reason.into()))
+    }
+
+    /// The task should not run at all: it is deleted and counted as processed, not failed
+    /// (Go's `RevokeTask`).
+    pub fn revoke() -> Self {
+        Self::of(Kind::Revoke, None)
+    }
+
+    pub(crate) fn panic(message: String) -> Self {
+        Self::of(Kind::Panic, Some(message.into()))
+    }
+
+    pub(crate) fn deadline_exceeded() -> Self {
+        Self::of(Kind::DeadlineExceeded, None)
+    }
+
+    pub(crate) fn cancelled() -> Self {
+        Self::of(Kind::Cancelled, None)
+    }
+
+    pub(crate) fn lease_expired() -> Self {
+        Self::of(Kind::LeaseExpired, None)
+    }
+
+    pub(crate) fn handler_not_found(type_name: &str) -> Self {
+        Self::of(Kind::HandlerNotFound, Some(format!("handler not found for task {type_name:?}").into()))
+    }
+
+    /// True for [`HandlerError::skip_retry`].
+    pub fn is_skip_retry(&self) -> bool {
+        self.kind == Kind::SkipRetry
+    }
+
+    /// True for [`HandlerError::revoke`].
+    pub fn is_revoke(&self) -> bool {
+        self.kind == Kind::Revoke
+    }
+
+    /// True when the handler panicked.
+    pub fn is_panic(&self) -> bool {
+        self.kind == Kind::Panic
+    }
+
+    /// True when the task's timeout or deadline passed before the handler finished.
+    pub fn is_deadline_exceeded(&self) -> bool {
+        self.kind == Kind::DeadlineExceeded
+    }
+
+    /// True when the task was cancelled while running.
+    pub fn is_cancelled(&self) -> bool {
+        self.kind == Kind::Cancelled
+    }
+
+    /// True when the worker's lease on the task expired (the recoverer's error).
+    pub fn is_lease_expired(&self) -> bool {
+        self.kind == Kind::LeaseExpired
+    }
+
+    /// True when no handler was registered for the task's type.
+    pub fn is_handler_not_found(&self) -> bool {
+        self.kind == Kind::HandlerNotFound
+    }
+
+    /// The underlying error, if any.
+    pub fn source(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        self.source.as_deref()
+    }
+}
+
+impl<E: Into<Box<dyn StdError + Send + Sync>>> From<E> for HandlerError {
+    fn from(err: E) -> Self {
+        HandlerError::new(err)
+    }
+}
+
+/// The message stored as the task's last error; Go asynq's texts where it has one.
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = self.source.as_ref();
+        match (self.kind, source) {
+            (Kind::Failure | Kind::HandlerNotFound, Some(e)) => write!(f, "{e}"),
+            (Kind::Failure | Kind::HandlerNotFound, None) => f.write_str("task failed"),
+            (Kind::SkipRetry, Some(e)) => write!(f, "{e}: skip retry for the task"),
+            (Kind::SkipRetry, None) => f.write_str("skip retry for the task"),
+            (Kind::Revoke, _) => f.write_str("revoke task"),
+            (Kind::Panic, Some(e)) => write!(f, "panic error cause by: {e}"),
+            (Kind::Panic, None) => f.write_str("panic error cause by: unknown panic"),
+            (Kind::DeadlineExceeded, _) => f.write_str("context deadline exceeded"),
+            (Kind::Cancelled, _) => f.write_str("context canceled"),
+            (Kind::LeaseExpired, _) => f.write_str(asynq_core::LEASE_EXPIRED_MESSAGE),
+        }
+    }
+}
+
+impl fmt::Debug for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerError").field("kind", &self.kind).field("source", &self.source).finish()
+    }
+}
+
+/// What a handler knows about the task it runs.
+#[derive(Debug, Clone)]
+pub struct TaskContext {
+    pub(crate) id: String,
+    pub(crate) queue: String,
+    pub(crate) retry_count: u32,
+    pub(crate) max_retry: u32,
+    pub(crate) deadline: SystemTime,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) result_writer: ResultWriter,
+}
+
+impl TaskContext {
+    /// The task ID.
+    pub fn task_id(&self) -> &str {
+        &self.id
+    }
+
+    /// The queue the task came from.
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+
+    /// How many times the task has been retried before this attempt.
+    pub fn retry_count(&self) -> u32 {
+        self.retry_count
+    }
+
+    /// How many retries the task gets in all.
+    pub fn max_retry(&self) -> u32 {
+        self.max_retry
+    }
+
+    /// When this attempt must be finished (the earlier of its timeout and deadline).
+    pub fn deadline(&self) -> SystemTime {
+        self.deadline
+    }
+
+    /// Resolves when the attempt is cancelled: its deadline passed, it was cancelled, its lease
+    /// was lost, or the server gave up waiting for it at shutdown.
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// True once the attempt is cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Writes the task's result, kept with the task when it has a retention period.
+    pub fn result_writer(&self) -> &ResultWriter {
+        &self.result_writer
+    }
+}
+
+/// Stores a task's result in the broker (Go's `ResultWriter`).
+#[derive(Clone)]
+pub struct ResultWriter {
+    pub(crate) broker: Arc<dyn Dequeue>,
+    pub(crate) queue: String,
+    pub(crate) id: String,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl ResultWriter {
+    /// Stores `data` as the task's result, replacing any earlier one; returns its length.
+    ///
+    /// Fails once the attempt is cancelled.
+    pub async fn write(&self, data: impl Into<Bytes>) -> asynq_core::Result<usize> {
+        if self.cancel.is_cancelled() {
+            return Err(asynq_core::Error::FailedPrecondition(
+                "failed to write task result: context canceled".to_owned(),
+            ));
+        }
+        let data = data.into();
+        let len = data.len();
+        self.broker.write_result(&self.queue, &self.id, data).await?;
+        Ok(len)
+    }
+
+    /// The ID of the task whose result this writes.
+    pub fn task_id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl fmt::Debug for ResultWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResultWriter").field("queue", &self.queue).field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_as_go_asynq_writes_them() {
+        assert_eq!(HandlerError::new("boom").to_string(), "boom");
+        assert_eq!(HandlerError::skip_retry("bad input").to_string(), "bad input: skip retry for the task");
+        assert_eq!(HandlerError::revoke().to_string(), "revoke task");
+        assert_eq!(HandlerError::deadline_exceeded().to_string(), "context deadline exceeded");
+        assert_eq!(HandlerError::lease_expired().to_string(), "asynq: task lease expired");
+        assert_eq!(HandlerError::handler_not_found("x").to_string(), "handler not found for task \"x\"");
+    }
+
+    #[test]
+    fn question_mark_turns_any_error_into_a_failure() {
+        fn parse(s: &str) -> Result<u32, HandlerError> {
+            Ok(s.parse::<u32>()?)
+        }
+        let err = parse("nope").unwrap_err();
+        assert!(!err.is_skip_retry() && !err.is_revoke());
+        assert_eq!(err.to_string(), "invalid digit found in string");
+    }
+}

@@ -1,0 +1,118 @@
+//! A heartbeater tells the broker this server is alive and what it runs, and extends the leases
+//! of its running tasks. A task whose lease could not be extended in time is told to stop.
+
+use crate::periodic::{FirstRun, run_every};
+use crate::workers::ActiveTasks;
+use asynq_core::broker::{Dequeue, ServerState};
+use asynq_core::{ServerInfo, ServerStatus};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The heartbeater's settings.
+#[derive(Debug, Clone)]
+pub struct HeartbeatConfig {
+    /// How often to beat. Server records live for twice this long.
+    pub interval: Duration,
+}
+
+/// The server's status, shared by the server (which changes it) and the heartbeater (which
+/// reports it).
+#[derive(Debug, Clone)]
+pub(crate) struct StatusCell(Arc<Mutex<ServerStatus>>);
+
+impl StatusCell {
+    pub(crate) fn new(status: ServerStatus) -> Self {
+        Self(Arc::new(Mutex::new(status)))
+    }
+
+    pub(crate) fn get(&self) -> ServerStatus {
+        *self.0.lock().expect("status lock poisoned")
+    }
+
+    pub(crate) fn set(&self, status: ServerStatus) {
+        *self.0.lock().expect("status lock poisoned") = status;
+    }
+}
+
+/// Writes the server's state and extends its leases.
+#[derive(Clone)]
+pub struct Heartbeater {
+    state: Arc<dyn ServerState>,
+    leases: Arc<dyn Dequeue>,
+    server: ServerInfo,
+    status: StatusCell,
+    active: Arc<ActiveTasks>,
+    config: HeartbeatConfig,
+}
+
+impl Heartbeater {
+    pub(crate) fn new(
+        state: Arc<dyn ServerState>,
+        leases: Arc<dyn Dequeue>,
+        server: ServerInfo,
+        status: StatusCell,
+        active: Arc<ActiveTasks>,
+        config: HeartbeatConfig,
+    ) -> Self {
+        Self { state, leases, server, status, active, config }
+    }
+
+    fn server_info(&self) -> ServerInfo {
+        ServerInfo { status: self.status.get(), active_workers: self.active.len() as u32, ..self.server.clone() }
+    }
+
+    /// Beats once: writes the server and worker records, extends the leases still valid, and
+    /// signals the running tasks whose lease has expired.
+    pub async fn tick(&self) -> asynq_core::Result<()> {
+        let server = self.server_info();
+        let workers = self.active.worker_infos(&server.host, server.pid, &server.server_id);
+        let state_written = self.state.write_server_state(&server, &workers, self.config.interval * 2).await;
+
+        let mut by_queue: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for task in self.active.snapshot() {
+            if task.lease.is_valid() {
+                by_queue.entry(task.message.queue.clone()).or_default().push(task);
+            } else {
+                task.lease.notify_expired();
+            }
+        }
+        for (queue, tasks) in by_queue {
+            let ids: Vec<String> = tasks.iter().map(|t| t.message.id.clone()).collect();
+            match self.leases.extend_leases(&queue, &ids).await {
+                Ok(expiry) => tasks.iter().for_each(|t| {
+                    if !t.lease.extend(expiry) {
+                        t.lease.notify_expired();
+                    }
+                }),
+                Err(e) => tracing::warn!(queue = %queue, error = %e, "could not extend leases"),
+            }
+        }
+        state_written
+    }
+
+    /// Beats at once and then every interval until `stop` is cancelled, then removes the
+    /// server's records.
+    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            run_every(self.config.interval, FirstRun::Immediately, &stop, || async {
+                if let Err(e) = self.tick().await {
+                    tracing::error!(error = %e, "could not write server state");
+                }
+            })
+            .await;
+            if let Err(e) = self.state.clear_server_state(&self.server_info()).await {
+                tracing::error!(error = %e, "could not clear server state");
+            }
+        })
+    }
+}
+
+impl fmt::Debug for Heartbeater {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Heartbeater").field("server", &self.server).field("config", &self.config).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,68 @@
+//! A janitor deletes completed tasks whose retention period has run out.
+
+use crate::periodic::{FirstRun, run_every};
+use asynq_core::broker::Janitor as JanitorBroker;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The janitor's settings.
+#[derive(Debug, Clone)]
+pub struct JanitorConfig {
+    /// The queues to clean.
+    pub queues: Vec<String>,
+    /// How often to clean.
+    pub interval: Duration,
+    /// How many tasks one broker call deletes.
+    pub batch_size: usize,
+}
+
+/// Deletes expired completed tasks.
+#[derive(Clone)]
+pub struct Janitor {
+    broker: Arc<dyn JanitorBroker>,
+    config: JanitorConfig,
+}
+
+impl Janitor {
+    /// A janitor over `broker`.
+    pub fn new(broker: Arc<dyn JanitorBroker>, config: JanitorConfig) -> Self {
+        Self { broker, config }
+    }
+
+    /// Deletes every expired completed task of every queue, a batch at a time; returns how
+    /// many were deleted.
+    pub async fn tick(&self) -> asynq_core::Result<usize> {
+        let mut deleted = 0;
+        for queue in &self.config.queues {
+            loop {
+                let n = self.broker.delete_expired_completed(queue, self.config.batch_size).await?;
+                deleted += n;
+                if n < self.config.batch_size {
+                    break;
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Cleans every interval (the first time after one interval) until `stop` is cancelled.
+    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            run_every(self.config.interval, FirstRun::AfterInterval, &stop, || async {
+                if let Err(e) = self.tick().await {
+                    tracing::error!(error = %e, "could not delete expired completed tasks");
+                }
+            })
+            .await;
+        })
+    }
+}
+
+impl fmt::Debug for Janitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Janitor").field("config", &self.config).finish_non_exhaustive()
+    }
+}

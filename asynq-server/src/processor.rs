@@ -1,0 +1,304 @@
+//! A processor takes tasks from the broker and runs their handlers, at most `concurrency` at
+//! once.
+//!
+//! Each fetch takes as many tasks as there are free slots, trying the queues in the order the
+//! [`QueuePriorities`] give. An idle processor waits for the broker's wake-up signal, or polls
+//! every `task_check_interval` (with jitter) when the broker has none.
+
+use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
+use crate::handler::{Handler, HandlerError, ResultWriter, TaskContext};
+use crate::syncer::Syncer;
+use crate::workers::{ActiveTask, ActiveTasks};
+use asynq_core::broker::{Dequeue, Dequeued, Outcome};
+use asynq_core::queue::QueuePriorities;
+use asynq_core::{Clock, Error, Lease, Task, TaskMessage};
+use futures::FutureExt;
+use rand::Rng;
+use std::any::Any;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What happens to a task whose attempt failed: retried after a delay, or archived.
+#[derive(Clone)]
+pub struct FailurePolicy {
+    /// How long to wait before the retry.
+    pub retry_delay: RetryDelayFn,
+    /// Whether the error counts as a failure.
+    pub is_failure: IsFailureFn,
+}
+
+impl FailurePolicy {
+    /// The outcome for `message` after `err` at `now`: archived when its retries are used up
+    /// or the error says to skip retries, otherwise retried after the retry delay.
+    pub fn outcome(&self, message: &TaskMessage, err: &HandlerError, now: SystemTime) -> Outcome {
+        if err.is_revoke() {
+            return Outcome::Done;
+        }
+        if message.retries_exhausted() || err.is_skip_retry() {
+            return Outcome::Archive { error: err.to_string() };
+        }
+        let task = Task::from_message(message);
+        let delay = (self.retry_delay)(message.retried.max(0) as u32, err, &task);
+        let retry_at = now.checked_add(delay).unwrap_or(now + Duration::from_secs(u64::from(u32::MAX)));
+        Outcome::Retry { retry_at, error: err.to_string(), is_failure: (self.is_failure)(err) }
+    }
+}
+
+impl fmt::Debug for FailurePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FailurePolicy").finish_non_exhaustive()
+    }
+}
+
+/// The processor's settings.
+#[derive(Clone)]
+pub struct ProcessorConfig {
+    /// The most tasks run at once.
+    pub concurrency: usize,
+    /// The queues and the order to try them in.
+    pub queues: QueuePriorities,
+    /// How often to poll when idle and the broker sends no wake-up.
+    pub task_check_interval: Duration,
+    /// How long shutdown waits for running tasks before requeueing them.
+    pub shutdown_timeout: Duration,
+    /// Retry or archive after a failure.
+    pub failure_policy: FailurePolicy,
+    /// Called with every handler error.
+    pub error_handler: Option<ErrorHandlerFn>,
+}
+
+impl fmt::Debug for ProcessorConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessorConfig")
+            .field("concurrency", &self.concurrency)
+            .field("queues", &self.queues)
+            .field("task_check_interval", &self.task_check_interval)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Takes tasks from the broker and runs them. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Processor {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    broker: Arc<dyn Dequeue>,
+    handler: Arc<dyn Handler>,
+    clock: Arc<dyn Clock>,
+    config: ProcessorConfig,
+    queue_names: Vec<String>,
+    slots: Arc<Semaphore>,
+    active: Arc<ActiveTasks>,
+    syncer: Syncer,
+    running: TaskTracker,
+    /// Cancelled when shutdown stops waiting for running tasks: they are requeued.
+    abandon: CancellationToken,
+}
+
+/// How one attempt ended, before it is written.
+enum Attempt {
+    Finished(Result<(), HandlerError>),
+    LeaseLost,
+    Abandoned,
+}
+
+impl Processor {
+    pub(crate) fn new(
+        broker: Arc<dyn Dequeue>,
+        handler: Arc<dyn Handler>,
+        clock: Arc<dyn Clock>,
+        active: Arc<ActiveTasks>,
+        syncer: Syncer,
+        config: ProcessorConfig,
+    ) -> Self {
+        let queue_names = config.queues.names().map(str::to_owned).collect();
+        let slots = Arc::new(Semaphore::new(config.concurrency));
+        let shared = Shared {
+            broker,
+            handler,
+            clock,
+            config,
+            queue_names,
+            slots,
+            active,
+            syncer,
+            running: TaskTracker::new(),
+            abandon: CancellationToken::new(),
+        };
+        Self { shared: Arc::new(shared) }
+    }
+
+    /// Waits for a free slot, takes as many ready tasks as there are free slots and starts
+    /// their handlers. Returns how many started (0 when no task was ready).
+    pub async fn tick(&self) -> asynq_core::Result<usize> {
+        let s = &self.shared;
+        let first = Arc::clone(&s.slots).acquire_owned().await.expect("the slot semaphore is never closed");
+        let mut slots = vec![first];
+        while let Ok(permit) = Arc::clone(&s.slots).try_acquire_owned() {
+            slots.push(permit);
+        }
+        let order = s.config.queues.order(&mut rand::rng());
+        let tasks = s.broker.dequeue(&order, slots.len()).await?;
+        let started = tasks.len();
+        for (task, slot) in tasks.into_iter().zip(slots) {
+            let shared = Arc::clone(s);
+            s.running.spawn(async move { shared.run(task, slot).await });
+        }
+        Ok(started)
+    }
+
+    /// Runs the fetch loop until `stop` is cancelled. Running tasks are left to
+    /// [`Processor::shutdown`].
+    pub fn spawn(&self, stop: CancellationToken) -> JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move { this.fetch_loop(stop).await })
+    }
+
+    async fn fetch_loop(&self, stop: CancellationToken) {
+        let s = &self.shared;
+        let mut last_error_log: Option<tokio::time::Instant> = None;
+        loop {
+            let result = tokio::select! {
+                _ = stop.cancelled() => return,
+                r = self.tick() => r,
+            };
+            let idle = match result {
+                Ok(0) => jitter(s.config.task_check_interval),
+                Ok(_) => continue,
+                Err(e) => {
+                    if last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(3)) {
+                        tracing::error!(error = %e, "dequeue failed");
+                        last_error_log = Some(tokio::time::Instant::now());
+                    }
+                    s.config.task_check_interval
+                }
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = s.broker.wait_for_tasks(&s.queue_names) => {}
+                _ = tokio::time::sleep(idle) => {}
+            }
+        }
+    }
+
+    /// Waits up to the shutdown timeout for running tasks, then cancels the rest and gives
+    /// them back to their queues. Call after the fetch loop has stopped.
+    pub async fn shutdown(&self) {
+        let s = &self.shared;
+        s.running.close();
+        if tokio::time::timeout(s.config.shutdown_timeout, s.running.wait()).await.is_err() {
+            tracing::warn!(running = s.active.len(), "shutdown timeout reached; requeueing unfinished tasks");
+            s.abandon.cancel();
+            s.running.wait().await;
+        }
+    }
+
+    /// The number of tasks running now.
+    pub fn running(&self) -> usize {
+        self.shared.active.len()
+    }
+}
+
+impl fmt::Debug for Processor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Processor").field("config", &self.shared.config).field("running", &self.running()).finish()
+    }
+}
+
+impl Shared {
+    async fn run(self: Arc<Self>, task: Dequeued, _slot: OwnedSemaphorePermit) {
+        let Dequeued { message, lease_expiry } = task;
+        let lease = Lease::new(lease_expiry, Arc::clone(&self.clock));
+        let started = self.clock.now();
+        let deadline = message.handler_deadline(started);
+        let cancel = CancellationToken::new();
+        self.active.insert(ActiveTask {
+            message: message.clone(),
+            started,
+            deadline,
+            lease: lease.clone(),
+        });
+        let ctx = TaskContext {
+            id: message.id.clone(),
+            queue: message.queue.clone(),
+            retry_count: message.retried.max(0) as u32,
+            max_retry: message.retry.max(0) as u32,
+            deadline,
+            cancel: cancel.clone(),
+            result_writer: ResultWriter {
+                broker: Arc::clone(&self.broker),
+                queue: message.queue.clone(),
+                id: message.id.clone(),
+                cancel: cancel.clone(),
+            },
+        };
+        let task = Task::from_message(&message);
+        let time_left = deadline.duration_since(self.clock.now()).unwrap_or_default();
+        let handler = AssertUnwindSafe(self.handler.process_task(ctx, task.clone())).catch_unwind();
+        let attempt = tokio::select! {
+            r = handler => Attempt::Finished(r.unwrap_or_else(|panic| Err(HandlerError::panic(panic_message(&*panic))))),
+            _ = tokio::time::sleep(time_left) => Attempt::Finished(Err(HandlerError::deadline_exceeded())),
+            _ = cancel.cancelled() => Attempt::Finished(Err(HandlerError::cancelled())),
+            _ = lease.expired() => Attempt::LeaseLost,
+            _ = self.abandon.cancelled() => Attempt::Abandoned,
+        };
+        cancel.cancel();
+        let outcome = match attempt {
+            Attempt::Finished(Ok(())) if message.retention > 0 => Some(Outcome::Complete),
+            Attempt::Finished(Ok(())) => Some(Outcome::Done),
+            Attempt::Finished(Err(err)) => {
+                if let Some(on_error) = &self.config.error_handler {
+                    on_error(&task, &err);
+                }
+                tracing::debug!(task_id = %message.id, queue = %message.queue, error = %err, "task failed");
+                Some(self.config.failure_policy.outcome(&message, &err, self.clock.now()))
+            }
+            Attempt::Abandoned => Some(Outcome::Requeue),
+            Attempt::LeaseLost => None,
+        };
+        match outcome {
+            Some(outcome) if lease.is_valid() => self.write(&message, outcome, &lease).await,
+            _ => tracing::warn!(task_id = %message.id, queue = %message.queue, "lease expired; leaving the task to the recoverer"),
+        }
+        self.active.remove(&message.id);
+    }
+
+    async fn write(&self, message: &TaskMessage, outcome: Outcome, lease: &Lease) {
+        match self.broker.finish(message, outcome.clone()).await {
+            Ok(()) => {}
+            Err(Error::TaskNotFound { .. }) => {
+                tracing::warn!(task_id = %message.id, queue = %message.queue, "task was no longer active when its outcome was written");
+            }
+            Err(e) => {
+                tracing::warn!(task_id = %message.id, queue = %message.queue, error = %e, "writing the outcome failed; the syncer will retry");
+                self.syncer.push(message.clone(), outcome, lease.expiry());
+            }
+        }
+    }
+}
+
+/// The text of a panic payload.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// Go's idle sleep: `interval / 2 + rand[0, interval)`.
+fn jitter(interval: Duration) -> Duration {
+    let extra = rand::rng().random_range(0..interval.as_nanos().max(1) as u64);
+    interval / 2 + Duration::from_nanos(extra)
+}

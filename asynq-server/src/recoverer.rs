@@ -1,0 +1,81 @@
+//! A recoverer finds active tasks whose lease expired (their worker died or lost the broker)
+//! and sends them to retry, or to the archive when they are out of retries.
+
+use crate::handler::HandlerError;
+use crate::periodic::{FirstRun, run_every};
+use crate::processor::FailurePolicy;
+use asynq_core::broker::{Dequeue, Recover};
+use asynq_core::{Clock, Error, LEASE_DURATION};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The recoverer's settings.
+#[derive(Debug, Clone)]
+pub struct RecovererConfig {
+    /// The queues to watch.
+    pub queues: Vec<String>,
+    /// How often to look.
+    pub interval: Duration,
+    /// Retry or archive a recovered task.
+    pub failure_policy: FailurePolicy,
+}
+
+/// Recovers tasks whose lease expired.
+#[derive(Clone)]
+pub struct Recoverer {
+    recover: Arc<dyn Recover>,
+    finish: Arc<dyn Dequeue>,
+    clock: Arc<dyn Clock>,
+    config: RecovererConfig,
+}
+
+impl Recoverer {
+    /// A recoverer that finds tasks through `recover` and settles them through `finish`.
+    pub fn new(recover: Arc<dyn Recover>, finish: Arc<dyn Dequeue>, clock: Arc<dyn Clock>, config: RecovererConfig) -> Self {
+        Self { recover, finish, clock, config }
+    }
+
+    /// Recovers every task whose lease expired more than [`LEASE_DURATION`] ago (a grace period
+    /// for a worker whose heartbeat is late); returns how many.
+    pub async fn tick(&self) -> asynq_core::Result<usize> {
+        let now = self.clock.now();
+        let cutoff = now - LEASE_DURATION;
+        let expired = self.recover.list_lease_expired(&self.config.queues, cutoff).await?;
+        let err = HandlerError::lease_expired();
+        let mut recovered = 0;
+        for message in expired {
+            let outcome = self.config.failure_policy.outcome(&message, &err, now);
+            match self.finish.finish(&message, outcome).await {
+                Ok(()) => {
+                    recovered += 1;
+                    tracing::warn!(task_id = %message.id, queue = %message.queue, "recovered a task whose lease expired");
+                }
+                // Another server recovered it first.
+                Err(Error::TaskNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(recovered)
+    }
+
+    /// Recovers at once and then every interval until `stop` is cancelled.
+    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            run_every(self.config.interval, FirstRun::Immediately, &stop, || async {
+                if let Err(e) = self.tick().await {
+                    tracing::error!(error = %e, "could not recover tasks with expired leases");
+                }
+            })
+            .await;
+        })
+    }
+}
+
+impl fmt::Debug for Recoverer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recoverer").field("config", &self.config).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,239 @@
+//! The server: starts the roles, and stops them in an order that loses nothing.
+
+use crate::config::Config;
+use crate::forwarder::{Forwarder, ForwarderConfig};
+use crate::handler::Handler;
+use crate::healthcheck::{HealthCheckConfig, HealthChecker};
+use crate::heartbeat::{HeartbeatConfig, Heartbeater, StatusCell};
+use crate::janitor::{Janitor, JanitorConfig};
+use crate::processor::{FailurePolicy, Processor, ProcessorConfig};
+use crate::recoverer::{Recoverer, RecovererConfig};
+use crate::syncer::{Syncer, SyncerConfig};
+use crate::workers::ActiveTasks;
+use asynq_core::queue::QueuePriorities;
+use asynq_core::{Broker, Error, Result, ServerInfo, ServerStatus};
+use std::fmt;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A worker server: takes tasks from a broker and runs a [`Handler`] on them, with the
+/// background roles that keep the queues healthy (forwarding due tasks, extending leases,
+/// recovering tasks of dead workers, deleting expired completed tasks).
+///
+/// ```no_run
+/// use asynq_server::{Config, Server, ServeMux};
+/// use asynq_memory::MemoryBroker;
+///
+/// # #[tokio::main] async fn main() -> Result<(), asynq_core::Error> {
+/// let mut mux = ServeMux::new();
+/// mux.handle_fn("email:welcome", |_ctx, _task| async { Ok(()) });
+/// let server = Server::new(MemoryBroker::new(), Config::default())?;
+/// server.run(mux).await // until SIGTERM or Ctrl-C
+/// # }
+/// ```
+pub struct Server {
+    broker: Arc<dyn Broker>,
+    config: Config,
+    info: ServerInfo,
+    status: StatusCell,
+    running: Option<Running>,
+}
+
+/// The roles of a started server, each with the token that stops it.
+struct Running {
+    processor: Processor,
+    fetching: Role,
+    forwarder: Role,
+    recoverer: Role,
+    syncer: Role,
+    janitor: Role,
+    healthcheck: Option<Role>,
+    heartbeat: Role,
+}
+
+struct Role {
+    stop: CancellationToken,
+    handle: JoinHandle<()>,
+}
+
+impl Role {
+    fn spawn(spawn: impl FnOnce(CancellationToken) -> JoinHandle<()>) -> Self {
+        let stop = CancellationToken::new();
+        let handle = spawn(stop.clone());
+        Self { stop, handle }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        if let Err(e) = self.handle.await {
+            tracing::error!(error = %e, "a server role panicked");
+        }
+    }
+}
+
+impl Server {
+    /// A server over `broker`, not yet started.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid configuration.
+    pub fn new(broker: impl Broker, config: Config) -> Result<Self> {
+        Self::from_shared(Arc::new(broker), config)
+    }
+
+    /// A server over a broker shared with other components.
+    pub fn from_shared(broker: Arc<dyn Broker>, config: Config) -> Result<Self> {
+        config.validate()?;
+        let info = ServerInfo {
+            host: hostname(),
+            pid: std::process::id(),
+            server_id: uuid::Uuid::new_v4().to_string(),
+            concurrency: config.concurrency as u32,
+            queues: config.queues.clone(),
+            strict_priority: config.strict_priority,
+            status: ServerStatus::New,
+            started: config.clock.now(),
+            active_workers: 0,
+        };
+        Ok(Self { broker, config, info, status: StatusCell::new(ServerStatus::New), running: None })
+    }
+
+    /// The server's ID, as its heartbeats report it.
+    pub fn id(&self) -> &str {
+        &self.info.server_id
+    }
+
+    /// The current status.
+    pub fn status(&self) -> ServerStatus {
+        self.status.get()
+    }
+
+    /// The number of tasks running now.
+    pub fn running_tasks(&self) -> usize {
+        self.running.as_ref().map_or(0, |r| r.processor.running())
+    }
+
+    /// Starts processing with `handler` in the background (on the current tokio runtime).
+    ///
+    /// Errors: [`Error::FailedPrecondition`] if the server was already started.
+    pub fn start(&mut self, handler: impl Handler) -> Result<()> {
+        if self.status.get() != ServerStatus::New {
+            return Err(Error::FailedPrecondition(format!("server already {}", self.status.get())));
+        }
+        let c = &self.config;
+        let b = &self.broker;
+        let clock = Arc::clone(&c.clock);
+        let queues: Vec<String> = QueuePriorities::new(&c.queues, c.strict_priority).names().map(str::to_owned).collect();
+        let failure_policy = FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
+        let active = Arc::new(ActiveTasks::default());
+        let syncer = Syncer::new(b.clone(), clock.clone(), SyncerConfig { interval: c.syncer_interval });
+        let processor = Processor::new(
+            b.clone(),
+            Arc::new(handler),
+            clock.clone(),
+            active.clone(),
+            syncer.clone(),
+            ProcessorConfig {
+                concurrency: c.concurrency,
+                queues: QueuePriorities::new(&c.queues, c.strict_priority),
+                task_check_interval: c.task_check_interval,
+                shutdown_timeout: c.shutdown_timeout,
+                failure_policy: failure_policy.clone(),
+                error_handler: c.error_handler.clone(),
+            },
+        );
+        let heartbeater = Heartbeater::new(
+            b.clone(),
+            b.clone(),
+            self.info.clone(),
+            self.status.clone(),
+            active,
+            HeartbeatConfig { interval: c.heartbeat_interval },
+        );
+        let recoverer = Recoverer::new(
+            b.clone(),
+            b.clone(),
+            clock,
+            RecovererConfig { queues: queues.clone(), interval: c.recoverer_interval, failure_policy },
+        );
+        let forwarder = Forwarder::new(b.clone(), ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval });
+        let janitor =
+            Janitor::new(b.clone(), JanitorConfig { queues, interval: c.janitor_interval, batch_size: c.janitor_batch_size });
+        let healthcheck = c
+            .health_check
+            .clone()
+            .map(|report| HealthChecker::new(b.clone(), HealthCheckConfig { interval: c.health_check_interval, report }));
+
+        // Go asynq's start order: heartbeater, health checker, syncer, recoverer, forwarder,
+        // processor, janitor.
+        self.status.set(ServerStatus::Active);
+        let heartbeat = Role::spawn(|stop| heartbeater.spawn(stop));
+        let healthcheck = healthcheck.map(|h| Role::spawn(|stop| h.spawn(stop)));
+        let syncer = Role::spawn(|stop| syncer.spawn(stop));
+        let recoverer = Role::spawn(|stop| recoverer.spawn(stop));
+        let forwarder = Role::spawn(|stop| forwarder.spawn(stop));
+        let fetching = Role::spawn(|stop| processor.spawn(stop));
+        let janitor = Role::spawn(|stop| janitor.spawn(stop));
+        self.running = Some(Running { processor, fetching, forwarder, recoverer, syncer, janitor, healthcheck, heartbeat });
+        tracing::info!(server_id = %self.info.server_id, concurrency = c.concurrency, "server started");
+        Ok(())
+    }
+
+    /// Stops taking new tasks; running tasks go on to finish (Go's `Stop`, sent by SIGTSTP).
+    pub fn stop(&self) {
+        if let Some(running) = &self.running {
+            running.fetching.stop.cancel();
+            self.status.set(ServerStatus::Stopped);
+            tracing::info!("stopped fetching new tasks");
+        }
+    }
+
+    /// Stops the server: no new tasks are taken, running tasks get up to the shutdown timeout to
+    /// finish, and those that do not are given back to the front of their queues.
+    pub async fn shutdown(&mut self) {
+        let Some(running) = self.running.take() else { return };
+        self.status.set(ServerStatus::Closed);
+        // Order matters. Forwarding and fetching stop first, so no new work starts. Then the
+        // processor drains or requeues what runs, while the heartbeater keeps extending the
+        // leases of tasks still running. The syncer makes a last attempt at failed writes after
+        // every task has settled. The heartbeater goes last and removes the server's records.
+        running.forwarder.stop().await;
+        running.fetching.stop().await;
+        running.processor.shutdown().await;
+        running.recoverer.stop().await;
+        running.syncer.stop().await;
+        running.janitor.stop().await;
+        if let Some(healthcheck) = running.healthcheck {
+            healthcheck.stop().await;
+        }
+        running.heartbeat.stop().await;
+        tracing::info!(server_id = %self.info.server_id, "server shut down");
+    }
+
+    /// Starts the server and runs it until SIGTERM or Ctrl-C (SIGINT), then shuts it down.
+    /// SIGTSTP stops taking new tasks, as [`Server::stop`] does.
+    pub async fn run(mut self, handler: impl Handler) -> Result<()> {
+        self.start(handler)?;
+        crate::signals::wait_for_shutdown(|| self.stop()).await;
+        self.shutdown().await;
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.info)
+            .field("status", &self.status.get())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned())
+}

@@ -1,0 +1,94 @@
+//! A syncer retries the outcome writes that failed (a broker outage), until each task's lease
+//! runs out; after that the task belongs to the recoverer.
+
+use crate::periodic::{FirstRun, run_every};
+use asynq_core::broker::{Dequeue, Outcome};
+use asynq_core::{Clock, Error, TaskMessage};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The syncer's settings.
+#[derive(Debug, Clone)]
+pub struct SyncerConfig {
+    /// How often to retry.
+    pub interval: Duration,
+}
+
+struct Pending {
+    message: TaskMessage,
+    outcome: Outcome,
+    give_up_at: SystemTime,
+}
+
+/// Retries failed outcome writes. Cheap to clone; clones share the queue of writes.
+#[derive(Clone)]
+pub struct Syncer {
+    broker: Arc<dyn Dequeue>,
+    clock: Arc<dyn Clock>,
+    config: SyncerConfig,
+    pending: Arc<Mutex<Vec<Pending>>>,
+}
+
+impl Syncer {
+    /// A syncer writing through `broker`.
+    pub fn new(broker: Arc<dyn Dequeue>, clock: Arc<dyn Clock>, config: SyncerConfig) -> Self {
+        Self { broker, clock, config, pending: Arc::default() }
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Pending>> {
+        self.pending.lock().expect("syncer lock poisoned")
+    }
+
+    /// Queues the write of `outcome` for `message`, to be retried until `give_up_at`.
+    pub(crate) fn push(&self, message: TaskMessage, outcome: Outcome, give_up_at: SystemTime) {
+        self.queue().push(Pending { message, outcome, give_up_at });
+    }
+
+    /// The number of writes waiting to be retried.
+    pub fn pending(&self) -> usize {
+        self.queue().len()
+    }
+
+    /// Retries every queued write once; returns how many succeeded. Writes whose lease ran
+    /// out are dropped, and transient failures are kept for the next tick.
+    pub async fn tick(&self) -> usize {
+        let due = std::mem::take(&mut *self.queue());
+        let mut written = 0;
+        for p in due {
+            if self.clock.now() > p.give_up_at {
+                tracing::warn!(task_id = %p.message.id, "lease expired before the outcome could be written; leaving the task to the recoverer");
+                continue;
+            }
+            match self.broker.finish(&p.message, p.outcome.clone()).await {
+                Ok(()) => written += 1,
+                Err(e @ Error::Broker(_)) => {
+                    tracing::debug!(task_id = %p.message.id, error = %e, "outcome write failed again");
+                    self.queue().push(p);
+                }
+                Err(e) => tracing::warn!(task_id = %p.message.id, error = %e, "dropping outcome write"),
+            }
+        }
+        written
+    }
+
+    /// Retries every `interval` until `stop` is cancelled, then makes one last attempt.
+    pub fn spawn(&self, stop: CancellationToken) -> JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            run_every(this.config.interval, FirstRun::AfterInterval, &stop, || async {
+                this.tick().await;
+            })
+            .await;
+            this.tick().await;
+        })
+    }
+}
+
+impl fmt::Debug for Syncer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Syncer").field("config", &self.config).field("pending", &self.pending()).finish()
+    }
+}
