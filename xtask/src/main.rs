@@ -1,1 +1,83 @@
-fn main() {}
+//! Project automation, run as `cargo xtask <command>` (the alias lives in `.cargo/config.toml`).
+//!
+//! Commands:
+//!
+//! - `cargo xtask test [-- ARGS...]`: set up what the test suite needs (a `redis-server` of
+//!   version 6.2 or newer, installed with apt on Debian when run as root), then run every test in
+//!   the workspace, doctests included. `ARGS` go to the test runner (`cargo nextest run` when
+//!   installed, otherwise `cargo test`).
+//! - `cargo xtask ci`: what `.ci/run` does: format check, clippy, then `cargo xtask test`.
+//!
+//! The tidy tests in `tidy.rs` check the invariants of `ARCHITECTURE.md`; they run with the rest
+//! of the suite.
+
+mod ci;
+mod cmd;
+mod redis;
+mod test;
+#[cfg(test)]
+mod tidy;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  test [-- ARGS...]   install/check redis-server, then run the whole test suite;
+                      ARGS are passed to the test runner (cargo nextest run, or cargo test)
+  ci                  what .ci/run does: cargo fmt --check, cargo clippy -D warnings, xtask test
+  help                print this message";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (command, rest) = match args.split_first() {
+        Some((command, rest)) => (command.as_str(), rest),
+        None => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match command {
+        "test" => test::parse_args(rest).and_then(|extra| test::run(&extra)),
+        "ci" => match rest {
+            [] => ci::run(),
+            _ => Err(anyhow::anyhow!("`ci` takes no arguments, got {rest:?}")),
+        },
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => {
+            eprintln!("xtask: unknown command `{other}`\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            if let Some(failed) = err.downcast_ref::<cmd::CommandFailed>() {
+                eprintln!("xtask: error: {failed}");
+                // Pass the child's exit code on, so callers see what the test runner said.
+                return ExitCode::from(failed.code.unwrap_or(1).clamp(1, 255) as u8);
+            }
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: the parent of this crate's directory.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// Prints one progress line, prefixed `xtask:`.
+fn step(message: impl std::fmt::Display) {
+    eprintln!("xtask: {message}");
+}

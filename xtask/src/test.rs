@@ -1,0 +1,232 @@
+//! `cargo xtask test`: set up what the suite needs, then run all of it.
+//!
+//! Steps:
+//!
+//! 1. make sure `redis-server` (6.2 or newer) is available, installing it on Debian/Ubuntu when
+//!    running as root, and export its absolute path as `ASYNQ_REDIS_SERVER_BIN` unless that is
+//!    already set;
+//! 2. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
+//!    otherwise `cargo test --workspace --all-targets ARGS`;
+//! 3. `cargo test --workspace --doc`, since nextest does not run doctests.
+//!
+//! Under CI (`CI=true`) step 2 also gets `--no-fail-fast`, and with `--no-fail-fast` the
+//! doctests run even when step 2 failed, so one run reports every failure.
+//!
+//! When `ARGS` select packages (`-p`, `--package`), `--workspace` is left out so the selection
+//! takes effect, and the doctest step gets the same selection.
+
+use std::process::Stdio;
+
+use anyhow::bail;
+
+use crate::{cmd, redis, step};
+
+/// Parses the arguments after `test`: nothing, or `--` followed by arguments for the test runner.
+pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Vec<String>> {
+    match args.split_first() {
+        None => Ok(Vec::new()),
+        Some((first, rest)) if first == "--" => Ok(rest.to_vec()),
+        Some((first, _)) => bail!(
+            "unexpected argument `{first}` for `test`; pass test-runner arguments after `--`, \
+             as in `cargo xtask test -- -p asynq-core`"
+        ),
+    }
+}
+
+/// Runs the whole suite, with `extra` passed to the test runner.
+pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
+    step("step 1/3: checking for redis-server");
+    let redis_server = redis::ensure()?;
+    if std::env::var_os(redis::BIN_ENV).is_none_or(|value| value.is_empty()) {
+        step(format_args!(
+            "setting {}={} for the tests",
+            redis::BIN_ENV,
+            redis_server.display()
+        ));
+    }
+
+    let selection = package_selection(extra);
+    // `--workspace` would override `-p`; `--exclude` on the other hand needs it.
+    let names_packages = names_a_package(&selection);
+    let scope: &[&str] = if names_packages {
+        &[]
+    } else {
+        &["--workspace"]
+    };
+
+    let mut tests = if nextest_available() {
+        step("step 2/3: running the tests with cargo nextest");
+        cmd::cargo_command(["nextest", "run"])
+    } else {
+        step("step 2/3: cargo-nextest is not installed; running the tests with cargo test");
+        cmd::cargo_command(["test"])
+    };
+    tests.args(scope).arg("--all-targets");
+    if in_ci() && !extra.iter().any(|arg| arg == "--no-fail-fast") {
+        step("CI is set: adding --no-fail-fast so the log shows every failure");
+        tests.arg("--no-fail-fast");
+    }
+    tests.args(extra);
+    set_redis_env(&mut tests, &redis_server);
+    let tests_result = cmd::run(&mut tests);
+    let keep_going = in_ci() || extra.iter().any(|arg| arg == "--no-fail-fast");
+    if tests_result.is_err() && !keep_going {
+        return tests_result;
+    }
+
+    let doc_selection = without_bin_only_packages(&selection);
+    let doctests_result = if names_packages && !names_a_package(&doc_selection) {
+        step("step 3/3: skipping the doctests: the selected packages have no library");
+        Ok(())
+    } else {
+        step("step 3/3: running the doctests (nextest does not run them)");
+        let mut doctests = cmd::cargo_command(["test"]);
+        doctests.args(scope).arg("--doc").args(&doc_selection);
+        set_redis_env(&mut doctests, &redis_server);
+        cmd::run(&mut doctests)
+    };
+
+    // Report the first failure; with --no-fail-fast the doctests ran anyway.
+    tests_result.and(doctests_result)?;
+    step("all tests passed");
+    Ok(())
+}
+
+/// Exports the resolved `redis-server` to a child, unless the user already chose one.
+fn set_redis_env(command: &mut std::process::Command, redis_server: &std::path::Path) {
+    if std::env::var_os(redis::BIN_ENV).is_none_or(|value| value.is_empty()) {
+        command.env(redis::BIN_ENV, redis_server);
+    }
+}
+
+/// Workspace packages without a library target: `cargo test --doc -p` refuses them.
+const BIN_ONLY_PACKAGES: &[&str] = &["xtask"];
+
+/// Whether `selection` contains `-p`/`--package` (as opposed to only `--exclude`).
+fn names_a_package(selection: &[String]) -> bool {
+    selection
+        .iter()
+        .any(|arg| arg.starts_with("-p") || arg.starts_with("--package"))
+}
+
+/// `selection` without the `-p`/`--package` arguments that name a [`BIN_ONLY_PACKAGES`] package.
+fn without_bin_only_packages(selection: &[String]) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut args = selection.iter();
+    while let Some(arg) = args.next() {
+        if arg == "-p" || arg == "--package" {
+            let name = args.next();
+            if !name.is_some_and(|name| BIN_ONLY_PACKAGES.contains(&name.as_str())) {
+                kept.push(arg.clone());
+                kept.extend(name.cloned());
+            }
+            continue;
+        }
+        let joined = arg
+            .strip_prefix("--package=")
+            .or_else(|| arg.strip_prefix("-p").filter(|_| !arg.starts_with("--")));
+        if !joined.is_some_and(|name| BIN_ONLY_PACKAGES.contains(&name)) {
+            kept.push(arg.clone());
+        }
+    }
+    kept
+}
+
+/// Whether we run under CI (`CI` set to anything but empty, `0` or `false`).
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "0" | "false"))
+}
+
+/// Whether `cargo nextest --version` works.
+fn nextest_available() -> bool {
+    cmd::cargo_command(["nextest", "--version"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The package-selection arguments within `args` (`-p X`, `-pX`, `--package X`, `--package=X`,
+/// and the same for `--exclude`), to be repeated for the doctest step.
+fn package_selection(args: &[String]) -> Vec<String> {
+    let mut selection = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        // Everything after a second `--` belongs to the test binaries, not to cargo.
+        if arg == "--" {
+            break;
+        }
+        if matches!(arg.as_str(), "-p" | "--package" | "--exclude") {
+            selection.push(arg.clone());
+            selection.extend(args.next().cloned());
+        } else if (arg.starts_with("-p") && arg.len() > 2)
+            || arg.starts_with("--package=")
+            || arg.starts_with("--exclude=")
+        {
+            selection.push(arg.clone());
+        }
+    }
+    selection
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| arg.to_string()).collect()
+    }
+
+    #[test]
+    fn test_takes_runner_arguments_after_a_double_dash() {
+        assert_eq!(parse_args(&[]).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            parse_args(&strings(&["--", "-p", "asynq-core", "lease"])).unwrap(),
+            strings(&["-p", "asynq-core", "lease"])
+        );
+        assert!(parse_args(&strings(&["-p", "asynq-core"])).is_err());
+    }
+
+    #[test]
+    fn package_selection_is_picked_out_of_runner_arguments() {
+        assert!(package_selection(&strings(&["lease", "--no-fail-fast"])).is_empty());
+        assert_eq!(
+            package_selection(&strings(&[
+                "-p",
+                "asynq-core",
+                "lease",
+                "--package=asynq-client"
+            ])),
+            strings(&["-p", "asynq-core", "--package=asynq-client"])
+        );
+        assert_eq!(
+            package_selection(&strings(&["-pasynq-core", "--", "-p", "x"])),
+            strings(&["-pasynq-core"])
+        );
+        assert_eq!(
+            package_selection(&strings(&["--exclude", "asynq-redis", "--no-fail-fast"])),
+            strings(&["--exclude", "asynq-redis"])
+        );
+    }
+
+    #[test]
+    fn doctests_leave_out_packages_without_a_library() {
+        let selection = strings(&[
+            "-p",
+            "xtask",
+            "--package=xtask",
+            "-pxtask",
+            "-p",
+            "asynq-core",
+        ]);
+        assert_eq!(
+            without_bin_only_packages(&selection),
+            strings(&["-p", "asynq-core"])
+        );
+        assert!(!names_a_package(&without_bin_only_packages(&strings(&[
+            "-p", "xtask"
+        ]))));
+        assert!(!names_a_package(&strings(&["--exclude", "xtask"])));
+    }
+}

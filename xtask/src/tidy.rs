@@ -1,0 +1,298 @@
+//! Tidy tests: the invariants of `ARCHITECTURE.md`, checked on every test run.
+//!
+//! - every `.rs` file starts with a `//!` doc comment saying what it is for;
+//! - `asynq-core` depends on no runtime, Redis client or protobuf crate, and `asynq-client` does
+//!   not depend on `asynq-server`;
+//! - every Lua script of the Redis broker documents its `KEYS`, `ARGV` and return value;
+//! - library code reads the time only through `asynq_core::Clock`: nothing under `asynq-*/src`
+//!   except `asynq-core/src/clock.rs` calls `SystemTime::now` or `Instant::now`, unless the line
+//!   (or a comment line right above it) says `// allow: wall-clock`. `tokio::time::Instant::now`,
+//!   written out in full, is allowed: it is the timer layer, which follows tokio's paused time.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::{cmd, workspace_root};
+
+/// The comment that allows one wall-clock read outside `clock.rs`.
+const WALL_CLOCK_ALLOW: &str = "// allow: wall-clock";
+
+/// The calls that read the OS clock directly.
+const WALL_CLOCK_CALLS: &[&str] = &["SystemTime::now", "Instant::now"];
+
+/// Dependency edges that must not exist: `(package, crate it must not depend on)`, normal
+/// (non-dev, non-build) dependencies, direct or not.
+const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] = &[
+    ("asynq-core", "tokio"),
+    ("asynq-core", "redis"),
+    ("asynq-core", "prost"),
+    ("asynq-client", "asynq-server"),
+];
+
+#[test]
+fn every_rust_file_starts_with_a_module_doc_comment() {
+    let root = workspace_root();
+    let mut offenders = Vec::new();
+    for path in files_with_extension(&root, "rs") {
+        let text = read(&path);
+        let first = text.lines().map(str::trim).find(|line| !line.is_empty());
+        if !first.is_some_and(|line| line.starts_with("//!")) {
+            offenders.push(relative(&root, &path));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "these files do not start with a `//!` comment saying what the file is for:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+#[test]
+fn crate_dependency_boundaries_hold() {
+    let failures: Vec<String> = FORBIDDEN_DEPENDENCIES
+        .iter()
+        .filter_map(|(package, forbidden)| check_no_dependency(package, forbidden).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn lua_scripts_document_keys_argv_and_returns() {
+    let root = workspace_root();
+    let scripts = root.join("asynq-redis/src/scripts");
+    if !scripts.is_dir() {
+        return; // no scripts yet
+    }
+    let mut offenders = Vec::new();
+    for path in files_with_extension(&scripts, "lua") {
+        let header = lua_header(&read(&path));
+        let missing: Vec<&str> = ["KEYS", "ARGV", "Returns"]
+            .into_iter()
+            .filter(|word| !header.contains(word))
+            .collect();
+        if !missing.is_empty() {
+            offenders.push(format!(
+                "{} (header lacks {})",
+                relative(&root, &path),
+                missing.join(", ")
+            ));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "every Lua script must open with a comment describing its KEYS, ARGV and what it \
+         Returns:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+#[test]
+fn library_code_reads_time_only_through_the_clock() {
+    let root = workspace_root();
+    let allowed = root.join("asynq-core/src/clock.rs");
+    let mut offenders = Vec::new();
+    for src in library_source_dirs(&root) {
+        for path in files_with_extension(&src, "rs") {
+            if path == allowed {
+                continue;
+            }
+            for (line_number, call) in wall_clock_reads(&read(&path)) {
+                offenders.push(format!("{}:{line_number}: {call}", relative(&root, &path)));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "library code must read the time through `asynq_core::Clock` (see \
+         asynq-core/src/clock.rs), not the OS clock; where real time is genuinely needed, end \
+         the line with `{WALL_CLOCK_ALLOW}` (or put that comment on the line above):\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+/// Fails when `cargo tree` finds `forbidden` among `package`'s normal dependencies.
+fn check_no_dependency(package: &str, forbidden: &str) -> Result<(), String> {
+    let mut command = cmd::cargo_command(["tree", "-p", package, "-e", "normal", "-i", forbidden]);
+    let shown = cmd::display(&command);
+    let output = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|err| format!("could not run `{shown}`: {err}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.success() {
+        // Present in the lock file but not reachable from `package`: cargo prints nothing.
+        if stdout.trim().is_empty() {
+            return Ok(());
+        }
+        return Err(format!(
+            "{package} must not depend on {forbidden}, but `{shown}` found:\n{stdout}"
+        ));
+    }
+    // Absent from `package`'s dependency graph altogether.
+    if stderr.contains("did not match any packages") {
+        return Ok(());
+    }
+    Err(format!("`{shown}` failed ({}):\n{stderr}", output.status))
+}
+
+/// The comment block a Lua script opens with: its leading `--` lines (blank lines allowed) and
+/// `--[[ ... ]]` blocks.
+fn lua_header(text: &str) -> String {
+    let mut header = String::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if in_block {
+            in_block = !trimmed.contains("]]");
+        } else if trimmed.starts_with("--[[") || trimmed.starts_with("--[=") {
+            in_block = !trimmed["--[[".len()..].contains("]]");
+        } else if !(trimmed.is_empty() || trimmed.starts_with("--")) {
+            break;
+        }
+        header.push_str(line);
+        header.push('\n');
+    }
+    header
+}
+
+/// The direct wall-clock reads in `text`, as `(line number, call)`. Comment lines and trailing
+/// comments are ignored; lines carrying (or following a comment line carrying)
+/// [`WALL_CLOCK_ALLOW`] are allowed.
+fn wall_clock_reads(text: &str) -> Vec<(usize, &'static str)> {
+    let mut found = Vec::new();
+    let mut previous_allows = false;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let allows = line.contains(WALL_CLOCK_ALLOW);
+        if trimmed.starts_with("//") {
+            previous_allows = allows;
+            continue;
+        }
+        let code = line.split_once("//").map_or(line, |(code, _)| code);
+        let code = code.replace("tokio::time::Instant::now", "");
+        let allowed = allows || previous_allows;
+        if let Some(call) = WALL_CLOCK_CALLS
+            .iter()
+            .find(|call| !allowed && code.contains(*call))
+        {
+            found.push((index + 1, *call));
+        }
+        previous_allows = false;
+    }
+    found
+}
+
+/// The `src` directories of the library crates: `asynq-*/src`.
+fn library_source_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root)
+        .unwrap_or_else(|err| panic!("cannot list {}: {err}", root.display()))
+        .map(|entry| entry.expect("readable directory entry").path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("asynq-"))
+        })
+        .map(|crate_dir| crate_dir.join("src"))
+        .filter(|src| src.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Every file under `dir` whose name ends in `.{extension}`, skipping `target` and hidden
+/// directories, sorted.
+fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries =
+            fs::read_dir(&dir).unwrap_or_else(|err| panic!("cannot list {}: {err}", dir.display()));
+        for entry in entries {
+            let entry = entry.expect("readable directory entry");
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let file_type = entry.file_type().expect("readable file type");
+            if file_type.is_dir() {
+                if !(name.starts_with('.') || name == "target") {
+                    pending.push(path);
+                }
+            } else if file_type.is_file() && path.extension().is_some_and(|ext| ext == extension) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()))
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The checks' own logic, on made-up input.
+mod self_tests {
+    use super::*;
+
+    #[test]
+    fn wall_clock_reads_are_found_unless_allowed() {
+        let text = "\
+//! A module mentioning Instant::now in its docs.
+use std::time::{Instant, SystemTime};
+/// Unlike `SystemTime::now`, this is testable.
+fn a() -> SystemTime { SystemTime::now() }
+fn b() -> Instant { Instant::now() } // allow: wall-clock
+fn c() -> Instant { tokio::time::Instant::now() }
+fn e() -> Instant { Instant::now() }
+fn d() -> Instant { std::time::Instant::now() } // not allowed
+let url = \"http://x\"; // Instant::now
+";
+        assert_eq!(
+            wall_clock_reads(text),
+            vec![(4, "SystemTime::now"), (7, "Instant::now"), (8, "Instant::now")]
+        );
+    }
+
+    #[test]
+    fn lua_header_is_the_leading_comment_block() {
+        let script = "\
+-- Moves due tasks.
+--
+-- KEYS[1] -> asynq:{q}:scheduled
+-- ARGV[1] -> now
+-- Returns: the number moved
+local n = 0 -- KEYS here does not count
+return n
+";
+        let header = lua_header(script);
+        assert!(header.contains("Returns"));
+        assert!(!header.contains("local n"));
+
+        let block = "--[[\nKEYS[1]: a\nARGV[1]: b\nReturns: c\n]]\nreturn 1\n";
+        let header = lua_header(block);
+        assert!(header.contains("Returns") && !header.contains("return 1"));
+
+        assert!(!lua_header("return 1 -- KEYS ARGV Returns\n").contains("KEYS"));
+    }
+
+    #[test]
+    fn a_dependency_absent_from_the_graph_passes_and_a_present_one_fails() {
+        assert_eq!(
+            check_no_dependency("xtask", "surely-not-a-crate-xtask"),
+            Ok(())
+        );
+        let err = check_no_dependency("xtask", "anyhow").unwrap_err();
+        assert!(err.contains("must not depend on anyhow"), "{err}");
+    }
+}
