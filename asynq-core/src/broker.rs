@@ -12,12 +12,12 @@
 //! The traits use `#[async_trait]` so that roles can hold `Arc<dyn Dequeue>` and tests can swap
 //! backends; one boxed future per broker call is noise next to a network round trip.
 
+use crate::TaskMessage;
 use crate::error::Result;
 use crate::info::{QueueInfo, ServerInfo, WorkerInfo};
 use crate::options::EnqueueRequest;
 use crate::state::TaskState;
 use crate::task::TaskInfo;
-use crate::TaskMessage;
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::time::{Duration, SystemTime};

@@ -284,7 +284,8 @@ mod tests {
 
     #[test]
     fn enqueue_options_override_task_options() {
-        let task = Task::new("t", "p").with_options(TaskOptions::new().queue("a").max_retry(3).retention(Duration::from_secs(60)));
+        let task = Task::new("t", "p")
+            .with_options(TaskOptions::new().queue("a").max_retry(3).retention(Duration::from_secs(60)));
         let req = resolve(&task, &TaskOptions::new().queue("b")).unwrap();
         assert_eq!((req.message.queue.as_str(), req.message.retry, req.message.retention), ("b", 3, 60));
     }
@@ -294,7 +295,8 @@ mod tests {
         let deadline = now() + Duration::from_secs(90);
         let req = resolve(&Task::new("t", ""), &TaskOptions::new().deadline(deadline)).unwrap();
         assert_eq!((req.message.timeout, req.message.deadline), (0, 1_000_090));
-        let req = resolve(&Task::new("t", ""), &TaskOptions::new().deadline(deadline).timeout(Duration::from_secs(10))).unwrap();
+        let req = resolve(&Task::new("t", ""), &TaskOptions::new().deadline(deadline).timeout(Duration::from_secs(10)))
+            .unwrap();
         assert_eq!((req.message.timeout, req.message.deadline), (10, 1_000_090));
     }
 

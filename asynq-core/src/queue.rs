@@ -16,8 +16,11 @@ pub struct QueuePriorities {
 impl QueuePriorities {
     /// Normalises `queues`; `strict` selects strict priority order instead of weighted random.
     pub fn new(queues: &BTreeMap<String, u32>, strict: bool) -> Self {
-        let mut kept: Vec<(String, u32)> =
-            queues.iter().filter(|(name, p)| **p > 0 && !name.trim().is_empty()).map(|(n, p)| (n.clone(), *p)).collect();
+        let mut kept: Vec<(String, u32)> = queues
+            .iter()
+            .filter(|(name, p)| **p > 0 && !name.trim().is_empty())
+            .map(|(n, p)| (n.clone(), *p))
+            .collect();
         if kept.is_empty() {
             kept.push((crate::DEFAULT_QUEUE.to_owned(), 1));
         }

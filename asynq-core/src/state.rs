@@ -66,7 +66,9 @@ impl fmt::Display for TaskState {
 
 /// The error of parsing an unknown state name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown task state {0:?}; expected one of active, pending, scheduled, retry, archived, completed, aggregating")]
+#[error(
+    "unknown task state {0:?}; expected one of active, pending, scheduled, retry, archived, completed, aggregating"
+)]
 pub struct UnknownState(pub String);
 
 impl FromStr for TaskState {
@@ -169,7 +171,9 @@ pub fn transition(from: Option<TaskState>, event: Event) -> Result<Next, Invalid
         (Some(S::Active), E::Requeue) => Next::State(S::Pending),
         (Some(s), E::Archive) if s != S::Archived => Next::State(S::Archived),
         (Some(S::Aggregating), E::Aggregate) => Next::Deleted,
-        (Some(S::Scheduled | S::Retry | S::Archived | S::Aggregating | S::Completed), E::Run) => Next::State(S::Pending),
+        (Some(S::Scheduled | S::Retry | S::Archived | S::Aggregating | S::Completed), E::Run) => {
+            Next::State(S::Pending)
+        }
         (Some(s), E::Delete) if s != S::Active => Next::Deleted,
         (Some(S::Completed), E::Expire) => Next::Deleted,
         (from, event) => return Err(InvalidTransition { from, event }),

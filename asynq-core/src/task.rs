@@ -1,9 +1,9 @@
 //! What a producer creates ([`Task`]) and what it gets back ([`TaskInfo`]).
 
+use crate::TaskMessage;
 use crate::options::TaskOptions;
 use crate::state::TaskState;
 use crate::time::from_unix_secs;
-use crate::TaskMessage;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -127,7 +127,12 @@ pub struct TaskInfo {
 
 impl TaskInfo {
     /// Builds the snapshot of `msg` in `state`.
-    pub fn new(msg: &TaskMessage, state: TaskState, next_process_at: Option<SystemTime>, result: Option<Bytes>) -> Self {
+    pub fn new(
+        msg: &TaskMessage,
+        state: TaskState,
+        next_process_at: Option<SystemTime>,
+        result: Option<Bytes>,
+    ) -> Self {
         let non_zero = |secs: i64| (secs != 0).then(|| from_unix_secs(secs));
         let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
         Self {

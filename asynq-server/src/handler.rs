@@ -1,8 +1,8 @@
 //! Handlers: what runs a task, what it is told, and how it says a task failed.
 
-use asynq_core::broker::Dequeue;
-use asynq_core::Task;
 use async_trait::async_trait;
+use asynq_core::Task;
+use asynq_core::broker::Dequeue;
 use bytes::Bytes;
 use std::error::Error as StdError;
 use std::fmt;

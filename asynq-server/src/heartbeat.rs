@@ -113,6 +113,9 @@ impl Heartbeater {
 
 impl fmt::Debug for Heartbeater {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Heartbeater").field("server", &self.server).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Heartbeater")
+            .field("server", &self.server)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }

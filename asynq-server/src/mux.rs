@@ -1,8 +1,8 @@
 //! Routing tasks to handlers by type name, with middleware.
 
 use crate::handler::{Handler, HandlerError, HandlerFn, TaskContext, handler_fn};
-use asynq_core::Task;
 use async_trait::async_trait;
+use asynq_core::Task;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
@@ -64,7 +64,10 @@ impl ServeMux {
     }
 
     /// Adds middleware around every handler; the first added is the outermost.
-    pub fn middleware(&mut self, m: impl Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static) -> &mut Self {
+    pub fn middleware(
+        &mut self,
+        m: impl Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync + 'static,
+    ) -> &mut Self {
         self.middleware.push(Arc::new(m));
         self
     }

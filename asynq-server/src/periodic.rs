@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::time::Duration;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 /// When a periodic role first runs.
@@ -22,8 +22,8 @@ where
     Fut: Future<Output = ()>,
 {
     let start = match first {
-        FirstRun::Immediately => Instant::now(),
-        FirstRun::AfterInterval => Instant::now() + interval,
+        FirstRun::Immediately => tokio::time::Instant::now(),
+        FirstRun::AfterInterval => tokio::time::Instant::now() + interval,
     };
     let mut ticks = tokio::time::interval_at(start, interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);

@@ -221,12 +221,7 @@ impl Shared {
         let started = self.clock.now();
         let deadline = message.handler_deadline(started);
         let cancel = CancellationToken::new();
-        self.active.insert(ActiveTask {
-            message: message.clone(),
-            started,
-            deadline,
-            lease: lease.clone(),
-        });
+        self.active.insert(ActiveTask { message: message.clone(), started, deadline, lease: lease.clone() });
         let ctx = TaskContext {
             id: message.id.clone(),
             queue: message.queue.clone(),
@@ -267,7 +262,9 @@ impl Shared {
         };
         match outcome {
             Some(outcome) if lease.is_valid() => self.write(&message, outcome, &lease).await,
-            _ => tracing::warn!(task_id = %message.id, queue = %message.queue, "lease expired; leaving the task to the recoverer"),
+            _ => {
+                tracing::warn!(task_id = %message.id, queue = %message.queue, "lease expired; leaving the task to the recoverer")
+            }
         }
         self.active.remove(&message.id);
     }

@@ -34,7 +34,12 @@ pub struct Recoverer {
 
 impl Recoverer {
     /// A recoverer that finds tasks through `recover` and settles them through `finish`.
-    pub fn new(recover: Arc<dyn Recover>, finish: Arc<dyn Dequeue>, clock: Arc<dyn Clock>, config: RecovererConfig) -> Self {
+    pub fn new(
+        recover: Arc<dyn Recover>,
+        finish: Arc<dyn Dequeue>,
+        clock: Arc<dyn Clock>,
+        config: RecovererConfig,
+    ) -> Self {
         Self { recover, finish, clock, config }
     }
 

@@ -122,8 +122,10 @@ impl Server {
         let c = &self.config;
         let b = &self.broker;
         let clock = Arc::clone(&c.clock);
-        let queues: Vec<String> = QueuePriorities::new(&c.queues, c.strict_priority).names().map(str::to_owned).collect();
-        let failure_policy = FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
+        let queues: Vec<String> =
+            QueuePriorities::new(&c.queues, c.strict_priority).names().map(str::to_owned).collect();
+        let failure_policy =
+            FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
         let active = Arc::new(ActiveTasks::default());
         let syncer = Syncer::new(b.clone(), clock.clone(), SyncerConfig { interval: c.syncer_interval });
         let processor = Processor::new(
@@ -155,13 +157,17 @@ impl Server {
             clock,
             RecovererConfig { queues: queues.clone(), interval: c.recoverer_interval, failure_policy },
         );
-        let forwarder = Forwarder::new(b.clone(), ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval });
-        let janitor =
-            Janitor::new(b.clone(), JanitorConfig { queues, interval: c.janitor_interval, batch_size: c.janitor_batch_size });
-        let healthcheck = c
-            .health_check
-            .clone()
-            .map(|report| HealthChecker::new(b.clone(), HealthCheckConfig { interval: c.health_check_interval, report }));
+        let forwarder = Forwarder::new(
+            b.clone(),
+            ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval },
+        );
+        let janitor = Janitor::new(
+            b.clone(),
+            JanitorConfig { queues, interval: c.janitor_interval, batch_size: c.janitor_batch_size },
+        );
+        let healthcheck = c.health_check.clone().map(|report| {
+            HealthChecker::new(b.clone(), HealthCheckConfig { interval: c.health_check_interval, report })
+        });
 
         // Go asynq's start order: heartbeater, health checker, syncer, recoverer, forwarder,
         // processor, janitor.
@@ -173,7 +179,8 @@ impl Server {
         let forwarder = Role::spawn(|stop| forwarder.spawn(stop));
         let fetching = Role::spawn(|stop| processor.spawn(stop));
         let janitor = Role::spawn(|stop| janitor.spawn(stop));
-        self.running = Some(Running { processor, fetching, forwarder, recoverer, syncer, janitor, healthcheck, heartbeat });
+        self.running =
+            Some(Running { processor, fetching, forwarder, recoverer, syncer, janitor, healthcheck, heartbeat });
         tracing::info!(server_id = %self.info.server_id, concurrency = c.concurrency, "server started");
         Ok(())
     }

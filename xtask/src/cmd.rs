@@ -51,11 +51,7 @@ pub(crate) fn display(command: &Command) -> String {
         None => program.into_owned(),
     };
     std::iter::once(program)
-        .chain(
-            command
-                .get_args()
-                .map(|arg| arg.to_string_lossy().into_owned()),
-        )
+        .chain(command.get_args().map(|arg| arg.to_string_lossy().into_owned()))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -64,16 +60,6 @@ pub(crate) fn display(command: &Command) -> String {
 pub(crate) fn run(command: &mut Command) -> anyhow::Result<()> {
     let shown = display(command);
     crate::step(format_args!("running `{shown}`"));
-    let status = command
-        .status()
-        .with_context(|| format!("could not start `{shown}`"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(CommandFailed {
-            command: shown,
-            code: status.code(),
-        }
-        .into())
-    }
+    let status = command.status().with_context(|| format!("could not start `{shown}`"))?;
+    if status.success() { Ok(()) } else { Err(CommandFailed { command: shown, code: status.code() }.into()) }
 }

@@ -71,10 +71,7 @@ fn main() -> ExitCode {
 /// The workspace root: the parent of this crate's directory.
 fn workspace_root() -> PathBuf {
     let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir
-        .parent()
-        .expect("xtask lives one level below the workspace root")
-        .to_path_buf()
+    manifest_dir.parent().expect("xtask lives one level below the workspace root").to_path_buf()
 }
 
 /// Prints one progress line, prefixed `xtask:`.

@@ -24,32 +24,21 @@ const APT_PACKAGE: &str = "redis-server";
 /// the path to pass to the tests in [`BIN_ENV`].
 pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
     let configured = std::env::var_os(BIN_ENV).filter(|value| !value.is_empty());
-    let name = configured
-        .clone()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("redis-server"));
+    let name = configured.clone().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("redis-server"));
     step(format_args!(
         "looking for {} ({})",
         name.display(),
-        if configured.is_some() {
-            format!("from {BIN_ENV}")
-        } else {
-            format!("{BIN_ENV} is not set")
-        }
+        if configured.is_some() { format!("from {BIN_ENV}") } else { format!("{BIN_ENV} is not set") }
     ));
     let binary = match find_executable(&name) {
         Some(binary) => binary,
         // Install only the default; a binary the user named explicitly is theirs to provide.
         None if name == Path::new("redis-server") => {
             install()?;
-            find_executable(&name).context(
-                "`apt-get install redis-server` succeeded but `redis-server` is still not on PATH",
-            )?
+            find_executable(&name)
+                .context("`apt-get install redis-server` succeeded but `redis-server` is still not on PATH")?
         }
-        None => bail!(
-            "{BIN_ENV}={} does not name an executable file (a path, or a program on PATH)",
-            name.display()
-        ),
+        None => bail!("{BIN_ENV}={} does not name an executable file (a path, or a program on PATH)", name.display()),
     };
     let version = version_of(&binary)?;
     if version < MIN_VERSION {
@@ -63,12 +52,7 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
             MIN_VERSION.1
         );
     }
-    step(format_args!(
-        "using {} (Redis {}.{})",
-        binary.display(),
-        version.0,
-        version.1
-    ));
+    step(format_args!("using {} (Redis {}.{})", binary.display(), version.0, version.1));
     Ok(binary)
 }
 
@@ -98,30 +82,20 @@ fn install() -> anyhow::Result<()> {
     }
     step("redis-server not found; installing it with apt-get (Debian/Ubuntu, running as root)");
     cmd::run(apt_get().arg("update"))?;
-    cmd::run(
-        apt_get()
-            .args(["install", "-y", "--no-install-recommends"])
-            .arg(APT_PACKAGE),
-    )?;
+    cmd::run(apt_get().args(["install", "-y", "--no-install-recommends"]).arg(APT_PACKAGE))?;
     Ok(())
 }
 
 /// `apt-get`, non-interactive and without stdin (CI has none).
 fn apt_get() -> Command {
     let mut command = Command::new("apt-get");
-    command
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdin(Stdio::null());
+    command.env("DEBIAN_FRONTEND", "noninteractive").stdin(Stdio::null());
     command
 }
 
 /// Whether we run as root, asked of `id -u`.
 fn is_root() -> anyhow::Result<bool> {
-    let output = Command::new("id")
-        .arg("-u")
-        .stdin(Stdio::null())
-        .output()
-        .context("could not run `id -u`")?;
+    let output = Command::new("id").arg("-u").stdin(Stdio::null()).output().context("could not run `id -u`")?;
     Ok(output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "0")
 }
 
@@ -143,20 +117,14 @@ fn version_of(binary: &Path) -> anyhow::Result<(u32, u32)> {
         );
     }
     parse_version(&stdout).with_context(|| {
-        format!(
-            "could not read a version from `{} --version`, which printed: {}",
-            binary.display(),
-            stdout.trim()
-        )
+        format!("could not read a version from `{} --version`, which printed: {}", binary.display(), stdout.trim())
     })
 }
 
 /// Reads `(major, minor)` from `redis-server --version` output such as
 /// `Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=...`.
 fn parse_version(output: &str) -> Option<(u32, u32)> {
-    let version = output
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("v="))?;
+    let version = output.split_whitespace().find_map(|word| word.strip_prefix("v="))?;
     let mut parts = version.split('.');
     let major = parts.next()?.parse().ok()?;
     let minor = parts.next()?.parse().ok()?;
@@ -183,16 +151,12 @@ fn find_executable(name: &Path) -> Option<PathBuf> {
 #[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
-    path.metadata()
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    path.metadata().is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(not(unix))]
 fn is_executable(path: &Path) -> bool {
-    path.is_file()
-        || path
-            .with_extension(std::env::consts::EXE_EXTENSION)
-            .is_file()
+    path.is_file() || path.with_extension(std::env::consts::EXE_EXTENSION).is_file()
 }
 
 #[cfg(test)]
@@ -224,13 +188,7 @@ mod tests {
         let sh = find_executable(Path::new("sh")).expect("sh is on PATH");
         assert!(sh.is_absolute());
         assert_eq!(find_executable(&sh), Some(sh.clone()));
-        assert_eq!(
-            find_executable(Path::new("surely-not-a-program-xtask")),
-            None
-        );
-        assert_eq!(
-            find_executable(Path::new("/surely/not/a/program/xtask")),
-            None
-        );
+        assert_eq!(find_executable(Path::new("surely-not-a-program-xtask")), None);
+        assert_eq!(find_executable(Path::new("/surely/not/a/program/xtask")), None);
     }
 }

@@ -38,21 +38,13 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     step("step 1/3: checking for redis-server");
     let redis_server = redis::ensure()?;
     if std::env::var_os(redis::BIN_ENV).is_none_or(|value| value.is_empty()) {
-        step(format_args!(
-            "setting {}={} for the tests",
-            redis::BIN_ENV,
-            redis_server.display()
-        ));
+        step(format_args!("setting {}={} for the tests", redis::BIN_ENV, redis_server.display()));
     }
 
     let selection = package_selection(extra);
     // `--workspace` would override `-p`; `--exclude` on the other hand needs it.
     let names_packages = names_a_package(&selection);
-    let scope: &[&str] = if names_packages {
-        &[]
-    } else {
-        &["--workspace"]
-    };
+    let scope: &[&str] = if names_packages { &[] } else { &["--workspace"] };
 
     let mut tests = if nextest_available() {
         step("step 2/3: running the tests with cargo nextest");
@@ -104,9 +96,7 @@ const BIN_ONLY_PACKAGES: &[&str] = &["xtask"];
 
 /// Whether `selection` contains `-p`/`--package` (as opposed to only `--exclude`).
 fn names_a_package(selection: &[String]) -> bool {
-    selection
-        .iter()
-        .any(|arg| arg.starts_with("-p") || arg.starts_with("--package"))
+    selection.iter().any(|arg| arg.starts_with("-p") || arg.starts_with("--package"))
 }
 
 /// `selection` without the `-p`/`--package` arguments that name a [`BIN_ONLY_PACKAGES`] package.
@@ -122,9 +112,8 @@ fn without_bin_only_packages(selection: &[String]) -> Vec<String> {
             }
             continue;
         }
-        let joined = arg
-            .strip_prefix("--package=")
-            .or_else(|| arg.strip_prefix("-p").filter(|_| !arg.starts_with("--")));
+        let joined =
+            arg.strip_prefix("--package=").or_else(|| arg.strip_prefix("-p").filter(|_| !arg.starts_with("--")));
         if !joined.is_some_and(|name| BIN_ONLY_PACKAGES.contains(&name)) {
             kept.push(arg.clone());
         }
@@ -192,18 +181,10 @@ mod tests {
     fn package_selection_is_picked_out_of_runner_arguments() {
         assert!(package_selection(&strings(&["lease", "--no-fail-fast"])).is_empty());
         assert_eq!(
-            package_selection(&strings(&[
-                "-p",
-                "asynq-core",
-                "lease",
-                "--package=asynq-client"
-            ])),
+            package_selection(&strings(&["-p", "asynq-core", "lease", "--package=asynq-client"])),
             strings(&["-p", "asynq-core", "--package=asynq-client"])
         );
-        assert_eq!(
-            package_selection(&strings(&["-pasynq-core", "--", "-p", "x"])),
-            strings(&["-pasynq-core"])
-        );
+        assert_eq!(package_selection(&strings(&["-pasynq-core", "--", "-p", "x"])), strings(&["-pasynq-core"]));
         assert_eq!(
             package_selection(&strings(&["--exclude", "asynq-redis", "--no-fail-fast"])),
             strings(&["--exclude", "asynq-redis"])
@@ -212,21 +193,9 @@ mod tests {
 
     #[test]
     fn doctests_leave_out_packages_without_a_library() {
-        let selection = strings(&[
-            "-p",
-            "xtask",
-            "--package=xtask",
-            "-pxtask",
-            "-p",
-            "asynq-core",
-        ]);
-        assert_eq!(
-            without_bin_only_packages(&selection),
-            strings(&["-p", "asynq-core"])
-        );
-        assert!(!names_a_package(&without_bin_only_packages(&strings(&[
-            "-p", "xtask"
-        ]))));
+        let selection = strings(&["-p", "xtask", "--package=xtask", "-pxtask", "-p", "asynq-core"]);
+        assert_eq!(without_bin_only_packages(&selection), strings(&["-p", "asynq-core"]));
+        assert!(!names_a_package(&without_bin_only_packages(&strings(&["-p", "xtask"]))));
         assert!(!names_a_package(&strings(&["--exclude", "xtask"])));
     }
 }

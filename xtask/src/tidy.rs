@@ -23,12 +23,8 @@ const WALL_CLOCK_CALLS: &[&str] = &["SystemTime::now", "Instant::now"];
 
 /// Dependency edges that must not exist: `(package, crate it must not depend on)`, normal
 /// (non-dev, non-build) dependencies, direct or not.
-const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] = &[
-    ("asynq-core", "tokio"),
-    ("asynq-core", "redis"),
-    ("asynq-core", "prost"),
-    ("asynq-client", "asynq-server"),
-];
+const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] =
+    &[("asynq-core", "tokio"), ("asynq-core", "redis"), ("asynq-core", "prost"), ("asynq-client", "asynq-server")];
 
 #[test]
 fn every_rust_file_starts_with_a_module_doc_comment() {
@@ -67,16 +63,10 @@ fn lua_scripts_document_keys_argv_and_returns() {
     let mut offenders = Vec::new();
     for path in files_with_extension(&scripts, "lua") {
         let header = lua_header(&read(&path));
-        let missing: Vec<&str> = ["KEYS", "ARGV", "Returns"]
-            .into_iter()
-            .filter(|word| !header.contains(word))
-            .collect();
+        let missing: Vec<&str> =
+            ["KEYS", "ARGV", "Returns"].into_iter().filter(|word| !header.contains(word)).collect();
         if !missing.is_empty() {
-            offenders.push(format!(
-                "{} (header lacks {})",
-                relative(&root, &path),
-                missing.join(", ")
-            ));
+            offenders.push(format!("{} (header lacks {})", relative(&root, &path), missing.join(", ")));
         }
     }
     assert!(
@@ -128,9 +118,7 @@ fn check_no_dependency(package: &str, forbidden: &str) -> Result<(), String> {
         if stdout.trim().is_empty() {
             return Ok(());
         }
-        return Err(format!(
-            "{package} must not depend on {forbidden}, but `{shown}` found:\n{stdout}"
-        ));
+        return Err(format!("{package} must not depend on {forbidden}, but `{shown}` found:\n{stdout}"));
     }
     // Absent from `package`'s dependency graph altogether.
     if stderr.contains("did not match any packages") {
@@ -175,10 +163,7 @@ fn wall_clock_reads(text: &str) -> Vec<(usize, &'static str)> {
         let code = line.split_once("//").map_or(line, |(code, _)| code);
         let code = code.replace("tokio::time::Instant::now", "");
         let allowed = allows || previous_allows;
-        if let Some(call) = WALL_CLOCK_CALLS
-            .iter()
-            .find(|call| !allowed && code.contains(*call))
-        {
+        if let Some(call) = WALL_CLOCK_CALLS.iter().find(|call| !allowed && code.contains(*call)) {
             found.push((index + 1, *call));
         }
         previous_allows = false;
@@ -191,11 +176,7 @@ fn library_source_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = fs::read_dir(root)
         .unwrap_or_else(|err| panic!("cannot list {}: {err}", root.display()))
         .map(|entry| entry.expect("readable directory entry").path())
-        .filter(|path| {
-            path.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("asynq-"))
-        })
+        .filter(|path| path.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with("asynq-")))
         .map(|crate_dir| crate_dir.join("src"))
         .filter(|src| src.is_dir())
         .collect();
@@ -209,8 +190,7 @@ fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        let entries =
-            fs::read_dir(&dir).unwrap_or_else(|err| panic!("cannot list {}: {err}", dir.display()));
+        let entries = fs::read_dir(&dir).unwrap_or_else(|err| panic!("cannot list {}: {err}", dir.display()));
         for entry in entries {
             let entry = entry.expect("readable directory entry");
             let path = entry.path();
@@ -235,10 +215,7 @@ fn read(path: &Path) -> String {
 }
 
 fn relative(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 
 /// The checks' own logic, on made-up input.
@@ -258,10 +235,7 @@ fn e() -> Instant { Instant::now() }
 fn d() -> Instant { std::time::Instant::now() } // not allowed
 let url = \"http://x\"; // Instant::now
 ";
-        assert_eq!(
-            wall_clock_reads(text),
-            vec![(4, "SystemTime::now"), (7, "Instant::now"), (8, "Instant::now")]
-        );
+        assert_eq!(wall_clock_reads(text), vec![(4, "SystemTime::now"), (7, "Instant::now"), (8, "Instant::now")]);
     }
 
     #[test]
@@ -288,10 +262,7 @@ return n
 
     #[test]
     fn a_dependency_absent_from_the_graph_passes_and_a_present_one_fails() {
-        assert_eq!(
-            check_no_dependency("xtask", "surely-not-a-crate-xtask"),
-            Ok(())
-        );
+        assert_eq!(check_no_dependency("xtask", "surely-not-a-crate-xtask"), Ok(()));
         let err = check_no_dependency("xtask", "anyhow").unwrap_err();
         assert!(err.contains("must not depend on anyhow"), "{err}");
     }
