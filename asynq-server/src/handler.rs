@@ -1,8 +1,8 @@
 //! Handlers: what runs a task, what it is told, and how it says a task failed.
 
 use async_trait::async_trait;
-use asynq_core::Task;
 use asynq_core::broker::Dequeue;
+use asynq_core::{Task, TaskMessage};
 use bytes::Bytes;
 use std::error::Error as StdError;
 use std::fmt;
@@ -218,16 +218,38 @@ impl fmt::Debug for HandlerError {
 /// What a handler knows about the task it runs.
 #[derive(Debug, Clone)]
 pub struct TaskContext {
-    pub(crate) id: String,
-    pub(crate) queue: String,
-    pub(crate) retry_count: u32,
-    pub(crate) max_retry: u32,
-    pub(crate) deadline: SystemTime,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) result_writer: ResultWriter,
+    id: String,
+    queue: String,
+    retry_count: u32,
+    max_retry: u32,
+    deadline: SystemTime,
+    cancel: CancellationToken,
+    result_writer: ResultWriter,
 }
 
 impl TaskContext {
+    /// The context of an attempt at `message` that must finish by `deadline`, is cancelled
+    /// through `cancel`, and writes its result through `broker`. The server builds one per
+    /// attempt; build one yourself to call a handler directly, e.g. in a unit test.
+    pub fn new(
+        message: &TaskMessage,
+        deadline: SystemTime,
+        broker: Arc<dyn Dequeue>,
+        cancel: CancellationToken,
+    ) -> Self {
+        let result_writer =
+            ResultWriter { broker, queue: message.queue.clone(), id: message.id.clone(), cancel: cancel.clone() };
+        Self {
+            id: message.id.clone(),
+            queue: message.queue.clone(),
+            retry_count: message.retried.max(0) as u32,
+            max_retry: message.retry.max(0) as u32,
+            deadline,
+            cancel,
+            result_writer,
+        }
+    }
+
     /// The task ID.
     pub fn task_id(&self) -> &str {
         &self.id
@@ -273,10 +295,10 @@ impl TaskContext {
 /// Stores a task's result in the broker (Go's `ResultWriter`).
 #[derive(Clone)]
 pub struct ResultWriter {
-    pub(crate) broker: Arc<dyn Dequeue>,
-    pub(crate) queue: String,
-    pub(crate) id: String,
-    pub(crate) cancel: CancellationToken,
+    broker: Arc<dyn Dequeue>,
+    queue: String,
+    id: String,
+    cancel: CancellationToken,
 }
 
 impl ResultWriter {

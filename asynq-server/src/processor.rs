@@ -6,7 +6,7 @@
 //! every `task_check_interval` (with jitter) when the broker has none.
 
 use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
-use crate::handler::{Handler, HandlerError, ResultWriter, TaskContext};
+use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
@@ -171,21 +171,25 @@ impl Processor {
                 _ = stop.cancelled() => return,
                 r = self.tick() => r,
             };
-            let idle = match result {
-                Ok(0) => jitter(s.config.task_check_interval),
+            match result {
+                Ok(0) => {}
                 Ok(_) => continue,
                 Err(e) => {
                     if last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(3)) {
                         tracing::error!(error = %e, "dequeue failed");
                         last_error_log = Some(tokio::time::Instant::now());
                     }
-                    s.config.task_check_interval
+                    // Back off without listening for wake-ups: the broker is failing.
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(s.config.task_check_interval) => continue,
+                    }
                 }
-            };
+            }
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = s.broker.wait_for_tasks(&s.queue_names) => {}
-                _ = tokio::time::sleep(idle) => {}
+                _ = tokio::time::sleep(jitter(s.config.task_check_interval)) => {}
             }
         }
     }
@@ -222,20 +226,7 @@ impl Shared {
         let deadline = message.handler_deadline(started);
         let cancel = CancellationToken::new();
         self.active.insert(ActiveTask { message: message.clone(), started, deadline, lease: lease.clone() });
-        let ctx = TaskContext {
-            id: message.id.clone(),
-            queue: message.queue.clone(),
-            retry_count: message.retried.max(0) as u32,
-            max_retry: message.retry.max(0) as u32,
-            deadline,
-            cancel: cancel.clone(),
-            result_writer: ResultWriter {
-                broker: Arc::clone(&self.broker),
-                queue: message.queue.clone(),
-                id: message.id.clone(),
-                cancel: cancel.clone(),
-            },
-        };
+        let ctx = TaskContext::new(&message, deadline, Arc::clone(&self.broker), cancel.clone());
         let task = Task::from_message(&message);
         let time_left = deadline.duration_since(self.clock.now()).unwrap_or_default();
         let handler = AssertUnwindSafe(self.handler.process_task(ctx, task.clone())).catch_unwind();

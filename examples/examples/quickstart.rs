@@ -1,0 +1,178 @@
+//! The quickstart: one process enqueues a realistic mix of tasks into the embedded memory broker
+//! and processes them, showing tasks move through every state.
+//!
+//! ```text
+//! cargo run --release --example quickstart
+//! ```
+
+use anyhow::{Context, bail};
+use asynq_client::{Client, Task, TaskOptions};
+use asynq_core::broker::Inspect;
+use asynq_memory::MemoryBroker;
+use asynq_server::{Config, HandlerError, ServeMux, Server};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const QUEUES: [(&str, u32); 3] = [("critical", 6), ("default", 3), ("low", 1)];
+
+/// The mix: (type, how many, options, what the handler does with it).
+fn workload() -> Vec<(&'static str, usize, TaskOptions)> {
+    let secs = Duration::from_secs;
+    vec![
+        // Immediate work spread over the three queues.
+        ("email:send", 60, TaskOptions::new().queue("critical")),
+        ("email:digest", 50, TaskOptions::new()),
+        ("analytics:rollup", 40, TaskOptions::new().queue("low")),
+        // Due a few seconds from now.
+        ("report:generate", 20, TaskOptions::new().process_in(secs(3))),
+        // Fail twice, then succeed on the second retry.
+        ("payment:charge", 20, TaskOptions::new().queue("critical").max_retry(5)),
+        // Always fail: archived after two retries.
+        ("image:resize", 10, TaskOptions::new().max_retry(2)),
+        // A bad payload that retrying cannot fix: archived at once.
+        ("webhook:deliver", 10, TaskOptions::new().queue("low")),
+        // Succeed and keep their result for an hour.
+        ("thumbnail:render", 20, TaskOptions::new().retention(secs(3600))),
+    ]
+}
+
+fn handlers() -> ServeMux {
+    let mut mux = ServeMux::new();
+    let work = |ms: u64| tokio::time::sleep(Duration::from_millis(ms));
+    mux.handle_fn("email:", move |_ctx, _task| async move {
+        work(20).await;
+        Ok(())
+    });
+    mux.handle_fn("analytics:rollup", move |_ctx, _task| async move {
+        work(40).await;
+        Ok(())
+    });
+    mux.handle_fn("report:generate", move |_ctx, _task| async move {
+        work(100).await;
+        Ok(())
+    });
+    mux.handle_fn("payment:charge", |ctx, _task| async move {
+        if ctx.retry_count() < 2 {
+            return Err(HandlerError::new("card processor timed out"));
+        }
+        Ok(())
+    });
+    mux.handle_fn("image:resize", |_ctx, _task| async { Err(HandlerError::new("unsupported image format")) });
+    mux.handle_fn("webhook:deliver", |_ctx, _task| async { Err(HandlerError::skip_retry("endpoint URL is invalid")) });
+    mux.handle_fn("thumbnail:render", |ctx, task| async move {
+        let result = format!("{{\"thumbnail\":\"{}.png\",\"bytes\":{}}}", ctx.task_id(), task.payload().len() * 100);
+        ctx.result_writer().write(result).await?;
+        Ok(())
+    });
+    mux
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    if std::env::var_os("REDIS_URL").is_some() {
+        bail!("REDIS_URL is set, but the Redis broker is not available yet; unset it to run on the memory broker");
+    }
+    let started = Instant::now();
+    let broker = MemoryBroker::new();
+    let client = Client::new(broker.clone());
+
+    let config = Config {
+        concurrency: 10,
+        queues: QUEUES.iter().map(|(q, p)| ((*q).to_owned(), *p)).collect(),
+        // Short delays so the demo finishes in seconds; production keeps the defaults
+        // (exponential backoff from 15 s, forwarding every 5 s, cleaning every 8 s).
+        retry_delay: Arc::new(|_, _, _| Duration::from_millis(500)),
+        delayed_task_check_interval: Duration::from_millis(250),
+        janitor_interval: Duration::from_secs(1),
+        ..Config::default()
+    };
+    let mut server = Server::new(broker.clone(), config)?;
+    server.start(handlers())?;
+
+    let mut total = 0;
+    for (type_name, count, options) in workload() {
+        for i in 0..count {
+            let payload = format!("{{\"n\":{i}}}");
+            client
+                .enqueue(&Task::new(type_name, payload), options.clone())
+                .await
+                .with_context(|| format!("enqueue {type_name}"))?;
+            total += 1;
+        }
+    }
+
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} settled  {msg}")?);
+    loop {
+        let sum = totals(&broker).await?;
+        let settled = total - (sum.pending + sum.active + sum.scheduled + sum.retry);
+        bar.set_position(settled as u64);
+        bar.set_message(format!(
+            "pending {} active {} scheduled {} retry {} archived {} completed {}",
+            sum.pending, sum.active, sum.scheduled, sum.retry, sum.archived, sum.completed
+        ));
+        if settled == total {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bar.finish();
+    server.shutdown().await;
+
+    println!();
+    println!(
+        "{:<10} {:>8} {:>7} {:>10} {:>6} {:>9} {:>10} {:>10} {:>7}",
+        "queue", "pending", "active", "scheduled", "retry", "archived", "completed", "processed", "failed"
+    );
+    for queue in broker.queues().await? {
+        let q = broker.queue_info(&queue).await?;
+        println!(
+            "{:<10} {:>8} {:>7} {:>10} {:>6} {:>9} {:>10} {:>10} {:>7}",
+            q.queue,
+            q.pending,
+            q.active,
+            q.scheduled,
+            q.retry,
+            q.archived,
+            q.completed,
+            q.processed_total,
+            q.failed_total
+        );
+    }
+    let sum = totals(&broker).await?;
+    println!();
+    println!(
+        "{total} tasks enqueued; {} deleted after success, {} completed with results kept, {} archived.",
+        total - sum.archived - sum.completed,
+        sum.completed,
+        sum.archived
+    );
+    println!("Finished in {:.1} s.", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+#[derive(Default)]
+struct Totals {
+    pending: usize,
+    active: usize,
+    scheduled: usize,
+    retry: usize,
+    archived: usize,
+    completed: usize,
+}
+
+async fn totals(broker: &MemoryBroker) -> anyhow::Result<Totals> {
+    let mut t = Totals::default();
+    for queue in broker.queues().await? {
+        let q = broker.queue_info(&queue).await?;
+        t.pending += q.pending;
+        t.active += q.active;
+        t.scheduled += q.scheduled;
+        t.retry += q.retry;
+        t.archived += q.archived;
+        t.completed += q.completed;
+    }
+    Ok(t)
+}

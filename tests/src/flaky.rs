@@ -1,0 +1,165 @@
+//! A broker decorator that can be taken down and brought back, to test how the server rides
+//! out an outage.
+
+use async_trait::async_trait;
+use asynq_core::broker::{
+    Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
+};
+use asynq_core::{
+    BrokerError, EnqueueRequest, Error, QueueInfo, Result, ServerInfo, TaskInfo, TaskMessage, TaskState, WorkerInfo,
+};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// Wraps a broker; while [down](FlakyBroker::go_down), every call fails with a transient
+/// [`Error::Broker`]. Clones share the switch.
+#[derive(Debug, Clone)]
+pub struct FlakyBroker<B> {
+    inner: B,
+    down: Arc<AtomicBool>,
+}
+
+impl<B> FlakyBroker<B> {
+    /// Wraps `inner`, up.
+    pub fn new(inner: B) -> Self {
+        Self { inner, down: Arc::default() }
+    }
+
+    /// Makes every following call fail.
+    pub fn go_down(&self) {
+        self.down.store(true, Ordering::SeqCst);
+    }
+
+    /// Makes calls succeed again.
+    pub fn come_back(&self) {
+        self.down.store(false, Ordering::SeqCst);
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.down.load(Ordering::SeqCst) {
+            let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+            return Err(Error::Broker(BrokerError::transient("broker unreachable", cause)));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<B: Enqueue> Enqueue for FlakyBroker<B> {
+    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+        self.check()?;
+        self.inner.enqueue(request).await
+    }
+}
+
+#[async_trait]
+impl<B: Dequeue> Dequeue for FlakyBroker<B> {
+    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+        self.check()?;
+        self.inner.dequeue(queues, max).await
+    }
+
+    async fn wait_for_tasks(&self, queues: &[String]) {
+        self.inner.wait_for_tasks(queues).await
+    }
+
+    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
+        self.check()?;
+        self.inner.finish(message, outcome).await
+    }
+
+    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+        self.check()?;
+        self.inner.extend_leases(queue, ids).await
+    }
+
+    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+        self.check()?;
+        self.inner.write_result(queue, id, result).await
+    }
+}
+
+#[async_trait]
+impl<B: Forward> Forward for FlakyBroker<B> {
+    async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
+        self.check()?;
+        self.inner.forward_ready(queues).await
+    }
+}
+
+#[async_trait]
+impl<B: Recover> Recover for FlakyBroker<B> {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+        self.check()?;
+        self.inner.list_lease_expired(queues, cutoff).await
+    }
+}
+
+#[async_trait]
+impl<B: Janitor> Janitor for FlakyBroker<B> {
+    async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize> {
+        self.check()?;
+        self.inner.delete_expired_completed(queue, batch_size).await
+    }
+}
+
+#[async_trait]
+impl<B: ServerState> ServerState for FlakyBroker<B> {
+    async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()> {
+        self.check()?;
+        self.inner.write_server_state(server, workers, ttl).await
+    }
+
+    async fn clear_server_state(&self, server: &ServerInfo) -> Result<()> {
+        self.check()?;
+        self.inner.clear_server_state(server).await
+    }
+
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
+        self.check()?;
+        self.inner.servers().await
+    }
+}
+
+#[async_trait]
+impl<B: Health> Health for FlakyBroker<B> {
+    async fn ping(&self) -> Result<()> {
+        self.check()?;
+        self.inner.ping().await
+    }
+}
+
+#[async_trait]
+impl<B: Inspect> Inspect for FlakyBroker<B> {
+    async fn queues(&self) -> Result<Vec<String>> {
+        self.check()?;
+        self.inner.queues().await
+    }
+
+    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+        self.check()?;
+        self.inner.queue_info(queue).await
+    }
+
+    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+        self.check()?;
+        self.inner.task_info(queue, id).await
+    }
+
+    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+        self.check()?;
+        self.inner.list_tasks(queue, state, page).await
+    }
+
+    async fn pause_queue(&self, queue: &str) -> Result<()> {
+        self.check()?;
+        self.inner.pause_queue(queue).await
+    }
+
+    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+        self.check()?;
+        self.inner.unpause_queue(queue).await
+    }
+}

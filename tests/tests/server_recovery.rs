@@ -1,0 +1,177 @@
+//! Leases, crash recovery and shutdown: a dead worker's task is recovered, a long task keeps its
+//! lease through heartbeats, shutdown requeues what it cannot finish, and stop stops fetching.
+
+use asynq_client::{Task, TaskOptions, TaskState};
+use asynq_core::broker::{Dequeue, Inspect};
+use asynq_core::{LEASE_DURATION, LEASE_EXPIRED_MESSAGE};
+use asynq_server::processor::FailurePolicy;
+use asynq_server::recoverer::{Recoverer, RecovererConfig};
+use asynq_server::{Config, Server};
+use asynq_tests::{Harness, Recorder, secs};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[tokio::test(start_paused = true)]
+async fn the_task_of_a_dead_worker_is_recovered_and_run_again() {
+    let h = Harness::new();
+    let info = h.client.enqueue(&Task::new("job", ""), TaskOptions::new().max_retry(3)).await.unwrap();
+    // A worker takes the task and dies: nobody extends its lease or finishes it.
+    let taken = h.broker.dequeue(&["default".to_owned()], 1).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].lease_expiry, h.now() + LEASE_DURATION);
+
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
+    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+
+    h.eventually(secs(180), "the task is recovered to retry", || async { h.queue("default").await.retry == 1 }).await;
+    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    assert_eq!((t.retried, t.last_error.as_deref()), (1, Some(LEASE_EXPIRED_MESSAGE)));
+    // Recovery waits for the lease plus a grace period of another lease duration.
+    assert!(t.last_failed_at.unwrap() >= taken[0].lease_expiry + LEASE_DURATION);
+
+    h.eventually(secs(120), "the task runs again", || async { h.queue("default").await.size == 0 }).await;
+    assert_eq!(rec.calls().iter().map(|c| c.retry_count).collect::<Vec<_>>(), [1]);
+    let q = h.queue("default").await;
+    assert_eq!((q.processed_total, q.failed_total), (2, 1));
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_recoverer_archives_a_task_that_is_out_of_retries() {
+    let h = Harness::new();
+    let info = h.client.enqueue(&Task::new("job", ""), TaskOptions::new().max_retry(0)).await.unwrap();
+    h.broker.dequeue(&["default".to_owned()], 1).await.unwrap();
+    let recoverer = Recoverer::new(
+        Arc::new(h.broker.clone()),
+        Arc::new(h.broker.clone()),
+        h.clock.clone(),
+        RecovererConfig {
+            queues: vec!["default".to_owned()],
+            interval: secs(60),
+            failure_policy: FailurePolicy {
+                retry_delay: Arc::new(asynq_server::default_retry_delay),
+                is_failure: Arc::new(|_| true),
+            },
+        },
+    );
+    assert_eq!(recoverer.tick().await.unwrap(), 0, "the lease has not expired yet");
+    tokio::time::advance(LEASE_DURATION * 2).await;
+    assert_eq!(recoverer.tick().await.unwrap(), 1);
+    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    assert_eq!((t.state, t.retried, t.last_error.as_deref()), (TaskState::Archived, 0, Some(LEASE_EXPIRED_MESSAGE)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeats_keep_the_lease_of_a_long_running_task() {
+    let h = Harness::new();
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
+    server
+        .start(rec.handler(h.clock.clone(), |_, _| async {
+            tokio::time::sleep(Duration::from_secs(5 * 60)).await;
+            Ok(())
+        }))
+        .unwrap();
+
+    h.client.enqueue(&Task::new("long", ""), TaskOptions::new()).await.unwrap();
+    h.eventually(secs(600), "the long task succeeds", || async { h.queue("default").await.processed_total == 1 }).await;
+    let q = h.queue("default").await;
+    assert_eq!((q.failed_total, q.size), (0, 0), "the task was never recovered");
+    assert_eq!(rec.len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_lets_short_tasks_finish_and_requeues_the_rest_at_the_front() {
+    let h = Harness::new();
+    let rec = Recorder::default();
+    let config = Config { shutdown_timeout: secs(8), ..h.config("default", 2) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    server
+        .start(rec.handler(h.clock.clone(), |_, task| async move {
+            let secs = if task.type_name() == "short" { 2 } else { 3600 };
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            Ok(())
+        }))
+        .unwrap();
+
+    let long = h.client.enqueue(&Task::new("long", ""), TaskOptions::new()).await.unwrap();
+    h.client.enqueue(&Task::new("short", ""), TaskOptions::new()).await.unwrap();
+    h.eventually(secs(5), "both tasks run", || async { rec.len() == 2 }).await;
+    h.client.enqueue(&Task::new("waiting", ""), TaskOptions::new()).await.unwrap();
+
+    let before = tokio::time::Instant::now();
+    server.shutdown().await;
+    assert!(before.elapsed() <= secs(9), "shutdown waited {:?}", before.elapsed());
+
+    let q = h.queue("default").await;
+    assert_eq!((q.processed_total, q.failed_total, q.active, q.pending), (1, 0, 0, 2));
+    let t = h.broker.task_info("default", &long.id).await.unwrap();
+    assert_eq!((t.state, t.retried), (TaskState::Pending, 0));
+    // The requeued task is the next one to run, ahead of the one that was waiting.
+    let next = h.broker.dequeue(&["default".to_owned()], 1).await.unwrap();
+    assert_eq!(next[0].message.id, long.id);
+    assert_eq!(server.status().as_str(), "closed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_stops_fetching_while_running_tasks_finish() {
+    let h = Harness::new();
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
+    server
+        .start(rec.handler(h.clock.clone(), |_, _| async {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Ok(())
+        }))
+        .unwrap();
+
+    h.client.enqueue(&Task::new("first", ""), TaskOptions::new()).await.unwrap();
+    h.eventually(secs(5), "the first task runs", || async { rec.len() == 1 }).await;
+    server.stop();
+    assert_eq!(server.status().as_str(), "stopped");
+    h.client.enqueue(&Task::new("second", ""), TaskOptions::new()).await.unwrap();
+    tokio::time::sleep(secs(30)).await;
+    let q = h.queue("default").await;
+    assert_eq!((q.processed_total, q.pending), (1, 1));
+    assert_eq!(rec.len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scheduled_task_runs_once_it_is_due() {
+    let h = Harness::new();
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
+    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+
+    let due = h.now() + secs(30);
+    let info = h.client.enqueue(&Task::new("later", ""), TaskOptions::new().process_at(due)).await.unwrap();
+    assert_eq!((info.state, info.next_process_at), (TaskState::Scheduled, Some(due)));
+    h.eventually(secs(60), "the task runs", || async { rec.len() == 1 }).await;
+    let ran_at = rec.calls()[0].at;
+    // Due at 30 s; the forwarder checks every 5 s.
+    assert!(ran_at >= due && ran_at <= due + secs(6), "ran {:?} after due", ran_at.duration_since(due));
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_server_publishes_itself_and_its_workers_while_running() {
+    let h = Harness::new();
+    let mut server = Server::new(h.broker.clone(), h.config("default", 3)).unwrap();
+    server.start(Recorder::default().handler(h.clock.clone(), |_, _| std::future::pending())).unwrap();
+    h.client.enqueue(&Task::new("forever", "p"), TaskOptions::new()).await.unwrap();
+
+    use asynq_core::broker::ServerState;
+    h.eventually(secs(15), "a heartbeat reports the worker", || async {
+        let servers = h.broker.servers().await.unwrap();
+        servers.len() == 1 && servers[0].1.len() == 1
+    })
+    .await;
+    let (info, workers) = h.broker.servers().await.unwrap().remove(0);
+    assert_eq!((info.server_id.as_str(), info.concurrency, info.status.as_str()), (server.id(), 3, "active"));
+    assert_eq!((workers[0].task_type.as_str(), &workers[0].task_payload[..]), ("forever", &b"p"[..]));
+    server.shutdown().await;
+    assert!(h.broker.servers().await.unwrap().is_empty(), "shutdown removes the server's records");
+}
