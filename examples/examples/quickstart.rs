@@ -105,14 +105,23 @@ async fn main() -> anyhow::Result<()> {
 
     let bar = ProgressBar::new(total as u64);
     bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} settled  {msg}")?);
+    let mut last_line = Instant::now();
     loop {
         let sum = totals(&broker).await?;
         let settled = total - (sum.pending + sum.active + sum.scheduled + sum.retry);
         bar.set_position(settled as u64);
-        bar.set_message(format!(
+        let states = format!(
             "pending {} active {} scheduled {} retry {} archived {} completed {}",
             sum.pending, sum.active, sum.scheduled, sum.retry, sum.archived, sum.completed
-        ));
+        );
+        if bar.is_hidden() {
+            // Not a terminal: print the same line, less often.
+            if last_line.elapsed() >= Duration::from_millis(500) || settled == total {
+                println!("{settled}/{total} settled  {states}");
+                last_line = Instant::now();
+            }
+        }
+        bar.set_message(states);
         if settled == total {
             break;
         }
