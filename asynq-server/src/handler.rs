@@ -16,9 +16,10 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 /// Implement it for a type, wrap an async function or closure with [`handler_fn`], or route by
 /// task type with a [`ServeMux`](crate::ServeMux).
 ///
-/// The returned future may be dropped before it completes: when the task's timeout or deadline
-/// passes, when it is cancelled, or when the server shuts down. [`TaskContext::cancelled`] fires
-/// first, so a handler that must clean up can watch it.
+/// The returned future is dropped before it completes when the task's timeout or deadline
+/// passes, when its lease is lost, or when the server gives up waiting for it at shutdown.
+/// The attempt's cancellation token ([`TaskContext::cancelled`]) fires at the same time, so work
+/// the handler spawned can stop too.
 #[async_trait]
 pub trait Handler: Send + Sync + 'static {
     /// Processes one task. `Ok` means success; see [`HandlerError`] for the ways to fail.
@@ -275,8 +276,9 @@ impl TaskContext {
         self.deadline
     }
 
-    /// Resolves when the attempt is cancelled: its deadline passed, it was cancelled, its lease
-    /// was lost, or the server gave up waiting for it at shutdown.
+    /// Resolves when the attempt ends other than by the handler returning: its deadline passed,
+    /// it was cancelled, its lease was lost, or the server gave up waiting for it at shutdown.
+    /// Clone the context into work the handler spawns to stop that work too.
     pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
         self.cancel.cancelled()
     }

@@ -206,6 +206,12 @@ impl Processor {
         }
     }
 
+    /// Cancels every running task at once; they are requeued. Used when the server is dropped
+    /// without a shutdown.
+    pub(crate) fn abandon(&self) {
+        self.shared.abandon.cancel();
+    }
+
     /// The number of tasks running now.
     pub fn running(&self) -> usize {
         self.shared.active.len()

@@ -226,6 +226,28 @@ impl Server {
     }
 }
 
+/// Dropping a started server without [`Server::shutdown`] stops every role at once: running
+/// tasks are cancelled and requeued in the background, and the server's records expire with
+/// their TTL.
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.processor.abandon();
+            let roles = [
+                running.fetching,
+                running.forwarder,
+                running.recoverer,
+                running.syncer,
+                running.janitor,
+                running.heartbeat,
+            ];
+            for role in roles.iter().chain(running.healthcheck.iter()) {
+                role.stop.cancel();
+            }
+        }
+    }
+}
+
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")

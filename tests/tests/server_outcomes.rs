@@ -153,13 +153,13 @@ async fn a_task_past_its_timeout_is_cancelled_and_retried() {
     let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
     server
         .start(Recorder::default().handler(h.clock.clone(), move |ctx, _| {
+            // Work the handler spawned learns of the cancellation through the context.
             let seen = seen.clone();
-            async move {
-                // A well-behaved handler watches for cancellation.
+            tokio::spawn(async move {
                 ctx.cancelled().await;
                 seen.store(true, Ordering::SeqCst);
-                Ok(())
-            }
+            });
+            std::future::pending()
         }))
         .unwrap();
 
@@ -170,6 +170,8 @@ async fn a_task_past_its_timeout_is_cancelled_and_retried() {
     assert_eq!(t.last_error.as_deref(), Some("context deadline exceeded"));
     let elapsed = t.last_failed_at.unwrap().duration_since(start).unwrap();
     assert!(elapsed >= secs(1) && elapsed <= secs(3), "failed after {elapsed:?}");
+    h.eventually(secs(1), "the spawned work sees the cancellation", || async { cancelled.load(Ordering::SeqCst) })
+        .await;
     server.shutdown().await;
 }
 
