@@ -1,0 +1,404 @@
+//! One queue, kept the way Go asynq keeps it in Redis, and the moves of its tasks.
+//!
+//! The containers mirror the Redis keys: a pending and an active list, sorted sets scored in
+//! Unix seconds (lease, scheduled, retry, archived, completed and one per group), and one record
+//! per task standing for the task hash. Each method does what the Go scripts cited in its
+//! documentation (by section of the wire-format spec) do, under the broker's lock.
+//!
+//! Every state change goes through the core state machine ([`transition`]), so this broker
+//! cannot make a move the model forbids. A single-task operation refuses such a move with
+//! [`Error::FailedPrecondition`] and writes nothing. A batch operation (dequeue, forward, expire)
+//! instead drops the container entry and moves on: an ID whose record is missing or in another
+//! state is a stale entry, which no operation here leaves behind.
+
+mod inspect;
+
+use crate::stats::Stats;
+use crate::zset::ZSet;
+use asynq_core::broker::{Dequeued, Outcome};
+use asynq_core::state::{Event, Next, transition};
+use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
+use asynq_core::{EnqueueRequest, Error, LEASE_DURATION, Placement, Result, TaskMessage, TaskState};
+use bytes::Bytes;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::{Duration, SystemTime};
+
+/// The archive trim keeps the newest `ARCHIVE_LIMIT - 1` tasks (Go's `maxArchiveSize`, used as
+/// `ZRANGE archived 0 -10000`).
+const ARCHIVE_LIMIT: usize = 10_000;
+/// Archived tasks older than this are deleted (Go's `archivedExpirationInDays`).
+const ARCHIVE_TTL_SECS: i64 = 90 * 24 * 60 * 60;
+
+/// A task's record: the fields of Go's task hash `asynq:{q}:t:<id>`.
+#[derive(Debug)]
+struct TaskRecord {
+    msg: TaskMessage,
+    state: TaskState,
+    /// Unix nanoseconds when it became pending; set only by enqueue and forward.
+    pending_since: Option<i64>,
+    /// The lock key, recorded for pending and scheduled unique tasks only (as Go does).
+    unique_key: Option<String>,
+    /// The group, recorded only when the task is enqueued into one (not when scheduled).
+    group: Option<String>,
+    result: Option<Bytes>,
+}
+
+impl TaskRecord {
+    fn new(msg: TaskMessage, state: TaskState) -> Self {
+        Self { msg, state, pending_since: None, unique_key: None, group: None, result: None }
+    }
+}
+
+/// A uniqueness lock: the ID of the task holding it, until it expires.
+#[derive(Debug)]
+struct UniqueLock {
+    owner: String,
+    expires_at: SystemTime,
+}
+
+impl UniqueLock {
+    fn is_live(&self, now: SystemTime) -> bool {
+        now <= self.expires_at
+    }
+}
+
+/// The state of one queue.
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    /// Task IDs ready to run. The front is Redis's left end, where new tasks are pushed; the
+    /// back is its right end, the next to be dequeued.
+    pending: VecDeque<String>,
+    /// Task IDs leased to workers, most recently dequeued at the front.
+    active: VecDeque<String>,
+    lease: ZSet,
+    scheduled: ZSet,
+    retry: ZSet,
+    archived: ZSet,
+    completed: ZSet,
+    /// The group names the aggregator scans (Go's `asynq:{q}:groups`); forwarding into a group
+    /// does not add to it.
+    groups: BTreeSet<String>,
+    group_sets: HashMap<String, ZSet>,
+    tasks: HashMap<String, TaskRecord>,
+    locks: HashMap<String, UniqueLock>,
+    /// Unix seconds of the pause, while paused.
+    paused: Option<i64>,
+    stats: Stats,
+}
+
+/// The Unix second at which a lease taken or extended at `now` expires.
+pub(crate) fn lease_expiry(now: SystemTime) -> i64 {
+    unix_secs(now).saturating_add(LEASE_DURATION.as_secs() as i64)
+}
+
+/// The uniqueness-lock key of a task: Go's layout, with the payload in hex instead of its MD5
+/// (no collisions, and nothing to share with Go here). An empty payload gives the trailing-colon
+/// form Go uses for a nil payload.
+fn unique_key(queue: &str, type_name: &str, payload: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut key = format!("asynq:{{{queue}}}:unique:{type_name}:");
+    key.extend(payload.iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]).map(char::from));
+    key
+}
+
+/// The state `event` moves a task in state `from` to, or `FailedPrecondition` if the state
+/// machine forbids it (or deletes the task).
+fn state_after(from: Option<TaskState>, event: Event) -> Result<TaskState> {
+    match transition(from, event) {
+        Ok(Next::State(state)) => Ok(state),
+        Ok(Next::Deleted) => Err(Error::FailedPrecondition(format!("{event:?} would delete the task"))),
+        Err(e) => Err(Error::FailedPrecondition(e.to_string())),
+    }
+}
+
+/// `FailedPrecondition` unless the state machine lets `event` delete a task in state `from`.
+fn check_deletes(from: Option<TaskState>, event: Event) -> Result<()> {
+    match transition(from, event) {
+        Ok(Next::Deleted) => Ok(()),
+        Ok(Next::State(state)) => Err(Error::FailedPrecondition(format!("{event:?} would keep the task, as {state}"))),
+        Err(e) => Err(Error::FailedPrecondition(e.to_string())),
+    }
+}
+
+fn too_long(field: &'static str, d: Duration) -> Error {
+    Error::invalid(field, format!("{d:?} is too long"))
+}
+
+impl Queue {
+    /// Stores a new task (scripts 5.1–5.6).
+    pub(crate) fn enqueue(&mut self, request: EnqueueRequest, now: SystemTime) -> Result<()> {
+        let EnqueueRequest { mut message, placement, unique_ttl } = request;
+        let mut lock_key = None;
+        if let Some(ttl) = unique_ttl {
+            let key = unique_key(&message.queue, &message.type_name, &message.payload);
+            if self.locks.get(&key).is_some_and(|lock| lock.is_live(now)) {
+                return Err(Error::DuplicateTask { queue: message.queue, type_name: message.type_name });
+            }
+            let expires_at = now.checked_add(ttl).ok_or_else(|| too_long("unique", ttl))?;
+            // Taken before the ID check and kept on a conflict, as in Go.
+            self.locks.insert(key.clone(), UniqueLock { owner: message.id.clone(), expires_at });
+            message.unique_key.clone_from(&key);
+            lock_key = Some(key);
+        }
+        if self.tasks.contains_key(&message.id) {
+            return Err(Error::TaskIdConflict { queue: message.queue, id: message.id });
+        }
+        let event = match placement {
+            Placement::Pending => Event::Enqueue,
+            Placement::Scheduled { .. } => Event::Schedule,
+            Placement::Grouped { .. } => Event::AddToGroup,
+        };
+        let id = message.id.clone();
+        let mut record = TaskRecord::new(message, state_after(None, event)?);
+        match placement {
+            Placement::Pending => {
+                record.pending_since = Some(unix_nanos(now));
+                record.unique_key = lock_key;
+                self.pending.push_front(id.clone());
+            }
+            // No `group` on the record even if the message has one: when due, the task becomes
+            // an ordinary pending task (Go quirk).
+            Placement::Scheduled { process_at } => {
+                record.unique_key = lock_key;
+                self.scheduled.insert(&id, unix_secs(process_at));
+            }
+            // No `unique_key` on the record, only in the message (Go quirk).
+            Placement::Grouped { group } => {
+                self.group_sets.entry(group.clone()).or_default().insert(&id, unix_secs(now));
+                self.groups.insert(group.clone());
+                record.group = Some(group);
+            }
+        }
+        self.tasks.insert(id, record);
+        Ok(())
+    }
+
+    /// Whether a dequeue could take a task now.
+    pub(crate) fn has_ready(&self) -> bool {
+        self.paused.is_none() && !self.pending.is_empty()
+    }
+
+    /// Moves up to `max` tasks from pending to active, next-to-run first (script 5.7).
+    pub(crate) fn dequeue(&mut self, max: usize, now: SystemTime) -> Vec<Dequeued> {
+        let mut taken = Vec::new();
+        if self.paused.is_some() {
+            return taken;
+        }
+        let expiry = lease_expiry(now);
+        while taken.len() < max {
+            let Some(id) = self.pending.pop_back() else { break };
+            // Go would move an ID without a record to active for good; this broker drops it.
+            let Some(record) = self.tasks.get_mut(&id) else { continue };
+            let Ok(state) = state_after(Some(record.state), Event::Dequeue) else { continue };
+            record.state = state;
+            record.pending_since = None;
+            taken.push(Dequeued { message: record.msg.clone(), lease_expiry: from_unix_secs(expiry) });
+            self.lease.insert(&id, expiry);
+            self.active.push_front(id);
+        }
+        taken
+    }
+
+    /// Records how an attempt at the active task `msg` ended (scripts 5.8–5.12).
+    pub(crate) fn finish(&mut self, msg: &TaskMessage, outcome: Outcome, now: SystemTime) -> Result<()> {
+        let id = msg.id.as_str();
+        let not_found = || Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() };
+        // Searched from the back: tasks tend to finish in the order they were dequeued.
+        let position = self.active.iter().rposition(|active| active == id);
+        let Some(position) = position.filter(|_| self.lease.contains(id)) else { return Err(not_found()) };
+        let from = Some(self.tasks.get(id).ok_or_else(not_found)?.state);
+        match outcome {
+            Outcome::Done => {
+                check_deletes(from, Event::Done)?;
+                self.detach_active(position, id);
+                self.tasks.remove(id);
+                self.stats.record_processed(now);
+                self.release_lock(&msg.unique_key, id);
+            }
+            Outcome::Complete => {
+                let state = state_after(from, Event::Complete)?;
+                self.detach_active(position, id);
+                self.completed.insert(id, unix_secs(now).saturating_add(msg.retention));
+                self.rewrite(id, msg.completed(now), state);
+                self.stats.record_processed(now);
+                self.release_lock(&msg.unique_key, id);
+            }
+            Outcome::Retry { retry_at, error, is_failure } => {
+                let state = state_after(from, Event::Retry)?;
+                self.detach_active(position, id);
+                self.retry.insert(id, unix_secs(retry_at));
+                self.rewrite(id, msg.failed(&error, now, is_failure), state);
+                if is_failure {
+                    self.stats.record_failed(now);
+                }
+            }
+            Outcome::Archive { error } => {
+                let state = state_after(from, Event::Archive)?;
+                self.detach_active(position, id);
+                self.archived.insert(id, unix_secs(now));
+                self.trim_archive(now);
+                self.rewrite(id, msg.archived(&error, now), state);
+                self.stats.record_failed(now);
+            }
+            Outcome::Requeue => {
+                let state = state_after(from, Event::Requeue)?;
+                self.detach_active(position, id);
+                // The right end: next to be dequeued. No `pending_since`, as in Go.
+                self.pending.push_back(id.to_owned());
+                self.rewrite_state(id, state);
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes `id`, found at `position` in the active list, from the active list and the lease.
+    fn detach_active(&mut self, position: usize, id: &str) {
+        self.active.remove(position);
+        self.lease.remove(id);
+    }
+
+    /// Sets the message and state of `id` (Go's `HSET msg … state …`), creating a bare record if
+    /// there is none: the archive trim may just have deleted the very task being archived.
+    fn rewrite(&mut self, id: &str, msg: TaskMessage, state: TaskState) {
+        match self.tasks.get_mut(id) {
+            Some(record) => (record.msg, record.state) = (msg, state),
+            None => {
+                self.tasks.insert(id.to_owned(), TaskRecord::new(msg, state));
+            }
+        }
+    }
+
+    fn rewrite_state(&mut self, id: &str, state: TaskState) {
+        if let Some(record) = self.tasks.get_mut(id) {
+            record.state = state;
+        }
+    }
+
+    /// Deletes archived tasks older than 90 days, then all but the newest `ARCHIVE_LIMIT - 1`.
+    fn trim_archive(&mut self, now: SystemTime) {
+        let expired = self.archived.take_up_to(unix_secs(now).saturating_sub(ARCHIVE_TTL_SECS), usize::MAX);
+        let excess = self.archived.len().saturating_sub(ARCHIVE_LIMIT - 1);
+        let dropped = self.archived.take_lowest(excess);
+        for id in expired.iter().chain(&dropped) {
+            self.tasks.remove(id);
+        }
+    }
+
+    /// Releases the lock `key` if task `id` holds it.
+    fn release_lock(&mut self, key: &str, id: &str) {
+        if self.locks.get(key).is_some_and(|lock| lock.owner == id) {
+            self.locks.remove(key);
+        }
+    }
+
+    /// Moves the lease of each of `ids` that is active to `expiry` (Unix seconds).
+    pub(crate) fn extend_leases(&mut self, ids: &[String], expiry: i64) {
+        for id in ids {
+            self.lease.update(id, expiry);
+        }
+    }
+
+    /// Stores the result of task `id`; false if there is no such task.
+    pub(crate) fn write_result(&mut self, id: &str, result: Bytes) -> bool {
+        let Some(record) = self.tasks.get_mut(id) else { return false };
+        record.result = Some(result);
+        true
+    }
+
+    /// Moves every due scheduled task, then every due retry task, to pending or to its group
+    /// (script 5.13). Returns how many moved.
+    pub(crate) fn forward(&mut self, now: SystemTime) -> usize {
+        let secs = unix_secs(now);
+        let mut due = self.scheduled.take_up_to(secs, usize::MAX);
+        due.extend(self.retry.take_up_to(secs, usize::MAX));
+        let mut moved = 0;
+        for id in due {
+            let Some(record) = self.tasks.get_mut(&id) else { continue };
+            let group = record.group.clone().filter(|group| !group.is_empty());
+            let event = if group.is_some() { Event::ForwardToGroup } else { Event::Forward };
+            let Ok(state) = state_after(Some(record.state), event) else { continue };
+            record.state = state;
+            match group {
+                // Not added to `groups` (Go quirk), so the aggregator does not see the group.
+                Some(group) => self.group_sets.entry(group).or_default().insert(&id, secs),
+                None => {
+                    record.pending_since = Some(unix_nanos(now));
+                    self.pending.push_front(id);
+                }
+            }
+            moved += 1;
+        }
+        moved
+    }
+
+    /// The messages of the active tasks whose lease expired at or before `cutoff` (Unix
+    /// seconds), in lease order (script 5.19).
+    pub(crate) fn lease_expired(&self, cutoff: i64) -> impl Iterator<Item = TaskMessage> {
+        self.lease.up_to(cutoff).filter_map(|id| self.tasks.get(id)).map(|record| record.msg.clone())
+    }
+
+    /// Deletes up to `batch` completed tasks whose retention ran out (script 5.18), and drops
+    /// expired uniqueness locks. Returns how many tasks were deleted.
+    pub(crate) fn delete_expired_completed(&mut self, batch: usize, now: SystemTime) -> usize {
+        let expired = self.completed.take_up_to(unix_secs(now), batch);
+        for id in &expired {
+            if self.tasks.get(id).is_some_and(|record| check_deletes(Some(record.state), Event::Expire).is_ok()) {
+                self.tasks.remove(id);
+            }
+        }
+        self.locks.retain(|_, lock| lock.is_live(now));
+        expired.len()
+    }
+
+    /// Pauses the queue (6.16).
+    pub(crate) fn pause(&mut self, name: &str, now: SystemTime) -> Result<()> {
+        if self.paused.is_some() {
+            return Err(Error::FailedPrecondition(format!("queue {name:?} is already paused")));
+        }
+        self.paused = Some(unix_secs(now));
+        Ok(())
+    }
+
+    /// Unpauses the queue (6.16).
+    pub(crate) fn unpause(&mut self, name: &str) -> Result<()> {
+        match self.paused.take() {
+            Some(_) => Ok(()),
+            None => Err(Error::FailedPrecondition(format!("queue {name:?} is not paused"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asynq_core::{Task, TaskOptions, resolve_enqueue};
+
+    fn at(secs: i64) -> SystemTime {
+        from_unix_secs(secs)
+    }
+
+    #[test]
+    fn forward_returns_a_grouped_retry_task_to_its_group_without_registering_the_group() {
+        // Only inspector operations outside the broker traits can put a task that was added to
+        // a group into retry, so the state is arranged by hand.
+        let mut queue = Queue::default();
+        let task = Task::new("t", "p").with_options(TaskOptions::new().group("g").task_id("a"));
+        queue.enqueue(resolve_enqueue(&task, &TaskOptions::new(), at(100), String::new).unwrap(), at(100)).unwrap();
+        queue.group_sets.clear();
+        queue.groups.clear();
+        queue.retry.insert("a", 150);
+        queue.tasks.get_mut("a").unwrap().state = TaskState::Retry;
+
+        assert_eq!(queue.forward(at(149)), 0);
+        assert_eq!(queue.forward(at(150)), 1);
+        assert_eq!(queue.group_sets["g"].score("a"), Some(150));
+        assert_eq!(queue.tasks["a"].state, TaskState::Aggregating);
+        assert!(queue.groups.is_empty() && queue.pending.is_empty() && queue.retry.len() == 0);
+    }
+
+    #[test]
+    fn unique_keys_follow_go_layout_with_a_hex_payload() {
+        assert_eq!(unique_key("q", "email", b"\x01\xab"), "asynq:{q}:unique:email:01ab");
+        assert_eq!(unique_key("q", "email", b""), "asynq:{q}:unique:email:");
+    }
+}

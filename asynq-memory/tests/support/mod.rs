@@ -1,0 +1,73 @@
+//! What every test of the memory broker starts from: a broker on a simulated clock, and
+//! shorthands for enqueueing and dequeueing by task ID.
+
+#![allow(dead_code, reason = "each test file uses its own subset")]
+
+use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect};
+use asynq_core::time::from_unix_secs;
+use asynq_core::{Clock, QueueInfo, Result, SimulatedClock, Task, TaskOptions, resolve_enqueue};
+use asynq_memory::MemoryBroker;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// The simulated time every test starts at, in Unix seconds (2023-11-14, 22:13:20 UTC).
+pub(crate) const START: i64 = 1_700_000_000;
+
+/// A memory broker and the clock it reads.
+pub(crate) struct Fixture {
+    pub(crate) broker: MemoryBroker,
+    pub(crate) clock: SimulatedClock,
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Self {
+        let clock = SimulatedClock::new(from_unix_secs(START));
+        Self { broker: MemoryBroker::with_clock(Arc::new(clock.clone())), clock }
+    }
+
+    pub(crate) fn now(&self) -> SystemTime {
+        self.clock.now()
+    }
+
+    pub(crate) fn advance(&self, secs: u64) {
+        self.clock.advance(Duration::from_secs(secs));
+    }
+
+    /// Enqueues `task` under the ID `id`, with `options` over the task's own.
+    pub(crate) async fn enqueue(&self, id: &str, task: &Task, options: TaskOptions) -> Result<()> {
+        let request = resolve_enqueue(task, &options.task_id(id), self.now(), || unreachable!("the ID is given"))?;
+        self.broker.enqueue(request).await
+    }
+
+    /// Enqueues a plain task `id` of type `"t"` into `queue`.
+    pub(crate) async fn enqueue_plain(&self, queue: &str, id: &str) {
+        self.enqueue(id, &Task::new("t", id.to_owned()), TaskOptions::new().queue(queue)).await.unwrap();
+    }
+
+    pub(crate) async fn dequeue(&self, queues: &[&str], max: usize) -> Vec<Dequeued> {
+        self.broker.dequeue(&names(queues), max).await.unwrap()
+    }
+
+    pub(crate) async fn dequeue_ids(&self, queues: &[&str], max: usize) -> Vec<String> {
+        self.dequeue(queues, max).await.into_iter().map(|d| d.message.id).collect()
+    }
+
+    /// Dequeues exactly one task and returns it.
+    pub(crate) async fn dequeue_one(&self, queue: &str) -> Dequeued {
+        let mut taken = self.dequeue(&[queue], 1).await;
+        assert_eq!(taken.len(), 1, "expected one task in {queue:?}");
+        taken.remove(0)
+    }
+
+    pub(crate) async fn info(&self, queue: &str) -> QueueInfo {
+        self.broker.queue_info(queue).await.unwrap()
+    }
+}
+
+pub(crate) fn names(queues: &[&str]) -> Vec<String> {
+    queues.iter().map(|&q| q.to_owned()).collect()
+}
+
+pub(crate) fn at(secs: i64) -> SystemTime {
+    from_unix_secs(secs)
+}
