@@ -5,12 +5,13 @@
 //! 1. make sure `redis-server` (6.2 or newer) is available, installing it on Debian/Ubuntu when
 //!    running as root, and export its absolute path as `ASYNQ_REDIS_SERVER_BIN` unless that is
 //!    already set;
-//! 2. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
-//!    otherwise `cargo test --workspace --all-targets ARGS`;
-//! 3. `cargo test --workspace --doc`, since nextest does not run doctests.
+//! 2. `cargo test --workspace --doc`, since nextest does not run doctests;
+//! 3. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
+//!    otherwise `cargo test --workspace --all-targets ARGS`. It runs last so that its summary
+//!    closes the log.
 //!
-//! Under CI (`CI=true`) step 2 also gets `--no-fail-fast`, and with `--no-fail-fast` the
-//! doctests run even when step 2 failed, so one run reports every failure.
+//! Under CI (`CI=true`) step 3 also gets `--no-fail-fast`, and the tests run even when the
+//! doctests failed, so one run reports every failure.
 //!
 //! When `ARGS` select packages (`-p`, `--package`), `--workspace` is left out so the selection
 //! takes effect, and the doctest step gets the same selection.
@@ -45,12 +46,29 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     // `--workspace` would override `-p`; `--exclude` on the other hand needs it.
     let names_packages = names_a_package(&selection);
     let scope: &[&str] = if names_packages { &[] } else { &["--workspace"] };
+    let keep_going = in_ci() || extra.iter().any(|arg| arg == "--no-fail-fast");
+
+    // Doctests first, so that the test runner's summary is the last thing the log shows.
+    let doc_selection = without_bin_only_packages(&selection);
+    let doctests_result = if names_packages && !names_a_package(&doc_selection) {
+        step("step 2/3: skipping the doctests: the selected packages have no library");
+        Ok(())
+    } else {
+        step("step 2/3: running the doctests (nextest does not run them)");
+        let mut doctests = cmd::cargo_command(["test"]);
+        doctests.args(scope).arg("--doc").args(&doc_selection);
+        set_redis_env(&mut doctests, &redis_server);
+        cmd::run(&mut doctests)
+    };
+    if doctests_result.is_err() && !keep_going {
+        return doctests_result;
+    }
 
     let mut tests = if nextest_available() {
-        step("step 2/3: running the tests with cargo nextest");
+        step("step 3/3: running the tests with cargo nextest");
         cmd::cargo_command(["nextest", "run"])
     } else {
-        step("step 2/3: cargo-nextest is not installed; running the tests with cargo test");
+        step("step 3/3: cargo-nextest is not installed; running the tests with cargo test");
         cmd::cargo_command(["test"])
     };
     tests.args(scope).arg("--all-targets");
@@ -61,25 +79,9 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     tests.args(extra);
     set_redis_env(&mut tests, &redis_server);
     let tests_result = cmd::run(&mut tests);
-    let keep_going = in_ci() || extra.iter().any(|arg| arg == "--no-fail-fast");
-    if tests_result.is_err() && !keep_going {
-        return tests_result;
-    }
 
-    let doc_selection = without_bin_only_packages(&selection);
-    let doctests_result = if names_packages && !names_a_package(&doc_selection) {
-        step("step 3/3: skipping the doctests: the selected packages have no library");
-        Ok(())
-    } else {
-        step("step 3/3: running the doctests (nextest does not run them)");
-        let mut doctests = cmd::cargo_command(["test"]);
-        doctests.args(scope).arg("--doc").args(&doc_selection);
-        set_redis_env(&mut doctests, &redis_server);
-        cmd::run(&mut doctests)
-    };
-
-    // Report the first failure; with --no-fail-fast the doctests ran anyway.
-    tests_result.and(doctests_result)?;
+    // Report the first failure; with --no-fail-fast the tests ran anyway.
+    doctests_result.and(tests_result)?;
     step("all tests passed");
     Ok(())
 }
