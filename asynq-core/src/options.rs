@@ -191,30 +191,30 @@ pub fn resolve_enqueue(
     let max_retry = opts.max_retry.unwrap_or(DEFAULT_MAX_RETRY);
     let retry = i32::try_from(max_retry)
         .map_err(|_| Error::invalid("max retry", format!("{max_retry} is more than {}", i32::MAX)))?;
-    if let Some(timeout) = opts.timeout {
-        if timeout < Duration::from_secs(1) {
-            return Err(Error::invalid("timeout", format!("{timeout:?} is less than one second")));
-        }
+    if let Some(timeout) = opts.timeout
+        && timeout < Duration::from_secs(1)
+    {
+        return Err(Error::invalid("timeout", format!("{timeout:?} is less than one second")));
     }
-    if let Some(deadline) = opts.deadline {
-        if deadline <= now {
-            return Err(Error::invalid("deadline", "deadline is in the past"));
-        }
+    if let Some(deadline) = opts.deadline
+        && deadline <= now
+    {
+        return Err(Error::invalid("deadline", "deadline is in the past"));
     }
-    if let Some(retention) = opts.retention {
-        if retention < Duration::from_secs(1) {
-            return Err(Error::invalid("retention", format!("{retention:?} is less than one second")));
-        }
+    if let Some(retention) = opts.retention
+        && retention < Duration::from_secs(1)
+    {
+        return Err(Error::invalid("retention", format!("{retention:?} is less than one second")));
     }
-    if let Some(ttl) = opts.unique {
-        if ttl < Duration::from_secs(1) {
-            return Err(Error::invalid("unique", "unique TTL cannot be less than 1s"));
-        }
+    if let Some(ttl) = opts.unique
+        && ttl < Duration::from_secs(1)
+    {
+        return Err(Error::invalid("unique", "unique TTL cannot be less than 1s"));
     }
-    if let Some(group) = &opts.group {
-        if group.trim().is_empty() {
-            return Err(Error::invalid("group", "group name cannot be empty"));
-        }
+    if let Some(group) = &opts.group
+        && group.trim().is_empty()
+    {
+        return Err(Error::invalid("group", "group name cannot be empty"));
     }
     let process_at = match opts.process_at {
         None => now,

@@ -1,9 +1,25 @@
-//! The Redis broker for asynq, wire-compatible with Go asynq v0.26: the same keys, the same
-//! script semantics, the same protobuf messages.
+//! The Redis broker for asynq, wire-compatible with Go asynq v0.26: the same keys ([`keys`]),
+//! the same script semantics (one documented Lua file per script under `src/scripts/`), the
+//! same protobuf messages ([`proto`]). A task a Go producer enqueues is run by a Rust server,
+//! and the other way round; Go's `asynq` CLI and asynqmon read the queues.
 //!
-//! This crate is being built in steps. Available now: the key layout ([`keys`]) and the
-//! protobuf messages ([`proto`]), both pinned by golden tests against what Go asynq writes.
+//! ```no_run
+//! use asynq_redis::RedisBroker;
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let broker = RedisBroker::connect("redis://127.0.0.1:6379/0").await?;
+//! let cluster = RedisBroker::connect("redis-cluster://10.0.0.1:7000,10.0.0.2:7000").await?;
+//! let sentinel = RedisBroker::connect("redis-sentinel://10.0.0.1:26379?master=mymaster").await?;
+//! # let _ = (broker, cluster, sentinel); Ok(()) }
+//! ```
 #![doc(test(attr(deny(warnings))))]
 
+mod broker;
+mod connection;
+mod error;
 pub mod keys;
 pub mod proto;
+mod scripts;
+
+pub use broker::{RedisBroker, RedisConfig};
+pub use connection::RedisTarget;
+pub use error::ConnectError;

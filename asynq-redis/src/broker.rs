@@ -1,0 +1,553 @@
+//! [`RedisBroker`]: every broker role over Redis, storing tasks exactly as Go asynq v0.26 does.
+
+use crate::connection::{Connection, RedisTarget};
+use crate::error::{ConnectError, broker_error, unexpected};
+use crate::keys::{self, QueueKeys};
+use crate::proto;
+use crate::scripts::SCRIPTS;
+use async_trait::async_trait;
+use asynq_core::broker::{
+    Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
+};
+use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_nanos, unix_secs, utc_date};
+use asynq_core::{
+    Clock, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo, Result, ServerInfo, SystemClock, TaskInfo,
+    TaskMessage, TaskState, WorkerInfo, validate_queue_name,
+};
+use bytes::Bytes;
+use prost::Message;
+use redis::aio::ConnectionLike;
+use redis::{AsyncCommands, FromRedisValue, Value};
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// How long daily statistics counters live: 90 days, in seconds.
+const STATS_TTL_SECS: i64 = 90 * 24 * 60 * 60;
+/// Archived tasks older than this (in seconds) are deleted when another task is archived.
+const ARCHIVE_MAX_AGE_SECS: i64 = 90 * 24 * 60 * 60;
+/// The archive keeps at most this many tasks minus one, as Go's does.
+const ARCHIVE_MAX_SIZE: i64 = 10_000;
+/// `forward.lua` moves at most this many tasks per call.
+const FORWARD_BATCH: i64 = 100;
+
+/// How to build a [`RedisBroker`].
+#[derive(Clone)]
+pub struct RedisConfig {
+    /// Where Redis is.
+    pub target: RedisTarget,
+    /// The wall clock for every timestamp the broker writes. Default: the system clock.
+    pub clock: Arc<dyn Clock>,
+    /// How long to wait for a connection or a reply before failing. Default: 5 s.
+    pub response_timeout: Duration,
+}
+
+impl RedisConfig {
+    /// Defaults for `target`.
+    pub fn new(target: RedisTarget) -> Self {
+        Self { target, clock: Arc::new(SystemClock), response_timeout: Duration::from_secs(5) }
+    }
+}
+
+impl fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("target", &self.target)
+            .field("clock", &self.clock)
+            .field("response_timeout", &self.response_timeout)
+            .finish()
+    }
+}
+
+/// A broker that keeps queues in Redis, wire-compatible with Go asynq v0.26: Go producers,
+/// servers, the `asynq` CLI and asynqmon can share its queues.
+///
+/// Clones share one multiplexed, auto-reconnecting connection.
+///
+/// ```no_run
+/// use asynq_redis::RedisBroker;
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let broker = RedisBroker::connect("redis://127.0.0.1:6379").await?;
+/// # let _ = broker; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisBroker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Connection,
+    clock: Arc<dyn Clock>,
+    /// Queues this process has added to `asynq:queues` (Go v0.25+ caches the same way).
+    registered: Mutex<HashSet<String>>,
+}
+
+impl fmt::Debug for RedisBroker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisBroker").field("clock", &self.inner.clock).finish_non_exhaustive()
+    }
+}
+
+/// The oldest Redis the scripts run on: `ZRANGE … BYSCORE` and `LMOVE` need 6.2.
+const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
+
+impl RedisBroker {
+    /// Connects to the Redis at `url` (see [`RedisTarget::from_url`] for the forms).
+    pub async fn connect(url: &str) -> Result<Self, ConnectError> {
+        Self::connect_with(RedisConfig::new(RedisTarget::from_url(url)?)).await
+    }
+
+    /// Connects as `config` says, and checks that the server is recent enough.
+    pub async fn connect_with(config: RedisConfig) -> Result<Self, ConnectError> {
+        let mut conn = Connection::open(&config.target, config.response_timeout).await?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .map_err(|source| ConnectError::Connect { target: format!("{:?}", config.target), source })?;
+        if let Some(version) = info.lines().find_map(|l| l.strip_prefix("redis_version:")) {
+            let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+            let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+            if (major, minor) < MIN_REDIS_VERSION {
+                return Err(ConnectError::Unsupported { version: version.trim().to_owned() });
+            }
+        }
+        let inner = Inner { conn, clock: config.clock, registered: Mutex::default() };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    fn conn(&self) -> Connection {
+        self.inner.conn.clone()
+    }
+
+    fn now(&self) -> SystemTime {
+        self.inner.clock.now()
+    }
+
+    /// Adds `queue` to `asynq:queues` once per process: without it, Go's inspector and CLI
+    /// report the queue as not found.
+    async fn register_queue(&self, queue: &str) -> Result<()> {
+        if self.inner.registered.lock().expect("registered lock poisoned").contains(queue) {
+            return Ok(());
+        }
+        let _: i64 = self.conn().sadd(keys::ALL_QUEUES, queue).await.map_err(|e| broker_error("register queue", e))?;
+        self.inner.registered.lock().expect("registered lock poisoned").insert(queue.to_owned());
+        Ok(())
+    }
+
+    async fn require_queue(&self, queue: &str) -> Result<()> {
+        let known: bool =
+            self.conn().sismember(keys::ALL_QUEUES, queue).await.map_err(|e| broker_error("check queue", e))?;
+        if known { Ok(()) } else { Err(Error::QueueNotFound { queue: queue.to_owned() }) }
+    }
+}
+
+fn encode(msg: &TaskMessage) -> Vec<u8> {
+    proto::TaskMessage::from(msg).encode_to_vec()
+}
+
+fn decode(bytes: &[u8]) -> Result<TaskMessage> {
+    proto::TaskMessage::decode(bytes).map(Into::into).map_err(|e| unexpected("cannot decode a task message", e))
+}
+
+/// Runs a script invocation and converts the reply.
+async fn run<T: FromRedisValue>(
+    invocation: &redis::ScriptInvocation<'_>,
+    conn: &mut impl ConnectionLike,
+    context: &str,
+) -> Result<T> {
+    invocation.invoke_async(conn).await.map_err(|e| broker_error(context, e))
+}
+
+fn not_found(msg: &TaskMessage) -> Error {
+    Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() }
+}
+
+#[async_trait]
+impl Enqueue for RedisBroker {
+    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+        let mut msg = request.message;
+        validate_queue_name(&msg.queue)?;
+        let k = QueueKeys::new(&msg.queue);
+        let unique_key = request.unique_ttl.map(|_| k.unique(&msg.type_name, &msg.payload));
+        if let Some(key) = &unique_key {
+            msg.unique_key = key.clone();
+        }
+        let now = self.now();
+        let (placement, destination, score, group) = match &request.placement {
+            Placement::Pending => ("pending", k.pending(), unix_nanos(now), String::new()),
+            Placement::Scheduled { process_at } => ("scheduled", k.scheduled(), unix_secs(*process_at), String::new()),
+            Placement::Grouped { group } => ("group", k.group(group), unix_secs(now), group.clone()),
+        };
+        self.register_queue(&msg.queue).await?;
+        let mut invocation = SCRIPTS.enqueue.prepare_invoke();
+        invocation.key(k.task(&msg.id)).key(destination).key(k.groups());
+        invocation.arg(encode(&msg)).arg(&msg.id).arg(placement).arg(score).arg(group);
+        if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
+            invocation.key(key).arg(ttl.as_secs().max(1));
+        }
+        match run::<i64>(&invocation, &mut self.conn(), "enqueue").await? {
+            1 => Ok(()),
+            0 => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
+            -1 => Err(Error::DuplicateTask { queue: msg.queue, type_name: msg.type_name }),
+            other => Err(unexpected("enqueue", format!("unexpected reply {other}"))),
+        }
+    }
+}
+
+#[async_trait]
+impl Dequeue for RedisBroker {
+    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+        let expiry = unix_secs(self.now() + LEASE_DURATION);
+        let lease_expiry = from_unix_secs(expiry);
+        let mut taken = Vec::new();
+        let mut conn = self.conn();
+        for queue in queues {
+            let wanted = max.saturating_sub(taken.len());
+            if wanted == 0 {
+                break;
+            }
+            let k = QueueKeys::new(queue);
+            let mut invocation = SCRIPTS.dequeue.prepare_invoke();
+            invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease());
+            invocation.arg(expiry).arg(k.task_prefix()).arg(wanted);
+            let messages: Vec<Vec<u8>> = run(&invocation, &mut conn, "dequeue").await?;
+            for bytes in messages {
+                match decode(&bytes) {
+                    Ok(message) => taken.push(Dequeued { message, lease_expiry }),
+                    // The task stays active; the recoverer meets it again once its lease expires.
+                    Err(e) => tracing::error!(queue = %queue, error = %e, "skipping an undecodable task"),
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    async fn finish(&self, msg: &TaskMessage, outcome: Outcome) -> Result<()> {
+        let now = self.now();
+        let now_secs = unix_secs(now);
+        let k = QueueKeys::new(&msg.queue);
+        let date = utc_date(now);
+        let stats_expiry = now_secs + STATS_TTL_SECS;
+        let id = msg.id.as_str();
+        let unique = (!msg.unique_key.is_empty()).then_some(msg.unique_key.as_str());
+        let (script, mut invocation) = match outcome {
+            Outcome::Done => {
+                let mut inv = SCRIPTS.done.prepare_invoke();
+                inv.key(k.active()).key(k.lease()).key(k.task(id)).key(k.processed_on(&date)).key(k.processed_total());
+                inv.arg(id).arg(stats_expiry);
+                ("done", inv)
+            }
+            Outcome::Complete => {
+                let mut inv = SCRIPTS.complete.prepare_invoke();
+                inv.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
+                inv.key(k.processed_on(&date)).key(k.processed_total());
+                inv.arg(id).arg(stats_expiry).arg(now_secs + msg.retention).arg(encode(&msg.completed(now)));
+                ("complete", inv)
+            }
+            Outcome::Retry { retry_at, error, is_failure } => {
+                let mut inv = SCRIPTS.retry.prepare_invoke();
+                inv.key(k.task(id)).key(k.active()).key(k.lease()).key(k.retry());
+                inv.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
+                inv.arg(id).arg(encode(&msg.failed(&error, now, is_failure))).arg(unix_secs(retry_at));
+                inv.arg(stats_expiry).arg(if is_failure { "1" } else { "0" });
+                ("retry", inv)
+            }
+            Outcome::Archive { error } => {
+                let mut inv = SCRIPTS.archive.prepare_invoke();
+                inv.key(k.task(id)).key(k.active()).key(k.lease()).key(k.archived());
+                inv.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
+                inv.arg(id).arg(encode(&msg.archived(&error, now))).arg(now_secs);
+                inv.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(stats_expiry).arg(k.task_prefix());
+                ("archive", inv)
+            }
+            Outcome::Requeue => {
+                let mut inv = SCRIPTS.requeue.prepare_invoke();
+                inv.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).arg(id);
+                ("requeue", inv)
+            }
+        };
+        if let (Some(key), "done" | "complete") = (unique, script) {
+            invocation.key(key);
+        }
+        match run::<i64>(&invocation, &mut self.conn(), script).await? {
+            1 => Ok(()),
+            _ => Err(not_found(msg)),
+        }
+    }
+
+    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+        let expiry = unix_secs(self.now() + LEASE_DURATION);
+        if !ids.is_empty() {
+            let mut cmd = redis::cmd("ZADD");
+            cmd.arg(QueueKeys::new(queue).lease()).arg("XX");
+            for id in ids {
+                cmd.arg(expiry).arg(id);
+            }
+            let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
+        }
+        Ok(from_unix_secs(expiry))
+    }
+
+    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+        let mut invocation = SCRIPTS.write_result.prepare_invoke();
+        invocation.key(QueueKeys::new(queue).task(id)).arg(result.as_ref());
+        match run::<i64>(&invocation, &mut self.conn(), "write result").await? {
+            1 => Ok(()),
+            _ => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
+        }
+    }
+}
+
+#[async_trait]
+impl Forward for RedisBroker {
+    async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
+        let now = self.now();
+        let mut conn = self.conn();
+        let mut moved = 0;
+        for queue in queues {
+            let k = QueueKeys::new(queue);
+            for source in [k.scheduled(), k.retry()] {
+                loop {
+                    let mut invocation = SCRIPTS.forward.prepare_invoke();
+                    invocation.key(&source).key(k.pending());
+                    invocation.arg(unix_secs(now)).arg(k.task_prefix()).arg(unix_nanos(now)).arg(k.group_prefix());
+                    let n: i64 = run(&invocation, &mut conn, "forward").await?;
+                    moved += n as usize;
+                    if n < FORWARD_BATCH {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(moved)
+    }
+}
+
+#[async_trait]
+impl Recover for RedisBroker {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+        let mut conn = self.conn();
+        let mut expired = Vec::new();
+        for queue in queues {
+            let k = QueueKeys::new(queue);
+            let mut invocation = SCRIPTS.list_lease_expired.prepare_invoke();
+            invocation.key(k.lease()).arg(unix_secs(cutoff)).arg(k.task_prefix());
+            let messages: Vec<Vec<u8>> = run(&invocation, &mut conn, "list lease expired").await?;
+            for bytes in messages {
+                match decode(&bytes) {
+                    Ok(msg) => expired.push(msg),
+                    Err(e) => tracing::error!(queue = %queue, error = %e, "skipping an undecodable task"),
+                }
+            }
+        }
+        Ok(expired)
+    }
+}
+
+#[async_trait]
+impl Janitor for RedisBroker {
+    async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize> {
+        let k = QueueKeys::new(queue);
+        let mut invocation = SCRIPTS.delete_expired_completed.prepare_invoke();
+        invocation.key(k.completed()).arg(unix_secs(self.now())).arg(k.task_prefix()).arg(batch_size);
+        let n: i64 = run(&invocation, &mut self.conn(), "delete expired completed").await?;
+        Ok(n as usize)
+    }
+}
+
+#[async_trait]
+impl ServerState for RedisBroker {
+    async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()> {
+        let server_key = keys::server_info(&server.host, server.pid, &server.server_id);
+        let workers_key = keys::workers(&server.host, server.pid, &server.server_id);
+        let expiry = unix_secs(self.now() + ttl);
+        let mut conn = self.conn();
+        let fail = |e| broker_error("write server state", e);
+        let _: i64 = conn.zadd(keys::ALL_SERVERS, &server_key, expiry).await.map_err(fail)?;
+        let _: i64 = conn.zadd(keys::ALL_WORKERS, &workers_key, expiry).await.map_err(fail)?;
+        let mut invocation = SCRIPTS.write_server_state.prepare_invoke();
+        invocation.key(server_key).key(workers_key);
+        invocation.arg(ttl.as_secs().max(1)).arg(proto::ServerInfo::from(server).encode_to_vec());
+        for worker in workers {
+            invocation.arg(&worker.task_id).arg(proto::WorkerInfo::from(worker).encode_to_vec());
+        }
+        let _: i64 = run(&invocation, &mut conn, "write server state").await?;
+        Ok(())
+    }
+
+    async fn clear_server_state(&self, server: &ServerInfo) -> Result<()> {
+        let server_key = keys::server_info(&server.host, server.pid, &server.server_id);
+        let workers_key = keys::workers(&server.host, server.pid, &server.server_id);
+        let mut conn = self.conn();
+        let fail = |e| broker_error("clear server state", e);
+        let _: i64 = conn.zrem(keys::ALL_SERVERS, &server_key).await.map_err(fail)?;
+        let _: i64 = conn.zrem(keys::ALL_WORKERS, &workers_key).await.map_err(fail)?;
+        let _: i64 = conn.del(&[&server_key, &workers_key]).await.map_err(fail)?;
+        Ok(())
+    }
+
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
+        let now = unix_secs(self.now());
+        let mut conn = self.conn();
+        let fail = |e| broker_error("list servers", e);
+        let live: Vec<String> = conn.zrangebyscore(keys::ALL_SERVERS, now, "+inf").await.map_err(fail)?;
+        let _: i64 = conn.zrembyscore(keys::ALL_SERVERS, "-inf", now - 1).await.map_err(fail)?;
+        let mut servers = Vec::new();
+        for server_key in live {
+            let Some(info): Option<Vec<u8>> = conn.get(&server_key).await.map_err(fail)? else { continue };
+            let Ok(info) = proto::ServerInfo::decode(info.as_slice()) else {
+                tracing::warn!(key = %server_key, "skipping an undecodable server record");
+                continue;
+            };
+            let workers_key = server_key.replacen("asynq:servers:", "asynq:workers:", 1);
+            let values: Vec<Vec<u8>> = conn.hvals(&workers_key).await.map_err(fail)?;
+            let workers = values
+                .iter()
+                .filter_map(|v| proto::WorkerInfo::decode(v.as_slice()).ok())
+                .map(WorkerInfo::from)
+                .collect();
+            servers.push((ServerInfo::from(info), workers));
+        }
+        servers.sort_by(|(a, _), (b, _)| (&a.host, a.pid, &a.server_id).cmp(&(&b.host, b.pid, &b.server_id)));
+        Ok(servers)
+    }
+}
+
+#[async_trait]
+impl Health for RedisBroker {
+    async fn ping(&self) -> Result<()> {
+        let _: String = redis::cmd("PING").query_async(&mut self.conn()).await.map_err(|e| broker_error("ping", e))?;
+        Ok(())
+    }
+}
+
+/// Reads an integer that Redis returned as a number or a decimal string.
+fn int(value: &Value) -> i64 {
+    i64::from_redis_value_ref(value).unwrap_or(0)
+}
+
+#[async_trait]
+impl Inspect for RedisBroker {
+    async fn queues(&self) -> Result<Vec<String>> {
+        let mut queues: Vec<String> =
+            self.conn().smembers(keys::ALL_QUEUES).await.map_err(|e| broker_error("list queues", e))?;
+        queues.sort();
+        Ok(queues)
+    }
+
+    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+        self.require_queue(queue).await?;
+        let now = self.now();
+        let k = QueueKeys::new(queue);
+        let date = utc_date(now);
+        let mut invocation = SCRIPTS.queue_stats.prepare_invoke();
+        invocation.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived());
+        invocation.key(k.completed()).key(k.processed_on(&date)).key(k.failed_on(&date));
+        invocation.key(k.processed_total()).key(k.failed_total()).key(k.paused()).key(k.groups());
+        invocation.arg(k.task_prefix()).arg(k.group_prefix());
+        let values: Vec<Value> = run(&invocation, &mut self.conn(), "queue info").await?;
+        if values.len() != 14 {
+            return Err(unexpected("queue info", format!("{} values instead of 14", values.len())));
+        }
+        let n = |i: usize| int(&values[i]).max(0);
+        let mut info = QueueInfo::empty(queue, now);
+        info.pending = n(0) as usize;
+        info.active = n(1) as usize;
+        info.scheduled = n(2) as usize;
+        info.retry = n(3) as usize;
+        info.archived = n(4) as usize;
+        info.completed = n(5) as usize;
+        info.processed = n(6) as u64;
+        info.failed = n(7) as u64;
+        info.processed_total = n(8) as u64;
+        info.failed_total = n(9) as u64;
+        info.paused = n(10) != 0;
+        let oldest = n(11);
+        if oldest != 0 {
+            info.latency = now.duration_since(from_unix_nanos(oldest)).unwrap_or_default();
+        }
+        info.groups = n(12) as usize;
+        info.aggregating = n(13) as usize;
+        info.size = info.pending
+            + info.active
+            + info.scheduled
+            + info.retry
+            + info.archived
+            + info.completed
+            + info.aggregating;
+        Ok(info)
+    }
+
+    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let mut invocation = SCRIPTS.task_info.prepare_invoke();
+        invocation.key(k.task(id)).arg(id).arg(unix_secs(self.now())).arg(k.prefix());
+        let values: Vec<Value> = run(&invocation, &mut self.conn(), "task info").await?;
+        let [msg, state, next, result] = values.as_slice() else {
+            return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
+        };
+        let msg = decode(&Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?)?;
+        let state: String = String::from_redis_value_ref(state).map_err(|e| unexpected("task info", e))?;
+        let state = state.parse::<TaskState>().map_err(|e| unexpected("task info", e))?;
+        let next = int(next);
+        let result = Option::<Vec<u8>>::from_redis_value_ref(result).ok().flatten().map(Bytes::from);
+        Ok(TaskInfo::new(&msg, state, (next != 0).then(|| from_unix_secs(next)), result))
+    }
+
+    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+        self.require_queue(queue).await?;
+        let now = self.now();
+        let k = QueueKeys::new(queue);
+        let (container, kind) = match state {
+            TaskState::Pending => (k.pending(), "list"),
+            TaskState::Active => (k.active(), "list"),
+            TaskState::Scheduled => (k.scheduled(), "zset"),
+            TaskState::Retry => (k.retry(), "zset"),
+            TaskState::Archived => (k.archived(), "zset"),
+            TaskState::Completed => (k.completed(), "zset"),
+            TaskState::Aggregating => (k.groups(), "groups"),
+        };
+        let size = page.size.max(1);
+        let mut invocation = SCRIPTS.list_tasks.prepare_invoke();
+        invocation.key(container).key(k.lease());
+        invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
+        let values: Vec<Value> = run(&invocation, &mut self.conn(), "list tasks").await?;
+        let now_secs = unix_secs(now);
+        let mut tasks = Vec::with_capacity(values.len() / 4);
+        for entry in values.chunks_exact(4) {
+            let Ok(bytes) = Vec::<u8>::from_redis_value_ref(&entry[0]) else { continue };
+            let Ok(msg) = decode(&bytes) else { continue };
+            let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
+            let score = Option::<i64>::from_redis_value_ref(&entry[2]).ok().flatten();
+            let lease = Option::<i64>::from_redis_value_ref(&entry[3]).ok().flatten();
+            let next_process_at = match state {
+                TaskState::Pending => Some(now),
+                TaskState::Scheduled | TaskState::Retry => score.map(from_unix_secs),
+                _ => None,
+            };
+            let mut info = TaskInfo::new(&msg, state, next_process_at, result);
+            info.is_orphaned = state == TaskState::Active && lease.is_some_and(|expiry| expiry <= now_secs);
+            tasks.push(info);
+        }
+        Ok(tasks)
+    }
+
+    async fn pause_queue(&self, queue: &str) -> Result<()> {
+        let set: bool = redis::cmd("SETNX")
+            .arg(QueueKeys::new(queue).paused())
+            .arg(unix_secs(self.now()))
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| broker_error("pause queue", e))?;
+        if set { Ok(()) } else { Err(Error::FailedPrecondition(format!("queue {queue:?} is already paused"))) }
+    }
+
+    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+        let deleted: i64 =
+            self.conn().del(QueueKeys::new(queue).paused()).await.map_err(|e| broker_error("unpause queue", e))?;
+        if deleted == 1 { Ok(()) } else { Err(Error::FailedPrecondition(format!("queue {queue:?} is not paused"))) }
+    }
+}

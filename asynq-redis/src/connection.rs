@@ -1,0 +1,270 @@
+//! Where the broker connects: one Redis server, a Redis Cluster, or the master a set of
+//! Sentinels points at; and the one shared, auto-reconnecting connection to it.
+
+use crate::error::ConnectError;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
+use redis::{Cmd, ConnectionAddr, Pipeline, RedisFuture, Value};
+use std::fmt;
+use std::time::Duration;
+
+/// How to reach Redis.
+///
+/// Parse one from a URL with [`RedisTarget::from_url`]:
+/// - `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS: one server;
+/// - `redis-cluster://[user:password@]host:port[,host:port…]`: a Redis Cluster, given one or
+///   more seed nodes;
+/// - `redis-sentinel://[user:password@]host:port[,host:port…][/db]?master=<name>`: the master of
+///   `<name>`, as the Sentinels report it (Go asynq's form).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RedisTarget {
+    /// One server, by `redis://` or `rediss://` URL.
+    Server {
+        /// The URL.
+        url: String,
+    },
+    /// A Redis Cluster, by the URLs of one or more of its nodes.
+    Cluster {
+        /// Seed node URLs.
+        nodes: Vec<String>,
+    },
+    /// The master that Sentinels monitor under `master_name`.
+    Sentinel {
+        /// The name the Sentinels monitor the master under.
+        master_name: String,
+        /// The Sentinels' `host:port` addresses.
+        sentinels: Vec<(String, u16)>,
+        /// Username for the master, if ACLs are on.
+        username: Option<String>,
+        /// Password for the master.
+        password: Option<String>,
+        /// Database number on the master.
+        db: i64,
+    },
+}
+
+impl fmt::Debug for RedisTarget {
+    // By hand, so that passwords never reach a log.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedisTarget::Server { url } => f.debug_struct("Server").field("url", &redact(url)).finish(),
+            RedisTarget::Cluster { nodes } => {
+                f.debug_struct("Cluster").field("nodes", &nodes.iter().map(|n| redact(n)).collect::<Vec<_>>()).finish()
+            }
+            RedisTarget::Sentinel { master_name, sentinels, username, password, db } => f
+                .debug_struct("Sentinel")
+                .field("master_name", master_name)
+                .field("sentinels", sentinels)
+                .field("username", username)
+                .field("password", &password.as_ref().map(|_| "<redacted>"))
+                .field("db", db)
+                .finish(),
+        }
+    }
+}
+
+/// `url` with any password replaced, for messages and logs.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    match rest.split_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
+            None => format!("{scheme}://{userinfo}@{host}"),
+        },
+        None => url.to_owned(),
+    }
+}
+
+impl RedisTarget {
+    /// Parses a `redis://`, `rediss://`, `redis-cluster://` or `redis-sentinel://` URL.
+    pub fn from_url(url: &str) -> Result<Self, ConnectError> {
+        let invalid = |reason: &str| ConnectError::InvalidUrl { url: redact(url), reason: reason.to_owned() };
+        let (scheme, rest) =
+            url.split_once("://").ok_or_else(|| invalid("missing scheme, e.g. redis://127.0.0.1:6379"))?;
+        match scheme {
+            "redis" | "rediss" => {
+                redis::Client::open(url).map_err(|e| invalid(&e.to_string()))?;
+                Ok(RedisTarget::Server { url: url.to_owned() })
+            }
+            "redis-cluster" => {
+                let (userinfo, hosts) = split_userinfo(rest);
+                let nodes: Vec<String> = hosts
+                    .split(',')
+                    .filter(|h| !h.is_empty())
+                    .map(|h| format!("redis://{}{h}", userinfo.map(|u| format!("{u}@")).unwrap_or_default()))
+                    .collect();
+                if nodes.is_empty() {
+                    return Err(invalid("a cluster URL needs at least one host:port"));
+                }
+                Ok(RedisTarget::Cluster { nodes })
+            }
+            "redis-sentinel" => {
+                let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+                let master_name = query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("master="))
+                    .filter(|m| !m.is_empty())
+                    .ok_or_else(|| invalid("a sentinel URL needs ?master=<name>"))?
+                    .to_owned();
+                let (userinfo, hosts) = split_userinfo(rest);
+                let (hosts, db) = match hosts.split_once('/') {
+                    Some((hosts, db)) if !db.is_empty() => {
+                        (hosts, db.parse().map_err(|_| invalid("the database must be a number"))?)
+                    }
+                    Some((hosts, _)) => (hosts, 0),
+                    None => (hosts, 0),
+                };
+                let sentinels = hosts
+                    .split(',')
+                    .filter(|h| !h.is_empty())
+                    .map(|h| {
+                        let (host, port) = h.rsplit_once(':').unwrap_or((h, "26379"));
+                        Ok((host.to_owned(), port.parse().map_err(|_| invalid("a port must be a number"))?))
+                    })
+                    .collect::<Result<Vec<_>, ConnectError>>()?;
+                if sentinels.is_empty() {
+                    return Err(invalid("a sentinel URL needs at least one host:port"));
+                }
+                let (username, password) = match userinfo {
+                    None => (None, None),
+                    Some(u) => match u.split_once(':') {
+                        Some((user, pass)) => ((!user.is_empty()).then(|| user.to_owned()), Some(pass.to_owned())),
+                        None => (Some(u.to_owned()), None),
+                    },
+                };
+                Ok(RedisTarget::Sentinel { master_name, sentinels, username, password, db })
+            }
+            other => Err(invalid(&format!(
+                "unknown scheme {other:?}; use redis://, rediss://, redis-cluster:// or redis-sentinel://"
+            ))),
+        }
+    }
+}
+
+fn split_userinfo(rest: &str) -> (Option<&str>, &str) {
+    match rest.rsplit_once('@') {
+        Some((userinfo, hosts)) => (Some(userinfo), hosts),
+        None => (None, rest),
+    }
+}
+
+/// The broker's connection: multiplexed (many concurrent requests share it), reconnecting by
+/// itself, and cheap to clone.
+#[derive(Clone)]
+pub(crate) enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl Connection {
+    pub(crate) async fn open(target: &RedisTarget, response_timeout: Duration) -> Result<Self, ConnectError> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(response_timeout))
+            .set_response_timeout(Some(response_timeout))
+            .set_number_of_retries(2);
+        let failed = |source: redis::RedisError| ConnectError::Connect { target: format!("{target:?}"), source };
+        match target {
+            RedisTarget::Server { url } => {
+                let client = redis::Client::open(url.as_str()).map_err(failed)?;
+                Ok(Connection::Single(ConnectionManager::new_with_config(client, config).await.map_err(failed)?))
+            }
+            RedisTarget::Cluster { nodes } => {
+                let client = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
+                    .connection_timeout(response_timeout)
+                    .response_timeout(response_timeout)
+                    .build()
+                    .map_err(failed)?;
+                Ok(Connection::Cluster(client.get_async_connection().await.map_err(failed)?))
+            }
+            RedisTarget::Sentinel { master_name, sentinels, username, password, db } => {
+                let addrs = sentinels.iter().map(|(h, p)| ConnectionAddr::Tcp(h.clone(), *p));
+                let mut builder =
+                    SentinelClientBuilder::new(addrs, master_name, SentinelServerType::Master).map_err(failed)?;
+                builder = builder.set_client_to_redis_db(*db);
+                if let Some(user) = username {
+                    builder = builder.set_client_to_redis_username(user);
+                }
+                if let Some(pass) = password {
+                    builder = builder.set_client_to_redis_password(pass);
+                }
+                let mut sentinel = builder.build().map_err(failed)?;
+                let client = sentinel.async_get_client().await.map_err(failed)?;
+                Ok(Connection::Single(ConnectionManager::new_with_config(client, config).await.map_err(failed)?))
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_into_targets() {
+        assert_eq!(
+            RedisTarget::from_url("redis://:pw@10.0.0.1:6380/2").unwrap(),
+            RedisTarget::Server { url: "redis://:pw@10.0.0.1:6380/2".into() }
+        );
+        assert_eq!(
+            RedisTarget::from_url("redis-cluster://u:p@a:7000,b:7001").unwrap(),
+            RedisTarget::Cluster { nodes: vec!["redis://u:p@a:7000".into(), "redis://u:p@b:7001".into()] }
+        );
+        assert_eq!(
+            RedisTarget::from_url("redis-sentinel://:pw@s1:26379,s2/3?master=mymaster").unwrap(),
+            RedisTarget::Sentinel {
+                master_name: "mymaster".into(),
+                sentinels: vec![("s1".into(), 26379), ("s2".into(), 26379)],
+                username: None,
+                password: Some("pw".into()),
+                db: 3,
+            }
+        );
+    }
+
+    #[test]
+    fn bad_urls_say_what_to_fix_without_leaking_passwords() {
+        for (url, hint) in [
+            ("localhost:6379", "missing scheme"),
+            ("http://localhost", "unknown scheme"),
+            ("redis-sentinel://s1:26379", "?master="),
+            ("redis-cluster://", "at least one"),
+            ("redis-sentinel://:secret@s1:x?master=m", "port"),
+        ] {
+            let err = RedisTarget::from_url(url).unwrap_err().to_string();
+            assert!(err.contains(hint), "{url}: {err}");
+            assert!(!err.contains("secret"), "{err}");
+        }
+        let debug = format!("{:?}", RedisTarget::from_url("redis://user:secret@h:1").unwrap());
+        assert!(!debug.contains("secret"), "{debug}");
+    }
+}

@@ -1,0 +1,42 @@
+-- common: helpers prepended to the scripts that settle active tasks and count them.
+--
+-- KEYS -> none of its own; the functions take the keys the including script was given.
+-- ARGV -> none of its own.
+-- Returns: nothing; defines local functions only.
+
+-- The largest int64: a total counter that reaches it wraps to 1, as in Go asynq.
+local MAX_INT64 = "9223372036854775807"
+
+-- Increments a daily counter; the first increment sets its expiry (Unix seconds).
+local function incr_daily(key, expire_at)
+    if redis.call("INCR", key) == 1 then
+        redis.call("EXPIREAT", key, expire_at)
+    end
+end
+
+-- Increments a total counter, wrapping to 1 at the largest int64.
+local function incr_total(key)
+    if redis.call("GET", key) == MAX_INT64 then
+        redis.call("SET", key, 1)
+    else
+        redis.call("INCR", key)
+    end
+end
+
+-- Takes task `id` out of the active list and the lease set. Returns false, having written
+-- nothing, when the task is not active.
+local function take_active(active, lease, id)
+    if not redis.call("ZSCORE", lease, id) then
+        return false
+    end
+    redis.call("ZREM", lease, id)
+    redis.call("LREM", active, 0, id)
+    return true
+end
+
+-- Deletes the uniqueness lock `key` if task `id` holds it.
+local function release_lock(key, id)
+    if key and redis.call("GET", key) == id then
+        redis.call("DEL", key)
+    end
+end

@@ -1,0 +1,20 @@
+-- done: deletes a task that succeeded without retention, or was revoked, and counts it as
+-- processed (Go asynq's done and doneUnique).
+--
+-- KEYS[1] -> asynq:{<q>}:active
+-- KEYS[2] -> asynq:{<q>}:lease
+-- KEYS[3] -> asynq:{<q>}:t:<id>
+-- KEYS[4] -> asynq:{<q>}:processed:<YYYY-MM-DD>
+-- KEYS[5] -> asynq:{<q>}:processed
+-- KEYS[6] -> the task's uniqueness lock, only if it has one
+-- ARGV[1] -> the task ID
+-- ARGV[2] -> the daily counter's expiry, Unix seconds
+-- Returns: 1 done; 0 the task is not active (nothing written)
+if not take_active(KEYS[1], KEYS[2], ARGV[1]) then
+    return 0
+end
+redis.call("DEL", KEYS[3])
+incr_daily(KEYS[4], ARGV[2])
+incr_total(KEYS[5])
+release_lock(KEYS[6], ARGV[1])
+return 1

@@ -1,0 +1,49 @@
+-- queue_stats: the sizes and counters of one queue (the data of Go asynq's currentStats).
+--
+-- KEYS[1] -> asynq:{<q>}:pending
+-- KEYS[2] -> asynq:{<q>}:active
+-- KEYS[3] -> asynq:{<q>}:scheduled
+-- KEYS[4] -> asynq:{<q>}:retry
+-- KEYS[5] -> asynq:{<q>}:archived
+-- KEYS[6] -> asynq:{<q>}:completed
+-- KEYS[7] -> asynq:{<q>}:processed:<today, YYYY-MM-DD>
+-- KEYS[8] -> asynq:{<q>}:failed:<today, YYYY-MM-DD>
+-- KEYS[9] -> asynq:{<q>}:processed
+-- KEYS[10] -> asynq:{<q>}:failed
+-- KEYS[11] -> asynq:{<q>}:paused
+-- KEYS[12] -> asynq:{<q>}:groups
+-- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
+-- ARGV[2] -> the group key prefix, asynq:{<q>}:g:
+-- Returns: {pending, active, scheduled, retry, archived, completed, processed today,
+--           failed today, processed total, failed total, paused (0/1),
+--           pending_since of the oldest pending task in Unix nanoseconds (0 if none or unset),
+--           number of groups, number of aggregating tasks}; counters are strings
+local function counter(key)
+    return redis.call("GET", key) or "0"
+end
+local oldest_since = "0"
+local oldest = redis.call("LRANGE", KEYS[1], -1, -1)[1]
+if oldest then
+    oldest_since = redis.call("HGET", ARGV[1] .. oldest, "pending_since") or "0"
+end
+local groups = redis.call("SMEMBERS", KEYS[12])
+local aggregating = 0
+for _, group in ipairs(groups) do
+    aggregating = aggregating + redis.call("ZCARD", ARGV[2] .. group)
+end
+return {
+    redis.call("LLEN", KEYS[1]),
+    redis.call("LLEN", KEYS[2]),
+    redis.call("ZCARD", KEYS[3]),
+    redis.call("ZCARD", KEYS[4]),
+    redis.call("ZCARD", KEYS[5]),
+    redis.call("ZCARD", KEYS[6]),
+    counter(KEYS[7]),
+    counter(KEYS[8]),
+    counter(KEYS[9]),
+    counter(KEYS[10]),
+    redis.call("EXISTS", KEYS[11]),
+    oldest_since,
+    #groups,
+    aggregating,
+}
