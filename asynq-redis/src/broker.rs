@@ -101,12 +101,17 @@ impl RedisBroker {
     /// Connects as `config` says, and checks that the server is recent enough.
     pub async fn connect_with(config: RedisConfig) -> Result<Self, ConnectError> {
         let mut conn = Connection::open(&config.target, config.response_timeout).await?;
-        let info: String = redis::cmd("INFO")
+        // A cluster answers with one INFO per master; every one must be recent enough.
+        let info: Value = redis::cmd("INFO")
             .arg("server")
             .query_async(&mut conn)
             .await
             .map_err(|source| ConnectError::Connect { target: format!("{:?}", config.target), source })?;
-        if let Some(version) = info.lines().find_map(|l| l.strip_prefix("redis_version:")) {
+        let texts: Vec<String> = match &info {
+            Value::Map(nodes) => nodes.iter().filter_map(|(_, v)| String::from_redis_value_ref(v).ok()).collect(),
+            other => String::from_redis_value_ref(other).into_iter().collect(),
+        };
+        for version in texts.iter().filter_map(|t| t.lines().find_map(|l| l.strip_prefix("redis_version:"))) {
             let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap_or(0));
             let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
             if (major, minor) < MIN_REDIS_VERSION {

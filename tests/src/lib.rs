@@ -6,8 +6,12 @@
 //! advance exactly as timers fire: no test waits on real time.
 
 mod flaky;
+mod go_fixtures;
+mod redis_server;
 
 pub use flaky::FlakyBroker;
+pub use go_fixtures::{FixtureKey, load_fixture, read_fixture};
+pub use redis_server::{RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
 
 use asynq_client::Client;
 use asynq_core::broker::Inspect;

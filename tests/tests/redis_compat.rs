@@ -1,0 +1,237 @@
+//! Wire compatibility with Go asynq through a real redis-server: Go's tasks run on our server,
+//! and what our client writes has the shape of what Go's wrote (`../shared/fixtures/go-asynq/`).
+//! Also: our client and server end to end on a single server, a Cluster and behind Sentinel.
+
+use asynq_client::{Client, Error, Task, TaskOptions, TaskState};
+use asynq_core::broker::Inspect;
+use asynq_core::time::from_unix_secs;
+use asynq_core::{Clock, SimulatedClock};
+use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_server::{Config, HandlerError, Server};
+use asynq_tests::{Recorder, RedisCluster, RedisSentinel, RedisServer, load_fixture, read_fixture};
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// When Go wrote `v0.26.0-enqueued.json`: 2026-11-22T03:24:56Z.
+const FIXTURE_TIME: i64 = 1_795_317_896;
+
+async fn broker(url: &str, clock: Arc<dyn Clock>) -> RedisBroker {
+    let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(url).unwrap()) };
+    RedisBroker::connect_with(config).await.unwrap()
+}
+
+/// A server configuration with short intervals, so real-time tests finish quickly.
+fn fast_config(queues: &[&str], clock: Arc<dyn Clock>) -> Config {
+    Config {
+        concurrency: 4,
+        queues: queues.iter().map(|q| ((*q).to_owned(), 1)).collect(),
+        clock,
+        task_check_interval: Duration::from_millis(20),
+        delayed_task_check_interval: Duration::from_millis(50),
+        retry_delay: Arc::new(|_, _, _| Duration::from_secs(1)),
+        ..Config::default()
+    }
+}
+
+/// Polls `done` every 20 ms for up to 20 s of real time.
+async fn wait_for<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..1_000 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_a_go_client_enqueued_are_run_by_our_server() {
+    let redis = RedisServer::start();
+    load_fixture(&redis, &read_fixture("v0.26.0-enqueued.json"));
+    let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
+    let broker = broker(&redis.url(), Arc::new(clock.clone())).await;
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
+
+    // Go's uniqueness lock and task ID hold against our client.
+    let unique = Task::new("interop:unique", r#"{"k":"unique"}"#);
+    let dup = client.enqueue(&unique, TaskOptions::new().queue("interop").unique(Duration::from_secs(3600))).await;
+    assert!(matches!(dup, Err(Error::DuplicateTask { .. })), "{dup:?}");
+    let taken = client.enqueue(&Task::new("x", ""), TaskOptions::new().queue("interop").task_id("fixed-id")).await;
+    assert!(matches!(taken, Err(Error::TaskIdConflict { .. })), "{taken:?}");
+
+    let info = broker.queue_info("interop").await.unwrap();
+    assert_eq!((info.pending, info.scheduled, info.aggregating, info.groups), (4, 1, 1, 1));
+
+    let rec = Recorder::default();
+    let mut server = Server::new(broker.clone(), fast_config(&["interop"], Arc::new(clock.clone()))).unwrap();
+    server.start(rec.handler(Arc::new(clock.clone()), |_, _| async { Ok(()) })).unwrap();
+    wait_for("Go's four pending tasks run", || async {
+        broker.queue_info("interop").await.unwrap().processed_total == 4
+    })
+    .await;
+    let ran: BTreeSet<String> = rec.calls().into_iter().map(|c| c.type_name).collect();
+    assert_eq!(
+        ran,
+        ["interop:immediate", "interop:retention", "interop:taskid", "interop:unique"].map(String::from).into()
+    );
+
+    // The task with retention is kept as completed; the unique task's lock was released.
+    let completed = broker.list_tasks("interop", TaskState::Completed, Default::default()).await.unwrap();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(completed[0].type_name, "interop:retention");
+    client.enqueue(&unique, TaskOptions::new().queue("interop").unique(Duration::from_secs(3600))).await.unwrap();
+
+    // The scheduled task moves at its time (one hour later); the group member waits for aggregation.
+    clock.advance(Duration::from_secs(3600));
+    wait_for("the scheduled task and our unique task run", || async {
+        broker.queue_info("interop").await.unwrap().processed_total == 6
+    })
+    .await;
+    let info = broker.queue_info("interop").await.unwrap();
+    assert_eq!((info.scheduled, info.aggregating, info.pending, info.active), (0, 1, 0, 0));
+    server.shutdown().await;
+}
+
+/// A key's shape: its name with task IDs replaced, its type, its hash fields and whether it
+/// expires.
+fn shape(redis: &RedisServer, ids: &BTreeMap<String, &'static str>) -> BTreeSet<String> {
+    let keys = redis.command(&["KEYS", "asynq:*"]).unwrap();
+    let mut shapes = BTreeSet::new();
+    for key in keys.as_array().unwrap() {
+        let key = key.as_str().unwrap().to_owned();
+        let mut name = key.clone();
+        for (id, kind) in ids {
+            name = name.replace(id.as_str(), &format!("<{kind}>"));
+        }
+        let kind = redis.command(&["TYPE", &key]).unwrap().as_str().unwrap().to_owned();
+        let ttl = redis.command(&["PTTL", &key]).unwrap().as_int().unwrap();
+        let mut line = format!("{name} {kind} expires={}", ttl > 0);
+        if kind == "hash" {
+            let fields = redis.command(&["HKEYS", &key]).unwrap();
+            let mut fields: Vec<&str> = fields.as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+            fields.sort_unstable();
+            line += &format!(" fields={}", fields.join(","));
+        }
+        shapes.insert(line);
+    }
+    shapes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_our_client_writes_has_the_shape_of_what_go_wrote() {
+    let go = RedisServer::start();
+    let fixture = read_fixture("v0.26.0-enqueued.json");
+    load_fixture(&go, &fixture);
+    let go_ids: BTreeMap<String, &'static str> = fixture
+        .iter()
+        .filter(|(_, k)| k.kind == "hash")
+        .map(|(key, k)| {
+            let msg = asynq_core_msg(&k.fields["msg"]);
+            (key.rsplit(':').next().unwrap().to_owned(), kind_of(&msg.type_name))
+        })
+        .collect();
+
+    let ours = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
+    let client = Client::new(broker(&ours.url(), Arc::new(clock.clone())).await).with_clock(Arc::new(clock));
+    let q = TaskOptions::new().queue("interop");
+    let hour = Duration::from_secs(3600);
+    let mut our_ids = BTreeMap::new();
+    for (type_name, opts) in [
+        ("interop:immediate", q.clone()),
+        ("interop:scheduled", q.clone().process_in(hour)),
+        ("interop:unique", q.clone().unique(hour)),
+        ("interop:retention", q.clone().retention(hour)),
+        ("interop:group", q.clone().group("g1")),
+        ("interop:taskid", q.clone().task_id("fixed-id")),
+    ] {
+        let payload = format!(r#"{{"k":"{}"}}"#, type_name.trim_start_matches("interop:"));
+        let info = client.enqueue(&Task::new(type_name, payload), opts).await.unwrap();
+        our_ids.insert(info.id, kind_of(type_name));
+    }
+    assert_eq!(shape(&ours, &our_ids), shape(&go, &go_ids));
+}
+
+fn kind_of(type_name: &str) -> &'static str {
+    match type_name {
+        "interop:immediate" => "immediate",
+        "interop:scheduled" => "scheduled",
+        "interop:unique" => "unique",
+        "interop:retention" => "retention",
+        "interop:group" => "group",
+        _ => "taskid",
+    }
+}
+
+fn asynq_core_msg(bytes: &[u8]) -> asynq_core::TaskMessage {
+    use prost::Message;
+    asynq_redis::proto::TaskMessage::decode(bytes).unwrap().into()
+}
+
+/// Our client and server on one queue set: immediate, scheduled and failing-then-passing tasks
+/// all finish.
+async fn run_end_to_end(url: &str, queues: &[&str]) {
+    let clock: Arc<dyn Clock> = Arc::new(asynq_core::SystemClock);
+    let broker = broker(url, clock.clone()).await;
+    let client = Client::new(broker.clone());
+    let mut expected = 0;
+    for queue in queues {
+        for i in 0..20 {
+            let opts = TaskOptions::new().queue(*queue);
+            let opts = if i % 5 == 0 { opts.process_in(Duration::from_secs(1)) } else { opts };
+            let type_name = if i % 7 == 0 { "flaky" } else { "ok" };
+            client.enqueue(&Task::new(type_name, format!("{i}")), opts).await.unwrap();
+            expected += 1;
+        }
+    }
+    let rec = Recorder::default();
+    let mut server = Server::new(broker.clone(), fast_config(queues, clock.clone())).unwrap();
+    server
+        .start(rec.handler(clock, |ctx, task| async move {
+            if task.type_name() == "flaky" && ctx.retry_count() == 0 {
+                return Err(HandlerError::new("first attempt fails"));
+            }
+            Ok(())
+        }))
+        .unwrap();
+    wait_for("every task finishes", || async {
+        let mut done = 0;
+        for queue in queues {
+            let info = broker.queue_info(queue).await.unwrap();
+            if info.size > 0 {
+                return false;
+            }
+            done += info.processed_total - info.failed_total;
+        }
+        done == expected
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_and_server_run_tasks_through_redis() {
+    let redis = RedisServer::start();
+    run_end_to_end(&redis.url(), &["critical", "default"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_and_server_run_tasks_through_a_redis_cluster() {
+    let cluster = RedisCluster::start(3);
+    let url = format!("redis-cluster://{}", cluster.addrs().join(","));
+    // Queues whose keys live on different masters.
+    run_end_to_end(&url, &["critical", "default", "low", "reports"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_and_server_run_tasks_behind_sentinel() {
+    let sentinel = RedisSentinel::start("asynq-master");
+    let url = format!("redis-sentinel://{}?master={}", sentinel.sentinel_addr(), sentinel.master_name());
+    run_end_to_end(&url, &["default"]).await;
+}
