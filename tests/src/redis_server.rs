@@ -8,7 +8,9 @@
 //! the harness panics with install instructions instead of skipping. Commands go over a tiny
 //! blocking RESP2 client ([`RespConnection`]), so the harness needs no Redis client crate.
 //! The only waiting is readiness polling every 10 ms, bounded by a timeout whose panic message
-//! carries the servers' logs.
+//! carries the servers' logs. Every call blocks its thread: in an async test, set-up before
+//! the work starts is fine, but run a long call such as [`RedisSentinel::failover`] (about a
+//! second) under `tokio::task::spawn_blocking` if tasks must keep running meanwhile.
 
 mod cluster;
 mod resp;

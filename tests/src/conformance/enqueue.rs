@@ -1,0 +1,122 @@
+//! Storing new tasks: where each placement puts a task and how it is counted, how enqueueing
+//! makes a queue known, and how an ID conflict is refused without writing anything.
+
+use super::BrokerFactory;
+use super::fixture::{Fixture, archive, assert_id_conflict, assert_queue_not_found, at, millis, names, retry, secs};
+use asynq_core::broker::{Forward, Inspect, Outcome};
+use asynq_core::{QueueInfo, Task, TaskInfo, TaskOptions, TaskState};
+
+/// A task ready now is pending: counted, listed, and due at the current whole second.
+pub async fn case_enqueue_pending_task<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    t.advance(millis(400));
+
+    let msg = t.enqueue("a", &Task::new("email", "to:ann"), TaskOptions::new().queue("q")).await.unwrap();
+
+    assert_eq!(t.task("q", "a").await, TaskInfo::new(&msg, TaskState::Pending, Some(at(0)), None));
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.pending, want.size) = (1, 1);
+    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["a"]);
+}
+
+/// A task due later is scheduled at its process time in whole seconds, and not dequeued.
+pub async fn case_enqueue_scheduled_task<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    t.advance(millis(700));
+
+    let options = TaskOptions::new().queue("q").process_in(secs(90));
+    let msg = t.enqueue("s", &Task::new("report", "daily"), options).await.unwrap();
+
+    assert_eq!(t.task("q", "s").await, TaskInfo::new(&msg, TaskState::Scheduled, Some(at(90)), None));
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.scheduled, want.size) = (1, 1);
+    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.all_ids("q", TaskState::Scheduled).await, ["s"]);
+    assert!(t.dequeue(&["q"], 10).await.is_empty());
+}
+
+/// A grouped task ready now aggregates in its group: counted per group, never dequeued, never
+/// forwarded.
+pub async fn case_enqueue_grouped_task<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let grouped = |group: &str| TaskOptions::new().queue("q").group(group);
+    let g1 = t.enqueue("g1", &Task::new("digest", "1"), grouped("g")).await.unwrap();
+    t.enqueue("g2", &Task::new("digest", "2"), grouped("g")).await.unwrap();
+    t.enqueue("h1", &Task::new("digest", "3"), grouped("h")).await.unwrap();
+
+    let info = t.task("q", "g1").await;
+    assert_eq!(info, TaskInfo::new(&g1, TaskState::Aggregating, None, None));
+    assert_eq!(info.group.as_deref(), Some("g"));
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.aggregating, want.groups, want.size) = (3, 2, 3);
+    assert_eq!(t.info("q").await, want);
+
+    t.advance(secs(86_400));
+    assert!(t.dequeue(&["q"], 10).await.is_empty());
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 0);
+    assert_eq!(t.info("q").await.aggregating, 3);
+}
+
+/// A queue is known (listed, sorted, and open to the inspector) from its first enqueue, whatever
+/// the placement.
+pub async fn case_enqueue_makes_the_queue_known<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    assert!(t.broker.queues().await.unwrap().is_empty(), "a fresh broker knows no queue");
+    assert_queue_not_found(t.broker.queue_info("b").await, "b");
+
+    t.plain("b", "x").await;
+    t.enqueue("x", &Task::new("t", ""), TaskOptions::new().queue("c").process_in(secs(60))).await.unwrap();
+    t.enqueue("x", &Task::new("t", ""), TaskOptions::new().queue("a").group("g")).await.unwrap();
+
+    assert_eq!(t.broker.queues().await.unwrap(), ["a", "b", "c"]);
+    let sizes = [t.info("a").await.aggregating, t.info("b").await.pending, t.info("c").await.scheduled];
+    assert_eq!(sizes, [1, 1, 1]);
+}
+
+/// A task whose ID exists in its queue is refused, whatever its placement, and nothing is
+/// written; the same ID in another queue is no conflict.
+pub async fn case_task_id_conflict_writes_nothing<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let original = t.plain("q", "a").await;
+    t.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
+    t.enqueue("g", &Task::new("t", "g"), TaskOptions::new().queue("q").group("g")).await.unwrap();
+    let before = t.snapshot("q").await;
+
+    let other = Task::new("other", "x");
+    for options in [
+        TaskOptions::new(),
+        TaskOptions::new().process_in(secs(60)),
+        TaskOptions::new().group("g"),
+        TaskOptions::new().group("new-group"),
+    ] {
+        assert_id_conflict(t.enqueue("a", &other, options.queue("q")).await, "q", "a");
+    }
+
+    assert_eq!(t.snapshot("q").await, before);
+    t.enqueue("a", &other, TaskOptions::new().queue("elsewhere")).await.unwrap();
+    assert_eq!(t.take("q", "a").await.message, original);
+}
+
+/// An ID conflicts with a stored task in any state (it is the task record that counts); a
+/// task deleted on success frees its ID.
+pub async fn case_task_id_conflicts_with_a_task_in_any_state<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    t.run("q", "done", Outcome::Done).await;
+    t.complete("q", "completed", secs(3_600)).await;
+    t.run("q", "archived", archive("x")).await;
+    t.run("q", "retry", retry(at(600), "x", true)).await;
+    t.activate("q", "active").await;
+    t.enqueue("scheduled", &Task::new("t", ""), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
+    t.enqueue("aggregating", &Task::new("t", ""), TaskOptions::new().queue("q").group("g")).await.unwrap();
+    t.plain("q", "pending").await;
+    let before = t.snapshot("q").await;
+
+    for id in ["completed", "archived", "retry", "active", "scheduled", "aggregating", "pending"] {
+        assert_id_conflict(t.enqueue(id, &Task::new("t", "new"), TaskOptions::new().queue("q")).await, "q", id);
+    }
+
+    assert_eq!(t.snapshot("q").await, before);
+    t.enqueue("done", &Task::new("t", "new"), TaskOptions::new().queue("q")).await.unwrap();
+    assert_eq!(t.info("q").await.pending, 2);
+}

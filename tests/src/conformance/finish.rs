@@ -1,0 +1,180 @@
+//! How an attempt ends: each outcome of `finish`, the state and message it leaves and the
+//! counters it moves, and the refusal to finish a task that is not active.
+
+use super::BrokerFactory;
+use super::fixture::{
+    Fixture, archive, assert_task_not_found, at, at_secs, every_outcome, millis, names, retry, secs,
+};
+use asynq_core::broker::{Dequeue, Forward, Janitor, Outcome};
+use asynq_core::{QueueInfo, Task, TaskInfo, TaskMessage, TaskOptions, TaskState};
+use bytes::Bytes;
+use std::time::Duration;
+
+/// The message as stored after a failure at Unix second `failed_at`.
+fn failed(msg: &TaskMessage, error: &str, failed_at: i64, retried: i32) -> TaskMessage {
+    TaskMessage { error_msg: error.to_owned(), last_failed_at: failed_at, retried, ..msg.clone() }
+}
+
+/// Done deletes the task and counts it as processed (today and in total), not as failed.
+pub async fn case_done_deletes_and_counts_processed<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let msg = t.activate("q", "a").await;
+    t.plain("q", "b").await;
+
+    t.finish(&msg, Outcome::Done).await;
+
+    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.pending, want.size, want.processed, want.processed_total) = (1, 1, 1, 1);
+    assert_eq!(t.info("q").await, want);
+}
+
+/// Complete keeps the task as completed with `completed_at` (whole seconds) and the result
+/// written before finishing, counts it as processed, and keeps it until completion + retention.
+pub async fn case_complete_keeps_task_and_result_for_the_retention<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let options = TaskOptions::new().queue("q").retention(secs(3_600));
+    t.enqueue("a", &Task::new("answer", "p"), options).await.unwrap();
+    let msg = t.take("q", "a").await.message;
+    t.broker.write_result("q", "a", Bytes::from_static(b"42")).await.unwrap();
+    t.set(at(2) + millis(300));
+
+    t.finish(&msg, Outcome::Complete).await;
+
+    let done = TaskMessage { completed_at: at_secs(2), ..msg };
+    let result = Some(Bytes::from_static(b"42"));
+    assert_eq!(t.task("q", "a").await, TaskInfo::new(&done, TaskState::Completed, None, result));
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.completed, want.size, want.processed, want.processed_total) = (1, 1, 1, 1);
+    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.all_ids("q", TaskState::Completed).await, ["a"]);
+
+    t.set(at(2 + 3_600) - millis(1));
+    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 0);
+    t.set(at(2 + 3_600));
+    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 1);
+    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
+}
+
+/// A failing retry moves the task to retry at `retry_at` (whole seconds), with `retried` up by
+/// one and the error and failure time recorded, and counts it as processed and failed. The
+/// worker that takes it again gets that message.
+pub async fn case_retry_as_failure_counts_and_records_the_error<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let msg = t.activate("q", "a").await;
+    t.advance(millis(1_500));
+
+    t.finish(&msg, retry(at(60) + millis(900), "boom", true)).await;
+
+    let stored = failed(&msg, "boom", at_secs(1), 1);
+    assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Retry, Some(at(60)), None));
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.retry, want.size, want.processed, want.failed, want.processed_total, want.failed_total) = (1, 1, 1, 1, 1, 1);
+    assert_eq!(t.info("q").await, want);
+    assert!(t.dequeue(&["q"], 1).await.is_empty());
+
+    t.set(at(60));
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    assert_eq!(t.take("q", "a").await.message, stored);
+}
+
+/// A retry that is not a failure records the error and failure time but leaves `retried` and
+/// every counter alone.
+pub async fn case_retry_not_as_failure_counts_nothing<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let msg = t.activate("q", "a").await;
+    t.advance(secs(3));
+
+    t.finish(&msg, retry(at(30), "rate limited", false)).await;
+
+    let stored = failed(&msg, "rate limited", at_secs(3), 0);
+    assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Retry, Some(at(30)), None));
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.retry, want.size) = (1, 1);
+    assert_eq!(t.info("q").await, want);
+}
+
+/// Archive keeps `retried` as it was, records the error and failure time, and counts the task
+/// as processed and failed.
+pub async fn case_archive_keeps_retried_and_counts_a_failure<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    t.run("q", "a", retry(at(10), "boom", true)).await;
+    t.set(at(10));
+    t.broker.forward_ready(&names(&["q"])).await.unwrap();
+    let msg = t.take("q", "a").await.message;
+    assert_eq!(msg.retried, 1);
+    t.advance(millis(500));
+
+    t.finish(&msg, archive("gave up")).await;
+
+    let stored = failed(&msg, "gave up", at_secs(10), 1);
+    assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Archived, None, None));
+    let mut want = QueueInfo::empty("q", t.now());
+    (want.archived, want.size, want.processed, want.failed, want.processed_total, want.failed_total) =
+        (1, 1, 2, 2, 2, 2);
+    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.all_ids("q", TaskState::Archived).await, ["a"]);
+}
+
+/// Requeue puts the task back as the next to run, ahead of older pending tasks, unchanged and
+/// counted nowhere.
+pub async fn case_requeue_goes_to_the_front<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let msg = t.activate("q", "a").await;
+    t.plain("q", "b").await;
+    t.plain("q", "c").await;
+    t.advance(secs(5));
+
+    t.finish(&msg, Outcome::Requeue).await;
+
+    assert_eq!(t.task("q", "a").await, TaskInfo::new(&msg, TaskState::Pending, Some(at(5)), None));
+    let info = t.info("q").await;
+    assert_eq!((info.pending, info.active, info.size, info.processed_total, info.failed_total), (3, 0, 3, 0, 0));
+    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["a", "b", "c"]);
+    assert_eq!(t.dequeue_ids(&["q"], 3).await, ["a", "b", "c"]);
+}
+
+/// No outcome can be recorded for a task that is not active (pending, scheduled, unknown, or in
+/// another queue): each fails with TaskNotFound and writes nothing.
+pub async fn case_finishing_a_task_that_is_not_active_fails<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let active = t.activate("q", "active").await;
+    let pending = t.plain("q", "pending").await;
+    let later = TaskOptions::new().queue("q").process_in(secs(60));
+    let scheduled = t.enqueue("scheduled", &Task::new("t", ""), later).await.unwrap();
+    let unknown = TaskMessage { id: "unknown".into(), ..active.clone() };
+    let elsewhere = TaskMessage { queue: "elsewhere".into(), ..active.clone() };
+    let before = t.snapshot("q").await;
+
+    for msg in [&pending, &scheduled, &unknown, &elsewhere] {
+        for outcome in every_outcome(at(30)) {
+            assert_task_not_found(t.broker.finish(msg, outcome).await, &msg.queue, &msg.id);
+        }
+    }
+
+    assert_eq!(t.snapshot("q").await, before);
+}
+
+/// Once an outcome is recorded the task is no longer active: recording any second outcome
+/// fails with TaskNotFound and changes nothing.
+pub async fn case_finishing_twice_fails<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    for (i, first) in every_outcome(at(30)).into_iter().enumerate() {
+        let id = format!("t{i}");
+        let options = TaskOptions::new().queue("q").retention(Duration::from_secs(60));
+        t.enqueue(&id, &Task::new("t", id.clone()), options).await.unwrap();
+        let msg = t.take("q", &id).await.message;
+        t.finish(&msg, first).await;
+        let before = t.snapshot("q").await;
+
+        for again in every_outcome(at(30)) {
+            assert_task_not_found(t.broker.finish(&msg, again).await, "q", &id);
+        }
+
+        assert_eq!(t.snapshot("q").await, before, "after finishing {id} a second time");
+        // A requeued task is pending again; take it out of the way of the next round.
+        if t.info("q").await.pending > 0 {
+            t.take("q", &id).await;
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! What every conformance case starts from: a fresh broker on a simulated clock, shorthands that
+//! drive it through the broker traits, and assertions on the errors it returns.
+
+use super::BrokerFactory;
+use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect, Outcome, Page};
+use asynq_core::time::from_unix_secs;
+use asynq_core::{
+    Broker, Clock, Error, QueueInfo, Result, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState,
+    resolve_enqueue,
+};
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Unix seconds of 2126-11-22T00:00:00Z (a UTC midnight), where every case's clock starts.
+///
+/// A century ahead of today on purpose: Go asynq sets the expiry of its daily counters with
+/// `EXPIREAT <first increment + 90 days>` from the broker's clock, and Redis deletes a key at
+/// once when that instant is already past by its own clock.
+pub const START_SECS: i64 = 4_950_979_200;
+
+/// One day in seconds.
+pub const DAY: i64 = 86_400;
+
+/// The instant `offset` whole seconds after the start of every case's clock ([`START_SECS`]).
+pub fn at(offset: i64) -> SystemTime {
+    from_unix_secs(START_SECS + offset)
+}
+
+/// Unix seconds of [`at`]`(offset)`, as stored message fields hold instants.
+pub fn at_secs(offset: i64) -> i64 {
+    START_SECS + offset
+}
+
+/// `n` seconds.
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// `n` milliseconds.
+pub fn millis(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Owned queue names, as the traits take them.
+pub fn names(queues: &[&str]) -> Vec<String> {
+    queues.iter().map(|&q| q.to_owned()).collect()
+}
+
+/// A retry outcome due at `retry_at`.
+pub fn retry(retry_at: SystemTime, error: &str, is_failure: bool) -> Outcome {
+    Outcome::Retry { retry_at, error: error.to_owned(), is_failure }
+}
+
+/// An archive outcome.
+pub fn archive(error: &str) -> Outcome {
+    Outcome::Archive { error: error.to_owned() }
+}
+
+/// Every kind of outcome once, retries due at `retry_at`.
+pub fn every_outcome(retry_at: SystemTime) -> [Outcome; 6] {
+    [
+        Outcome::Done,
+        Outcome::Complete,
+        retry(retry_at, "boom", true),
+        retry(retry_at, "later", false),
+        archive("gave up"),
+        Outcome::Requeue,
+    ]
+}
+
+/// Everything the inspector shows of one queue: its statistics and every task in every state,
+/// to check that a refused call wrote nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The queue's statistics.
+    pub info: QueueInfo,
+    /// Every task, state by state in [`TaskState::ALL`] order, each state in listing order.
+    pub tasks: Vec<TaskInfo>,
+}
+
+/// A fresh broker from a factory, and the simulated clock it reads.
+#[derive(Debug)]
+pub struct Fixture<B> {
+    /// The broker under test.
+    pub broker: B,
+    /// Its clock, starting at [`at`]`(0)`.
+    pub clock: SimulatedClock,
+}
+
+impl<B: Broker + Clone> Fixture<B> {
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`.
+    pub async fn new<F: BrokerFactory<Broker = B>>(factory: &F) -> Self {
+        let clock = SimulatedClock::new(at(0));
+        let broker = factory.broker(Arc::new(clock.clone())).await;
+        Self { broker, clock }
+    }
+
+    /// The simulated time.
+    pub fn now(&self) -> SystemTime {
+        self.clock.now()
+    }
+
+    /// Moves the clock forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        self.clock.advance(d);
+    }
+
+    /// Sets the clock to `t`.
+    pub fn set(&self, t: SystemTime) {
+        self.clock.set(t);
+    }
+
+    /// Enqueues `task` under the ID `id`, with `options` over the task's own, and returns the
+    /// message handed to the broker (whose `unique_key` the broker fills in for unique tasks).
+    pub async fn enqueue(&self, id: &str, task: &Task, options: TaskOptions) -> Result<TaskMessage> {
+        let request = resolve_enqueue(task, &options.task_id(id), self.now(), || unreachable!("the ID is given"))?;
+        let message = request.message.clone();
+        self.broker.enqueue(request).await?;
+        Ok(message)
+    }
+
+    /// Enqueues a pending task `id` of type `"t"`, with `id` as payload, into `queue`.
+    pub async fn plain(&self, queue: &str, id: &str) -> TaskMessage {
+        let task = Task::new("t", id.to_owned());
+        self.enqueue(id, &task, TaskOptions::new().queue(queue)).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"))
+    }
+
+    /// Dequeues up to `max` tasks from `queues`, in that order.
+    pub async fn dequeue(&self, queues: &[&str], max: usize) -> Vec<Dequeued> {
+        self.broker.dequeue(&names(queues), max).await.expect("dequeue")
+    }
+
+    /// The IDs of up to `max` tasks dequeued from `queues`.
+    pub async fn dequeue_ids(&self, queues: &[&str], max: usize) -> Vec<String> {
+        self.dequeue(queues, max).await.into_iter().map(|d| d.message.id).collect()
+    }
+
+    /// Dequeues exactly one task from `queue` and checks that it is `id`.
+    pub async fn take(&self, queue: &str, id: &str) -> Dequeued {
+        let mut taken = self.dequeue(&[queue], 1).await;
+        assert_eq!(taken.len(), 1, "expected task {id} to be dequeued from {queue:?}");
+        let taken = taken.remove(0);
+        assert_eq!(taken.message.id, id, "dequeued the wrong task from {queue:?}");
+        taken
+    }
+
+    /// Enqueues a plain task `id` into `queue` and dequeues it, so that it is active; returns
+    /// the dequeued message. The queue must have no other pending task.
+    pub async fn activate(&self, queue: &str, id: &str) -> TaskMessage {
+        self.plain(queue, id).await;
+        self.take(queue, id).await.message
+    }
+
+    /// Makes a plain task `id` active in `queue` (see [`Fixture::activate`]) and finishes it
+    /// with `outcome`; returns the message it was finished with.
+    pub async fn run(&self, queue: &str, id: &str, outcome: Outcome) -> TaskMessage {
+        let message = self.activate(queue, id).await;
+        self.finish(&message, outcome).await;
+        message
+    }
+
+    /// Enqueues task `id` into `queue` with `retention`, dequeues it and completes it; returns
+    /// the dequeued message. The queue must have no other pending task.
+    pub async fn complete(&self, queue: &str, id: &str, retention: Duration) -> TaskMessage {
+        let options = TaskOptions::new().queue(queue).retention(retention);
+        self.enqueue(id, &Task::new("t", id.to_owned()), options).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
+        let message = self.take(queue, id).await.message;
+        self.finish(&message, Outcome::Complete).await;
+        message
+    }
+
+    /// Records `outcome` for the active task `message`, which must succeed.
+    pub async fn finish(&self, message: &TaskMessage, outcome: Outcome) {
+        let what = format!("finish {} with {outcome:?}", message.id);
+        self.broker.finish(message, outcome).await.unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+
+    /// Sizes and statistics of `queue`, which must exist.
+    pub async fn info(&self, queue: &str) -> QueueInfo {
+        self.broker.queue_info(queue).await.unwrap_or_else(|e| panic!("queue_info({queue:?}): {e}"))
+    }
+
+    /// Task `id` of `queue`, which must exist.
+    pub async fn task(&self, queue: &str, id: &str) -> TaskInfo {
+        self.broker.task_info(queue, id).await.unwrap_or_else(|e| panic!("task_info({queue:?}, {id:?}): {e}"))
+    }
+
+    /// One page of the tasks of `queue` in `state`.
+    pub async fn list(&self, queue: &str, state: TaskState, size: usize, number: usize) -> Vec<TaskInfo> {
+        self.broker
+            .list_tasks(queue, state, Page { size, number })
+            .await
+            .unwrap_or_else(|e| panic!("list_tasks({queue:?}, {state}): {e}"))
+    }
+
+    /// The IDs on one page of the tasks of `queue` in `state`.
+    pub async fn list_ids(&self, queue: &str, state: TaskState, size: usize, number: usize) -> Vec<String> {
+        self.list(queue, state, size, number).await.into_iter().map(|t| t.id).collect()
+    }
+
+    /// The IDs of all tasks of `queue` in `state`, in listing order.
+    pub async fn all_ids(&self, queue: &str, state: TaskState) -> Vec<String> {
+        self.list_ids(queue, state, 100_000, 0).await
+    }
+
+    /// Everything the inspector shows of `queue`.
+    pub async fn snapshot(&self, queue: &str) -> Snapshot {
+        let mut tasks = Vec::new();
+        for state in TaskState::ALL {
+            tasks.extend(self.list(queue, state, 100_000, 0).await);
+        }
+        Snapshot { info: self.info(queue).await, tasks }
+    }
+}
+
+/// Checks that `result` is [`Error::TaskNotFound`] for `queue` and `id`.
+#[track_caller]
+pub fn assert_task_not_found<T: Debug>(result: Result<T>, queue: &str, id: &str) {
+    match result {
+        Err(Error::TaskNotFound { queue: q, id: i }) if q == queue && i == id => {}
+        other => panic!("expected TaskNotFound {{ queue: {queue:?}, id: {id:?} }}, got {other:?}"),
+    }
+}
+
+/// Checks that `result` is [`Error::QueueNotFound`] for `queue`.
+#[track_caller]
+pub fn assert_queue_not_found<T: Debug>(result: Result<T>, queue: &str) {
+    match result {
+        Err(Error::QueueNotFound { queue: q }) if q == queue => {}
+        other => panic!("expected QueueNotFound {{ queue: {queue:?} }}, got {other:?}"),
+    }
+}
+
+/// Checks that `result` is [`Error::TaskIdConflict`] for `queue` and `id`.
+#[track_caller]
+pub fn assert_id_conflict<T: Debug>(result: Result<T>, queue: &str, id: &str) {
+    match result {
+        Err(Error::TaskIdConflict { queue: q, id: i }) if q == queue && i == id => {}
+        other => panic!("expected TaskIdConflict {{ queue: {queue:?}, id: {id:?} }}, got {other:?}"),
+    }
+}
+
+/// Checks that `result` is [`Error::DuplicateTask`] for `queue` and `type_name`.
+#[track_caller]
+pub fn assert_duplicate<T: Debug>(result: Result<T>, queue: &str, type_name: &str) {
+    match result {
+        Err(Error::DuplicateTask { queue: q, type_name: t }) if q == queue && t == type_name => {}
+        other => panic!("expected DuplicateTask {{ queue: {queue:?}, type_name: {type_name:?} }}, got {other:?}"),
+    }
+}
+
+/// Checks that `result` is [`Error::FailedPrecondition`] with a message naming `queue`.
+#[track_caller]
+pub fn assert_failed_precondition<T: Debug>(result: Result<T>, queue: &str) {
+    match result {
+        Err(Error::FailedPrecondition(message)) if message.contains(queue) => {}
+        other => panic!("expected FailedPrecondition naming {queue:?}, got {other:?}"),
+    }
+}

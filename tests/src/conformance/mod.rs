@@ -1,0 +1,207 @@
+//! The broker conformance suite: one set of cases, written once against the traits of
+//! `asynq_core::broker`, that every backend must pass alike.
+//!
+//! A backend plugs in through a [`BrokerFactory`], which makes a fresh, empty broker on a given
+//! clock, and [`broker_conformance!`](crate::broker_conformance) expands to one `#[tokio::test]`
+//! per case, named after it (`case_requeue_goes_to_the_front`, ...). Each case builds its own
+//! broker on a [`SimulatedClock`](asynq_core::SimulatedClock) that starts at
+//! [`fixture::START_SECS`], drives it only through the broker traits (building requests with
+//! [`asynq_core::resolve_enqueue`]) and asserts on what the traits report. The cases follow the
+//! Go asynq semantics of the wire-format spec; a difference between two backends is a bug in
+//! one of them.
+//!
+//! Nothing sleeps and nothing reads tokio's clock: all wall-clock time comes from the simulated
+//! clock, so a factory may do real network IO. A backend that deliberately cannot support what a
+//! case needs lists that [`Capability`] in [`BrokerFactory::lacks`]; the case then says so on
+//! stderr and stops (see [`lacking`]), and the generated `capabilities_are_declared` test prints
+//! which cases that leaves out. No case is skipped silently.
+
+pub mod archive;
+pub mod dequeue;
+pub mod enqueue;
+pub mod finish;
+pub mod fixture;
+pub mod forward;
+pub mod inspect;
+pub mod janitor;
+pub mod leases;
+pub mod servers;
+pub mod stats;
+pub mod uniqueness;
+
+use asynq_core::{Broker, Clock};
+use std::future::Future;
+use std::sync::Arc;
+
+/// Makes the brokers the suite runs against.
+///
+/// [`broker_conformance!`](crate::broker_conformance) evaluates the factory expression once per
+/// test, so a factory may own resources that must outlive the broker, such as a `redis-server`
+/// process started for the test.
+pub trait BrokerFactory {
+    /// The broker under test.
+    type Broker: Broker + Clone;
+
+    /// A short name for messages, e.g. `"memory"` or `"redis"`.
+    fn name(&self) -> &'static str;
+
+    /// The capabilities this backend deliberately lacks; empty for a complete one. Keep it
+    /// minimal: every entry leaves cases out for this backend.
+    fn lacks(&self) -> &'static [Capability];
+
+    /// A fresh broker holding no queues, tasks or servers, that reads all wall-clock time from
+    /// `clock`.
+    fn broker(&self, clock: Arc<dyn Clock>) -> impl Future<Output = Self::Broker>;
+}
+
+/// Something a backend may deliberately not support in the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// Time-to-live values the broker hands to its store run out by the broker's [`Clock`], so
+    /// advancing a simulated clock past a uniqueness lock's TTL releases the lock.
+    ///
+    /// Redis lacks it: a lock is taken with `SET NX EX <ttl>`, and Redis expires keys by its own
+    /// wall clock, so a lock outlives any simulated minute. (Expiries that Go asynq keeps as
+    /// sorted-set scores written from the broker's clock, such as leases, completed-task
+    /// retention, archive age and server liveness, do follow the simulated clock on Redis and
+    /// need no capability.)
+    ClockDrivenExpiry,
+}
+
+/// Which case needs which capability. [`lacking`] refuses pairs missing from this table, and
+/// `capabilities_are_declared` checks it against the suite's cases, so it cannot drift.
+pub const GATED: &[(&str, Capability)] = &[
+    ("case_unique_lock_expires_after_its_ttl", Capability::ClockDrivenExpiry),
+    ("case_success_releases_only_a_lock_the_task_still_holds", Capability::ClockDrivenExpiry),
+];
+
+/// True when `factory`'s broker lacks `capability`, which `case` needs; the case must then
+/// return at once. Says so on stderr, naming the case and the capability.
+///
+/// ```ignore
+/// if lacking(factory, "case_unique_lock_expires_after_its_ttl", Capability::ClockDrivenExpiry) {
+///     return;
+/// }
+/// ```
+pub fn lacking<F: BrokerFactory>(factory: &F, case: &str, capability: Capability) -> bool {
+    assert!(
+        GATED.contains(&(case, capability)),
+        "{case} needs {capability:?} but is not listed with it in conformance::GATED"
+    );
+    let lacks = factory.lacks().contains(&capability);
+    if lacks {
+        eprintln!(
+            "conformance: {case} NOT RUN: it needs {capability:?}, which the {} broker lacks",
+            factory.name()
+        );
+    }
+    lacks
+}
+
+/// Prints the capabilities `factory` lacks and the cases each leaves out, and checks the
+/// declaration: no capability listed twice, every gated case is one of `cases` (the suite as
+/// [`broker_conformance!`](crate::broker_conformance) runs it), and every lacked capability is
+/// needed by some case (declaring one that nothing needs would be noise).
+pub fn check_capabilities<F: BrokerFactory>(factory: &F, cases: &[&str]) {
+    let lacks = factory.lacks();
+    eprintln!("conformance: {} cases in the suite", cases.len());
+    if lacks.is_empty() {
+        eprintln!("conformance: the {} broker lacks no capability; every case runs", factory.name());
+    }
+    for (i, capability) in lacks.iter().enumerate() {
+        assert!(!lacks[..i].contains(capability), "{capability:?} is declared twice");
+        let skipped: Vec<&str> = GATED.iter().filter(|(_, c)| c == capability).map(|(case, _)| *case).collect();
+        assert!(!skipped.is_empty(), "{capability:?} is declared as lacking but no case needs it");
+        eprintln!("conformance: the {} broker lacks {capability:?}; not run: {}", factory.name(), skipped.join(", "));
+    }
+    for (case, capability) in GATED {
+        assert!(cases.contains(case), "GATED lists {case} (needing {capability:?}), which is not in the suite");
+    }
+}
+
+/// Expands to the conformance suite for one backend: one `#[tokio::test]` per case, named after
+/// the case, plus `capabilities_are_declared`, which prints what the backend lacks.
+///
+/// The argument is an expression making a [`BrokerFactory`]; it is evaluated once per test. The
+/// calling crate needs `tokio` (with the `macros` and `rt-multi-thread` features).
+///
+/// ```ignore
+/// asynq_tests::broker_conformance!(MemoryFactory);
+/// ```
+#[macro_export]
+macro_rules! broker_conformance {
+    ($factory:expr) => {
+        $crate::broker_conformance!(@suite $factory;
+            enqueue::case_enqueue_pending_task,
+            enqueue::case_enqueue_scheduled_task,
+            enqueue::case_enqueue_grouped_task,
+            enqueue::case_enqueue_makes_the_queue_known,
+            enqueue::case_task_id_conflict_writes_nothing,
+            enqueue::case_task_id_conflicts_with_a_task_in_any_state,
+            dequeue::case_dequeue_is_first_in_first_out,
+            dequeue::case_dequeue_respects_max,
+            dequeue::case_dequeue_drains_queues_in_the_given_order,
+            dequeue::case_dequeue_skips_a_paused_queue,
+            dequeue::case_dequeue_leases_for_thirty_whole_seconds,
+            dequeue::case_dequeued_message_equals_the_enqueued_one,
+            dequeue::case_dequeue_returns_nothing_when_nothing_is_pending,
+            finish::case_done_deletes_and_counts_processed,
+            finish::case_complete_keeps_task_and_result_for_the_retention,
+            finish::case_retry_as_failure_counts_and_records_the_error,
+            finish::case_retry_not_as_failure_counts_nothing,
+            finish::case_archive_keeps_retried_and_counts_a_failure,
+            finish::case_requeue_goes_to_the_front,
+            finish::case_finishing_a_task_that_is_not_active_fails,
+            finish::case_finishing_twice_fails,
+            archive::case_archive_trims_tasks_archived_90_days_ago,
+            archive::case_archive_keeps_the_newest_9999,
+            forward::case_forward_moves_due_tasks_to_pending,
+            forward::case_forward_moves_more_than_one_batch,
+            forward::case_forward_ignores_pause,
+            forward::case_scheduled_task_with_a_group_becomes_plain_pending,
+            leases::case_extend_leases_moves_only_active_ids,
+            leases::case_list_lease_expired_returns_exactly_the_expired,
+            janitor::case_janitor_deletes_only_expired_completed_tasks,
+            janitor::case_janitor_respects_the_batch_size,
+            inspect::case_queue_info_counts_every_state,
+            inspect::case_queue_latency_is_the_age_of_the_next_pending_task,
+            inspect::case_unknown_queue_is_not_found,
+            inspect::case_task_info_next_process_time_by_state,
+            inspect::case_list_pending_and_active_in_processing_order,
+            inspect::case_list_sorted_states_by_score,
+            inspect::case_list_aggregating_tasks,
+            inspect::case_active_task_past_its_lease_is_orphaned,
+            inspect::case_pause_twice_or_unpause_running_fails,
+            inspect::case_pausing_does_not_make_a_queue_known,
+            servers::case_server_state_is_listed_with_its_workers,
+            servers::case_server_state_rewrite_replaces_workers,
+            servers::case_cleared_server_is_not_listed,
+            servers::case_server_state_expires_after_its_ttl,
+            servers::case_ping_answers,
+            stats::case_daily_counters_follow_the_utc_date,
+            uniqueness::case_duplicate_task_writes_nothing,
+            uniqueness::case_unique_lock_is_kept_after_an_id_conflict,
+            uniqueness::case_scheduled_and_grouped_unique_tasks_hold_the_lock,
+            uniqueness::case_unique_lock_released_on_success,
+            uniqueness::case_unique_lock_kept_until_success,
+            uniqueness::case_dequeued_unique_task_carries_its_lock_key,
+            uniqueness::case_unique_lock_expires_after_its_ttl,
+            uniqueness::case_success_releases_only_a_lock_the_task_still_holds,
+        );
+    };
+    (@suite $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let factory = $factory;
+                $crate::conformance::$module::$case(&factory).await;
+            }
+        )+
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn capabilities_are_declared() {
+            let factory = $factory;
+            $crate::conformance::check_capabilities(&factory, &[$(stringify!($case)),+]);
+        }
+    };
+}
