@@ -1,14 +1,17 @@
-//! The quickstart: one process enqueues a realistic mix of tasks into the embedded memory broker
-//! and processes them, showing tasks move through every state.
+//! The quickstart: one process enqueues a realistic mix of tasks and processes them, showing
+//! tasks move through every state. It runs on the embedded memory broker, or on Redis when
+//! `REDIS_URL` is set.
 //!
 //! ```text
 //! cargo run --release --example quickstart
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --release --example quickstart
 //! ```
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use asynq_client::{Client, Task, TaskOptions};
-use asynq_core::broker::Inspect;
+use asynq_core::Broker;
 use asynq_memory::MemoryBroker;
+use asynq_redis::RedisBroker;
 use asynq_server::{Config, HandlerError, ServeMux, Server};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::Arc;
@@ -71,12 +74,17 @@ fn handlers() -> ServeMux {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
-    if std::env::var_os("REDIS_URL").is_some() {
-        bail!("REDIS_URL is set, but the Redis broker is not available yet; unset it to run on the memory broker");
-    }
+    let broker: Arc<dyn Broker> = match std::env::var("REDIS_URL") {
+        Ok(url) => {
+            println!("Using Redis at {url}");
+            Arc::new(RedisBroker::connect(&url).await?)
+        }
+        Err(_) => Arc::new(MemoryBroker::new()),
+    };
     let started = Instant::now();
-    let broker = MemoryBroker::new();
-    let client = Client::new(broker.clone());
+    let client = Client::from_shared(broker.clone());
+    // Archived and completed tasks of earlier runs stay in Redis; count only this run's.
+    let before = totals(broker.as_ref()).await?;
 
     let config = Config {
         concurrency: 10,
@@ -88,10 +96,10 @@ async fn main() -> anyhow::Result<()> {
         janitor_interval: Duration::from_secs(1),
         ..Config::default()
     };
-    let mut server = Server::new(broker.clone(), config)?;
+    let mut server = Server::from_shared(broker.clone(), config)?;
     server.start(handlers())?;
 
-    let mut total = 0;
+    let mut total: usize = 0;
     for (type_name, count, options) in workload() {
         for i in 0..count {
             let payload = format!("{{\"n\":{i}}}");
@@ -107,8 +115,8 @@ async fn main() -> anyhow::Result<()> {
     bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} settled  {msg}")?);
     let mut last_line = Instant::now();
     loop {
-        let sum = totals(&broker).await?;
-        let settled = total - (sum.pending + sum.active + sum.scheduled + sum.retry);
+        let sum = totals(broker.as_ref()).await?.since(&before);
+        let settled = total.saturating_sub(sum.pending + sum.active + sum.scheduled + sum.retry);
         bar.set_position(settled as u64);
         let states = format!(
             "pending {} active {} scheduled {} retry {} archived {} completed {}",
@@ -135,8 +143,8 @@ async fn main() -> anyhow::Result<()> {
         "{:<10} {:>8} {:>7} {:>10} {:>6} {:>9} {:>10} {:>10} {:>7}",
         "queue", "pending", "active", "scheduled", "retry", "archived", "completed", "processed", "failed"
     );
-    for queue in broker.queues().await? {
-        let q = broker.queue_info(&queue).await?;
+    for (queue, _) in QUEUES {
+        let q = broker.queue_info(queue).await?;
         println!(
             "{:<10} {:>8} {:>7} {:>10} {:>6} {:>9} {:>10} {:>10} {:>7}",
             q.queue,
@@ -150,7 +158,7 @@ async fn main() -> anyhow::Result<()> {
             q.failed_total
         );
     }
-    let sum = totals(&broker).await?;
+    let sum = totals(broker.as_ref()).await?.since(&before);
     println!();
     println!(
         "{total} tasks enqueued; {} deleted after success, {} completed with results kept, {} archived.",
@@ -172,10 +180,23 @@ struct Totals {
     completed: usize,
 }
 
-async fn totals(broker: &MemoryBroker) -> anyhow::Result<Totals> {
+impl Totals {
+    /// These totals less the archived and completed tasks that were there `before`.
+    fn since(mut self, before: &Totals) -> Totals {
+        self.archived -= before.archived.min(self.archived);
+        self.completed -= before.completed.min(self.completed);
+        self
+    }
+}
+
+async fn totals(broker: &dyn Broker) -> anyhow::Result<Totals> {
     let mut t = Totals::default();
-    for queue in broker.queues().await? {
-        let q = broker.queue_info(&queue).await?;
+    for (queue, _) in QUEUES {
+        let q = match broker.queue_info(queue).await {
+            Ok(q) => q,
+            Err(asynq_core::Error::QueueNotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
         t.pending += q.pending;
         t.active += q.active;
         t.scheduled += q.scheduled;
