@@ -1,5 +1,6 @@
 //! The heartbeat records of worker servers, each alive until its TTL runs out.
 
+use asynq_core::time::unix_secs;
 use asynq_core::{ServerInfo, WorkerInfo};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -13,7 +14,8 @@ pub(crate) struct Servers(BTreeMap<(String, u32, String), Entry>);
 struct Entry {
     info: ServerInfo,
     workers: Vec<WorkerInfo>,
-    expires_at: SystemTime,
+    /// Whole Unix seconds, as Go scores `asynq:servers`: alive while now's second is not past it.
+    expires_at: i64,
 }
 
 fn key(server: &ServerInfo) -> (String, u32, String) {
@@ -23,7 +25,7 @@ fn key(server: &ServerInfo) -> (String, u32, String) {
 impl Servers {
     /// Replaces the record of `server` and its workers.
     pub(crate) fn write(&mut self, server: &ServerInfo, workers: &[WorkerInfo], expires_at: SystemTime) {
-        let entry = Entry { info: server.clone(), workers: workers.to_vec(), expires_at };
+        let entry = Entry { info: server.clone(), workers: workers.to_vec(), expires_at: unix_secs(expires_at) };
         self.0.insert(key(server), entry);
     }
 
@@ -34,6 +36,7 @@ impl Servers {
 
     /// Drops the expired records and returns the others.
     pub(crate) fn alive(&mut self, now: SystemTime) -> Vec<(ServerInfo, Vec<WorkerInfo>)> {
+        let now = unix_secs(now);
         self.0.retain(|_, entry| now <= entry.expires_at);
         self.0.values().map(|entry| (entry.info.clone(), entry.workers.clone())).collect()
     }

@@ -5,6 +5,7 @@
 //! every task is idle, and [`TokioClock`] moves with it, so leases, retry times and retention
 //! advance exactly as timers fire: no test waits on real time.
 
+pub mod conformance;
 mod flaky;
 mod go_fixtures;
 mod redis_server;

@@ -7,7 +7,7 @@
 
 use super::BrokerFactory;
 use super::fixture::{DAY, Fixture, archive, assert_task_not_found, at, millis};
-use asynq_core::broker::{Dequeue, Outcome};
+use asynq_core::broker::{Dequeue, Inspect, Outcome};
 use asynq_core::{Task, TaskMessage, TaskOptions, TaskState};
 use futures::{StreamExt, TryStreamExt, stream};
 

@@ -2,10 +2,8 @@
 //! counters it moves, and the refusal to finish a task that is not active.
 
 use super::BrokerFactory;
-use super::fixture::{
-    Fixture, archive, assert_task_not_found, at, at_secs, every_outcome, millis, names, retry, secs,
-};
-use asynq_core::broker::{Dequeue, Forward, Janitor, Outcome};
+use super::fixture::{Fixture, archive, assert_task_not_found, at, at_secs, every_outcome, millis, names, retry, secs};
+use asynq_core::broker::{Dequeue, Forward, Inspect, Janitor, Outcome};
 use asynq_core::{QueueInfo, Task, TaskInfo, TaskMessage, TaskOptions, TaskState};
 use bytes::Bytes;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! drive it through the broker traits, and assertions on the errors it returns.
 
 use super::BrokerFactory;
-use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect, Outcome, Page};
+use asynq_core::broker::{Dequeued, Outcome, Page};
 use asynq_core::time::from_unix_secs;
 use asynq_core::{
     Broker, Clock, Error, QueueInfo, Result, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState,

@@ -185,7 +185,10 @@ pub async fn case_list_aggregating_tasks<F: BrokerFactory>(factory: &F) {
     assert!(position("b2") < position("b1"), "b2 joined group b first: {listed:?}");
     listed.sort();
     let aggregating = TaskState::Aggregating;
-    assert_eq!(listed, [("a1", Some("a"), aggregating), ("b1", Some("b"), aggregating), ("b2", Some("b"), aggregating)]);
+    assert_eq!(
+        listed,
+        [("a1", Some("a"), aggregating), ("b1", Some("b"), aggregating), ("b2", Some("b"), aggregating)]
+    );
     assert!(tasks.iter().all(|task| task.next_process_at.is_none()));
 }
 

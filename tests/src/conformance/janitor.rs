@@ -3,7 +3,7 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_task_not_found, at, retry, secs};
 use asynq_core::TaskState;
-use asynq_core::broker::Janitor;
+use asynq_core::broker::{Inspect, Janitor};
 
 /// Only completed tasks whose expiry (completion + retention, whole seconds) is at or before
 /// now are deleted; younger completed tasks and tasks in other states stay.

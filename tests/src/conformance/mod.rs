@@ -90,10 +90,7 @@ pub fn lacking<F: BrokerFactory>(factory: &F, case: &str, capability: Capability
     );
     let lacks = factory.lacks().contains(&capability);
     if lacks {
-        eprintln!(
-            "conformance: {case} NOT RUN: it needs {capability:?}, which the {} broker lacks",
-            factory.name()
-        );
+        eprintln!("conformance: {case} NOT RUN: it needs {capability:?}, which the {} broker lacks", factory.name());
     }
     lacks
 }
@@ -177,6 +174,7 @@ macro_rules! broker_conformance {
             servers::case_server_state_rewrite_replaces_workers,
             servers::case_cleared_server_is_not_listed,
             servers::case_server_state_expires_after_its_ttl,
+            servers::case_server_liveness_is_judged_in_whole_seconds,
             servers::case_ping_answers,
             stats::case_daily_counters_follow_the_utc_date,
             uniqueness::case_duplicate_task_writes_nothing,

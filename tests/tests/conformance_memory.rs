@@ -1,0 +1,28 @@
+//! The broker conformance suite (`asynq_tests::conformance`) against `MemoryBroker`, which
+//! reads every instant, expiries included, from the clock it is given and so lacks nothing.
+
+use asynq_core::Clock;
+use asynq_memory::MemoryBroker;
+use asynq_tests::conformance::{BrokerFactory, Capability};
+use std::sync::Arc;
+
+/// Makes a fresh `MemoryBroker` per case.
+struct MemoryFactory;
+
+impl BrokerFactory for MemoryFactory {
+    type Broker = MemoryBroker;
+
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn lacks(&self) -> &'static [Capability] {
+        &[]
+    }
+
+    async fn broker(&self, clock: Arc<dyn Clock>) -> MemoryBroker {
+        MemoryBroker::with_clock(clock)
+    }
+}
+
+asynq_tests::broker_conformance!(MemoryFactory);
