@@ -23,7 +23,7 @@
 pub use asynq_core::{Error, Result, Task, TaskInfo, TaskOptions, TaskState};
 
 use asynq_core::broker::Enqueue;
-use asynq_core::{Clock, Placement, SystemClock, resolve_enqueue};
+use asynq_core::{Clock, EnqueueRequest, Placement, SystemClock, resolve_enqueue};
 use std::fmt;
 use std::sync::Arc;
 
@@ -61,16 +61,61 @@ impl Client {
     /// [`Error::TaskIdConflict`] when the queue already holds a task with the given ID, and
     /// [`Error::Broker`] when the broker fails.
     pub async fn enqueue(&self, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
+        let (request, info) = self.prepare(task, &options)?;
+        self.broker.enqueue(request).await?;
+        Ok(info)
+    }
+
+    /// Enqueues many tasks, each with its own options, in as few round trips as the broker
+    /// allows (one per queue on Redis). Each task succeeds or fails on its own, with the errors
+    /// of [`Client::enqueue`]; the results are in the order of `tasks`. Invalid tasks are
+    /// refused without being sent.
+    ///
+    /// ```
+    /// use asynq_client::{Client, Task, TaskOptions};
+    /// use asynq_memory::MemoryBroker;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = Client::new(MemoryBroker::new());
+    /// let batch: Vec<_> = (0..100).map(|i| (Task::new("thumbnail", format!("{i}")), TaskOptions::new())).collect();
+    /// let results = client.enqueue_batch(&batch).await;
+    /// assert!(results.iter().all(Result::is_ok));
+    /// # }
+    /// ```
+    pub async fn enqueue_batch(&self, tasks: &[(Task, TaskOptions)]) -> Vec<Result<TaskInfo>> {
+        let mut results: Vec<Result<TaskInfo>> = Vec::with_capacity(tasks.len());
+        let mut requests = Vec::with_capacity(tasks.len());
+        let mut sent = Vec::with_capacity(tasks.len());
+        for (index, (task, options)) in tasks.iter().enumerate() {
+            match self.prepare(task, options) {
+                Ok((request, info)) => {
+                    requests.push(request);
+                    sent.push(index);
+                    results.push(Ok(info));
+                }
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        for (index, outcome) in sent.into_iter().zip(self.broker.enqueue_batch(requests).await) {
+            if let Err(e) = outcome {
+                results[index] = Err(e);
+            }
+        }
+        results
+    }
+
+    /// The broker request for `task` and the info the caller gets back if it is stored.
+    fn prepare(&self, task: &Task, options: &TaskOptions) -> Result<(EnqueueRequest, TaskInfo)> {
         let now = self.clock.now();
-        let request = resolve_enqueue(task, &options, now, || uuid::Uuid::new_v4().to_string())?;
+        let request = resolve_enqueue(task, options, now, || uuid::Uuid::new_v4().to_string())?;
         let (state, next_process_at) = match &request.placement {
             Placement::Pending => (TaskState::Pending, Some(now)),
             Placement::Scheduled { process_at } => (TaskState::Scheduled, Some(*process_at)),
             Placement::Grouped { .. } => (TaskState::Aggregating, None),
         };
-        let message = request.message.clone();
-        self.broker.enqueue(request).await?;
-        Ok(TaskInfo::new(&message, state, next_process_at, None))
+        let info = TaskInfo::new(&request.message, state, next_process_at, None);
+        Ok((request, info))
     }
 }
 

@@ -37,6 +37,19 @@ pub trait Enqueue: Send + Sync {
     /// task with this ID exists in the queue (nothing is written, except that a lock taken just
     /// before is kept until its TTL, as in Go asynq).
     async fn enqueue(&self, request: EnqueueRequest) -> Result<()>;
+
+    /// Stores many tasks, each exactly as [`Enqueue::enqueue`] would, in as few round trips as
+    /// the backend allows. Each task succeeds or fails on its own (the batch is not atomic);
+    /// the results are in the order of `requests`.
+    ///
+    /// The default implementation enqueues one task after the other.
+    async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
+        let mut results = Vec::with_capacity(requests.len());
+        for request in requests {
+            results.push(self.enqueue(request).await);
+        }
+        results
+    }
 }
 
 /// A task handed to a worker by [`Dequeue::dequeue`].

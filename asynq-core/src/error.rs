@@ -73,6 +73,15 @@ impl Error {
         Error::InvalidArgument { field, reason: reason.into() }
     }
 
+    /// A copy of a broker error (see [`BrokerError::duplicate`]); other errors are copied by
+    /// their message as failed preconditions.
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Broker(e) => Error::Broker(e.duplicate()),
+            other => Error::FailedPrecondition(other.to_string()),
+        }
+    }
+
     /// True when retrying the same call later may succeed (a backend outage), false when the
     /// call itself is at fault.
     pub fn is_transient(&self) -> bool {
@@ -107,6 +116,16 @@ impl BrokerError {
     /// True when retrying later may succeed.
     pub fn is_transient(&self) -> bool {
         self.transient
+    }
+
+    /// A copy with the same classification, its source folded into the message: for reporting
+    /// one failure of a batch call as the error of each item in the batch.
+    pub fn duplicate(&self) -> BrokerError {
+        let message = match &self.source {
+            Some(source) => format!("{}: {source}", self.message),
+            None => self.message.clone(),
+        };
+        BrokerError { transient: self.transient, message, source: None }
     }
 }
 

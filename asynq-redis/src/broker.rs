@@ -4,7 +4,7 @@ use crate::connection::{Connection, RedisTarget};
 use crate::error::{ConnectError, broker_error, unexpected};
 use crate::keys::{self, QueueKeys};
 use crate::proto;
-use crate::scripts::SCRIPTS;
+use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
 use asynq_core::broker::{
     Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
@@ -16,7 +16,6 @@ use asynq_core::{
 };
 use bytes::Bytes;
 use prost::Message;
-use redis::aio::ConnectionLike;
 use redis::{AsyncCommands, FromRedisValue, Value};
 use std::collections::HashSet;
 use std::fmt;
@@ -118,6 +117,12 @@ impl RedisBroker {
                 return Err(ConnectError::Unsupported { version: version.trim().to_owned() });
             }
         }
+        // Pipelines cannot load a missing script, so load them all now; a Redis that loses them
+        // later (a restart, a failover) is handled call by call.
+        SCRIPTS
+            .load_all(&mut conn)
+            .await
+            .map_err(|source| ConnectError::Connect { target: format!("{:?}", config.target), source })?;
         let inner = Inner { conn, clock: config.clock, registered: Mutex::default() };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -156,22 +161,14 @@ fn decode(bytes: &[u8]) -> Result<TaskMessage> {
     proto::TaskMessage::decode(bytes).map(Into::into).map_err(|e| unexpected("cannot decode a task message", e))
 }
 
-/// Runs a script invocation and converts the reply.
-async fn run<T: FromRedisValue>(
-    invocation: &redis::ScriptInvocation<'_>,
-    conn: &mut impl ConnectionLike,
-    context: &str,
-) -> Result<T> {
-    invocation.invoke_async(conn).await.map_err(|e| broker_error(context, e))
-}
-
 fn not_found(msg: &TaskMessage) -> Error {
     Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() }
 }
 
-#[async_trait]
-impl Enqueue for RedisBroker {
-    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+impl RedisBroker {
+    /// The `enqueue.lua` call that stores `request`, with the message it stores (its
+    /// `unique_key` filled in for unique tasks).
+    fn enqueue_call(&self, request: EnqueueRequest) -> Result<(ScriptCall, TaskMessage)> {
         let mut msg = request.message;
         validate_queue_name(&msg.queue)?;
         let k = QueueKeys::new(&msg.queue);
@@ -185,19 +182,94 @@ impl Enqueue for RedisBroker {
             Placement::Scheduled { process_at } => ("scheduled", k.scheduled(), unix_secs(*process_at), String::new()),
             Placement::Grouped { group } => ("group", k.group(group), unix_secs(now), group.clone()),
         };
-        self.register_queue(&msg.queue).await?;
-        let mut invocation = SCRIPTS.enqueue.prepare_invoke();
-        invocation.key(k.task(&msg.id)).key(destination).key(k.groups());
-        invocation.arg(encode(&msg)).arg(&msg.id).arg(placement).arg(score).arg(group);
+        let mut call = ScriptCall::new(&SCRIPTS.enqueue);
+        call.key(k.task(&msg.id)).key(destination).key(k.groups());
+        call.arg(encode(&msg)).arg(&msg.id).arg(placement).arg(score).arg(group);
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
-            invocation.key(key).arg(ttl.as_secs().max(1));
+            call.key(key).arg(ttl.as_secs().max(1));
         }
-        match run::<i64>(&invocation, &mut self.conn(), "enqueue").await? {
-            1 => Ok(()),
-            0 => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
-            -1 => Err(Error::DuplicateTask { queue: msg.queue, type_name: msg.type_name }),
-            other => Err(unexpected("enqueue", format!("unexpected reply {other}"))),
+        Ok((call, msg))
+    }
+}
+
+/// What `enqueue.lua` answered for `msg`.
+fn enqueue_result(msg: TaskMessage, reply: i64) -> Result<()> {
+    match reply {
+        1 => Ok(()),
+        0 => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
+        -1 => Err(Error::DuplicateTask { queue: msg.queue, type_name: msg.type_name }),
+        other => Err(unexpected("enqueue", format!("unexpected reply {other}"))),
+    }
+}
+
+#[async_trait]
+impl Enqueue for RedisBroker {
+    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+        let (call, msg) = self.enqueue_call(request)?;
+        self.register_queue(&msg.queue).await?;
+        let reply = call.run(&mut self.conn(), "enqueue").await?;
+        enqueue_result(msg, reply)
+    }
+
+    /// One pipeline per queue (a queue's keys share a Cluster slot), so a batch for one queue
+    /// is one round trip.
+    async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
+        let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(requests.len());
+        let mut by_queue: std::collections::BTreeMap<String, Vec<(usize, ScriptCall, TaskMessage)>> =
+            Default::default();
+        for (index, request) in requests.into_iter().enumerate() {
+            match self.enqueue_call(request) {
+                Ok((call, msg)) => {
+                    by_queue.entry(msg.queue.clone()).or_default().push((index, call, msg));
+                    results.push(None);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
         }
+        let mut conn = self.conn();
+        for (queue, calls) in by_queue {
+            let replies = match self.enqueue_pipeline(&queue, &calls, &mut conn).await {
+                Ok(replies) => replies,
+                Err(e) => {
+                    for (index, _, _) in &calls {
+                        results[*index] = Some(Err(e.duplicate()));
+                    }
+                    continue;
+                }
+            };
+            for ((index, call, msg), reply) in calls.into_iter().zip(replies) {
+                let result = match reply {
+                    Value::Int(n) => enqueue_result(msg, n),
+                    // Redis lost the script (restart, failover) between the load and the call.
+                    Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => {
+                        match call.run(&mut conn, "enqueue").await {
+                            Ok(n) => enqueue_result(msg, n),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    other => Err(unexpected("enqueue batch", format!("unexpected reply {other:?}"))),
+                };
+                results[index] = Some(result);
+            }
+        }
+        results.into_iter().map(|r| r.expect("every request has a result")).collect()
+    }
+}
+
+impl RedisBroker {
+    async fn enqueue_pipeline(
+        &self,
+        queue: &str,
+        calls: &[(usize, ScriptCall, TaskMessage)],
+        conn: &mut Connection,
+    ) -> Result<Vec<Value>> {
+        self.register_queue(queue).await?;
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for (_, call, _) in calls {
+            pipe.add_command(call.cmd());
+        }
+        pipe.query_async(conn).await.map_err(|e| broker_error("enqueue batch", e))
     }
 }
 
@@ -214,10 +286,10 @@ impl Dequeue for RedisBroker {
                 break;
             }
             let k = QueueKeys::new(queue);
-            let mut invocation = SCRIPTS.dequeue.prepare_invoke();
+            let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease());
             invocation.arg(expiry).arg(k.task_prefix()).arg(wanted);
-            let messages: Vec<Vec<u8>> = run(&invocation, &mut conn, "dequeue").await?;
+            let messages: Vec<Vec<u8>> = invocation.run(&mut conn, "dequeue").await?;
             for bytes in messages {
                 match decode(&bytes) {
                     Ok(message) => taken.push(Dequeued { message, lease_expiry }),
@@ -239,20 +311,20 @@ impl Dequeue for RedisBroker {
         let unique = (!msg.unique_key.is_empty()).then_some(msg.unique_key.as_str());
         let (script, mut invocation) = match outcome {
             Outcome::Done => {
-                let mut inv = SCRIPTS.done.prepare_invoke();
+                let mut inv = ScriptCall::new(&SCRIPTS.done);
                 inv.key(k.active()).key(k.lease()).key(k.task(id)).key(k.processed_on(&date)).key(k.processed_total());
                 inv.arg(id).arg(stats_expiry);
                 ("done", inv)
             }
             Outcome::Complete => {
-                let mut inv = SCRIPTS.complete.prepare_invoke();
+                let mut inv = ScriptCall::new(&SCRIPTS.complete);
                 inv.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
                 inv.key(k.processed_on(&date)).key(k.processed_total());
                 inv.arg(id).arg(stats_expiry).arg(now_secs + msg.retention).arg(encode(&msg.completed(now)));
                 ("complete", inv)
             }
             Outcome::Retry { retry_at, error, is_failure } => {
-                let mut inv = SCRIPTS.retry.prepare_invoke();
+                let mut inv = ScriptCall::new(&SCRIPTS.retry);
                 inv.key(k.task(id)).key(k.active()).key(k.lease()).key(k.retry());
                 inv.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
                 inv.arg(id).arg(encode(&msg.failed(&error, now, is_failure))).arg(unix_secs(retry_at));
@@ -260,7 +332,7 @@ impl Dequeue for RedisBroker {
                 ("retry", inv)
             }
             Outcome::Archive { error } => {
-                let mut inv = SCRIPTS.archive.prepare_invoke();
+                let mut inv = ScriptCall::new(&SCRIPTS.archive);
                 inv.key(k.task(id)).key(k.active()).key(k.lease()).key(k.archived());
                 inv.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
                 inv.arg(id).arg(encode(&msg.archived(&error, now))).arg(now_secs);
@@ -268,7 +340,7 @@ impl Dequeue for RedisBroker {
                 ("archive", inv)
             }
             Outcome::Requeue => {
-                let mut inv = SCRIPTS.requeue.prepare_invoke();
+                let mut inv = ScriptCall::new(&SCRIPTS.requeue);
                 inv.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).arg(id);
                 ("requeue", inv)
             }
@@ -276,7 +348,7 @@ impl Dequeue for RedisBroker {
         if let (Some(key), "done" | "complete") = (unique, script) {
             invocation.key(key);
         }
-        match run::<i64>(&invocation, &mut self.conn(), script).await? {
+        match invocation.run::<i64>(&mut self.conn(), script).await? {
             1 => Ok(()),
             _ => Err(not_found(msg)),
         }
@@ -296,9 +368,9 @@ impl Dequeue for RedisBroker {
     }
 
     async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
-        let mut invocation = SCRIPTS.write_result.prepare_invoke();
+        let mut invocation = ScriptCall::new(&SCRIPTS.write_result);
         invocation.key(QueueKeys::new(queue).task(id)).arg(result.as_ref());
-        match run::<i64>(&invocation, &mut self.conn(), "write result").await? {
+        match invocation.run::<i64>(&mut self.conn(), "write result").await? {
             1 => Ok(()),
             _ => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
         }
@@ -315,10 +387,10 @@ impl Forward for RedisBroker {
             let k = QueueKeys::new(queue);
             for source in [k.scheduled(), k.retry()] {
                 loop {
-                    let mut invocation = SCRIPTS.forward.prepare_invoke();
+                    let mut invocation = ScriptCall::new(&SCRIPTS.forward);
                     invocation.key(&source).key(k.pending());
                     invocation.arg(unix_secs(now)).arg(k.task_prefix()).arg(unix_nanos(now)).arg(k.group_prefix());
-                    let n: i64 = run(&invocation, &mut conn, "forward").await?;
+                    let n: i64 = invocation.run(&mut conn, "forward").await?;
                     moved += n as usize;
                     if n < FORWARD_BATCH {
                         break;
@@ -337,9 +409,9 @@ impl Recover for RedisBroker {
         let mut expired = Vec::new();
         for queue in queues {
             let k = QueueKeys::new(queue);
-            let mut invocation = SCRIPTS.list_lease_expired.prepare_invoke();
+            let mut invocation = ScriptCall::new(&SCRIPTS.list_lease_expired);
             invocation.key(k.lease()).arg(unix_secs(cutoff)).arg(k.task_prefix());
-            let messages: Vec<Vec<u8>> = run(&invocation, &mut conn, "list lease expired").await?;
+            let messages: Vec<Vec<u8>> = invocation.run(&mut conn, "list lease expired").await?;
             for bytes in messages {
                 match decode(&bytes) {
                     Ok(msg) => expired.push(msg),
@@ -355,9 +427,9 @@ impl Recover for RedisBroker {
 impl Janitor for RedisBroker {
     async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize> {
         let k = QueueKeys::new(queue);
-        let mut invocation = SCRIPTS.delete_expired_completed.prepare_invoke();
+        let mut invocation = ScriptCall::new(&SCRIPTS.delete_expired_completed);
         invocation.key(k.completed()).arg(unix_secs(self.now())).arg(k.task_prefix()).arg(batch_size);
-        let n: i64 = run(&invocation, &mut self.conn(), "delete expired completed").await?;
+        let n: i64 = invocation.run(&mut self.conn(), "delete expired completed").await?;
         Ok(n as usize)
     }
 }
@@ -372,13 +444,13 @@ impl ServerState for RedisBroker {
         let fail = |e| broker_error("write server state", e);
         let _: i64 = conn.zadd(keys::ALL_SERVERS, &server_key, expiry).await.map_err(fail)?;
         let _: i64 = conn.zadd(keys::ALL_WORKERS, &workers_key, expiry).await.map_err(fail)?;
-        let mut invocation = SCRIPTS.write_server_state.prepare_invoke();
+        let mut invocation = ScriptCall::new(&SCRIPTS.write_server_state);
         invocation.key(server_key).key(workers_key);
         invocation.arg(ttl.as_secs().max(1)).arg(proto::ServerInfo::from(server).encode_to_vec());
         for worker in workers {
             invocation.arg(&worker.task_id).arg(proto::WorkerInfo::from(worker).encode_to_vec());
         }
-        let _: i64 = run(&invocation, &mut conn, "write server state").await?;
+        let _: i64 = invocation.run(&mut conn, "write server state").await?;
         Ok(())
     }
 
@@ -447,12 +519,12 @@ impl Inspect for RedisBroker {
         let now = self.now();
         let k = QueueKeys::new(queue);
         let date = utc_date(now);
-        let mut invocation = SCRIPTS.queue_stats.prepare_invoke();
+        let mut invocation = ScriptCall::new(&SCRIPTS.queue_stats);
         invocation.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived());
         invocation.key(k.completed()).key(k.processed_on(&date)).key(k.failed_on(&date));
         invocation.key(k.processed_total()).key(k.failed_total()).key(k.paused()).key(k.groups());
         invocation.arg(k.task_prefix()).arg(k.group_prefix());
-        let values: Vec<Value> = run(&invocation, &mut self.conn(), "queue info").await?;
+        let values: Vec<Value> = invocation.run(&mut self.conn(), "queue info").await?;
         if values.len() != 14 {
             return Err(unexpected("queue info", format!("{} values instead of 14", values.len())));
         }
@@ -488,9 +560,9 @@ impl Inspect for RedisBroker {
     async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
-        let mut invocation = SCRIPTS.task_info.prepare_invoke();
+        let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
         invocation.key(k.task(id)).arg(id).arg(unix_secs(self.now())).arg(k.prefix());
-        let values: Vec<Value> = run(&invocation, &mut self.conn(), "task info").await?;
+        let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
         let [msg, state, next, result] = values.as_slice() else {
             return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
         };
@@ -516,10 +588,10 @@ impl Inspect for RedisBroker {
             TaskState::Aggregating => (k.groups(), "groups"),
         };
         let size = page.size.max(1);
-        let mut invocation = SCRIPTS.list_tasks.prepare_invoke();
+        let mut invocation = ScriptCall::new(&SCRIPTS.list_tasks);
         invocation.key(container).key(k.lease());
         invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
-        let values: Vec<Value> = run(&invocation, &mut self.conn(), "list tasks").await?;
+        let values: Vec<Value> = invocation.run(&mut self.conn(), "list tasks").await?;
         let now_secs = unix_secs(now);
         let mut tasks = Vec::with_capacity(values.len() / 4);
         for entry in values.chunks_exact(4) {

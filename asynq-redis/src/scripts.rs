@@ -4,7 +4,9 @@
 //! receives every key it writes either in KEYS or as a same-slot name built from a prefix in
 //! ARGV (as Go asynq's do), so none fails with CROSSSLOT on a Redis Cluster.
 
-use redis::Script;
+use crate::error::broker_error;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, FromRedisValue, Script, ServerErrorKind, ToRedisArgs};
 use std::sync::LazyLock;
 
 /// A script file from `scripts/`.
@@ -36,6 +38,36 @@ pub(crate) struct Scripts {
     pub(crate) list_tasks: Script,
 }
 
+impl Scripts {
+    fn all(&self) -> [&Script; 15] {
+        [
+            &self.enqueue,
+            &self.dequeue,
+            &self.done,
+            &self.complete,
+            &self.retry,
+            &self.archive,
+            &self.requeue,
+            &self.forward,
+            &self.list_lease_expired,
+            &self.delete_expired_completed,
+            &self.write_result,
+            &self.write_server_state,
+            &self.queue_stats,
+            &self.task_info,
+            &self.list_tasks,
+        ]
+    }
+
+    /// Loads every script into Redis (every master of a Cluster).
+    pub(crate) async fn load_all(&self, conn: &mut (impl ConnectionLike + Send)) -> redis::RedisResult<()> {
+        for script in self.all() {
+            script.load_async(conn).await?;
+        }
+        Ok(())
+    }
+}
+
 /// The scripts, built on first use.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("enqueue"),
@@ -54,3 +86,53 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     task_info: script!("task_info"),
     list_tasks: script!("list_tasks"),
 });
+
+/// One call of a script: its KEYS and ARGV, run with `EVALSHA` (loading the script when Redis
+/// does not have it) or added to a pipeline.
+#[derive(Clone)]
+pub(crate) struct ScriptCall {
+    script: &'static Script,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl ScriptCall {
+    pub(crate) fn new(script: &'static Script) -> Self {
+        Self { script, keys: Vec::new(), args: Vec::new() }
+    }
+
+    /// Appends a KEYS entry.
+    pub(crate) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
+        self.keys.extend(key.to_redis_args());
+        self
+    }
+
+    /// Appends an ARGV entry.
+    pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    /// The `EVALSHA` command, for a pipeline whose connection already has the script.
+    pub(crate) fn cmd(&self) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash()).arg(self.keys.len()).arg(&self.keys).arg(&self.args);
+        cmd
+    }
+
+    /// Runs the call, loading the script first if Redis lost it (a restart or a failover).
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        conn: &mut (impl ConnectionLike + Send),
+        context: &str,
+    ) -> asynq_core::Result<T> {
+        let cmd = self.cmd();
+        match cmd.query_async(conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.script.load_async(conn).await.map_err(|e| broker_error(context, e))?;
+                cmd.query_async(conn).await.map_err(|e| broker_error(context, e))
+            }
+            result => result.map_err(|e| broker_error(context, e)),
+        }
+    }
+}

@@ -120,3 +120,40 @@ pub async fn case_task_id_conflicts_with_a_task_in_any_state<F: BrokerFactory>(f
     t.enqueue("done", &Task::new("t", "new"), TaskOptions::new().queue("q")).await.unwrap();
     assert_eq!(t.info("q").await.pending, 2);
 }
+
+/// A batch stores each task as a single enqueue would and reports each one on its own: a
+/// conflicting ID or a held lock fails that task only.
+pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory>(factory: &F) {
+    use asynq_core::broker::Enqueue;
+    let t = Fixture::new(factory).await;
+    t.enqueue("taken", &Task::new("email", "0"), TaskOptions::new().queue("q")).await.unwrap();
+    let unique = TaskOptions::new().queue("q").unique(secs(60));
+    t.enqueue("first", &Task::new("report", "nov"), unique.clone()).await.unwrap();
+
+    let batch = [
+        ("a", Task::new("email", "1"), TaskOptions::new().queue("q")),
+        ("taken", Task::new("email", "2"), TaskOptions::new().queue("q")),
+        ("s", Task::new("report", "dec"), TaskOptions::new().queue("q").process_in(secs(30))),
+        ("dup", Task::new("report", "nov"), unique),
+        ("other", Task::new("email", "3"), TaskOptions::new().queue("other")),
+    ];
+    let requests = batch
+        .iter()
+        .map(|(id, task, options)| {
+            asynq_core::resolve_enqueue(task, &options.clone().task_id(*id), t.now(), || unreachable!()).unwrap()
+        })
+        .collect();
+    let mut results = t.broker.enqueue_batch(requests).await.into_iter();
+
+    assert!(results.next().unwrap().is_ok());
+    assert_id_conflict(results.next().unwrap(), "q", "taken");
+    assert!(results.next().unwrap().is_ok());
+    super::fixture::assert_duplicate(results.next().unwrap(), "q", "report");
+    assert!(results.next().unwrap().is_ok());
+    assert!(results.next().is_none());
+
+    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken", "first", "a"]);
+    assert_eq!(t.all_ids("q", TaskState::Scheduled).await, ["s"]);
+    assert_eq!(t.all_ids("other", TaskState::Pending).await, ["other"]);
+    assert_eq!(t.task("q", "taken").await.payload, "0");
+}
