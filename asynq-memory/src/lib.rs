@@ -171,12 +171,16 @@ impl Dequeue for MemoryBroker {
     async fn wait_for_tasks(&self, queues: &[String]) {
         // A `Notified` receives every `notify_waiters` made after its creation, polled or not:
         // creating it before looking means a task enqueued after the look wakes this waiter.
-        let notified = self.inner.ready.notified();
-        let ready = {
-            let state = self.state();
-            queues.iter().any(|name| state.queues.get(name).is_some_and(Queue::has_ready))
-        };
-        if !ready {
+        // Wake-ups for other queues are looked at and slept through.
+        loop {
+            let notified = self.inner.ready.notified();
+            let ready = {
+                let state = self.state();
+                queues.iter().any(|name| state.queues.get(name).is_some_and(Queue::has_ready))
+            };
+            if ready {
+                return;
+            }
             notified.await;
         }
     }

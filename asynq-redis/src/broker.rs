@@ -5,6 +5,7 @@ use crate::error::{ConnectError, broker_error, unexpected};
 use crate::keys::{self, QueueKeys};
 use crate::proto;
 use crate::scripts::{SCRIPTS, ScriptCall};
+use crate::wake::WakeSignals;
 use async_trait::async_trait;
 use asynq_core::broker::{
     Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
@@ -28,6 +29,8 @@ const STATS_TTL_SECS: i64 = 90 * 24 * 60 * 60;
 const ARCHIVE_MAX_AGE_SECS: i64 = 90 * 24 * 60 * 60;
 /// The archive keeps at most this many tasks minus one, as Go's does.
 const ARCHIVE_MAX_SIZE: i64 = 10_000;
+/// How long an idle server's mark on a queue lasts; it renews the mark each time it waits.
+const IDLE_MARK_SECS: u64 = 60;
 /// `forward.lua` moves at most this many tasks per call.
 const FORWARD_BATCH: i64 = 100;
 
@@ -80,6 +83,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// Queues this process has added to `asynq:queues` (Go v0.25+ caches the same way).
     registered: Mutex<HashSet<String>>,
+    wake: WakeSignals,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -99,7 +103,7 @@ impl RedisBroker {
 
     /// Connects as `config` says, and checks that the server is recent enough.
     pub async fn connect_with(config: RedisConfig) -> Result<Self, ConnectError> {
-        let mut conn = Connection::open(&config.target, config.response_timeout).await?;
+        let (mut conn, pubsub) = Connection::open(&config.target, config.response_timeout).await?;
         // A cluster answers with one INFO per master; every one must be recent enough.
         let info: Value = redis::cmd("INFO")
             .arg("server")
@@ -123,7 +127,7 @@ impl RedisBroker {
             .load_all(&mut conn)
             .await
             .map_err(|source| ConnectError::Connect { target: format!("{:?}", config.target), source })?;
-        let inner = Inner { conn, clock: config.clock, registered: Mutex::default() };
+        let inner = Inner { conn, clock: config.clock, registered: Mutex::default(), wake: WakeSignals::new(pubsub) };
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -183,8 +187,8 @@ impl RedisBroker {
             Placement::Grouped { group } => ("group", k.group(group), unix_secs(now), group.clone()),
         };
         let mut call = ScriptCall::new(&SCRIPTS.enqueue);
-        call.key(k.task(&msg.id)).key(destination).key(k.groups());
-        call.arg(encode(&msg)).arg(&msg.id).arg(placement).arg(score).arg(group);
+        call.key(k.task(&msg.id)).key(destination).key(k.groups()).key(k.idle_workers());
+        call.arg(encode(&msg)).arg(&msg.id).arg(placement).arg(score).arg(group).arg(k.ready_channel());
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
             call.key(key).arg(ttl.as_secs().max(1));
         }
@@ -301,6 +305,33 @@ impl Dequeue for RedisBroker {
         Ok(taken)
     }
 
+    /// Subscribes to the queues' wake-up channels, marks them as having an idle worker, and
+    /// waits for a producer's wake-up; returns at once when a task is already pending. Never
+    /// resolves while Redis is unreachable: the processor's poll then takes over.
+    async fn wait_for_tasks(&self, queues: &[String]) {
+        let wake = &self.inner.wake;
+        let notified = wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let channels: Vec<String> = queues.iter().map(|q| QueueKeys::new(q).ready_channel()).collect();
+        if let Err(e) = wake.subscribe(&channels).await {
+            tracing::debug!(error = %e, "cannot subscribe to wake-ups; polling only");
+            return std::future::pending().await;
+        }
+        let mut conn = self.conn();
+        for queue in queues {
+            let k = QueueKeys::new(queue);
+            let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
+            call.key(k.idle_workers()).key(k.pending()).key(k.paused()).arg(IDLE_MARK_SECS);
+            match call.run::<i64>(&mut conn, "mark idle").await {
+                Ok(0) => {}
+                Ok(_) => return,
+                Err(_) => return std::future::pending().await,
+            }
+        }
+        notified.await
+    }
+
     async fn finish(&self, msg: &TaskMessage, outcome: Outcome) -> Result<()> {
         let now = self.now();
         let now_secs = unix_secs(now);
@@ -341,7 +372,8 @@ impl Dequeue for RedisBroker {
             }
             Outcome::Requeue => {
                 let mut inv = ScriptCall::new(&SCRIPTS.requeue);
-                inv.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).arg(id);
+                inv.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).key(k.idle_workers());
+                inv.arg(id).arg(k.ready_channel());
                 ("requeue", inv)
             }
         };
@@ -388,8 +420,9 @@ impl Forward for RedisBroker {
             for source in [k.scheduled(), k.retry()] {
                 loop {
                     let mut invocation = ScriptCall::new(&SCRIPTS.forward);
-                    invocation.key(&source).key(k.pending());
+                    invocation.key(&source).key(k.pending()).key(k.idle_workers());
                     invocation.arg(unix_secs(now)).arg(k.task_prefix()).arg(unix_nanos(now)).arg(k.group_prefix());
+                    invocation.arg(k.ready_channel());
                     let n: i64 = invocation.run(&mut conn, "forward").await?;
                     moved += n as usize;
                     if n < FORWARD_BATCH {
@@ -623,8 +656,14 @@ impl Inspect for RedisBroker {
     }
 
     async fn unpause_queue(&self, queue: &str) -> Result<()> {
-        let deleted: i64 =
-            self.conn().del(QueueKeys::new(queue).paused()).await.map_err(|e| broker_error("unpause queue", e))?;
-        if deleted == 1 { Ok(()) } else { Err(Error::FailedPrecondition(format!("queue {queue:?} is not paused"))) }
+        let k = QueueKeys::new(queue);
+        let mut conn = self.conn();
+        let deleted: i64 = conn.del(k.paused()).await.map_err(|e| broker_error("unpause queue", e))?;
+        if deleted != 1 {
+            return Err(Error::FailedPrecondition(format!("queue {queue:?} is not paused")));
+        }
+        // Idle servers may be waiting on the queue's pending tasks.
+        let _: i64 = conn.publish(k.ready_channel(), "").await.map_err(|e| broker_error("unpause queue", e))?;
+        Ok(())
     }
 }

@@ -159,7 +159,12 @@ pub(crate) enum Connection {
 }
 
 impl Connection {
-    pub(crate) async fn open(target: &RedisTarget, response_timeout: Duration) -> Result<Self, ConnectError> {
+    /// Connects to `target`; also returns a client for the pub/sub connection (to the server,
+    /// the first seed node of a Cluster, or the current master behind Sentinel).
+    pub(crate) async fn open(
+        target: &RedisTarget,
+        response_timeout: Duration,
+    ) -> Result<(Self, redis::Client), ConnectError> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(response_timeout))
             .set_response_timeout(Some(response_timeout))
@@ -168,7 +173,8 @@ impl Connection {
         match target {
             RedisTarget::Server { url } => {
                 let client = redis::Client::open(url.as_str()).map_err(failed)?;
-                Ok(Connection::Single(ConnectionManager::new_with_config(client, config).await.map_err(failed)?))
+                let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
+                Ok((Connection::Single(conn), client))
             }
             RedisTarget::Cluster { nodes } => {
                 let client = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
@@ -176,7 +182,8 @@ impl Connection {
                     .response_timeout(response_timeout)
                     .build()
                     .map_err(failed)?;
-                Ok(Connection::Cluster(client.get_async_connection().await.map_err(failed)?))
+                let pubsub = redis::Client::open(nodes[0].as_str()).map_err(failed)?;
+                Ok((Connection::Cluster(client.get_async_connection().await.map_err(failed)?), pubsub))
             }
             RedisTarget::Sentinel { master_name, sentinels, username, password, db } => {
                 let addrs = sentinels.iter().map(|(h, p)| ConnectionAddr::Tcp(h.clone(), *p));
@@ -191,7 +198,8 @@ impl Connection {
                 }
                 let mut sentinel = builder.build().map_err(failed)?;
                 let client = sentinel.async_get_client().await.map_err(failed)?;
-                Ok(Connection::Single(ConnectionManager::new_with_config(client, config).await.map_err(failed)?))
+                let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
+                Ok((Connection::Single(conn), client))
             }
         }
     }

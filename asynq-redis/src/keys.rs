@@ -133,6 +133,19 @@ impl QueueKeys {
         self.key("aggregation_sets")
     }
 
+    /// `asynq:{q}:idle_workers` — set (with a short TTL) while some Rust server serving the queue
+    /// waits for work; a producer that sees it publishes on [`QueueKeys::ready_channel`] and
+    /// clears it. Ours only; Go asynq neither writes nor reads it.
+    pub fn idle_workers(&self) -> String {
+        self.key("idle_workers")
+    }
+
+    /// `asynq:{q}:ready` — the pub/sub channel that wakes idle Rust servers when a task becomes
+    /// pending. Ours only.
+    pub fn ready_channel(&self) -> String {
+        self.key("ready")
+    }
+
     /// `asynq:{q}:unique:<type>:<md5 hex of payload>` — the uniqueness lock of a task; an
     /// empty payload gives the trailing-colon form Go writes for a `nil` payload.
     pub fn unique(&self, type_name: &str, payload: &[u8]) -> String {
@@ -193,6 +206,8 @@ mod tests {
             (k.group("g1"), "asynq:{interop}:g:g1"),
             (k.aggregation_set("g1", "abc"), "asynq:{interop}:g:g1:abc"),
             (k.aggregation_sets(), "asynq:{interop}:aggregation_sets"),
+            (k.idle_workers(), "asynq:{interop}:idle_workers"),
+            (k.ready_channel(), "asynq:{interop}:ready"),
         ];
         for (built, expected) in pairs {
             assert_eq!(built, expected);

@@ -19,6 +19,7 @@ mod error;
 pub mod keys;
 pub mod proto;
 mod scripts;
+mod wake;
 
 pub use broker::{RedisBroker, RedisConfig};
 pub use connection::RedisTarget;

@@ -36,10 +36,11 @@ pub(crate) struct Scripts {
     pub(crate) queue_stats: Script,
     pub(crate) task_info: Script,
     pub(crate) list_tasks: Script,
+    pub(crate) mark_idle: Script,
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 15] {
+    fn all(&self) -> [&Script; 16] {
         [
             &self.enqueue,
             &self.dequeue,
@@ -56,6 +57,7 @@ impl Scripts {
             &self.queue_stats,
             &self.task_info,
             &self.list_tasks,
+            &self.mark_idle,
         ]
     }
 
@@ -85,6 +87,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     queue_stats: script!("queue_stats"),
     task_info: script!("task_info"),
     list_tasks: script!("list_tasks"),
+    mark_idle: script!("mark_idle"),
 });
 
 /// One call of a script: its KEYS and ARGV, run with `EVALSHA` (loading the script when Redis

@@ -1,24 +1,27 @@
 -- enqueue: stores a new task as pending, scheduled or aggregating (Go asynq's enqueue,
--- enqueueUnique, schedule, scheduleUnique, addToGroup and addToGroupUnique in one script).
+-- enqueueUnique, schedule, scheduleUnique, addToGroup and addToGroupUnique in one script), and
+-- wakes idle Rust servers when the task is pending.
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>               the task hash
 -- KEYS[2] -> asynq:{<q>}:pending              when ARGV[3] is "pending"
 --            asynq:{<q>}:scheduled            when ARGV[3] is "scheduled"
 --            asynq:{<q>}:g:<group>            when ARGV[3] is "group"
 -- KEYS[3] -> asynq:{<q>}:groups
--- KEYS[4] -> asynq:{<q>}:unique:<type>:<md5>  only for unique tasks
+-- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
+-- KEYS[5] -> asynq:{<q>}:unique:<type>:<md5>  only for unique tasks
 -- ARGV[1] -> the encoded TaskMessage
 -- ARGV[2] -> the task ID
 -- ARGV[3] -> "pending", "scheduled" or "group"
 -- ARGV[4] -> pending: now in Unix nanoseconds (pending_since);
 --            scheduled: the process time in Unix seconds; group: now in Unix seconds
 -- ARGV[5] -> the group name ("" unless ARGV[3] is "group")
--- ARGV[6] -> the uniqueness lock's TTL in whole seconds (only with KEYS[4])
+-- ARGV[6] -> the wake-up channel, asynq:{<q>}:ready
+-- ARGV[7] -> the uniqueness lock's TTL in whole seconds (only with KEYS[5])
 -- Returns: 1 stored; 0 a task with this ID exists (nothing stored); -1 the uniqueness lock is
 --          held by another task (nothing stored). As in Go, a lock taken just before an ID
 --          conflict is kept until its TTL.
-if KEYS[4] then
-    if not redis.call("SET", KEYS[4], ARGV[2], "NX", "EX", ARGV[6]) then
+if KEYS[5] then
+    if not redis.call("SET", KEYS[5], ARGV[2], "NX", "EX", ARGV[7]) then
         return -1
     end
 end
@@ -29,6 +32,9 @@ local placement = ARGV[3]
 if placement == "pending" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4])
     redis.call("LPUSH", KEYS[2], ARGV[2])
+    if redis.call("DEL", KEYS[4]) == 1 then
+        redis.call("PUBLISH", ARGV[6], "")
+    end
 elseif placement == "scheduled" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "scheduled")
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])
@@ -38,7 +44,7 @@ else
     redis.call("SADD", KEYS[3], ARGV[5])
 end
 -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
-if KEYS[4] and placement ~= "group" then
-    redis.call("HSET", KEYS[1], "unique_key", KEYS[4])
+if KEYS[5] and placement ~= "group" then
+    redis.call("HSET", KEYS[1], "unique_key", KEYS[5])
 end
 return 1

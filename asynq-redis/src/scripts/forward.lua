@@ -1,14 +1,18 @@
 -- forward: moves up to 100 due tasks from the scheduled or retry set to pending, or to their
--- group when the task hash has one (Go asynq's forward).
+-- group when the task hash has one (Go asynq's forward), and wakes idle Rust servers when a
+-- task became pending.
 --
 -- KEYS[1] -> asynq:{<q>}:scheduled or asynq:{<q>}:retry
 -- KEYS[2] -> asynq:{<q>}:pending
+-- KEYS[3] -> asynq:{<q>}:idle_workers
 -- ARGV[1] -> now, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> now, Unix nanoseconds (pending_since)
 -- ARGV[4] -> the group key prefix, asynq:{<q>}:g:
--- Returns: how many tasks moved; call again until 0
+-- ARGV[5] -> the wake-up channel, asynq:{<q>}:ready
+-- Returns: how many tasks moved; call again while it returns 100
 local ids = redis.call("ZRANGE", KEYS[1], "-inf", ARGV[1], "BYSCORE", "LIMIT", 0, 100)
+local to_pending = 0
 for _, id in ipairs(ids) do
     local key = ARGV[2] .. id
     local group = redis.call("HGET", key, "group")
@@ -18,7 +22,11 @@ for _, id in ipairs(ids) do
     else
         redis.call("LPUSH", KEYS[2], id)
         redis.call("HSET", key, "state", "pending", "pending_since", ARGV[3])
+        to_pending = to_pending + 1
     end
     redis.call("ZREM", KEYS[1], id)
+end
+if to_pending > 0 and redis.call("DEL", KEYS[3]) == 1 then
+    redis.call("PUBLISH", ARGV[5], "")
 end
 return #ids

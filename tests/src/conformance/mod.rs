@@ -28,6 +28,7 @@ pub mod leases;
 pub mod servers;
 pub mod stats;
 pub mod uniqueness;
+pub mod wake;
 
 use asynq_core::{Broker, Clock};
 use std::future::Future;
@@ -186,6 +187,10 @@ macro_rules! broker_conformance {
             uniqueness::case_dequeued_unique_task_carries_its_lock_key,
             uniqueness::case_unique_lock_expires_after_its_ttl,
             uniqueness::case_success_releases_only_a_lock_the_task_still_holds,
+            wake::case_enqueue_wakes_a_waiting_worker,
+            wake::case_waiting_on_a_queue_with_pending_work_returns_at_once,
+            wake::case_forward_and_requeue_wake_a_waiting_worker,
+            wake::case_a_paused_queue_wakes_no_one_until_unpaused,
         );
     };
     (@suite $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {

@@ -1,0 +1,14 @@
+-- mark_idle: records that a Rust server is about to wait for work in this queue, so that the
+-- next producer to make a task pending publishes a wake-up; and says whether the wait is
+-- needed at all (a task may have become pending before the mark was set).
+--
+-- KEYS[1] -> asynq:{<q>}:idle_workers
+-- KEYS[2] -> asynq:{<q>}:pending
+-- KEYS[3] -> asynq:{<q>}:paused
+-- ARGV[1] -> how long the mark lasts, whole seconds
+-- Returns: the number of tasks a dequeue could take now (0 when the queue is paused)
+redis.call("SET", KEYS[1], 1, "EX", ARGV[1])
+if redis.call("EXISTS", KEYS[3]) == 1 then
+    return 0
+end
+return redis.call("LLEN", KEYS[2])
