@@ -112,6 +112,19 @@ pub trait Dequeue: Send + Sync {
     /// (someone else finished or recovered it).
     async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()>;
 
+    /// Records many outcomes, each exactly as [`Dequeue::finish`] would, in as few round trips
+    /// as the backend allows. Each succeeds or fails on its own; the results are in the order
+    /// of `items`.
+    ///
+    /// The default implementation finishes one task after the other.
+    async fn finish_batch(&self, items: Vec<(TaskMessage, Outcome)>) -> Vec<Result<()>> {
+        let mut results = Vec::with_capacity(items.len());
+        for (message, outcome) in items {
+            results.push(self.finish(&message, outcome).await);
+        }
+        results
+    }
+
     /// Moves the lease expiry of each of `ids` (active tasks of `queue`) to now +
     /// [`LEASE_DURATION`](crate::LEASE_DURATION) and returns the new expiry. IDs that are no
     /// longer active are ignored.

@@ -165,6 +165,72 @@ fn decode(bytes: &[u8]) -> Result<TaskMessage> {
     proto::TaskMessage::decode(bytes).map(Into::into).map_err(|e| unexpected("cannot decode a task message", e))
 }
 
+impl RedisBroker {
+    /// The script call that records `outcome` for the active task `msg`, and its name.
+    fn finish_call(&self, msg: &TaskMessage, outcome: Outcome, now: SystemTime) -> (ScriptCall, &'static str) {
+        let now_secs = unix_secs(now);
+        let k = QueueKeys::new(&msg.queue);
+        let date = utc_date(now);
+        let stats_expiry = now_secs + STATS_TTL_SECS;
+        let id = msg.id.as_str();
+        let unique = (!msg.unique_key.is_empty()).then_some(msg.unique_key.as_str());
+        match outcome {
+            Outcome::Done => {
+                let mut call = ScriptCall::new(&SCRIPTS.done);
+                call.key(k.active()).key(k.lease()).key(k.task(id)).key(k.processed_on(&date)).key(k.processed_total());
+                call.key(unique).arg(id).arg(stats_expiry);
+                (call, "done")
+            }
+            Outcome::Complete => {
+                let mut call = ScriptCall::new(&SCRIPTS.complete);
+                call.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
+                call.key(k.processed_on(&date)).key(k.processed_total()).key(unique);
+                call.arg(id).arg(stats_expiry).arg(now_secs + msg.retention).arg(encode(&msg.completed(now)));
+                (call, "complete")
+            }
+            Outcome::Retry { retry_at, error, is_failure } => {
+                let mut call = ScriptCall::new(&SCRIPTS.retry);
+                call.key(k.task(id)).key(k.active()).key(k.lease()).key(k.retry());
+                call.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
+                call.arg(id).arg(encode(&msg.failed(&error, now, is_failure))).arg(unix_secs(retry_at));
+                call.arg(stats_expiry).arg(if is_failure { "1" } else { "0" });
+                (call, "retry")
+            }
+            Outcome::Archive { error } => {
+                let mut call = ScriptCall::new(&SCRIPTS.archive);
+                call.key(k.task(id)).key(k.active()).key(k.lease()).key(k.archived());
+                call.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
+                call.arg(id).arg(encode(&msg.archived(&error, now))).arg(now_secs);
+                call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(stats_expiry).arg(k.task_prefix());
+                (call, "archive")
+            }
+            Outcome::Requeue => {
+                let mut call = ScriptCall::new(&SCRIPTS.requeue);
+                call.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).key(k.idle_workers());
+                call.arg(id).arg(k.ready_channel());
+                (call, "requeue")
+            }
+        }
+    }
+
+    /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`.
+    fn done_batch_call(&self, queue: &str, done: &[(usize, TaskMessage, Outcome)], now: SystemTime) -> ScriptCall {
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&SCRIPTS.done_batch);
+        call.key(k.active()).key(k.lease()).key(k.processed_on(&utc_date(now))).key(k.processed_total());
+        call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix());
+        for (_, msg, _) in done {
+            call.arg(&msg.id).arg(&msg.unique_key);
+        }
+        call
+    }
+}
+
+/// The items without their outcomes.
+fn strip(items: Vec<(usize, TaskMessage, Outcome)>) -> Vec<(usize, TaskMessage)> {
+    items.into_iter().map(|(index, msg, _)| (index, msg)).collect()
+}
+
 fn not_found(msg: &TaskMessage) -> Error {
     Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() }
 }
@@ -333,57 +399,81 @@ impl Dequeue for RedisBroker {
     }
 
     async fn finish(&self, msg: &TaskMessage, outcome: Outcome) -> Result<()> {
-        let now = self.now();
-        let now_secs = unix_secs(now);
-        let k = QueueKeys::new(&msg.queue);
-        let date = utc_date(now);
-        let stats_expiry = now_secs + STATS_TTL_SECS;
-        let id = msg.id.as_str();
-        let unique = (!msg.unique_key.is_empty()).then_some(msg.unique_key.as_str());
-        let (script, mut invocation) = match outcome {
-            Outcome::Done => {
-                let mut inv = ScriptCall::new(&SCRIPTS.done);
-                inv.key(k.active()).key(k.lease()).key(k.task(id)).key(k.processed_on(&date)).key(k.processed_total());
-                inv.arg(id).arg(stats_expiry);
-                ("done", inv)
-            }
-            Outcome::Complete => {
-                let mut inv = ScriptCall::new(&SCRIPTS.complete);
-                inv.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
-                inv.key(k.processed_on(&date)).key(k.processed_total());
-                inv.arg(id).arg(stats_expiry).arg(now_secs + msg.retention).arg(encode(&msg.completed(now)));
-                ("complete", inv)
-            }
-            Outcome::Retry { retry_at, error, is_failure } => {
-                let mut inv = ScriptCall::new(&SCRIPTS.retry);
-                inv.key(k.task(id)).key(k.active()).key(k.lease()).key(k.retry());
-                inv.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
-                inv.arg(id).arg(encode(&msg.failed(&error, now, is_failure))).arg(unix_secs(retry_at));
-                inv.arg(stats_expiry).arg(if is_failure { "1" } else { "0" });
-                ("retry", inv)
-            }
-            Outcome::Archive { error } => {
-                let mut inv = ScriptCall::new(&SCRIPTS.archive);
-                inv.key(k.task(id)).key(k.active()).key(k.lease()).key(k.archived());
-                inv.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
-                inv.arg(id).arg(encode(&msg.archived(&error, now))).arg(now_secs);
-                inv.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(stats_expiry).arg(k.task_prefix());
-                ("archive", inv)
-            }
-            Outcome::Requeue => {
-                let mut inv = ScriptCall::new(&SCRIPTS.requeue);
-                inv.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).key(k.idle_workers());
-                inv.arg(id).arg(k.ready_channel());
-                ("requeue", inv)
-            }
-        };
-        if let (Some(key), "done" | "complete") = (unique, script) {
-            invocation.key(key);
-        }
-        match invocation.run::<i64>(&mut self.conn(), script).await? {
+        let (call, context) = self.finish_call(msg, outcome, self.now());
+        match call.run::<i64>(&mut self.conn(), context).await? {
             1 => Ok(()),
             _ => Err(not_found(msg)),
         }
+    }
+
+    /// One pipeline per queue; the successes without retention of a queue share one
+    /// `done_batch.lua` call.
+    async fn finish_batch(&self, items: Vec<(TaskMessage, Outcome)>) -> Vec<Result<()>> {
+        let now = self.now();
+        let mut by_queue: std::collections::BTreeMap<String, Vec<(usize, TaskMessage, Outcome)>> = Default::default();
+        for (index, (msg, outcome)) in items.into_iter().enumerate() {
+            by_queue.entry(msg.queue.clone()).or_default().push((index, msg, outcome));
+        }
+        let mut results: Vec<Option<Result<()>>> = Vec::new();
+        results.resize_with(by_queue.values().map(Vec::len).sum(), || None);
+        let mut conn = self.conn();
+        for (queue, items) in by_queue {
+            let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
+            // The calls of the pipeline, each with the items whose replies it carries.
+            let mut calls: Vec<(ScriptCall, &str, Vec<(usize, TaskMessage)>)> = Vec::new();
+            let singles: Vec<_> = if done.len() > 1 {
+                calls.push((self.done_batch_call(&queue, &done, now), "done batch", strip(done)));
+                others
+            } else {
+                done.into_iter().chain(others).collect()
+            };
+            calls.extend(singles.into_iter().map(|(index, msg, outcome)| {
+                let (call, context) = self.finish_call(&msg, outcome, now);
+                (call, context, vec![(index, msg)])
+            }));
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for (call, _, _) in &calls {
+                pipe.add_command(call.cmd());
+            }
+            let replies: Vec<Value> = match pipe.query_async(&mut conn).await {
+                Ok(replies) => replies,
+                Err(e) => {
+                    let e = broker_error("finish batch", e);
+                    for (_, _, items) in &calls {
+                        for (index, _) in items {
+                            results[*index] = Some(Err(e.duplicate()));
+                        }
+                    }
+                    continue;
+                }
+            };
+            for ((call, context, items), reply) in calls.into_iter().zip(replies) {
+                let reply = match reply {
+                    Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => {
+                        call.run::<Value>(&mut conn, context).await
+                    }
+                    other => Ok(other),
+                };
+                let codes: Vec<i64> = match reply {
+                    Ok(Value::Int(n)) => vec![n],
+                    Ok(Value::Array(values)) => values.iter().map(int).collect(),
+                    Ok(other) => {
+                        let e = unexpected(context, format!("unexpected reply {other:?}"));
+                        items.iter().for_each(|(index, _)| results[*index] = Some(Err(e.duplicate())));
+                        continue;
+                    }
+                    Err(e) => {
+                        items.iter().for_each(|(index, _)| results[*index] = Some(Err(e.duplicate())));
+                        continue;
+                    }
+                };
+                for ((index, msg), code) in items.into_iter().zip(codes) {
+                    results[index] = Some(if code == 1 { Ok(()) } else { Err(not_found(&msg)) });
+                }
+            }
+        }
+        results.into_iter().map(|r| r.expect("every item has a result")).collect()
     }
 
     async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {

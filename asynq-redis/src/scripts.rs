@@ -24,6 +24,7 @@ pub(crate) struct Scripts {
     pub(crate) enqueue: Script,
     pub(crate) dequeue: Script,
     pub(crate) done: Script,
+    pub(crate) done_batch: Script,
     pub(crate) complete: Script,
     pub(crate) retry: Script,
     pub(crate) archive: Script,
@@ -40,11 +41,12 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 16] {
+    fn all(&self) -> [&Script; 17] {
         [
             &self.enqueue,
             &self.dequeue,
             &self.done,
+            &self.done_batch,
             &self.complete,
             &self.retry,
             &self.archive,
@@ -75,6 +77,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("enqueue"),
     dequeue: script!("dequeue"),
     done: script!(common + "done"),
+    done_batch: script!(common + "done_batch"),
     complete: script!(common + "complete"),
     retry: script!(common + "retry"),
     archive: script!(common + "archive"),

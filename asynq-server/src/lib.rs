@@ -20,6 +20,7 @@ mod periodic;
 pub mod processor;
 pub mod recoverer;
 mod server;
+mod settler;
 mod signals;
 pub mod syncer;
 mod workers;

@@ -7,6 +7,7 @@
 
 use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
 use crate::handler::{Handler, HandlerError, TaskContext};
+use crate::settler::Settler;
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
@@ -99,6 +100,7 @@ struct Shared {
     slots: Arc<Semaphore>,
     active: Arc<ActiveTasks>,
     syncer: Syncer,
+    settler: Settler,
     running: TaskTracker,
     /// Cancelled when shutdown stops waiting for running tasks: they are requeued.
     abandon: CancellationToken,
@@ -123,6 +125,7 @@ impl Processor {
         let queue_names = config.queues.names().map(str::to_owned).collect();
         let slots = Arc::new(Semaphore::new(config.concurrency));
         let shared = Shared {
+            settler: Settler::spawn(Arc::clone(&broker)),
             broker,
             handler,
             clock,
@@ -267,7 +270,7 @@ impl Shared {
     }
 
     async fn write(&self, message: &TaskMessage, outcome: Outcome, lease: &Lease) {
-        match self.broker.finish(message, outcome.clone()).await {
+        match self.settler.settle(message.clone(), outcome.clone()).await {
             Ok(()) => {}
             Err(Error::TaskNotFound { .. }) => {
                 tracing::warn!(task_id = %message.id, queue = %message.queue, "task was no longer active when its outcome was written");

@@ -23,6 +23,25 @@ local function incr_total(key)
     end
 end
 
+-- Adds n to a daily counter; the first addition sets its expiry (Unix seconds).
+local function incr_daily_by(key, n, expire_at)
+    if redis.call("INCRBY", key, n) == n then
+        redis.call("EXPIREAT", key, expire_at)
+    end
+end
+
+-- Adds n to a total counter, starting again from n where it would pass the largest int64.
+local function incr_total_by(key, n)
+    if redis.call("GET", key) == MAX_INT64 then
+        redis.call("SET", key, n)
+        return
+    end
+    local reply = redis.pcall("INCRBY", key, n)
+    if type(reply) == "table" and reply.err then
+        redis.call("SET", key, n)
+    end
+end
+
 -- Takes task `id` out of the active list and the lease set. Returns false, having written
 -- nothing, when the task is not active.
 local function take_active(active, lease, id)
@@ -30,7 +49,8 @@ local function take_active(active, lease, id)
         return false
     end
     redis.call("ZREM", lease, id)
-    redis.call("LREM", active, 0, id)
+    -- An ID is in the active list once, so the scan can stop at the first match.
+    redis.call("LREM", active, 1, id)
     return true
 end
 

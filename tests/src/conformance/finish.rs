@@ -176,3 +176,42 @@ pub async fn case_finishing_twice_fails<F: BrokerFactory>(factory: &F) {
         }
     }
 }
+
+/// A batch settles each task exactly as one `finish` would, across queues and outcomes, and
+/// reports a task that is not active on its own.
+pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let unique = TaskOptions::new().queue("q").unique(secs(600));
+    t.enqueue("u", &Task::new("report", "nov"), unique.clone()).await.unwrap();
+    let u = t.take("q", "u").await.message;
+    let (a, b, c) = (t.activate("q", "a").await, t.activate("q", "b").await, t.activate("q", "c").await);
+    let (d, e) = (t.activate("other", "d").await, t.activate("other", "e").await);
+    let pending = t.plain("q", "p").await;
+
+    let results = t
+        .broker
+        .finish_batch(vec![
+            (u.clone(), Outcome::Done),
+            (a.clone(), Outcome::Done),
+            (b.clone(), retry(at(60), "boom", true)),
+            (pending.clone(), Outcome::Done),
+            (d.clone(), Outcome::Done),
+            (e.clone(), archive("gave up")),
+            (c.clone(), Outcome::Requeue),
+        ])
+        .await;
+
+    assert_eq!(results.iter().map(Result::is_ok).collect::<Vec<_>>(), [true, true, true, false, true, true, true]);
+    assert_task_not_found(results.into_iter().nth(3).unwrap(), "q", "p");
+    assert_task_not_found(t.broker.task_info("q", "u").await, "q", "u");
+    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
+    assert_eq!(t.task("q", "b").await.state, TaskState::Retry);
+    assert_eq!(t.task("other", "e").await.state, TaskState::Archived);
+    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["c", "p"]);
+    let q = t.info("q").await;
+    assert_eq!((q.processed_total, q.failed_total, q.active), (3, 1, 0));
+    let other = t.info("other").await;
+    assert_eq!((other.processed_total, other.failed_total, other.active), (2, 1, 0));
+    // The lock of the successful unique task is released.
+    t.enqueue("u2", &Task::new("report", "nov"), unique).await.unwrap();
+}

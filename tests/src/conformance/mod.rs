@@ -152,6 +152,7 @@ macro_rules! broker_conformance {
             finish::case_requeue_goes_to_the_front,
             finish::case_finishing_a_task_that_is_not_active_fails,
             finish::case_finishing_twice_fails,
+            finish::case_finish_batch_settles_each_task_as_finish_does,
             archive::case_archive_trims_tasks_archived_90_days_ago,
             archive::case_archive_keeps_the_newest_9999,
             forward::case_forward_moves_due_tasks_to_pending,
