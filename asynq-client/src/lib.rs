@@ -1,7 +1,8 @@
 //! The asynq producer: validates tasks and enqueues them into a broker.
 //!
 //! A producer depends on this crate and a broker crate only. Everything the client refuses is
-//! refused before anything is written.
+//! refused before anything is written. A [`Tracker`] follows tasks after they are enqueued: it
+//! waits for a task's outcome and cancels a running one.
 //!
 //! ```
 //! use asynq_client::{Client, Task, TaskOptions, TaskState};
@@ -20,7 +21,10 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
-pub use asynq_core::{Error, Result, Task, TaskInfo, TaskOptions, TaskState};
+mod tracker;
+
+pub use asynq_core::{Error, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
+pub use tracker::Tracker;
 
 use asynq_core::broker::Enqueue;
 use asynq_core::{Clock, EnqueueRequest, Placement, SystemClock, resolve_enqueue};

@@ -12,6 +12,13 @@
 //! The traits use `#[async_trait]` so that roles can hold `Arc<dyn Dequeue>` and tests can swap
 //! backends; one boxed future per broker call is noise next to a network round trip.
 
+pub use crate::aggregate::{
+    AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, DEFAULT_GROUP_GRACE_PERIOD, GroupInfo,
+};
+pub use crate::cancel::Cancel;
+pub use crate::scheduler::{MAX_SCHEDULER_HISTORY, SchedulerEnqueueEvent, SchedulerEntry, SchedulerState};
+pub use crate::wait::Wait;
+
 use crate::TaskMessage;
 use crate::error::Result;
 use crate::info::{QueueInfo, ServerInfo, WorkerInfo};
@@ -224,6 +231,36 @@ pub trait Inspect: Send + Sync {
 }
 
 /// Every broker role at once; implemented for every type that implements them all.
-pub trait Broker: Enqueue + Dequeue + Forward + Recover + Janitor + ServerState + Health + Inspect + 'static {}
+pub trait Broker:
+    Enqueue
+    + Dequeue
+    + Forward
+    + Recover
+    + Janitor
+    + ServerState
+    + Health
+    + Inspect
+    + Cancel
+    + Wait
+    + Aggregate
+    + SchedulerState
+    + 'static
+{
+}
 
-impl<T> Broker for T where T: Enqueue + Dequeue + Forward + Recover + Janitor + ServerState + Health + Inspect + 'static {}
+impl<T> Broker for T where
+    T: Enqueue
+        + Dequeue
+        + Forward
+        + Recover
+        + Janitor
+        + ServerState
+        + Health
+        + Inspect
+        + Cancel
+        + Wait
+        + Aggregate
+        + SchedulerState
+        + 'static
+{
+}

@@ -62,6 +62,27 @@ pub enum Error {
     /// The operation is not allowed in the current state, e.g. pausing a paused queue.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// The aggregation set does not exist: it was completed or deleted, or reclaimed after its
+    /// deadline and its tasks put back in their group.
+    #[error("aggregation set not found: queue {queue:?}, group {group:?}, set {set_id:?}")]
+    AggregationSetNotFound {
+        /// The queue.
+        queue: String,
+        /// The group.
+        group: String,
+        /// The set ID.
+        set_id: String,
+    },
+    /// A wait for a task to finish ran out of time; the task had not finished.
+    #[error("timed out after {timeout:?} waiting for task {id:?} in queue {queue:?} to finish")]
+    WaitTimeout {
+        /// The task's queue.
+        queue: String,
+        /// The task ID.
+        id: String,
+        /// How long the wait lasted.
+        timeout: std::time::Duration,
+    },
     /// The backend failed.
     #[error(transparent)]
     Broker(#[from] BrokerError),

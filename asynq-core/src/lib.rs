@@ -15,20 +15,27 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+mod aggregate;
 pub mod broker;
+mod cancel;
 mod clock;
 mod error;
+mod go_format;
 mod info;
 mod lease;
 mod message;
 mod options;
 pub mod queue;
 pub mod retry;
+mod scheduler;
 pub mod state;
 mod task;
 pub mod time;
+mod wait;
 
+pub use aggregate::{validate_aggregation_set, validate_group_name};
 pub use broker::Broker;
+pub use cancel::validate_task_id;
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use error::{BrokerError, Error, Result};
 pub use info::{QueueInfo, ServerInfo, ServerStatus, WorkerInfo};
@@ -37,6 +44,7 @@ pub use message::TaskMessage;
 pub use options::{EnqueueRequest, Placement, ProcessAt, TaskOptions, resolve_enqueue, validate_queue_name};
 pub use state::TaskState;
 pub use task::{Task, TaskInfo};
+pub use wait::{TaskOutcome, validate_wait};
 
 use std::time::Duration;
 

@@ -122,6 +122,46 @@ impl TaskOptions {
     pub fn queue_name(&self) -> &str {
         self.queue.as_deref().unwrap_or(DEFAULT_QUEUE)
     }
+
+    /// Each option that is set, written as Go asynq's `Option.String()` writes it, in field order:
+    /// `Queue("critical")`, `MaxRetry(5)`, `Timeout(1m30s)`, `Deadline(Sun Nov 22 00:00:00 UTC
+    /// 2026)`, `ProcessAt(…)` or `ProcessIn(5m0s)`, `Unique(1h0m0s)`, `TaskID("id")`,
+    /// `Retention(24h0m0s)`, `Group("g")`. Go's scheduler stores these in its entries, and Go's
+    /// inspector (`asynq cron ls`) parses them back.
+    pub fn go_option_strings(&self) -> Vec<String> {
+        use crate::go_format::{go_duration, go_quote, go_unix_date};
+        let mut strings = Vec::new();
+        if let Some(queue) = &self.queue {
+            strings.push(format!("Queue({})", go_quote(queue)));
+        }
+        if let Some(n) = self.max_retry {
+            strings.push(format!("MaxRetry({n})"));
+        }
+        if let Some(timeout) = self.timeout {
+            strings.push(format!("Timeout({})", go_duration(timeout)));
+        }
+        if let Some(deadline) = self.deadline {
+            strings.push(format!("Deadline({})", go_unix_date(deadline)));
+        }
+        match self.process_at {
+            Some(ProcessAt::At(t)) => strings.push(format!("ProcessAt({})", go_unix_date(t))),
+            Some(ProcessAt::In(d)) => strings.push(format!("ProcessIn({})", go_duration(d))),
+            None => {}
+        }
+        if let Some(ttl) = self.unique {
+            strings.push(format!("Unique({})", go_duration(ttl)));
+        }
+        if let Some(id) = &self.task_id {
+            strings.push(format!("TaskID({})", go_quote(id)));
+        }
+        if let Some(retention) = self.retention {
+            strings.push(format!("Retention({})", go_duration(retention)));
+        }
+        if let Some(group) = &self.group {
+            strings.push(format!("Group({})", go_quote(group)));
+        }
+        strings
+    }
 }
 
 /// Where a new task is placed.

@@ -51,7 +51,7 @@ pub fn utc_date(t: SystemTime) -> String {
 
 /// Converts days since 1970-01-01 to a proleptic Gregorian (year, month, day).
 /// Howard Hinnant's `civil_from_days` algorithm.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

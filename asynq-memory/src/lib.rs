@@ -26,8 +26,11 @@
 //! # }
 //! ```
 
+mod aggregate;
 mod queue;
+mod schedulers;
 mod servers;
+mod signals;
 mod stats;
 mod zset;
 
@@ -73,6 +76,8 @@ struct Inner {
     /// Notified whenever a task may have become ready: enqueue or forward to pending, requeue,
     /// unpause.
     ready: Notify,
+    /// Cancellation requests and finish notifications.
+    signals: signals::Signals,
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +86,8 @@ struct State {
     known: BTreeSet<String>,
     queues: HashMap<String, Queue>,
     servers: Servers,
+    /// Periodic-task schedulers' entries, enqueue history and fire marks.
+    schedulers: schedulers::Schedulers,
 }
 
 impl State {
@@ -101,7 +108,8 @@ impl MemoryBroker {
 
     /// An empty broker that reads `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
-        let inner = Inner { clock, state: Mutex::new(State::default()), ready: Notify::new() };
+        let inner =
+            Inner { clock, state: Mutex::new(State::default()), ready: Notify::new(), signals: Default::default() };
         Self { inner: Arc::new(inner) }
     }
 
@@ -188,6 +196,7 @@ impl Dequeue for MemoryBroker {
     async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
         let now = self.now();
         let requeue = outcome == Outcome::Requeue;
+        let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
         {
             let mut state = self.state();
             let queue = state
@@ -198,6 +207,9 @@ impl Dequeue for MemoryBroker {
         }
         if requeue {
             self.wake_waiters();
+        }
+        if finished_for_good {
+            self.inner.signals.task_finished();
         }
         Ok(())
     }

@@ -11,6 +11,7 @@
 //! instead drops the container entry and moves on: an ID whose record is missing or in another
 //! state is a stale entry, which no operation here leaves behind.
 
+mod aggregate;
 mod inspect;
 
 use crate::stats::Stats;
@@ -79,6 +80,8 @@ pub(crate) struct Queue {
     /// does not add to it.
     groups: BTreeSet<String>,
     group_sets: HashMap<String, ZSet>,
+    /// The aggregation sets taken out of the groups, with their deadlines.
+    aggregation_sets: aggregate::AggregationSets,
     tasks: HashMap<String, TaskRecord>,
     locks: HashMap<String, UniqueLock>,
     /// Unix seconds of the pause, while paused.

@@ -82,6 +82,11 @@ impl ZSet {
     pub(crate) fn take_lowest(&mut self, n: usize) -> Vec<String> {
         self.take_up_to(i64::MAX, n)
     }
+
+    /// The highest-ranked member and its score (`ZREVRANGE 0 0 WITHSCORES`).
+    pub(crate) fn highest(&self) -> Option<(&str, i64)> {
+        self.ordered.last().map(|(score, member)| (member.as_str(), *score))
+    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@ use crate::connection::{Connection, RedisTarget};
 use crate::error::{ConnectError, broker_error, unexpected};
 use crate::keys::{self, QueueKeys};
 use crate::proto;
+use crate::pubsub::PubSub;
 use crate::scripts::{SCRIPTS, ScriptCall};
-use crate::wake::WakeSignals;
 use async_trait::async_trait;
 use asynq_core::broker::{
     Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
@@ -17,7 +17,7 @@ use asynq_core::{
 };
 use bytes::Bytes;
 use prost::Message;
-use redis::{AsyncCommands, FromRedisValue, Value};
+use redis::{AsyncCommands, FromRedisValue, Script, Value};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -69,7 +69,8 @@ impl fmt::Debug for RedisConfig {
 ///
 /// ```no_run
 /// use asynq_redis::RedisBroker;
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let broker = RedisBroker::connect("redis://127.0.0.1:6379").await?;
 /// # let _ = broker; Ok(()) }
 /// ```
@@ -83,7 +84,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// Queues this process has added to `asynq:queues` (Go v0.25+ caches the same way).
     registered: Mutex<HashSet<String>>,
-    wake: WakeSignals,
+    /// The pub/sub connection: wake-ups, cancellations, finish notifications.
+    pubsub: PubSub,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -127,21 +129,26 @@ impl RedisBroker {
             .load_all(&mut conn)
             .await
             .map_err(|source| ConnectError::Connect { target: format!("{:?}", config.target), source })?;
-        let inner = Inner { conn, clock: config.clock, registered: Mutex::default(), wake: WakeSignals::new(pubsub) };
+        let pubsub = PubSub::new(pubsub, config.response_timeout);
+        let inner = Inner { conn, clock: config.clock, registered: Mutex::default(), pubsub };
         Ok(Self { inner: Arc::new(inner) })
     }
 
-    fn conn(&self) -> Connection {
+    pub(crate) fn conn(&self) -> Connection {
         self.inner.conn.clone()
     }
 
-    fn now(&self) -> SystemTime {
+    pub(crate) fn pubsub(&self) -> &PubSub {
+        &self.inner.pubsub
+    }
+
+    pub(crate) fn now(&self) -> SystemTime {
         self.inner.clock.now()
     }
 
     /// Adds `queue` to `asynq:queues` once per process: without it, Go's inspector and CLI
     /// report the queue as not found.
-    async fn register_queue(&self, queue: &str) -> Result<()> {
+    pub(crate) async fn register_queue(&self, queue: &str) -> Result<()> {
         if self.inner.registered.lock().expect("registered lock poisoned").contains(queue) {
             return Ok(());
         }
@@ -161,7 +168,7 @@ fn encode(msg: &TaskMessage) -> Vec<u8> {
     proto::TaskMessage::from(msg).encode_to_vec()
 }
 
-fn decode(bytes: &[u8]) -> Result<TaskMessage> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<TaskMessage> {
     proto::TaskMessage::decode(bytes).map(Into::into).map_err(|e| unexpected("cannot decode a task message", e))
 }
 
@@ -178,7 +185,7 @@ impl RedisBroker {
             Outcome::Done => {
                 let mut call = ScriptCall::new(&SCRIPTS.done);
                 call.key(k.active()).key(k.lease()).key(k.task(id)).key(k.processed_on(&date)).key(k.processed_total());
-                call.key(unique).arg(id).arg(stats_expiry);
+                call.key(unique).arg(id).arg(stats_expiry).arg(k.finished_channel());
                 (call, "done")
             }
             Outcome::Complete => {
@@ -186,6 +193,7 @@ impl RedisBroker {
                 call.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
                 call.key(k.processed_on(&date)).key(k.processed_total()).key(unique);
                 call.arg(id).arg(stats_expiry).arg(now_secs + msg.retention).arg(encode(&msg.completed(now)));
+                call.arg(k.finished_channel());
                 (call, "complete")
             }
             Outcome::Retry { retry_at, error, is_failure } => {
@@ -202,6 +210,7 @@ impl RedisBroker {
                 call.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
                 call.arg(id).arg(encode(&msg.archived(&error, now))).arg(now_secs);
                 call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(stats_expiry).arg(k.task_prefix());
+                call.arg(k.finished_channel());
                 (call, "archive")
             }
             Outcome::Requeue => {
@@ -218,7 +227,7 @@ impl RedisBroker {
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&SCRIPTS.done_batch);
         call.key(k.active()).key(k.lease()).key(k.processed_on(&utc_date(now))).key(k.processed_total());
-        call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix());
+        call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
         for (_, msg, _) in done {
             call.arg(&msg.id).arg(&msg.unique_key);
         }
@@ -239,6 +248,16 @@ impl RedisBroker {
     /// The `enqueue.lua` call that stores `request`, with the message it stores (its
     /// `unique_key` filled in for unique tasks).
     fn enqueue_call(&self, request: EnqueueRequest) -> Result<(ScriptCall, TaskMessage)> {
+        self.enqueue_call_with(&SCRIPTS.enqueue, request)
+    }
+
+    /// As [`RedisBroker::enqueue_call`], calling `script`, which takes `enqueue.lua`'s KEYS and
+    /// ARGV first (callers may append their own).
+    pub(crate) fn enqueue_call_with(
+        &self,
+        script: &'static Script,
+        request: EnqueueRequest,
+    ) -> Result<(ScriptCall, TaskMessage)> {
         let mut msg = request.message;
         validate_queue_name(&msg.queue)?;
         let k = QueueKeys::new(&msg.queue);
@@ -252,7 +271,7 @@ impl RedisBroker {
             Placement::Scheduled { process_at } => ("scheduled", k.scheduled(), unix_secs(*process_at), String::new()),
             Placement::Grouped { group } => ("group", k.group(group), unix_secs(now), group.clone()),
         };
-        let mut call = ScriptCall::new(&SCRIPTS.enqueue);
+        let mut call = ScriptCall::new(script);
         call.key(k.task(&msg.id)).key(destination).key(k.groups()).key(k.idle_workers());
         call.arg(encode(&msg)).arg(&msg.id).arg(placement).arg(score).arg(group).arg(k.ready_channel());
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
@@ -263,7 +282,7 @@ impl RedisBroker {
 }
 
 /// What `enqueue.lua` answered for `msg`.
-fn enqueue_result(msg: TaskMessage, reply: i64) -> Result<()> {
+pub(crate) fn enqueue_result(msg: TaskMessage, reply: i64) -> Result<()> {
     match reply {
         1 => Ok(()),
         0 => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
@@ -375,12 +394,12 @@ impl Dequeue for RedisBroker {
     /// waits for a producer's wake-up; returns at once when a task is already pending. Never
     /// resolves while Redis is unreachable: the processor's poll then takes over.
     async fn wait_for_tasks(&self, queues: &[String]) {
-        let wake = &self.inner.wake;
-        let notified = wake.notified();
+        let pubsub = &self.inner.pubsub;
+        let notified = pubsub.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
         let channels: Vec<String> = queues.iter().map(|q| QueueKeys::new(q).ready_channel()).collect();
-        if let Err(e) = wake.subscribe(&channels).await {
+        if let Err(e) = pubsub.subscribe_wake(&channels).await {
             tracing::debug!(error = %e, "cannot subscribe to wake-ups; polling only");
             return std::future::pending().await;
         }

@@ -146,6 +146,13 @@ impl QueueKeys {
         self.key("ready")
     }
 
+    /// `asynq:{q}:finished` — the pub/sub channel on which the scripts that finish a task for
+    /// good (done, complete, archive) publish its ID, when a Rust client waits for it (marked by
+    /// the task hash's `waiters` field). Ours only.
+    pub fn finished_channel(&self) -> String {
+        self.key("finished")
+    }
+
     /// `asynq:{q}:unique:<type>:<md5 hex of payload>` — the uniqueness lock of a task; an
     /// empty payload gives the trailing-colon form Go writes for a `nil` payload.
     pub fn unique(&self, type_name: &str, payload: &[u8]) -> String {
@@ -179,6 +186,13 @@ pub fn scheduler_history(entry_id: &str) -> String {
     format!("asynq:scheduler_history:{entry_id}")
 }
 
+/// `asynq:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task was
+/// enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither writes nor
+/// reads it.
+pub fn scheduler_fire(fire_id: &str) -> String {
+    format!("asynq:scheduler_fire:{fire_id}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +222,7 @@ mod tests {
             (k.aggregation_sets(), "asynq:{interop}:aggregation_sets"),
             (k.idle_workers(), "asynq:{interop}:idle_workers"),
             (k.ready_channel(), "asynq:{interop}:ready"),
+            (k.finished_channel(), "asynq:{interop}:finished"),
         ];
         for (built, expected) in pairs {
             assert_eq!(built, expected);
@@ -233,6 +248,7 @@ mod tests {
         assert_eq!(workers("host", 42, "sid"), "asynq:workers:{host:42:sid}");
         assert_eq!(scheduler_entries("h:1:u"), "asynq:schedulers:{h:1:u}");
         assert_eq!(scheduler_history("e"), "asynq:scheduler_history:e");
+        assert_eq!(scheduler_fire("f"), "asynq:scheduler_fire:f");
         assert_eq!(
             (ALL_QUEUES, ALL_SERVERS, ALL_WORKERS, ALL_SCHEDULERS, CANCEL_CHANNEL),
             ("asynq:queues", "asynq:servers", "asynq:workers", "asynq:schedulers", "asynq:cancel")

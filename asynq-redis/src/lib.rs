@@ -5,7 +5,8 @@
 //!
 //! ```no_run
 //! use asynq_redis::RedisBroker;
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let broker = RedisBroker::connect("redis://127.0.0.1:6379/0").await?;
 //! let cluster = RedisBroker::connect("redis-cluster://10.0.0.1:7000,10.0.0.2:7000").await?;
 //! let sentinel = RedisBroker::connect("redis-sentinel://10.0.0.1:26379?master=mymaster").await?;
@@ -13,14 +14,18 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+mod aggregate;
 mod broker;
 mod connection;
 mod error;
 pub mod keys;
 pub mod proto;
+mod pubsub;
+mod schedulers;
 mod scripts;
-mod wake;
+mod signals;
 
 pub use broker::{RedisBroker, RedisConfig};
 pub use connection::RedisTarget;
 pub use error::ConnectError;
+pub use signals::WAIT_POLL_INTERVAL;

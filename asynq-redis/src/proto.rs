@@ -322,6 +322,54 @@ impl From<WorkerInfo> for CoreWorkerInfo {
     }
 }
 
+/// `t` as a Timestamp, `None` as Go's zero time (which Go's CLI shows as "never").
+fn timestamp_or_go_zero(t: Option<SystemTime>) -> Option<Timestamp> {
+    Some(t.map_or_else(Timestamp::go_zero, Timestamp::from_time))
+}
+
+impl From<&asynq_core::broker::SchedulerEntry> for SchedulerEntry {
+    fn from(e: &asynq_core::broker::SchedulerEntry) -> Self {
+        SchedulerEntry {
+            id: e.id.clone(),
+            spec: e.spec.clone(),
+            task_type: e.task_type.clone(),
+            task_payload: e.task_payload.clone(),
+            enqueue_options: e.options.clone(),
+            next_enqueue_time: timestamp_or_go_zero(e.next),
+            prev_enqueue_time: timestamp_or_go_zero(e.prev),
+        }
+    }
+}
+
+impl From<SchedulerEntry> for asynq_core::broker::SchedulerEntry {
+    fn from(e: SchedulerEntry) -> Self {
+        asynq_core::broker::SchedulerEntry {
+            id: e.id,
+            spec: e.spec,
+            task_type: e.task_type,
+            task_payload: e.task_payload,
+            options: e.enqueue_options,
+            next: e.next_enqueue_time.and_then(Timestamp::to_time),
+            prev: e.prev_enqueue_time.and_then(Timestamp::to_time),
+        }
+    }
+}
+
+impl From<&asynq_core::broker::SchedulerEnqueueEvent> for SchedulerEnqueueEvent {
+    fn from(e: &asynq_core::broker::SchedulerEnqueueEvent) -> Self {
+        SchedulerEnqueueEvent { task_id: e.task_id.clone(), enqueue_time: Some(Timestamp::from_time(e.enqueued_at)) }
+    }
+}
+
+impl From<SchedulerEnqueueEvent> for asynq_core::broker::SchedulerEnqueueEvent {
+    fn from(e: SchedulerEnqueueEvent) -> Self {
+        asynq_core::broker::SchedulerEnqueueEvent {
+            task_id: e.task_id,
+            enqueued_at: e.enqueue_time.and_then(Timestamp::to_time).unwrap_or(UNIX_EPOCH),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

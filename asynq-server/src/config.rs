@@ -1,6 +1,8 @@
 //! Server configuration: one struct with Go asynq's fields and defaults.
 
+use crate::aggregator::GroupAggregator;
 use crate::handler::HandlerError;
+use asynq_core::broker::{AggregationLimits, DEFAULT_GROUP_GRACE_PERIOD};
 use asynq_core::{Clock, SystemClock, Task};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -72,6 +74,19 @@ pub struct Config {
     pub janitor_batch_size: usize,
     /// How often failed state writes are retried. Default: 5 s.
     pub syncer_interval: Duration,
+    /// Combines the tasks of each group into one task once the group is ready; with it, the
+    /// server checks the groups of its queues (see [`aggregator`](crate::aggregator)).
+    /// Default: none (grouped tasks wait for a server that has one).
+    pub group_aggregator: Option<Arc<dyn GroupAggregator>>,
+    /// A group is ready once no task joined it for this long; the groups are checked every
+    /// `min(7 s, grace period)`. At least 1 s. Default: 1 min.
+    pub group_grace_period: Duration,
+    /// A group is ready once its oldest task has waited this long, however busy the group.
+    /// At least 1 s. Default: none (no limit).
+    pub group_max_delay: Option<Duration>,
+    /// A group is ready once it holds this many tasks, and one aggregation takes at most this
+    /// many. At least 1. Default: none (no limit).
+    pub group_max_size: Option<usize>,
     /// The wall clock. Default: the system clock; tests use a simulated one.
     pub clock: Arc<dyn Clock>,
 }
@@ -95,6 +110,10 @@ impl Default for Config {
             janitor_interval: Duration::from_secs(8),
             janitor_batch_size: 100,
             syncer_interval: Duration::from_secs(5),
+            group_aggregator: None,
+            group_grace_period: DEFAULT_GROUP_GRACE_PERIOD,
+            group_max_delay: None,
+            group_max_size: None,
             clock: Arc::new(SystemClock),
         }
     }
@@ -117,12 +136,25 @@ impl fmt::Debug for Config {
             .field("janitor_interval", &self.janitor_interval)
             .field("janitor_batch_size", &self.janitor_batch_size)
             .field("syncer_interval", &self.syncer_interval)
+            .field("group_aggregator", &self.group_aggregator.is_some())
+            .field("group_grace_period", &self.group_grace_period)
+            .field("group_max_delay", &self.group_max_delay)
+            .field("group_max_size", &self.group_max_size)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
 
 impl Config {
+    /// When a group is ready for aggregation, from the `group_*` fields.
+    pub(crate) fn aggregation_limits(&self) -> AggregationLimits {
+        AggregationLimits {
+            grace_period: self.group_grace_period,
+            max_delay: self.group_max_delay,
+            max_size: self.group_max_size,
+        }
+    }
+
     /// Checks the configuration; called by [`Server::new`](crate::Server::new).
     pub(crate) fn validate(&self) -> asynq_core::Result<()> {
         use asynq_core::Error;
@@ -149,6 +181,7 @@ impl Config {
                 return Err(Error::invalid("interval", format!("{name} must be positive")));
             }
         }
+        self.aggregation_limits().validate()?;
         if self.janitor_batch_size == 0 {
             return Err(Error::invalid("janitor batch size", "must be at least 1"));
         }

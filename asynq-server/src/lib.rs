@@ -5,10 +5,15 @@
 //! step (`tick`) that tests call directly:
 //! [`processor`] (runs handlers), [`heartbeat`] (publishes state, extends leases),
 //! [`recoverer`] (recovers tasks of dead workers), [`forwarder`] (moves due tasks to pending),
-//! [`janitor`] (deletes expired completed tasks), [`healthcheck`] (pings the broker) and
-//! [`syncer`] (retries failed state writes).
+//! [`janitor`] (deletes expired completed tasks), [`healthcheck`] (pings the broker),
+//! [`syncer`] (retries failed state writes) and [`subscriber`] (cancels running tasks on
+//! request).
+//!
+//! Beside the server, a [`Scheduler`] enqueues periodic tasks on cron specs, and a
+//! [`PeriodicTaskManager`] keeps its entries in step with a configuration source.
 #![doc(test(attr(deny(warnings))))]
 
+pub mod aggregator;
 mod config;
 pub mod forwarder;
 mod handler;
@@ -17,15 +22,26 @@ pub mod heartbeat;
 pub mod janitor;
 mod mux;
 mod periodic;
+pub mod periodic_task_manager;
 pub mod processor;
 pub mod recoverer;
+mod schedule;
+pub mod scheduler;
 mod server;
 mod settler;
 mod signals;
+pub mod subscriber;
 pub mod syncer;
 mod workers;
 
+pub use aggregator::{GroupAggregator, aggregator_fn};
 pub use config::{Config, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, default_retry_delay};
 pub use handler::{Handler, HandlerError, HandlerFn, ResultWriter, TaskContext, handler_fn};
 pub use mux::{Middleware, ServeMux};
+pub use periodic_task_manager::{
+    PeriodicTaskConfig, PeriodicTaskConfigProvider, PeriodicTaskManager, PeriodicTaskManagerConfig, ProviderError,
+    SyncReport,
+};
+pub use schedule::SpecError;
+pub use scheduler::{FireOutcome, PostEnqueueFn, PreEnqueueFn, Scheduler, SchedulerConfig, SchedulerError};
 pub use server::Server;

@@ -234,7 +234,9 @@ impl Shared {
         let started = self.clock.now();
         let deadline = message.handler_deadline(started);
         let cancel = CancellationToken::new();
-        self.active.insert(ActiveTask { message: message.clone(), started, deadline, lease: lease.clone() });
+        let active =
+            ActiveTask { message: message.clone(), started, deadline, lease: lease.clone(), cancel: cancel.clone() };
+        self.active.insert(active);
         let ctx = TaskContext::new(&message, deadline, Arc::clone(&self.broker), cancel.clone());
         let task = Task::from_message(&message);
         let time_left = deadline.duration_since(self.clock.now()).unwrap_or_default();
@@ -284,7 +286,7 @@ impl Shared {
 }
 
 /// The text of a panic payload.
-fn panic_message(panic: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {

@@ -1,10 +1,12 @@
 //! A recoverer finds active tasks whose lease expired (their worker died or lost the broker)
-//! and sends them to retry, or to the archive when they are out of retries.
+//! and sends them to retry, or to the archive when they are out of retries. Given the broker's
+//! [`Aggregate`] role, it also puts the tasks of stale aggregation sets (whose aggregator died)
+//! back in their groups, as Go's recoverer does.
 
 use crate::handler::HandlerError;
 use crate::periodic::{FirstRun, run_every};
 use crate::processor::FailurePolicy;
-use asynq_core::broker::{Dequeue, Recover};
+use asynq_core::broker::{Aggregate, Dequeue, Recover};
 use asynq_core::{Clock, Error, LEASE_DURATION};
 use std::fmt;
 use std::sync::Arc;
@@ -30,6 +32,8 @@ pub struct Recoverer {
     finish: Arc<dyn Dequeue>,
     clock: Arc<dyn Clock>,
     config: RecovererConfig,
+    /// Where stale aggregation sets are reclaimed, if anywhere.
+    aggregate: Option<Arc<dyn Aggregate>>,
 }
 
 impl Recoverer {
@@ -40,11 +44,19 @@ impl Recoverer {
         clock: Arc<dyn Clock>,
         config: RecovererConfig,
     ) -> Self {
-        Self { recover, finish, clock, config }
+        Self { recover, finish, clock, config, aggregate: None }
+    }
+
+    /// This recoverer, also reclaiming the stale aggregation sets of its queues through
+    /// `aggregate` after each pass (see [`Aggregate::reclaim_stale_aggregation_sets`]).
+    pub fn reclaiming_aggregation_sets(mut self, aggregate: Arc<dyn Aggregate>) -> Self {
+        self.aggregate = Some(aggregate);
+        self
     }
 
     /// Recovers every task whose lease expired more than [`LEASE_DURATION`] ago (a grace period
-    /// for a worker whose heartbeat is late); returns how many.
+    /// for a worker whose heartbeat is late), then reclaims stale aggregation sets if asked to;
+    /// returns how many tasks were recovered.
     pub async fn tick(&self) -> asynq_core::Result<usize> {
         let now = self.clock.now();
         let cutoff = now - LEASE_DURATION;
@@ -61,6 +73,14 @@ impl Recoverer {
                 // Another server recovered it first.
                 Err(Error::TaskNotFound { .. }) => {}
                 Err(e) => return Err(e),
+            }
+        }
+        if let Some(aggregate) = &self.aggregate {
+            for queue in &self.config.queues {
+                let reclaimed = aggregate.reclaim_stale_aggregation_sets(queue).await?;
+                if reclaimed > 0 {
+                    tracing::warn!(queue = %queue, sets = reclaimed, "put the tasks of stale aggregation sets back in their groups");
+                }
             }
         }
         Ok(recovered)

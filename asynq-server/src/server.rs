@@ -1,5 +1,6 @@
 //! The server: starts the roles, and stops them in an order that loses nothing.
 
+use crate::aggregator::{Aggregator, AggregatorConfig};
 use crate::config::Config;
 use crate::forwarder::{Forwarder, ForwarderConfig};
 use crate::handler::Handler;
@@ -8,6 +9,7 @@ use crate::heartbeat::{HeartbeatConfig, Heartbeater, StatusCell};
 use crate::janitor::{Janitor, JanitorConfig};
 use crate::processor::{FailurePolicy, Processor, ProcessorConfig};
 use crate::recoverer::{Recoverer, RecovererConfig};
+use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
 use crate::workers::ActiveTasks;
 use asynq_core::queue::QueuePriorities;
@@ -48,23 +50,25 @@ struct Running {
     recoverer: Role,
     syncer: Role,
     janitor: Role,
+    aggregator: Option<Role>,
     healthcheck: Option<Role>,
+    subscriber: Role,
     heartbeat: Role,
 }
 
-struct Role {
-    stop: CancellationToken,
+pub(crate) struct Role {
+    pub(crate) stop: CancellationToken,
     handle: JoinHandle<()>,
 }
 
 impl Role {
-    fn spawn(spawn: impl FnOnce(CancellationToken) -> JoinHandle<()>) -> Self {
+    pub(crate) fn spawn(spawn: impl FnOnce(CancellationToken) -> JoinHandle<()>) -> Self {
         let stop = CancellationToken::new();
         let handle = spawn(stop.clone());
         Self { stop, handle }
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.stop.cancel();
         if let Err(e) = self.handle.await {
             tracing::error!(error = %e, "a server role panicked");
@@ -143,6 +147,7 @@ impl Server {
                 error_handler: c.error_handler.clone(),
             },
         );
+        let subscriber = Subscriber::new(b.clone(), active.clone(), SubscriberConfig::default());
         let heartbeater = Heartbeater::new(
             b.clone(),
             b.clone(),
@@ -154,33 +159,54 @@ impl Server {
         let recoverer = Recoverer::new(
             b.clone(),
             b.clone(),
-            clock,
+            clock.clone(),
             RecovererConfig { queues: queues.clone(), interval: c.recoverer_interval, failure_policy },
-        );
+        )
+        .reclaiming_aggregation_sets(b.clone());
         let forwarder = Forwarder::new(
             b.clone(),
             ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval },
         );
         let janitor = Janitor::new(
             b.clone(),
-            JanitorConfig { queues, interval: c.janitor_interval, batch_size: c.janitor_batch_size },
+            JanitorConfig { queues: queues.clone(), interval: c.janitor_interval, batch_size: c.janitor_batch_size },
         );
+        let aggregator = match &c.group_aggregator {
+            Some(aggregator) => Some(Aggregator::new(
+                b.clone(),
+                clock,
+                AggregatorConfig::new(queues, c.aggregation_limits(), aggregator.clone()),
+            )?),
+            None => None,
+        };
         let healthcheck = c.health_check.clone().map(|report| {
             HealthChecker::new(b.clone(), HealthCheckConfig { interval: c.health_check_interval, report })
         });
 
-        // Go asynq's start order: heartbeater, health checker, syncer, recoverer, forwarder,
-        // processor, janitor.
+        // Go asynq's start order: heartbeater, health checker, subscriber, syncer, recoverer,
+        // forwarder, processor, janitor, aggregator.
         self.status.set(ServerStatus::Active);
         let heartbeat = Role::spawn(|stop| heartbeater.spawn(stop));
         let healthcheck = healthcheck.map(|h| Role::spawn(|stop| h.spawn(stop)));
+        let subscriber = Role::spawn(|stop| subscriber.spawn(stop));
         let syncer = Role::spawn(|stop| syncer.spawn(stop));
         let recoverer = Role::spawn(|stop| recoverer.spawn(stop));
         let forwarder = Role::spawn(|stop| forwarder.spawn(stop));
         let fetching = Role::spawn(|stop| processor.spawn(stop));
         let janitor = Role::spawn(|stop| janitor.spawn(stop));
-        self.running =
-            Some(Running { processor, fetching, forwarder, recoverer, syncer, janitor, healthcheck, heartbeat });
+        let aggregator = aggregator.map(|a| Role::spawn(|stop| a.spawn(stop)));
+        self.running = Some(Running {
+            processor,
+            fetching,
+            forwarder,
+            recoverer,
+            syncer,
+            janitor,
+            aggregator,
+            healthcheck,
+            subscriber,
+            heartbeat,
+        });
         tracing::info!(server_id = %self.info.server_id, concurrency = c.concurrency, "server started");
         Ok(())
     }
@@ -202,13 +228,18 @@ impl Server {
         // Order matters. Forwarding and fetching stop first, so no new work starts. Then the
         // processor drains or requeues what runs, while the heartbeater keeps extending the
         // leases of tasks still running. The syncer makes a last attempt at failed writes after
-        // every task has settled. The heartbeater goes last and removes the server's records.
+        // every task has settled. The subscriber stops once no task runs that it could cancel.
+        // The heartbeater goes last and removes the server's records.
         running.forwarder.stop().await;
         running.fetching.stop().await;
         running.processor.shutdown().await;
         running.recoverer.stop().await;
         running.syncer.stop().await;
+        running.subscriber.stop().await;
         running.janitor.stop().await;
+        if let Some(aggregator) = running.aggregator {
+            aggregator.stop().await;
+        }
         if let Some(healthcheck) = running.healthcheck {
             healthcheck.stop().await;
         }
@@ -239,9 +270,10 @@ impl Drop for Server {
                 running.recoverer,
                 running.syncer,
                 running.janitor,
+                running.subscriber,
                 running.heartbeat,
             ];
-            for role in roles.iter().chain(running.healthcheck.iter()) {
+            for role in roles.iter().chain(running.aggregator.iter()).chain(running.healthcheck.iter()) {
                 role.stop.cancel();
             }
         }
@@ -258,7 +290,7 @@ impl fmt::Debug for Server {
     }
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())

@@ -5,6 +5,7 @@ use asynq_core::{Lease, TaskMessage, WorkerInfo};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
+use tokio_util::sync::CancellationToken;
 
 /// One running task.
 #[derive(Debug, Clone)]
@@ -13,6 +14,8 @@ pub(crate) struct ActiveTask {
     pub(crate) started: SystemTime,
     pub(crate) deadline: SystemTime,
     pub(crate) lease: Lease,
+    /// Fires the attempt's cancellation (the handler's [`TaskContext::cancelled`](crate::TaskContext::cancelled)).
+    pub(crate) cancel: CancellationToken,
 }
 
 /// The running tasks of one server, by task ID.
@@ -32,6 +35,11 @@ impl ActiveTasks {
 
     pub(crate) fn remove(&self, id: &str) {
         self.lock().remove(id);
+    }
+
+    /// Cancels the attempt at task `id`; false when this server is not running it.
+    pub(crate) fn cancel(&self, id: &str) -> bool {
+        self.lock().get(id).map(|task| task.cancel.cancel()).is_some()
     }
 
     pub(crate) fn len(&self) -> usize {

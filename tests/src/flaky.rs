@@ -163,3 +163,129 @@ impl<B: Inspect> Inspect for FlakyBroker<B> {
         self.inner.unpause_queue(queue).await
     }
 }
+
+#[async_trait]
+impl<B: asynq_core::broker::Cancel> asynq_core::broker::Cancel for FlakyBroker<B> {
+    async fn cancel(&self, id: &str) -> Result<()> {
+        self.check()?;
+        self.inner.cancel(id).await
+    }
+
+    async fn cancellations(&self) -> Result<futures::stream::BoxStream<'static, String>> {
+        self.check()?;
+        self.inner.cancellations().await
+    }
+}
+
+#[async_trait]
+impl<B: asynq_core::broker::Wait> asynq_core::broker::Wait for FlakyBroker<B> {
+    async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<asynq_core::TaskOutcome> {
+        self.check()?;
+        self.inner.wait_for_outcome(queue, id, timeout).await
+    }
+}
+
+#[async_trait]
+impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBroker<B> {
+    async fn groups(&self, queue: &str) -> Result<Vec<asynq_core::broker::GroupInfo>> {
+        self.check()?;
+        self.inner.groups(queue).await
+    }
+
+    async fn aggregation_check(
+        &self,
+        queue: &str,
+        group: &str,
+        limits: asynq_core::broker::AggregationLimits,
+    ) -> Result<Option<String>> {
+        self.check()?;
+        self.inner.aggregation_check(queue, group, limits).await
+    }
+
+    async fn read_aggregation_set(
+        &self,
+        queue: &str,
+        group: &str,
+        set_id: &str,
+    ) -> Result<asynq_core::broker::AggregationSet> {
+        self.check()?;
+        self.inner.read_aggregation_set(queue, group, set_id).await
+    }
+
+    async fn complete_aggregation(
+        &self,
+        queue: &str,
+        group: &str,
+        set_id: &str,
+        request: EnqueueRequest,
+    ) -> Result<()> {
+        self.check()?;
+        self.inner.complete_aggregation(queue, group, set_id, request).await
+    }
+
+    async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()> {
+        self.check()?;
+        self.inner.delete_aggregation_set(queue, group, set_id).await
+    }
+
+    async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize> {
+        self.check()?;
+        self.inner.reclaim_stale_aggregation_sets(queue).await
+    }
+}
+
+#[async_trait]
+impl<B: asynq_core::broker::SchedulerState> asynq_core::broker::SchedulerState for FlakyBroker<B> {
+    async fn write_scheduler_entries(
+        &self,
+        scheduler_id: &str,
+        entries: &[asynq_core::broker::SchedulerEntry],
+        ttl: Duration,
+    ) -> Result<()> {
+        self.check()?;
+        self.inner.write_scheduler_entries(scheduler_id, entries, ttl).await
+    }
+
+    async fn clear_scheduler_entries(&self, scheduler_id: &str) -> Result<()> {
+        self.check()?;
+        self.inner.clear_scheduler_entries(scheduler_id).await
+    }
+
+    async fn scheduler_entries(&self) -> Result<Vec<asynq_core::broker::SchedulerEntry>> {
+        self.check()?;
+        self.inner.scheduler_entries().await
+    }
+
+    async fn record_scheduler_enqueue(
+        &self,
+        entry_id: &str,
+        event: &asynq_core::broker::SchedulerEnqueueEvent,
+    ) -> Result<()> {
+        self.check()?;
+        self.inner.record_scheduler_enqueue(entry_id, event).await
+    }
+
+    async fn clear_scheduler_history(&self, entry_id: &str) -> Result<()> {
+        self.check()?;
+        self.inner.clear_scheduler_history(entry_id).await
+    }
+
+    async fn scheduler_history(
+        &self,
+        entry_id: &str,
+        page: Page,
+    ) -> Result<Vec<asynq_core::broker::SchedulerEnqueueEvent>> {
+        self.check()?;
+        self.inner.scheduler_history(entry_id, page).await
+    }
+
+    async fn mark_fire_enqueued(&self, fire_id: &str, ttl: Duration) -> Result<()> {
+        self.check()?;
+        self.inner.mark_fire_enqueued(fire_id, ttl).await
+    }
+
+    async fn fire_enqueued(&self, fire_id: &str) -> Result<bool> {
+        self.check()?;
+        self.inner.fire_enqueued(fire_id).await
+    }
+}

@@ -1,5 +1,6 @@
 -- archive: moves a task that failed for good to the archive, trims the archive, and counts
 -- the task as processed and failed (Go asynq v0.26's archive). The uniqueness lock is kept.
+-- Tells a waiting Rust client, if any.
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:active
@@ -16,6 +17,7 @@
 -- ARGV[5] -> the archive's size limit (10000: at most 9 999 remain after a trim)
 -- ARGV[6] -> the daily counters' expiry, Unix seconds
 -- ARGV[7] -> the task key prefix, asynq:{<q>}:t:
+-- ARGV[8] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- Returns: 1 done; 0 the task is not active (nothing written)
 if not take_active(KEYS[2], KEYS[3], ARGV[1]) then
     return 0
@@ -34,4 +36,5 @@ incr_daily(KEYS[5], ARGV[6])
 incr_daily(KEYS[6], ARGV[6])
 incr_total(KEYS[7])
 incr_total(KEYS[8])
+notify_waiters(KEYS[1], ARGV[8], ARGV[1])
 return 1

@@ -45,13 +45,22 @@ end
 -- Takes task `id` out of the active list and the lease set. Returns false, having written
 -- nothing, when the task is not active.
 local function take_active(active, lease, id)
-    if not redis.call("ZSCORE", lease, id) then
+    if redis.call("ZREM", lease, id) == 0 then
         return false
     end
-    redis.call("ZREM", lease, id)
-    -- An ID is in the active list once, so the scan can stop at the first match.
-    redis.call("LREM", active, 1, id)
+    -- An ID is in the active list once, so the scan can stop at the first match; it starts from
+    -- the tail, where the longest-running tasks (the likeliest to finish next) are.
+    redis.call("LREM", active, -1, id)
     return true
+end
+
+-- Publishes task `id` on `channel` (asynq:{<q>}:finished) if a Rust client waits for the task to
+-- finish, which mark_waiter.lua records as the task hash's `waiters` field. Call it before the
+-- hash is deleted. Go asynq never sets the field: for its tasks this costs one HEXISTS.
+local function notify_waiters(task_key, channel, id)
+    if redis.call("HEXISTS", task_key, "waiters") == 1 then
+        redis.call("PUBLISH", channel, id)
+    end
 end
 
 -- Deletes the uniqueness lock `key` if task `id` holds it.

@@ -1,6 +1,6 @@
 -- complete: keeps a task that succeeded with retention in the completed set until its
 -- retention runs out, and counts it as processed (Go asynq's markAsComplete and
--- markAsCompleteUnique).
+-- markAsCompleteUnique). Tells a waiting Rust client, if any.
 --
 -- KEYS[1] -> asynq:{<q>}:active
 -- KEYS[2] -> asynq:{<q>}:lease
@@ -13,6 +13,7 @@
 -- ARGV[2] -> the daily counter's expiry, Unix seconds
 -- ARGV[3] -> when the completed task expires (completion + retention), Unix seconds
 -- ARGV[4] -> the encoded TaskMessage with completed_at set
+-- ARGV[5] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- Returns: 1 done; 0 the task is not active (nothing written)
 if not take_active(KEYS[1], KEYS[2], ARGV[1]) then
     return 0
@@ -22,4 +23,5 @@ redis.call("HSET", KEYS[4], "msg", ARGV[4], "state", "completed")
 incr_daily(KEYS[5], ARGV[2])
 incr_total(KEYS[6])
 release_lock(KEYS[7], ARGV[1])
+notify_waiters(KEYS[4], ARGV[5], ARGV[1])
 return 1

@@ -1,5 +1,5 @@
 -- done: deletes a task that succeeded without retention, or was revoked, and counts it as
--- processed (Go asynq's done and doneUnique).
+-- processed (Go asynq's done and doneUnique). Tells a waiting Rust client, if any.
 --
 -- KEYS[1] -> asynq:{<q>}:active
 -- KEYS[2] -> asynq:{<q>}:lease
@@ -9,10 +9,12 @@
 -- KEYS[6] -> the task's uniqueness lock, only if it has one
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the daily counter's expiry, Unix seconds
+-- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- Returns: 1 done; 0 the task is not active (nothing written)
 if not take_active(KEYS[1], KEYS[2], ARGV[1]) then
     return 0
 end
+notify_waiters(KEYS[3], ARGV[3], ARGV[1])
 redis.call("DEL", KEYS[3])
 incr_daily(KEYS[4], ARGV[2])
 incr_total(KEYS[5])

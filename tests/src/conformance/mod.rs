@@ -16,7 +16,9 @@
 //! stderr and stops (see [`lacking`]), and the generated `capabilities_are_declared` test prints
 //! which cases that leaves out. No case is skipped silently.
 
+pub mod aggregate;
 pub mod archive;
+pub mod cancel;
 pub mod dequeue;
 pub mod enqueue;
 pub mod finish;
@@ -25,9 +27,11 @@ pub mod forward;
 pub mod inspect;
 pub mod janitor;
 pub mod leases;
+pub mod scheduler_state;
 pub mod servers;
 pub mod stats;
 pub mod uniqueness;
+pub mod wait;
 pub mod wake;
 
 use asynq_core::{Broker, Clock};
@@ -130,6 +134,17 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, cases: &[&str]) {
 macro_rules! broker_conformance {
     ($factory:expr) => {
         $crate::broker_conformance!(@suite $factory;
+            aggregate::case_groups_are_listed_by_name_with_their_sizes,
+            aggregate::case_an_empty_group_is_never_aggregated,
+            aggregate::case_grace_period_aggregates_an_idle_group,
+            aggregate::case_max_size_takes_the_oldest_tasks_first,
+            aggregate::case_max_delay_aggregates_a_busy_group,
+            aggregate::case_aggregation_check_refuses_invalid_input,
+            aggregate::case_complete_aggregation_enqueues_and_deletes_the_members,
+            aggregate::case_refused_completion_keeps_the_set,
+            aggregate::case_completing_keeps_the_members_uniqueness_locks,
+            aggregate::case_delete_aggregation_set_deletes_its_members,
+            aggregate::case_stale_sets_are_reclaimed_into_their_group,
             enqueue::case_enqueue_pending_task,
             enqueue::case_enqueue_scheduled_task,
             enqueue::case_enqueue_grouped_task,
@@ -179,6 +194,14 @@ macro_rules! broker_conformance {
             servers::case_server_state_expires_after_its_ttl,
             servers::case_server_liveness_is_judged_in_whole_seconds,
             servers::case_ping_answers,
+            scheduler_state::case_scheduler_entries_are_listed_as_written,
+            scheduler_state::case_scheduler_entries_rewrite_replaces_them,
+            scheduler_state::case_cleared_scheduler_entries_are_not_listed,
+            scheduler_state::case_scheduler_entries_expire_after_their_ttl,
+            scheduler_state::case_enqueue_history_is_newest_first_and_paged,
+            scheduler_state::case_enqueue_history_keeps_the_newest_1000,
+            scheduler_state::case_cleared_enqueue_history_is_empty,
+            scheduler_state::case_fire_marks_last_for_their_ttl,
             stats::case_daily_counters_follow_the_utc_date,
             uniqueness::case_duplicate_task_writes_nothing,
             uniqueness::case_unique_lock_is_kept_after_an_id_conflict,
@@ -192,6 +215,17 @@ macro_rules! broker_conformance {
             wake::case_waiting_on_a_queue_with_pending_work_returns_at_once,
             wake::case_forward_and_requeue_wake_a_waiting_worker,
             wake::case_a_paused_queue_wakes_no_one_until_unpaused,
+            cancel::case_cancellations_reach_every_subscriber,
+            cancel::case_a_dropped_subscription_leaves_the_others_listening,
+            cancel::case_cancel_refuses_a_blank_id,
+            wait::case_wait_reports_a_completed_task_with_its_result,
+            wait::case_wait_reports_an_archived_task_with_its_error,
+            wait::case_wait_reports_a_task_done_without_retention_as_deleted,
+            wait::case_finish_batch_tells_every_waiter,
+            wait::case_wait_goes_on_through_retries,
+            wait::case_wait_returns_at_once_for_a_finished_task,
+            wait::case_wait_times_out_with_a_typed_error,
+            wait::case_wait_refuses_bad_arguments_and_unknown_queues,
         );
     };
     (@suite $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {

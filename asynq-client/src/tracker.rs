@@ -1,0 +1,98 @@
+//! Following tasks after they are enqueued: waiting for a task's outcome, and asking servers to
+//! cancel a running one.
+
+use asynq_core::broker::{Cancel, Wait};
+use asynq_core::{Result, TaskOutcome, validate_task_id, validate_wait};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Follows tasks after they are enqueued: waits for a task's outcome, and asks servers to cancel
+/// a running one.
+///
+/// A task is named by its queue and ID, so any process can follow any task: the one that
+/// enqueued it, or a web request that came later with the ID, or an operator's tool. It is a
+/// type of its own rather than part of [`Client`](crate::Client) because it needs other broker
+/// capabilities ([`Wait`], [`Cancel`]) than enqueueing, which stays all a producer needs.
+///
+/// Cheap to clone; clones share the broker connection.
+///
+/// ```
+/// use asynq_client::{Client, Error, Task, TaskOptions, TaskOutcome, Tracker};
+/// use asynq_memory::MemoryBroker;
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Error> {
+/// let broker = MemoryBroker::new();
+/// let (client, tracker) = (Client::new(broker.clone()), Tracker::new(broker));
+/// // A retention keeps the task, and the result its handler writes, after it succeeds.
+/// let options = TaskOptions::new().retention(Duration::from_secs(3600));
+/// let info = client.enqueue(&Task::new("report:build", r#"{"quarter":3}"#), options).await?;
+///
+/// // No server runs here, so the wait times out.
+/// match tracker.wait(&info.queue, &info.id, Duration::from_millis(50)).await {
+///     Ok(TaskOutcome::Completed(task)) => println!("result: {:?}", task.result),
+///     Ok(TaskOutcome::Archived(task)) => println!("failed for good: {:?}", task.last_error),
+///     Ok(_deleted) => println!("finished, and nothing is left to read"),
+///     Err(Error::WaitTimeout { .. }) => println!("not finished yet"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Tracker {
+    wait: Arc<dyn Wait>,
+    cancel: Arc<dyn Cancel>,
+}
+
+impl Tracker {
+    /// A tracker over `broker`.
+    pub fn new(broker: impl Wait + Cancel + 'static) -> Self {
+        let broker = Arc::new(broker);
+        Self::from_parts(broker.clone(), broker)
+    }
+
+    /// A tracker over a broker shared with other components, given as its two capabilities
+    /// (pass the same `Arc` twice; it converts to each).
+    pub fn from_parts(wait: Arc<dyn Wait>, cancel: Arc<dyn Cancel>) -> Self {
+        Self { wait, cancel }
+    }
+
+    /// Waits up to `timeout` for task `id` of `queue` to finish, and says how it ended: completed
+    /// (with the result its handler wrote), archived (with the last error), or deleted (it
+    /// succeeded without retention, was revoked, or was deleted; nothing is left to read).
+    /// Returns at once for a task that already finished. Retries do not end the wait.
+    ///
+    /// The wait is told when the task finishes where the broker can tell (Redis tells when a
+    /// Rust server finishes it, the memory broker always); otherwise it looks now and then.
+    ///
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad queue name,
+    /// a blank ID or a zero timeout; [`Error::QueueNotFound`](crate::Error::QueueNotFound) for
+    /// a queue that never had a task; [`Error::WaitTimeout`](crate::Error::WaitTimeout) when
+    /// the task has not finished in time; [`Error::Broker`](crate::Error::Broker) when the broker
+    /// fails.
+    pub async fn wait(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome> {
+        validate_wait(queue, id, timeout)?;
+        self.wait.wait_for_outcome(queue, id, timeout).await
+    }
+
+    /// Asks the servers to cancel task `id` if one of them is running it (Go asynq's
+    /// `Inspector.CancelProcessing`): its handler's cancellation token fires, and the attempt
+    /// fails, so the task goes to retry, or to the archive when its retries are used up. Succeeds
+    /// whether or not a server runs it; nothing confirms the cancellation.
+    ///
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a blank ID;
+    /// [`Error::Broker`](crate::Error::Broker) when the broker fails.
+    pub async fn cancel(&self, id: &str) -> Result<()> {
+        validate_task_id(id)?;
+        self.cancel.cancel(id).await
+    }
+}
+
+impl fmt::Debug for Tracker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tracker").finish_non_exhaustive()
+    }
+}

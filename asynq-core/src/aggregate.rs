@@ -1,0 +1,241 @@
+//! Groups and their aggregation: the broker side of Go asynq's `Group` option and its
+//! aggregator.
+//!
+//! A task enqueued with [`TaskOptions::group`](crate::TaskOptions::group) waits, aggregating, in
+//! its group. The server's aggregator checks each group ([`Aggregate::aggregation_check`]); once
+//! the group is ready, the check moves the tasks to aggregate into an *aggregation set* with a
+//! deadline ([`AGGREGATION_TIMEOUT`] from now). The aggregator reads the set, combines its tasks
+//! into one, and [completes](Aggregate::complete_aggregation) the set: the combined task is
+//! enqueued and the members deleted in one atomic step. A set whose aggregator died is
+//! [reclaimed](Aggregate::reclaim_stale_aggregation_sets) once its deadline has passed: its
+//! members go back to their group and are aggregated again.
+
+use crate::error::{Error, Result};
+use crate::message::TaskMessage;
+use crate::options::EnqueueRequest;
+use async_trait::async_trait;
+use std::time::{Duration, SystemTime};
+
+/// How long an aggregator has to finish with an aggregation set before the recoverer reclaims
+/// it (Go's `aggregationTimeout`).
+pub const AGGREGATION_TIMEOUT: Duration = Duration::from_secs(2 * 60);
+
+/// The grace period of a group when none is configured (Go's default `GroupGracePeriod`).
+pub const DEFAULT_GROUP_GRACE_PERIOD: Duration = Duration::from_secs(60);
+
+/// One group of a queue and how many tasks wait in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupInfo {
+    /// The group name.
+    pub group: String,
+    /// How many tasks wait in the group (not counting those already taken into an aggregation
+    /// set).
+    pub size: usize,
+}
+
+impl GroupInfo {
+    /// Group `group` holding `size` tasks.
+    pub fn new(group: impl Into<String>, size: usize) -> Self {
+        Self { group: group.into(), size }
+    }
+}
+
+/// When a group is ready to be aggregated. The limits count in whole seconds, as Go's do.
+///
+/// ```
+/// use asynq_core::broker::AggregationLimits;
+/// use std::time::Duration;
+///
+/// let limits = AggregationLimits { max_size: Some(100), ..AggregationLimits::default() };
+/// assert_eq!(limits.grace_period, Duration::from_secs(60));
+/// assert!(limits.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AggregationLimits {
+    /// A group is ready once its newest task has waited this long, i.e. once no task joined it
+    /// for this long. At least one second. Default: one minute.
+    pub grace_period: Duration,
+    /// A group is ready once its oldest task has waited this long, however often tasks join.
+    /// At least one second; `None` (the default) for no limit.
+    pub max_delay: Option<Duration>,
+    /// A group is ready once it holds this many tasks, and an aggregation takes at most this
+    /// many. At least one; `None` (the default) for no limit.
+    pub max_size: Option<usize>,
+}
+
+impl Default for AggregationLimits {
+    fn default() -> Self {
+        Self { grace_period: DEFAULT_GROUP_GRACE_PERIOD, max_delay: None, max_size: None }
+    }
+}
+
+impl AggregationLimits {
+    /// Checks the limits: a grace period and a max delay of at least one second (Go refuses a
+    /// shorter grace period, and would silently turn a shorter max delay into no limit), and a
+    /// max size of at least one.
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming the limit at fault.
+    pub fn validate(&self) -> Result<()> {
+        if self.grace_period < Duration::from_secs(1) {
+            return Err(Error::invalid("group grace period", format!("{:?} is less than 1s", self.grace_period)));
+        }
+        if let Some(max_delay) = self.max_delay
+            && max_delay < Duration::from_secs(1)
+        {
+            return Err(Error::invalid(
+                "group max delay",
+                format!("{max_delay:?} is less than 1s; use no max delay for no limit"),
+            ));
+        }
+        if self.max_size == Some(0) {
+            return Err(Error::invalid("group max size", "0 tasks; use no max size for no limit"));
+        }
+        Ok(())
+    }
+}
+
+/// The tasks of one aggregation set, as [`Aggregate::read_aggregation_set`] returns them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AggregationSet {
+    /// The members' stored messages, in the order they joined the group (to the second; tasks
+    /// that joined in the same second in the order of their IDs).
+    pub messages: Vec<TaskMessage>,
+    /// When the set becomes stale: after it, the recoverer may put its members back in their
+    /// group.
+    pub deadline: SystemTime,
+}
+
+/// Checks that `group` can name a group: not blank.
+pub fn validate_group_name(group: &str) -> Result<()> {
+    if group.trim().is_empty() {
+        return Err(Error::invalid("group", "group name cannot be empty"));
+    }
+    Ok(())
+}
+
+/// Checks the names that identify an aggregation set: a valid queue and group name, and a
+/// non-blank set ID.
+pub fn validate_aggregation_set(queue: &str, group: &str, set_id: &str) -> Result<()> {
+    crate::validate_queue_name(queue)?;
+    validate_group_name(group)?;
+    if set_id.trim().is_empty() {
+        return Err(Error::invalid("aggregation set ID", "aggregation set ID cannot be empty"));
+    }
+    Ok(())
+}
+
+/// Checks groups, and hands their tasks over for aggregation. Used by the server's aggregator
+/// (every method) and its recoverer ([`Aggregate::reclaim_stale_aggregation_sets`]).
+///
+/// The stored form follows Go asynq's (wire-format spec 5.14–5.17): a group is a set of task
+/// IDs scored by the second each joined; an aggregation set keeps those scores; a queue's
+/// aggregation sets are indexed by their deadline. Members of a group or of a set are in state
+/// [`Aggregating`](crate::TaskState::Aggregating) until deleted.
+#[async_trait]
+pub trait Aggregate: Send + Sync {
+    /// The groups of `queue` the aggregator looks at, sorted by name, with how many tasks wait
+    /// in each (Go's `groupStats`). A group emptied by an aggregation is no longer listed; one
+    /// that only received tasks forwarded from the scheduled or retry set is not listed either
+    /// (Go does not register it).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid queue name.
+    async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>>;
+
+    /// Checks whether `group` of `queue` is ready to aggregate, and if so moves the tasks to
+    /// aggregate into a new aggregation set and returns its ID (Go's `aggregationCheck`).
+    ///
+    /// The rules, tried in this order, with "now" the broker's clock in whole seconds:
+    /// 1. An empty group is never ready.
+    /// 2. A group holding at least `max_size` tasks is ready: the `max_size` oldest are taken
+    ///    (tasks that joined in the same second count from the lowest ID).
+    /// 3. A group whose oldest task joined at least `max_delay` ago is ready.
+    /// 4. A group whose newest task joined at least `grace_period` ago is ready.
+    ///
+    /// In cases 3 and 4 the whole group is taken (it holds fewer than `max_size` tasks). The set
+    /// is due [`AGGREGATION_TIMEOUT`] from now. A group the check empties is no longer listed by
+    /// [`Aggregate::groups`]. Tasks that join afterwards start a new round. Atomic: two
+    /// concurrent checks never take the same task.
+    ///
+    /// Go passes its aggregator's tick time as "now"; the broker's clock reads the same
+    /// instant, up to how long the check waited to run.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid queue or group name, or invalid
+    /// `limits` (see [`AggregationLimits::validate`]); nothing is moved.
+    async fn aggregation_check(&self, queue: &str, group: &str, limits: AggregationLimits) -> Result<Option<String>>;
+
+    /// The members of aggregation set `set_id` of `group` in `queue`, in the order they joined
+    /// the group (see [`AggregationSet::messages`]), and the set's deadline. A member whose task
+    /// record is missing is left out.
+    ///
+    /// Errors: [`Error::AggregationSetNotFound`] if the set does not exist (it was completed,
+    /// deleted, or reclaimed after its deadline); [`Error::InvalidArgument`] for blank names.
+    async fn read_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<AggregationSet>;
+
+    /// Enqueues `request`, the task the set's members were aggregated into, exactly as
+    /// [`Enqueue::enqueue`](crate::broker::Enqueue::enqueue) would, and deletes the set and its
+    /// members, all in one atomic step: a crash leaves either the members or the aggregated
+    /// task, never both and never neither. The set's members' uniqueness locks are kept until
+    /// their TTL, as Go keeps them.
+    ///
+    /// Go enqueues the aggregated task and then deletes the set in a second call, so a crash in
+    /// between, or an aggregator that finishes after the set was reclaimed, runs the members
+    /// twice; here a set that no longer exists is refused and nothing is written.
+    ///
+    /// Errors, each leaving everything as it was (the set is reclaimed once its deadline passes):
+    /// [`Error::InvalidArgument`] for blank names or a request for another queue than `queue`;
+    /// [`Error::AggregationSetNotFound`] if the set does not exist; [`Error::TaskIdConflict`] and
+    /// [`Error::DuplicateTask`] as for an enqueue.
+    async fn complete_aggregation(&self, queue: &str, group: &str, set_id: &str, request: EnqueueRequest)
+    -> Result<()>;
+
+    /// Deletes aggregation set `set_id` of `group` in `queue` and its members' task records, as
+    /// Go's `DeleteAggregationSet` does after enqueueing the aggregated task separately. A set
+    /// that does not exist is no error. The members' uniqueness locks are kept until their TTL.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for blank names.
+    async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()>;
+
+    /// Puts the members of every aggregation set of `queue` whose deadline has passed back into
+    /// their group, each with the score it had there, and deletes those sets; returns how many
+    /// sets were reclaimed (Go's `reclaimStaleAggregationSets`, run by the recoverer).
+    ///
+    /// Unlike Go, the group is registered again, so that [`Aggregate::groups`] lists it and the
+    /// aggregator checks it anew; Go leaves a group emptied by its check unlisted, so the
+    /// reclaimed tasks wait until another task joins the group.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid queue name.
+    async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field<T: std::fmt::Debug>(result: Result<T>) -> &'static str {
+        match result {
+            Err(Error::InvalidArgument { field, .. }) => field,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn limits_below_go_minimums_are_refused() {
+        let secs = Duration::from_secs;
+        let limits = |grace_period, max_delay, max_size| AggregationLimits { grace_period, max_delay, max_size };
+        assert!(limits(secs(1), Some(secs(1)), Some(1)).validate().is_ok());
+        assert!(AggregationLimits::default().validate().is_ok());
+        assert_eq!(field(limits(Duration::from_millis(999), None, None).validate()), "group grace period");
+        assert_eq!(field(limits(secs(5), Some(Duration::from_millis(500)), None).validate()), "group max delay");
+        assert_eq!(field(limits(secs(5), None, Some(0)).validate()), "group max size");
+    }
+
+    #[test]
+    fn aggregation_sets_need_every_name() {
+        assert!(validate_aggregation_set("q", "g", "set").is_ok());
+        assert_eq!(field(validate_aggregation_set("", "g", "set")), "queue");
+        assert_eq!(field(validate_aggregation_set("a{b}", "g", "set")), "queue");
+        assert_eq!(field(validate_aggregation_set("q", " ", "set")), "group");
+        assert_eq!(field(validate_aggregation_set("q", "g", "")), "aggregation set ID");
+    }
+}

@@ -1,0 +1,55 @@
+//! Cancelling running tasks: a broker carries cancellation requests from whoever asks (an
+//! operator's tool) to every server, as a stream of task IDs.
+//!
+//! The stream is backend-neutral: Redis carries it over the `asynq:cancel` pub/sub channel Go
+//! asynq uses, the memory broker over an in-process channel. Delivery is best effort, as in Go:
+//! a request reaches the servers subscribed when it is published, and nothing acknowledges it.
+
+use crate::error::{Error, Result};
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+/// Carries requests to cancel running tasks. Used by operators (to ask) and by the server's
+/// subscriber (to listen).
+#[async_trait]
+pub trait Cancel: Send + Sync {
+    /// Asks every server that runs task `id` right now to cancel it. The task's handler sees its
+    /// cancellation token fire and the attempt ends as a failure, so the task goes to retry (or
+    /// to the archive when its retries are used up), as in Go asynq.
+    ///
+    /// Fire and forget: succeeds whether or not any server runs the task, and a server that is
+    /// not subscribed at this moment never hears of it.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a blank ID (nothing is published).
+    async fn cancel(&self, id: &str) -> Result<()>;
+
+    /// The IDs of tasks to cancel, as any process publishes them from the moment this returns
+    /// (a request published just before may arrive too, if it was still on its way).
+    ///
+    /// The stream ends when the subscription is lost (a broken connection); call again to
+    /// subscribe anew. Requests published in between are missed.
+    ///
+    /// Errors: [`Error::Broker`] when the backend cannot subscribe now.
+    async fn cancellations(&self) -> Result<BoxStream<'static, String>>;
+}
+
+/// Checks that `id` can name a task: not blank.
+pub fn validate_task_id(id: &str) -> Result<()> {
+    if id.trim().is_empty() {
+        return Err(Error::invalid("task ID", "task ID cannot be empty"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_ids_are_refused() {
+        for id in ["", " ", "\t"] {
+            assert!(matches!(validate_task_id(id), Err(Error::InvalidArgument { field: "task ID", .. })), "{id:?}");
+        }
+        assert!(validate_task_id("a1").is_ok());
+    }
+}

@@ -1,0 +1,161 @@
+//! Waiting for a task to finish: how a task ended ([`TaskOutcome`]) and the broker trait that
+//! waits for it ([`Wait`]).
+//!
+//! Go asynq has no such call (its users poll the inspector, asynq issues #511 and #851). A
+//! broker waits by notification where it can, so a waiter costs no polling while its task runs.
+
+use crate::cancel::validate_task_id;
+use crate::error::{Error, Result};
+use crate::options::validate_queue_name;
+use crate::state::TaskState;
+use crate::task::TaskInfo;
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::time::Duration;
+
+/// How a task ended, as [`Wait::wait_for_outcome`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskOutcome {
+    /// It succeeded and is kept for its retention; the snapshot holds the result its handler
+    /// wrote, if any.
+    Completed(Box<TaskInfo>),
+    /// It failed for good (its retries used up, or its handler skipped retries); the snapshot
+    /// holds the last error.
+    Archived(Box<TaskInfo>),
+    /// It no longer exists, so nothing is left to read: it succeeded without retention, was
+    /// revoked, was deleted by an operator, or outlived its retention (or never was in the
+    /// queue). Enqueue a task with a retention to read its result after it succeeds.
+    Deleted,
+}
+
+impl TaskOutcome {
+    /// The outcome of a task in the state `info` shows, or `None` while it is not finished
+    /// (pending, scheduled, active, waiting to retry or aggregating).
+    pub fn from_info(info: TaskInfo) -> Option<Self> {
+        match info.state {
+            TaskState::Completed => Some(TaskOutcome::Completed(Box::new(info))),
+            TaskState::Archived => Some(TaskOutcome::Archived(Box::new(info))),
+            _ => None,
+        }
+    }
+
+    /// The outcome a task lookup (such as [`Inspect::task_info`](crate::broker::Inspect::task_info))
+    /// tells: `None` while the task is unfinished, [`TaskOutcome::Deleted`] when the lookup found
+    /// no such task. Other errors are passed on.
+    pub fn from_lookup(lookup: Result<TaskInfo>) -> Result<Option<Self>> {
+        match lookup {
+            Ok(info) => Ok(Self::from_info(info)),
+            Err(Error::TaskNotFound { .. }) => Ok(Some(TaskOutcome::Deleted)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The state the task ended in; `None` when it was deleted.
+    pub fn state(&self) -> Option<TaskState> {
+        self.info().map(|info| info.state)
+    }
+
+    /// The snapshot of the finished task; `None` when it was deleted.
+    pub fn info(&self) -> Option<&TaskInfo> {
+        match self {
+            TaskOutcome::Completed(info) | TaskOutcome::Archived(info) => Some(info),
+            TaskOutcome::Deleted => None,
+        }
+    }
+
+    /// The result the handler wrote, for a completed task that wrote one.
+    pub fn result(&self) -> Option<&Bytes> {
+        match self {
+            TaskOutcome::Completed(info) => info.result.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The error that archived the task.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            TaskOutcome::Archived(info) => info.last_error.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Waits for tasks to finish. Used by the client's `Tracker`.
+#[async_trait]
+pub trait Wait: Send + Sync {
+    /// Resolves when task `id` of `queue` is completed, archived or gone, with how it ended; at
+    /// once if it already is. A task that is retried is not finished: the wait goes on through
+    /// its retries.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a bad queue name, a blank ID or a zero timeout
+    /// (checked with [`validate_wait`] before anything is written);
+    /// [`Error::QueueNotFound`] for a queue that never had a task;
+    /// [`Error::WaitTimeout`] when the task is still unfinished after `timeout`;
+    /// [`Error::Broker`] when the backend fails.
+    async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome>;
+}
+
+/// Checks the arguments of [`Wait::wait_for_outcome`]: a valid queue name, a task ID that is not
+/// blank, and a timeout above zero.
+pub fn validate_wait(queue: &str, id: &str, timeout: Duration) -> Result<()> {
+    validate_queue_name(queue)?;
+    validate_task_id(id)?;
+    if timeout.is_zero() {
+        return Err(Error::invalid("timeout", "a wait needs a timeout above zero"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TaskMessage;
+
+    fn info(state: TaskState, error: &str, result: Option<&'static str>) -> TaskInfo {
+        let msg = TaskMessage { id: "a".into(), queue: "q".into(), error_msg: error.into(), ..TaskMessage::default() };
+        TaskInfo::new(&msg, state, None, result.map(Bytes::from))
+    }
+
+    #[test]
+    fn only_completed_and_archived_tasks_are_finished() {
+        for state in TaskState::ALL {
+            let outcome = TaskOutcome::from_info(info(state, "", None));
+            let finished = matches!(state, TaskState::Completed | TaskState::Archived);
+            assert_eq!(outcome.is_some(), finished, "{state}");
+            if let Some(outcome) = outcome {
+                assert_eq!(outcome.state(), Some(state));
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_task_is_deleted_and_other_errors_pass() {
+        let missing = Err(Error::TaskNotFound { queue: "q".into(), id: "a".into() });
+        assert_eq!(TaskOutcome::from_lookup(missing).unwrap(), Some(TaskOutcome::Deleted));
+        let unknown = TaskOutcome::from_lookup(Err(Error::QueueNotFound { queue: "q".into() }));
+        assert!(matches!(unknown, Err(Error::QueueNotFound { .. })), "{unknown:?}");
+        assert_eq!(TaskOutcome::from_lookup(Ok(info(TaskState::Retry, "boom", None))).unwrap(), None);
+    }
+
+    #[test]
+    fn accessors_report_the_result_or_the_error() {
+        let completed = TaskOutcome::from_info(info(TaskState::Completed, "", Some("42"))).unwrap();
+        assert_eq!((completed.result().map(|r| &r[..]), completed.error()), (Some(&b"42"[..]), None));
+        let archived = TaskOutcome::from_info(info(TaskState::Archived, "boom", None)).unwrap();
+        assert_eq!((archived.result(), archived.error()), (None, Some("boom")));
+        let deleted = TaskOutcome::Deleted;
+        assert_eq!((deleted.state(), deleted.info(), deleted.result(), deleted.error()), (None, None, None, None));
+    }
+
+    #[test]
+    fn bad_wait_arguments_are_refused() {
+        let invalid =
+            |r: Result<()>, field: &str| matches!(r, Err(Error::InvalidArgument { field: f, .. }) if f == field);
+        assert!(invalid(validate_wait("", "a", Duration::from_secs(1)), "queue"));
+        assert!(invalid(validate_wait("{q}", "a", Duration::from_secs(1)), "queue"));
+        assert!(invalid(validate_wait("q", " ", Duration::from_secs(1)), "task ID"));
+        assert!(invalid(validate_wait("q", "a", Duration::ZERO), "timeout"));
+        assert!(validate_wait("q", "a", Duration::from_millis(1)).is_ok());
+    }
+}

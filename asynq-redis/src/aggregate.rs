@@ -1,0 +1,173 @@
+//! [`Aggregate`] over Redis, on Go asynq's keys: a group is the sorted set
+//! `asynq:{<q>}:g:<group>` (task IDs scored by the second they joined), registered in the set
+//! `asynq:{<q>}:groups`; an aggregation set is the sorted set `asynq:{<q>}:g:<group>:<set id>`
+//! (a UUID, as Go's), indexed by deadline in `asynq:{<q>}:aggregation_sets`. A Go server
+//! sharing the queue aggregates, reads and reclaims the same sets.
+//!
+//! One script per operation, each on one queue's keys. Completing a set reuses `enqueue.lua`
+//! and `delete_aggregation_set.lua` as functions inside `complete_aggregation.lua`, so the
+//! aggregated task is stored exactly as an enqueue stores it, in the same atomic step that
+//! deletes the members.
+
+use crate::broker::{RedisBroker, decode, enqueue_result};
+use crate::error::unexpected;
+use crate::keys::QueueKeys;
+use crate::scripts::ScriptCall;
+use async_trait::async_trait;
+use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, GroupInfo};
+use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::{EnqueueRequest, Error, Result, validate_aggregation_set, validate_group_name, validate_queue_name};
+use redis::{FromRedisValue, Script, Value};
+use std::sync::LazyLock;
+
+/// The script file `scripts/<file>.lua` as the body of `local function <name>(KEYS, ARGV)`, so
+/// that another script can run it on keys and arguments of its choosing.
+macro_rules! as_function {
+    ($name:literal, $file:literal) => {
+        concat!("local function ", $name, "(KEYS, ARGV)\n", include_str!(concat!("scripts/", $file, ".lua")), "\nend\n")
+    };
+}
+
+/// The scripts of this module.
+struct AggregationScripts {
+    group_stats: Script,
+    aggregation_check: Script,
+    read_aggregation_set: Script,
+    delete_aggregation_set: Script,
+    complete_aggregation: Script,
+    reclaim_stale_aggregation_sets: Script,
+}
+
+static AGGREGATION_SCRIPTS: LazyLock<AggregationScripts> = LazyLock::new(|| AggregationScripts {
+    group_stats: Script::new(include_str!("scripts/group_stats.lua")),
+    aggregation_check: Script::new(include_str!("scripts/aggregation_check.lua")),
+    read_aggregation_set: Script::new(include_str!("scripts/read_aggregation_set.lua")),
+    delete_aggregation_set: Script::new(include_str!("scripts/delete_aggregation_set.lua")),
+    complete_aggregation: Script::new(concat!(
+        as_function!("enqueue", "enqueue"),
+        as_function!("delete_set", "delete_aggregation_set"),
+        include_str!("scripts/complete_aggregation.lua"),
+    )),
+    reclaim_stale_aggregation_sets: Script::new(include_str!("scripts/reclaim_stale_aggregation_sets.lua")),
+});
+
+fn set_not_found(queue: &str, group: &str, set_id: &str) -> Error {
+    Error::AggregationSetNotFound { queue: queue.to_owned(), group: group.to_owned(), set_id: set_id.to_owned() }
+}
+
+/// Whole seconds of an optional limit, `0` for none (Go's encoding of "no limit").
+fn secs_or_zero(limit: Option<std::time::Duration>) -> u64 {
+    limit.map_or(0, |d| d.as_secs())
+}
+
+#[async_trait]
+impl Aggregate for RedisBroker {
+    async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
+        validate_queue_name(queue)?;
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.group_stats);
+        call.key(k.groups()).arg(k.group_prefix());
+        let flat: Vec<Value> = call.run(&mut self.conn(), "group stats").await?;
+        let mut groups = flat
+            .chunks_exact(2)
+            .map(|pair| {
+                let group = String::from_redis_value_ref(&pair[0]).map_err(|e| unexpected("group stats", e))?;
+                let size = usize::from_redis_value_ref(&pair[1]).map_err(|e| unexpected("group stats", e))?;
+                Ok(GroupInfo::new(group, size))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        groups.sort_by(|a, b| a.group.cmp(&b.group));
+        Ok(groups)
+    }
+
+    async fn aggregation_check(&self, queue: &str, group: &str, limits: AggregationLimits) -> Result<Option<String>> {
+        validate_queue_name(queue)?;
+        validate_group_name(group)?;
+        limits.validate()?;
+        let set_id = uuid::Uuid::new_v4().to_string();
+        let now = self.now();
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.aggregation_check);
+        call.key(k.group(group)).key(k.aggregation_set(group, &set_id)).key(k.aggregation_sets()).key(k.groups());
+        call.arg(limits.max_size.unwrap_or(0)).arg(secs_or_zero(limits.max_delay)).arg(limits.grace_period.as_secs());
+        call.arg(unix_secs(now + AGGREGATION_TIMEOUT)).arg(unix_secs(now)).arg(group);
+        match call.run::<i64>(&mut self.conn(), "aggregation check").await? {
+            1 => Ok(Some(set_id)),
+            0 => Ok(None),
+            other => Err(unexpected("aggregation check", format!("unexpected reply {other}"))),
+        }
+    }
+
+    async fn read_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<AggregationSet> {
+        validate_aggregation_set(queue, group, set_id)?;
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.read_aggregation_set);
+        call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
+        let reply: Value = call.run(&mut self.conn(), "read aggregation set").await?;
+        let (deadline, encoded) = match reply {
+            Value::Nil => return Err(set_not_found(queue, group, set_id)),
+            Value::Array(values) if values.len() == 2 => {
+                let deadline =
+                    i64::from_redis_value_ref(&values[0]).map_err(|e| unexpected("read aggregation set", e))?;
+                let encoded = Vec::<Vec<u8>>::from_redis_value_ref(&values[1])
+                    .map_err(|e| unexpected("read aggregation set", e))?;
+                (deadline, encoded)
+            }
+            other => return Err(unexpected("read aggregation set", format!("unexpected reply {other:?}"))),
+        };
+        let mut messages = Vec::with_capacity(encoded.len());
+        for bytes in encoded {
+            match decode(&bytes) {
+                Ok(message) => messages.push(message),
+                // Left out of the aggregation and deleted with the set. Go fails the whole read
+                // instead, so the set is reclaimed and fails again every two minutes.
+                Err(e) => tracing::error!(queue, group, set_id, error = %e, "skipping an undecodable task"),
+            }
+        }
+        Ok(AggregationSet { messages, deadline: from_unix_secs(deadline) })
+    }
+
+    async fn complete_aggregation(
+        &self,
+        queue: &str,
+        group: &str,
+        set_id: &str,
+        request: EnqueueRequest,
+    ) -> Result<()> {
+        validate_aggregation_set(queue, group, set_id)?;
+        if request.message.queue != queue {
+            return Err(Error::invalid(
+                "queue",
+                format!(
+                    "the aggregated task is for queue {:?}, not the group's queue {queue:?}",
+                    request.message.queue
+                ),
+            ));
+        }
+        let k = QueueKeys::new(queue);
+        let (mut call, msg) = self.enqueue_call_with(&AGGREGATION_SCRIPTS.complete_aggregation, request)?;
+        call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
+        self.register_queue(queue).await?;
+        match call.run::<i64>(&mut self.conn(), "complete aggregation").await? {
+            -2 => Err(set_not_found(queue, group, set_id)),
+            reply => enqueue_result(msg, reply),
+        }
+    }
+
+    async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()> {
+        validate_aggregation_set(queue, group, set_id)?;
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.delete_aggregation_set);
+        call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
+        call.run::<()>(&mut self.conn(), "delete aggregation set").await
+    }
+
+    async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize> {
+        validate_queue_name(queue)?;
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.reclaim_stale_aggregation_sets);
+        call.key(k.aggregation_sets()).key(k.groups()).arg(unix_secs(self.now())).arg(k.group_prefix());
+        let reclaimed: i64 = call.run(&mut self.conn(), "reclaim stale aggregation sets").await?;
+        usize::try_from(reclaimed).map_err(|e| unexpected("reclaim stale aggregation sets", e))
+    }
+}

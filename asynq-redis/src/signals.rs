@@ -1,0 +1,117 @@
+//! Cancellation requests and waits for a task's outcome, over the broker's pub/sub connection.
+//!
+//! Cancelling is Go asynq's: `PUBLISH asynq:cancel <id>`, heard by every server subscribed to
+//! `asynq:cancel`, Go's included.
+//!
+//! A wait listens on the queue's `asynq:{<q>}:finished` channel, marks the task hash
+//! (`mark_waiter.lua`), then looks at the task; the scripts that finish a marked task publish its
+//! ID, so the wait looks again only when told. Nothing is published for a task nobody waits
+//! for. Go servers never publish, and a task may be deleted by other means, so a wait also looks
+//! every [`WAIT_POLL_INTERVAL`].
+
+use crate::RedisBroker;
+use crate::error::broker_error;
+use crate::keys::{CANCEL_CHANNEL, QueueKeys};
+use crate::scripts::ScriptCall;
+use async_trait::async_trait;
+use asynq_core::broker::{Cancel, Inspect, Wait};
+use asynq_core::{Error, Result, TaskOutcome, validate_task_id, validate_wait};
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedReceiver;
+use futures::stream::BoxStream;
+use redis::{AsyncCommands, Script};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// How often a wait looks at its task when no notification came: the delay after which it
+/// sees a task that a Go server finished, or that was deleted by other means.
+pub const WAIT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The scripts of this module.
+struct SignalScripts {
+    mark_waiter: Script,
+}
+
+static SCRIPTS: LazyLock<SignalScripts> =
+    LazyLock::new(|| SignalScripts { mark_waiter: Script::new(include_str!("scripts/mark_waiter.lua")) });
+
+#[async_trait]
+impl Cancel for RedisBroker {
+    async fn cancel(&self, id: &str) -> Result<()> {
+        validate_task_id(id)?;
+        let _receivers: i64 =
+            self.conn().publish(CANCEL_CHANNEL, id).await.map_err(|e| broker_error("publish a cancellation", e))?;
+        Ok(())
+    }
+
+    /// Ends when the pub/sub connection drops (a Redis restart or a network failure).
+    async fn cancellations(&self) -> Result<BoxStream<'static, String>> {
+        let listener = self.pubsub().listen(CANCEL_CHANNEL).await;
+        Ok(listener.map_err(|e| broker_error("subscribe to cancellations", e))?.boxed())
+    }
+}
+
+#[async_trait]
+impl Wait for RedisBroker {
+    async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome> {
+        validate_wait(queue, id, timeout)?;
+        tokio::time::timeout(timeout, self.outcome(queue, id))
+            .await
+            .unwrap_or_else(|_| Err(Error::WaitTimeout { queue: queue.to_owned(), id: id.to_owned(), timeout }))
+    }
+}
+
+impl RedisBroker {
+    /// Waits without a time limit for task `id` of `queue` to finish.
+    async fn outcome(&self, queue: &str, id: &str) -> Result<TaskOutcome> {
+        let k = QueueKeys::new(queue);
+        let mut notifications: Option<UnboundedReceiver<String>> = None;
+        loop {
+            if notifications.is_none() {
+                notifications = self.listen_for_finish(&k, id).await?;
+            }
+            if let Some(outcome) = TaskOutcome::from_lookup(self.task_info(queue, id).await)? {
+                return Ok(outcome);
+            }
+            tokio::select! {
+                heard = next_finish_of(notifications.as_mut(), id) => {
+                    if !heard {
+                        // The connection dropped; listen again on the next round.
+                        notifications = None;
+                    }
+                }
+                _ = tokio::time::sleep(WAIT_POLL_INTERVAL) => {}
+            }
+        }
+    }
+
+    /// Listens for the queue's finish notifications and marks task `id` as waited for, in that
+    /// order, so that a finish after the mark is heard. `None` when the pub/sub connection cannot
+    /// be had now: the wait then polls.
+    async fn listen_for_finish(&self, k: &QueueKeys, id: &str) -> Result<Option<UnboundedReceiver<String>>> {
+        let notifications = match self.pubsub().listen(&k.finished_channel()).await {
+            Ok(notifications) => notifications,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot listen for finish notifications; polling only");
+                return Ok(None);
+            }
+        };
+        let mut call = ScriptCall::new(&SCRIPTS.mark_waiter);
+        call.key(k.task(id));
+        // A missing task needs no mark: the lookup that follows reports it deleted.
+        let _exists: i64 = call.run(&mut self.conn(), "mark waiter").await?;
+        Ok(Some(notifications))
+    }
+}
+
+/// Resolves with true when `notifications` carries `id`, with false when it ends; never when
+/// there are none.
+async fn next_finish_of(notifications: Option<&mut UnboundedReceiver<String>>, id: &str) -> bool {
+    let Some(notifications) = notifications else { return std::future::pending().await };
+    while let Some(finished) = notifications.next().await {
+        if finished == id {
+            return true;
+        }
+    }
+    false
+}

@@ -1,0 +1,114 @@
+//! Cancelling a running task through a real redis-server: a request on `asynq:cancel` (what Go's
+//! `Inspector.CancelProcessing` publishes) reaches our server's running task, and the server
+//! subscribes again after Redis restarts.
+
+use asynq_client::{Client, Task, TaskOptions, TaskState, Tracker};
+use asynq_core::broker::Inspect;
+use asynq_core::{Clock, SystemClock};
+use asynq_redis::RedisBroker;
+use asynq_server::{Config, Server, TaskContext};
+use asynq_tests::{Recorder, RedisServer, RespValue};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Polls `done` every 20 ms for up to 5 s of real time.
+async fn wait_for<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..250 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// How many connections listen on `asynq:cancel`.
+fn cancel_subscribers(redis: &RedisServer) -> i64 {
+    match redis.command(&["PUBSUB", "NUMSUB", "asynq:cancel"]) {
+        Ok(RespValue::Array(reply)) if reply.len() == 2 => match reply[1] {
+            RespValue::Integer(n) => n,
+            _ => panic!("PUBSUB NUMSUB replied {reply:?}"),
+        },
+        other => panic!("PUBSUB NUMSUB replied {other:?}"),
+    }
+}
+
+/// A server over `broker` whose handler works for a minute and notes, in `cancelled`, when its
+/// context is cancelled.
+fn start(broker: &RedisBroker, cancelled: &Arc<AtomicBool>) -> (Server, Recorder) {
+    let config = Config { concurrency: 2, task_check_interval: Duration::from_millis(20), ..Config::default() };
+    let mut server = Server::new(broker.clone(), config).unwrap();
+    let rec = Recorder::default();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let cancelled = cancelled.clone();
+    server
+        .start(rec.handler(clock, move |ctx: TaskContext, _| {
+            let cancelled = cancelled.clone();
+            let watched = ctx.clone();
+            tokio::spawn(async move {
+                watched.cancelled().await;
+                cancelled.store(true, Ordering::SeqCst);
+            });
+            async move {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(())
+            }
+        }))
+        .unwrap();
+    (server, rec)
+}
+
+/// Enqueues a task and waits until the server runs it; returns its ID.
+async fn run_one(client: &Client, rec: &Recorder) -> String {
+    let info = client.enqueue(&Task::new("long", ""), TaskOptions::new()).await.unwrap();
+    wait_for("the task runs", || async { rec.len() == 1 }).await;
+    info.id
+}
+
+/// Waits until task `id` is back in retry, and checks it was cancelled.
+async fn assert_cancelled_to_retry(broker: &RedisBroker, cancelled: &AtomicBool, id: &str) {
+    wait_for("the cancelled task goes to retry", || async {
+        broker.task_info("default", id).await.unwrap().state == TaskState::Retry
+    })
+    .await;
+    let retry = broker.task_info("default", id).await.unwrap();
+    assert_eq!((retry.retried, retry.last_error.as_deref()), (1, Some("context canceled")));
+    assert!(cancelled.load(Ordering::SeqCst), "the handler's context was cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_asynq_cancel_reaches_the_running_task() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let (mut server, rec) = start(&broker, &cancelled);
+    let id = run_one(&Client::new(broker.clone()), &rec).await;
+    wait_for("the server subscribes", || async { cancel_subscribers(&redis) == 1 }).await;
+
+    // What Go's inspector sends.
+    assert_eq!(redis.command(&["PUBLISH", "asynq:cancel", &id]).unwrap(), RespValue::Integer(1));
+    assert_cancelled_to_retry(&broker, &cancelled, &id).await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_subscribes_again_after_redis_restarts() {
+    let mut redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let (mut server, rec) = start(&broker, &cancelled);
+    wait_for("the server subscribes", || async { cancel_subscribers(&redis) == 1 }).await;
+
+    redis.restart();
+    wait_for("the server subscribes again", || async { cancel_subscribers(&redis) == 1 }).await;
+    let id = run_one(&Client::new(broker.clone()), &rec).await;
+    Tracker::new(broker.clone()).cancel(&id).await.unwrap();
+    assert_cancelled_to_retry(&broker, &cancelled, &id).await;
+    server.shutdown().await;
+}

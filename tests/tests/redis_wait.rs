@@ -1,0 +1,112 @@
+//! Waiting for a task's outcome through a real redis-server: the wait is told by our server's
+//! finish scripts (no polling), marks only the tasks someone waits for, and still sees a task
+//! that a Go server finished (which never publishes) by looking once a second.
+
+use asynq_client::{Client, Task, TaskOptions, TaskOutcome, TaskState, Tracker};
+use asynq_core::broker::Dequeue;
+use asynq_core::{Clock, SystemClock};
+use asynq_redis::{RedisBroker, WAIT_POLL_INTERVAL};
+use asynq_server::{Config, Server};
+use asynq_tests::{Recorder, RedisServer, RespValue};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the handler works on each task.
+const WORK: Duration = Duration::from_millis(200);
+
+fn config() -> Config {
+    Config { concurrency: 2, task_check_interval: Duration::from_millis(20), ..Config::default() }
+}
+
+/// Whether task `id` of `queue` carries the waiters mark.
+fn marked(redis: &RedisServer, queue: &str, id: &str) -> bool {
+    let reply = redis.command(&["HEXISTS", &format!("asynq:{{{queue}}}:t:{id}"), "waiters"]).unwrap();
+    reply == RespValue::Integer(1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_is_told_when_our_server_finishes_the_task() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let (client, tracker) = (Client::new(broker.clone()), Tracker::new(broker.clone()));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let rec = Recorder::default();
+    let mut server = Server::new(broker.clone(), config()).unwrap();
+    server
+        .start(rec.handler(clock, |ctx, task| async move {
+            tokio::time::sleep(WORK).await;
+            ctx.result_writer().write(task.payload().clone()).await?;
+            Ok(())
+        }))
+        .unwrap();
+
+    let unwatched = client.enqueue(&Task::new("report", "unwatched"), TaskOptions::new()).await.unwrap();
+    let retained = TaskOptions::new().retention(Duration::from_secs(600));
+    let watched = client.enqueue(&Task::new("report", "42"), retained).await.unwrap();
+    let started = Instant::now();
+    let outcome = tracker.wait(&watched.queue, &watched.id, Duration::from_secs(10)).await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(outcome.state(), Some(TaskState::Completed));
+    assert_eq!(outcome.result().map(|r| &r[..]), Some(&b"42"[..]));
+    // Polling would have answered after a whole interval at the earliest.
+    assert!(waited < WAIT_POLL_INTERVAL - Duration::from_millis(200), "the wait took {waited:?}");
+    assert!(marked(&redis, &watched.queue, &watched.id), "the completed task keeps its mark until deleted");
+
+    // A task nobody waits for is never marked, so finishing it publishes nothing.
+    let done = tracker.wait(&unwatched.queue, &unwatched.id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(done, TaskOutcome::Deleted);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_marks_only_its_task_and_nothing_that_is_gone() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let (client, tracker) = (Client::new(broker.clone()), Tracker::new(broker.clone()));
+    let waited_for = client.enqueue(&Task::new("t", "a"), TaskOptions::new()).await.unwrap();
+    let other = client.enqueue(&Task::new("t", "b"), TaskOptions::new()).await.unwrap();
+
+    let timed_out = tracker.wait(&waited_for.queue, &waited_for.id, Duration::from_millis(100)).await;
+    assert!(matches!(timed_out, Err(asynq_client::Error::WaitTimeout { .. })), "{timed_out:?}");
+    assert!(marked(&redis, &waited_for.queue, &waited_for.id));
+    assert!(!marked(&redis, &other.queue, &other.id));
+
+    // A wait for a task that does not exist writes nothing (a hash would block its ID).
+    assert_eq!(tracker.wait("default", "ghost", Duration::from_secs(1)).await.unwrap(), TaskOutcome::Deleted);
+    assert_eq!(redis.command(&["EXISTS", "asynq:{default}:t:ghost"]).unwrap(), RespValue::Integer(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_sees_a_task_that_a_go_server_finished_by_looking_again() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let (client, tracker) = (Client::new(broker.clone()), Tracker::new(broker.clone()));
+    let info = client.enqueue(&Task::new("t", "a"), TaskOptions::new()).await.unwrap();
+    let taken = broker.dequeue(&["default".to_owned()], 1).await.unwrap();
+    assert_eq!(taken[0].message.id, info.id);
+
+    let waiter = tokio::spawn({
+        let (tracker, queue, id) = (tracker.clone(), info.queue.clone(), info.id.clone());
+        async move { tracker.wait(&queue, &id, Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(marked(&redis, &info.queue, &info.id), "the wait has marked the task");
+
+    // What Go asynq's `done` script does (spec 5.8), which publishes nothing.
+    let finished = Instant::now();
+    let task_key = format!("asynq:{{default}}:t:{}", info.id);
+    for command in [
+        vec!["LREM", "asynq:{default}:active", "0", &info.id],
+        vec!["ZREM", "asynq:{default}:lease", &info.id],
+        vec!["DEL", &task_key],
+    ] {
+        assert_eq!(redis.command(&command).unwrap(), RespValue::Integer(1), "{command:?}");
+    }
+    let outcome = tokio::time::timeout(WAIT_POLL_INTERVAL * 2, waiter).await.expect("no answer").unwrap().unwrap();
+    assert_eq!(outcome, TaskOutcome::Deleted);
+    let waited = finished.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "answered after {waited:?}: by a poll, a whole interval after the last"
+    );
+}
