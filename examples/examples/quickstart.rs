@@ -12,7 +12,7 @@ use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::Broker;
 use asynq_memory::MemoryBroker;
 use asynq_redis::RedisBroker;
-use asynq_server::{Config, HandlerError, ServeMux, Server};
+use asynq_server::{Config, HandlerError, ServeMux, Server, aggregator_fn};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,6 +37,8 @@ fn workload() -> Vec<(&'static str, usize, TaskOptions)> {
         ("webhook:deliver", 10, TaskOptions::new().queue("low")),
         // Succeed and keep their result for an hour.
         ("thumbnail:render", 20, TaskOptions::new().retention(secs(3600))),
+        // Wait in a group; the aggregator turns each group into one `notify:digest` task.
+        ("notify:event", 30, TaskOptions::new().queue("low").group("user:42")),
     ]
 }
 
@@ -63,6 +65,12 @@ fn handlers() -> ServeMux {
     });
     mux.handle_fn("image:resize", |_ctx, _task| async { Err(HandlerError::new("unsupported image format")) });
     mux.handle_fn("webhook:deliver", |_ctx, _task| async { Err(HandlerError::skip_retry("endpoint URL is invalid")) });
+    mux.handle_fn("notify:digest", move |_ctx, task| async move {
+        // The aggregated payload carries every grouped event.
+        assert!(!task.payload().is_empty());
+        work(20).await;
+        Ok(())
+    });
     mux.handle_fn("thumbnail:render", |ctx, task| async move {
         let result = format!("{{\"thumbnail\":\"{}.png\",\"bytes\":{}}}", ctx.task_id(), task.payload().len() * 100);
         ctx.result_writer().write(result).await?;
@@ -94,6 +102,11 @@ async fn main() -> anyhow::Result<()> {
         retry_delay: Arc::new(|_, _, _| Duration::from_millis(500)),
         delayed_task_check_interval: Duration::from_millis(250),
         janitor_interval: Duration::from_secs(1),
+        group_aggregator: Some(Arc::new(aggregator_fn(|group, tasks| {
+            let events: Vec<String> = tasks.iter().map(|t| String::from_utf8_lossy(t.payload()).into_owned()).collect();
+            Task::new("notify:digest", format!("{{\"group\":\"{group}\",\"events\":[{}]}}", events.join(",")))
+        }))),
+        group_grace_period: Duration::from_secs(1),
         ..Config::default()
     };
     let mut server = Server::from_shared(broker.clone(), config)?;
@@ -116,11 +129,11 @@ async fn main() -> anyhow::Result<()> {
     let mut last_line = Instant::now();
     loop {
         let sum = totals(broker.as_ref()).await?.since(&before);
-        let settled = total.saturating_sub(sum.pending + sum.active + sum.scheduled + sum.retry);
+        let settled = total.saturating_sub(sum.pending + sum.active + sum.scheduled + sum.retry + sum.aggregating);
         bar.set_position(settled as u64);
         let states = format!(
-            "pending {} active {} scheduled {} retry {} archived {} completed {}",
-            sum.pending, sum.active, sum.scheduled, sum.retry, sum.archived, sum.completed
+            "pending {} active {} scheduled {} retry {} aggregating {} archived {} completed {}",
+            sum.pending, sum.active, sum.scheduled, sum.retry, sum.aggregating, sum.archived, sum.completed
         );
         if bar.is_hidden() {
             // Not a terminal: print the same line, less often.
@@ -140,18 +153,28 @@ async fn main() -> anyhow::Result<()> {
 
     println!();
     println!(
-        "{:<10} {:>8} {:>7} {:>10} {:>6} {:>9} {:>10} {:>10} {:>7}",
-        "queue", "pending", "active", "scheduled", "retry", "archived", "completed", "processed", "failed"
+        "{:<10} {:>8} {:>7} {:>10} {:>6} {:>12} {:>9} {:>10} {:>10} {:>7}",
+        "queue",
+        "pending",
+        "active",
+        "scheduled",
+        "retry",
+        "aggregating",
+        "archived",
+        "completed",
+        "processed",
+        "failed"
     );
     for (queue, _) in QUEUES {
         let q = broker.queue_info(queue).await?;
         println!(
-            "{:<10} {:>8} {:>7} {:>10} {:>6} {:>9} {:>10} {:>10} {:>7}",
+            "{:<10} {:>8} {:>7} {:>10} {:>6} {:>12} {:>9} {:>10} {:>10} {:>7}",
             q.queue,
             q.pending,
             q.active,
             q.scheduled,
             q.retry,
+            q.aggregating,
             q.archived,
             q.completed,
             q.processed_total,
@@ -159,10 +182,12 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     let sum = totals(broker.as_ref()).await?.since(&before);
+    let grouped = workload().iter().filter(|(name, ..)| *name == "notify:event").map(|(_, n, _)| n).sum::<usize>();
     println!();
     println!(
-        "{total} tasks enqueued; {} deleted after success, {} completed with results kept, {} archived.",
-        total - sum.archived - sum.completed,
+        "{total} tasks enqueued: {} deleted after success, {} completed with results kept, {} archived, \
+         {grouped} aggregated into one digest task.",
+        total - sum.archived - sum.completed - grouped,
         sum.completed,
         sum.archived
     );
@@ -176,6 +201,7 @@ struct Totals {
     active: usize,
     scheduled: usize,
     retry: usize,
+    aggregating: usize,
     archived: usize,
     completed: usize,
 }
@@ -201,6 +227,7 @@ async fn totals(broker: &dyn Broker) -> anyhow::Result<Totals> {
         t.active += q.active;
         t.scheduled += q.scheduled;
         t.retry += q.retry;
+        t.aggregating += q.aggregating;
         t.archived += q.archived;
         t.completed += q.completed;
     }
