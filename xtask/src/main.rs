@@ -7,10 +7,14 @@
 //!   the workspace, doctests included. `ARGS` go to the test runner (`cargo nextest run` when
 //!   installed, otherwise `cargo test`).
 //! - `cargo xtask ci`: what `.ci/run` does: format check, clippy, then `cargo xtask test`.
+//! - `cargo xtask bench [--quick] [--pin] [--peer] [--tasks N] [--only NAMES]`: micro-benchmarks
+//!   and end-to-end scenarios on a private `redis-server`; writes `target/bench/report.md` and
+//!   `target/bench/report.json`.
 //!
 //! The tidy tests in `tidy.rs` check the invariants of `ARCHITECTURE.md`; they run with the rest
 //! of the suite.
 
+mod bench;
 mod ci;
 mod cmd;
 mod redis;
@@ -28,6 +32,13 @@ commands:
   test [-- ARGS...]   install/check redis-server, then run the whole test suite;
                       ARGS are passed to the test runner (cargo nextest run, or cargo test)
   ci                  what .ci/run does: cargo fmt --check, cargo clippy -D warnings, xtask test
+  bench [OPTIONS]     benchmark on a private redis-server; writes target/bench/report.{md,json}
+                        --quick       small sizes, one run each (a smoke test)
+                        --pin         Redis on CPU 0, the benchmark on CPU 1 (taskset)
+                        --peer        also run the asynq 0.1.8 crate's benchmark, with ratios
+                        --tasks N     tasks per throughput scenario (default 100000; 2000 quick)
+                        --only NAMES  comma-separated scenarios, a name selecting those it starts
+                                      followed by a dash (micro, baseline, enqueue, drain-c10...)
   help                print this message";
 
 fn main() -> ExitCode {
@@ -41,6 +52,7 @@ fn main() -> ExitCode {
     };
     let result = match command {
         "test" => test::parse_args(rest).and_then(|extra| test::run(&extra)),
+        "bench" => bench::parse_args(rest).and_then(|options| bench::run(&options)),
         "ci" => match rest {
             [] => ci::run(),
             _ => Err(anyhow::anyhow!("`ci` takes no arguments, got {rest:?}")),

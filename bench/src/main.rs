@@ -1,0 +1,133 @@
+//! `asynq-bench`: runs one end-to-end benchmark scenario against a Redis and prints its
+//! [`Measurement`](asynq_bench::Measurement) as one JSON line on stdout.
+//!
+//! `cargo xtask bench` runs it once per scenario and run, measuring Redis around each process;
+//! run by hand, it needs a Redis of its own, as the scenarios leave tasks and counters behind:
+//!
+//! ```text
+//! asynq-bench --redis-url redis://127.0.0.1:6390 fill --tasks 100000
+//! asynq-bench --redis-url redis://127.0.0.1:6390 drain --tasks 100000 --concurrency 10
+//! ```
+
+use asynq_bench::{Measurement, scenarios};
+use clap::{Parser, Subcommand};
+use std::time::Duration;
+
+/// Run one asynq benchmark scenario and print its measurement as JSON.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Cli {
+    /// The Redis to run against. Scenarios leave tasks and counters behind: use a private one.
+    #[arg(long, env = "REDIS_URL")]
+    redis_url: String,
+    #[command(subcommand)]
+    scenario: Scenario,
+}
+
+#[derive(Debug, Subcommand)]
+enum Scenario {
+    /// The baseline: `PING` round trips on one connection, `--pipeline` commands each.
+    RedisPing {
+        /// Commands in all (rounded up to whole pipelines).
+        #[arg(long, default_value_t = 100_000)]
+        commands: u64,
+        #[arg(long, default_value_t = 1)]
+        pipeline: usize,
+    },
+    /// Enqueue tasks one at a time, each awaited before the next.
+    Enqueue {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+    },
+    /// Enqueue tasks with `Client::enqueue_batch`, one batch at a time.
+    EnqueueBatch {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 100)]
+        batch_size: usize,
+    },
+    /// Enqueue tasks as fast as possible, to prepare `drain`.
+    Fill {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+    },
+    /// Run a server until the queue's processed counter reaches `--tasks` (fill it first); run
+    /// several at once to drain one queue with several processes.
+    Drain {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
+    /// Run a server while enqueueing tasks one at a time, until all are processed.
+    EnqueueAndProcess {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
+    /// Measure enqueue-to-handler-start latency on an idle server, one task at a time.
+    PickupLatency {
+        /// Stop after this many samples...
+        #[arg(long, default_value_t = 2_000)]
+        samples: u64,
+        /// ...or after this many seconds, whichever comes first.
+        #[arg(long, default_value_t = 20)]
+        max_secs: u64,
+        /// Idle time before each enqueue, in milliseconds.
+        #[arg(long, default_value_t = 5)]
+        gap_ms: u64,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+    },
+    /// Run a server on three empty queues for a while.
+    Idle {
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let measurement = run(&cli.redis_url, cli.scenario).await?;
+    println!("{}", serde_json::to_string(&measurement)?);
+    Ok(())
+}
+
+async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
+    match scenario {
+        Scenario::RedisPing { commands, pipeline } => scenarios::redis_ping(url, commands, pipeline).await,
+        Scenario::Enqueue { tasks } => scenarios::enqueue(url, tasks).await,
+        Scenario::EnqueueBatch { tasks, batch_size } => scenarios::enqueue_batch(url, tasks, batch_size).await,
+        Scenario::Fill { tasks } => scenarios::fill(url, tasks).await,
+        Scenario::Drain { tasks, concurrency, timeout_secs } => {
+            scenarios::drain(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
+        }
+        Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
+            scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
+        }
+        Scenario::PickupLatency { samples, max_secs, gap_ms, concurrency } => {
+            let (gap, max) = (Duration::from_millis(gap_ms), Duration::from_secs(max_secs));
+            scenarios::pickup_latency(url, samples, concurrency, gap, max).await
+        }
+        Scenario::Idle { seconds, concurrency } => {
+            scenarios::idle(url, concurrency, Duration::from_secs(seconds)).await
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The end-to-end scenarios, each against the Redis at a given URL. Each connects, runs its
+//! timed phase and returns its [`Measurement`]; none flushes Redis, which is the caller's job.
+//!
+//! Scenarios that process tasks wait until the queue's processed counter reaches the target,
+//! polling [`Inspect::queue_info`] every [`POLL_INTERVAL`]: a counter in Redis, rather than in
+//! the handler, also counts the tasks finished by other processes and waits for the last
+//! acknowledgements to be written.
+
+use crate::measure::{Measurement, Timer, percentile};
+use crate::workload::{self, IDLE_QUEUES, QUEUE};
+use anyhow::{Context as _, bail, ensure};
+use asynq_client::{Client, TaskOptions};
+use asynq_core::broker::Inspect;
+use asynq_redis::RedisBroker;
+use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// How often the processed counter is polled while waiting for a queue to drain.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
+
+/// How many tasks one [`fill`] call sends in one batch.
+const FILL_BATCH: usize = 1_000;
+
+/// How long `pickup-latency` waits for one task to start before giving up.
+const PICKUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The baseline the other scenarios are bounded by: `commands` `PING`s (rounded up to whole
+/// pipelines) on one connection, `pipeline` per round trip, each round trip awaited before the
+/// next. With `pipeline` 1 this is the rate of Redis round trips on this machine.
+pub async fn redis_ping(redis_url: &str, commands: u64, pipeline: usize) -> anyhow::Result<Measurement> {
+    ensure!(pipeline > 0, "the pipeline must hold at least one command");
+    let round_trips = commands.div_ceil(pipeline as u64);
+    let client = redis::Client::open(redis_url).with_context(|| format!("bad Redis URL {redis_url}"))?;
+    let mut connection =
+        client.get_multiplexed_async_connection().await.with_context(|| format!("could not connect to {redis_url}"))?;
+    let mut ping = redis::pipe();
+    for _ in 0..pipeline {
+        ping.cmd("PING");
+    }
+    let timer = Timer::start();
+    for _ in 0..round_trips {
+        let _: Vec<String> = ping.query_async(&mut connection).await.context("PING failed")?;
+    }
+    Ok(timer.finish("redis-ping", round_trips * pipeline as u64, None, true))
+}
+
+/// Enqueues `tasks` tasks one at a time, each awaited before the next is sent.
+pub async fn enqueue(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
+    let client = Client::new(connect(redis_url).await?);
+    let task = workload::task();
+    let timer = Timer::start();
+    for _ in 0..tasks {
+        client.enqueue(&task, TaskOptions::new()).await.context("enqueue failed")?;
+    }
+    Ok(timer.finish("enqueue", tasks, None, true))
+}
+
+/// Enqueues `tasks` tasks with [`Client::enqueue_batch`], `batch_size` at a time, each batch
+/// awaited before the next is sent.
+pub async fn enqueue_batch(redis_url: &str, tasks: u64, batch_size: usize) -> anyhow::Result<Measurement> {
+    let client = Client::new(connect(redis_url).await?);
+    let timer = Timer::start();
+    enqueue_in_batches(&client, tasks, batch_size).await?;
+    Ok(timer.finish("enqueue-batch", tasks, None, true))
+}
+
+/// Enqueues `tasks` tasks as fast as the client allows, to prepare a scenario that processes
+/// them; the run is measured like the others, but only the queue it leaves matters.
+pub async fn fill(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
+    let client = Client::new(connect(redis_url).await?);
+    let timer = Timer::start();
+    enqueue_in_batches(&client, tasks, FILL_BATCH).await?;
+    Ok(timer.finish("fill", tasks, None, true))
+}
+
+/// Runs a server with `concurrency` on the queue until its processed counter reaches `tasks`,
+/// timed from the server's start. The queue must hold the tasks already ([`fill`]); several
+/// processes may drain the same queue at once, each waiting for the common total.
+pub async fn drain(redis_url: &str, tasks: u64, concurrency: usize, timeout: Duration) -> anyhow::Result<Measurement> {
+    let monitor = connect(redis_url).await?;
+    let info = monitor.queue_info(QUEUE).await.with_context(|| format!("queue {QUEUE:?} is empty; fill it first"))?;
+    // Another process may be draining it already: count what it took too.
+    let available = (info.pending + info.active) as u64 + info.processed_total;
+    ensure!(
+        available >= tasks,
+        "queue {QUEUE:?} holds only {available} tasks (pending, active or processed), not {tasks}; fill it first"
+    );
+    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &[(QUEUE, 1)]))?;
+    let timer = Timer::start();
+    server.start(handler_fn(noop))?;
+    let waited = wait_until_processed(&monitor, tasks, timeout).await;
+    let measurement = timer.finish("drain", tasks, Some(concurrency), true);
+    server.shutdown().await;
+    waited.map(|()| measurement)
+}
+
+/// Starts a server with `concurrency`, then enqueues `tasks` tasks one at a time while it
+/// processes them; timed until every task is processed.
+pub async fn enqueue_and_process(
+    redis_url: &str,
+    tasks: u64,
+    concurrency: usize,
+    timeout: Duration,
+) -> anyhow::Result<Measurement> {
+    let client = Client::new(connect(redis_url).await?);
+    let monitor = connect(redis_url).await?;
+    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &[(QUEUE, 1)]))?;
+    let task = workload::task();
+    let timer = Timer::start();
+    server.start(handler_fn(noop))?;
+    let result = async {
+        for _ in 0..tasks {
+            client.enqueue(&task, TaskOptions::new()).await.context("enqueue failed")?;
+        }
+        wait_until_processed(&monitor, tasks, timeout).await
+    }
+    .await;
+    let measurement = timer.finish("enqueue-and-process", tasks, Some(concurrency), true);
+    server.shutdown().await;
+    result.map(|()| measurement)
+}
+
+/// With an idle server of `concurrency`, enqueues one task at a time and measures how long it
+/// takes from just before the enqueue to the start of its handler (monotonic clock, one
+/// process). Each sample waits `gap` first, so that the server is idle again; sampling stops
+/// after `samples` samples or once `max_duration` has passed.
+pub async fn pickup_latency(
+    redis_url: &str,
+    samples: u64,
+    concurrency: usize,
+    gap: Duration,
+    max_duration: Duration,
+) -> anyhow::Result<Measurement> {
+    let client = Client::new(connect(redis_url).await?);
+    let (started_tx, mut started_rx) = mpsc::unbounded_channel::<Instant>();
+    let handler = handler_fn(move |_ctx: TaskContext, _task| {
+        let started = Instant::now();
+        let started_tx = started_tx.clone();
+        async move {
+            // The receiver outlives the server; a send fails only if the scenario gave up.
+            let _ = started_tx.send(started);
+            Ok(())
+        }
+    });
+    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &[(QUEUE, 1)]))?;
+    server.start(handler)?;
+    let task = workload::task();
+    let timer = Timer::start();
+    let mut latencies_ms = Vec::new();
+    let result = async {
+        while (latencies_ms.len() as u64) < samples && timer.elapsed() < max_duration {
+            tokio::time::sleep(gap).await;
+            let enqueued = Instant::now();
+            client.enqueue(&task, TaskOptions::new()).await.context("enqueue failed")?;
+            let started = tokio::time::timeout(PICKUP_TIMEOUT, started_rx.recv())
+                .await
+                .with_context(|| format!("no handler started within {PICKUP_TIMEOUT:?} of an enqueue"))?
+                .context("the server dropped its handler")?;
+            latencies_ms.push(started.duration_since(enqueued).as_secs_f64() * 1e3);
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let mut measurement = timer.finish("pickup-latency", latencies_ms.len() as u64, Some(concurrency), false);
+    server.shutdown().await;
+    result?;
+    latencies_ms.sort_by(f64::total_cmp);
+    measurement.pickup_p50_ms = percentile(&latencies_ms, 50.0);
+    measurement.pickup_p99_ms = percentile(&latencies_ms, 99.0);
+    Ok(measurement)
+}
+
+/// Runs a server with `concurrency` on three empty queues ([`IDLE_QUEUES`]) for `duration`;
+/// what it costs Redis meanwhile is measured from outside.
+pub async fn idle(redis_url: &str, concurrency: usize, duration: Duration) -> anyhow::Result<Measurement> {
+    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &IDLE_QUEUES))?;
+    let timer = Timer::start();
+    server.start(handler_fn(noop))?;
+    tokio::time::sleep(duration).await;
+    let measurement = timer.finish("idle", 0, Some(concurrency), false);
+    server.shutdown().await;
+    Ok(measurement)
+}
+
+async fn connect(redis_url: &str) -> anyhow::Result<RedisBroker> {
+    RedisBroker::connect(redis_url).await.with_context(|| format!("could not connect to {redis_url}"))
+}
+
+/// The default server configuration, with `concurrency` and `queues`.
+fn server_config(concurrency: usize, queues: &[(&str, u32)]) -> Config {
+    let queues: BTreeMap<String, u32> = queues.iter().map(|(name, priority)| ((*name).to_owned(), *priority)).collect();
+    Config { concurrency, queues, ..Config::default() }
+}
+
+/// The benchmark handler: succeeds at once.
+async fn noop(_ctx: TaskContext, _task: asynq_core::Task) -> Result<(), HandlerError> {
+    Ok(())
+}
+
+/// Enqueues `tasks` benchmark tasks in batches of `batch_size`, failing on the first task the
+/// broker refuses.
+async fn enqueue_in_batches(client: &Client, tasks: u64, batch_size: usize) -> anyhow::Result<()> {
+    ensure!(batch_size > 0, "the batch size must be at least 1");
+    let batch = vec![(workload::task(), TaskOptions::new()); batch_size];
+    let mut left = tasks;
+    while left > 0 {
+        let size = batch_size.min(usize::try_from(left).unwrap_or(usize::MAX));
+        if let Some(Err(e)) = client.enqueue_batch(&batch[..size]).await.into_iter().find(Result::is_err) {
+            return Err(e).context("batch enqueue failed");
+        }
+        left -= size as u64;
+    }
+    Ok(())
+}
+
+/// Polls the queue's processed counter until it reaches `target`. Fails as soon as a task
+/// fails (the benchmark handler never does, so something is broken), or after `timeout`.
+async fn wait_until_processed(monitor: &RedisBroker, target: u64, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let info = monitor.queue_info(QUEUE).await.context("could not read the queue's counters")?;
+        if info.failed_total > 0 {
+            bail!("{} tasks failed in queue {QUEUE:?}; the benchmark handler never fails", info.failed_total);
+        }
+        if info.processed_total >= target {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("only {} of {target} tasks were processed within {timeout:?}", info.processed_total);
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}

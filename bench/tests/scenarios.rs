@@ -1,0 +1,84 @@
+//! Every scenario of `asynq-bench` runs to completion against a throwaway Redis, with small
+//! sizes, and reports numbers that make sense.
+
+use asynq_bench::scenarios;
+use asynq_bench::workload::QUEUE;
+use asynq_core::broker::Inspect;
+use asynq_redis::RedisBroker;
+use asynq_tests::RedisServer;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+async fn queue_counts(url: &str) -> (usize, u64) {
+    let info = RedisBroker::connect(url).await.unwrap().queue_info(QUEUE).await.unwrap();
+    (info.pending, info.processed_total)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_baseline_counts_commands_in_whole_pipelines() {
+    let redis = RedisServer::start();
+    let single = scenarios::redis_ping(&redis.url(), 20, 1).await.unwrap();
+    assert_eq!((single.scenario.as_str(), single.tasks), ("redis-ping", 20));
+    assert_eq!(scenarios::redis_ping(&redis.url(), 25, 10).await.unwrap().tasks, 30);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn enqueue_scenarios_store_every_task() {
+    let redis = RedisServer::start();
+    let one_by_one = scenarios::enqueue(&redis.url(), 50).await.unwrap();
+    assert_eq!((one_by_one.scenario.as_str(), one_by_one.tasks), ("enqueue", 50));
+    assert!(one_by_one.tasks_per_s.is_some_and(|rate| rate > 0.0));
+    let batched = scenarios::enqueue_batch(&redis.url(), 50, 20).await.unwrap();
+    assert_eq!(batched.tasks, 50);
+    scenarios::fill(&redis.url(), 30).await.unwrap();
+    assert_eq!(queue_counts(&redis.url()).await, (130, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drain_needs_a_filled_queue_and_empties_it() {
+    let redis = RedisServer::start();
+    assert!(scenarios::drain(&redis.url(), 10, 4, TIMEOUT).await.is_err());
+    scenarios::fill(&redis.url(), 100).await.unwrap();
+    let drained = scenarios::drain(&redis.url(), 100, 4, TIMEOUT).await.unwrap();
+    assert_eq!((drained.tasks, drained.concurrency), (100, Some(4)));
+    assert!(drained.started_unix_us < drained.finished_unix_us);
+    assert_eq!(queue_counts(&redis.url()).await, (0, 100));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_drains_share_one_queue() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    scenarios::fill(&url, 200).await.unwrap();
+    let (a, b) = tokio::join!(scenarios::drain(&url, 200, 3, TIMEOUT), scenarios::drain(&url, 200, 3, TIMEOUT));
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(queue_counts(&url).await, (0, 200));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn enqueue_and_process_processes_everything_it_enqueues() {
+    let redis = RedisServer::start();
+    let measured = scenarios::enqueue_and_process(&redis.url(), 100, 4, TIMEOUT).await.unwrap();
+    assert_eq!(measured.tasks, 100);
+    assert_eq!(queue_counts(&redis.url()).await, (0, 100));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pickup_latency_reports_percentiles_of_its_samples() {
+    let redis = RedisServer::start();
+    let measured =
+        scenarios::pickup_latency(&redis.url(), 5, 2, Duration::from_millis(5), Duration::from_secs(30)).await.unwrap();
+    assert_eq!((measured.tasks, measured.tasks_per_s), (5, None));
+    let (p50, p99) = (measured.pickup_p50_ms.unwrap(), measured.pickup_p99_ms.unwrap());
+    assert!(0.0 < p50 && p50 <= p99, "p50 {p50} ms, p99 {p99} ms");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_runs_a_server_for_the_given_time() {
+    let redis = RedisServer::start();
+    let measured = scenarios::idle(&redis.url(), 2, Duration::from_millis(300)).await.unwrap();
+    assert_eq!((measured.tasks, measured.tasks_per_s), (0, None));
+    assert!(measured.elapsed_s >= 0.3);
+}

@@ -1,0 +1,187 @@
+//! `--peer`: the benchmark of the `asynq` 0.1.8 crate (`../shared/peers/rust-asynq-0.1.8`),
+//! built and run against the same private Redis in the same run, so that ratios compare like
+//! with like.
+//!
+//! The peer enqueues N tasks one at a time, then drains them at concurrency 10, and prints one
+//! `RESULT key=value ...` line. Its two phases become two rows; Redis, measured around the
+//! whole process, goes into a third row for the whole lifecycle.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use anyhow::{Context as _, bail};
+
+use super::pin::Pinning;
+use super::report::{Ratio, Row, Run};
+use super::server::RedisServer;
+use super::stats;
+use crate::cmd;
+
+/// The peer's directory, from the workspace root.
+const PEER_DIR: &str = "../shared/peers/rust-asynq-0.1.8";
+/// The peer's binary.
+const BINARY: &str = "rust-asynq-peer";
+/// The concurrency the peer's server runs with.
+const CONCURRENCY: usize = 10;
+/// The clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on Linux).
+const CLOCK_TICKS_PER_SEC: f64 = 100.0;
+
+/// The peer's rows, in report order.
+const ENQUEUE: &str = "peer-enqueue";
+const DRAIN: &str = "peer-drain-c10";
+const LIFECYCLE: &str = "peer-enqueue-then-drain-c10";
+
+/// Our throughputs next to the peer's.
+pub(crate) static RATIOS: [Ratio; 2] = [
+    Ratio { label: "enqueue one at a time", ours: "enqueue", peer: ENQUEUE },
+    Ratio { label: "processing at concurrency 10", ours: "drain-c10", peer: DRAIN },
+];
+
+/// The built peer benchmark.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    binary: PathBuf,
+}
+
+impl Peer {
+    /// Builds the peer in release mode under `target_dir` (its own directory is read-only).
+    pub(crate) fn build(target_dir: PathBuf) -> anyhow::Result<Self> {
+        let manifest = crate::workspace_root().join(PEER_DIR).join("Cargo.toml");
+        if !manifest.is_file() {
+            bail!("--peer needs the peer benchmark at {}, which is missing", manifest.display());
+        }
+        let mut build = cmd::cargo_command(["build", "--release", "--locked", "--manifest-path"]);
+        build.arg(&manifest).arg("--target-dir").arg(&target_dir);
+        cmd::run(&mut build)?;
+        Ok(Self { binary: target_dir.join("release").join(BINARY) })
+    }
+
+    /// One run of the peer with `tasks` tasks against `redis` (which the peer flushes): one row
+    /// per phase and one for the whole lifecycle.
+    pub(crate) fn run(&self, redis: &mut RedisServer, pinning: Pinning, tasks: u64) -> anyhow::Result<Vec<Row>> {
+        redis.reset()?;
+        let mut command = pinning.bench(&self.binary);
+        command.args(["run", &tasks.to_string(), &CONCURRENCY.to_string()]);
+        command.env("REDIS_URL", format!("{}/", redis.url()));
+        command.stdin(Stdio::null()).stderr(Stdio::inherit());
+        let cpu_before = reaped_children_cpu_s();
+        let (output, usage, window_s) = stats::measure(redis, || {
+            command.output().with_context(|| format!("cannot run {}", self.binary.display()))
+        })?;
+        // The peer is the only child reaped meanwhile.
+        let client_cpu_s = reaped_children_cpu_s().zip(cpu_before).map(|(after, before)| after - before);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            bail!("{BINARY} failed ({}); it printed {stdout:?}", output.status);
+        }
+        let result = PeerResult::parse(&stdout)?;
+        let phase = |tasks_per_s| Run {
+            tasks,
+            concurrency: Some(CONCURRENCY),
+            tasks_per_s: Some(tasks_per_s),
+            ..Run::default()
+        };
+        let lifecycle = Run {
+            tasks_per_s: Some(result.tasks as f64 / (result.enqueue_s + result.process_s)),
+            client_cpu_s,
+            redis: Some(usage),
+            window_s,
+            ..phase(0.0)
+        };
+        Ok(vec![
+            Row::from_run(ENQUEUE, &Run { concurrency: None, ..phase(result.enqueue_tps) }),
+            Row::from_run(DRAIN, &phase(result.process_tps)),
+            Row::from_run(LIFECYCLE, &lifecycle),
+        ])
+    }
+}
+
+/// The numbers of the peer's `RESULT` line.
+#[derive(Debug, Clone, PartialEq)]
+struct PeerResult {
+    tasks: u64,
+    enqueue_s: f64,
+    enqueue_tps: f64,
+    process_s: f64,
+    process_tps: f64,
+}
+
+impl PeerResult {
+    /// Reads the `RESULT n=.. enqueue_s=.. enqueue_tps=.. process_s=.. process_tps=..` line.
+    fn parse(stdout: &str) -> anyhow::Result<Self> {
+        let line = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("RESULT "))
+            .with_context(|| format!("{BINARY} printed no RESULT line: {stdout:?}"))?;
+        let field = |name: &str| -> anyhow::Result<f64> {
+            line.split_whitespace()
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+                .and_then(|value| value.parse().ok())
+                .with_context(|| format!("no number {name}= in the peer's line `RESULT {line}`"))
+        };
+        Ok(Self {
+            tasks: field("n")? as u64,
+            enqueue_s: field("enqueue_s")?,
+            enqueue_tps: field("enqueue_tps")?,
+            process_s: field("process_s")?,
+            process_tps: field("process_tps")?,
+        })
+    }
+}
+
+/// CPU time (user + system) of this process's children that have been waited for, from
+/// `/proc/self/stat` (`cutime` and `cstime`, fields 16 and 17).
+fn reaped_children_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let (_, after_name) = stat.rsplit_once(')')?;
+    let mut fields = after_name.split_whitespace().skip(13); // field 3 is the first after `)`
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / CLOCK_TICKS_PER_SEC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_result_line() {
+        let stdout = "starting\nRESULT n=100000 conc=10 inflight=1 enqueue_s=7.692 enqueue_tps=13000 \
+                      process_s=14.286 process_tps=7000 handler_calls=100000\n";
+        let result = PeerResult::parse(stdout).unwrap();
+        assert_eq!(
+            result,
+            PeerResult {
+                tasks: 100_000,
+                enqueue_s: 7.692,
+                enqueue_tps: 13_000.0,
+                process_s: 14.286,
+                process_tps: 7_000.0
+            }
+        );
+        assert!(PeerResult::parse("nothing\n").is_err());
+        assert!(PeerResult::parse("RESULT n=10 enqueue_s=1\n").is_err());
+    }
+
+    #[test]
+    fn ratios_name_our_scenarios_and_the_peers_rows() {
+        let sizes = super::super::scenarios::Sizes {
+            tasks: 1,
+            latency_samples: 1,
+            latency_max_secs: 1,
+            idle_window: std::time::Duration::from_secs(1),
+        };
+        let ours: Vec<&str> = super::super::scenarios::all(&sizes).iter().map(|scenario| scenario.name).collect();
+        for ratio in &RATIOS {
+            assert!(ours.contains(&ratio.ours), "{} is not a scenario", ratio.ours);
+            assert!([ENQUEUE, DRAIN, LIFECYCLE].contains(&ratio.peer));
+        }
+    }
+
+    #[test]
+    fn children_cpu_time_is_readable_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(reaped_children_cpu_s().is_some());
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! The end-to-end scenarios and how one run of each goes: a flushed Redis, then one or more
+//! `asynq-bench` processes, with Redis measured around them.
+//!
+//! A scenario that processes tasks first fills the queue with a separate, unmeasured
+//! `asynq-bench fill` process, so that Redis's figures cover the processing only.
+
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use serde::Deserialize;
+
+use super::pin::Pinning;
+use super::report::Run;
+use super::server::RedisServer;
+use super::stats;
+
+/// How long an idle server runs before its Redis traffic is measured.
+const IDLE_WARMUP: Duration = Duration::from_secs(2);
+
+/// How big the scenarios are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sizes {
+    /// Tasks per throughput scenario.
+    pub(crate) tasks: u64,
+    /// Most latency samples.
+    pub(crate) latency_samples: u64,
+    /// Most seconds spent sampling latency.
+    pub(crate) latency_max_secs: u64,
+    /// How long the idle server's Redis traffic is measured.
+    pub(crate) idle_window: Duration,
+}
+
+/// One scenario of the report.
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    /// Its name in the report.
+    pub(crate) name: &'static str,
+    /// Whether it measures throughput, and so runs several times.
+    pub(crate) throughput: bool,
+    plan: Plan,
+}
+
+/// What a scenario runs.
+#[derive(Debug, Clone)]
+enum Plan {
+    /// One `asynq-bench` process with these arguments, on an empty Redis.
+    Process(Vec<String>),
+    /// `asynq-bench fill` (not measured), then `processes` `asynq-bench drain` processes at once.
+    Drain { processes: usize, concurrency: usize },
+    /// `asynq-bench idle`, with Redis measured over a window in the middle of its run.
+    Idle { concurrency: usize },
+}
+
+/// Every scenario, in report order.
+pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
+    let tasks = sizes.tasks.to_string();
+    let process = |name, throughput, args: &[&str]| Scenario { name, throughput, plan: Plan::Process(strings(args)) };
+    vec![
+        process("baseline-redis-ping", true, &["redis-ping", "--commands", &tasks]),
+        process("baseline-redis-ping-pipelined-100", true, &["redis-ping", "--commands", &tasks, "--pipeline", "100"]),
+        process("enqueue", true, &["enqueue", "--tasks", &tasks]),
+        process("enqueue-batch-100", true, &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100"]),
+        Scenario { name: "drain-c10", throughput: true, plan: Plan::Drain { processes: 1, concurrency: 10 } },
+        Scenario { name: "drain-c100", throughput: true, plan: Plan::Drain { processes: 1, concurrency: 100 } },
+        Scenario {
+            name: "drain-2-processes-c10",
+            throughput: true,
+            plan: Plan::Drain { processes: 2, concurrency: 10 },
+        },
+        process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
+        process(
+            "pickup-latency-c10",
+            false,
+            &[
+                "pickup-latency",
+                "--samples",
+                &sizes.latency_samples.to_string(),
+                "--max-secs",
+                &sizes.latency_max_secs.to_string(),
+                "--concurrency",
+                "10",
+            ],
+        ),
+        Scenario { name: "idle-3-queues", throughput: false, plan: Plan::Idle { concurrency: 10 } },
+    ]
+}
+
+/// Runs scenarios against one Redis.
+#[derive(Debug)]
+pub(crate) struct Runner<'a> {
+    redis: &'a mut RedisServer,
+    launcher: Launcher,
+    sizes: Sizes,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner of the `asynq-bench` at `binary` against `redis`.
+    pub(crate) fn new(redis: &'a mut RedisServer, binary: PathBuf, pinning: Pinning, sizes: Sizes) -> Self {
+        let launcher = Launcher { binary, pinning, redis_url: redis.url() };
+        Self { redis, launcher, sizes }
+    }
+
+    /// One run of `scenario`, on a flushed Redis with reset statistics.
+    pub(crate) fn run(&mut self, scenario: &Scenario) -> anyhow::Result<Run> {
+        self.run_plan(&scenario.plan).with_context(|| format!("scenario {} failed", scenario.name))
+    }
+
+    fn run_plan(&mut self, plan: &Plan) -> anyhow::Result<Run> {
+        self.redis.reset()?;
+        match plan {
+            Plan::Process(args) => self.measured(std::slice::from_ref(args)),
+            Plan::Drain { processes, concurrency } => {
+                let tasks = self.sizes.tasks.to_string();
+                self.launcher.spawn(&[strings(&["fill", "--tasks", &tasks])])?.wait()?;
+                let drain = strings(&["drain", "--tasks", &tasks, "--concurrency", &concurrency.to_string()]);
+                self.measured(&vec![drain; *processes])
+            }
+            Plan::Idle { concurrency } => self.idle(*concurrency),
+        }
+    }
+
+    /// Runs one process per argument list, all at once, with Redis measured around them.
+    fn measured(&mut self, arg_lists: &[Vec<String>]) -> anyhow::Result<Run> {
+        let (measurements, usage, window_s) = stats::measure(self.redis, || self.launcher.spawn(arg_lists)?.wait())?;
+        combine(&measurements, usage, window_s)
+    }
+
+    /// An idle server: Redis is measured from [`IDLE_WARMUP`] after its start, for the idle
+    /// window, so that start-up and shutdown stay out of the figures.
+    fn idle(&mut self, concurrency: usize) -> anyhow::Result<Run> {
+        let seconds = (IDLE_WARMUP + self.sizes.idle_window).as_secs() + 1;
+        let args = strings(&["idle", "--seconds", &seconds.to_string(), "--concurrency", &concurrency.to_string()]);
+        let processes = self.launcher.spawn(&[args])?;
+        std::thread::sleep(IDLE_WARMUP);
+        let (measurements, usage, window_s) = stats::measure(self.redis, || {
+            std::thread::sleep(self.sizes.idle_window);
+            Ok(processes)
+        })?;
+        combine(&measurements.wait()?, usage, window_s)
+    }
+}
+
+/// Starts `asynq-bench` processes against one Redis.
+#[derive(Debug)]
+struct Launcher {
+    binary: PathBuf,
+    pinning: Pinning,
+    redis_url: String,
+}
+
+impl Launcher {
+    /// Starts one process per argument list, all at once.
+    fn spawn(&self, arg_lists: &[Vec<String>]) -> anyhow::Result<Processes> {
+        let mut processes = Processes(Vec::new());
+        for args in arg_lists {
+            let mut command = self.pinning.bench(&self.binary);
+            command.arg("--redis-url").arg(&self.redis_url).args(args);
+            command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+            let child = command.spawn().with_context(|| format!("cannot run {}", self.binary.display()))?;
+            processes.0.push((args.join(" "), child));
+        }
+        Ok(processes)
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|arg| (*arg).to_owned()).collect()
+}
+
+/// `asynq-bench` processes that are killed if dropped before [`Processes::wait`] collects them,
+/// so that an error elsewhere leaves none behind.
+struct Processes(Vec<(String, Child)>);
+
+impl Processes {
+    /// Waits for every process and reads its measurement.
+    fn wait(mut self) -> anyhow::Result<Vec<Measurement>> {
+        let mut measurements = Vec::new();
+        for (args, child) in std::mem::take(&mut self.0) {
+            let output = child.wait_with_output().with_context(|| format!("`asynq-bench {args}` vanished"))?;
+            if !output.status.success() {
+                bail!("`asynq-bench {args}` failed ({}); its errors are above", output.status);
+            }
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let line = stdout.lines().last().unwrap_or_default();
+            let measurement = serde_json::from_str(line)
+                .with_context(|| format!("`asynq-bench {args}` printed no measurement, but {stdout:?}"))?;
+            measurements.push(measurement);
+        }
+        Ok(measurements)
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What `asynq-bench` prints: the fields of `asynq_bench::Measurement` the report uses.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct Measurement {
+    tasks: u64,
+    concurrency: Option<usize>,
+    tasks_per_s: Option<f64>,
+    pickup_p50_ms: Option<f64>,
+    pickup_p99_ms: Option<f64>,
+    cpu_s: Option<f64>,
+    peak_rss_mb: Option<f64>,
+    started_unix_us: u64,
+    finished_unix_us: u64,
+}
+
+/// One run from the measurements of its processes. Processes that ran side by side count as
+/// one: throughput over the span from the first start to the last finish, CPU summed, the
+/// largest peak memory.
+fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> anyhow::Result<Run> {
+    let [first, rest @ ..] = measurements else { bail!("no process was run") };
+    let tasks_per_s = if rest.is_empty() {
+        first.tasks_per_s
+    } else {
+        let start = measurements.iter().map(|m| m.started_unix_us).min().unwrap_or_default();
+        let end = measurements.iter().map(|m| m.finished_unix_us).max().unwrap_or_default();
+        first.tasks_per_s.and(Some(first.tasks as f64 / ((end.saturating_sub(start)) as f64 / 1e6)))
+    };
+    let cpu: Vec<f64> = measurements.iter().filter_map(|m| m.cpu_s).collect();
+    Ok(Run {
+        tasks: first.tasks,
+        concurrency: first.concurrency,
+        tasks_per_s,
+        pickup_p50_ms: first.pickup_p50_ms,
+        pickup_p99_ms: first.pickup_p99_ms,
+        client_cpu_s: (!cpu.is_empty()).then(|| cpu.iter().sum()),
+        peak_rss_mb: measurements.iter().filter_map(|m| m.peak_rss_mb).reduce(f64::max),
+        redis: Some(redis),
+        window_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measurement(started_unix_us: u64, finished_unix_us: u64, cpu_s: f64, peak_rss_mb: f64) -> Measurement {
+        Measurement {
+            tasks: 1_000,
+            concurrency: Some(10),
+            tasks_per_s: Some(1_000.0 / ((finished_unix_us - started_unix_us) as f64 / 1e6)),
+            pickup_p50_ms: None,
+            pickup_p99_ms: None,
+            cpu_s: Some(cpu_s),
+            peak_rss_mb: Some(peak_rss_mb),
+            started_unix_us,
+            finished_unix_us,
+        }
+    }
+
+    #[test]
+    fn side_by_side_processes_count_as_one_run() {
+        let one = combine(&[measurement(0, 500_000, 0.25, 10.0)], stats::Usage::default(), 1.0).unwrap();
+        assert_eq!(one.tasks_per_s, Some(2_000.0));
+        let two = [measurement(100_000, 400_000, 0.25, 10.0), measurement(0, 500_000, 0.5, 12.0)];
+        let run = combine(&two, stats::Usage::default(), 1.0).unwrap();
+        assert_eq!((run.tasks, run.tasks_per_s), (1_000, Some(2_000.0)));
+        assert_eq!((run.client_cpu_s, run.peak_rss_mb), (Some(0.75), Some(12.0)));
+        assert!(combine(&[], stats::Usage::default(), 1.0).is_err());
+    }
+
+    #[test]
+    fn reads_what_asynq_bench_prints() {
+        let line = r#"{"scenario":"drain","tasks":20000,"concurrency":10,"elapsed_s":1.09,"tasks_per_s":18276.9,
+            "pickup_p50_ms":null,"pickup_p99_ms":null,"cpu_s":0.64,"peak_rss_mb":7.1,
+            "started_unix_us":1795322394044025,"finished_unix_us":1795322395138300}"#;
+        let measurement: Measurement = serde_json::from_str(line).unwrap();
+        assert_eq!((measurement.tasks, measurement.concurrency, measurement.cpu_s), (20_000, Some(10), Some(0.64)));
+    }
+
+    #[test]
+    fn scenario_names_are_unique() {
+        let sizes = Sizes { tasks: 10, latency_samples: 1, latency_max_secs: 1, idle_window: Duration::from_secs(1) };
+        let mut names: Vec<&str> = all(&sizes).iter().map(|scenario| scenario.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all(&sizes).len());
+    }
+}

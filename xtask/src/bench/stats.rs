@@ -1,0 +1,159 @@
+//! What Redis did during a measurement: CPU time from `INFO cpu` and commands executed from
+//! `INFO commandstats`, as the difference of two snapshots.
+//!
+//! Command counts include the commands Lua scripts run (`redis.call`), as Redis counts them:
+//! an `EVALSHA` whose script calls `LMOVE` and `HSET` counts three. They are the work Redis
+//! does; round trips are fewer.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::Context as _;
+
+use super::server::RedisServer;
+
+/// The `INFO` calls a snapshot makes. The first snapshot's second call and the second
+/// snapshot's first call fall between the two, so a difference counts this many of them.
+const SNAPSHOT_INFO_CALLS: u64 = 2;
+
+/// Redis's cumulative counters at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Snapshot {
+    /// `used_cpu_sys + used_cpu_user`: every thread of the process, in seconds.
+    cpu_s: f64,
+    /// `used_cpu_sys_main_thread + used_cpu_user_main_thread` (Redis 7+), in seconds.
+    main_thread_cpu_s: Option<f64>,
+    /// Calls per command, from `INFO commandstats` (`get`, `evalsha`, `config|resetstat`...).
+    calls: BTreeMap<String, u64>,
+}
+
+/// What Redis did between two snapshots.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Usage {
+    /// CPU seconds, all threads.
+    pub(crate) cpu_s: f64,
+    /// CPU seconds of the main thread, where Redis reports it.
+    pub(crate) main_thread_cpu_s: Option<f64>,
+    /// Calls per command, without those of the snapshots themselves.
+    pub(crate) calls: BTreeMap<String, u64>,
+}
+
+impl Usage {
+    /// Every command executed.
+    pub(crate) fn total_calls(&self) -> u64 {
+        self.calls.values().sum()
+    }
+}
+
+impl Snapshot {
+    /// Reads the counters of `server`.
+    pub(crate) fn take(server: &mut RedisServer) -> anyhow::Result<Self> {
+        let cpu = server.command(&["INFO", "cpu"])?.into_text()?;
+        let commands = server.command(&["INFO", "commandstats"])?.into_text()?;
+        Self::parse(&cpu, &commands)
+    }
+
+    /// Parses the text of `INFO cpu` and `INFO commandstats`.
+    fn parse(cpu: &str, commands: &str) -> anyhow::Result<Self> {
+        let fields: BTreeMap<&str, &str> = info_fields(cpu).collect();
+        let seconds = |name: &str| -> Option<f64> { fields.get(name).and_then(|value| value.parse().ok()) };
+        let sum = |a: &str, b: &str| Some(seconds(a)? + seconds(b)?);
+        let cpu_s = sum("used_cpu_sys", "used_cpu_user")
+            .with_context(|| format!("INFO cpu has no used_cpu_sys and used_cpu_user:\n{cpu}"))?;
+        let main_thread_cpu_s = sum("used_cpu_sys_main_thread", "used_cpu_user_main_thread");
+        let mut calls = BTreeMap::new();
+        for (field, value) in info_fields(commands) {
+            let Some(command) = field.strip_prefix("cmdstat_") else { continue };
+            let count = value
+                .split(',')
+                .find_map(|pair| pair.strip_prefix("calls="))
+                .and_then(|count| count.parse().ok())
+                .with_context(|| format!("no call count in `{field}:{value}`"))?;
+            calls.insert(command.to_owned(), count);
+        }
+        Ok(Self { cpu_s, main_thread_cpu_s, calls })
+    }
+
+    /// What happened between `earlier` and this snapshot.
+    pub(crate) fn since(&self, earlier: &Snapshot) -> Usage {
+        let mut calls: BTreeMap<String, u64> = self
+            .calls
+            .iter()
+            .map(|(command, count)| {
+                (command.clone(), count.saturating_sub(earlier.calls.get(command).copied().unwrap_or(0)))
+            })
+            .collect();
+        if let Some(info) = calls.get_mut("info") {
+            *info = info.saturating_sub(SNAPSHOT_INFO_CALLS);
+        }
+        calls.retain(|_, count| *count > 0);
+        Usage {
+            cpu_s: (self.cpu_s - earlier.cpu_s).max(0.0),
+            main_thread_cpu_s: self.main_thread_cpu_s.zip(earlier.main_thread_cpu_s).map(|(a, b)| (a - b).max(0.0)),
+            calls,
+        }
+    }
+}
+
+/// Runs `work` and returns what it returned, what Redis did meanwhile and how long it took, in
+/// seconds.
+pub(crate) fn measure<T>(
+    server: &mut RedisServer,
+    work: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<(T, Usage, f64)> {
+    let before = Snapshot::take(server)?;
+    let started = Instant::now();
+    let value = work()?;
+    let window_s = started.elapsed().as_secs_f64();
+    let usage = Snapshot::take(server)?.since(&before);
+    Ok((value, usage, window_s))
+}
+
+/// The `field:value` lines of an `INFO` reply, without section headers.
+fn info_fields(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once(':'))
+        .map(|(f, v)| (f, v.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CPU: &str = "# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:2.250000\r\nused_cpu_sys_children:0.0\r\n\
+                       used_cpu_user_children:0.0\r\nused_cpu_sys_main_thread:1.25\r\nused_cpu_user_main_thread:2.0\r\n";
+
+    fn commands(evalsha: u64, info: u64) -> String {
+        format!(
+            "# Commandstats\r\ncmdstat_evalsha:calls={evalsha},usec=10,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n\
+             cmdstat_info:calls={info},usec=5,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n\
+             cmdstat_config|resetstat:calls=1,usec=1,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
+        )
+    }
+
+    #[test]
+    fn parses_cpu_and_command_counts() {
+        let snapshot = Snapshot::parse(CPU, &commands(7, 1)).unwrap();
+        assert_eq!(snapshot.cpu_s, 3.75);
+        assert_eq!(snapshot.main_thread_cpu_s, Some(3.25));
+        assert_eq!(snapshot.calls["evalsha"], 7);
+        assert_eq!(snapshot.calls["config|resetstat"], 1);
+        let old_redis = Snapshot::parse("used_cpu_sys:1\nused_cpu_user:1\n", "").unwrap();
+        assert_eq!((old_redis.cpu_s, old_redis.main_thread_cpu_s), (2.0, None));
+        assert!(Snapshot::parse("# CPU\n", "").is_err());
+        assert!(Snapshot::parse(CPU, "cmdstat_get:usec=1\n").is_err());
+    }
+
+    #[test]
+    fn differences_leave_out_the_snapshots_own_info_calls() {
+        let before = Snapshot::parse(CPU, &commands(7, 1)).unwrap();
+        let cpu_after = CPU.replace("used_cpu_user:2.250000", "used_cpu_user:3.250000");
+        let after = Snapshot::parse(&cpu_after, &commands(107, 4)).unwrap();
+        let usage = after.since(&before);
+        assert!((usage.cpu_s - 1.0).abs() < 1e-9);
+        assert_eq!(usage.main_thread_cpu_s, Some(0.0));
+        assert_eq!(usage.calls, BTreeMap::from([("evalsha".to_owned(), 100), ("info".to_owned(), 1)]));
+        assert_eq!(usage.total_calls(), 101);
+    }
+}
