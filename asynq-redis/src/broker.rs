@@ -1,5 +1,6 @@
 //! [`RedisBroker`]: every broker role over Redis, storing tasks exactly as Go asynq v0.26 does.
 
+use crate::batch::{BatchCall, run_pipeline};
 use crate::connection::{Connection, RedisTarget};
 use crate::error::{ConnectError, broker_error, unexpected};
 use crate::keys::{self, QueueKeys};
@@ -18,7 +19,7 @@ use asynq_core::{
 use bytes::Bytes;
 use prost::Message;
 use redis::{AsyncCommands, FromRedisValue, Script, Value};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -31,6 +32,8 @@ const ARCHIVE_MAX_AGE_SECS: i64 = 90 * 24 * 60 * 60;
 const ARCHIVE_MAX_SIZE: i64 = 10_000;
 /// How long an idle server's mark on a queue lasts; it renews the mark each time it waits.
 const IDLE_MARK_SECS: u64 = 60;
+/// `enqueue_batch.lua` stores at most this many tasks per call.
+const ENQUEUE_BATCH: usize = 500;
 /// `forward.lua` moves at most this many tasks per call.
 const FORWARD_BATCH: i64 = 100;
 
@@ -303,62 +306,54 @@ impl Enqueue for RedisBroker {
     /// One pipeline per queue (a queue's keys share a Cluster slot), so a batch for one queue
     /// is one round trip.
     async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
+        let now = self.now();
         let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(requests.len());
-        let mut by_queue: std::collections::BTreeMap<String, Vec<(usize, ScriptCall, TaskMessage)>> =
-            Default::default();
+        // Per queue: the plain pending tasks (one `enqueue_batch.lua` call for many), and the
+        // rest (one `enqueue.lua` call each).
+        let mut by_queue: BTreeMap<String, (Vec<(usize, TaskMessage)>, Vec<BatchCall>)> = BTreeMap::new();
         for (index, request) in requests.into_iter().enumerate() {
-            match self.enqueue_call(request) {
-                Ok((call, msg)) => {
-                    by_queue.entry(msg.queue.clone()).or_default().push((index, call, msg));
-                    results.push(None);
+            results.push(None);
+            if request.placement == Placement::Pending && request.unique_ttl.is_none() {
+                if let Err(e) = validate_queue_name(&request.message.queue) {
+                    results[index] = Some(Err(e));
+                    continue;
                 }
-                Err(e) => results.push(Some(Err(e))),
+                let msg = request.message;
+                by_queue.entry(msg.queue.clone()).or_default().0.push((index, msg));
+                continue;
+            }
+            match self.enqueue_call(request) {
+                Ok((call, msg)) => by_queue.entry(msg.queue.clone()).or_default().1.push(BatchCall {
+                    call,
+                    context: "enqueue",
+                    items: vec![(index, msg)],
+                }),
+                Err(e) => results[index] = Some(Err(e)),
             }
         }
         let mut conn = self.conn();
-        for (queue, calls) in by_queue {
-            let replies = match self.enqueue_pipeline(&queue, &calls, &mut conn).await {
-                Ok(replies) => replies,
-                Err(e) => {
-                    for (index, _, _) in &calls {
-                        results[*index] = Some(Err(e.duplicate()));
-                    }
-                    continue;
+        for (queue, (plain, mut calls)) in by_queue {
+            let k = QueueKeys::new(&queue);
+            for chunk in plain.chunks(ENQUEUE_BATCH) {
+                let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
+                call.key(k.pending()).key(k.idle_workers());
+                call.arg(unix_nanos(now)).arg(k.task_prefix()).arg(k.ready_channel());
+                for (_, msg) in chunk {
+                    call.arg(&msg.id).arg(encode(msg));
                 }
-            };
-            for ((index, call, msg), reply) in calls.into_iter().zip(replies) {
-                let result = match reply {
-                    Value::Int(n) => enqueue_result(msg, n),
-                    // Redis lost the script (restart, failover) between the load and the call.
-                    Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => {
-                        match call.run(&mut conn, "enqueue").await {
-                            Ok(n) => enqueue_result(msg, n),
-                            Err(e) => Err(e),
-                        }
-                    }
-                    other => Err(unexpected("enqueue batch", format!("unexpected reply {other:?}"))),
-                };
-                results[index] = Some(result);
+                calls.push(BatchCall { call, context: "enqueue batch", items: chunk.to_vec() });
+            }
+            if let Err(e) = self.register_queue(&queue).await {
+                for batch in calls {
+                    batch.items.iter().for_each(|(index, _)| results[*index] = Some(Err(e.duplicate())));
+                }
+                continue;
+            }
+            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
+                results[index] = Some(code.and_then(|code| enqueue_result(msg, code)));
             }
         }
         results.into_iter().map(|r| r.expect("every request has a result")).collect()
-    }
-}
-
-impl RedisBroker {
-    async fn enqueue_pipeline(
-        &self,
-        queue: &str,
-        calls: &[(usize, ScriptCall, TaskMessage)],
-        conn: &mut Connection,
-    ) -> Result<Vec<Value>> {
-        self.register_queue(queue).await?;
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for (_, call, _) in calls {
-            pipe.add_command(call.cmd());
-        }
-        pipe.query_async(conn).await.map_err(|e| broker_error("enqueue batch", e))
     }
 }
 
@@ -429,67 +424,30 @@ impl Dequeue for RedisBroker {
     /// `done_batch.lua` call.
     async fn finish_batch(&self, items: Vec<(TaskMessage, Outcome)>) -> Vec<Result<()>> {
         let now = self.now();
-        let mut by_queue: std::collections::BTreeMap<String, Vec<(usize, TaskMessage, Outcome)>> = Default::default();
+        let mut by_queue: BTreeMap<String, Vec<(usize, TaskMessage, Outcome)>> = BTreeMap::new();
+        let count = items.len();
         for (index, (msg, outcome)) in items.into_iter().enumerate() {
             by_queue.entry(msg.queue.clone()).or_default().push((index, msg, outcome));
         }
         let mut results: Vec<Option<Result<()>>> = Vec::new();
-        results.resize_with(by_queue.values().map(Vec::len).sum(), || None);
+        results.resize_with(count, || None);
         let mut conn = self.conn();
         for (queue, items) in by_queue {
             let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
-            // The calls of the pipeline, each with the items whose replies it carries.
-            let mut calls: Vec<(ScriptCall, &str, Vec<(usize, TaskMessage)>)> = Vec::new();
+            let mut calls = Vec::new();
             let singles: Vec<_> = if done.len() > 1 {
-                calls.push((self.done_batch_call(&queue, &done, now), "done batch", strip(done)));
+                let call = self.done_batch_call(&queue, &done, now);
+                calls.push(BatchCall { call, context: "done batch", items: strip(done) });
                 others
             } else {
                 done.into_iter().chain(others).collect()
             };
             calls.extend(singles.into_iter().map(|(index, msg, outcome)| {
                 let (call, context) = self.finish_call(&msg, outcome, now);
-                (call, context, vec![(index, msg)])
+                BatchCall { call, context, items: vec![(index, msg)] }
             }));
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for (call, _, _) in &calls {
-                pipe.add_command(call.cmd());
-            }
-            let replies: Vec<Value> = match pipe.query_async(&mut conn).await {
-                Ok(replies) => replies,
-                Err(e) => {
-                    let e = broker_error("finish batch", e);
-                    for (_, _, items) in &calls {
-                        for (index, _) in items {
-                            results[*index] = Some(Err(e.duplicate()));
-                        }
-                    }
-                    continue;
-                }
-            };
-            for ((call, context, items), reply) in calls.into_iter().zip(replies) {
-                let reply = match reply {
-                    Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => {
-                        call.run::<Value>(&mut conn, context).await
-                    }
-                    other => Ok(other),
-                };
-                let codes: Vec<i64> = match reply {
-                    Ok(Value::Int(n)) => vec![n],
-                    Ok(Value::Array(values)) => values.iter().map(int).collect(),
-                    Ok(other) => {
-                        let e = unexpected(context, format!("unexpected reply {other:?}"));
-                        items.iter().for_each(|(index, _)| results[*index] = Some(Err(e.duplicate())));
-                        continue;
-                    }
-                    Err(e) => {
-                        items.iter().for_each(|(index, _)| results[*index] = Some(Err(e.duplicate())));
-                        continue;
-                    }
-                };
-                for ((index, msg), code) in items.into_iter().zip(codes) {
-                    results[index] = Some(if code == 1 { Ok(()) } else { Err(not_found(&msg)) });
-                }
+            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
+                results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
             }
         }
         results.into_iter().map(|r| r.expect("every item has a result")).collect()

@@ -15,6 +15,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod aggregate;
+mod batch;
 mod broker;
 mod connection;
 mod error;

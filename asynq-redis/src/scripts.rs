@@ -22,6 +22,7 @@ macro_rules! script {
 /// Every script the broker runs.
 pub(crate) struct Scripts {
     pub(crate) enqueue: Script,
+    pub(crate) enqueue_batch: Script,
     pub(crate) dequeue: Script,
     pub(crate) done: Script,
     pub(crate) done_batch: Script,
@@ -41,9 +42,10 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 17] {
+    fn all(&self) -> [&Script; 18] {
         [
             &self.enqueue,
+            &self.enqueue_batch,
             &self.dequeue,
             &self.done,
             &self.done_batch,
@@ -75,6 +77,7 @@ impl Scripts {
 /// The scripts, built on first use.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("enqueue"),
+    enqueue_batch: script!("enqueue_batch"),
     dequeue: script!("dequeue"),
     done: script!(common + "done"),
     done_batch: script!(common + "done_batch"),

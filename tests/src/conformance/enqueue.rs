@@ -136,6 +136,7 @@ pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory>(factory: &F)
         ("s", Task::new("report", "dec"), TaskOptions::new().queue("q").process_in(secs(30))),
         ("dup", Task::new("report", "nov"), unique),
         ("other", Task::new("email", "3"), TaskOptions::new().queue("other")),
+        ("a", Task::new("email", "again"), TaskOptions::new().queue("q")),
     ];
     let requests = batch
         .iter()
@@ -150,10 +151,13 @@ pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory>(factory: &F)
     assert!(results.next().unwrap().is_ok());
     super::fixture::assert_duplicate(results.next().unwrap(), "q", "report");
     assert!(results.next().unwrap().is_ok());
+    // The same ID twice in one batch: the second conflicts with the first.
+    assert_id_conflict(results.next().unwrap(), "q", "a");
     assert!(results.next().is_none());
 
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken", "first", "a"]);
     assert_eq!(t.all_ids("q", TaskState::Scheduled).await, ["s"]);
     assert_eq!(t.all_ids("other", TaskState::Pending).await, ["other"]);
     assert_eq!(t.task("q", "taken").await.payload, "0");
+    assert_eq!(t.task("q", "a").await.payload, "1");
 }
