@@ -19,7 +19,7 @@ use asynq_core::{
 use bytes::Bytes;
 use prost::Message;
 use redis::{AsyncCommands, FromRedisValue, Script, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -89,6 +89,9 @@ struct Inner {
     registered: Mutex<HashSet<String>>,
     /// The pub/sub connection: wake-ups, cancellations, finish notifications.
     pubsub: PubSub,
+    /// The queues this broker marked `idle_workers`, with the wake-up generation and the time
+    /// of the mark, so an idle server does not re-mark every poll.
+    idle_marks: Mutex<HashMap<String, (u64, tokio::time::Instant)>>,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -133,7 +136,8 @@ impl RedisBroker {
             .await
             .map_err(|source| ConnectError::Connect { target: format!("{:?}", config.target), source })?;
         let pubsub = PubSub::new(pubsub, config.response_timeout);
-        let inner = Inner { conn, clock: config.clock, registered: Mutex::default(), pubsub };
+        let inner =
+            Inner { conn, clock: config.clock, registered: Mutex::default(), pubsub, idle_marks: Mutex::default() };
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -400,11 +404,27 @@ impl Dequeue for RedisBroker {
         }
         let mut conn = self.conn();
         for queue in queues {
+            // A mark this broker set recently, with no wake-up since, is still in place: no
+            // producer of ours has made a task pending there (it would have published).
+            let generation = pubsub.wake_generation();
+            if self
+                .inner
+                .idle_marks
+                .lock()
+                .expect("idle marks lock poisoned")
+                .get(queue)
+                .is_some_and(|(g, at)| *g == generation && at.elapsed() < Duration::from_secs(IDLE_MARK_SECS / 2))
+            {
+                continue;
+            }
             let k = QueueKeys::new(queue);
             let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
             call.key(k.idle_workers()).key(k.pending()).key(k.paused()).arg(IDLE_MARK_SECS);
             match call.run::<i64>(&mut conn, "mark idle").await {
-                Ok(0) => {}
+                Ok(0) => {
+                    let mark = (generation, tokio::time::Instant::now());
+                    self.inner.idle_marks.lock().expect("idle marks lock poisoned").insert(queue.clone(), mark);
+                }
                 Ok(_) => return,
                 Err(_) => return std::future::pending().await,
             }

@@ -140,6 +140,13 @@ impl QueueKeys {
         self.key("idle_workers")
     }
 
+    /// `asynq:{q}:rate` — the queue's rate-limit token bucket, a hash of `tokens` (a decimal
+    /// number) and `updated_at` (Unix microseconds), expiring once a full bucket would have
+    /// refilled. Ours only; Go asynq neither writes nor reads it.
+    pub fn rate_limit(&self) -> String {
+        self.key("rate")
+    }
+
     /// `asynq:{q}:ready` — the pub/sub channel that wakes idle Rust servers when a task becomes
     /// pending. Ours only.
     pub fn ready_channel(&self) -> String {

@@ -22,6 +22,7 @@ mod error;
 pub mod keys;
 pub mod proto;
 mod pubsub;
+mod rate_limit;
 mod schedulers;
 mod scripts;
 mod signals;

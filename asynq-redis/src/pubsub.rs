@@ -15,7 +15,7 @@ use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use redis::aio::PubSubSink;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
 use tokio::sync::{Mutex, Notify, futures::Notified};
@@ -24,7 +24,7 @@ use tokio::sync::{Mutex, Notify, futures::Notified};
 pub(crate) struct PubSub {
     client: redis::Client,
     connect_timeout: Duration,
-    wake: Arc<Notify>,
+    wake: Arc<WakeSignal>,
     connection: Mutex<Connection>,
 }
 
@@ -37,6 +37,20 @@ struct Connection {
     /// Each subscribed channel's route; shared with the reader, which clears it when the
     /// connection drops (ending every listener's stream).
     routes: Arc<SyncMutex<HashMap<String, Route>>>,
+}
+
+/// The wake-up every idle server of this broker waits on.
+#[derive(Default)]
+struct WakeSignal {
+    notify: Notify,
+    generation: AtomicU64,
+}
+
+impl WakeSignal {
+    fn fire(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.notify.notify_waiters();
+    }
 }
 
 /// Where the messages of one channel go.
@@ -56,13 +70,19 @@ impl PubSub {
     /// Subscriptions over connections made by `client` (opened on first use, each within
     /// `connect_timeout`).
     pub(crate) fn new(client: redis::Client, connect_timeout: Duration) -> Self {
-        Self { client, connect_timeout, wake: Arc::new(Notify::new()), connection: Mutex::default() }
+        Self { client, connect_timeout, wake: Arc::default(), connection: Mutex::default() }
     }
 
     /// A future that resolves at the next wake-up; enable it before checking for work so that a
     /// wake-up in between is not missed.
     pub(crate) fn notified(&self) -> Notified<'_> {
-        self.wake.notified()
+        self.wake.notify.notified()
+    }
+
+    /// How many wake-ups (and dropped connections) there have been; unchanged since an idle mark
+    /// was set means the mark is still in place.
+    pub(crate) fn wake_generation(&self) -> u64 {
+        self.wake.generation.load(Ordering::Acquire)
     }
 
     /// Makes sure the wake-up `channels` are subscribed, connecting (again) if needed.
@@ -127,7 +147,7 @@ impl PubSub {
             while let Some(message) = stream.next().await {
                 let payload: String = message.get_payload().unwrap_or_default();
                 match lock(&reader_routes).get_mut(message.get_channel_name()) {
-                    Some(Route::Wake) => wake.notify_waiters(),
+                    Some(Route::Wake) => wake.fire(),
                     Some(Route::Listeners(listeners)) => {
                         listeners.retain(|listener| listener.unbounded_send(payload.clone()).is_ok())
                     }
@@ -137,7 +157,7 @@ impl PubSub {
             reader_alive.store(false, Ordering::Release);
             lock(&reader_routes).clear();
             // Idle servers fall back to polling until the next wait reconnects.
-            wake.notify_waiters();
+            wake.fire();
         });
         *connection = Connection { sink: Some(sink), alive, routes };
         Ok(connection)
