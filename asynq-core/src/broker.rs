@@ -16,6 +16,7 @@ pub use crate::aggregate::{
     AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, DEFAULT_GROUP_GRACE_PERIOD, GroupInfo,
 };
 pub use crate::cancel::Cancel;
+pub use crate::rate_limit::RateLimiter;
 pub use crate::scheduler::{MAX_SCHEDULER_HISTORY, SchedulerEnqueueEvent, SchedulerEntry, SchedulerState};
 pub use crate::wait::Wait;
 
@@ -244,6 +245,7 @@ pub trait Broker:
     + Wait
     + Aggregate
     + SchedulerState
+    + RateLimiter
     + 'static
 {
 }
@@ -261,6 +263,7 @@ impl<T> Broker for T where
         + Wait
         + Aggregate
         + SchedulerState
+        + RateLimiter
         + 'static
 {
 }

@@ -26,6 +26,7 @@ mod lease;
 mod message;
 mod options;
 pub mod queue;
+pub mod rate_limit;
 pub mod retry;
 mod scheduler;
 pub mod state;

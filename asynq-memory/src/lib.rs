@@ -28,6 +28,7 @@
 
 mod aggregate;
 mod queue;
+mod rate_limit;
 mod schedulers;
 mod servers;
 mod signals;
@@ -88,6 +89,8 @@ struct State {
     servers: Servers,
     /// Periodic-task schedulers' entries, enqueue history and fire marks.
     schedulers: schedulers::Schedulers,
+    /// Per-queue rate-limit token buckets.
+    rate_buckets: HashMap<String, asynq_core::rate_limit::TokenBucket>,
 }
 
 impl State {

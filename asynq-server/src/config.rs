@@ -87,6 +87,13 @@ pub struct Config {
     /// A group is ready once it holds this many tasks, and one aggregation takes at most this
     /// many. At least 1. Default: none (no limit).
     pub group_max_size: Option<usize>,
+    /// Per-queue limits on tasks started per second, shared by every server of the broker
+    /// (see [`limits`](crate::limits)); each must name a queue in `queues`. Tasks over the
+    /// limit wait in pending. Default: none.
+    pub rate_limits: BTreeMap<String, asynq_core::rate_limit::RateLimit>,
+    /// Per-type limits on tasks running at once on this server, by exact type name (see
+    /// [`limits`](crate::limits)); each at least 1. Default: none.
+    pub type_concurrency: BTreeMap<String, usize>,
     /// The wall clock. Default: the system clock; tests use a simulated one.
     pub clock: Arc<dyn Clock>,
 }
@@ -114,6 +121,8 @@ impl Default for Config {
             group_grace_period: DEFAULT_GROUP_GRACE_PERIOD,
             group_max_delay: None,
             group_max_size: None,
+            rate_limits: BTreeMap::new(),
+            type_concurrency: BTreeMap::new(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -140,6 +149,8 @@ impl fmt::Debug for Config {
             .field("group_grace_period", &self.group_grace_period)
             .field("group_max_delay", &self.group_max_delay)
             .field("group_max_size", &self.group_max_size)
+            .field("rate_limits", &self.rate_limits)
+            .field("type_concurrency", &self.type_concurrency)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
@@ -184,6 +195,20 @@ impl Config {
         self.aggregation_limits().validate()?;
         if self.janitor_batch_size == 0 {
             return Err(Error::invalid("janitor batch size", "must be at least 1"));
+        }
+        if let Some(queue) = self.rate_limits.keys().find(|q| !self.queues.contains_key(*q)) {
+            return Err(Error::invalid("rate_limits", format!("queue {queue:?} is not one of this server's queues")));
+        }
+        for (type_name, limit) in &self.type_concurrency {
+            if type_name.is_empty() {
+                return Err(Error::invalid("type_concurrency", "a task type name must not be empty"));
+            }
+            if *limit == 0 {
+                return Err(Error::invalid(
+                    "type_concurrency",
+                    format!("the limit of {type_name:?} must be at least 1"),
+                ));
+            }
         }
         Ok(())
     }

@@ -20,6 +20,7 @@ mod handler;
 pub mod healthcheck;
 pub mod heartbeat;
 pub mod janitor;
+pub mod limits;
 mod mux;
 mod periodic;
 pub mod periodic_task_manager;

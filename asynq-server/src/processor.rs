@@ -4,18 +4,24 @@
 //! Each fetch takes as many tasks as there are free slots, trying the queues in the order the
 //! [`QueuePriorities`] give. An idle processor waits for the broker's wake-up signal, or polls
 //! every `task_check_interval` (with jitter) when the broker has none.
+//!
+//! Rate-limited queues and per-type concurrency limits are applied here; [`crate::limits`]
+//! describes both.
 
 use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
 use crate::handler::{Handler, HandlerError, TaskContext};
+use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
 use crate::settler::Settler;
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
 use asynq_core::queue::QueuePriorities;
+use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use asynq_core::{Clock, Error, Lease, Task, TaskMessage};
 use futures::FutureExt;
 use rand::Rng;
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -72,6 +78,10 @@ pub struct ProcessorConfig {
     pub failure_policy: FailurePolicy,
     /// Called with every handler error.
     pub error_handler: Option<ErrorHandlerFn>,
+    /// Per-queue limits on tasks started per second, shared through the broker.
+    pub rate_limits: BTreeMap<String, RateLimit>,
+    /// Per-type limits on tasks running at once on this server.
+    pub type_concurrency: BTreeMap<String, usize>,
 }
 
 impl fmt::Debug for ProcessorConfig {
@@ -81,6 +91,8 @@ impl fmt::Debug for ProcessorConfig {
             .field("queues", &self.queues)
             .field("task_check_interval", &self.task_check_interval)
             .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("rate_limits", &self.rate_limits)
+            .field("type_concurrency", &self.type_concurrency)
             .finish_non_exhaustive()
     }
 }
@@ -97,6 +109,10 @@ struct Shared {
     clock: Arc<dyn Clock>,
     config: ProcessorConfig,
     queue_names: Vec<String>,
+    /// The queues without a rate limit: an idle wait listens for their wake-ups only.
+    unlimited_queue_names: Vec<String>,
+    rate_limiter: Option<Arc<dyn RateLimiter>>,
+    type_limits: TypeLimits,
     slots: Arc<Semaphore>,
     active: Arc<ActiveTasks>,
     syncer: Syncer,
@@ -120,9 +136,13 @@ impl Processor {
         clock: Arc<dyn Clock>,
         active: Arc<ActiveTasks>,
         syncer: Syncer,
+        rate_limiter: Option<Arc<dyn RateLimiter>>,
         config: ProcessorConfig,
     ) -> Self {
-        let queue_names = config.queues.names().map(str::to_owned).collect();
+        let queue_names: Vec<String> = config.queues.names().map(str::to_owned).collect();
+        let unlimited_queue_names =
+            queue_names.iter().filter(|q| !config.rate_limits.contains_key(*q)).cloned().collect();
+        let type_limits = TypeLimits::new(&config.type_concurrency);
         let slots = Arc::new(Semaphore::new(config.concurrency));
         let shared = Shared {
             settler: Settler::spawn(Arc::clone(&broker)),
@@ -131,6 +151,9 @@ impl Processor {
             clock,
             config,
             queue_names,
+            unlimited_queue_names,
+            rate_limiter,
+            type_limits,
             slots,
             active,
             syncer,
@@ -142,7 +165,15 @@ impl Processor {
 
     /// Waits for a free slot, takes as many ready tasks as there are free slots and starts
     /// their handlers. Returns how many started (0 when no task was ready).
+    ///
+    /// A rate-limited queue gives at most as many tasks as its bucket grants; a task whose type
+    /// is at its concurrency limit is deferred and not counted.
     pub async fn tick(&self) -> asynq_core::Result<usize> {
+        self.fetch().await.map(|(started, _)| started)
+    }
+
+    /// [`Processor::tick`], also returning how long a rate-limited queue asks to be left alone.
+    async fn fetch(&self) -> asynq_core::Result<(usize, Option<Duration>)> {
         let s = &self.shared;
         let first = Arc::clone(&s.slots).acquire_owned().await.expect("the slot semaphore is never closed");
         let mut slots = vec![first];
@@ -150,13 +181,32 @@ impl Processor {
             slots.push(permit);
         }
         let order = s.config.queues.order(&mut rand::rng());
-        let tasks = s.broker.dequeue(&order, slots.len()).await?;
-        let started = tasks.len();
+        let now = s.clock.now();
+        let Fetched { tasks, rate_limited_for } = dequeue_within_rate_limits(
+            &*s.broker,
+            s.rate_limiter.as_deref(),
+            &s.config.rate_limits,
+            &order,
+            slots.len(),
+            now,
+        )
+        .await?;
+        let mut started = 0;
         for (task, slot) in tasks.into_iter().zip(slots) {
             let shared = Arc::clone(s);
-            s.running.spawn(async move { shared.run(task, slot).await });
+            let type_permit = match s.type_limits.admit(&task.message.type_name, now) {
+                Admission::Unlimited => None,
+                Admission::Admitted(permit) => Some(permit),
+                Admission::Deferred(outcome) => {
+                    drop(slot);
+                    s.running.spawn(async move { shared.defer(task, outcome).await });
+                    continue;
+                }
+            };
+            started += 1;
+            s.running.spawn(async move { shared.run(task, (slot, type_permit)).await });
         }
-        Ok(started)
+        Ok((started, rate_limited_for))
     }
 
     /// Runs the fetch loop until `stop` is cancelled. Running tasks are left to
@@ -172,10 +222,21 @@ impl Processor {
         loop {
             let result = tokio::select! {
                 _ = stop.cancelled() => return,
-                r = self.tick() => r,
+                r = self.fetch() => r,
             };
             match result {
-                Ok(0) => {}
+                Ok((0, Some(token_due))) => {
+                    // A rate-limited queue is out of tokens and nothing started: sleep until
+                    // a token is due, waking early only for the unlimited queues.
+                    let unlimited = &s.unlimited_queue_names;
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = s.broker.wait_for_tasks(unlimited), if !unlimited.is_empty() => {}
+                        _ = tokio::time::sleep(token_due) => {}
+                    }
+                    continue;
+                }
+                Ok((0, None)) => {}
                 Ok(_) => continue,
                 Err(e) => {
                     if last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(3)) {
@@ -228,7 +289,16 @@ impl fmt::Debug for Processor {
 }
 
 impl Shared {
-    async fn run(self: Arc<Self>, task: Dequeued, _slot: OwnedSemaphorePermit) {
+    /// Sends a task its type's concurrency limit turned away back through the retry set.
+    async fn defer(self: Arc<Self>, task: Dequeued, outcome: Outcome) {
+        let lease = Lease::new(task.lease_expiry, Arc::clone(&self.clock));
+        tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "type concurrency limit reached; deferring");
+        self.write(&task.message, outcome, &lease).await;
+    }
+
+    /// Runs one task, holding its worker slot and, for a type with a concurrency limit, its
+    /// type permit until the outcome is written.
+    async fn run(self: Arc<Self>, task: Dequeued, _permits: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)) {
         let Dequeued { message, lease_expiry } = task;
         let lease = Lease::new(lease_expiry, Arc::clone(&self.clock));
         let started = self.clock.now();

@@ -13,6 +13,7 @@ use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
 use crate::workers::ActiveTasks;
 use asynq_core::queue::QueuePriorities;
+use asynq_core::rate_limit::RateLimiter;
 use asynq_core::{Broker, Error, Result, ServerInfo, ServerStatus};
 use std::fmt;
 use std::sync::Arc;
@@ -138,6 +139,7 @@ impl Server {
             clock.clone(),
             active.clone(),
             syncer.clone(),
+            (!c.rate_limits.is_empty()).then(|| b.clone() as Arc<dyn RateLimiter>),
             ProcessorConfig {
                 concurrency: c.concurrency,
                 queues: QueuePriorities::new(&c.queues, c.strict_priority),
@@ -145,6 +147,8 @@ impl Server {
                 shutdown_timeout: c.shutdown_timeout,
                 failure_policy: failure_policy.clone(),
                 error_handler: c.error_handler.clone(),
+                rate_limits: c.rate_limits.clone(),
+                type_concurrency: c.type_concurrency.clone(),
             },
         );
         let subscriber = Subscriber::new(b.clone(), active.clone(), SubscriberConfig::default());

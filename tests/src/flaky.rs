@@ -289,3 +289,22 @@ impl<B: asynq_core::broker::SchedulerState> asynq_core::broker::SchedulerState f
         self.inner.fire_enqueued(fire_id).await
     }
 }
+
+#[async_trait]
+impl<B: asynq_core::rate_limit::RateLimiter> asynq_core::rate_limit::RateLimiter for FlakyBroker<B> {
+    async fn take_tokens(
+        &self,
+        queue: &str,
+        limit: &asynq_core::rate_limit::RateLimit,
+        wanted: u32,
+        now: SystemTime,
+    ) -> Result<u32> {
+        self.check()?;
+        self.inner.take_tokens(queue, limit, wanted, now).await
+    }
+
+    async fn give_back_tokens(&self, queue: &str, limit: &asynq_core::rate_limit::RateLimit, count: u32) -> Result<()> {
+        self.check()?;
+        self.inner.give_back_tokens(queue, limit, count).await
+    }
+}

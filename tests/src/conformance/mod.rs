@@ -27,6 +27,7 @@ pub mod forward;
 pub mod inspect;
 pub mod janitor;
 pub mod leases;
+pub mod rate_limit;
 pub mod scheduler_state;
 pub mod servers;
 pub mod stats;
@@ -170,6 +171,11 @@ macro_rules! broker_conformance {
             finish::case_finish_batch_settles_each_task_as_finish_does,
             archive::case_archive_trims_tasks_archived_90_days_ago,
             archive::case_archive_keeps_the_newest_9999,
+            rate_limit::case_rate_bucket_refills_at_the_rate,
+            rate_limit::case_rate_bucket_caps_at_the_burst,
+            rate_limit::case_rate_bucket_is_shared_by_every_handle,
+            rate_limit::case_rate_bucket_ignores_a_clock_running_behind,
+            rate_limit::case_rate_bucket_refuses_an_invalid_queue,
             forward::case_forward_moves_due_tasks_to_pending,
             forward::case_forward_moves_more_than_one_batch,
             forward::case_forward_ignores_pause,

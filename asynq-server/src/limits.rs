@@ -1,0 +1,150 @@
+//! The processor's two throttles beyond its concurrency: per-queue rate limits, shared by every
+//! server through the broker, and per-type concurrency limits within one server.
+//!
+//! **Rate limits** bound the tasks of a queue *started* per second. Before dequeuing from a
+//! limited queue the processor takes tokens from the queue's bucket ([`RateLimiter`]) and
+//! dequeues at most that many; tokens a short queue left unused are given back. Tasks over the
+//! limit simply stay pending. When a limited queue got no token and nothing else started, the
+//! processor sleeps until a token is due (one token interval) instead of polling, while still
+//! listening for wake-ups of its unlimited queues.
+//!
+//! **Type concurrency limits** bound how many tasks of one type run at once on this server. A
+//! dequeued task whose type is at its limit is *deferred*: it goes back through the retry set,
+//! due one second later, without counting as a failure or using a retry, and the forwarder
+//! returns it to the back of its pending list. The alternative, a task waiting for its type's
+//! permit while holding its worker slot, lets one busy type fill every slot and starve the
+//! others; deferring never holds a slot, so other types keep running at full concurrency. The
+//! price: an over-limit task is delayed by up to a second plus the forwarder's interval, its
+//! last error reads as the limit, and while a type has a backlog its excess tasks make one
+//! round trip through the retry set per forwarder interval instead of waiting in place.
+
+use asynq_core::broker::{Dequeue, Dequeued, Outcome};
+use asynq_core::rate_limit::{RateLimit, RateLimiter};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How long a task deferred by its type's concurrency limit stays in the retry set.
+pub const TYPE_LIMIT_DEFER: Duration = Duration::from_secs(1);
+
+/// What one fetch took, and how long to wait before asking a rate-limited queue again.
+pub(crate) struct Fetched {
+    pub(crate) tasks: Vec<Dequeued>,
+    /// Set when a rate-limited queue was refused every token: the wait until one is due.
+    pub(crate) rate_limited_for: Option<Duration>,
+}
+
+/// Dequeues up to `max` tasks from `order` (queues in the order to try), taking tokens from
+/// the bucket of each queue in `limits` first and dequeuing at most the granted number there.
+///
+/// Runs of unlimited queues are dequeued in one call, as without limits. A failure after some
+/// tasks were taken is logged and those tasks are returned, so that none is left leased and
+/// unrun; a failure before any was taken is returned.
+pub(crate) async fn dequeue_within_rate_limits(
+    broker: &dyn Dequeue,
+    limiter: Option<&dyn RateLimiter>,
+    limits: &BTreeMap<String, RateLimit>,
+    order: &[String],
+    max: usize,
+    now: SystemTime,
+) -> asynq_core::Result<Fetched> {
+    let limiter = match limiter {
+        Some(limiter) if !limits.is_empty() => limiter,
+        _ => return Ok(Fetched { tasks: broker.dequeue(order, max).await?, rate_limited_for: None }),
+    };
+    let mut fetched = Fetched { tasks: Vec::new(), rate_limited_for: None };
+    let mut start = 0;
+    while start < order.len() && fetched.tasks.len() < max {
+        let free = max - fetched.tasks.len();
+        let step = match limits.get(&order[start]) {
+            Some(limit) => {
+                let step = dequeue_limited(broker, limiter, &order[start], limit, free, now, &mut fetched).await;
+                start += 1;
+                step
+            }
+            None => {
+                let end = order[start..].iter().position(|q| limits.contains_key(q)).map_or(order.len(), |i| start + i);
+                let step = broker.dequeue(&order[start..end], free).await.map(|tasks| fetched.tasks.extend(tasks));
+                start = end;
+                step
+            }
+        };
+        if let Err(e) = step {
+            if fetched.tasks.is_empty() {
+                return Err(e);
+            }
+            tracing::warn!(error = %e, "dequeue failed after some tasks were taken; running those");
+            break;
+        }
+    }
+    Ok(fetched)
+}
+
+/// Takes tokens from `queue`'s bucket, dequeues at most that many and gives back the rest.
+async fn dequeue_limited(
+    broker: &dyn Dequeue,
+    limiter: &dyn RateLimiter,
+    queue: &str,
+    limit: &RateLimit,
+    free: usize,
+    now: SystemTime,
+    fetched: &mut Fetched,
+) -> asynq_core::Result<()> {
+    let wanted = u32::try_from(free).unwrap_or(u32::MAX);
+    let granted = limiter.take_tokens(queue, limit, wanted, now).await?;
+    if granted == 0 {
+        let wait = limit.token_interval();
+        fetched.rate_limited_for = Some(fetched.rate_limited_for.map_or(wait, |w| w.min(wait)));
+        return Ok(());
+    }
+    let tasks = broker.dequeue(std::slice::from_ref(&queue.to_owned()), granted as usize).await?;
+    let unused = granted - u32::try_from(tasks.len()).unwrap_or(granted);
+    fetched.tasks.extend(tasks);
+    if unused > 0
+        && let Err(e) = limiter.give_back_tokens(queue, limit, unused).await
+    {
+        tracing::warn!(queue, error = %e, "giving back unused rate-limit tokens failed");
+    }
+    Ok(())
+}
+
+/// The per-type concurrency limits of one server: a semaphore per limited type.
+#[derive(Debug, Default)]
+pub(crate) struct TypeLimits {
+    permits: HashMap<String, (usize, Arc<Semaphore>)>,
+}
+
+/// Whether a dequeued task may run now.
+pub(crate) enum Admission {
+    /// Its type has no limit.
+    Unlimited,
+    /// Its type has a limit with room; the permit is held while the task runs.
+    Admitted(OwnedSemaphorePermit),
+    /// Its type is at its limit: the task is deferred with this outcome.
+    Deferred(Outcome),
+}
+
+impl TypeLimits {
+    /// Limits from type names to the most tasks of that type running at once.
+    pub(crate) fn new(limits: &BTreeMap<String, usize>) -> Self {
+        let permits =
+            limits.iter().map(|(name, limit)| (name.clone(), (*limit, Arc::new(Semaphore::new(*limit))))).collect();
+        Self { permits }
+    }
+
+    /// Admits a task of `type_name` dequeued at `now`, or defers it (see the module docs).
+    pub(crate) fn admit(&self, type_name: &str, now: SystemTime) -> Admission {
+        let Some((limit, permits)) = self.permits.get(type_name) else {
+            return Admission::Unlimited;
+        };
+        match Arc::clone(permits).try_acquire_owned() {
+            Ok(permit) => Admission::Admitted(permit),
+            Err(_) => Admission::Deferred(Outcome::Retry {
+                retry_at: now + TYPE_LIMIT_DEFER,
+                error: format!("deferred: at most {limit} {type_name:?} tasks run at once on a server"),
+                is_failure: false,
+            }),
+        }
+    }
+}
