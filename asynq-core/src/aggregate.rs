@@ -125,6 +125,24 @@ pub fn validate_aggregation_set(queue: &str, group: &str, set_id: &str) -> Resul
     Ok(())
 }
 
+/// Checks a request to complete an aggregation: the set's names (as
+/// [`validate_aggregation_set`]) and that the aggregated task goes to the group's own queue.
+pub fn validate_aggregation_completion(
+    queue: &str,
+    group: &str,
+    set_id: &str,
+    request: &crate::EnqueueRequest,
+) -> Result<()> {
+    validate_aggregation_set(queue, group, set_id)?;
+    if request.message.queue != queue {
+        return Err(Error::invalid(
+            "queue",
+            format!("the aggregated task is for queue {:?}, not the group's queue {queue:?}", request.message.queue),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks groups, and hands their tasks over for aggregation. Used by the server's aggregator
 /// (every method) and its recoverer ([`Aggregate::reclaim_stale_aggregation_sets`]).
 ///

@@ -123,6 +123,11 @@ pub struct QueueInfo {
 }
 
 impl QueueInfo {
+    /// The number of tasks in every state together: what [`QueueInfo::size`] holds.
+    pub fn sum_of_states(&self) -> usize {
+        self.pending + self.active + self.scheduled + self.retry + self.archived + self.completed + self.aggregating
+    }
+
     /// An empty queue named `queue` at `timestamp`.
     pub fn empty(queue: impl Into<String>, timestamp: SystemTime) -> Self {
         Self {

@@ -34,7 +34,7 @@ mod task;
 pub mod time;
 mod wait;
 
-pub use aggregate::{validate_aggregation_set, validate_group_name};
+pub use aggregate::{validate_aggregation_completion, validate_aggregation_set, validate_group_name};
 pub use broker::Broker;
 pub use cancel::validate_task_id;
 pub use clock::{Clock, SimulatedClock, SystemClock};

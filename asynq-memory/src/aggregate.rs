@@ -5,7 +5,8 @@ use crate::MemoryBroker;
 use async_trait::async_trait;
 use asynq_core::broker::{Aggregate, AggregationLimits, AggregationSet, GroupInfo};
 use asynq_core::{
-    EnqueueRequest, Error, Placement, Result, validate_aggregation_set, validate_group_name, validate_queue_name,
+    EnqueueRequest, Error, Placement, Result, validate_aggregation_completion, validate_aggregation_set,
+    validate_group_name, validate_queue_name,
 };
 
 /// The error for a set that does not exist.
@@ -44,16 +45,7 @@ impl Aggregate for MemoryBroker {
         set_id: &str,
         request: EnqueueRequest,
     ) -> Result<()> {
-        validate_aggregation_set(queue, group, set_id)?;
-        if request.message.queue != queue {
-            return Err(Error::invalid(
-                "queue",
-                format!(
-                    "the aggregated task is for queue {:?}, not the group's queue {queue:?}",
-                    request.message.queue
-                ),
-            ));
-        }
+        validate_aggregation_completion(queue, group, set_id, &request)?;
         let now = self.now();
         let to_pending = request.placement == Placement::Pending;
         {

@@ -16,7 +16,10 @@ use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, GroupInfo};
 use asynq_core::time::{from_unix_secs, unix_secs};
-use asynq_core::{EnqueueRequest, Error, Result, validate_aggregation_set, validate_group_name, validate_queue_name};
+use asynq_core::{
+    EnqueueRequest, Error, Result, validate_aggregation_completion, validate_aggregation_set, validate_group_name,
+    validate_queue_name,
+};
 use redis::{FromRedisValue, Script, Value};
 use std::sync::LazyLock;
 
@@ -134,16 +137,7 @@ impl Aggregate for RedisBroker {
         set_id: &str,
         request: EnqueueRequest,
     ) -> Result<()> {
-        validate_aggregation_set(queue, group, set_id)?;
-        if request.message.queue != queue {
-            return Err(Error::invalid(
-                "queue",
-                format!(
-                    "the aggregated task is for queue {:?}, not the group's queue {queue:?}",
-                    request.message.queue
-                ),
-            ));
-        }
+        validate_aggregation_completion(queue, group, set_id, &request)?;
         let k = QueueKeys::new(queue);
         let (mut call, msg) = self.enqueue_call_with(&AGGREGATION_SCRIPTS.complete_aggregation, request)?;
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());

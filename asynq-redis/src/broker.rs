@@ -667,13 +667,7 @@ impl Inspect for RedisBroker {
         }
         info.groups = n(12) as usize;
         info.aggregating = n(13) as usize;
-        info.size = info.pending
-            + info.active
-            + info.scheduled
-            + info.retry
-            + info.archived
-            + info.completed
-            + info.aggregating;
+        info.size = info.sum_of_states();
         Ok(info)
     }
 

@@ -20,13 +20,7 @@ impl Queue {
         info.completed = self.completed.len();
         info.groups = self.groups.len();
         info.aggregating = self.groups.iter().filter_map(|group| self.group_sets.get(group)).map(ZSet::len).sum();
-        info.size = info.pending
-            + info.active
-            + info.scheduled
-            + info.retry
-            + info.archived
-            + info.completed
-            + info.aggregating;
+        info.size = info.sum_of_states();
         info.processed = self.stats.processed_today(now);
         info.failed = self.stats.failed_today(now);
         info.processed_total = self.stats.processed_total();

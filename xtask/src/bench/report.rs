@@ -367,24 +367,9 @@ fn format_duration_ns(ns: f64) -> String {
 
 /// The current UTC date and time, `YYYY-MM-DD HH:MM UTC`.
 fn utc_now() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs());
-    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", secs % 86_400 / 3_600, secs % 3_600 / 60)
-}
-
-/// The proleptic Gregorian date of a day number counted from 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
-    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let now = SystemTime::now();
+    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    format!("{} {:02}:{:02} UTC", asynq_core::time::utc_date(now), secs % 86_400 / 3_600, secs % 3_600 / 60)
 }
 
 #[cfg(test)]
@@ -470,14 +455,6 @@ mod tests {
         let rows = vec![Row::from_run("ours", &run(30.0, 0.1)), Row::from_run("peer", &run(10.0, 0.1))];
         assert_eq!(RATIO.value(&rows), Some(3.0));
         assert_eq!(RATIO.value(&rows[..1]), None);
-    }
-
-    #[test]
-    fn dates_are_civil_utc() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
     }
 
     #[test]
