@@ -1,0 +1,32 @@
+//! The broker conformance suite against `RedisBroker` on a 3-master Redis Cluster: every script
+//! keeps to one hash slot, so every case behaves as on a single server.
+
+use asynq_core::Clock;
+use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_tests::RedisCluster;
+use asynq_tests::conformance::{BrokerFactory, Capability};
+use std::sync::Arc;
+
+/// Builds brokers on one private 3-master cluster.
+struct ClusterFactory(RedisCluster);
+
+impl BrokerFactory for ClusterFactory {
+    type Broker = RedisBroker;
+
+    fn name(&self) -> &'static str {
+        "redis-cluster"
+    }
+
+    /// Redis expires uniqueness locks (`SET NX EX`) by its own clock, not the simulated one.
+    fn lacks(&self) -> &'static [Capability] {
+        &[Capability::ClockDrivenExpiry]
+    }
+
+    async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
+        let url = format!("redis-cluster://{}", self.0.addrs().join(","));
+        let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(&url).unwrap()) };
+        RedisBroker::connect_with(config).await.unwrap()
+    }
+}
+
+asynq_tests::broker_conformance!(ClusterFactory(RedisCluster::start(3)));

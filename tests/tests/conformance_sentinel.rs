@@ -1,0 +1,31 @@
+//! The broker conformance suite against `RedisBroker` connected through Sentinel.
+
+use asynq_core::Clock;
+use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_tests::RedisSentinel;
+use asynq_tests::conformance::{BrokerFactory, Capability};
+use std::sync::Arc;
+
+/// Builds brokers on the master of one private master + replica + Sentinel set.
+struct SentinelFactory(RedisSentinel);
+
+impl BrokerFactory for SentinelFactory {
+    type Broker = RedisBroker;
+
+    fn name(&self) -> &'static str {
+        "redis-sentinel"
+    }
+
+    /// Redis expires uniqueness locks (`SET NX EX`) by its own clock, not the simulated one.
+    fn lacks(&self) -> &'static [Capability] {
+        &[Capability::ClockDrivenExpiry]
+    }
+
+    async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
+        let url = format!("redis-sentinel://{}?master={}", self.0.sentinel_addr(), self.0.master_name());
+        let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(&url).unwrap()) };
+        RedisBroker::connect_with(config).await.unwrap()
+    }
+}
+
+asynq_tests::broker_conformance!(SentinelFactory(RedisSentinel::start("asynq-conformance")));
