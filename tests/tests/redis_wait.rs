@@ -89,7 +89,13 @@ async fn a_wait_sees_a_task_that_a_go_server_finished_by_looking_again() {
         let (tracker, queue, id) = (tracker.clone(), info.queue.clone(), info.id.clone());
         async move { tracker.wait(&queue, &id, Duration::from_secs(10)).await }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The wait marks the task before it looks at it; give it up to 5 s to get there.
+    for _ in 0..500 {
+        if marked(&redis, &info.queue, &info.id) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(marked(&redis, &info.queue, &info.id), "the wait has marked the task");
 
     // What Go asynq's `done` script does (spec 5.8), which publishes nothing.
