@@ -8,10 +8,12 @@
 pub mod conformance;
 mod flaky;
 mod go_fixtures;
+mod redis_helpers;
 mod redis_server;
 
 pub use flaky::FlakyBroker;
 pub use go_fixtures::{FixtureKey, load_fixture, read_fixture};
+pub use redis_helpers::{redis_broker, wait_for};
 pub use redis_server::{RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
 
 use asynq_client::Client;

@@ -2,9 +2,10 @@
 //! keeps to one hash slot, so every case behaves as on a single server.
 
 use asynq_core::Clock;
-use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_redis::RedisBroker;
 use asynq_tests::RedisCluster;
 use asynq_tests::conformance::{BrokerFactory, Capability};
+use asynq_tests::redis_broker;
 use std::sync::Arc;
 
 /// Builds brokers on one private 3-master cluster.
@@ -24,8 +25,7 @@ impl BrokerFactory for ClusterFactory {
 
     async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
         let url = format!("redis-cluster://{}", self.0.addrs().join(","));
-        let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(&url).unwrap()) };
-        RedisBroker::connect_with(config).await.unwrap()
+        redis_broker(&url, clock).await
     }
 }
 

@@ -1,9 +1,10 @@
 //! The broker conformance suite against `RedisBroker`, each case on its own redis-server.
 
 use asynq_core::Clock;
-use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_redis::RedisBroker;
 use asynq_tests::RedisServer;
 use asynq_tests::conformance::{BrokerFactory, Capability};
+use asynq_tests::redis_broker;
 use std::sync::Arc;
 
 /// Builds brokers on one private redis-server.
@@ -22,8 +23,7 @@ impl BrokerFactory for RedisFactory {
     }
 
     async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
-        let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(&self.0.url()).unwrap()) };
-        RedisBroker::connect_with(config).await.unwrap()
+        redis_broker(&self.0.url(), clock).await
     }
 }
 

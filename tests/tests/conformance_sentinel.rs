@@ -1,9 +1,10 @@
 //! The broker conformance suite against `RedisBroker` connected through Sentinel.
 
 use asynq_core::Clock;
-use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_redis::RedisBroker;
 use asynq_tests::RedisSentinel;
 use asynq_tests::conformance::{BrokerFactory, Capability};
+use asynq_tests::redis_broker;
 use std::sync::Arc;
 
 /// Builds brokers on the master of one private master + replica + Sentinel set.
@@ -23,8 +24,7 @@ impl BrokerFactory for SentinelFactory {
 
     async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
         let url = format!("redis-sentinel://{}?master={}", self.0.sentinel_addr(), self.0.master_name());
-        let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(&url).unwrap()) };
-        RedisBroker::connect_with(config).await.unwrap()
+        redis_broker(&url, clock).await
     }
 }
 

@@ -7,12 +7,10 @@ use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, Inspect};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{Clock, SimulatedClock, resolve_enqueue};
-use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
 use asynq_server::aggregator::{Aggregator, AggregatorConfig};
 use asynq_server::{Config, Server, aggregator_fn, handler_fn};
-use asynq_tests::{RedisServer, load_fixture, read_fixture};
+use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker, wait_for};
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -22,26 +20,6 @@ use tokio_util::sync::CancellationToken;
 const FIXTURE_TIME: i64 = 1_795_317_896;
 /// The ID of Go's group member.
 const GO_MEMBER: &str = "6677ab5c-2c3e-4128-aa83-5bd227cae320";
-
-async fn broker(redis: &RedisServer, clock: Arc<dyn Clock>) -> RedisBroker {
-    let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(&redis.url()).unwrap()) };
-    RedisBroker::connect_with(config).await.unwrap()
-}
-
-/// Polls `done` every 20 ms for up to 20 s of real time.
-async fn wait_for<F, Fut>(what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..1_000 {
-        if done().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
 
 /// The members of the sorted set `key` with their scores.
 fn zset(redis: &RedisServer, key: &str) -> BTreeMap<String, String> {
@@ -61,7 +39,7 @@ async fn the_task_go_added_to_a_group_is_aggregated_with_ours_and_run_by_our_ser
     let redis = RedisServer::start();
     load_fixture(&redis, &read_fixture("v0.26.0-enqueued.json"));
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME + 30));
-    let broker = broker(&redis, Arc::new(clock.clone())).await;
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
     let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
     for n in 1..=2 {
         let task = Task::new("interop:group", format!(r#"{{"k":"rust-{n}"}}"#));
@@ -118,7 +96,7 @@ async fn the_task_go_added_to_a_group_is_aggregated_with_ours_and_run_by_our_ser
 async fn aggregation_sets_follow_go_key_layout_through_check_reclaim_and_completion() {
     let redis = RedisServer::start();
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
-    let broker = broker(&redis, Arc::new(clock.clone())).await;
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
     let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
     let first = client.enqueue(&Task::new("t", "1"), TaskOptions::new().queue("q").group("g")).await.unwrap();
     clock.advance(Duration::from_secs(3));

@@ -7,26 +7,10 @@ use asynq_core::broker::Inspect;
 use asynq_core::{Clock, SystemClock};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, Server, TaskContext};
-use asynq_tests::{Recorder, RedisServer, RespValue};
-use std::future::Future;
+use asynq_tests::{Recorder, RedisServer, RespValue, wait_for};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-/// Polls `done` every 20 ms for up to 5 s of real time.
-async fn wait_for<F, Fut>(what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..250 {
-        if done().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
 
 /// How many connections listen on `asynq:cancel`.
 fn cancel_subscribers(redis: &RedisServer) -> i64 {

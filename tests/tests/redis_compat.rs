@@ -6,21 +6,16 @@ use asynq_client::{Client, Error, Task, TaskOptions, TaskState};
 use asynq_core::broker::Inspect;
 use asynq_core::time::from_unix_secs;
 use asynq_core::{Clock, SimulatedClock};
-use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
 use asynq_server::{Config, HandlerError, Server};
-use asynq_tests::{Recorder, RedisCluster, RedisSentinel, RedisServer, load_fixture, read_fixture};
+use asynq_tests::{
+    Recorder, RedisCluster, RedisSentinel, RedisServer, load_fixture, read_fixture, redis_broker, wait_for,
+};
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// When Go wrote `v0.26.0-enqueued.json`: 2026-11-22T03:24:56Z.
 const FIXTURE_TIME: i64 = 1_795_317_896;
-
-async fn broker(url: &str, clock: Arc<dyn Clock>) -> RedisBroker {
-    let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(url).unwrap()) };
-    RedisBroker::connect_with(config).await.unwrap()
-}
 
 /// A server configuration with short intervals, so real-time tests finish quickly.
 fn fast_config(queues: &[&str], clock: Arc<dyn Clock>) -> Config {
@@ -35,27 +30,12 @@ fn fast_config(queues: &[&str], clock: Arc<dyn Clock>) -> Config {
     }
 }
 
-/// Polls `done` every 20 ms for up to 20 s of real time.
-async fn wait_for<F, Fut>(what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..1_000 {
-        if done().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_a_go_client_enqueued_are_run_by_our_server() {
     let redis = RedisServer::start();
     load_fixture(&redis, &read_fixture("v0.26.0-enqueued.json"));
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
-    let broker = broker(&redis.url(), Arc::new(clock.clone())).await;
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
     let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
 
     // Go's uniqueness lock and task ID hold against our client.
@@ -141,7 +121,7 @@ async fn what_our_client_writes_has_the_shape_of_what_go_wrote() {
 
     let ours = RedisServer::start();
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
-    let client = Client::new(broker(&ours.url(), Arc::new(clock.clone())).await).with_clock(Arc::new(clock));
+    let client = Client::new(redis_broker(&ours.url(), Arc::new(clock.clone())).await).with_clock(Arc::new(clock));
     let q = TaskOptions::new().queue("interop");
     let hour = Duration::from_secs(3600);
     let mut our_ids = BTreeMap::new();
@@ -180,7 +160,7 @@ fn asynq_core_msg(bytes: &[u8]) -> asynq_core::TaskMessage {
 /// all finish.
 async fn run_end_to_end(url: &str, queues: &[&str]) {
     let clock: Arc<dyn Clock> = Arc::new(asynq_core::SystemClock);
-    let broker = broker(url, clock.clone()).await;
+    let broker = redis_broker(url, clock.clone()).await;
     let client = Client::new(broker.clone());
     let mut expected = 0;
     for queue in queues {

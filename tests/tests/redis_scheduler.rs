@@ -7,9 +7,8 @@ use asynq_core::broker::{Dequeue, Inspect, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{Clock, Error, SimulatedClock, SystemClock};
 use asynq_redis::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp};
-use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
 use asynq_server::{FireOutcome, Scheduler, SchedulerConfig};
-use asynq_tests::{RedisServer, RespValue};
+use asynq_tests::{RedisServer, RespValue, redis_broker};
 use prost::Message;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,11 +16,6 @@ use std::time::Duration;
 
 /// 2026-11-22T00:00:00Z.
 const START: i64 = 1_795_305_600;
-
-async fn broker(url: &str, clock: Arc<dyn Clock>) -> RedisBroker {
-    let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(url).unwrap()) };
-    RedisBroker::connect_with(config).await.unwrap()
-}
 
 fn bulk(value: &RespValue) -> &[u8] {
     match value {
@@ -42,7 +36,7 @@ fn text(redis: &RedisServer, args: &[&str]) -> String {
 async fn scheduler_records_have_the_shape_go_asynq_writes() {
     let redis = RedisServer::start();
     let clock = Arc::new(SimulatedClock::new(from_unix_secs(START)));
-    let broker = broker(&redis.url(), clock.clone()).await;
+    let broker = redis_broker(&redis.url(), clock.clone()).await;
     let mut s =
         Scheduler::new(broker.clone(), SchedulerConfig { clock: clock.clone(), ..SchedulerConfig::default() }).unwrap();
     let options = TaskOptions::new().queue("periodic").max_retry(3);
@@ -110,7 +104,7 @@ async fn replicas_on_their_own_connections_enqueue_each_fire_once() {
     let clock: Arc<dyn Clock> = Arc::new(SimulatedClock::new(from_unix_secs(START)));
     let mut replicas = Vec::new();
     for _ in 0..3 {
-        let broker = broker(&redis.url(), clock.clone()).await;
+        let broker = redis_broker(&redis.url(), clock.clone()).await;
         let s = Scheduler::new(broker, SchedulerConfig { clock: clock.clone(), ..SchedulerConfig::default() }).unwrap();
         let entry = s.register("@every 10s", Task::new("sync", "all"), TaskOptions::new().queue("q")).unwrap();
         replicas.push((s, entry));
@@ -123,7 +117,7 @@ async fn replicas_on_their_own_connections_enqueue_each_fire_once() {
         let skipped = outcomes.iter().filter(|o| matches!(o, Ok(FireOutcome::AlreadyEnqueued { .. }))).count();
         assert_eq!((enqueued, skipped), (1, 2), "fire {n}: {outcomes:?}");
     }
-    let observer = broker(&redis.url(), clock.clone()).await;
+    let observer = redis_broker(&redis.url(), clock.clone()).await;
     assert_eq!(observer.queue_info("q").await.unwrap().pending, 5);
 
     // A worker runs and deletes the first fire's task; a replica that fires it late finds the
@@ -162,7 +156,7 @@ async fn running_replicas_enqueue_each_second_once() {
             })),
             ..SchedulerConfig::default()
         };
-        let mut s = Scheduler::new(broker(&redis.url(), clock.clone()).await, config).unwrap();
+        let mut s = Scheduler::new(redis_broker(&redis.url(), clock.clone()).await, config).unwrap();
         s.register("@every 1s", Task::new("tick", ""), TaskOptions::new().queue("ticks")).unwrap();
         s.start().unwrap();
         replicas.push(s);
@@ -184,7 +178,7 @@ async fn running_replicas_enqueue_each_second_once() {
     for (second, (ids, _)) in &results {
         assert_eq!(ids.len(), 1, "second {second} was enqueued once: {results:?}");
     }
-    let observer = broker(&redis.url(), clock).await;
+    let observer = redis_broker(&redis.url(), clock).await;
     let page = Page { size: 100, number: 0 };
     let mut stored: Vec<String> =
         observer.list_tasks("ticks", TaskState::Pending, page).await.unwrap().into_iter().map(|t| t.id).collect();

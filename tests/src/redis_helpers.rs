@@ -1,0 +1,29 @@
+//! Shorthands for the end-to-end tests on a real redis-server: a broker on a given clock, and a
+//! bounded wait for a condition that real network IO makes true.
+
+use asynq_core::Clock;
+use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A `RedisBroker` on the Redis at `url` that reads time from `clock`.
+pub async fn redis_broker(url: &str, clock: Arc<dyn Clock>) -> RedisBroker {
+    let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(url).expect("a valid test URL")) };
+    RedisBroker::connect_with(config).await.expect("the test Redis accepts connections")
+}
+
+/// Polls `done` every 20 ms for up to 20 s of real time; panics with `what` if it never holds.
+pub async fn wait_for<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..1_000 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
