@@ -2,7 +2,8 @@
 //!
 //! A producer depends on this crate and a broker crate only. Everything the client refuses is
 //! refused before anything is written. A [`Tracker`] follows tasks after they are enqueued: it
-//! waits for a task's outcome and cancels a running one.
+//! waits for a task's outcome and cancels a running one. An [`Inspector`] is the operator's view:
+//! queues, tasks, servers and schedulers, and the actions taken on them.
 //!
 //! ```
 //! use asynq_client::{Client, Task, TaskOptions, TaskState};
@@ -21,9 +22,15 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+mod inspector;
 mod tracker;
 
+pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
+pub use asynq_core::{
+    BackendInfo, DailyStats, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet, WorkerInfo,
+};
 pub use asynq_core::{Error, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
+pub use inspector::{Inspector, ServerReport};
 pub use tracker::Tracker;
 
 use asynq_core::broker::Enqueue;

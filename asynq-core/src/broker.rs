@@ -2,7 +2,7 @@
 //!
 //! A producer needs only [`Enqueue`]; each server role holds only the trait it uses
 //! ([`Dequeue`] for the processor and heartbeater, [`Forward`], [`Recover`], [`Janitor`],
-//! [`ServerState`], [`Health`]); operators use [`Inspect`]. [`Broker`] is every role at once and
+//! [`ServerState`], [`Health`]); operators use [`Inspect`] and [`Manage`]. [`Broker`] is every role at once and
 //! is implemented for any type that implements them all.
 //!
 //! Every method is atomic: it either happens as a whole or not at all, so a crash between two
@@ -16,13 +16,14 @@ pub use crate::aggregate::{
     AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, DEFAULT_GROUP_GRACE_PERIOD, GroupInfo,
 };
 pub use crate::cancel::Cancel;
+pub use crate::manage::Manage;
 pub use crate::rate_limit::RateLimiter;
 pub use crate::scheduler::{MAX_SCHEDULER_HISTORY, SchedulerEnqueueEvent, SchedulerEntry, SchedulerState};
 pub use crate::wait::Wait;
 
 use crate::TaskMessage;
 use crate::error::Result;
-use crate::info::{QueueInfo, ServerInfo, WorkerInfo};
+use crate::info::{BackendInfo, DailyStats, QueueInfo, QueueLocation, ServerInfo, WorkerInfo};
 use crate::options::EnqueueRequest;
 use crate::state::TaskState;
 use crate::task::TaskInfo;
@@ -220,6 +221,21 @@ pub trait Inspect: Send + Sync {
     /// the others by score (due time, archive time or expiry), aggregating across all groups.
     async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>>;
 
+    /// The tasks waiting in `group` of `queue`, one page, oldest first.
+    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>>;
+
+    /// Processed and failed counts of `queue` for the last `days` days (UTC), today first.
+    ///
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `days` is 0,
+    /// [`Error::QueueNotFound`](crate::Error::QueueNotFound).
+    async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>>;
+
+    /// What the backend says about itself (version, memory, clients, nodes).
+    async fn backend_info(&self) -> Result<BackendInfo>;
+
+    /// Where `queue`'s keys live on a Redis Cluster; `None` on other backends.
+    async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>>;
+
     /// Stops workers from taking tasks from `queue`; its tasks stay where they are.
     ///
     /// Errors: [`Error::FailedPrecondition`](crate::Error::FailedPrecondition) if already paused.
@@ -241,6 +257,7 @@ pub trait Broker:
     + ServerState
     + Health
     + Inspect
+    + Manage
     + Cancel
     + Wait
     + Aggregate
@@ -259,6 +276,7 @@ impl<T> Broker for T where
         + ServerState
         + Health
         + Inspect
+        + Manage
         + Cancel
         + Wait
         + Aggregate

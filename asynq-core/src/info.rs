@@ -118,6 +118,9 @@ pub struct QueueInfo {
     pub failed_total: u64,
     /// True while the queue is paused.
     pub paused: bool,
+    /// Approximate memory the queue's tasks and containers take in the backend, in bytes
+    /// (sampled on Redis as Go asynq does).
+    pub memory_usage: u64,
     /// When the snapshot was taken.
     pub timestamp: SystemTime,
 }
@@ -147,7 +150,69 @@ impl QueueInfo {
             processed_total: 0,
             failed_total: 0,
             paused: false,
+            memory_usage: 0,
             timestamp,
         }
     }
+}
+
+/// Processed and failed counts of one queue on one day (UTC).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DailyStats {
+    /// The queue name.
+    pub queue: String,
+    /// The day, `YYYY-MM-DD` in UTC.
+    pub date: String,
+    /// Tasks processed that day, successfully or not.
+    pub processed: u64,
+    /// Tasks that failed that day.
+    pub failed: u64,
+}
+
+impl DailyStats {
+    /// Refuses a history of no days, as Go asynq does.
+    pub fn validate_days(days: usize) -> crate::Result<()> {
+        if days == 0 {
+            return Err(crate::Error::invalid("days", "the number of days must be positive"));
+        }
+        Ok(())
+    }
+}
+
+/// One node of the backend (a Redis server; on a Cluster, one of its nodes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// The node's ID (the Cluster node ID; empty for a single server).
+    pub id: String,
+    /// The node's address, `host:port`.
+    pub addr: String,
+}
+
+/// What the backend says about itself, for operators' tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BackendInfo {
+    /// `memory`, `redis`, `redis-cluster` or `redis-sentinel`.
+    pub kind: String,
+    /// Facts by name, as the backend reports them (Redis `INFO`, or `CLUSTER INFO` on a
+    /// Cluster): `redis_version`, `used_memory_human`, `connected_clients`, ...
+    pub fields: BTreeMap<String, String>,
+    /// The nodes serving the data (one for a single server; the masters of a Cluster).
+    pub nodes: Vec<NodeInfo>,
+}
+
+impl BackendInfo {
+    /// Backend information of `kind` with the given facts and nodes.
+    pub fn new(kind: impl Into<String>, fields: BTreeMap<String, String>, nodes: Vec<NodeInfo>) -> Self {
+        Self { kind: kind.into(), fields, nodes }
+    }
+}
+
+/// Where a queue's keys live on a Redis Cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueLocation {
+    /// The hash slot of the queue's keys (`CLUSTER KEYSLOT asynq:{<queue>}:pending`).
+    pub slot: u16,
+    /// The nodes serving that slot, the master first.
+    pub nodes: Vec<NodeInfo>,
 }

@@ -64,9 +64,79 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// Parses a non-negative Go duration: a sequence of decimal numbers, each with an optional
+/// fraction and a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`), e.g. `300ms`, `1.5h`, `2h45m`;
+/// `0` alone is zero.
+pub fn parse_go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.strip_prefix('+').unwrap_or(text);
+    if rest == "0" {
+        return Some(Duration::ZERO);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: u128 = 0;
+    while !rest.is_empty() {
+        let integer_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let (integer, after) = rest.split_at(integer_len);
+        let (fraction, after) = match after.strip_prefix('.') {
+            Some(after) => after.split_at(after.find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len())),
+            None => ("", after),
+        };
+        if integer.is_empty() && fraction.is_empty() {
+            return None;
+        }
+        let unit_len = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let unit_nanos: u128 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return None,
+        };
+        let integer: u128 = if integer.is_empty() { 0 } else { integer.parse().ok()? };
+        let mut nanos = integer.checked_mul(unit_nanos)?;
+        if !fraction.is_empty() {
+            // Digits past nanosecond precision cannot change the result.
+            let digits = &fraction[..fraction.len().min(30)];
+            let scale = 10u128.pow(digits.len() as u32);
+            nanos = nanos.checked_add(digits.parse::<u128>().ok()?.checked_mul(unit_nanos)? / scale)?;
+        }
+        total = total.checked_add(nanos)?;
+        rest = after;
+    }
+    let total = u64::try_from(total).ok().filter(|n| *n <= i64::MAX as u64)?;
+    Some(Duration::from_nanos(total))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations_parse_as_go_parses_them() {
+        let cases = [
+            ("30s", Duration::from_secs(30)),
+            ("1m30s", Duration::from_secs(90)),
+            ("1.5h", Duration::from_secs(5_400)),
+            ("500ms", Duration::from_millis(500)),
+            ("2h45m10s", Duration::from_secs(9_910)),
+            ("1µs", Duration::from_micros(1)),
+            ("0", Duration::ZERO),
+            ("0s", Duration::ZERO),
+            ("+90s", Duration::from_secs(90)),
+            (".5m", Duration::from_secs(30)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_go_duration(text), Some(expected), "{text}");
+        }
+        for bad in ["", "30", "1x", "-5s", "s", "1h 30m", "..5s", "99999999999999999999h"] {
+            assert_eq!(parse_go_duration(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn dates_match_known_calendar_days() {

@@ -27,6 +27,7 @@
 //! ```
 
 mod aggregate;
+mod manage;
 mod queue;
 mod rate_limit;
 mod schedulers;
@@ -317,6 +318,33 @@ impl Inspect for MemoryBroker {
     async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
         let now = self.now();
         Ok(self.state().known_queue(queue)?.list(state, page, now))
+    }
+
+    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+        Ok(self.state().known_queue(queue)?.group_tasks(group, page))
+    }
+
+    async fn history(&self, queue: &str, days: usize) -> Result<Vec<asynq_core::DailyStats>> {
+        asynq_core::DailyStats::validate_days(days)?;
+        let now = self.now();
+        Ok(self.state().known_queue(queue)?.history(queue, days, now))
+    }
+
+    /// Kind `memory`, with the fields `queues` (known queues) and `tasks` (task records in
+    /// them, in any state); no nodes.
+    async fn backend_info(&self) -> Result<asynq_core::BackendInfo> {
+        let state = self.state();
+        let tasks: usize = state.known.iter().filter_map(|name| state.queues.get(name)).map(Queue::task_count).sum();
+        let fields = [("queues", state.known.len()), ("tasks", tasks)]
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value.to_string()))
+            .collect();
+        Ok(asynq_core::BackendInfo::new("memory", fields, Vec::new()))
+    }
+
+    /// Always `None`: there is no cluster.
+    async fn queue_location(&self, _queue: &str) -> Result<Option<asynq_core::QueueLocation>> {
+        Ok(None)
     }
 
     async fn pause_queue(&self, queue: &str) -> Result<()> {

@@ -13,6 +13,7 @@
 
 mod aggregate;
 mod inspect;
+mod manage;
 
 use crate::stats::Stats;
 use crate::zset::ZSet;

@@ -39,12 +39,17 @@ impl Stats {
 
     /// Tasks processed on the UTC date of `now`.
     pub(crate) fn processed_today(&self, now: SystemTime) -> u64 {
-        self.processed_daily.get(now)
+        self.processed_daily.get(&utc_date(now), now)
     }
 
     /// Tasks failed on the UTC date of `now`.
     pub(crate) fn failed_today(&self, now: SystemTime) -> u64 {
-        self.failed_daily.get(now)
+        self.failed_daily.get(&utc_date(now), now)
+    }
+
+    /// Tasks processed and failed on `date` (`YYYY-MM-DD`, UTC), as the counters read at `now`.
+    pub(crate) fn on_date(&self, date: &str, now: SystemTime) -> (u64, u64) {
+        (self.processed_daily.get(date, now), self.failed_daily.get(date, now))
     }
 
     /// Tasks processed ever (since the last reset).
@@ -82,11 +87,9 @@ impl Daily {
         self.0.entry(utc_date(now)).or_insert(Counter { count: 0, expires_at }).count += 1;
     }
 
-    fn get(&self, now: SystemTime) -> u64 {
-        self.0
-            .get(&utc_date(now))
-            .filter(|counter| counter.is_live(now))
-            .map_or(0, |counter| non_negative(counter.count))
+    /// The count of `date`, zero once its counter has expired at `now`.
+    fn get(&self, date: &str, now: SystemTime) -> u64 {
+        self.0.get(date).filter(|counter| counter.is_live(now)).map_or(0, |counter| non_negative(counter.count))
     }
 }
 
@@ -134,5 +137,16 @@ mod tests {
         assert_eq!(stats.processed_daily.0.len(), 1, "the first day's counter is gone");
         assert_eq!(stats.processed_today(start), 0);
         assert_eq!(stats.processed_total(), 3);
+    }
+
+    #[test]
+    fn a_past_date_reads_until_its_counter_expires() {
+        let monday = from_unix_secs(1_700_000_000);
+        let mut stats = Stats::default();
+        stats.record_failed(monday);
+        let date = utc_date(monday);
+        assert_eq!(stats.on_date(&date, monday + DAY), (1, 1));
+        assert_eq!(stats.on_date(&date, monday + 91 * DAY), (0, 0));
+        assert_eq!(stats.on_date("1999-01-01", monday), (0, 0));
     }
 }

@@ -6,6 +6,7 @@ use crate::error::{ConnectError, broker_error, unexpected};
 use crate::keys::{self, QueueKeys};
 use crate::proto;
 use crate::pubsub::PubSub;
+use crate::safety;
 use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
 use asynq_core::broker::{
@@ -13,8 +14,8 @@ use asynq_core::broker::{
 };
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_nanos, unix_secs, utc_date};
 use asynq_core::{
-    Clock, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo, Result, ServerInfo, SystemClock, TaskInfo,
-    TaskMessage, TaskState, WorkerInfo, validate_queue_name,
+    BackendInfo, Clock, DailyStats, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo, QueueLocation, Result,
+    ServerInfo, SystemClock, TaskInfo, TaskMessage, TaskState, WorkerInfo, validate_queue_name,
 };
 use bytes::Bytes;
 use prost::Message;
@@ -27,15 +28,19 @@ use std::time::{Duration, SystemTime};
 /// How long daily statistics counters live: 90 days, in seconds.
 const STATS_TTL_SECS: i64 = 90 * 24 * 60 * 60;
 /// Archived tasks older than this (in seconds) are deleted when another task is archived.
-const ARCHIVE_MAX_AGE_SECS: i64 = 90 * 24 * 60 * 60;
+pub(crate) const ARCHIVE_MAX_AGE_SECS: i64 = 90 * 24 * 60 * 60;
 /// The archive keeps at most this many tasks minus one, as Go's does.
-const ARCHIVE_MAX_SIZE: i64 = 10_000;
+pub(crate) const ARCHIVE_MAX_SIZE: i64 = 10_000;
 /// How long an idle server's mark on a queue lasts; it renews the mark each time it waits.
 const IDLE_MARK_SECS: u64 = 60;
 /// `enqueue_batch.lua` stores at most this many tasks per call.
 const ENQUEUE_BATCH: usize = 500;
 /// `forward.lua` moves at most this many tasks per call.
 const FORWARD_BATCH: i64 = 100;
+/// `memory_usage.lua` samples this many tasks of each container, as Go asynq does.
+const MEMORY_SAMPLE_TASKS: i64 = 20;
+/// `memory_usage.lua` samples the tasks of this many groups, as Go asynq does.
+const MEMORY_SAMPLE_GROUPS: i64 = 5;
 
 /// How to build a [`RedisBroker`].
 #[derive(Clone)]
@@ -92,6 +97,10 @@ struct Inner {
     /// The queues this broker marked `idle_workers`, with the wake-up generation and the time
     /// of the mark, so an idle server does not re-mark every poll.
     idle_marks: Mutex<HashMap<String, (u64, tokio::time::Instant)>>,
+    /// Settings of the server that can lose task data silently, found at connect time.
+    warnings: Vec<String>,
+    /// What `target` points at, as [`BackendInfo::kind`](asynq_core::BackendInfo) names it.
+    kind: &'static str,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -135,10 +144,33 @@ impl RedisBroker {
             .load_all(&mut conn)
             .await
             .map_err(|source| ConnectError::Connect { target: format!("{:?}", config.target), source })?;
+        let warnings = safety::data_loss_warnings(&mut conn).await;
+        for warning in &warnings {
+            tracing::warn!(target: "asynq_redis", "{warning}");
+        }
         let pubsub = PubSub::new(pubsub, config.response_timeout);
-        let inner =
-            Inner { conn, clock: config.clock, registered: Mutex::default(), pubsub, idle_marks: Mutex::default() };
+        let kind = match config.target {
+            RedisTarget::Server { .. } => crate::backend::SERVER,
+            RedisTarget::Cluster { .. } => crate::backend::CLUSTER,
+            RedisTarget::Sentinel { .. } => crate::backend::SENTINEL,
+        };
+        let inner = Inner {
+            conn,
+            clock: config.clock,
+            registered: Mutex::default(),
+            pubsub,
+            idle_marks: Mutex::default(),
+            warnings,
+            kind,
+        };
         Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// The server settings found at connect time under which tasks can disappear without an
+    /// error (a `maxmemory-policy` other than `noeviction`), each as a sentence saying what to
+    /// change; they are also logged as warnings. Empty when Redis keeps every task.
+    pub fn data_loss_warnings(&self) -> &[String] {
+        &self.inner.warnings
     }
 
     pub(crate) fn conn(&self) -> Connection {
@@ -153,6 +185,11 @@ impl RedisBroker {
         self.inner.clock.now()
     }
 
+    /// `redis`, `redis-cluster` or `redis-sentinel`: what the broker is connected to.
+    pub(crate) fn kind(&self) -> &'static str {
+        self.inner.kind
+    }
+
     /// Adds `queue` to `asynq:queues` once per process: without it, Go's inspector and CLI
     /// report the queue as not found.
     pub(crate) async fn register_queue(&self, queue: &str) -> Result<()> {
@@ -164,7 +201,13 @@ impl RedisBroker {
         Ok(())
     }
 
-    async fn require_queue(&self, queue: &str) -> Result<()> {
+    /// Forgets that `queue` was registered, after it was removed from `asynq:queues`, so the
+    /// next task enqueued there registers it again.
+    pub(crate) fn forget_queue(&self, queue: &str) {
+        self.inner.registered.lock().expect("registered lock poisoned").remove(queue);
+    }
+
+    pub(crate) async fn require_queue(&self, queue: &str) -> Result<()> {
         let known: bool =
             self.conn().sismember(keys::ALL_QUEUES, queue).await.map_err(|e| broker_error("check queue", e))?;
         if known { Ok(()) } else { Err(Error::QueueNotFound { queue: queue.to_owned() }) }
@@ -625,6 +668,54 @@ fn int(value: &Value) -> i64 {
     i64::from_redis_value_ref(value).unwrap_or(0)
 }
 
+impl RedisBroker {
+    /// One page of `container` (read as `kind`, see `list_tasks.lua`), as tasks in `state`.
+    async fn list_page(
+        &self,
+        k: &QueueKeys,
+        container: String,
+        kind: &str,
+        state: TaskState,
+        page: Page,
+        now: SystemTime,
+    ) -> Result<Vec<TaskInfo>> {
+        let size = page.size.max(1);
+        let mut invocation = ScriptCall::new(&SCRIPTS.list_tasks);
+        invocation.key(container).key(k.lease());
+        invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
+        let values: Vec<Value> = invocation.run(&mut self.conn(), "list tasks").await?;
+        let now_secs = unix_secs(now);
+        let mut tasks = Vec::with_capacity(values.len() / 4);
+        for entry in values.chunks_exact(4) {
+            let Ok(bytes) = Vec::<u8>::from_redis_value_ref(&entry[0]) else { continue };
+            let Ok(msg) = decode(&bytes) else { continue };
+            let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
+            let score = Option::<i64>::from_redis_value_ref(&entry[2]).ok().flatten();
+            let lease = Option::<i64>::from_redis_value_ref(&entry[3]).ok().flatten();
+            let next_process_at = match state {
+                TaskState::Pending => Some(now),
+                TaskState::Scheduled | TaskState::Retry => score.map(from_unix_secs),
+                _ => None,
+            };
+            let mut info = TaskInfo::new(&msg, state, next_process_at, result);
+            info.is_orphaned = state == TaskState::Active && lease.is_some_and(|expiry| expiry <= now_secs);
+            tasks.push(info);
+        }
+        Ok(tasks)
+    }
+
+    /// Go asynq's estimate of the memory `k`'s queue takes (`memory_usage.lua`); 0 when the
+    /// server refuses `MEMORY USAGE`.
+    async fn memory_usage(&self, k: &QueueKeys) -> Result<u64> {
+        let mut call = ScriptCall::new(&SCRIPTS.memory_usage);
+        call.key(k.active()).key(k.pending()).key(k.scheduled()).key(k.retry()).key(k.archived());
+        call.key(k.completed()).key(k.groups());
+        call.arg(k.task_prefix()).arg(MEMORY_SAMPLE_TASKS).arg(MEMORY_SAMPLE_GROUPS).arg(k.group_prefix());
+        let bytes: i64 = call.run(&mut self.conn(), "memory usage").await?;
+        Ok(bytes.max(0) as u64)
+    }
+}
+
 #[async_trait]
 impl Inspect for RedisBroker {
     async fn queues(&self) -> Result<Vec<String>> {
@@ -668,6 +759,7 @@ impl Inspect for RedisBroker {
         info.groups = n(12) as usize;
         info.aggregating = n(13) as usize;
         info.size = info.sum_of_states();
+        info.memory_usage = self.memory_usage(&k).await?;
         Ok(info)
     }
 
@@ -701,29 +793,55 @@ impl Inspect for RedisBroker {
             TaskState::Completed => (k.completed(), "zset"),
             TaskState::Aggregating => (k.groups(), "groups"),
         };
-        let size = page.size.max(1);
-        let mut invocation = ScriptCall::new(&SCRIPTS.list_tasks);
-        invocation.key(container).key(k.lease());
-        invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
-        let values: Vec<Value> = invocation.run(&mut self.conn(), "list tasks").await?;
-        let now_secs = unix_secs(now);
-        let mut tasks = Vec::with_capacity(values.len() / 4);
-        for entry in values.chunks_exact(4) {
-            let Ok(bytes) = Vec::<u8>::from_redis_value_ref(&entry[0]) else { continue };
-            let Ok(msg) = decode(&bytes) else { continue };
-            let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
-            let score = Option::<i64>::from_redis_value_ref(&entry[2]).ok().flatten();
-            let lease = Option::<i64>::from_redis_value_ref(&entry[3]).ok().flatten();
-            let next_process_at = match state {
-                TaskState::Pending => Some(now),
-                TaskState::Scheduled | TaskState::Retry => score.map(from_unix_secs),
-                _ => None,
-            };
-            let mut info = TaskInfo::new(&msg, state, next_process_at, result);
-            info.is_orphaned = state == TaskState::Active && lease.is_some_and(|expiry| expiry <= now_secs);
-            tasks.push(info);
+        self.list_page(&k, container, kind, state, page, now).await
+    }
+
+    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+        asynq_core::validate_group_name(group)?;
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        self.list_page(&k, k.group(group), "zset", TaskState::Aggregating, page, self.now()).await
+    }
+
+    async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
+        DailyStats::validate_days(days)?;
+        self.require_queue(queue).await?;
+        let now = self.now();
+        let k = QueueKeys::new(queue);
+        let dates: Vec<String> =
+            (0..days as u64).map(|day| utc_date(now - Duration::from_secs(day * 24 * 60 * 60))).collect();
+        // All the keys share the queue's slot, so one MGET serves a Cluster too.
+        let mut mget = redis::cmd("MGET");
+        for date in &dates {
+            mget.arg(k.processed_on(date)).arg(k.failed_on(date));
         }
-        Ok(tasks)
+        let values: Vec<Value> = mget.query_async(&mut self.conn()).await.map_err(|e| broker_error("history", e))?;
+        if values.len() != 2 * dates.len() {
+            return Err(unexpected("history", format!("{} values for {} keys", values.len(), 2 * dates.len())));
+        }
+        let count = |v: &Value| int(v).max(0) as u64;
+        Ok(dates
+            .into_iter()
+            .zip(values.chunks_exact(2))
+            .map(|(date, pair)| DailyStats {
+                queue: queue.to_owned(),
+                date,
+                processed: count(&pair[0]),
+                failed: count(&pair[1]),
+            })
+            .collect())
+    }
+
+    async fn backend_info(&self) -> Result<BackendInfo> {
+        crate::backend::backend_info(&mut self.conn(), self.kind()).await
+    }
+
+    async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
+        self.require_queue(queue).await?;
+        if self.kind() != crate::backend::CLUSTER {
+            return Ok(None);
+        }
+        crate::backend::queue_location(&mut self.conn(), &QueueKeys::new(queue)).await.map(Some)
     }
 
     async fn pause_queue(&self, queue: &str) -> Result<()> {

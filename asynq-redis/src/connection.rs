@@ -2,10 +2,12 @@
 //! Sentinels points at; and the one shared, auto-reconnecting connection to it.
 
 use crate::error::ConnectError;
+use percent_encoding::percent_decode_str;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
-use redis::{Cmd, ConnectionAddr, Pipeline, RedisFuture, Value};
+use redis::{Cmd, ConnectionAddr, FromRedisValue, Pipeline, RedisFuture, Value};
 use std::fmt;
 use std::time::Duration;
 
@@ -127,11 +129,20 @@ impl RedisTarget {
                 if sentinels.is_empty() {
                     return Err(invalid("a sentinel URL needs at least one host:port"));
                 }
+                // As in redis:// URLs, the credentials are percent-encoded.
+                let decode = |text: &str| -> Result<String, ConnectError> {
+                    percent_decode_str(text)
+                        .decode_utf8()
+                        .map(|text| text.into_owned())
+                        .map_err(|_| invalid("the username and password must be percent-encoded UTF-8"))
+                };
                 let (username, password) = match userinfo {
                     None => (None, None),
                     Some(u) => match u.split_once(':') {
-                        Some((user, pass)) => ((!user.is_empty()).then(|| user.to_owned()), Some(pass.to_owned())),
-                        None => (Some(u.to_owned()), None),
+                        Some((user, pass)) => {
+                            ((!user.is_empty()).then(|| decode(user)).transpose()?, Some(decode(pass)?))
+                        }
+                        None => (Some(decode(u)?), None),
                     },
                 };
                 Ok(RedisTarget::Sentinel { master_name, sentinels, username, password, db })
@@ -205,6 +216,26 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Runs `cmd` on every master (the one server, or each master of a Cluster) and returns each
+    /// master's reply with its address (empty for a single server).
+    pub(crate) async fn on_every_master(&mut self, cmd: Cmd) -> redis::RedisResult<Vec<(String, Value)>> {
+        match self {
+            Connection::Single(c) => Ok(vec![(String::new(), cmd.query_async(c).await?)]),
+            Connection::Cluster(c) => {
+                let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+                match c.route_command(cmd, routing).await? {
+                    Value::Map(replies) => Ok(replies
+                        .into_iter()
+                        .map(|(node, reply)| (String::from_redis_value(node).unwrap_or_default(), reply))
+                        .collect()),
+                    reply => Ok(vec![(String::new(), reply)]),
+                }
+            }
+        }
+    }
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
@@ -257,6 +288,12 @@ mod tests {
                 db: 3,
             }
         );
+        let RedisTarget::Sentinel { username, password, .. } =
+            RedisTarget::from_url("redis-sentinel://us%40er:p%3Aw%2F@s1?master=m").unwrap()
+        else {
+            panic!("a sentinel target")
+        };
+        assert_eq!((username.as_deref(), password.as_deref()), (Some("us@er"), Some("p:w/")));
     }
 
     #[test]

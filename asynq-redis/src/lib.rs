@@ -15,14 +15,17 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod aggregate;
+mod backend;
 mod batch;
 mod broker;
 mod connection;
 mod error;
 pub mod keys;
+mod manage;
 pub mod proto;
 mod pubsub;
 mod rate_limit;
+mod safety;
 mod schedulers;
 mod scripts;
 mod signals;

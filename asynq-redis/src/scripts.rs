@@ -17,6 +17,13 @@ macro_rules! script {
     (common + $name:literal) => {
         Script::new(concat!(include_str!("scripts/common.lua"), include_str!(concat!("scripts/", $name, ".lua"))))
     };
+    (common + manage + $name:literal) => {
+        Script::new(concat!(
+            include_str!("scripts/common.lua"),
+            include_str!("scripts/manage_common.lua"),
+            include_str!(concat!("scripts/", $name, ".lua"))
+        ))
+    };
 }
 
 /// Every script the broker runs.
@@ -39,10 +46,19 @@ pub(crate) struct Scripts {
     pub(crate) task_info: Script,
     pub(crate) list_tasks: Script,
     pub(crate) mark_idle: Script,
+    pub(crate) memory_usage: Script,
+    pub(crate) run_task: Script,
+    pub(crate) archive_task: Script,
+    pub(crate) delete_task: Script,
+    pub(crate) run_all: Script,
+    pub(crate) archive_all: Script,
+    pub(crate) delete_all: Script,
+    pub(crate) update_task_payload: Script,
+    pub(crate) delete_queue: Script,
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 18] {
+    fn all(&self) -> [&Script; 27] {
         [
             &self.enqueue,
             &self.enqueue_batch,
@@ -62,6 +78,15 @@ impl Scripts {
             &self.task_info,
             &self.list_tasks,
             &self.mark_idle,
+            &self.memory_usage,
+            &self.run_task,
+            &self.archive_task,
+            &self.delete_task,
+            &self.run_all,
+            &self.archive_all,
+            &self.delete_all,
+            &self.update_task_payload,
+            &self.delete_queue,
         ]
     }
 
@@ -94,6 +119,15 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     task_info: script!("task_info"),
     list_tasks: script!("list_tasks"),
     mark_idle: script!("mark_idle"),
+    memory_usage: script!("memory_usage"),
+    run_task: script!("run_task"),
+    archive_task: script!(common + manage + "archive_task"),
+    delete_task: script!(common + manage + "delete_task"),
+    run_all: script!("run_all"),
+    archive_all: script!(common + manage + "archive_all"),
+    delete_all: script!(common + manage + "delete_all"),
+    update_task_payload: script!("update_task_payload"),
+    delete_queue: script!(common + manage + "delete_queue"),
 });
 
 /// One call of a script: its KEYS and ARGV, run with `EVALSHA` (loading the script when Redis

@@ -2,6 +2,7 @@
 
 use crate::aggregator::GroupAggregator;
 use crate::handler::HandlerError;
+use crate::observe::TaskObserver;
 use asynq_core::broker::{AggregationLimits, DEFAULT_GROUP_GRACE_PERIOD};
 use asynq_core::{Clock, SystemClock, Task};
 use std::collections::BTreeMap;
@@ -94,6 +95,10 @@ pub struct Config {
     /// Per-type limits on tasks running at once on this server, by exact type name (see
     /// [`limits`](crate::limits)); each at least 1. Default: none.
     pub type_concurrency: BTreeMap<String, usize>,
+    /// Told when each task starts and finishes and when the recoverer finds a task whose lease
+    /// expired, in this order (see [`observe`](crate::observe)): for metrics and tracing.
+    /// Default: none.
+    pub task_observers: Vec<Arc<dyn TaskObserver>>,
     /// The wall clock. Default: the system clock; tests use a simulated one.
     pub clock: Arc<dyn Clock>,
 }
@@ -123,6 +128,7 @@ impl Default for Config {
             group_max_size: None,
             rate_limits: BTreeMap::new(),
             type_concurrency: BTreeMap::new(),
+            task_observers: Vec::new(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -151,6 +157,7 @@ impl fmt::Debug for Config {
             .field("group_max_size", &self.group_max_size)
             .field("rate_limits", &self.rate_limits)
             .field("type_concurrency", &self.type_concurrency)
+            .field("task_observers", &self.task_observers.len())
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }

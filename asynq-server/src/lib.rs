@@ -22,6 +22,7 @@ pub mod heartbeat;
 pub mod janitor;
 pub mod limits;
 mod mux;
+pub mod observe;
 mod periodic;
 pub mod periodic_task_manager;
 pub mod processor;
@@ -39,6 +40,7 @@ pub use aggregator::{GroupAggregator, aggregator_fn};
 pub use config::{Config, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, default_retry_delay};
 pub use handler::{Handler, HandlerError, HandlerFn, ResultWriter, TaskContext, handler_fn};
 pub use mux::{Middleware, ServeMux};
+pub use observe::{AttemptOutcome, AttemptReport, TaskObserver};
 pub use periodic_task_manager::{
     PeriodicTaskConfig, PeriodicTaskConfigProvider, PeriodicTaskManager, PeriodicTaskManagerConfig, ProviderError,
     SyncReport,

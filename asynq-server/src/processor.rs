@@ -11,6 +11,7 @@
 use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
 use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
+use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
 use crate::settler::Settler;
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks};
@@ -30,6 +31,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 /// What happens to a task whose attempt failed: retried after a delay, or archived.
 #[derive(Clone)]
@@ -82,6 +84,8 @@ pub struct ProcessorConfig {
     pub rate_limits: BTreeMap<String, RateLimit>,
     /// Per-type limits on tasks running at once on this server.
     pub type_concurrency: BTreeMap<String, usize>,
+    /// Told when each task starts and finishes.
+    pub(crate) observers: Observers,
 }
 
 impl fmt::Debug for ProcessorConfig {
@@ -93,6 +97,7 @@ impl fmt::Debug for ProcessorConfig {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("rate_limits", &self.rate_limits)
             .field("type_concurrency", &self.type_concurrency)
+            .field("observers", &self.observers)
             .finish_non_exhaustive()
     }
 }
@@ -297,11 +302,28 @@ impl Shared {
     }
 
     /// Runs one task, holding its worker slot and, for a type with a concurrency limit, its
-    /// type permit until the outcome is written.
+    /// type permit until the outcome is written. The attempt runs in a [`TASK_SPAN_NAME`] span.
     async fn run(self: Arc<Self>, task: Dequeued, _permits: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)) {
+        let span = tracing::info_span!(
+            TASK_SPAN_NAME,
+            task_type = %task.message.type_name,
+            queue = %task.message.queue,
+            task_id = %task.message.id,
+            retry_count = task.message.retried,
+            outcome = tracing::field::Empty,
+        );
+        if !self.config.observers.is_empty() {
+            self.config.observers.task_started(&task.message, &span);
+        }
+        self.attempt(task).instrument(span).await;
+    }
+
+    /// One attempt of a task: runs the handler, reports and writes the outcome.
+    async fn attempt(&self, task: Dequeued) {
         let Dequeued { message, lease_expiry } = task;
         let lease = Lease::new(lease_expiry, Arc::clone(&self.clock));
         let started = self.clock.now();
+        let timer = tokio::time::Instant::now();
         let deadline = message.handler_deadline(started);
         let cancel = CancellationToken::new();
         let active =
@@ -318,20 +340,26 @@ impl Shared {
             _ = lease.expired() => Attempt::LeaseLost,
             _ = self.abandon.cancelled() => Attempt::Abandoned,
         };
+        let duration = timer.elapsed();
         cancel.cancel();
-        let outcome = match attempt {
+        let outcome = match &attempt {
             Attempt::Finished(Ok(())) if message.retention > 0 => Some(Outcome::Complete),
             Attempt::Finished(Ok(())) => Some(Outcome::Done),
             Attempt::Finished(Err(err)) => {
                 if let Some(on_error) = &self.config.error_handler {
-                    on_error(&task, &err);
+                    on_error(&task, err);
                 }
                 tracing::debug!(task_id = %message.id, queue = %message.queue, error = %err, "task failed");
-                Some(self.config.failure_policy.outcome(&message, &err, self.clock.now()))
+                Some(self.config.failure_policy.outcome(&message, err, self.clock.now()))
             }
             Attempt::Abandoned => Some(Outcome::Requeue),
             Attempt::LeaseLost => None,
         };
+        let report = attempt_report(&attempt, outcome.as_ref(), duration);
+        tracing::Span::current().record("outcome", report.outcome.as_str());
+        if !self.config.observers.is_empty() {
+            self.config.observers.task_finished(&message, &report);
+        }
         match outcome {
             Some(outcome) if lease.is_valid() => self.write(&message, outcome, &lease).await,
             _ => {
@@ -353,6 +381,23 @@ impl Shared {
             }
         }
     }
+}
+
+/// What observers are told about an attempt that ended as `attempt`, to be written as `outcome`.
+fn attempt_report<'a>(attempt: &'a Attempt, outcome: Option<&Outcome>, duration: Duration) -> AttemptReport<'a> {
+    let error = match attempt {
+        Attempt::Finished(Err(err)) => Some(err),
+        _ => None,
+    };
+    let (outcome, is_failure) = match (attempt, outcome) {
+        (Attempt::LeaseLost, _) | (_, None) => (AttemptOutcome::LeaseLost, false),
+        (Attempt::Abandoned, _) => (AttemptOutcome::Requeued, false),
+        (Attempt::Finished(Ok(())), _) => (AttemptOutcome::Succeeded, false),
+        (Attempt::Finished(Err(_)), Some(Outcome::Retry { is_failure, .. })) => (AttemptOutcome::Retried, *is_failure),
+        (Attempt::Finished(Err(_)), Some(Outcome::Archive { .. })) => (AttemptOutcome::Archived, true),
+        (Attempt::Finished(Err(_)), Some(_)) => (AttemptOutcome::Revoked, false),
+    };
+    AttemptReport { outcome, duration, error, is_failure }
 }
 
 /// The text of a panic payload.

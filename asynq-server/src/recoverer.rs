@@ -4,6 +4,7 @@
 //! back in their groups, as Go's recoverer does.
 
 use crate::handler::HandlerError;
+use crate::observe::Observers;
 use crate::periodic::{FirstRun, run_every};
 use crate::processor::FailurePolicy;
 use asynq_core::broker::{Aggregate, Dequeue, Recover};
@@ -34,6 +35,8 @@ pub struct Recoverer {
     config: RecovererConfig,
     /// Where stale aggregation sets are reclaimed, if anywhere.
     aggregate: Option<Arc<dyn Aggregate>>,
+    /// Told about every recovered task.
+    observers: Observers,
 }
 
 impl Recoverer {
@@ -44,13 +47,19 @@ impl Recoverer {
         clock: Arc<dyn Clock>,
         config: RecovererConfig,
     ) -> Self {
-        Self { recover, finish, clock, config, aggregate: None }
+        Self { recover, finish, clock, config, aggregate: None, observers: Observers::default() }
     }
 
     /// This recoverer, also reclaiming the stale aggregation sets of its queues through
     /// `aggregate` after each pass (see [`Aggregate::reclaim_stale_aggregation_sets`]).
     pub fn reclaiming_aggregation_sets(mut self, aggregate: Arc<dyn Aggregate>) -> Self {
         self.aggregate = Some(aggregate);
+        self
+    }
+
+    /// This recoverer, telling `observers` about every task it recovers.
+    pub(crate) fn observed_by(mut self, observers: Observers) -> Self {
+        self.observers = observers;
         self
     }
 
@@ -68,6 +77,9 @@ impl Recoverer {
             match self.finish.finish(&message, outcome).await {
                 Ok(()) => {
                     recovered += 1;
+                    if !self.observers.is_empty() {
+                        self.observers.lease_expired(&message);
+                    }
                     tracing::warn!(task_id = %message.id, queue = %message.queue, "recovered a task whose lease expired");
                 }
                 // Another server recovered it first.

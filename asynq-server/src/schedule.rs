@@ -5,7 +5,7 @@
 //!
 //! [`croner`] parses and evaluates the five-field form in a [`chrono_tz`] zone; `@every` is ours.
 
-use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::time::{from_unix_secs, parse_go_duration, unix_secs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
@@ -76,7 +76,9 @@ impl Schedule {
         }
         if let Some(interval) = spec.strip_prefix("@every ") {
             let interval = interval.trim();
-            let period = parse_go_duration(interval).ok_or_else(|| SpecError::InvalidInterval(interval.to_owned()))?;
+            let period = parse_go_duration(interval)
+                .filter(|period| !period.is_zero())
+                .ok_or_else(|| SpecError::InvalidInterval(interval.to_owned()))?;
             // robfig/cron's `Every`: whole seconds, at least one.
             return Ok(Schedule::Every { period: Duration::from_secs(period.as_secs().max(1)) });
         }
@@ -117,50 +119,6 @@ impl Schedule {
     }
 }
 
-/// Parses a duration as Go's `time.ParseDuration` does (`1h30m`, `1.5s`, `500ms`, `2h45m10s`,
-/// units `ns`, `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`), accepting only positive ones.
-fn parse_go_duration(text: &str) -> Option<Duration> {
-    let mut rest = text.strip_prefix('+').unwrap_or(text);
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let integer_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        let (integer, after) = rest.split_at(integer_len);
-        let (fraction, after) = match after.strip_prefix('.') {
-            Some(after) => after.split_at(after.find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len())),
-            None => ("", after),
-        };
-        if integer.is_empty() && fraction.is_empty() {
-            return None;
-        }
-        let unit_len = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
-        let (unit, after) = after.split_at(unit_len);
-        let unit_nanos: u128 = match unit {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        let integer: u128 = if integer.is_empty() { 0 } else { integer.parse().ok()? };
-        let mut nanos = integer.checked_mul(unit_nanos)?;
-        if !fraction.is_empty() {
-            // Digits past nanosecond precision cannot change the result.
-            let digits = &fraction[..fraction.len().min(30)];
-            let scale = 10u128.pow(digits.len() as u32);
-            nanos = nanos.checked_add(digits.parse::<u128>().ok()?.checked_mul(unit_nanos)? / scale)?;
-        }
-        total = total.checked_add(nanos)?;
-        rest = after;
-    }
-    let total = u64::try_from(total).ok().filter(|n| *n > 0 && *n <= i64::MAX as u64)?;
-    Some(Duration::from_nanos(total))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,26 +133,6 @@ mod tests {
 
     fn next(spec: &str, after: SystemTime) -> SystemTime {
         Schedule::parse(spec, Tz::UTC).unwrap().next_after(after).unwrap()
-    }
-
-    #[test]
-    fn go_durations_parse_as_go_parses_them() {
-        let cases = [
-            ("30s", Duration::from_secs(30)),
-            ("1h30m", Duration::from_secs(5_400)),
-            ("1.5s", Duration::from_millis(1_500)),
-            ("500ms", Duration::from_millis(500)),
-            ("2h45m10s", Duration::from_secs(9_910)),
-            ("1µs", Duration::from_micros(1)),
-            ("+90s", Duration::from_secs(90)),
-            (".5m", Duration::from_secs(30)),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(parse_go_duration(text), Some(expected), "{text}");
-        }
-        for bad in ["", "30", "1x", "-5s", "0s", "s", "1h 30m", "..5s", "99999999999999999999h"] {
-            assert_eq!(parse_go_duration(bad), None, "{bad:?}");
-        }
     }
 
     #[test]
@@ -250,6 +188,7 @@ mod tests {
         assert_eq!(error("@reboot"), SpecError::UnknownDescriptor("@reboot".into()));
         assert_eq!(error("@every soon"), SpecError::InvalidInterval("soon".into()));
         assert_eq!(error("@every -5s"), SpecError::InvalidInterval("-5s".into()));
+        assert_eq!(error("@every 0s"), SpecError::InvalidInterval("0s".into()));
         assert!(matches!(error("* * * *"), SpecError::InvalidExpression(_)));
         assert!(matches!(error("0 0 * * * *"), SpecError::InvalidExpression(_)), "no seconds field");
         assert!(matches!(error("61 * * * *"), SpecError::InvalidExpression(_)));

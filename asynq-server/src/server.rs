@@ -7,6 +7,7 @@ use crate::handler::Handler;
 use crate::healthcheck::{HealthCheckConfig, HealthChecker};
 use crate::heartbeat::{HeartbeatConfig, Heartbeater, StatusCell};
 use crate::janitor::{Janitor, JanitorConfig};
+use crate::observe::Observers;
 use crate::processor::{FailurePolicy, Processor, ProcessorConfig};
 use crate::recoverer::{Recoverer, RecovererConfig};
 use crate::subscriber::{Subscriber, SubscriberConfig};
@@ -132,6 +133,7 @@ impl Server {
         let failure_policy =
             FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
         let active = Arc::new(ActiveTasks::default());
+        let observers = Observers::new(&c.task_observers);
         let syncer = Syncer::new(b.clone(), clock.clone(), SyncerConfig { interval: c.syncer_interval });
         let processor = Processor::new(
             b.clone(),
@@ -149,6 +151,7 @@ impl Server {
                 error_handler: c.error_handler.clone(),
                 rate_limits: c.rate_limits.clone(),
                 type_concurrency: c.type_concurrency.clone(),
+                observers: observers.clone(),
             },
         );
         let subscriber = Subscriber::new(b.clone(), active.clone(), SubscriberConfig::default());
@@ -166,7 +169,8 @@ impl Server {
             clock.clone(),
             RecovererConfig { queues: queues.clone(), interval: c.recoverer_interval, failure_policy },
         )
-        .reclaiming_aggregation_sets(b.clone());
+        .reclaiming_aggregation_sets(b.clone())
+        .observed_by(observers);
         let forwarder = Forwarder::new(
             b.clone(),
             ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval },

@@ -153,6 +153,26 @@ impl<B: Inspect> Inspect for FlakyBroker<B> {
         self.inner.list_tasks(queue, state, page).await
     }
 
+    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+        self.check()?;
+        self.inner.list_group_tasks(queue, group, page).await
+    }
+
+    async fn history(&self, queue: &str, days: usize) -> Result<Vec<asynq_core::DailyStats>> {
+        self.check()?;
+        self.inner.history(queue, days).await
+    }
+
+    async fn backend_info(&self) -> Result<asynq_core::BackendInfo> {
+        self.check()?;
+        self.inner.backend_info().await
+    }
+
+    async fn queue_location(&self, queue: &str) -> Result<Option<asynq_core::QueueLocation>> {
+        self.check()?;
+        self.inner.queue_location(queue).await
+    }
+
     async fn pause_queue(&self, queue: &str) -> Result<()> {
         self.check()?;
         self.inner.pause_queue(queue).await
@@ -161,6 +181,49 @@ impl<B: Inspect> Inspect for FlakyBroker<B> {
     async fn unpause_queue(&self, queue: &str) -> Result<()> {
         self.check()?;
         self.inner.unpause_queue(queue).await
+    }
+}
+
+#[async_trait]
+impl<B: asynq_core::broker::Manage> asynq_core::broker::Manage for FlakyBroker<B> {
+    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.check()?;
+        self.inner.run_task(queue, id).await
+    }
+
+    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.check()?;
+        self.inner.archive_task(queue, id).await
+    }
+
+    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.check()?;
+        self.inner.delete_task(queue, id).await
+    }
+
+    async fn run_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
+        self.check()?;
+        self.inner.run_all(queue, set).await
+    }
+
+    async fn archive_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
+        self.check()?;
+        self.inner.archive_all(queue, set).await
+    }
+
+    async fn delete_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
+        self.check()?;
+        self.inner.delete_all(queue, set).await
+    }
+
+    async fn update_task_payload(&self, queue: &str, id: &str, payload: bytes::Bytes) -> Result<TaskInfo> {
+        self.check()?;
+        self.inner.update_task_payload(queue, id, payload).await
+    }
+
+    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+        self.check()?;
+        self.inner.delete_queue(queue, force).await
     }
 }
 

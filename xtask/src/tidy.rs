@@ -1,8 +1,9 @@
 //! Tidy tests: the invariants of `ARCHITECTURE.md`, checked on every test run.
 //!
 //! - every `.rs` file starts with a `//!` doc comment saying what it is for;
-//! - `asynq-core` depends on no runtime, Redis client or protobuf crate, and `asynq-client` does
-//!   not depend on `asynq-server`;
+//! - `asynq-core` depends on no runtime, Redis client or protobuf crate, and neither
+//!   `asynq-client`, the operators' tool `asynq-cli`, nor `asynq-metrics` without its `server`
+//!   feature depends on `asynq-server`;
 //! - every Lua script of the Redis broker documents its `KEYS`, `ARGV` and return value;
 //! - library code reads the time only through `asynq_core::Clock`: nothing under `asynq-*/src`
 //!   except `asynq-core/src/clock.rs` calls `SystemTime::now` or `Instant::now`, unless the line
@@ -23,8 +24,14 @@ const WALL_CLOCK_CALLS: &[&str] = &["SystemTime::now", "Instant::now"];
 
 /// Dependency edges that must not exist: `(package, crate it must not depend on)`, normal
 /// (non-dev, non-build) dependencies, direct or not.
-const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] =
-    &[("asynq-core", "tokio"), ("asynq-core", "redis"), ("asynq-core", "prost"), ("asynq-client", "asynq-server")];
+const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] = &[
+    ("asynq-core", "tokio"),
+    ("asynq-core", "redis"),
+    ("asynq-core", "prost"),
+    ("asynq-client", "asynq-server"),
+    ("asynq-cli", "asynq-server"),
+    ("asynq-metrics", "asynq-server"),
+];
 
 #[test]
 fn every_rust_file_starts_with_a_module_doc_comment() {

@@ -1,12 +1,34 @@
-//! Read-only views of a queue for the inspector: its statistics, one task, and pages of tasks
-//! (scripts 6.2, 6.5, 6.7 and 6.8).
+//! Read-only views of a queue for the inspector: its statistics and memory estimate, its daily
+//! history, one task, and pages of tasks (scripts 6.2–6.5, 6.7 and 6.8).
 
-use super::Queue;
+use super::{Queue, TaskRecord};
 use crate::zset::ZSet;
 use asynq_core::broker::Page;
-use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_secs};
-use asynq_core::{QueueInfo, TaskInfo, TaskState};
+use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_secs, utc_date};
+use asynq_core::{DailyStats, QueueInfo, TaskInfo, TaskState};
 use std::time::{Duration, SystemTime};
+
+/// How many tasks of each list or sorted set the memory estimate reads (Go's sample size).
+const MEMORY_SAMPLE: usize = 20;
+/// How many groups the memory estimate samples, `MEMORY_SAMPLE` tasks each (Go's group sample
+/// size).
+const MEMORY_GROUP_SAMPLE: usize = 5;
+/// The bytes a task's estimate counts for the numeric fields of its message and record.
+const NUMERIC_FIELDS_BYTES: u64 = 64;
+/// Seconds in a day.
+const DAY_SECS: i64 = 86_400;
+
+/// The estimated size of one task: the bytes of its message's strings, payload and headers,
+/// [`NUMERIC_FIELDS_BYTES`] for its numbers, and its result.
+fn task_size(record: &TaskRecord) -> u64 {
+    let msg = &record.msg;
+    let strings = [&msg.id, &msg.type_name, &msg.queue, &msg.error_msg, &msg.unique_key, &msg.group_key];
+    let headers = msg.headers.iter().map(|(key, value)| key.len() + value.len());
+    let bytes = strings.iter().map(|s| s.len()).chain(headers).sum::<usize>()
+        + msg.payload.len()
+        + record.result.as_ref().map_or(0, |result| result.len());
+    u64::try_from(bytes).unwrap_or(u64::MAX).saturating_add(NUMERIC_FIELDS_BYTES)
+}
 
 impl Queue {
     /// Sizes and statistics, as Go's `currentStats`.
@@ -26,11 +48,81 @@ impl Queue {
         info.processed_total = self.stats.processed_total();
         info.failed_total = self.stats.failed_total();
         info.paused = self.paused.is_some();
+        info.memory_usage = self.memory_usage();
         // The next task to run; a requeued one has no `pending_since` and reads as zero latency.
         let oldest = self.pending.back().and_then(|id| self.tasks.get(id)?.pending_since).filter(|&nanos| nanos != 0);
         info.latency =
             oldest.map_or(Duration::ZERO, |nanos| now.duration_since(from_unix_nanos(nanos)).unwrap_or_default());
         info
+    }
+
+    /// An estimate of the bytes the queue's tasks take, made as Go's `memoryUsage` makes it:
+    /// for each list and sorted set (pending, active, scheduled, retry, archived, completed), the
+    /// average [`task_size`] of up to [`MEMORY_SAMPLE`] of its tasks times its length; for the
+    /// registered groups, the average over up to [`MEMORY_SAMPLE`] tasks of each of the first
+    /// [`MEMORY_GROUP_SAMPLE`] groups times the number of tasks in all of them. Zero for a queue
+    /// without tasks; tasks in aggregation sets are not counted.
+    pub(crate) fn memory_usage(&self) -> u64 {
+        let mut total = self.estimate(self.pending.iter().map(String::as_str), self.pending.len());
+        total = total.saturating_add(self.estimate(self.active.iter().map(String::as_str), self.active.len()));
+        for set in [&self.scheduled, &self.retry, &self.archived, &self.completed] {
+            total = total.saturating_add(self.estimate(set.members(), set.len()));
+        }
+        let groups = || self.groups.iter().filter_map(|group| self.group_sets.get(group));
+        let grouped = groups().map(ZSet::len).sum();
+        let sample = groups().take(MEMORY_GROUP_SAMPLE).flat_map(|members| members.members().take(MEMORY_SAMPLE));
+        total.saturating_add(self.estimate_sampled(sample, grouped))
+    }
+
+    /// `count` times the average size of the first [`MEMORY_SAMPLE`] tasks of `ids`.
+    fn estimate<'a>(&self, ids: impl Iterator<Item = &'a str>, count: usize) -> u64 {
+        self.estimate_sampled(ids.take(MEMORY_SAMPLE), count)
+    }
+
+    /// `count` times the average size of the tasks of `sample` that have a record.
+    fn estimate_sampled<'a>(&self, sample: impl Iterator<Item = &'a str>, count: usize) -> u64 {
+        let (mut bytes, mut sampled) = (0u128, 0u128);
+        for record in sample.filter_map(|id| self.tasks.get(id)) {
+            bytes += u128::from(task_size(record));
+            sampled += 1;
+        }
+        if sampled == 0 {
+            return 0;
+        }
+        let count = u128::try_from(count).unwrap_or(u128::MAX);
+        u64::try_from(bytes.saturating_mul(count) / sampled).unwrap_or(u64::MAX)
+    }
+
+    /// The number of task records the queue holds, in any state.
+    pub(crate) fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Processed and failed counts for the `days` UTC dates ending with the date of `now`,
+    /// today first (Go's `historicalStats`).
+    pub(crate) fn history(&self, name: &str, days: usize, now: SystemTime) -> Vec<DailyStats> {
+        let today = unix_secs(now);
+        (0..days)
+            .map(|back| {
+                let back = i64::try_from(back).unwrap_or(i64::MAX).saturating_mul(DAY_SECS);
+                let date = utc_date(from_unix_secs(today.saturating_sub(back)));
+                let (processed, failed) = self.stats.on_date(&date, now);
+                DailyStats { queue: name.to_owned(), date, processed, failed }
+            })
+            .collect()
+    }
+
+    /// One page of the tasks waiting in `group`, oldest first (Go's `listZSetEntries` on the
+    /// group's sorted set); empty for an unknown group. The group need not be registered.
+    pub(crate) fn group_tasks(&self, group: &str, page: Page) -> Vec<TaskInfo> {
+        let Some(members) = self.group_sets.get(group) else { return Vec::new() };
+        members
+            .members()
+            .skip(page.size.saturating_mul(page.number))
+            .take(page.size)
+            .filter_map(|id| self.tasks.get(id))
+            .map(|record| TaskInfo::new(&record.msg, TaskState::Aggregating, None, record.result.clone()))
+            .collect()
     }
 
     /// One task, as Go's `getTaskInfo`: the next process time is the due time of a scheduled

@@ -82,7 +82,7 @@ pub async fn case_dequeue_leases_for_thirty_whole_seconds<F: BrokerFactory>(fact
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&msg, TaskState::Active, None, None));
     let mut want = QueueInfo::empty("q", t.now());
     (want.active, want.size) = (1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     let queues = names(&["q"]);
     assert!(t.broker.list_lease_expired(&queues, at(30) - millis(1)).await.unwrap().is_empty());
     assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [msg]);

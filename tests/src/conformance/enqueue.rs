@@ -16,7 +16,7 @@ pub async fn case_enqueue_pending_task<F: BrokerFactory>(factory: &F) {
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&msg, TaskState::Pending, Some(at(0)), None));
     let mut want = QueueInfo::empty("q", t.now());
     (want.pending, want.size) = (1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["a"]);
 }
 
@@ -31,7 +31,7 @@ pub async fn case_enqueue_scheduled_task<F: BrokerFactory>(factory: &F) {
     assert_eq!(t.task("q", "s").await, TaskInfo::new(&msg, TaskState::Scheduled, Some(at(90)), None));
     let mut want = QueueInfo::empty("q", t.now());
     (want.scheduled, want.size) = (1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     assert_eq!(t.all_ids("q", TaskState::Scheduled).await, ["s"]);
     assert!(t.dequeue(&["q"], 10).await.is_empty());
 }
@@ -50,7 +50,7 @@ pub async fn case_enqueue_grouped_task<F: BrokerFactory>(factory: &F) {
     assert_eq!(info.group.as_deref(), Some("g"));
     let mut want = QueueInfo::empty("q", t.now());
     (want.aggregating, want.groups, want.size) = (3, 2, 3);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
 
     t.advance(secs(86_400));
     assert!(t.dequeue(&["q"], 10).await.is_empty());

@@ -24,7 +24,7 @@ pub async fn case_done_deletes_and_counts_processed<F: BrokerFactory>(factory: &
     assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
     let mut want = QueueInfo::empty("q", t.now());
     (want.pending, want.size, want.processed, want.processed_total) = (1, 1, 1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
 }
 
 /// Complete keeps the task as completed with `completed_at` (whole seconds) and the result
@@ -44,7 +44,7 @@ pub async fn case_complete_keeps_task_and_result_for_the_retention<F: BrokerFact
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&done, TaskState::Completed, None, result));
     let mut want = QueueInfo::empty("q", t.now());
     (want.completed, want.size, want.processed, want.processed_total) = (1, 1, 1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     assert_eq!(t.all_ids("q", TaskState::Completed).await, ["a"]);
 
     t.set(at(2 + 3_600) - millis(1));
@@ -68,7 +68,7 @@ pub async fn case_retry_as_failure_counts_and_records_the_error<F: BrokerFactory
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Retry, Some(at(60)), None));
     let mut want = QueueInfo::empty("q", t.now());
     (want.retry, want.size, want.processed, want.failed, want.processed_total, want.failed_total) = (1, 1, 1, 1, 1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     assert!(t.dequeue(&["q"], 1).await.is_empty());
 
     t.set(at(60));
@@ -89,7 +89,7 @@ pub async fn case_retry_not_as_failure_counts_nothing<F: BrokerFactory>(factory:
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Retry, Some(at(30)), None));
     let mut want = QueueInfo::empty("q", t.now());
     (want.retry, want.size) = (1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
 }
 
 /// Archive keeps `retried` as it was, records the error and failure time, and counts the task
@@ -110,7 +110,7 @@ pub async fn case_archive_keeps_retried_and_counts_a_failure<F: BrokerFactory>(f
     let mut want = QueueInfo::empty("q", t.now());
     (want.archived, want.size, want.processed, want.failed, want.processed_total, want.failed_total) =
         (1, 1, 2, 2, 2, 2);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     assert_eq!(t.all_ids("q", TaskState::Archived).await, ["a"]);
 }
 

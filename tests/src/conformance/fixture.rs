@@ -181,6 +181,14 @@ impl<B: Broker + Clone> Fixture<B> {
         self.broker.queue_info(queue).await.unwrap_or_else(|e| panic!("queue_info({queue:?}): {e}"))
     }
 
+    /// Sizes and statistics of `queue`, which must exist, with the memory estimate (which
+    /// differs between backends) set to zero: for comparing with a [`QueueInfo`] built by hand.
+    pub async fn counts(&self, queue: &str) -> QueueInfo {
+        let mut info = self.info(queue).await;
+        info.memory_usage = 0;
+        info
+    }
+
     /// Task `id` of `queue`, which must exist.
     pub async fn task(&self, queue: &str, id: &str) -> TaskInfo {
         self.broker.task_info(queue, id).await.unwrap_or_else(|e| panic!("task_info({queue:?}, {id:?}): {e}"))

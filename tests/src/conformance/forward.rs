@@ -77,7 +77,7 @@ pub async fn case_scheduled_task_with_a_group_becomes_plain_pending<F: BrokerFac
     let msg = t.enqueue("a", &Task::new("t", "p"), options).await.unwrap();
     let mut want = QueueInfo::empty("q", t.now());
     (want.scheduled, want.size) = (1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     t.advance(secs(10));
 
     assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
@@ -87,6 +87,6 @@ pub async fn case_scheduled_task_with_a_group_becomes_plain_pending<F: BrokerFac
     assert_eq!(task.group.as_deref(), Some("g"));
     let mut want = QueueInfo::empty("q", t.now());
     (want.pending, want.size) = (1, 1);
-    assert_eq!(t.info("q").await, want);
+    assert_eq!(t.counts("q").await, want);
     assert_eq!(t.take("q", "a").await.message, msg);
 }

@@ -35,10 +35,17 @@ pub async fn case_queue_info_counts_every_state<F: BrokerFactory>(factory: &F) {
     (want.aggregating, want.groups, want.size) = (3, 2, 9);
     (want.processed, want.failed, want.processed_total, want.failed_total) = (4, 2, 4, 2);
     (want.paused, want.latency) = (true, millis(1_500));
-    assert_eq!(t.info("q").await, want);
+    let info = t.info("q").await;
+    // The memory estimate is backend-specific: only its being there is checked.
+    assert!(info.memory_usage > 0, "memory usage of a queue with tasks: {info:?}");
+    want.memory_usage = info.memory_usage;
+    assert_eq!(info, want);
     let mut other = QueueInfo::empty("other", t.now());
     (other.pending, other.size, other.latency) = (1, 1, millis(1_500));
-    assert_eq!(t.info("other").await, other);
+    let info = t.info("other").await;
+    assert!(info.memory_usage > 0, "memory usage of a queue with a task: {info:?}");
+    other.memory_usage = info.memory_usage;
+    assert_eq!(info, other);
 }
 
 /// Latency is the time since the next task to run became pending, to the nanosecond; zero with

@@ -27,6 +27,7 @@ pub mod forward;
 pub mod inspect;
 pub mod janitor;
 pub mod leases;
+pub mod manage;
 pub mod rate_limit;
 pub mod scheduler_state;
 pub mod servers;
@@ -194,6 +195,30 @@ macro_rules! broker_conformance {
             inspect::case_active_task_past_its_lease_is_orphaned,
             inspect::case_pause_twice_or_unpause_running_fails,
             inspect::case_pausing_does_not_make_a_queue_known,
+            manage::case_run_task_makes_a_task_pending_from_every_runnable_state,
+            manage::case_a_task_run_by_an_operator_has_no_pending_time,
+            manage::case_run_task_refuses_active_and_pending_tasks,
+            manage::case_archive_task_archives_every_state_but_active,
+            manage::case_archive_task_refuses_active_and_archived_tasks,
+            manage::case_delete_task_deletes_every_state_but_active,
+            manage::case_single_task_actions_refuse_a_missing_task,
+            manage::case_every_action_refuses_an_unknown_queue,
+            manage::case_run_all_makes_every_task_of_a_state_pending,
+            manage::case_archive_all_archives_every_task_of_a_state,
+            manage::case_delete_all_deletes_every_task_of_a_state,
+            manage::case_bulk_actions_on_a_group_empty_it,
+            manage::case_bulk_actions_refuse_sets_they_do_not_apply_to,
+            manage::case_deletes_release_the_unique_lock,
+            manage::case_archive_and_run_keep_the_unique_lock,
+            manage::case_update_task_payload_changes_only_a_scheduled_task,
+            manage::case_delete_queue_refuses_a_queue_with_tasks,
+            manage::case_delete_queue_with_force_deletes_its_tasks,
+            manage::case_delete_queue_with_force_releases_unique_locks,
+            manage::case_delete_queue_with_force_refuses_active_tasks,
+            manage::case_list_group_tasks_pages_a_group_oldest_first,
+            manage::case_history_counts_each_utc_day_today_first,
+            manage::case_queue_info_estimates_memory_usage,
+            manage::case_running_tasks_wakes_a_waiting_worker,
             servers::case_server_state_is_listed_with_its_workers,
             servers::case_server_state_rewrite_replaces_workers,
             servers::case_cleared_server_is_not_listed,

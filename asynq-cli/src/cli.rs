@@ -1,0 +1,391 @@
+//! The command line: every command, subcommand and flag, as clap types, following Go asynq's
+//! `asynq` tool (`tools/asynq`): the same names, aliases, short flags and defaults.
+
+use clap::builder::BoolishValueParser;
+use clap::{Args, Parser, Subcommand};
+
+/// What `--help` says after the flags: exit codes, JSON conventions, configuration.
+const AFTER_LONG_HELP: &str = "\
+Connection settings come from, in order of precedence: a flag, its environment variable
+(ASYNQ_URI, ASYNQ_DB, ASYNQ_PASSWORD, ...), the config file (YAML, keys named like the long
+flags: uri, db, password, username, cluster, cluster_addrs, tls, tls_server, insecure,
+sentinel_addrs, master), then the default.
+
+--uri takes host:port, or a full URL: redis://[user:password@]host:port[/db],
+rediss://... (TLS), redis-cluster://host:port[,host:port...] or
+redis-sentinel://host:port[,host:port...][/db]?master=<name>. A full URL carries its own
+credentials, database and TLS setting; --db, --password, --username and --tls apply to the
+host:port form.
+
+With --json every command prints JSON on stdout: times as RFC 3339 strings (UTC), durations as
+numbers of seconds (fields ending in _seconds), and payloads and results as a string plus an
+encoding field: \"utf-8\" when the bytes are valid UTF-8, otherwise \"base64\" (standard
+alphabet, padded). Errors always go to stderr as text.
+
+Exit codes:
+  0  success
+  1  the operation failed (a Redis error, or an unexpected reply)
+  2  usage error: bad flags or arguments, bad config file, bad URI
+  3  not found: no such queue or task
+  4  failed precondition: the task is in the wrong state, the queue is not empty, the task
+     already exists
+  5  cannot connect to Redis";
+
+/// The asynq command-line tool.
+#[derive(Debug, Parser)]
+#[command(
+    name = "asynq",
+    version,
+    about = "Inspect and manage the tasks and queues of asynq (Go asynq v0.26 compatible) in Redis",
+    after_long_help = AFTER_LONG_HELP
+)]
+pub(crate) struct Cli {
+    /// Connection and output settings, accepted before or after the subcommand.
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The flags every command takes (Go's persistent flags).
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// Config file to set flag default values [default: $HOME/.asynq.yaml]
+    #[arg(long, global = true, env = "ASYNQ_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// Redis server URI: host:port or a redis://, rediss://, redis-cluster://, redis-sentinel:// URL
+    #[arg(short = 'u', long, global = true, env = "ASYNQ_URI", default_value = "127.0.0.1:6379")]
+    pub(crate) uri: String,
+    /// Redis database number
+    #[arg(short = 'n', long, global = true, env = "ASYNQ_DB", default_value_t = 0)]
+    pub(crate) db: i64,
+    /// Password to use when connecting to Redis
+    #[arg(short = 'p', long, global = true, env = "ASYNQ_PASSWORD", hide_env_values = true)]
+    pub(crate) password: Option<String>,
+    /// Username to use when connecting to Redis (ACL)
+    #[arg(short = 'U', long, global = true, env = "ASYNQ_USERNAME")]
+    pub(crate) username: Option<String>,
+    /// Connect to a Redis Cluster (at --cluster_addrs)
+    #[arg(long, global = true, env = "ASYNQ_CLUSTER", value_parser = BoolishValueParser::new())]
+    pub(crate) cluster: bool,
+    /// Comma-separated addresses of Redis Cluster nodes
+    #[arg(
+        long = "cluster_addrs",
+        global = true,
+        env = "ASYNQ_CLUSTER_ADDRS",
+        default_value = "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005"
+    )]
+    pub(crate) cluster_addrs: String,
+    /// Connect with TLS
+    #[arg(long, global = true, env = "ASYNQ_TLS", value_parser = BoolishValueParser::new())]
+    pub(crate) tls: bool,
+    /// Server name for TLS validation (implies --tls); must be the host of --uri
+    #[arg(long = "tls_server", global = true, env = "ASYNQ_TLS_SERVER")]
+    pub(crate) tls_server: Option<String>,
+    /// Allow insecure TLS connection by skipping certificate validation
+    #[arg(long, global = true, env = "ASYNQ_INSECURE", value_parser = BoolishValueParser::new())]
+    pub(crate) insecure: bool,
+    /// Comma-separated addresses of Redis Sentinels (with --master): connect to the master they name
+    #[arg(long = "sentinel_addrs", global = true, env = "ASYNQ_SENTINEL_ADDRS", requires = "master")]
+    pub(crate) sentinel_addrs: Option<String>,
+    /// Name of the master the Sentinels monitor (with --sentinel_addrs)
+    #[arg(long, global = true, env = "ASYNQ_MASTER")]
+    pub(crate) master: Option<String>,
+    /// Print machine-readable JSON instead of tables
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+/// The commands, as Go's tool names them. Commands served by other modules (`metrics`, `web`)
+/// slot in as further variants.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// View the current state: tasks per state and queue, today's counts, Redis info
+    Stats,
+    /// Manage queues
+    #[command(subcommand)]
+    Queue(QueueCommand),
+    /// Manage tasks
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Manage groups
+    #[command(subcommand)]
+    Group(GroupCommand),
+    /// Manage servers
+    #[command(subcommand)]
+    Server(ServerCommand),
+    /// Manage cron (periodic task) entries
+    #[command(subcommand)]
+    Cron(CronCommand),
+    /// View a live dashboard of queues and tasks in the terminal
+    Dash(DashArgs),
+    /// Serve the queues' Prometheus metrics (Go's names) over HTTP until interrupted
+    Metrics(MetricsArgs),
+    /// Print the version
+    #[command(hide = true)]
+    Version,
+}
+
+/// `asynq queue ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueCommand {
+    /// List queues
+    #[command(visible_alias = "list", name = "ls")]
+    List,
+    /// Display detailed information on one or more queues
+    Inspect(QueueNames),
+    /// Display historical aggregate data from one or more queues
+    History(QueueHistoryArgs),
+    /// Pause one or more queues
+    Pause(QueueNames),
+    /// Resume (unpause) one or more queues
+    #[command(visible_alias = "unpause")]
+    Resume(QueueNames),
+    /// Remove one or more queues
+    #[command(visible_aliases = ["rm", "delete"])]
+    Remove(QueueRemoveArgs),
+}
+
+/// One or more queue names.
+#[derive(Debug, Args)]
+pub(crate) struct QueueNames {
+    /// Queue names
+    #[arg(required = true, value_name = "QUEUE")]
+    pub(crate) queues: Vec<String>,
+}
+
+/// `asynq queue history`
+#[derive(Debug, Args)]
+pub(crate) struct QueueHistoryArgs {
+    /// Queue names
+    #[arg(required = true, value_name = "QUEUE")]
+    pub(crate) queues: Vec<String>,
+    /// Show data from the last x days
+    #[arg(short = 'x', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) days: u32,
+}
+
+/// `asynq queue remove`
+#[derive(Debug, Args)]
+pub(crate) struct QueueRemoveArgs {
+    /// Queue names
+    #[arg(required = true, value_name = "QUEUE")]
+    pub(crate) queues: Vec<String>,
+    /// Remove the queue regardless of its size
+    #[arg(short = 'f', long)]
+    pub(crate) force: bool,
+}
+
+/// `asynq task ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum TaskCommand {
+    /// List tasks of one state of a queue, one page at a time
+    #[command(visible_alias = "list", name = "ls")]
+    List(TaskListArgs),
+    /// Display detailed information on the specified task
+    Inspect(TaskRef),
+    /// Cancel one or more active tasks
+    Cancel(TaskCancelArgs),
+    /// Archive a task with the given id
+    Archive(TaskRef),
+    /// Delete a task with the given id
+    #[command(visible_aliases = ["remove", "rm"])]
+    Delete(TaskRef),
+    /// Run a task with the given id (make it pending now)
+    Run(TaskRef),
+    /// Enqueue a task
+    Enqueue(Box<TaskEnqueueArgs>),
+    /// Archive all tasks in the given state (pending, aggregating, scheduled, retry)
+    Archiveall(BulkArgs),
+    /// Delete all tasks in the given state (pending, aggregating, scheduled, retry, archived, completed)
+    Deleteall(BulkArgs),
+    /// Run all tasks in the given state (scheduled, retry, archived, aggregating)
+    Runall(BulkArgs),
+}
+
+/// `asynq task ls`
+#[derive(Debug, Args)]
+pub(crate) struct TaskListArgs {
+    /// Queue to inspect
+    #[arg(short = 'q', long)]
+    pub(crate) queue: String,
+    /// State of the tasks: active, pending, aggregating, scheduled, retry, archived or completed
+    #[arg(short = 's', long)]
+    pub(crate) state: String,
+    /// Page number, from 1
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) page: u32,
+    /// Page size
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) size: u32,
+    /// Group to inspect (required for listing aggregating tasks)
+    #[arg(short = 'g', long)]
+    pub(crate) group: Option<String>,
+}
+
+/// A task named by queue and ID.
+#[derive(Debug, Args)]
+pub(crate) struct TaskRef {
+    /// Queue to which the task belongs
+    #[arg(short = 'q', long)]
+    pub(crate) queue: String,
+    /// ID of the task
+    #[arg(short = 'i', long)]
+    pub(crate) id: String,
+}
+
+/// `asynq task cancel`
+#[derive(Debug, Args)]
+pub(crate) struct TaskCancelArgs {
+    /// IDs of the tasks to cancel
+    #[arg(required = true, value_name = "TASK_ID")]
+    pub(crate) ids: Vec<String>,
+}
+
+/// `asynq task enqueue`
+#[derive(Debug, Args)]
+pub(crate) struct TaskEnqueueArgs {
+    /// Type name to enqueue the task as
+    #[arg(short = 't', long = "type_name")]
+    pub(crate) type_name: String,
+    /// Payload to enqueue (taken as text)
+    #[arg(short = 'l', long)]
+    pub(crate) payload: String,
+    /// Maximum retries
+    #[arg(long)]
+    pub(crate) retry: Option<u32>,
+    /// Queue to enqueue the task to [default: default]
+    #[arg(long)]
+    pub(crate) queue: Option<String>,
+    /// ID to enqueue the task as [default: a new UUID]
+    #[arg(long)]
+    pub(crate) id: Option<String>,
+    /// Timeout for the task (how long it can run), a Go duration such as 30s or 1m30s
+    #[arg(long)]
+    pub(crate) timeout: Option<String>,
+    /// Deadline for the task, RFC 3339 (2024-12-14T01:23:45Z)
+    #[arg(long)]
+    pub(crate) deadline: Option<String>,
+    /// Unique period for the task (a Go duration): no task of the same type and payload is enqueued
+    /// into the queue within it
+    #[arg(long)]
+    pub(crate) unique: Option<String>,
+    /// Process the task at this time, RFC 3339
+    #[arg(long = "process_at")]
+    pub(crate) process_at: Option<String>,
+    /// Process the task after this delay, a Go duration
+    #[arg(long = "process_in")]
+    pub(crate) process_in: Option<String>,
+    /// Retention window for the completed task, a Go duration
+    #[arg(long)]
+    pub(crate) retention: Option<String>,
+    /// Group for the task (to be aggregated)
+    #[arg(long)]
+    pub(crate) group: Option<String>,
+}
+
+/// `asynq task archiveall|deleteall|runall`
+#[derive(Debug, Args)]
+pub(crate) struct BulkArgs {
+    /// Queue to which the tasks belong
+    #[arg(short = 'q', long)]
+    pub(crate) queue: String,
+    /// State of the tasks
+    #[arg(short = 's', long)]
+    pub(crate) state: String,
+    /// Group to which the tasks belong (required for aggregating tasks)
+    #[arg(short = 'g', long)]
+    pub(crate) group: Option<String>,
+}
+
+/// `asynq group ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum GroupCommand {
+    /// List groups of a queue
+    #[command(visible_alias = "list", name = "ls")]
+    List(GroupListArgs),
+}
+
+/// `asynq group ls`
+#[derive(Debug, Args)]
+pub(crate) struct GroupListArgs {
+    /// Queue to inspect
+    #[arg(short = 'q', long)]
+    pub(crate) queue: String,
+}
+
+/// `asynq server ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ServerCommand {
+    /// List servers
+    #[command(visible_alias = "list", name = "ls")]
+    List,
+}
+
+/// `asynq cron ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum CronCommand {
+    /// List cron entries
+    #[command(visible_alias = "list", name = "ls")]
+    List,
+    /// Show the tasks one or more cron entries enqueued, newest first
+    History(CronHistoryArgs),
+}
+
+/// `asynq cron history`
+#[derive(Debug, Args)]
+pub(crate) struct CronHistoryArgs {
+    /// Entry IDs
+    #[arg(required = true, value_name = "ENTRY_ID")]
+    pub(crate) entries: Vec<String>,
+    /// Page number, from 1
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) page: u32,
+    /// Page size
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) size: u32,
+}
+
+/// `asynq dash`
+#[derive(Debug, Args)]
+pub(crate) struct DashArgs {
+    /// Interval between data refreshes, a Go duration of at least 1s
+    #[arg(long, default_value = "8s")]
+    pub(crate) refresh: String,
+}
+
+/// `asynq metrics`
+#[derive(Debug, Args)]
+pub(crate) struct MetricsArgs {
+    /// Address to serve `/metrics` on; the loopback default keeps the metrics on this host
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub(crate) listen: std::net::SocketAddr,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_tree_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn go_aliases_and_short_flags_parse() {
+        let cli = Cli::parse_from(["asynq", "task", "rm", "-q", "default", "-i", "abc", "-u", "h:1"]);
+        assert!(
+            matches!(cli.command, Command::Task(TaskCommand::Delete(TaskRef { ref queue, ref id })) if queue == "default" && id == "abc")
+        );
+        assert_eq!(cli.global.uri, "h:1");
+        let cli = Cli::parse_from(["asynq", "queue", "unpause", "a", "b"]);
+        assert!(
+            matches!(cli.command, Command::Queue(QueueCommand::Resume(QueueNames { ref queues })) if queues.len() == 2)
+        );
+        let cli = Cli::parse_from(["asynq", "queue", "history", "q", "-x", "3"]);
+        assert!(matches!(cli.command, Command::Queue(QueueCommand::History(QueueHistoryArgs { days: 3, .. }))));
+        assert!(Cli::try_parse_from(["asynq", "task", "ls", "-q", "q", "-s", "pending", "--page", "0"]).is_err());
+    }
+}

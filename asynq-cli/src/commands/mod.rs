@@ -1,0 +1,91 @@
+//! The commands: one module per command group, each taking the parsed arguments and a
+//! [`Context`] holding the connection and the output mode.
+
+mod cron;
+mod group;
+mod queue;
+mod server;
+mod stats;
+mod task;
+
+use crate::cli::{Cli, Command};
+use crate::connect::{self, Connection};
+use crate::duration::duration_flag;
+use crate::error::{CliError, CliResult, Failure};
+use std::time::Duration;
+
+/// What every command needs.
+#[derive(Debug)]
+pub(crate) struct Context {
+    /// The connection to Redis.
+    pub(crate) conn: Connection,
+    /// Print JSON instead of tables.
+    pub(crate) json: bool,
+    /// Connected to a Redis Cluster.
+    pub(crate) cluster: bool,
+}
+
+/// Serves the queue metrics on `listen` until ctrl-c or SIGTERM.
+async fn metrics(inspector: asynq_client::Inspector, listen: std::net::SocketAddr) -> CliResult {
+    eprintln!("serving metrics at http://{listen}/metrics (ctrl-c to stop)");
+    asynq_metrics::serve_queue_metrics(inspector, listen, shutdown_signal()).await.map_err(|e| {
+        CliError::new(
+            Failure::Failed,
+            format!("cannot serve metrics on {listen}: {e} (is the address in use? try --listen)"),
+        )
+    })
+}
+
+/// Completes on ctrl-c or, on Unix, SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// The shortest refresh interval of `asynq dash`, as in Go's tool.
+const MIN_REFRESH: Duration = Duration::from_secs(1);
+
+/// Runs the command `cli` names.
+pub(crate) async fn run(cli: Cli) -> CliResult {
+    let global = cli.global;
+    // Check what needs no connection before connecting.
+    let refresh = match &cli.command {
+        Command::Version => {
+            println!("asynq version {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        Command::Dash(args) => {
+            let refresh = duration_flag("refresh", &args.refresh)?;
+            if refresh < MIN_REFRESH {
+                return Err(CliError::usage(format!("--refresh {} is too short: the minimum is 1s", args.refresh)));
+            }
+            Some(refresh)
+        }
+        _ => None,
+    };
+    let conn = connect::connect(&global).await?;
+    let cluster = global.cluster || global.uri.starts_with("redis-cluster://");
+    let ctx = Context { conn, json: global.json, cluster };
+    match cli.command {
+        Command::Stats => stats::run(&ctx).await,
+        Command::Queue(command) => queue::run(&ctx, command).await,
+        Command::Task(command) => task::run(&ctx, command).await,
+        Command::Group(command) => group::run(&ctx, command).await,
+        Command::Server(command) => server::run(&ctx, command).await,
+        Command::Cron(command) => cron::run(&ctx, command).await,
+        Command::Dash(_) => crate::dash::run(ctx.conn.inspector, refresh.unwrap_or(MIN_REFRESH)).await,
+        Command::Metrics(args) => metrics(ctx.conn.inspector, args.listen).await,
+        Command::Version => Ok(()),
+    }
+}

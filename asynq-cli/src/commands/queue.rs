@@ -1,0 +1,205 @@
+//! `asynq queue ...`: list, inspect, history, pause, resume and remove queues.
+
+use super::Context;
+use crate::cli::QueueCommand;
+use crate::error::{Batch, CliError, CliResult};
+use crate::output::{self, bytes_text, error_rate, go_duration, heading, print_json, print_table};
+use crate::view::{DailyStatsView, NodeView, QueueView};
+use asynq_client::QueueInfo;
+use serde::Serialize;
+
+/// What Go's tool prints between the reports of several queues.
+const SEPARATOR: &str = "=================================================";
+
+/// Runs `asynq queue <command>`.
+pub(crate) async fn run(ctx: &Context, command: QueueCommand) -> CliResult {
+    match command {
+        QueueCommand::List => list(ctx).await,
+        QueueCommand::Inspect(args) => inspect(ctx, &args.queues).await,
+        QueueCommand::History(args) => history(ctx, &args.queues, args.days as usize).await,
+        QueueCommand::Pause(args) => pause(ctx, &args.queues, true).await,
+        QueueCommand::Resume(args) => pause(ctx, &args.queues, false).await,
+        QueueCommand::Remove(args) => remove(ctx, &args.queues, args.force).await,
+    }
+}
+
+/// A queue in `queue ls --json`; on a Cluster with its hash slot and nodes.
+#[derive(Debug, Serialize)]
+struct QueueEntry {
+    queue: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slot: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes: Option<Vec<NodeView>>,
+}
+
+async fn list(ctx: &Context) -> CliResult {
+    let inspector = &ctx.conn.inspector;
+    let mut entries = Vec::new();
+    for queue in inspector.queues().await? {
+        let location = if ctx.cluster { inspector.queue_location(&queue).await? } else { None };
+        let (slot, nodes) = match location {
+            Some(l) => {
+                let nodes = l.nodes.into_iter().map(|n| NodeView { id: n.id, addr: n.addr }).collect();
+                (Some(l.slot), Some(nodes))
+            }
+            None => (None, None),
+        };
+        entries.push(QueueEntry { queue, slot, nodes });
+    }
+    if ctx.json {
+        print_json(&entries);
+    } else if ctx.cluster {
+        let mut table = output::table(["Queue", "Cluster KeySlot", "Cluster Nodes"]);
+        for e in &entries {
+            let nodes: Vec<String> =
+                e.nodes.iter().flatten().map(|n| format!("{} {}", n.addr, n.id).trim().to_owned()).collect();
+            table.add_row([e.queue.clone(), e.slot.map(|s| s.to_string()).unwrap_or_default(), nodes.join(", ")]);
+        }
+        print_table(&table);
+    } else {
+        for e in &entries {
+            println!("{}", e.queue);
+        }
+    }
+    Ok(())
+}
+
+async fn inspect(ctx: &Context, queues: &[String]) -> CliResult {
+    let mut batch = Batch::new();
+    let mut views = Vec::new();
+    for (i, queue) in queues.iter().enumerate() {
+        match ctx.conn.inspector.queue_info(queue).await {
+            Ok(info) if ctx.json => views.push(QueueView::from(&info)),
+            Ok(info) => {
+                if i > 0 {
+                    println!("\n{SEPARATOR}\n");
+                }
+                print_queue_info(&info);
+            }
+            Err(e) => batch.fail(e.into()),
+        }
+    }
+    if ctx.json {
+        print_json(&views);
+    }
+    batch.finish()
+}
+
+fn print_queue_info(info: &QueueInfo) {
+    heading("Queue Info");
+    println!("Name:    {}", info.queue);
+    println!("Size:    {}", info.size);
+    println!("Groups:  {}", info.groups);
+    println!("Latency: {}", go_duration(info.latency));
+    println!("Memory:  {}", bytes_text(info.memory_usage));
+    println!("Paused:  {}\n", info.paused);
+    heading("Task Count by State");
+    let mut table = output::table(["active", "pending", "aggregating", "scheduled", "retry", "archived", "completed"]);
+    table.add_row([
+        info.active,
+        info.pending,
+        info.aggregating,
+        info.scheduled,
+        info.retry,
+        info.archived,
+        info.completed,
+    ]);
+    print_table(&table);
+    println!();
+    heading(&format!("Daily Stats {} UTC", &crate::output::rfc3339(info.timestamp)[..10]));
+    let mut table = output::table(["processed", "failed", "error rate", "processed (total)", "failed (total)"]);
+    table.add_row([
+        info.processed.to_string(),
+        info.failed.to_string(),
+        error_rate(info.processed, info.failed),
+        info.processed_total.to_string(),
+        info.failed_total.to_string(),
+    ]);
+    print_table(&table);
+}
+
+async fn history(ctx: &Context, queues: &[String], days: usize) -> CliResult {
+    let mut batch = Batch::new();
+    let mut views = Vec::new();
+    for (i, queue) in queues.iter().enumerate() {
+        match ctx.conn.inspector.history(queue, days).await {
+            Ok(stats) if ctx.json => views.extend(stats.iter().map(DailyStatsView::from)),
+            Ok(stats) => {
+                if i > 0 {
+                    println!("\n{SEPARATOR}\n");
+                }
+                println!("Queue: {queue}\n");
+                let mut table = output::table(["date (UTC)", "processed", "failed", "error rate"]);
+                for s in &stats {
+                    let rate = error_rate(s.processed, s.failed);
+                    table.add_row([s.date.clone(), s.processed.to_string(), s.failed.to_string(), rate]);
+                }
+                print_table(&table);
+            }
+            Err(e) => batch.fail(e.into()),
+        }
+    }
+    if ctx.json {
+        print_json(&views);
+    }
+    batch.finish()
+}
+
+/// The result of `pause`, `resume` or `remove` for one queue, in JSON.
+#[derive(Debug, Serialize)]
+struct QueueAction {
+    queue: String,
+    action: &'static str,
+}
+
+async fn pause(ctx: &Context, queues: &[String], pause: bool) -> CliResult {
+    let mut batch = Batch::new();
+    let mut done = Vec::new();
+    // As in Go, a queue may be paused before it exists; say so, as it may be a typo.
+    let known = ctx.conn.inspector.queues().await?;
+    for queue in queues {
+        if pause && !known.contains(queue) {
+            eprintln!("warning: queue {queue:?} does not exist (yet); it is paused for when it does");
+        }
+        let result = if pause {
+            ctx.conn.inspector.pause_queue(queue).await
+        } else {
+            ctx.conn.inspector.unpause_queue(queue).await
+        };
+        match result {
+            Ok(()) => {
+                let action = if pause { "paused" } else { "unpaused" };
+                if !ctx.json {
+                    println!("Successfully {action} queue {queue:?}");
+                }
+                done.push(QueueAction { queue: queue.clone(), action });
+            }
+            Err(e) => batch.fail(e.into()),
+        }
+    }
+    if ctx.json {
+        print_json(&done);
+    }
+    batch.finish()
+}
+
+async fn remove(ctx: &Context, queues: &[String], force: bool) -> CliResult {
+    let mut batch = Batch::new();
+    let mut done = Vec::new();
+    for queue in queues {
+        match ctx.conn.inspector.delete_queue(queue, force).await {
+            Ok(()) => {
+                if !ctx.json {
+                    println!("Successfully removed queue {queue:?}");
+                }
+                done.push(QueueAction { queue: queue.clone(), action: "removed" });
+            }
+            Err(e) => batch.fail(CliError::from(e)),
+        }
+    }
+    if ctx.json {
+        print_json(&done);
+    }
+    batch.finish()
+}

@@ -1,0 +1,137 @@
+//! From the connection flags to a Redis broker: the flags are composed into one URL (credentials
+//! percent-encoded) that `asynq_redis::RedisTarget::from_url` parses, so the tool accepts exactly
+//! what the library accepts.
+
+use crate::cli::GlobalArgs;
+use crate::error::{CliError, Failure};
+use asynq_client::{Client, Inspector};
+use asynq_redis::{ConnectError, RedisBroker, RedisConfig, RedisTarget};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use std::sync::Arc;
+
+/// The bytes escaped in a URL's user and password: all but RFC 3986's unreserved characters.
+const USERINFO: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// The forms `--uri` accepts, for error messages.
+const EXPECTED_FORMS: &str = "expected host:port (e.g. 127.0.0.1:6379) or a URL: redis://[user:password@]host:port[/db], \
+     rediss://... for TLS, redis-cluster://host:port[,host:port...], or \
+     redis-sentinel://host:port[,host:port...][/db]?master=<name>";
+
+/// The URL the flags describe. Contains the password, if any: never print it unredacted.
+pub(crate) fn target_url(args: &GlobalArgs) -> Result<String, CliError> {
+    let userinfo = userinfo(args.username.as_deref(), args.password.as_deref());
+    let tls = args.tls || args.tls_server.is_some();
+    if args.cluster {
+        if tls {
+            return Err(CliError::usage("TLS to a Redis Cluster is not supported yet; drop --tls/--tls_server"));
+        }
+        return Ok(format!("redis-cluster://{userinfo}{}", args.cluster_addrs));
+    }
+    if let Some(sentinels) = &args.sentinel_addrs {
+        let master = args.master.as_deref().unwrap_or_default();
+        if tls {
+            return Err(CliError::usage("TLS through Sentinel is not supported yet; drop --tls/--tls_server"));
+        }
+        let master = utf8_percent_encode(master, USERINFO);
+        return Ok(format!("redis-sentinel://{userinfo}{sentinels}/{}?master={master}", args.db));
+    }
+    if args.uri.contains("://") {
+        return Ok(args.uri.clone());
+    }
+    if let Some(server) = &args.tls_server {
+        let host = args.uri.rsplit_once(':').map_or(args.uri.as_str(), |(host, _)| host);
+        if server != host {
+            return Err(CliError::usage(format!(
+                "--tls_server {server:?} differs from the host of --uri ({host:?}); the certificate is \
+                 checked against the host of --uri, so connect by that name (e.g. -u {server}:6379) \
+                 or add --insecure"
+            )));
+        }
+    }
+    let scheme = if tls { "rediss" } else { "redis" };
+    let insecure = if tls && args.insecure { "#insecure" } else { "" };
+    Ok(format!("{scheme}://{userinfo}{}/{}{insecure}", args.uri, args.db))
+}
+
+/// `user:password@`, `user@`, `:password@` or nothing, percent-encoded.
+fn userinfo(username: Option<&str>, password: Option<&str>) -> String {
+    let user = username.map(|u| utf8_percent_encode(u, USERINFO).to_string()).unwrap_or_default();
+    match password.filter(|p| !p.is_empty()) {
+        Some(p) => format!("{user}:{}@", utf8_percent_encode(p, USERINFO)),
+        None if !user.is_empty() => format!("{user}@"),
+        None => String::new(),
+    }
+}
+
+/// Parses the flags into a target; a URL the library refuses is a usage error.
+pub(crate) fn target(args: &GlobalArgs) -> Result<RedisTarget, CliError> {
+    let url = target_url(args)?;
+    RedisTarget::from_url(&url).map_err(connect_error)
+}
+
+/// What the tool uses to talk to Redis.
+#[derive(Debug, Clone)]
+pub(crate) struct Connection {
+    /// Inspection and management.
+    pub(crate) inspector: Inspector,
+    /// Enqueueing (`task enqueue`).
+    pub(crate) client: Client,
+}
+
+/// Connects as the flags say.
+pub(crate) async fn connect(args: &GlobalArgs) -> Result<Connection, CliError> {
+    let broker = RedisBroker::connect_with(RedisConfig::new(target(args)?)).await.map_err(connect_error)?;
+    let broker = Arc::new(broker);
+    Ok(Connection { inspector: Inspector::from_shared(broker.clone()), client: Client::from_shared(broker) })
+}
+
+/// A connection failure, classified, with what to check. The library's messages redact passwords.
+fn connect_error(error: ConnectError) -> CliError {
+    match error {
+        ConnectError::InvalidUrl { .. } => CliError::usage(error.to_string()).with_hint(EXPECTED_FORMS),
+        ConnectError::Unsupported { .. } => CliError::new(Failure::Connect, error.to_string()),
+        _ => CliError::new(Failure::Connect, error.to_string()).with_hint(format!(
+            "check that Redis runs there and that --uri, --db, --username and --password are right; {EXPECTED_FORMS}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn url(argv: &[&str]) -> Result<String, CliError> {
+        let mut full = vec!["asynq"];
+        full.extend_from_slice(argv);
+        full.push("stats");
+        target_url(&Cli::parse_from(full).global)
+    }
+
+    #[test]
+    fn flags_compose_a_url() {
+        assert_eq!(url(&[]).unwrap(), "redis://127.0.0.1:6379/0");
+        assert_eq!(url(&["-u", "h:7", "-n", "2", "-p", "p@ss:/w"]).unwrap(), "redis://:p%40ss%3A%2Fw@h:7/2");
+        assert_eq!(url(&["-U", "bob", "-p", "x"]).unwrap(), "redis://bob:x@127.0.0.1:6379/0");
+        assert_eq!(url(&["--tls", "--insecure"]).unwrap(), "rediss://127.0.0.1:6379/0#insecure");
+        assert_eq!(url(&["--cluster", "--cluster_addrs", "a:1,b:2"]).unwrap(), "redis-cluster://a:1,b:2");
+        assert_eq!(
+            url(&["--sentinel_addrs", "s:1,s:2", "--master", "mymaster", "-n", "1"]).unwrap(),
+            "redis-sentinel://s:1,s:2/1?master=mymaster"
+        );
+        assert_eq!(url(&["-u", "rediss://x:1/3"]).unwrap(), "rediss://x:1/3");
+        assert!(url(&["--tls_server", "other", "-u", "host:1"]).is_err());
+        assert_eq!(url(&["--tls_server", "host", "-u", "host:1"]).unwrap(), "rediss://host:1/0");
+    }
+
+    #[test]
+    fn bad_uris_are_usage_errors_that_redact_the_password() {
+        let args = Cli::parse_from(["asynq", "-u", "nohost:notaport", "-p", "hunter2", "stats"]).global;
+        let err = target(&args).unwrap_err();
+        assert_eq!(err.failure, Failure::Usage);
+        let shown = err.to_string();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("host:port"), "{shown}");
+    }
+}

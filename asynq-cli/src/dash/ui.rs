@@ -1,0 +1,324 @@
+//! The dashboard's view: draws an [`App`] into a ratatui frame. Nothing here changes the model.
+
+use super::app::{App, STATES, Screen};
+use crate::output::{bytes_text, due, error_rate, go_duration, past, payload_text, rfc3339};
+use asynq_client::{TaskInfo, TaskState};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Tabs, Wrap};
+
+/// The keys each screen takes, for its footer.
+fn footer_keys(screen: Screen) -> &'static str {
+    match screen {
+        Screen::Queues => "↑/k ↓/j: select   Enter: tasks   ?: help   q/Esc: quit",
+        Screen::Tasks => "↑/k ↓/j: select   Tab/←/→: state   Enter: details   ?: help   q/Esc: back",
+        Screen::Task => "q/Esc: back   ?: help",
+    }
+}
+
+/// Draws the whole dashboard.
+pub(crate) fn draw(frame: &mut Frame<'_>, app: &App) {
+    let [title, body, footer] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(frame.area());
+    let refreshed = app.refreshed_at.map(rfc3339).unwrap_or_else(|| "never".to_owned());
+    let title_text = format!(" asynq dashboard   refreshed {refreshed} (every {})", app.refresh_label);
+    frame.render_widget(Paragraph::new(title_text).style(Style::new().add_modifier(Modifier::BOLD)), title);
+    match app.screen {
+        Screen::Queues => draw_queues(frame, body, app),
+        Screen::Tasks => draw_tasks(frame, body, app),
+        Screen::Task => draw_task(frame, body, app),
+    }
+    let footer_line = match &app.error {
+        Some(e) => Line::from(Span::styled(format!(" error: {e}"), Style::new().fg(Color::Red))),
+        None => Line::from(format!(" {}", footer_keys(app.screen))),
+    };
+    frame.render_widget(Paragraph::new(footer_line), footer);
+    if app.show_help {
+        draw_help(frame, frame.area());
+    }
+}
+
+fn draw_queues(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let [table_area, summary_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(area);
+    let header = Row::new(["Queue", "State", "Size", "Latency", "Memory", "Processed", "Failed", "Error rate"])
+        .style(Style::new().add_modifier(Modifier::BOLD));
+    let rows = app.queues.iter().map(|q| {
+        let state = if q.paused {
+            Cell::from("paused").style(Style::new().fg(Color::Yellow))
+        } else {
+            Cell::from("run").style(Style::new().fg(Color::Green))
+        };
+        Row::new(vec![
+            Cell::from(q.queue.clone()),
+            state,
+            Cell::from(q.size.to_string()),
+            Cell::from(go_duration(q.latency)),
+            Cell::from(bytes_text(q.memory_usage)),
+            Cell::from(q.processed.to_string()),
+            Cell::from(q.failed.to_string()),
+            Cell::from(error_rate(q.processed, q.failed)),
+        ])
+    });
+    let widths = [
+        Constraint::Min(12),
+        Constraint::Length(7),
+        Constraint::Length(8),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(10),
+        Constraint::Length(8),
+        Constraint::Length(10),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(Block::default().borders(Borders::ALL).title(" Queues "))
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .highlight_symbol("> ");
+    let mut state = TableState::default().with_selected((!app.queues.is_empty()).then_some(app.selected_queue));
+    frame.render_stateful_widget(table, table_area, &mut state);
+
+    let summary = match app.queue() {
+        Some(q) => {
+            let counts = [
+                ("active", q.active),
+                ("pending", q.pending),
+                ("aggregating", q.aggregating),
+                ("scheduled", q.scheduled),
+                ("retry", q.retry),
+                ("archived", q.archived),
+                ("completed", q.completed),
+            ];
+            let spans: Vec<Span<'_>> = counts
+                .iter()
+                .flat_map(|(name, n)| {
+                    [Span::styled(format!("{name} "), state_style(name)), Span::raw(format!("{n}   "))]
+                })
+                .collect();
+            vec![Line::from(spans), Line::from(format!("groups {}", q.groups))]
+        }
+        None => vec![Line::from("No queues yet: enqueue a task to create one.")],
+    };
+    let title = app.queue().map(|q| format!(" {} ", q.queue)).unwrap_or_default();
+    frame.render_widget(
+        Paragraph::new(summary).block(Block::default().borders(Borders::ALL).title(title)),
+        summary_area,
+    );
+}
+
+/// The colour of a state's name.
+fn state_style(state: &str) -> Style {
+    let colour = match state {
+        "active" => Color::Green,
+        "pending" => Color::Blue,
+        "aggregating" | "scheduled" => Color::Cyan,
+        "retry" => Color::Yellow,
+        "archived" => Color::Red,
+        _ => Color::Reset,
+    };
+    Style::new().fg(colour)
+}
+
+/// The number of tasks of `state` in the selected queue.
+fn count(app: &App, state: TaskState) -> usize {
+    app.queue().map_or(0, |q| match state {
+        TaskState::Active => q.active,
+        TaskState::Pending => q.pending,
+        TaskState::Aggregating => q.aggregating,
+        TaskState::Scheduled => q.scheduled,
+        TaskState::Retry => q.retry,
+        TaskState::Archived => q.archived,
+        TaskState::Completed => q.completed,
+    })
+}
+
+fn draw_tasks(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let [tabs_area, table_area] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area);
+    let queue = app.queue().map(|q| q.queue.as_str()).unwrap_or_default();
+    let titles = STATES.iter().map(|s| format!("{s} ({})", count(app, *s)));
+    let tabs = Tabs::new(titles)
+        .select(app.state_tab)
+        .block(Block::default().borders(Borders::ALL).title(format!(" Queue {queue} ")))
+        .highlight_style(Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED));
+    frame.render_widget(tabs, tabs_area);
+
+    let block = Block::default().borders(Borders::ALL).title(format!(" {} tasks ", app.state()));
+    let Some(tasks) = &app.tasks else {
+        frame.render_widget(Paragraph::new("Loading…").block(block), table_area);
+        return;
+    };
+    if tasks.is_empty() {
+        frame.render_widget(Paragraph::new(format!("No {} tasks", app.state())).block(block), table_area);
+        return;
+    }
+    let (extra, width) = extra_column(app.state());
+    let header = Row::new(["ID", "Type", "Payload", extra]).style(Style::new().add_modifier(Modifier::BOLD));
+    let rows = tasks.iter().map(|t| {
+        Row::new(vec![t.id.clone(), t.type_name.clone(), payload_text(&t.payload), extra_value(app.state(), t)])
+    });
+    let widths = [Constraint::Length(38), Constraint::Min(12), Constraint::Min(16), Constraint::Length(width)];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .highlight_symbol("> ");
+    let mut state = TableState::default().with_selected(Some(app.selected_task));
+    frame.render_stateful_widget(table, table_area, &mut state);
+}
+
+/// The state-specific column of the task list: its title and width.
+fn extra_column(state: TaskState) -> (&'static str, u16) {
+    match state {
+        TaskState::Scheduled => ("Process In", 14),
+        TaskState::Retry => ("Last Error", 30),
+        TaskState::Archived => ("Last Error", 30),
+        TaskState::Completed => ("Completed At", 21),
+        TaskState::Aggregating => ("Group", 16),
+        TaskState::Active | TaskState::Pending => ("Retried", 8),
+    }
+}
+
+fn extra_value(state: TaskState, t: &TaskInfo) -> String {
+    match state {
+        TaskState::Scheduled => due(t.next_process_at),
+        TaskState::Retry | TaskState::Archived => t.last_error.clone().unwrap_or_default(),
+        TaskState::Completed => past(t.completed_at),
+        TaskState::Aggregating => t.group.clone().unwrap_or_default(),
+        TaskState::Active | TaskState::Pending => format!("{}/{}", t.retried, t.max_retry),
+    }
+}
+
+fn draw_task(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let block = Block::default().borders(Borders::ALL).title(" Task ");
+    let Some(t) = &app.task else {
+        frame.render_widget(Paragraph::new("Loading…").block(block), area);
+        return;
+    };
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let field =
+        |name: &str, value: String| Line::from(vec![Span::styled(format!("{name:<14}"), bold), Span::raw(value)]);
+    let mut lines = vec![
+        field("ID", t.id.clone()),
+        field("Queue", t.queue.clone()),
+        field("Type", t.type_name.clone()),
+        Line::from(vec![
+            Span::styled(format!("{:<14}", "State"), bold),
+            Span::styled(t.state.as_str(), state_style(t.state.as_str())),
+        ]),
+        field("Retried", format!("{}/{}", t.retried, t.max_retry)),
+        field("Next process", t.next_process_at.map(rfc3339).unwrap_or_else(|| "n/a".to_owned())),
+        field("Timeout", t.timeout.map(go_duration).unwrap_or_default()),
+        field("Deadline", past(t.deadline)),
+    ];
+    if let Some(group) = &t.group {
+        lines.push(field("Group", group.clone()));
+    }
+    if let Some(error) = &t.last_error {
+        lines.push(field("Last failed", past(t.last_failed_at)));
+        lines.push(field("Last error", error.clone()));
+    }
+    if let Some(completed) = t.completed_at {
+        lines.push(field("Completed at", rfc3339(completed)));
+    }
+    if let Some(result) = &t.result {
+        lines.push(field("Result", payload_text(result)));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled("Payload", bold));
+    lines.push(Line::from(payload_text(&t.payload)));
+    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+fn draw_help(frame: &mut Frame<'_>, area: Rect) {
+    let lines = vec![
+        Line::from("↑ ↓ / k j     move the selection"),
+        Line::from("Enter         open the queue's tasks, or the task"),
+        Line::from("Tab ← →       switch task state (h l too)"),
+        Line::from("q / Esc       back; quit from the queue list"),
+        Line::from("Ctrl-C        quit"),
+        Line::from("?             this help (any key closes it)"),
+    ];
+    let width = 54.min(area.width);
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" Help ")), popup);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dash::app::tests::{queues, task};
+    use crate::dash::app::{Key, Msg};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    /// The text of `app` drawn on a 100×20 screen, one string per row.
+    fn render(app: &App) -> Vec<String> {
+        let mut terminal = Terminal::new(TestBackend::new(100, 20)).unwrap();
+        terminal.draw(|frame| draw(frame, app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        (0..buffer.area.height)
+            .map(|y| (0..buffer.area.width).map(|x| buffer[(x, y)].symbol()).collect::<String>())
+            .collect()
+    }
+
+    fn contains(screen: &[String], text: &str) -> bool {
+        screen.iter().any(|line| line.contains(text))
+    }
+
+    #[test]
+    fn the_queue_table_shows_every_queue_and_the_selected_ones_counts() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        let screen = render(&app);
+        assert!(contains(&screen, "asynq dashboard"), "{screen:#?}");
+        assert!(contains(&screen, "refreshed 2026-11-22T03:24:56Z (every 8s)"), "{screen:#?}");
+        let critical = screen.iter().find(|l| l.contains("critical") && l.contains("run")).expect("critical row");
+        assert!(critical.contains("> "), "the first queue is selected: {critical}");
+        assert!(critical.contains("40") && critical.contains("25.00%"), "{critical}");
+        assert!(screen.iter().any(|l| l.contains("default") && l.contains("paused")), "{screen:#?}");
+        assert!(contains(&screen, "pending 3"), "{screen:#?}");
+        assert!(contains(&screen, "Enter: tasks"), "{screen:#?}");
+    }
+
+    #[test]
+    fn the_task_list_shows_tabs_with_counts_and_the_tasks() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Enter));
+        assert!(contains(&render(&app), "Loading…"));
+        app.update(Msg::Key(Key::Tab));
+        let tasks = vec![task("critical", "task-1"), task("critical", "task-2")];
+        app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Pending, tasks: Ok(tasks) });
+        let screen = render(&app);
+        assert!(contains(&screen, "Queue critical"), "{screen:#?}");
+        assert!(contains(&screen, "pending (3)") && contains(&screen, "retry (2)"), "{screen:#?}");
+        let first = screen.iter().find(|l| l.contains("task-1")).expect("task-1 row");
+        assert!(first.contains("> ") && first.contains("email:welcome") && first.contains(r#"{"user":42}"#), "{first}");
+        assert!(contains(&screen, "0/25"), "{screen:#?}");
+    }
+
+    #[test]
+    fn the_task_view_shows_the_task_and_help_overlays_it() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Enter));
+        app.update(Msg::Key(Key::Tab));
+        app.update(Msg::Tasks {
+            queue: "critical".into(),
+            state: TaskState::Pending,
+            tasks: Ok(vec![task("critical", "t1")]),
+        });
+        app.update(Msg::Key(Key::Enter));
+        let screen = render(&app);
+        assert!(contains(&screen, "email:welcome") && contains(&screen, "30m0s"), "{screen:#?}");
+        assert!(contains(&screen, r#"{"user":42}"#), "{screen:#?}");
+        app.update(Msg::Key(Key::Char('?')));
+        let screen = render(&app);
+        assert!(contains(&screen, "Help") && contains(&screen, "switch task state"), "{screen:#?}");
+        app.update(Msg::Queues(Err("cannot reach Redis".into())));
+        assert!(contains(&render(&app), "error: cannot reach Redis"));
+    }
+}

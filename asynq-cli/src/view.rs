@@ -1,0 +1,298 @@
+//! The JSON shapes `--json` prints, one `Serialize` struct per thing shown, built from the core
+//! types (which do not depend on serde). Times are RFC 3339 strings in UTC, durations numbers of
+//! seconds (fields ending in `_seconds`), byte strings a string plus its encoding.
+
+use crate::output::rfc3339;
+use asynq_client::{
+    BackendInfo, DailyStats, GroupInfo, QueueInfo, SchedulerEnqueueEvent, SchedulerEntry, ServerReport, TaskInfo,
+    WorkerInfo,
+};
+use base64::Engine;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::time::SystemTime;
+
+/// Bytes as JSON: the text when valid UTF-8 (`"utf-8"`), else standard padded base64 (`"base64"`).
+fn encode(bytes: &[u8]) -> (String, &'static str) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text.to_owned(), "utf-8"),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(bytes), "base64"),
+    }
+}
+
+fn time(t: Option<SystemTime>) -> Option<String> {
+    t.map(rfc3339)
+}
+
+/// One task.
+#[derive(Debug, Serialize)]
+pub(crate) struct TaskView {
+    id: String,
+    queue: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    payload: String,
+    payload_encoding: &'static str,
+    headers: BTreeMap<String, String>,
+    state: &'static str,
+    max_retry: u32,
+    retried: u32,
+    last_error: Option<String>,
+    last_failed_at: Option<String>,
+    timeout_seconds: Option<u64>,
+    deadline: Option<String>,
+    group: Option<String>,
+    next_process_at: Option<String>,
+    is_orphaned: bool,
+    retention_seconds: Option<u64>,
+    completed_at: Option<String>,
+    result: Option<String>,
+    result_encoding: Option<&'static str>,
+}
+
+impl From<&TaskInfo> for TaskView {
+    fn from(t: &TaskInfo) -> Self {
+        let (payload, payload_encoding) = encode(&t.payload);
+        let result = t.result.as_deref().map(encode);
+        let headers: HashMap<_, _> = t.headers.clone();
+        Self {
+            id: t.id.clone(),
+            queue: t.queue.clone(),
+            type_name: t.type_name.clone(),
+            payload,
+            payload_encoding,
+            headers: headers.into_iter().collect(),
+            state: t.state.as_str(),
+            max_retry: t.max_retry,
+            retried: t.retried,
+            last_error: t.last_error.clone(),
+            last_failed_at: time(t.last_failed_at),
+            timeout_seconds: t.timeout.map(|d| d.as_secs()),
+            deadline: time(t.deadline),
+            group: t.group.clone(),
+            next_process_at: time(t.next_process_at),
+            is_orphaned: t.is_orphaned,
+            retention_seconds: t.retention.map(|d| d.as_secs()),
+            completed_at: time(t.completed_at),
+            result_encoding: result.as_ref().map(|(_, e)| *e),
+            result: result.map(|(r, _)| r),
+        }
+    }
+}
+
+/// Sizes and statistics of one queue.
+#[derive(Debug, Serialize)]
+pub(crate) struct QueueView {
+    queue: String,
+    paused: bool,
+    size: usize,
+    groups: usize,
+    latency_seconds: f64,
+    memory_usage_bytes: u64,
+    active: usize,
+    pending: usize,
+    aggregating: usize,
+    scheduled: usize,
+    retry: usize,
+    archived: usize,
+    completed: usize,
+    processed: u64,
+    failed: u64,
+    processed_total: u64,
+    failed_total: u64,
+    timestamp: String,
+}
+
+impl From<&QueueInfo> for QueueView {
+    fn from(q: &QueueInfo) -> Self {
+        Self {
+            queue: q.queue.clone(),
+            paused: q.paused,
+            size: q.size,
+            groups: q.groups,
+            latency_seconds: q.latency.as_secs_f64(),
+            memory_usage_bytes: q.memory_usage,
+            active: q.active,
+            pending: q.pending,
+            aggregating: q.aggregating,
+            scheduled: q.scheduled,
+            retry: q.retry,
+            archived: q.archived,
+            completed: q.completed,
+            processed: q.processed,
+            failed: q.failed,
+            processed_total: q.processed_total,
+            failed_total: q.failed_total,
+            timestamp: rfc3339(q.timestamp),
+        }
+    }
+}
+
+/// Counts of one queue on one day.
+#[derive(Debug, Serialize)]
+pub(crate) struct DailyStatsView {
+    queue: String,
+    date: String,
+    processed: u64,
+    failed: u64,
+}
+
+impl From<&DailyStats> for DailyStatsView {
+    fn from(s: &DailyStats) -> Self {
+        Self { queue: s.queue.clone(), date: s.date.clone(), processed: s.processed, failed: s.failed }
+    }
+}
+
+/// One group of a queue.
+#[derive(Debug, Serialize)]
+pub(crate) struct GroupView {
+    group: String,
+    size: usize,
+}
+
+impl From<&GroupInfo> for GroupView {
+    fn from(g: &GroupInfo) -> Self {
+        Self { group: g.group.clone(), size: g.size }
+    }
+}
+
+/// One task a server runs.
+#[derive(Debug, Serialize)]
+pub(crate) struct WorkerView {
+    task_id: String,
+    task_type: String,
+    payload: String,
+    payload_encoding: &'static str,
+    queue: String,
+    started: String,
+    deadline: String,
+}
+
+impl From<&WorkerInfo> for WorkerView {
+    fn from(w: &WorkerInfo) -> Self {
+        let (payload, payload_encoding) = encode(&w.task_payload);
+        Self {
+            task_id: w.task_id.clone(),
+            task_type: w.task_type.clone(),
+            payload,
+            payload_encoding,
+            queue: w.queue.clone(),
+            started: rfc3339(w.started),
+            deadline: rfc3339(w.deadline),
+        }
+    }
+}
+
+/// One server and what it runs.
+#[derive(Debug, Serialize)]
+pub(crate) struct ServerView {
+    id: String,
+    host: String,
+    pid: u32,
+    status: &'static str,
+    concurrency: u32,
+    active_workers: u32,
+    queues: BTreeMap<String, u32>,
+    strict_priority: bool,
+    started: String,
+    workers: Vec<WorkerView>,
+}
+
+impl From<&ServerReport> for ServerView {
+    fn from(r: &ServerReport) -> Self {
+        let s = &r.server;
+        Self {
+            id: s.server_id.clone(),
+            host: s.host.clone(),
+            pid: s.pid,
+            status: s.status.as_str(),
+            concurrency: s.concurrency,
+            active_workers: s.active_workers,
+            queues: s.queues.clone(),
+            strict_priority: s.strict_priority,
+            started: rfc3339(s.started),
+            workers: r.workers.iter().map(WorkerView::from).collect(),
+        }
+    }
+}
+
+/// One cron entry.
+#[derive(Debug, Serialize)]
+pub(crate) struct CronEntryView {
+    id: String,
+    spec: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    payload: String,
+    payload_encoding: &'static str,
+    options: Vec<String>,
+    next: Option<String>,
+    prev: Option<String>,
+}
+
+impl From<&SchedulerEntry> for CronEntryView {
+    fn from(e: &SchedulerEntry) -> Self {
+        let (payload, payload_encoding) = encode(&e.task_payload);
+        Self {
+            id: e.id.clone(),
+            spec: e.spec.clone(),
+            type_name: e.task_type.clone(),
+            payload,
+            payload_encoding,
+            options: e.options.clone(),
+            next: time(e.next),
+            prev: time(e.prev),
+        }
+    }
+}
+
+/// One task a cron entry enqueued.
+#[derive(Debug, Serialize)]
+pub(crate) struct EnqueueEventView {
+    task_id: String,
+    enqueued_at: String,
+}
+
+impl From<&SchedulerEnqueueEvent> for EnqueueEventView {
+    fn from(e: &SchedulerEnqueueEvent) -> Self {
+        Self { task_id: e.task_id.clone(), enqueued_at: rfc3339(e.enqueued_at) }
+    }
+}
+
+/// What the backend says about itself.
+#[derive(Debug, Serialize)]
+pub(crate) struct BackendView {
+    kind: String,
+    fields: BTreeMap<String, String>,
+    nodes: Vec<NodeView>,
+}
+
+/// One node of the backend.
+#[derive(Debug, Serialize)]
+pub(crate) struct NodeView {
+    /// Cluster node ID (empty for a single server).
+    pub(crate) id: String,
+    /// `host:port`.
+    pub(crate) addr: String,
+}
+
+impl From<&BackendInfo> for BackendView {
+    fn from(b: &BackendInfo) -> Self {
+        Self {
+            kind: b.kind.clone(),
+            fields: b.fields.clone(),
+            nodes: b.nodes.iter().map(|n| NodeView { id: n.id.clone(), addr: n.addr.clone() }).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_are_text_or_base64() {
+        assert_eq!(encode(b"hello"), ("hello".to_owned(), "utf-8"));
+        assert_eq!(encode(&[0xff, 0x00]), ("/wA=".to_owned(), "base64"));
+    }
+}

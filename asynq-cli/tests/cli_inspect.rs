@@ -1,0 +1,172 @@
+//! The read-only commands of `asynq` against a redis-server holding Go-written fixtures and
+//! tasks our client enqueued: tables and `--json` output of `queue`, `task`, `group`, `server`,
+//! `cron` and `stats`, and where connection settings come from.
+
+mod common;
+
+use common::{asynq, asynq_at, seeded_server};
+use serde_json::Value;
+
+#[test]
+fn queues_are_listed_and_inspected() {
+    let (server, _) = seeded_server();
+    let ls = asynq_at(&server, &["queue", "ls"]).ok();
+    assert_eq!(ls.stdout.lines().collect::<Vec<_>>(), ["critical", "interop", "interop-processed"]);
+    let json = asynq_at(&server, &["queue", "ls", "--json"]).ok().json();
+    assert_eq!(json, serde_json::json!([{"queue": "critical"}, {"queue": "interop"}, {"queue": "interop-processed"}]));
+
+    let inspect = asynq_at(&server, &["queue", "inspect", "critical", "interop-processed"]).ok();
+    inspect.shows(&["Queue Info", "Name:    critical", "Size:    4", "Paused:  false", "Name:    interop-processed"]);
+    let counts = inspect.stdout.lines().skip_while(|l| !l.contains("aggregating")).nth(2).expect("counts row");
+    let counts: Vec<&str> = counts.split_whitespace().collect();
+    assert_eq!(
+        counts,
+        ["0", "3", "0", "1", "0", "0", "0"],
+        "active pending aggregating scheduled retry archived completed"
+    );
+
+    let json = asynq_at(&server, &["queue", "inspect", "critical", "interop-processed", "--json"]).ok().json();
+    assert_eq!(
+        (json[0]["queue"].as_str(), json[0]["size"].as_u64(), json[0]["pending"].as_u64()),
+        (Some("critical"), Some(4), Some(3))
+    );
+    let processed = &json[1];
+    assert_eq!(processed["retry"], 1);
+    assert_eq!(processed["archived"], 2);
+    assert_eq!(processed["completed"], 1);
+    assert_eq!((processed["processed_total"].as_u64(), processed["failed_total"].as_u64()), (Some(5), Some(3)));
+    assert_eq!(processed["paused"], false);
+    assert!(processed["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{processed}");
+}
+
+#[test]
+fn tasks_are_listed_per_state_and_inspected() {
+    let (server, seeded) = seeded_server();
+    let pending = asynq_at(&server, &["task", "ls", "-q", "critical", "-s", "pending"]).ok();
+    pending.shows(&["ID", "Type", "Payload", &seeded.pending[0], &seeded.pending[1], r#"{"to":"a@example.com"}"#]);
+    assert!(pending.line("bin-1").contains("hex:ff0001"), "{}", pending.stdout);
+    let json = asynq_at(&server, &["task", "ls", "-q", "critical", "-s", "pending", "--json"]).ok().json();
+    let tasks = json.as_array().expect("an array");
+    assert_eq!(tasks.len(), 3);
+    let binary = tasks.iter().find(|t| t["id"] == "bin-1").expect("bin-1");
+    assert_eq!((binary["payload"].as_str(), binary["payload_encoding"].as_str()), (Some("/wAB"), Some("base64")));
+    assert_eq!((tasks[0]["state"].as_str(), tasks[0]["timeout_seconds"].as_u64()), (Some("pending"), Some(1800)));
+
+    // Pages count from 1, as in Go's tool.
+    let page2 =
+        asynq_at(&server, &["task", "ls", "-q", "critical", "-s", "pending", "--page", "2", "--size", "2", "--json"]);
+    assert_eq!(page2.ok().json().as_array().map(Vec::len), Some(1));
+
+    let scheduled = asynq_at(&server, &["task", "ls", "-q", "critical", "-s", "scheduled"]).ok();
+    assert!(scheduled.line(&seeded.scheduled).contains("in "), "{}", scheduled.stdout);
+    scheduled.shows(&["Process In", "report:build"]);
+
+    let retry = asynq_at(&server, &["task", "ls", "-q", "interop-processed", "-s", "retry"]).ok();
+    let row: Vec<&str> = retry.line("fail-retry").split_whitespace().collect();
+    assert!(row.contains(&"boom") && row.ends_with(&["1", "3"]), "{row:?}");
+    let archived = asynq_at(&server, &["task", "ls", "-q", "interop-processed", "-s", "archived"]).ok();
+    archived.shows(&["fail-archive", "fail-skipretry", "no retry: skip retry for the task", "2026-11-22T03:24:59Z"]);
+    let completed =
+        asynq_at(&server, &["task", "ls", "-q", "interop-processed", "-s", "completed", "--json"]).ok().json();
+    assert_eq!(completed[0]["id"], "ok-retained");
+    assert_eq!(completed[0]["retention_seconds"], 3600);
+    assert_eq!(completed[0]["completed_at"], "2026-11-22T03:24:59Z");
+
+    let grouped = asynq_at(&server, &["task", "ls", "-q", "interop", "-s", "aggregating", "-g", "g1"]).ok();
+    grouped.shows(&["6677ab5c-2c3e-4128-aa83-5bd227cae320", "interop:group", "g1"]);
+    let no_group = asynq_at(&server, &["task", "ls", "-q", "interop", "-s", "aggregating"]);
+    assert_eq!(no_group.code, 2, "{no_group:#?}");
+    assert!(no_group.stderr.contains("--group is required"), "{}", no_group.stderr);
+    let empty = asynq_at(&server, &["task", "ls", "-q", "critical", "-s", "active"]).ok();
+    empty.shows(&[r#"No active tasks in "critical" queue"#]);
+
+    let inspect = asynq_at(&server, &["task", "inspect", "-q", "interop", "-i", "fixed-id"]).ok();
+    inspect.shows(&["Task Info", "interop:taskid", r#"{"k":"taskid"}"#, "0/25", "30m0s"]);
+    assert!(inspect.line("State").contains("pending"), "{}", inspect.stdout);
+    let json = asynq_at(&server, &["task", "inspect", "-q", "interop", "-i", "fixed-id", "--json"]).ok().json();
+    assert_eq!(json["type"], "interop:taskid");
+    assert_eq!(json["payload"], r#"{"k":"taskid"}"#);
+    assert_eq!(json["payload_encoding"], "utf-8");
+    assert_eq!(json["max_retry"], 25);
+    assert_eq!(json["state"], "pending");
+}
+
+#[test]
+fn groups_servers_and_cron_entries_are_listed() {
+    let (server, _) = seeded_server();
+    let groups = asynq_at(&server, &["group", "ls", "-q", "interop"]).ok();
+    assert_eq!(groups.line("g1").split_whitespace().collect::<Vec<_>>(), ["g1", "1"]);
+    let json = asynq_at(&server, &["group", "ls", "-q", "interop", "--json"]).ok().json();
+    assert_eq!(json, serde_json::json!([{"group": "g1", "size": 1}]));
+    asynq_at(&server, &["group", "ls", "-q", "critical"]).ok().shows(&[r#"No groups found for queue "critical""#]);
+
+    let servers = asynq_at(&server, &["server", "ls"]).ok();
+    let row = servers.line("worker-1");
+    for cell in ["4242", "active", "1/10", "critical:6, default:3"] {
+        assert!(row.contains(cell), "{cell:?} missing in {row:?}");
+    }
+    let json = asynq_at(&server, &["server", "ls", "--json"]).ok().json();
+    assert_eq!(json[0]["id"], "srv-1");
+    assert_eq!(json[0]["queues"]["critical"], 6);
+    assert_eq!(json[0]["workers"][0]["task_id"], "running-1");
+
+    let cron = asynq_at(&server, &["cron", "ls"]).ok();
+    let row = cron.line("entry-1");
+    for cell in ["@every 30s", "report:daily", "daily", r#"Queue("critical")"#, "2026-11-22T03:24:56Z"] {
+        assert!(row.contains(cell), "{cell:?} missing in {row:?}");
+    }
+    let json = asynq_at(&server, &["cron", "ls", "--json"]).ok().json();
+    assert_eq!((json[0]["id"].as_str(), json[0]["type"].as_str()), (Some("entry-1"), Some("report:daily")));
+    assert_eq!(json[0]["prev"], "2026-11-22T03:24:56Z");
+
+    let history = asynq_at(&server, &["cron", "history", "entry-1"]).ok();
+    history.shows(&["Entry: entry-1", "cron-task-1"]);
+    let newest_first = history.stdout.find("cron-task-2") < history.stdout.find("cron-task-1");
+    assert!(newest_first, "{}", history.stdout);
+    let json = asynq_at(&server, &["cron", "history", "entry-1", "--size", "1", "--page", "2", "--json"]).ok().json();
+    assert_eq!(
+        json[0]["events"],
+        serde_json::json!([{"task_id": "cron-task-1", "enqueued_at": "2026-11-22T03:24:26Z"}])
+    );
+}
+
+#[test]
+fn stats_and_history_sum_the_queues() {
+    let (server, _) = seeded_server();
+    let stats = asynq_at(&server, &["stats"]).ok();
+    stats.shows(&["Task Count by State", "Task Count by Queue", "Daily Stats", "Redis Info", "interop-processed"]);
+    let json = asynq_at(&server, &["stats", "--json"]).ok().json();
+    assert_eq!(json["aggregate"]["pending"], 7, "3 in critical, 4 in interop: {json}");
+    assert_eq!(json["aggregate"]["archived"], 2);
+    assert_eq!(json["queues"].as_array().map(Vec::len), Some(3));
+    assert_eq!(json["backend"]["kind"], "redis");
+    assert!(json["backend"]["fields"]["redis_version"].is_string(), "{json}");
+
+    let history = asynq_at(&server, &["queue", "history", "interop-processed", "-x", "3"]).ok();
+    history.shows(&["Queue: interop-processed", "date (UTC)", "error rate"]);
+    let json =
+        asynq_at(&server, &["queue", "history", "interop-processed", "critical", "--days", "2", "--json"]).ok().json();
+    let days: &Vec<Value> = json.as_array().expect("an array");
+    assert_eq!(days.len(), 4);
+    assert!(days.iter().all(|d| d["date"].as_str().is_some_and(|s| s.len() == 10)), "{json}");
+}
+
+#[test]
+fn settings_come_from_flags_env_and_the_config_file() {
+    let (server, _) = seeded_server();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("asynq.yaml");
+    std::fs::write(&config, format!("uri: {}\ndb: 0\n", server.addr())).unwrap();
+    let config = config.to_str().unwrap();
+    asynq(&["--config", config, "queue", "ls"]).ok().shows(&["interop-processed"]);
+    // A flag wins over the file.
+    let flag = asynq(&["--config", config, "-u", "127.0.0.1:1", "queue", "ls"]);
+    assert_eq!(flag.code, 5, "{flag:#?}");
+    // A full URL works too.
+    asynq(&["-u", &server.url(), "queue", "ls"]).ok().shows(&["critical"]);
+
+    std::fs::write(dir.path().join("bad.yaml"), "url: x\n").unwrap();
+    let bad = asynq(&["--config", dir.path().join("bad.yaml").to_str().unwrap(), "queue", "ls"]);
+    assert_eq!(bad.code, 2, "{bad:#?}");
+    assert!(bad.stderr.contains("unknown field `url`"), "{}", bad.stderr);
+}

@@ -1,0 +1,206 @@
+//! The operator's view of a broker: queues, tasks, servers and schedulers, and the actions an
+//! operator takes on them. What Go asynq's `Inspector` does, on any broker.
+
+use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
+use asynq_core::{
+    BackendInfo, Broker, DailyStats, QueueInfo, QueueLocation, Result, ServerInfo, TaskInfo, TaskSet, TaskState,
+    WorkerInfo, validate_task_id,
+};
+use bytes::Bytes;
+use std::fmt;
+use std::sync::Arc;
+
+/// A server, as its last heartbeat described it, with the tasks it was running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerReport {
+    /// The server.
+    pub server: ServerInfo,
+    /// The tasks it was running.
+    pub workers: Vec<WorkerInfo>,
+}
+
+/// Looks at queues, tasks, servers and schedulers, and acts on them: Go asynq's `Inspector`.
+///
+/// Every operation works on any broker; on Redis it reads and writes what Go asynq does, so it
+/// inspects queues written by Go asynq too. Operations on a queue refuse an unknown queue with
+/// [`Error::QueueNotFound`](crate::Error::QueueNotFound); operations on a task refuse a missing
+/// one with [`Error::TaskNotFound`](crate::Error::TaskNotFound).
+///
+/// Cheap to clone; clones share the broker connection.
+///
+/// ```
+/// use asynq_client::{Client, Inspector, Task, TaskOptions, TaskSet, TaskState};
+/// use asynq_memory::MemoryBroker;
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), asynq_client::Error> {
+/// let broker = MemoryBroker::new();
+/// let (client, inspector) = (Client::new(broker.clone()), Inspector::new(broker));
+/// let later = TaskOptions::new().process_in(Duration::from_secs(3600));
+/// let info = client.enqueue(&Task::new("report:build", "q3"), later).await?;
+///
+/// assert_eq!(inspector.queue_info("default").await?.scheduled, 1);
+/// inspector.run_task("default", &info.id).await?; // now pending
+/// assert_eq!(inspector.task_info("default", &info.id).await?.state, TaskState::Pending);
+/// assert_eq!(inspector.archive_all("default", &TaskSet::State(TaskState::Pending)).await?, 1);
+/// assert_eq!(inspector.delete_all("default", &TaskSet::State(TaskState::Archived)).await?, 1);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Inspector {
+    broker: Arc<dyn Broker>,
+}
+
+impl fmt::Debug for Inspector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inspector").finish_non_exhaustive()
+    }
+}
+
+impl Inspector {
+    /// An inspector over `broker`.
+    pub fn new(broker: impl Broker) -> Self {
+        Self::from_shared(Arc::new(broker))
+    }
+
+    /// An inspector over a broker shared with other components.
+    pub fn from_shared(broker: Arc<dyn Broker>) -> Self {
+        Self { broker }
+    }
+
+    /// The names of every known queue, sorted.
+    pub async fn queues(&self) -> Result<Vec<String>> {
+        self.broker.queues().await
+    }
+
+    /// Sizes per state, memory use, latency of the oldest pending task, processed and failed
+    /// counts (today and in total), and whether the queue is paused.
+    pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+        self.broker.queue_info(queue).await
+    }
+
+    /// Processed and failed counts for the last `days` days (UTC), today first.
+    pub async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
+        DailyStats::validate_days(days)?;
+        self.broker.history(queue, days).await
+    }
+
+    /// The groups of `queue` with tasks waiting to be aggregated, and their sizes.
+    pub async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
+        self.broker.groups(queue).await
+    }
+
+    /// Removes `queue`. Refused while it holds tasks unless `force`; never while tasks of it
+    /// run. See [`Manage::delete_queue`](asynq_core::broker::Manage::delete_queue).
+    pub async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+        self.broker.delete_queue(queue, force).await
+    }
+
+    /// Stops servers from taking tasks from `queue`.
+    pub async fn pause_queue(&self, queue: &str) -> Result<()> {
+        self.broker.pause_queue(queue).await
+    }
+
+    /// Lets servers take tasks from `queue` again.
+    pub async fn unpause_queue(&self, queue: &str) -> Result<()> {
+        self.broker.unpause_queue(queue).await
+    }
+
+    /// One task, with its result, last error and next process time.
+    pub async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+        validate_task_id(id)?;
+        self.broker.task_info(queue, id).await
+    }
+
+    /// One page of the tasks of `queue` in `state`: pending and active in processing order,
+    /// scheduled and retry by due time, archived oldest first, completed by expiry, and
+    /// aggregating across all groups.
+    pub async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+        self.broker.list_tasks(queue, state, page).await
+    }
+
+    /// One page of the tasks waiting in `group` of `queue`.
+    pub async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+        asynq_core::validate_group_name(group)?;
+        self.broker.list_group_tasks(queue, group, page).await
+    }
+
+    /// Makes a task that is not active or pending pending now.
+    pub async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+        validate_task_id(id)?;
+        self.broker.run_task(queue, id).await
+    }
+
+    /// Archives a task that is not active.
+    pub async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+        validate_task_id(id)?;
+        self.broker.archive_task(queue, id).await
+    }
+
+    /// Deletes a task that is not active, releasing its uniqueness lock.
+    pub async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+        validate_task_id(id)?;
+        self.broker.delete_task(queue, id).await
+    }
+
+    /// Makes every scheduled, retry or archived task, or every task of a group, pending;
+    /// returns how many.
+    pub async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        asynq_core::validate_bulk(asynq_core::BulkAction::Run, set)?;
+        self.broker.run_all(queue, set).await
+    }
+
+    /// Archives every pending, scheduled or retry task, or every task of a group; returns how
+    /// many.
+    pub async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        asynq_core::validate_bulk(asynq_core::BulkAction::Archive, set)?;
+        self.broker.archive_all(queue, set).await
+    }
+
+    /// Deletes every task of a state other than active, or of a group; returns how many.
+    pub async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        asynq_core::validate_bulk(asynq_core::BulkAction::Delete, set)?;
+        self.broker.delete_all(queue, set).await
+    }
+
+    /// Replaces the payload of a scheduled task.
+    pub async fn update_task_payload(&self, queue: &str, id: &str, payload: impl Into<Bytes>) -> Result<TaskInfo> {
+        validate_task_id(id)?;
+        self.broker.update_task_payload(queue, id, payload.into()).await
+    }
+
+    /// Asks the server running task `id` to cancel it (its handler's cancellation token fires;
+    /// the task goes to retry). Nothing happens when no server runs it.
+    pub async fn cancel(&self, id: &str) -> Result<()> {
+        validate_task_id(id)?;
+        self.broker.cancel(id).await
+    }
+
+    /// The live servers and the tasks each is running.
+    pub async fn servers(&self) -> Result<Vec<ServerReport>> {
+        let servers = self.broker.servers().await?;
+        Ok(servers.into_iter().map(|(server, workers)| ServerReport { server, workers }).collect())
+    }
+
+    /// The entries of every live scheduler.
+    pub async fn scheduler_entries(&self) -> Result<Vec<SchedulerEntry>> {
+        self.broker.scheduler_entries().await
+    }
+
+    /// One page of the tasks scheduler entry `entry_id` enqueued, newest first.
+    pub async fn scheduler_history(&self, entry_id: &str, page: Page) -> Result<Vec<SchedulerEnqueueEvent>> {
+        self.broker.scheduler_history(entry_id, page).await
+    }
+
+    /// What the backend says about itself: version, memory, clients, nodes.
+    pub async fn backend_info(&self) -> Result<BackendInfo> {
+        self.broker.backend_info().await
+    }
+
+    /// Where `queue`'s keys live on a Redis Cluster (hash slot and nodes); `None` elsewhere.
+    pub async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
+        self.broker.queue_location(queue).await
+    }
+}

@@ -1,0 +1,162 @@
+//! Operator actions on tasks and queues: run, archive or delete tasks one by one or all of a
+//! state, change a scheduled task's payload, remove a queue.
+
+use crate::{Error, Result, TaskInfo, TaskState};
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::fmt;
+
+/// The tasks of one queue a bulk action applies to: every task in one state, or every task
+/// waiting in one group.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TaskSet {
+    /// Every task of the queue in this state. Aggregating tasks are addressed by group instead.
+    State(TaskState),
+    /// Every task waiting in this group (state aggregating).
+    Group(String),
+}
+
+impl TaskSet {
+    /// The state of the tasks in the set.
+    pub fn state(&self) -> TaskState {
+        match self {
+            TaskSet::State(state) => *state,
+            TaskSet::Group(_) => TaskState::Aggregating,
+        }
+    }
+}
+
+impl fmt::Display for TaskSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskSet::State(state) => write!(f, "{state} tasks"),
+            TaskSet::Group(group) => write!(f, "aggregating tasks of group {group:?}"),
+        }
+    }
+}
+
+/// A bulk action of [`Manage`], for [`validate_bulk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BulkAction {
+    /// Make the tasks pending ([`Manage::run_all`]).
+    Run,
+    /// Archive the tasks ([`Manage::archive_all`]).
+    Archive,
+    /// Delete the tasks ([`Manage::delete_all`]).
+    Delete,
+}
+
+impl BulkAction {
+    /// The states whose tasks the action applies to, besides groups (which every action
+    /// accepts): Go asynq's `runall`, `archiveall` and `deleteall`.
+    pub fn states(self) -> &'static [TaskState] {
+        use TaskState::*;
+        match self {
+            BulkAction::Run => &[Scheduled, Retry, Archived],
+            BulkAction::Archive => &[Pending, Scheduled, Retry],
+            BulkAction::Delete => &[Pending, Scheduled, Retry, Archived, Completed],
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            BulkAction::Run => "run",
+            BulkAction::Archive => "archive",
+            BulkAction::Delete => "delete",
+        }
+    }
+}
+
+/// Refuses a bulk action on a set it does not apply to (active tasks are cancelled, not run,
+/// archived or deleted; aggregating tasks are named by group), before anything is touched.
+pub fn validate_bulk(action: BulkAction, set: &TaskSet) -> Result<()> {
+    match set {
+        TaskSet::Group(group) => crate::validate_group_name(group),
+        TaskSet::State(TaskState::Aggregating) => {
+            Err(Error::invalid("group", format!("to {} aggregating tasks, name their group", action.verb())))
+        }
+        TaskSet::State(state) if action.states().contains(state) => Ok(()),
+        TaskSet::State(state) => {
+            let allowed: Vec<&str> = action.states().iter().map(|s| s.as_str()).collect();
+            let reason = format!(
+                "cannot {} {state} tasks; the states it applies to are {} (and groups)",
+                action.verb(),
+                allowed.join(", ")
+            );
+            Err(Error::invalid("state", reason))
+        }
+    }
+}
+
+/// Acts on tasks and queues on behalf of an operator (Go asynq's Inspector actions).
+///
+/// Every method refuses an unknown queue with [`Error::QueueNotFound`] and a missing task with
+/// [`Error::TaskNotFound`]; a task in the wrong state for the action gets
+/// [`Error::FailedPrecondition`] and is left as it was.
+#[async_trait]
+pub trait Manage: Send + Sync {
+    /// Makes a scheduled, retry, archived, completed or aggregating task pending now.
+    ///
+    /// Errors: [`Error::FailedPrecondition`] for an active or pending task.
+    async fn run_task(&self, queue: &str, id: &str) -> Result<()>;
+
+    /// Archives a pending, scheduled, retry, completed or aggregating task.
+    ///
+    /// Errors: [`Error::FailedPrecondition`] for an active task (cancel it instead) or one
+    /// already archived.
+    async fn archive_task(&self, queue: &str, id: &str) -> Result<()>;
+
+    /// Deletes a task that is not active, releasing its uniqueness lock when it holds it.
+    ///
+    /// Errors: [`Error::FailedPrecondition`] for an active task (cancel it instead).
+    async fn delete_task(&self, queue: &str, id: &str) -> Result<()>;
+
+    /// Makes every task of `set` pending; returns how many. See [`BulkAction::Run`].
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
+    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize>;
+
+    /// Archives every task of `set`; returns how many. See [`BulkAction::Archive`].
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
+    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize>;
+
+    /// Deletes every task of `set`, releasing the uniqueness locks they hold; returns how many.
+    /// See [`BulkAction::Delete`].
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
+    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize>;
+
+    /// Replaces the payload of a scheduled task and returns the updated task.
+    ///
+    /// Errors: [`Error::FailedPrecondition`] when the task is not scheduled.
+    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo>;
+
+    /// Removes a queue: refused with [`Error::QueueNotEmpty`] while it holds tasks, unless
+    /// `force`, which deletes its pending, scheduled, retry and archived tasks too. A queue with
+    /// active tasks is never removed ([`Error::FailedPrecondition`]). As in Go asynq, completed
+    /// and aggregating tasks, counters and the paused mark are left alone.
+    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_actions_apply_to_go_asynqs_states_and_to_groups() {
+        use TaskState::*;
+        for action in [BulkAction::Run, BulkAction::Archive, BulkAction::Delete] {
+            for state in [Pending, Active, Scheduled, Retry, Archived, Completed, Aggregating] {
+                let result = validate_bulk(action, &TaskSet::State(state));
+                assert_eq!(result.is_ok(), action.states().contains(&state), "{action:?} {state}");
+            }
+            assert!(validate_bulk(action, &TaskSet::Group("daily".into())).is_ok());
+            assert!(matches!(
+                validate_bulk(action, &TaskSet::Group(String::new())),
+                Err(Error::InvalidArgument { field: "group", .. })
+            ));
+        }
+        assert!(validate_bulk(BulkAction::Delete, &TaskSet::State(Active)).is_err());
+    }
+}

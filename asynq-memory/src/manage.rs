@@ -1,0 +1,109 @@
+//! [`Manage`] for the memory broker: operator actions (run, archive and delete tasks, update
+//! payloads, remove queues). Each call checks its arguments, then does its work on one known
+//! queue under the broker's lock, so it is atomic as the Redis scripts are; the queue-level
+//! moves are in `queue/manage.rs`.
+//!
+//! Afterwards a call that made tasks pending wakes idle dequeuers, and one that archived or
+//! deleted tasks wakes waits on task outcomes.
+
+use crate::queue::Queue;
+use crate::{MemoryBroker, State};
+use async_trait::async_trait;
+use asynq_core::broker::Manage;
+use asynq_core::{BulkAction, Error, Result, TaskInfo, TaskSet, validate_bulk};
+use bytes::Bytes;
+
+impl State {
+    /// The queue `name` for an operator action, which fails for a queue not known (never
+    /// enqueued to, or removed).
+    fn known_queue_mut(&mut self, name: &str) -> Result<&mut Queue> {
+        if !self.known.contains(name) {
+            return Err(Error::QueueNotFound { queue: name.to_owned() });
+        }
+        self.queues.get_mut(name).ok_or_else(|| Error::QueueNotFound { queue: name.to_owned() })
+    }
+}
+
+impl MemoryBroker {
+    /// Runs `action` on the known queue `queue` under the lock.
+    fn with_queue<T>(&self, queue: &str, action: impl FnOnce(&mut Queue) -> Result<T>) -> Result<T> {
+        action(self.state().known_queue_mut(queue)?)
+    }
+
+    /// Wakes waits on task outcomes after tasks were archived or deleted.
+    fn tasks_left(&self) {
+        self.inner.signals.task_finished();
+    }
+}
+
+#[async_trait]
+impl Manage for MemoryBroker {
+    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.with_queue(queue, |q| q.run_task(queue, id))?;
+        self.wake_waiters();
+        Ok(())
+    }
+
+    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+        let now = self.now();
+        self.with_queue(queue, |q| q.archive_task(queue, id, now))?;
+        self.tasks_left();
+        Ok(())
+    }
+
+    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.with_queue(queue, |q| q.delete_task(queue, id))?;
+        self.tasks_left();
+        Ok(())
+    }
+
+    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        validate_bulk(BulkAction::Run, set)?;
+        let moved = self.with_queue(queue, |q| Ok(q.run_all(set)))?;
+        if moved > 0 {
+            self.wake_waiters();
+        }
+        Ok(moved)
+    }
+
+    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        validate_bulk(BulkAction::Archive, set)?;
+        let now = self.now();
+        let archived = self.with_queue(queue, |q| Ok(q.archive_all(set, now)))?;
+        if archived > 0 {
+            self.tasks_left();
+        }
+        Ok(archived)
+    }
+
+    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        validate_bulk(BulkAction::Delete, set)?;
+        let deleted = self.with_queue(queue, |q| Ok(q.delete_all(set)))?;
+        if deleted > 0 {
+            self.tasks_left();
+        }
+        Ok(deleted)
+    }
+
+    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo> {
+        let now = self.now();
+        self.with_queue(queue, |q| q.update_payload(queue, id, payload, now))
+    }
+
+    /// Forgets the queue: it leaves [`Inspect::queues`](asynq_core::broker::Inspect::queues)
+    /// and every inspector call on it fails with [`Error::QueueNotFound`] until a task is
+    /// enqueued to it again, when its surviving completed and grouped tasks, counters and
+    /// paused mark show again (as on Redis, where their keys stay).
+    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+        let deleted = {
+            let mut state = self.state();
+            let deleted = state.known_queue_mut(queue)?.empty_for_removal(queue, force)?;
+            state.known.remove(queue);
+            deleted
+        };
+        if deleted > 0 {
+            self.tasks_left();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+//! Trace context across processes: the producer writes the current span's OpenTelemetry
+//! context into a task's headers (W3C `traceparent` and `tracestate`), and the worker makes it
+//! the parent of the task's [`asynq.task`](asynq_server::observe::TASK_SPAN_NAME) span, so one
+//! trace runs from the request that enqueued a task to the handler that ran it.
+//!
+//! Both sides use [`tracing`] spans bridged to OpenTelemetry by a `tracing-opentelemetry`
+//! layer, which the application installs with its exporter. Go asynq does not read these
+//! headers, and keeps them as they are.
+
+use asynq_core::Task;
+use opentelemetry::Context;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use std::collections::HashMap;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The header that carries the W3C trace parent.
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+
+/// `task` with the OpenTelemetry context of the current `tracing` span in its headers
+/// (`traceparent`, and `tracestate` when there is one). Unchanged when the current span has no
+/// valid context (no OpenTelemetry layer, or no span).
+///
+/// ```
+/// use asynq_core::Task;
+/// use asynq_metrics::otel::inject_trace_context;
+///
+/// // Inside a span exported through tracing-opentelemetry, the task carries its context:
+/// let task = inject_trace_context(Task::new("email:welcome", "{}"));
+/// # let _ = task;
+/// ```
+pub fn inject_trace_context(task: Task) -> Task {
+    inject_context(&tracing::Span::current().context(), task)
+}
+
+/// `task` with `cx` in its headers, in the W3C trace context format. Unchanged when `cx` has
+/// no valid span context.
+pub fn inject_context(cx: &Context, task: Task) -> Task {
+    if !cx.span().span_context().is_valid() {
+        return task;
+    }
+    let mut headers = task.headers().clone();
+    TraceContextPropagator::new().inject_context(cx, &mut headers);
+    task.with_headers(headers)
+}
+
+/// The OpenTelemetry context in `headers`; an empty context when they carry none (or a
+/// malformed one).
+pub fn extract_context(headers: &HashMap<String, String>) -> Context {
+    TraceContextPropagator::new().extract(headers)
+}
+
+#[cfg(feature = "server")]
+pub use observer::TraceContextObserver;
+
+#[cfg(feature = "server")]
+mod observer {
+    use super::extract_context;
+    use asynq_core::TaskMessage;
+    use asynq_server::observe::TaskObserver;
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    /// Makes the context in a task's `traceparent` header the parent of the task's span, so the
+    /// handler's spans join the producer's trace. Tasks without the header start a trace of
+    /// their own. Install it in [`asynq_server::Config::task_observers`].
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct TraceContextObserver;
+
+    impl TaskObserver for TraceContextObserver {
+        fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+            let cx = extract_context(&task.headers);
+            if !cx.span().span_context().is_valid() {
+                return;
+            }
+            if let Err(e) = span.set_parent(cx) {
+                tracing::debug!(task_id = %task.id, error = %e, "could not continue the task's trace");
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Queue metrics: Go asynq's `x/metrics` collector, read from an [`Inspector`] on each scrape.
+//!
+//! Names, types, help texts and labels are Go's. prometheus-client writes OpenMetrics text, in
+//! which a counter's family is named without its `_total` suffix; its samples keep it, so a
+//! query sees exactly Go's series names (`asynq_tasks_processed_total{queue="default"}`).
+
+use asynq_client::Inspector;
+use asynq_core::{BrokerError, Error, QueueInfo};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// How long one refresh may take by default: Prometheus's default scrape timeout.
+pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The metrics of every queue of a broker, as Go asynq's `QueueMetricsCollector` exports them
+/// (namespace `asynq`):
+///
+/// | series | type | labels |
+/// | --- | --- | --- |
+/// | `asynq_tasks_enqueued_total` | gauge | `queue`, `state` (active, pending, scheduled, retry, archived, completed) |
+/// | `asynq_queue_size` | gauge | `queue` |
+/// | `asynq_queue_latency_seconds` | gauge | `queue` |
+/// | `asynq_queue_memory_usage_approx_bytes` | gauge | `queue` |
+/// | `asynq_tasks_processed_total` | counter | `queue` |
+/// | `asynq_tasks_failed_total` | counter | `queue` |
+/// | `asynq_queue_paused_total` | gauge (1 when paused) | `queue` |
+///
+/// and one of ours, `asynq_up`: 1 when the last [`refresh`](QueueMetrics::refresh) read every
+/// queue, 0 when it failed (the queue series are then left out rather than shown stale).
+///
+/// The values are read on [`refresh`](QueueMetrics::refresh), which the
+/// [`Exporter`](crate::Exporter) calls before each scrape; encoding the registry shows the last
+/// refresh. Cheap to clone; clones share the snapshot.
+#[derive(Clone)]
+pub struct QueueMetrics {
+    inspector: Inspector,
+    timeout: Duration,
+    snapshot: Arc<Mutex<Snapshot>>,
+}
+
+/// What the last refresh read.
+#[derive(Debug, Default)]
+struct Snapshot {
+    /// Whether it succeeded; false before the first one.
+    up: bool,
+    queues: Vec<QueueInfo>,
+}
+
+impl QueueMetrics {
+    /// Queue metrics read through `inspector`, each refresh limited to
+    /// [`DEFAULT_REFRESH_TIMEOUT`].
+    pub fn new(inspector: Inspector) -> Self {
+        Self { inspector, timeout: DEFAULT_REFRESH_TIMEOUT, snapshot: Arc::default() }
+    }
+
+    /// These metrics with each refresh limited to `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Adds the queue metrics to `registry`, under the `asynq` prefix.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.sub_registry_with_prefix("asynq").register_collector(Box::new(QueueCollector(self.snapshot.clone())));
+    }
+
+    /// Reads every queue's statistics from the broker (`queues` then `queue_info` for each,
+    /// as Go does) and keeps them for the next encoding.
+    ///
+    /// Errors: the broker's error, or [`Error::Broker`] when the refresh takes longer than the
+    /// timeout. On error the snapshot is cleared and `asynq_up` is 0.
+    pub async fn refresh(&self) -> asynq_core::Result<()> {
+        let read = tokio::time::timeout(self.timeout, self.read()).await.unwrap_or_else(|_| {
+            Err(Error::Broker(BrokerError::permanent(format!(
+                "reading the queue statistics took longer than {:?}",
+                self.timeout
+            ))))
+        });
+        let mut snapshot = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        match read {
+            Ok(queues) => {
+                *snapshot = Snapshot { up: true, queues };
+                Ok(())
+            }
+            Err(e) => {
+                *snapshot = Snapshot { up: false, queues: Vec::new() };
+                Err(e)
+            }
+        }
+    }
+
+    async fn read(&self) -> asynq_core::Result<Vec<QueueInfo>> {
+        let names = self.inspector.queues().await?;
+        let mut queues = Vec::with_capacity(names.len());
+        for name in names {
+            match self.inspector.queue_info(&name).await {
+                Ok(info) => queues.push(info),
+                // Deleted between the two calls.
+                Err(Error::QueueNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(queues)
+    }
+}
+
+impl fmt::Debug for QueueMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueMetrics").field("timeout", &self.timeout).finish_non_exhaustive()
+    }
+}
+
+/// Encodes the last snapshot.
+#[derive(Debug)]
+struct QueueCollector(Arc<Mutex<Snapshot>>);
+
+type QueueGauge = fn(&QueueInfo) -> f64;
+type QueueCounter = fn(&QueueInfo) -> u64;
+type StateCount = fn(&QueueInfo) -> usize;
+
+/// Go's per-queue gauges: name, help, value.
+const GAUGES: [(&str, &str, QueueGauge); 3] = [
+    ("queue_size", "Number of tasks in a queue", |q| q.size as f64),
+    (
+        "queue_latency_seconds",
+        "Number of seconds the oldest pending task is waiting in pending state to be processed.",
+        |q| q.latency.as_secs_f64(),
+    ),
+    (
+        "queue_memory_usage_approx_bytes",
+        "Number of memory used by a given queue (approximated number by sampling).",
+        |q| q.memory_usage as f64,
+    ),
+];
+
+/// Go's per-queue counters: name without `_total`, help, value.
+const COUNTERS: [(&str, &str, QueueCounter); 2] = [
+    ("tasks_processed", "Number of tasks processed (both succeeded and failed); broken down by queue", |q| {
+        q.processed_total
+    }),
+    ("tasks_failed", "Number of tasks failed; broken down by queue", |q| q.failed_total),
+];
+
+/// The states `tasks_enqueued_total` breaks queues down by, in Go's order.
+const STATES: [(&str, StateCount); 6] = [
+    ("active", |q| q.active),
+    ("pending", |q| q.pending),
+    ("scheduled", |q| q.scheduled),
+    ("retry", |q| q.retry),
+    ("archived", |q| q.archived),
+    ("completed", |q| q.completed),
+];
+
+impl Collector for QueueCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let snapshot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let up = ConstGauge::new(i64::from(snapshot.up));
+        up.encode(encoder.encode_descriptor(
+            "up",
+            "Whether the queue metrics of this scrape were read from the broker (1) or reading them failed (0).",
+            None,
+            up.metric_type(),
+        )?)?;
+        let queues = &snapshot.queues;
+        if queues.is_empty() {
+            return Ok(());
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "tasks_enqueued_total",
+            "Number of tasks enqueued; broken down by queue and state.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for q in queues {
+            for (state, count) in STATES {
+                let labels = [("queue", q.queue.as_str()), ("state", state)];
+                ConstGauge::new(count(q) as f64).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        for (name, help, value) in GAUGES {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for q in queues {
+                ConstGauge::new(value(q)).encode(family.encode_family(&[("queue", q.queue.as_str())])?)?;
+            }
+        }
+        for (name, help, value) in COUNTERS {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for q in queues {
+                ConstCounter::new(value(q)).encode(family.encode_family(&[("queue", q.queue.as_str())])?)?;
+            }
+        }
+        let mut family =
+            encoder.encode_descriptor("queue_paused_total", "Number of queues paused", None, MetricType::Gauge)?;
+        for q in queues {
+            ConstGauge::new(f64::from(u8::from(q.paused)))
+                .encode(family.encode_family(&[("queue", q.queue.as_str())])?)?;
+        }
+        Ok(())
+    }
+}

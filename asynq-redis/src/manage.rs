@@ -1,0 +1,201 @@
+//! Operator actions ([`Manage`]): run, archive and delete tasks one by one or a whole state or
+//! group at once, replace a scheduled task's payload, remove a queue; with Go asynq v0.26's
+//! Inspector scripts' effects, so Go's CLI and asynqmon see what they would have written.
+//!
+//! Beyond Go: every delete releases the uniqueness locks of the tasks it deletes, and archiving
+//! trims the archive with the trimmed tasks' hashes, as the core archive script does, rather
+//! than leaving them behind.
+
+use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, RedisBroker, decode};
+use crate::error::unexpected;
+use crate::keys::{self, QueueKeys};
+use crate::proto;
+use crate::scripts::{SCRIPTS, ScriptCall};
+use async_trait::async_trait;
+use asynq_core::broker::Manage;
+use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::{BulkAction, Error, Result, TaskInfo, TaskSet, TaskState, validate_bulk};
+use bytes::Bytes;
+use prost::Message;
+use redis::{AsyncCommands, FromRedisValue, Value};
+
+/// How many times [`Manage::update_task_payload`] reads the task again when it changed between
+/// the read and the write.
+const UPDATE_ATTEMPTS: usize = 3;
+
+/// How a bulk script reads its source container.
+fn container(k: &QueueKeys, set: &TaskSet) -> (String, &'static str, String) {
+    match set {
+        TaskSet::Group(group) => (k.group(group), "zset", group.clone()),
+        TaskSet::State(TaskState::Pending) => (k.pending(), "list", String::new()),
+        TaskSet::State(state) => (format!("{}{}", k.prefix(), state.as_str()), "zset", String::new()),
+    }
+}
+
+impl RedisBroker {
+    fn task_not_found(queue: &str, id: &str) -> Error {
+        Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }
+    }
+
+    /// The raw `task_info.lua` reply for task `id`: its encoded message, state, next process
+    /// time (Unix seconds, 0 if none) and result.
+    async fn read_task(&self, k: &QueueKeys, queue: &str, id: &str) -> Result<(Vec<u8>, String, i64, Option<Bytes>)> {
+        let mut call = ScriptCall::new(&SCRIPTS.task_info);
+        call.key(k.task(id)).arg(id).arg(unix_secs(self.now())).arg(k.prefix());
+        let values: Vec<Value> = call.run(&mut self.conn(), "task info").await?;
+        let [msg, state, next, result] = values.as_slice() else {
+            return Err(Self::task_not_found(queue, id));
+        };
+        let msg = Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?;
+        let state = String::from_redis_value_ref(state).map_err(|e| unexpected("task info", e))?;
+        let next = Option::<i64>::from_redis_value_ref(next).ok().flatten().unwrap_or(0);
+        let result = Option::<Vec<u8>>::from_redis_value_ref(result).ok().flatten().map(Bytes::from);
+        Ok((msg, state, next, result))
+    }
+}
+
+#[async_trait]
+impl Manage for RedisBroker {
+    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&SCRIPTS.run_task);
+        call.key(k.task(id)).key(k.pending()).key(k.groups()).key(k.idle_workers());
+        call.arg(id).arg(k.prefix()).arg(k.group_prefix()).arg(k.ready_channel());
+        match call.run::<i64>(&mut self.conn(), "run task").await? {
+            1 => Ok(()),
+            0 => Err(Self::task_not_found(queue, id)),
+            -1 => Err(Error::FailedPrecondition("task is already running".into())),
+            -2 => Err(Error::FailedPrecondition("task is already in pending state".into())),
+            n => Err(unexpected("run task", format!("the script returned {n}"))),
+        }
+    }
+
+    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let now = unix_secs(self.now());
+        let mut call = ScriptCall::new(&SCRIPTS.archive_task);
+        call.key(k.task(id)).key(k.archived()).key(k.groups());
+        call.arg(id).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
+        call.arg(k.prefix()).arg(k.group_prefix()).arg(k.task_prefix()).arg(k.finished_channel());
+        match call.run::<i64>(&mut self.conn(), "archive task").await? {
+            1 => Ok(()),
+            0 => Err(Self::task_not_found(queue, id)),
+            -1 => Err(Error::FailedPrecondition(format!("task is already archived: id={id}, queue={queue}"))),
+            -2 => Err(Error::FailedPrecondition(
+                "cannot archive task in active state. use CancelProcessing instead.".into(),
+            )),
+            n => Err(unexpected("archive task", format!("the script returned {n}"))),
+        }
+    }
+
+    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&SCRIPTS.delete_task);
+        call.key(k.task(id)).key(k.groups());
+        call.arg(id).arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
+        match call.run::<i64>(&mut self.conn(), "delete task").await? {
+            1 => Ok(()),
+            0 => Err(Self::task_not_found(queue, id)),
+            -1 => Err(Error::FailedPrecondition(
+                "cannot delete task in active state. use CancelProcessing instead.".into(),
+            )),
+            n => Err(unexpected("delete task", format!("the script returned {n}"))),
+        }
+    }
+
+    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        validate_bulk(BulkAction::Run, set)?;
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let (source, _, group) = container(&k, set);
+        let mut call = ScriptCall::new(&SCRIPTS.run_all);
+        call.key(source).key(k.pending()).key(k.groups()).key(k.idle_workers());
+        call.arg(k.task_prefix()).arg(group).arg(k.ready_channel());
+        let n: i64 = call.run(&mut self.conn(), "run all").await?;
+        Ok(n.max(0) as usize)
+    }
+
+    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        validate_bulk(BulkAction::Archive, set)?;
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let (source, kind, group) = container(&k, set);
+        let now = unix_secs(self.now());
+        let mut call = ScriptCall::new(&SCRIPTS.archive_all);
+        call.key(source).key(k.archived()).key(k.groups());
+        call.arg(kind).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
+        call.arg(k.task_prefix()).arg(group).arg(k.finished_channel());
+        let n: i64 = call.run(&mut self.conn(), "archive all").await?;
+        Ok(n.max(0) as usize)
+    }
+
+    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        validate_bulk(BulkAction::Delete, set)?;
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let (source, kind, group) = container(&k, set);
+        let mut call = ScriptCall::new(&SCRIPTS.delete_all);
+        call.key(source).key(k.groups());
+        call.arg(kind).arg(k.task_prefix()).arg(group).arg(k.finished_channel());
+        let n: i64 = call.run(&mut self.conn(), "delete all").await?;
+        Ok(n.max(0) as usize)
+    }
+
+    /// Reads the task, replaces the payload in its message and writes the message back, as Go
+    /// does; the write happens only if the message is still the one read (else it reads again).
+    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo> {
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        for _ in 0..UPDATE_ATTEMPTS {
+            let (old, state, next, result) = self.read_task(&k, queue, id).await?;
+            if state != TaskState::Scheduled.as_str() {
+                return Err(not_scheduled());
+            }
+            let mut msg = proto::TaskMessage::decode(old.as_slice())
+                .map_err(|e| unexpected("cannot decode a task message", e))?;
+            msg.payload = payload.clone();
+            let new = msg.encode_to_vec();
+            let mut call = ScriptCall::new(&SCRIPTS.update_task_payload);
+            call.key(k.task(id)).arg(new.as_slice()).arg(old.as_slice());
+            match call.run::<i64>(&mut self.conn(), "update task payload").await? {
+                1 => {
+                    let msg = decode(&new)?;
+                    let next = (next != 0).then(|| from_unix_secs(next));
+                    return Ok(TaskInfo::new(&msg, TaskState::Scheduled, next, result));
+                }
+                0 => return Err(Self::task_not_found(queue, id)),
+                -1 => return Err(not_scheduled()),
+                -2 => continue,
+                n => return Err(unexpected("update task payload", format!("the script returned {n}"))),
+            }
+        }
+        Err(Error::FailedPrecondition(format!("task {id} kept changing while its payload was being updated")))
+    }
+
+    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&SCRIPTS.delete_queue);
+        call.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived()).key(k.lease());
+        call.arg(k.task_prefix()).arg(if force { "1" } else { "0" }).arg(k.finished_channel());
+        let mut conn = self.conn();
+        match call.run::<i64>(&mut conn, "delete queue").await? {
+            1 => {}
+            -1 => return Err(Error::QueueNotEmpty { queue: queue.to_owned() }),
+            -2 => return Err(Error::FailedPrecondition("cannot remove queue with active tasks".into())),
+            n => return Err(unexpected("delete queue", format!("the script returned {n}"))),
+        }
+        // asynq:queues is global: outside the script, which keeps to the queue's slot.
+        let _: i64 =
+            conn.srem(keys::ALL_QUEUES, queue).await.map_err(|e| crate::error::broker_error("delete queue", e))?;
+        self.forget_queue(queue);
+        Ok(())
+    }
+}
+
+fn not_scheduled() -> Error {
+    Error::FailedPrecondition("cannot update task that is not in scheduled state.".into())
+}

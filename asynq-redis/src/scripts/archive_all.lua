@@ -1,0 +1,36 @@
+-- archive_all: archives every pending, scheduled or retry task, or every task of one group
+-- (Go asynq v0.26's archiveAll, archiveAllPending and archiveAllAggregating), trims the
+-- archive, and tells waiting Rust clients, if any. Messages are not modified and no counter
+-- changes; uniqueness locks are kept. Unlike Go's Inspector scripts, the trim deletes the hashes
+-- of the tasks it drops, as the core archive script does.
+--
+-- KEYS[1] -> the source: asynq:{<q>}:pending (a list), asynq:{<q>}:scheduled or :retry, or
+--            asynq:{<q>}:g:<group> (sorted sets)
+-- KEYS[2] -> asynq:{<q>}:archived
+-- KEYS[3] -> asynq:{<q>}:groups
+-- ARGV[1] -> "list" or "zset": how to read KEYS[1]
+-- ARGV[2] -> now, Unix seconds (the archive score)
+-- ARGV[3] -> the age cutoff: archived tasks scored at or before it are deleted, Unix seconds
+-- ARGV[4] -> the archive's size limit (10000: at most 9 999 remain after a trim)
+-- ARGV[5] -> the task key prefix, asynq:{<q>}:t:
+-- ARGV[6] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[3]
+-- ARGV[7] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- Returns: how many tasks were archived
+local ids
+if ARGV[1] == "list" then
+    ids = redis.call("LRANGE", KEYS[1], 0, -1)
+else
+    ids = redis.call("ZRANGE", KEYS[1], 0, -1)
+end
+for _, id in ipairs(ids) do
+    local task_key = ARGV[5] .. id
+    redis.call("ZADD", KEYS[2], ARGV[2], id)
+    redis.call("HSET", task_key, "state", "archived")
+    notify_waiters(task_key, ARGV[7], id)
+end
+redis.call("DEL", KEYS[1])
+if ARGV[6] ~= "" then
+    redis.call("SREM", KEYS[3], ARGV[6])
+end
+trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
+return #ids

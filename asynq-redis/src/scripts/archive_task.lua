@@ -1,0 +1,50 @@
+-- archive_task: archives one task that is not active (Go asynq v0.26's archiveTask, used by the
+-- Inspector), trims the archive, and tells a waiting Rust client, if any. The message is not
+-- modified and no counter changes; the uniqueness lock is kept. Unlike Go's Inspector script,
+-- the trim deletes the hashes of the tasks it drops, as the core archive script does, so no
+-- task hash is left without a container.
+--
+-- KEYS[1] -> asynq:{<q>}:t:<id>
+-- KEYS[2] -> asynq:{<q>}:archived
+-- KEYS[3] -> asynq:{<q>}:groups
+-- ARGV[1] -> the task ID
+-- ARGV[2] -> now, Unix seconds (the archive score)
+-- ARGV[3] -> the age cutoff: archived tasks scored at or before it are deleted, Unix seconds
+-- ARGV[4] -> the archive's size limit (10000: at most 9 999 remain after a trim)
+-- ARGV[5] -> the queue key prefix, asynq:{<q>}:
+-- ARGV[6] -> the group key prefix, asynq:{<q>}:g:
+-- ARGV[7] -> the task key prefix, asynq:{<q>}:t:
+-- ARGV[8] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- Returns: 1 done; 0 no such task; -1 the task is already archived; -2 the task is active;
+--          an error reply when the task's container does not hold it (nothing written)
+if redis.call("EXISTS", KEYS[1]) == 0 then
+    return 0
+end
+local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
+if state == "active" then
+    return -2
+elseif state == "archived" then
+    return -1
+elseif state == "pending" then
+    if redis.call("LREM", ARGV[5] .. "pending", 1, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in list " .. ARGV[5] .. "pending")
+    end
+elseif state == "aggregating" then
+    if redis.call("ZREM", ARGV[6] .. group, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in zset " .. ARGV[6] .. group)
+    end
+    if redis.call("ZCARD", ARGV[6] .. group) == 0 then
+        redis.call("SREM", KEYS[3], group)
+    end
+elseif state == "scheduled" or state == "retry" or state == "completed" then
+    if redis.call("ZREM", ARGV[5] .. state, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in zset " .. ARGV[5] .. state)
+    end
+else
+    return redis.error_reply("task has an unknown state: " .. tostring(state))
+end
+redis.call("ZADD", KEYS[2], ARGV[2], ARGV[1])
+redis.call("HSET", KEYS[1], "state", "archived")
+notify_waiters(KEYS[1], ARGV[8], ARGV[1])
+trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[7])
+return 1

@@ -1,0 +1,37 @@
+-- delete_task: deletes one task that is not active (Go asynq v0.26's deleteTask), releasing
+-- its uniqueness lock if it holds it (also a grouped task's, whose lock Go records only in the
+-- message and does not release), and tells a waiting Rust client, if any.
+--
+-- KEYS[1] -> asynq:{<q>}:t:<id>
+-- KEYS[2] -> asynq:{<q>}:groups
+-- ARGV[1] -> the task ID
+-- ARGV[2] -> the queue key prefix, asynq:{<q>}:
+-- ARGV[3] -> the group key prefix, asynq:{<q>}:g:
+-- ARGV[4] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- Returns: 1 done; 0 no such task; -1 the task is active; an error reply when the task's
+--          container does not hold it (nothing written)
+if redis.call("EXISTS", KEYS[1]) == 0 then
+    return 0
+end
+local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
+if state == "active" then
+    return -1
+elseif state == "pending" then
+    if redis.call("LREM", ARGV[2] .. "pending", 0, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in list " .. ARGV[2] .. "pending")
+    end
+elseif state == "aggregating" then
+    if redis.call("ZREM", ARGV[3] .. group, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in zset " .. ARGV[3] .. group)
+    end
+    if redis.call("ZCARD", ARGV[3] .. group) == 0 then
+        redis.call("SREM", KEYS[2], group)
+    end
+elseif state == "scheduled" or state == "retry" or state == "archived" or state == "completed" then
+    if redis.call("ZREM", ARGV[2] .. state, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in zset " .. ARGV[2] .. state)
+    end
+else
+    return redis.error_reply("task has an unknown state: " .. tostring(state))
+end
+return delete_task_hash(KEYS[1], ARGV[1], ARGV[4])

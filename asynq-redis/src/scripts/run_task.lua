@@ -1,0 +1,42 @@
+-- run_task: makes one task pending now, whatever waiting state it is in (Go asynq v0.26's
+-- runTask), and wakes idle Rust servers. As in Go, pending_since is not set and the uniqueness
+-- lock is kept.
+--
+-- KEYS[1] -> asynq:{<q>}:t:<id>
+-- KEYS[2] -> asynq:{<q>}:pending
+-- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[4] -> asynq:{<q>}:idle_workers
+-- ARGV[1] -> the task ID
+-- ARGV[2] -> the queue key prefix, asynq:{<q>}:
+-- ARGV[3] -> the group key prefix, asynq:{<q>}:g:
+-- ARGV[4] -> the wake-up channel, asynq:{<q>}:ready
+-- Returns: 1 done; 0 no such task; -1 the task is active; -2 the task is already pending;
+--          an error reply when the task's container does not hold it (nothing written)
+if redis.call("EXISTS", KEYS[1]) == 0 then
+    return 0
+end
+local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
+if state == "active" then
+    return -1
+elseif state == "pending" then
+    return -2
+elseif state == "aggregating" then
+    if redis.call("ZREM", ARGV[3] .. group, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in zset " .. ARGV[3] .. group)
+    end
+    if redis.call("ZCARD", ARGV[3] .. group) == 0 then
+        redis.call("SREM", KEYS[3], group)
+    end
+elseif state == "scheduled" or state == "retry" or state == "archived" or state == "completed" then
+    if redis.call("ZREM", ARGV[2] .. state, ARGV[1]) == 0 then
+        return redis.error_reply("task id not found in zset " .. ARGV[2] .. state)
+    end
+else
+    return redis.error_reply("task has an unknown state: " .. tostring(state))
+end
+redis.call("LPUSH", KEYS[2], ARGV[1])
+redis.call("HSET", KEYS[1], "state", "pending")
+if redis.call("DEL", KEYS[4]) == 1 then
+    redis.call("PUBLISH", ARGV[4], "")
+end
+return 1

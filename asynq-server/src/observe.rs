@@ -1,0 +1,180 @@
+//! Task observers: hooks the server calls as tasks start and finish and as the recoverer finds
+//! tasks whose lease expired, for metrics and tracing.
+//!
+//! Install observers with [`Config::task_observers`](crate::Config::task_observers). With none
+//! installed, the server pays one branch per task.
+//!
+//! Every task attempt runs inside a `tracing` span named [`TASK_SPAN_NAME`] with the fields
+//! `task_type`, `queue`, `task_id`, `retry_count` and, once the attempt ends, `outcome`
+//! ([`AttemptOutcome::as_str`]). The handler's future runs in that span, so the events it logs
+//! and the spans it opens are its children; a subscriber such as `tracing-opentelemetry` can
+//! export them.
+
+use crate::handler::HandlerError;
+use asynq_core::TaskMessage;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The name of the span every task attempt runs in.
+pub const TASK_SPAN_NAME: &str = "asynq.task";
+
+/// How one attempt of a task ended, as far as the server knows when the handler returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AttemptOutcome {
+    /// The handler succeeded; the task is deleted, or completed when it has a retention.
+    Succeeded,
+    /// The handler failed and the task goes to the retry set.
+    Retried,
+    /// The handler failed and the task is archived: out of retries, or told to skip them.
+    Archived,
+    /// The handler revoked the task ([`HandlerError::revoke`]); it is deleted.
+    Revoked,
+    /// Shutdown stopped waiting for the handler; the task goes back to its queue.
+    Requeued,
+    /// The server lost the task's lease; it leaves the task to a recoverer and writes nothing.
+    LeaseLost,
+}
+
+impl AttemptOutcome {
+    /// The outcome's name, as the `outcome` field of the task span and as a metrics label:
+    /// `success`, `retry`, `archived`, `revoked`, `requeued` or `lease_lost`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Succeeded => "success",
+            AttemptOutcome::Retried => "retry",
+            AttemptOutcome::Archived => "archived",
+            AttemptOutcome::Revoked => "revoked",
+            AttemptOutcome::Requeued => "requeued",
+            AttemptOutcome::LeaseLost => "lease_lost",
+        }
+    }
+}
+
+impl fmt::Display for AttemptOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What [`TaskObserver::task_finished`] is told about an attempt.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct AttemptReport<'a> {
+    /// How the attempt ended.
+    pub outcome: AttemptOutcome,
+    /// How long the handler ran (by tokio's monotonic clock), until it returned or was stopped.
+    pub duration: Duration,
+    /// The handler's error, when it failed (also for a revoke, a timeout or a panic).
+    pub error: Option<&'a HandlerError>,
+    /// Whether the failure counts as one: raises the retry count and the failed statistics
+    /// (see [`Config::is_failure`](crate::Config::is_failure)). False for a success, a revoke,
+    /// a requeue and a lost lease.
+    pub is_failure: bool,
+}
+
+impl AttemptReport<'_> {
+    /// True when the handler panicked.
+    pub fn panicked(&self) -> bool {
+        self.error.is_some_and(HandlerError::is_panic)
+    }
+}
+
+/// Hooks the server calls around task attempts. Every method has an empty default.
+///
+/// Methods run on the task's worker, synchronously: keep them short and never block.
+///
+/// ```
+/// use asynq_core::TaskMessage;
+/// use asynq_server::observe::{AttemptReport, TaskObserver};
+/// use asynq_server::Config;
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// #[derive(Debug, Default)]
+/// struct Failures(AtomicU64);
+///
+/// impl TaskObserver for Failures {
+///     fn task_finished(&self, _task: &TaskMessage, report: &AttemptReport<'_>) {
+///         if report.is_failure {
+///             self.0.fetch_add(1, Ordering::Relaxed);
+///         }
+///     }
+/// }
+///
+/// let config = Config { task_observers: vec![Arc::new(Failures::default())], ..Config::default() };
+/// # let _ = config;
+/// ```
+pub trait TaskObserver: Send + Sync + 'static {
+    /// A worker took `task` and is about to run its handler inside `span` (the
+    /// [`TASK_SPAN_NAME`] span, not yet entered): the place to record more fields on it or to
+    /// set its parent from the task's headers.
+    fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+        let _ = (task, span);
+    }
+
+    /// An attempt of `task` ended; `report` says how. Called once for every
+    /// [`task_started`](TaskObserver::task_started), before the outcome is written.
+    fn task_finished(&self, task: &TaskMessage, report: &AttemptReport<'_>) {
+        let _ = (task, report);
+    }
+
+    /// The recoverer found `task` active with a lease that expired (its worker died or lost the
+    /// broker) and sent it to retry, or to the archive when it was out of retries.
+    fn lease_expired(&self, task: &TaskMessage) {
+        let _ = task;
+    }
+}
+
+impl<T: TaskObserver + ?Sized> TaskObserver for Arc<T> {
+    fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+        (**self).task_started(task, span);
+    }
+
+    fn task_finished(&self, task: &TaskMessage, report: &AttemptReport<'_>) {
+        (**self).task_finished(task, report);
+    }
+
+    fn lease_expired(&self, task: &TaskMessage) {
+        (**self).lease_expired(task);
+    }
+}
+
+/// The observers a server calls, in the order installed. Cheap to clone.
+#[derive(Clone, Default)]
+pub(crate) struct Observers(Arc<[Arc<dyn TaskObserver>]>);
+
+impl Observers {
+    pub(crate) fn new(observers: &[Arc<dyn TaskObserver>]) -> Self {
+        Self(observers.into())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+        for observer in self.0.iter() {
+            observer.task_started(task, span);
+        }
+    }
+
+    pub(crate) fn task_finished(&self, task: &TaskMessage, report: &AttemptReport<'_>) {
+        for observer in self.0.iter() {
+            observer.task_finished(task, report);
+        }
+    }
+
+    pub(crate) fn lease_expired(&self, task: &TaskMessage) {
+        for observer in self.0.iter() {
+            observer.lease_expired(task);
+        }
+    }
+}
+
+impl fmt::Debug for Observers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observers").field("len", &self.0.len()).finish()
+    }
+}
