@@ -1,7 +1,9 @@
 //! Where the broker connects: one Redis server, a Redis Cluster, or the master a set of
-//! Sentinels points at; and the one shared, auto-reconnecting connection to it.
+//! Sentinels points at; and the one shared, auto-reconnecting connection to it, which follows
+//! the master through Sentinel failovers.
 
 use crate::error::ConnectError;
+use crate::sentinel::SentinelMaster;
 use percent_encoding::percent_decode_str;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
@@ -9,6 +11,7 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
 use redis::{Cmd, ConnectionAddr, FromRedisValue, Pipeline, RedisFuture, Value};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How to reach Redis.
@@ -167,15 +170,32 @@ fn split_userinfo(rest: &str) -> (Option<&str>, &str) {
 pub(crate) enum Connection {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(Arc<SentinelMaster>),
+}
+
+/// Where the pub/sub connection goes: a fixed server, or the current master behind Sentinel.
+pub(crate) enum PubSubSource {
+    Fixed(redis::Client),
+    Sentinel(Arc<SentinelMaster>),
+}
+
+impl PubSubSource {
+    /// A client for the server to subscribe on now.
+    pub(crate) fn client(&self) -> redis::Client {
+        match self {
+            PubSubSource::Fixed(client) => client.clone(),
+            PubSubSource::Sentinel(master) => master.client(),
+        }
+    }
 }
 
 impl Connection {
-    /// Connects to `target`; also returns a client for the pub/sub connection (to the server,
-    /// the first seed node of a Cluster, or the current master behind Sentinel).
+    /// Connects to `target`; also returns where the pub/sub connection goes (the server, the
+    /// first seed node of a Cluster, or the current master behind Sentinel).
     pub(crate) async fn open(
         target: &RedisTarget,
         response_timeout: Duration,
-    ) -> Result<(Self, redis::Client), ConnectError> {
+    ) -> Result<(Self, PubSubSource), ConnectError> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(response_timeout))
             .set_response_timeout(Some(response_timeout))
@@ -185,7 +205,7 @@ impl Connection {
             RedisTarget::Server { url } => {
                 let client = redis::Client::open(url.as_str()).map_err(failed)?;
                 let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
-                Ok((Connection::Single(conn), client))
+                Ok((Connection::Single(conn), PubSubSource::Fixed(client)))
             }
             RedisTarget::Cluster { nodes } => {
                 let client = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
@@ -194,7 +214,10 @@ impl Connection {
                     .build()
                     .map_err(failed)?;
                 let pubsub = redis::Client::open(nodes[0].as_str()).map_err(failed)?;
-                Ok((Connection::Cluster(client.get_async_connection().await.map_err(failed)?), pubsub))
+                Ok((
+                    Connection::Cluster(client.get_async_connection().await.map_err(failed)?),
+                    PubSubSource::Fixed(pubsub),
+                ))
             }
             RedisTarget::Sentinel { master_name, sentinels, username, password, db } => {
                 let addrs = sentinels.iter().map(|(h, p)| ConnectionAddr::Tcp(h.clone(), *p));
@@ -207,10 +230,9 @@ impl Connection {
                 if let Some(pass) = password {
                     builder = builder.set_client_to_redis_password(pass);
                 }
-                let mut sentinel = builder.build().map_err(failed)?;
-                let client = sentinel.async_get_client().await.map_err(failed)?;
-                let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
-                Ok((Connection::Single(conn), client))
+                let sentinel = builder.build().map_err(failed)?;
+                let master = Arc::new(SentinelMaster::connect(sentinel, config).await.map_err(failed)?);
+                Ok((Connection::Sentinel(master.clone()), PubSubSource::Sentinel(master)))
             }
         }
     }
@@ -221,7 +243,7 @@ impl Connection {
     /// master's reply with its address (empty for a single server).
     pub(crate) async fn on_every_master(&mut self, cmd: Cmd) -> redis::RedisResult<Vec<(String, Value)>> {
         match self {
-            Connection::Single(c) => Ok(vec![(String::new(), cmd.query_async(c).await?)]),
+            Connection::Single(_) | Connection::Sentinel(_) => Ok(vec![(String::new(), cmd.query_async(self).await?)]),
             Connection::Cluster(c) => {
                 let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
                 match c.route_command(cmd, routing).await? {
@@ -241,6 +263,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
             Connection::Cluster(c) => c.req_packed_command(cmd),
+            Connection::Sentinel(master) => Box::pin(master.send(cmd)),
         }
     }
 
@@ -253,6 +276,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Sentinel(master) => Box::pin(master.send_pipeline(pipeline, offset, count)),
         }
     }
 
@@ -260,6 +284,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.get_db(),
             Connection::Cluster(c) => c.get_db(),
+            Connection::Sentinel(master) => master.db(),
         }
     }
 }

@@ -28,6 +28,7 @@ mod rate_limit;
 mod safety;
 mod schedulers;
 mod scripts;
+mod sentinel;
 mod signals;
 
 pub use broker::{RedisBroker, RedisConfig};

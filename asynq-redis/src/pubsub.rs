@@ -10,6 +10,7 @@
 //! The connection opens on first use. When it drops, every listener hears of it (wake-ups fire,
 //! so idle servers poll; message streams end) and the next subscription connects again.
 
+use crate::connection::PubSubSource;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use redis::aio::PubSubSink;
@@ -22,7 +23,7 @@ use tokio::sync::{Mutex, Notify, futures::Notified};
 
 /// The subscriptions of one broker, over one connection.
 pub(crate) struct PubSub {
-    client: redis::Client,
+    source: PubSubSource,
     connect_timeout: Duration,
     wake: Arc<WakeSignal>,
     connection: Mutex<Connection>,
@@ -67,10 +68,10 @@ fn lock(routes: &SyncMutex<HashMap<String, Route>>) -> std::sync::MutexGuard<'_,
 }
 
 impl PubSub {
-    /// Subscriptions over connections made by `client` (opened on first use, each within
-    /// `connect_timeout`).
-    pub(crate) fn new(client: redis::Client, connect_timeout: Duration) -> Self {
-        Self { client, connect_timeout, wake: Arc::default(), connection: Mutex::default() }
+    /// Subscriptions over connections to `source` (opened on first use, each within
+    /// `connect_timeout`; behind Sentinel, to the master of the moment).
+    pub(crate) fn new(source: PubSubSource, connect_timeout: Duration) -> Self {
+        Self { source, connect_timeout, wake: Arc::default(), connection: Mutex::default() }
     }
 
     /// A future that resolves at the next wake-up; enable it before checking for work so that a
@@ -136,7 +137,7 @@ impl PubSub {
             return Ok(connection);
         }
         connection.close();
-        let pubsub = tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub())
+        let pubsub = tokio::time::timeout(self.connect_timeout, self.source.client().get_async_pubsub())
             .await
             .map_err(|_| redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)))??;
         let (sink, mut stream) = pubsub.split();

@@ -58,6 +58,12 @@ impl RedisSentinel {
         &self.replica
     }
 
+    /// The replica, to kill or restart it (after a [`failover`](Self::failover), the old
+    /// master).
+    pub fn replica_mut(&mut self) -> &mut RedisServer {
+        &mut self.replica
+    }
+
     /// The sentinel process, for example to send it `SENTINEL` commands or to kill it.
     pub fn sentinel(&self) -> &RedisServer {
         &self.sentinel

@@ -1,0 +1,161 @@
+//! Following the master through Sentinel failovers.
+//!
+//! A connection made through Sentinel points at whichever server was master when it was made.
+//! After a failover that server is a replica (writes fail with `READONLY`) or gone (IO errors),
+//! and reconnecting to the same address does not help. [`SentinelMaster`] asks the Sentinels
+//! again when a command fails that way and moves the connection to the master they name; a
+//! command refused with `READONLY` did not run, so it is sent once more to the new master.
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::sentinel::SentinelClient;
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, ServerErrorKind, Value};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The shortest time between two questions to the Sentinels while the master is unreachable,
+/// so that a burst of failing commands asks once.
+const MIN_RESOLVE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// A connection to the master the Sentinels name, moved to the new master after a failover.
+pub(crate) struct SentinelMaster {
+    sentinel: tokio::sync::Mutex<Resolver>,
+    current: Mutex<Current>,
+    config: ConnectionManagerConfig,
+}
+
+struct Resolver {
+    client: SentinelClient,
+    last_resolved: tokio::time::Instant,
+}
+
+#[derive(Clone)]
+struct Current {
+    /// Bumped on every move, so that concurrent failures move the connection once.
+    generation: u64,
+    client: redis::Client,
+    conn: ConnectionManager,
+}
+
+impl SentinelMaster {
+    /// Connects to the master `sentinel` names now.
+    pub(crate) async fn connect(mut sentinel: SentinelClient, config: ConnectionManagerConfig) -> RedisResult<Self> {
+        let client = sentinel.async_get_client().await?;
+        let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
+        Ok(Self {
+            sentinel: tokio::sync::Mutex::new(Resolver {
+                client: sentinel,
+                last_resolved: tokio::time::Instant::now(),
+            }),
+            current: Mutex::new(Current { generation: 0, client, conn }),
+            config,
+        })
+    }
+
+    fn current(&self) -> Current {
+        self.current.lock().expect("sentinel connection lock poisoned").clone()
+    }
+
+    /// A client for the current master (for the pub/sub connection).
+    pub(crate) fn client(&self) -> redis::Client {
+        self.current().client
+    }
+
+    /// The database the connection uses.
+    pub(crate) fn db(&self) -> i64 {
+        self.current().conn.get_db()
+    }
+
+    /// Runs `cmd` on the master, following it once if it moved.
+    pub(crate) async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
+        let current = self.current();
+        let result = current.conn.clone().req_packed_command(cmd).await;
+        match &result {
+            Ok(value) if is_read_only_reply(value) => {}
+            Err(e) if is_read_only(e) => {}
+            Err(e) if master_may_have_moved(e) => {
+                self.follow(current.generation).await;
+                return result;
+            }
+            _ => return result,
+        }
+        // A replica refused the write, so it did not run: send it to the new master.
+        if self.follow(current.generation).await {
+            return self.current().conn.req_packed_command(cmd).await;
+        }
+        result
+    }
+
+    /// Runs `count` replies' worth of `pipeline` on the master, following it once if it moved.
+    pub(crate) async fn send_pipeline(
+        &self,
+        pipeline: &Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        let current = self.current();
+        let result = current.conn.clone().req_packed_commands(pipeline, offset, count).await;
+        match &result {
+            Ok(values) if values.iter().any(is_read_only_reply) => {}
+            Err(e) if is_read_only(e) => {}
+            Err(e) if master_may_have_moved(e) => {
+                self.follow(current.generation).await;
+                return result;
+            }
+            _ => return result,
+        }
+        // On a replica every write of the pipeline was refused, so sending it again is safe.
+        if self.follow(current.generation).await {
+            return self.current().conn.req_packed_commands(pipeline, offset, count).await;
+        }
+        result
+    }
+
+    /// Asks the Sentinels for the master and moves the connection there if it is elsewhere;
+    /// true when the connection now points at another server than in `generation`.
+    async fn follow(&self, generation: u64) -> bool {
+        let mut resolver = self.sentinel.lock().await;
+        if self.current().generation != generation {
+            return true;
+        }
+        if resolver.last_resolved.elapsed() < MIN_RESOLVE_INTERVAL {
+            return false;
+        }
+        resolver.last_resolved = tokio::time::Instant::now();
+        let client = match resolver.client.async_get_client().await {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot ask the Sentinels for the master");
+                return false;
+            }
+        };
+        if client.get_connection_info().addr() == self.current().client.get_connection_info().addr() {
+            return false;
+        }
+        let conn = match ConnectionManager::new_with_config(client.clone(), self.config.clone()).await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::warn!(master = %client.get_connection_info().addr(), error = %e, "cannot connect to the new master");
+                return false;
+            }
+        };
+        tracing::warn!(master = %client.get_connection_info().addr(), "the Redis master moved; following it");
+        let mut current = self.current.lock().expect("sentinel connection lock poisoned");
+        *current = Current { generation: current.generation + 1, client, conn };
+        true
+    }
+}
+
+/// A reply refusing a write because the server is a replica (redis-rs hands server errors back
+/// as values; `query_async` turns them into errors later).
+fn is_read_only_reply(value: &Value) -> bool {
+    matches!(value, Value::ServerError(e) if e.kind() == Some(ServerErrorKind::ReadOnly))
+}
+
+fn is_read_only(e: &RedisError) -> bool {
+    e.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
+}
+
+/// Errors after which the master may be another server: a refused write, or a lost connection.
+fn master_may_have_moved(e: &RedisError) -> bool {
+    is_read_only(e) || e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() || e.is_timeout()
+}
