@@ -122,6 +122,8 @@ pub(crate) enum Command {
     Dash(DashArgs),
     /// Serve the queues' Prometheus metrics (Go's names) over HTTP until interrupted
     Metrics(MetricsArgs),
+    /// Serve the web dashboard until interrupted (token from ASYNQ_WEB_TOKEN)
+    Web(WebArgs),
     /// Print the version
     #[command(hide = true)]
     Version,
@@ -361,6 +363,24 @@ pub(crate) struct MetricsArgs {
     /// Address to serve `/metrics` on; the loopback default keeps the metrics on this host
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub(crate) listen: std::net::SocketAddr,
+}
+
+/// `asynq web`
+#[derive(Debug, Args)]
+pub(crate) struct WebArgs {
+    /// Address to serve the dashboard on; the loopback default keeps it on this host
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Refuse every change (pause, delete, run, archive, cancel); only look
+    #[arg(long)]
+    pub(crate) read_only: bool,
+    /// Interval between the pages' data refreshes, a Go duration of at least 1s
+    #[arg(long, default_value = "5s")]
+    pub(crate) refresh: String,
+    /// Serve a non-loopback --listen without a token (ASYNQ_WEB_TOKEN unset): anyone who can
+    /// reach it can delete tasks
+    #[arg(long)]
+    pub(crate) insecure_no_auth: bool,
 }
 
 #[cfg(test)]

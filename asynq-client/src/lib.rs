@@ -45,6 +45,8 @@ use std::sync::Arc;
 pub struct Client {
     broker: Arc<dyn Enqueue>,
     clock: Arc<dyn Clock>,
+    /// The largest payload accepted, in bytes; `None` for no limit of ours.
+    max_payload: Option<usize>,
 }
 
 impl Client {
@@ -55,12 +57,37 @@ impl Client {
 
     /// A client over a broker shared with other components.
     pub fn from_shared(broker: Arc<dyn Enqueue>) -> Self {
-        Self { broker, clock: Arc::new(SystemClock) }
+        Self { broker, clock: Arc::new(SystemClock), max_payload: None }
     }
 
     /// Reads "now" from `clock` instead of the system clock (for tests).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Refuses tasks whose payload is longer than `bytes` with [`Error::InvalidArgument`] (field
+    /// `"payload"`), before anything is written.
+    ///
+    /// By default the client sets no limit of its own, as Go's client does; the broker's still
+    /// holds (Redis refuses a value over its `proto-max-bulk-len`, 512 MiB by default, with
+    /// [`Error::Broker`]). A limit keeps one oversized task from filling Redis's memory, and
+    /// from slowing every worker that dequeues it.
+    ///
+    /// ```
+    /// use asynq_client::{Client, Error, Task, TaskOptions};
+    /// use asynq_memory::MemoryBroker;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = Client::new(MemoryBroker::new()).with_max_payload(1024);
+    /// let big = Task::new("upload", vec![0u8; 2048]);
+    /// let refused = client.enqueue(&big, TaskOptions::new()).await;
+    /// assert!(matches!(refused, Err(Error::InvalidArgument { field: "payload", .. })));
+    /// # }
+    /// ```
+    pub fn with_max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = Some(bytes);
         self
     }
 
@@ -118,6 +145,12 @@ impl Client {
 
     /// The broker request for `task` and the info the caller gets back if it is stored.
     fn prepare(&self, task: &Task, options: &TaskOptions) -> Result<(EnqueueRequest, TaskInfo)> {
+        if let Some(max) = self.max_payload
+            && task.payload().len() > max
+        {
+            let reason = format!("payload of {} bytes is over the client's limit of {max} bytes", task.payload().len());
+            return Err(Error::invalid("payload", reason));
+        }
         let now = self.clock.now();
         let request = resolve_enqueue(task, options, now, || uuid::Uuid::new_v4().to_string())?;
         let (state, next_process_at) = match &request.placement {
@@ -132,6 +165,9 @@ impl Client {
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client").field("clock", &self.clock).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("clock", &self.clock)
+            .field("max_payload", &self.max_payload)
+            .finish_non_exhaustive()
     }
 }

@@ -21,7 +21,9 @@ pub enum ProcessAt {
 /// Every option is unset until given. A task carries default options
 /// ([`Task::with_options`]); options given at enqueue time override them one by one
 /// ([`TaskOptions::merge`]). Unset options take the defaults: queue `"default"`, 25 retries, a
-/// 30-minute timeout when neither a timeout nor a deadline is set, processing now.
+/// 30-minute timeout when neither a timeout nor a deadline is set, processing now. A duration,
+/// deadline or process time more than Go's longest `time.Duration` (about 292 years) away is
+/// refused, as Go servers sharing the queue could not hold it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskOptions {
     queue: Option<String>,
@@ -193,6 +195,19 @@ pub struct EnqueueRequest {
     pub unique_ttl: Option<Duration>,
 }
 
+/// The longest duration an option may hold: Go's `time.Duration`, an int64 of nanoseconds (about
+/// 292 years). Go servers sharing the queue turn stored timeouts and retentions back into one,
+/// and would overflow past it.
+const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
+
+/// Refuses `d` for `field` if it is longer than [`MAX_DURATION`].
+fn check_duration(field: &'static str, d: Duration) -> Result<()> {
+    if d > MAX_DURATION {
+        return Err(Error::invalid(field, format!("{d:?} is longer than Go's longest duration ({MAX_DURATION:?})")));
+    }
+    Ok(())
+}
+
 /// Checks that `name` can be used as a queue name: not blank, and free of `{` and `}` (which
 /// would break the Redis Cluster hash tag every queue key carries).
 pub fn validate_queue_name(name: &str) -> Result<()> {
@@ -256,10 +271,27 @@ pub fn resolve_enqueue(
     {
         return Err(Error::invalid("group", "group name cannot be empty"));
     }
+    for (field, d) in [("timeout", opts.timeout), ("retention", opts.retention), ("unique", opts.unique)] {
+        d.map_or(Ok(()), |d| check_duration(field, d))?;
+    }
+    // A deadline or process time beyond the longest duration from now is as absurd as such a
+    // duration; one before now is refused (deadline) or means now (process time).
+    let latest = now.checked_add(MAX_DURATION);
+    if let Some(deadline) = opts.deadline
+        && latest.is_none_or(|latest| deadline > latest)
+    {
+        return Err(Error::invalid("deadline", "deadline is more than Go's longest duration away"));
+    }
     let process_at = match opts.process_at {
         None => now,
+        Some(ProcessAt::At(t)) if latest.is_none_or(|latest| t > latest) => {
+            return Err(Error::invalid("process at", "process time is more than Go's longest duration away"));
+        }
         Some(ProcessAt::At(t)) => t,
-        Some(ProcessAt::In(d)) => now + d,
+        Some(ProcessAt::In(d)) => {
+            check_duration("process in", d)?;
+            now.checked_add(d).ok_or_else(|| Error::invalid("process in", format!("now + {d:?} overflows")))?
+        }
     };
     let timeout = match (opts.timeout, opts.deadline) {
         (None, None) => Some(DEFAULT_TIMEOUT),
@@ -375,5 +407,30 @@ mod tests {
         assert_eq!(field(Task::new("t", ""), TaskOptions::new().unique(Duration::from_millis(10))), "unique");
         assert_eq!(field(Task::new("t", ""), TaskOptions::new().retention(Duration::from_millis(10))), "retention");
         assert_eq!(field(Task::new("t", ""), TaskOptions::new().group("")), "group");
+    }
+
+    #[test]
+    fn durations_past_what_go_can_hold_are_refused() {
+        let field = |opts: TaskOptions| match resolve(&Task::new("t", ""), &opts) {
+            Err(Error::InvalidArgument { field, .. }) => field,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        };
+        let too_long = MAX_DURATION + Duration::from_secs(1);
+        assert_eq!(field(TaskOptions::new().timeout(too_long)), "timeout");
+        assert_eq!(field(TaskOptions::new().timeout(Duration::MAX)), "timeout");
+        assert_eq!(field(TaskOptions::new().retention(Duration::MAX)), "retention");
+        assert_eq!(field(TaskOptions::new().unique(Duration::MAX)), "unique");
+        assert_eq!(field(TaskOptions::new().process_in(Duration::MAX)), "process in");
+        assert_eq!(field(TaskOptions::new().process_in(too_long)), "process in");
+        assert_eq!(field(TaskOptions::new().deadline(now() + too_long)), "deadline");
+        assert_eq!(field(TaskOptions::new().process_at(now() + too_long)), "process at");
+        // A deadline before the Unix epoch is in the past.
+        let before_epoch = std::time::UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(field(TaskOptions::new().deadline(before_epoch)), "deadline");
+        // The longest durations themselves are accepted, and stored in whole seconds.
+        let req =
+            resolve(&Task::new("t", ""), &TaskOptions::new().timeout(MAX_DURATION).retention(MAX_DURATION)).unwrap();
+        assert_eq!((req.message.timeout, req.message.retention), (9_223_372_036, 9_223_372_036));
+        assert!(resolve(&Task::new("t", ""), &TaskOptions::new().process_in(MAX_DURATION)).is_ok());
     }
 }

@@ -355,9 +355,11 @@ impl Enqueue for RedisBroker {
     async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
         let now = self.now();
         let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(requests.len());
-        // Per queue: the plain pending tasks (one `enqueue_batch.lua` call for many), and the
-        // rest (one `enqueue.lua` call each).
-        let mut by_queue: BTreeMap<String, (Vec<(usize, TaskMessage)>, Vec<BatchCall>)> = BTreeMap::new();
+        // Per queue, the calls in request order: runs of plain pending tasks go in one
+        // `enqueue_batch.lua` call each (up to `ENQUEUE_BATCH` tasks), every other task in an
+        // `enqueue.lua` call of its own. Keeping the order keeps a batch's outcome that of the
+        // same enqueues one by one (which of two tasks with one ID wins, the pending order).
+        let mut by_queue: BTreeMap<String, QueueCalls> = BTreeMap::new();
         for (index, request) in requests.into_iter().enumerate() {
             results.push(None);
             if request.placement == Placement::Pending && request.unique_ttl.is_none() {
@@ -366,41 +368,123 @@ impl Enqueue for RedisBroker {
                     continue;
                 }
                 let msg = request.message;
-                by_queue.entry(msg.queue.clone()).or_default().0.push((index, msg));
+                by_queue.entry(msg.queue.clone()).or_default().plain.push((index, msg));
                 continue;
             }
             match self.enqueue_call(request) {
-                Ok((call, msg)) => by_queue.entry(msg.queue.clone()).or_default().1.push(BatchCall {
-                    call,
-                    context: "enqueue",
-                    items: vec![(index, msg)],
-                }),
+                Ok((call, msg)) => {
+                    let queue = by_queue.entry(msg.queue.clone()).or_default();
+                    queue.flush_plain(&msg.queue, now);
+                    queue.calls.push(BatchCall { call, context: "enqueue", items: vec![(index, msg)] });
+                }
                 Err(e) => results[index] = Some(Err(e)),
             }
         }
         let mut conn = self.conn();
-        for (queue, (plain, mut calls)) in by_queue {
-            let k = QueueKeys::new(&queue);
-            for chunk in plain.chunks(ENQUEUE_BATCH) {
-                let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
-                call.key(k.pending()).key(k.idle_workers());
-                call.arg(unix_nanos(now)).arg(k.task_prefix()).arg(k.ready_channel());
-                for (_, msg) in chunk {
-                    call.arg(&msg.id).arg(encode(msg));
-                }
-                calls.push(BatchCall { call, context: "enqueue batch", items: chunk.to_vec() });
-            }
+        for (queue, mut calls) in by_queue {
+            calls.flush_plain(&queue, now);
             if let Err(e) = self.register_queue(&queue).await {
-                for batch in calls {
+                for batch in calls.calls {
                     batch.items.iter().for_each(|(index, _)| results[*index] = Some(Err(e.duplicate())));
                 }
                 continue;
             }
-            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
+            for (index, msg, code) in run_pipeline(&mut conn, calls.calls).await {
                 results[index] = Some(code.and_then(|code| enqueue_result(msg, code)));
             }
         }
         results.into_iter().map(|r| r.expect("every request has a result")).collect()
+    }
+}
+
+/// The script calls of one queue's share of an `enqueue_batch`, in request order.
+#[derive(Default)]
+struct QueueCalls {
+    calls: Vec<BatchCall>,
+    /// Plain pending tasks not yet in a call.
+    plain: Vec<(usize, TaskMessage)>,
+}
+
+impl QueueCalls {
+    /// Puts the plain pending tasks collected so far into `enqueue_batch.lua` calls.
+    fn flush_plain(&mut self, queue: &str, now: SystemTime) {
+        if self.plain.is_empty() {
+            return;
+        }
+        let k = QueueKeys::new(queue);
+        for chunk in self.plain.chunks(ENQUEUE_BATCH) {
+            let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
+            call.key(k.pending()).key(k.idle_workers());
+            call.arg(unix_nanos(now)).arg(k.task_prefix()).arg(k.ready_channel());
+            for (_, msg) in chunk {
+                call.arg(&msg.id).arg(encode(msg));
+            }
+            self.calls.push(BatchCall { call, context: "enqueue batch", items: chunk.to_vec() });
+        }
+        self.plain.clear();
+    }
+}
+
+/// A task as `dequeue.lua` or `list_lease_expired.lua` found it in Redis.
+#[derive(Debug)]
+#[expect(clippy::large_enum_variant, reason = "short-lived, and nearly every value is a `Task`")]
+enum Stored {
+    /// A message that decodes and names the task it is stored under.
+    Task(TaskMessage),
+    /// An ID whose task hash is missing or has no `msg`.
+    Missing {
+        /// The ID, as stored (not necessarily UTF-8).
+        id: Vec<u8>,
+    },
+    /// A `msg` that cannot be run: it does not decode, or it names another task.
+    Corrupt {
+        /// The ID, as stored (not necessarily UTF-8).
+        id: Vec<u8>,
+        /// What is wrong with it, for the log.
+        problem: String,
+    },
+}
+
+/// Reads the `(id, msg)` pairs the scripts return for `queue`, checking that each message
+/// decodes and belongs to the ID and queue it is stored under: a message naming another task
+/// would be settled under that task's keys and stay active here for good.
+fn read_stored(queue: &str, pairs: Vec<Value>) -> Vec<Stored> {
+    let mut found = Vec::with_capacity(pairs.len() / 2);
+    for pair in pairs.chunks_exact(2) {
+        let id = Vec::<u8>::from_redis_value_ref(&pair[0]).unwrap_or_default();
+        let Ok(Some(bytes)) = Option::<Vec<u8>>::from_redis_value_ref(&pair[1]) else {
+            found.push(Stored::Missing { id });
+            continue;
+        };
+        found.push(match proto::TaskMessage::decode(bytes.as_slice()) {
+            Err(e) => Stored::Corrupt { id, problem: format!("its msg cannot be decoded: {e}") },
+            Ok(msg) if msg.id.as_bytes() != id.as_slice() || msg.queue != queue => {
+                Stored::Corrupt { id, problem: format!("its msg names task {:?} of queue {:?}", msg.id, msg.queue) }
+            }
+            Ok(msg) => Stored::Task(msg.into()),
+        });
+    }
+    found
+}
+
+impl RedisBroker {
+    /// Runs `archive_corrupt.lua` for the active task `id` of `queue`, which cannot run because
+    /// of `problem`, and logs what it did as an error naming the task.
+    async fn archive_corrupt(&self, conn: &mut Connection, queue: &str, id: &[u8], problem: &str) -> Result<()> {
+        let k = QueueKeys::new(queue);
+        let mut task_key = k.task_prefix().into_bytes();
+        task_key.extend_from_slice(id);
+        let mut call = ScriptCall::new(&SCRIPTS.archive_corrupt);
+        call.key(task_key).key(k.active()).key(k.lease()).key(k.archived());
+        call.arg(id).arg(unix_secs(self.now())).arg(k.finished_channel());
+        let task_id = String::from_utf8_lossy(id);
+        match call.run::<i64>(conn, "archive corrupt task").await? {
+            1 => tracing::error!(queue = %queue, task_id = %task_id, "archived a corrupt task: {problem}"),
+            2 => tracing::error!(queue = %queue, task_id = %task_id, "dropped an active task ID: {problem}"),
+            // Another server settled it first.
+            _ => {}
+        }
+        Ok(())
     }
 }
 
@@ -420,12 +504,29 @@ impl Dequeue for RedisBroker {
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease());
             invocation.arg(expiry).arg(k.task_prefix()).arg(wanted);
-            let messages: Vec<Vec<u8>> = invocation.run(&mut conn, "dequeue").await?;
-            for bytes in messages {
-                match decode(&bytes) {
-                    Ok(message) => taken.push(Dequeued { message, lease_expiry }),
-                    // The task stays active; the recoverer meets it again once its lease expires.
-                    Err(e) => tracing::error!(queue = %queue, error = %e, "skipping an undecodable task"),
+            let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
+            for stored in read_stored(queue, pairs) {
+                match stored {
+                    Stored::Task(message) => taken.push(Dequeued { message, lease_expiry }),
+                    // `dequeue.lua` already dropped it.
+                    Stored::Missing { id } => tracing::error!(
+                        queue = %queue,
+                        task_id = %String::from_utf8_lossy(&id),
+                        "dropped a pending task ID whose task hash is missing or has no msg: it cannot run"
+                    ),
+                    // A failure here leaves the task active; the recoverer archives it once its
+                    // lease expires.
+                    Stored::Corrupt { id, problem } => {
+                        if let Err(e) = self.archive_corrupt(&mut conn, queue, &id, &problem).await {
+                            tracing::error!(
+                                queue = %queue,
+                                task_id = %String::from_utf8_lossy(&id),
+                                problem = %problem,
+                                error = %e,
+                                "cannot archive a corrupt task; the recoverer will once its lease expires"
+                            );
+                        }
+                    }
                 }
             }
         }
@@ -574,11 +675,34 @@ impl Recover for RedisBroker {
             let k = QueueKeys::new(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.list_lease_expired);
             invocation.key(k.lease()).arg(unix_secs(cutoff)).arg(k.task_prefix());
-            let messages: Vec<Vec<u8>> = invocation.run(&mut conn, "list lease expired").await?;
-            for bytes in messages {
-                match decode(&bytes) {
-                    Ok(msg) => expired.push(msg),
-                    Err(e) => tracing::error!(queue = %queue, error = %e, "skipping an undecodable task"),
+            let pairs: Vec<Value> = invocation.run(&mut conn, "list lease expired").await?;
+            for stored in read_stored(queue, pairs) {
+                match stored {
+                    Stored::Task(msg) => expired.push(msg),
+                    // Settled here, so the recoverer never meets it again; a failure is logged
+                    // and retried on the next pass.
+                    Stored::Missing { id } => {
+                        let problem = "its task hash is missing or has no msg";
+                        if let Err(e) = self.archive_corrupt(&mut conn, queue, &id, problem).await {
+                            tracing::error!(
+                                queue = %queue,
+                                task_id = %String::from_utf8_lossy(&id),
+                                error = %e,
+                                "cannot drop an active task ID without a task message"
+                            );
+                        }
+                    }
+                    Stored::Corrupt { id, problem } => {
+                        if let Err(e) = self.archive_corrupt(&mut conn, queue, &id, &problem).await {
+                            tracing::error!(
+                                queue = %queue,
+                                task_id = %String::from_utf8_lossy(&id),
+                                problem = %problem,
+                                error = %e,
+                                "cannot archive a corrupt task"
+                            );
+                        }
+                    }
                 }
             }
         }

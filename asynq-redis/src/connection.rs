@@ -175,7 +175,7 @@ pub(crate) enum Connection {
 
 /// Where the pub/sub connection goes: a fixed server, or the current master behind Sentinel.
 pub(crate) enum PubSubSource {
-    Fixed(redis::Client),
+    Fixed(Box<redis::Client>),
     Sentinel(Arc<SentinelMaster>),
 }
 
@@ -183,7 +183,7 @@ impl PubSubSource {
     /// A client for the server to subscribe on now.
     pub(crate) fn client(&self) -> redis::Client {
         match self {
-            PubSubSource::Fixed(client) => client.clone(),
+            PubSubSource::Fixed(client) => client.as_ref().clone(),
             PubSubSource::Sentinel(master) => master.client(),
         }
     }
@@ -205,7 +205,7 @@ impl Connection {
             RedisTarget::Server { url } => {
                 let client = redis::Client::open(url.as_str()).map_err(failed)?;
                 let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
-                Ok((Connection::Single(conn), PubSubSource::Fixed(client)))
+                Ok((Connection::Single(conn), PubSubSource::Fixed(Box::new(client))))
             }
             RedisTarget::Cluster { nodes } => {
                 let client = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
@@ -216,7 +216,7 @@ impl Connection {
                 let pubsub = redis::Client::open(nodes[0].as_str()).map_err(failed)?;
                 Ok((
                     Connection::Cluster(client.get_async_connection().await.map_err(failed)?),
-                    PubSubSource::Fixed(pubsub),
+                    PubSubSource::Fixed(Box::new(pubsub)),
                 ))
             }
             RedisTarget::Sentinel { master_name, sentinels, username, password, db } => {

@@ -39,6 +39,7 @@ pub(crate) struct Scripts {
     pub(crate) requeue: Script,
     pub(crate) forward: Script,
     pub(crate) list_lease_expired: Script,
+    pub(crate) archive_corrupt: Script,
     pub(crate) delete_expired_completed: Script,
     pub(crate) write_result: Script,
     pub(crate) write_server_state: Script,
@@ -58,7 +59,7 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 27] {
+    fn all(&self) -> [&Script; 28] {
         [
             &self.enqueue,
             &self.enqueue_batch,
@@ -71,6 +72,7 @@ impl Scripts {
             &self.requeue,
             &self.forward,
             &self.list_lease_expired,
+            &self.archive_corrupt,
             &self.delete_expired_completed,
             &self.write_result,
             &self.write_server_state,
@@ -112,6 +114,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     requeue: script!(common + "requeue"),
     forward: script!("forward"),
     list_lease_expired: script!("list_lease_expired"),
+    archive_corrupt: script!(common + "archive_corrupt"),
     delete_expired_completed: script!("delete_expired_completed"),
     write_result: script!("write_result"),
     write_server_state: script!("write_server_state"),

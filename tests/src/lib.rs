@@ -5,9 +5,11 @@
 //! every task is idle, and [`TokioClock`] moves with it, so leases, retry times and retention
 //! advance exactly as timers fire: no test waits on real time.
 
+pub mod browser;
 pub mod conformance;
 mod flaky;
 mod go_fixtures;
+pub mod model;
 mod redis_helpers;
 mod redis_server;
 

@@ -4,6 +4,7 @@ use asynq_client::{Error, Task, TaskOptions, TaskState};
 use asynq_core::broker::Inspect;
 use asynq_server::{Config, Server};
 use asynq_tests::{Harness, secs};
+use std::time::{Duration, UNIX_EPOCH};
 
 #[tokio::test(start_paused = true)]
 async fn invalid_input_is_refused_before_anything_is_written() {
@@ -18,6 +19,18 @@ async fn invalid_input_is_refused_before_anything_is_written() {
         (Task::new("t", "p"), TaskOptions::new().timeout(secs(0)), "timeout"),
         (Task::new("t", "p"), TaskOptions::new().unique(secs(0)), "unique"),
         (Task::new("t", "p"), TaskOptions::new().group(""), "group"),
+        (Task::new(" ", "p"), TaskOptions::new(), "task type"),
+        (Task::new("t", "p"), TaskOptions::new().queue(""), "queue"),
+        (Task::new("t", "p"), TaskOptions::new().queue("a{b"), "queue"),
+        // Durations Go's int64 nanoseconds cannot hold, and instants that far away.
+        (Task::new("t", "p"), TaskOptions::new().timeout(Duration::MAX), "timeout"),
+        (Task::new("t", "p"), TaskOptions::new().retention(Duration::MAX), "retention"),
+        (Task::new("t", "p"), TaskOptions::new().unique(Duration::MAX), "unique"),
+        (Task::new("t", "p"), TaskOptions::new().process_in(Duration::MAX), "process in"),
+        (Task::new("t", "p"), TaskOptions::new().process_in(secs(300 * 365 * 86_400)), "process in"),
+        (Task::new("t", "p"), TaskOptions::new().process_at(h.now() + secs(300 * 365 * 86_400)), "process at"),
+        (Task::new("t", "p"), TaskOptions::new().deadline(h.now() + secs(300 * 365 * 86_400)), "deadline"),
+        (Task::new("t", "p"), TaskOptions::new().deadline(UNIX_EPOCH - secs(1)), "deadline"),
     ];
     for (task, opts, expected) in cases {
         match h.client.enqueue(&task, opts).await {
@@ -26,6 +39,24 @@ async fn invalid_input_is_refused_before_anything_is_written() {
         }
     }
     assert!(h.broker.queues().await.unwrap().is_empty(), "nothing was written");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_payload_over_the_clients_limit_is_refused_before_anything_is_written() {
+    let h = Harness::new();
+    let client = h.client.clone().with_max_payload(16);
+    let big = Task::new("t", vec![7u8; 17]);
+    match client.enqueue(&big, TaskOptions::new()).await {
+        Err(Error::InvalidArgument { field: "payload", reason }) => assert!(reason.contains("17 bytes"), "{reason}"),
+        other => panic!("expected the payload to be refused, got {other:?}"),
+    }
+    let batch = client.enqueue_batch(&[(big.clone(), TaskOptions::new())]).await;
+    assert!(matches!(batch[0], Err(Error::InvalidArgument { field: "payload", .. })), "{batch:?}");
+    assert!(h.broker.queues().await.unwrap().is_empty(), "nothing was written");
+    // At the limit, and without one (the default), the task is stored.
+    client.enqueue(&Task::new("t", vec![7u8; 16]), TaskOptions::new()).await.unwrap();
+    h.client.enqueue(&big, TaskOptions::new()).await.unwrap();
+    assert_eq!(h.queue("default").await.pending, 2);
 }
 
 #[tokio::test(start_paused = true)]

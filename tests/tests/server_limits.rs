@@ -45,7 +45,7 @@ async fn a_rate_limited_queue_starts_no_more_tasks_a_second_than_its_limit() {
     let last = starts.iter().max().unwrap();
     assert!((Duration::from_secs(8)..Duration::from_secs(11)).contains(last), "the last task started at {last:?}");
     for window_start in &starts {
-        let in_window = starts.iter().filter(|s| (*window_start..*window_start + secs(1)).contains(s)).count();
+        let in_window = starts.iter().filter(|s| (*window_start..*window_start + secs(1)).contains(*s)).count();
         assert!(in_window <= 5 + burst as usize, "{in_window} tasks started in the second from {window_start:?}");
     }
     let info = h.queue("limited").await;

@@ -3,20 +3,28 @@
 //! Commands:
 //!
 //! - `cargo xtask test [-- ARGS...]`: set up what the test suite needs (a `redis-server` of
-//!   version 6.2 or newer, installed with apt on Debian when run as root), then run every test in
-//!   the workspace, doctests included. `ARGS` go to the test runner (`cargo nextest run` when
-//!   installed, otherwise `cargo test`).
+//!   version 6.2 or newer, and Chromium with chromedriver for the browser tests, installed with apt
+//!   on Debian when run as root), then run every test in the workspace, doctests included. `ARGS`
+//!   go to the test runner (`cargo nextest run` when installed, otherwise `cargo test`).
 //! - `cargo xtask ci`: what `.ci/run` does: format check, clippy, then `cargo xtask test`.
 //! - `cargo xtask bench [--quick] [--pin] [--peer] [--tasks N] [--only NAMES]`: micro-benchmarks
 //!   and end-to-end scenarios on a private `redis-server`; writes `target/bench/report.md` and
 //!   `target/bench/report.json`.
+//! - `cargo xtask fuzz [--seconds N] [TARGET...]`: runs each cargo-fuzz target in `fuzz/` for N
+//!   seconds (default 60) and prints executions and crashes (needs `cargo install cargo-fuzz`).
+//! - `cargo xtask chaos [--quick] [--scenario NAME]`: the chaos suite (`asynq-chaos`), full
+//!   profile by default: worker and producer processes against private redis-servers with faults
+//!   injected, one ledger line per scenario.
 //!
 //! The tidy tests in `tidy.rs` check the invariants of `ARCHITECTURE.md`; they run with the rest
 //! of the suite.
 
 mod bench;
+mod browser;
+mod chaos;
 mod ci;
 mod cmd;
+mod fuzz;
 mod redis;
 mod test;
 #[cfg(test)]
@@ -39,6 +47,14 @@ commands:
                         --tasks N     tasks per throughput scenario (default 100000; 2000 quick)
                         --only NAMES  comma-separated scenarios, a name selecting those it starts
                                       followed by a dash (micro, baseline, enqueue, drain-c10...)
+  fuzz [--seconds N] [TARGET...]
+                      run each cargo-fuzz target in fuzz/ for N seconds (default 60):
+                      task_message, cron_spec, go_duration; needs cargo-fuzz
+  chaos [OPTIONS]     the chaos suite: real processes, real redis-servers, faults injected;
+                      prints one ledger line per scenario (full profile: several minutes)
+                        --quick          the CI sizes (the integration test runs these)
+                        --scenario NAME  one of kill-worker, restart-redis, redis-unreachable,
+                                         sigterm, many-workers (default: all)
   help                print this message";
 
 fn main() -> ExitCode {
@@ -53,6 +69,8 @@ fn main() -> ExitCode {
     let result = match command {
         "test" => test::parse_args(rest).and_then(|extra| test::run(&extra)),
         "bench" => bench::parse_args(rest).and_then(|options| bench::run(&options)),
+        "chaos" => chaos::parse_args(rest).and_then(|options| chaos::run(&options)),
+        "fuzz" => fuzz::parse_args(rest).and_then(|options| fuzz::run(&options)),
         "ci" => match rest {
             [] => ci::run(),
             _ => Err(anyhow::anyhow!("`ci` takes no arguments, got {rest:?}")),

@@ -87,14 +87,14 @@ fn install() -> anyhow::Result<()> {
 }
 
 /// `apt-get`, non-interactive and without stdin (CI has none).
-fn apt_get() -> Command {
+pub(crate) fn apt_get() -> Command {
     let mut command = Command::new("apt-get");
     command.env("DEBIAN_FRONTEND", "noninteractive").stdin(Stdio::null());
     command
 }
 
 /// Whether we run as root, asked of `id -u`.
-fn is_root() -> anyhow::Result<bool> {
+pub(crate) fn is_root() -> anyhow::Result<bool> {
     let output = Command::new("id").arg("-u").stdin(Stdio::null()).output().context("could not run `id -u`")?;
     Ok(output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "0")
 }
@@ -134,7 +134,7 @@ fn parse_version(output: &str) -> Option<(u32, u32)> {
 /// Resolves `name` to an absolute path the way a shell would: as a path when it contains a
 /// separator, otherwise by searching `PATH`. Symlinks are kept as they are: Debian's
 /// `/usr/bin/redis-server` is a link to `redis-check-rdb`, which acts on the name it was run by.
-fn find_executable(name: &Path) -> Option<PathBuf> {
+pub(crate) fn find_executable(name: &Path) -> Option<PathBuf> {
     if name.components().count() > 1 {
         if !is_executable(name) {
             return None;

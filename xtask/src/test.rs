@@ -4,7 +4,8 @@
 //!
 //! 1. make sure `redis-server` (6.2 or newer) is available, installing it on Debian/Ubuntu when
 //!    running as root, and export its absolute path as `ASYNQ_REDIS_SERVER_BIN` unless that is
-//!    already set;
+//!    already set; likewise Chromium and `chromedriver` for the web dashboard's browser tests
+//!    (`ASYNQ_CHROMIUM_BIN`, `ASYNQ_CHROMEDRIVER_BIN`);
 //! 2. `cargo test --workspace --doc`, since nextest does not run doctests;
 //! 3. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
 //!    otherwise `cargo test --workspace --all-targets ARGS`. It runs last so that its summary
@@ -20,7 +21,7 @@ use std::process::Stdio;
 
 use anyhow::bail;
 
-use crate::{cmd, redis, step};
+use crate::{browser, cmd, redis, step};
 
 /// Parses the arguments after `test`: nothing, or `--` followed by arguments for the test runner.
 pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Vec<String>> {
@@ -41,6 +42,8 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     if std::env::var_os(redis::BIN_ENV).is_none_or(|value| value.is_empty()) {
         step(format_args!("setting {}={} for the tests", redis::BIN_ENV, redis_server.display()));
     }
+    step("step 1/3: checking for Chromium and chromedriver (the web dashboard's browser tests)");
+    let browser = browser::ensure()?;
 
     let selection = package_selection(extra);
     // `--workspace` would override `-p`; `--exclude` on the other hand needs it.
@@ -58,6 +61,7 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
         let mut doctests = cmd::cargo_command(["test"]);
         doctests.args(scope).arg("--doc").args(&doc_selection);
         set_redis_env(&mut doctests, &redis_server);
+        browser::set_env(&mut doctests, &browser);
         cmd::run(&mut doctests)
     };
     if doctests_result.is_err() && !keep_going {
@@ -78,6 +82,7 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     }
     tests.args(extra);
     set_redis_env(&mut tests, &redis_server);
+    browser::set_env(&mut tests, &browser);
     let tests_result = cmd::run(&mut tests);
 
     // Report the first failure; with --no-fail-fast the tests ran anyway.

@@ -2,8 +2,8 @@
 //!
 //! - every `.rs` file starts with a `//!` doc comment saying what it is for;
 //! - `asynq-core` depends on no runtime, Redis client or protobuf crate, and neither
-//!   `asynq-client`, the operators' tool `asynq-cli`, nor `asynq-metrics` without its `server`
-//!   feature depends on `asynq-server`;
+//!   `asynq-client`, the operators' tools `asynq-cli` and `asynq-web`, nor `asynq-metrics` without
+//!   its `server` feature depends on `asynq-server`;
 //! - every Lua script of the Redis broker documents its `KEYS`, `ARGV` and return value;
 //! - library code reads the time only through `asynq_core::Clock`: nothing under `asynq-*/src`
 //!   except `asynq-core/src/clock.rs` calls `SystemTime::now` or `Instant::now`, unless the line
@@ -31,6 +31,7 @@ const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] = &[
     ("asynq-client", "asynq-server"),
     ("asynq-cli", "asynq-server"),
     ("asynq-metrics", "asynq-server"),
+    ("asynq-web", "asynq-server"),
 ];
 
 #[test]

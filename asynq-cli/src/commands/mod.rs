@@ -7,6 +7,7 @@ mod queue;
 mod server;
 mod stats;
 mod task;
+mod web;
 
 use crate::cli::{Cli, Command};
 use crate::connect::{self, Connection};
@@ -74,6 +75,9 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         }
         _ => None,
     };
+    if let Command::Web(args) = &cli.command {
+        web::plan(args)?; // Refuse bad flags before connecting.
+    }
     let conn = connect::connect(&global).await?;
     let cluster = global.cluster || global.uri.starts_with("redis-cluster://");
     let ctx = Context { conn, json: global.json, cluster };
@@ -86,6 +90,7 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         Command::Cron(command) => cron::run(&ctx, command).await,
         Command::Dash(_) => crate::dash::run(ctx.conn.inspector, refresh.unwrap_or(MIN_REFRESH)).await,
         Command::Metrics(args) => metrics(ctx.conn.inspector, args.listen).await,
+        Command::Web(args) => web::run(ctx.conn.inspector, &args, shutdown_signal()).await,
         Command::Version => Ok(()),
     }
 }

@@ -8,8 +8,10 @@
 -- ARGV[1] -> the lease expiry, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the most tasks to take
--- Returns: the encoded TaskMessages taken, oldest first; empty when the queue is paused or
---          empty. An ID without its task hash is dropped (Go would leave it active for good).
+-- Returns: a flat array of pairs, oldest first: the task ID, then its encoded TaskMessage, or
+--          nil when the ID had no task hash or the hash no `msg`; such an ID cannot run, so it
+--          is dropped from the active list and its stub hash deleted (Go would leave it active
+--          for good), and the caller reports it. Empty when the queue is paused or empty.
 if redis.call("EXISTS", KEYS[2]) == 1 then
     return {}
 end
@@ -25,9 +27,11 @@ for _ = 1, tonumber(ARGV[3]) do
         redis.call("HSET", key, "state", "active")
         redis.call("HDEL", key, "pending_since")
         redis.call("ZADD", KEYS[4], ARGV[1], id)
-        taken[#taken + 1] = msg
     else
         redis.call("LREM", KEYS[3], 1, id)
+        redis.call("DEL", key)
     end
+    taken[#taken + 1] = id
+    taken[#taken + 1] = msg
 end
 return taken

@@ -1,0 +1,119 @@
+//! `asynq web`: serves the web dashboard (`asynq_web`) over the connection's inspector until
+//! ctrl-c or SIGTERM. The token comes from `ASYNQ_WEB_TOKEN`, never from a flag (which `ps`
+//! would show); a non-loopback `--listen` without one is refused unless `--insecure-no-auth`.
+
+use crate::cli::WebArgs;
+use crate::duration::duration_flag;
+use crate::error::{CliError, CliResult, Failure};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The environment variable holding the dashboard's bearer token.
+const TOKEN_VAR: &str = "ASYNQ_WEB_TOKEN";
+/// The shortest refresh interval.
+const MIN_REFRESH: Duration = Duration::from_secs(1);
+
+/// The checked settings of `asynq web`.
+#[derive(Debug)]
+pub(crate) struct WebPlan {
+    listen: SocketAddr,
+    read_only: bool,
+    refresh: Duration,
+    auth: Option<asynq_web::Auth>,
+}
+
+/// Checks the flags and `ASYNQ_WEB_TOKEN`.
+pub(crate) fn plan(args: &WebArgs) -> Result<WebPlan, CliError> {
+    let token = match std::env::var(TOKEN_VAR) {
+        Ok(token) => Some(token),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(CliError::usage(format!("{TOKEN_VAR} is not valid UTF-8")));
+        }
+    };
+    plan_with(args, token)
+}
+
+fn plan_with(args: &WebArgs, token: Option<String>) -> Result<WebPlan, CliError> {
+    let refresh = duration_flag("refresh", &args.refresh)?;
+    if refresh < MIN_REFRESH {
+        return Err(CliError::usage(format!("--refresh {} is too short: the minimum is 1s", args.refresh)));
+    }
+    let auth = match token {
+        None => None,
+        Some(token) => Some(asynq_web::Auth::bearer(token).map_err(|e| CliError::usage(format!("{TOKEN_VAR}: {e}")))?),
+    };
+    if auth.is_none() && !args.listen.ip().is_loopback() && !args.insecure_no_auth {
+        return Err(CliError::usage(format!(
+            "refusing to serve the dashboard on {} without authentication",
+            args.listen
+        ))
+        .with_hint(format!(
+            "set {TOKEN_VAR} to a long random token, listen on 127.0.0.1, or pass --insecure-no-auth"
+        )));
+    }
+    Ok(WebPlan { listen: args.listen, read_only: args.read_only, refresh, auth })
+}
+
+/// Serves the dashboard until `shutdown` completes.
+pub(crate) async fn run(
+    inspector: asynq_client::Inspector,
+    args: &WebArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> CliResult {
+    let plan = plan(args)?;
+    let listener = tokio::net::TcpListener::bind(plan.listen).await.map_err(|e| {
+        CliError::new(
+            Failure::Failed,
+            format!("cannot serve the dashboard on {}: {e} (is the address in use? try --listen)", plan.listen),
+        )
+    })?;
+    let mut config = asynq_web::WebConfig::new(inspector).read_only(plan.read_only).refresh(plan.refresh);
+    let auth = if let Some(auth) = plan.auth {
+        config = config.with_auth(auth);
+        "token required"
+    } else {
+        "no authentication"
+    };
+    let mode = if plan.read_only { ", read-only" } else { "" };
+    eprintln!("serving the dashboard at http://{} ({auth}{mode}; ctrl-c to stop)", plan.listen);
+    asynq_web::serve(listener, config, shutdown)
+        .await
+        .map_err(|e| CliError::new(Failure::Failed, format!("the dashboard stopped: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(listen: &str, insecure_no_auth: bool) -> WebArgs {
+        WebArgs {
+            listen: listen.parse().expect("a socket address"),
+            read_only: false,
+            refresh: "5s".into(),
+            insecure_no_auth,
+        }
+    }
+
+    #[test]
+    fn a_public_address_needs_a_token_or_an_explicit_opt_out() {
+        assert!(plan_with(&args("127.0.0.1:8080", false), None).is_ok());
+        assert!(plan_with(&args("[::1]:8080", false), None).is_ok());
+        let refused = plan_with(&args("0.0.0.0:8080", false), None).expect_err("refused");
+        assert!(refused.to_string().contains("without authentication"));
+        assert!(plan_with(&args("0.0.0.0:8080", true), None).is_ok());
+        let plan = plan_with(&args("0.0.0.0:8080", false), Some("s3cret-token".into())).expect("a token suffices");
+        assert!(plan.auth.is_some());
+    }
+
+    #[test]
+    fn bad_tokens_and_refresh_intervals_are_usage_errors() {
+        assert!(plan_with(&args("127.0.0.1:8080", false), Some(String::new())).is_err());
+        let mut fast = args("127.0.0.1:8080", false);
+        fast.refresh = "500ms".into();
+        assert!(plan_with(&fast, None).is_err());
+        fast.refresh = "soon".into();
+        assert!(plan_with(&fast, None).is_err());
+    }
+}

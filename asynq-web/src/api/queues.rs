@@ -1,0 +1,217 @@
+//! Queues: their sizes and statistics, processed/failed history, pause and unpause, delete.
+
+use super::{millis, no_content, parse_optional_body, path, query, queue_name, timestamp};
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use asynq_core::{DailyStats, QueueInfo};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The most days of history one request may ask for.
+const MAX_DAYS: usize = 90;
+
+/// A queue's sizes and statistics.
+#[derive(Debug, Serialize)]
+pub(crate) struct QueueView {
+    name: String,
+    paused: bool,
+    size: usize,
+    groups: usize,
+    pending: usize,
+    active: usize,
+    scheduled: usize,
+    retry: usize,
+    archived: usize,
+    completed: usize,
+    aggregating: usize,
+    processed: u64,
+    failed: u64,
+    processed_total: u64,
+    failed_total: u64,
+    latency_ms: u64,
+    memory_usage: u64,
+    timestamp: String,
+}
+
+impl From<QueueInfo> for QueueView {
+    fn from(info: QueueInfo) -> Self {
+        Self {
+            paused: info.paused,
+            size: info.size,
+            groups: info.groups,
+            pending: info.pending,
+            active: info.active,
+            scheduled: info.scheduled,
+            retry: info.retry,
+            archived: info.archived,
+            completed: info.completed,
+            aggregating: info.aggregating,
+            processed: info.processed,
+            failed: info.failed,
+            processed_total: info.processed_total,
+            failed_total: info.failed_total,
+            latency_ms: millis(info.latency),
+            memory_usage: info.memory_usage,
+            timestamp: timestamp(info.timestamp),
+            name: info.queue,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct QueueList {
+    queues: Vec<QueueView>,
+}
+
+/// `GET /api/queues`: every queue with its sizes and today's counts.
+pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<QueueList>> {
+    let names = state.inspector.queues().await?;
+    let infos = futures::future::join_all(names.iter().map(|name| state.inspector.queue_info(name))).await;
+    let mut queues = Vec::with_capacity(infos.len());
+    for info in infos {
+        match info {
+            Ok(info) => queues.push(info.into()),
+            // Removed since it was listed.
+            Err(asynq_core::Error::QueueNotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Json(QueueList { queues }))
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct QueueDetail {
+    queue: QueueView,
+    /// Where the queue's keys live on a Redis Cluster.
+    location: Option<super::backend::LocationView>,
+}
+
+/// `GET /api/queues/{queue}`: one queue, and where it lives on a Cluster.
+pub(crate) async fn get_one(
+    State(state): State<AppState>,
+    queue: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<QueueDetail>> {
+    let queue = path(queue)?;
+    queue_name(&queue)?;
+    let info = state.inspector.queue_info(&queue).await?;
+    let location = state.inspector.queue_location(&queue).await?.map(Into::into);
+    Ok(Json(QueueDetail { queue: info.into(), location }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DaysQuery {
+    days: Option<usize>,
+}
+
+impl DaysQuery {
+    fn validate(&self) -> ApiResult<usize> {
+        match self.days.unwrap_or(7) {
+            days @ 1..=MAX_DAYS => Ok(days),
+            _ => Err(ApiError::bad_request("invalid_days", format!("days must be between 1 and {MAX_DAYS}"))),
+        }
+    }
+}
+
+/// Processed and failed counts of one day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct DayView {
+    date: String,
+    processed: u64,
+    failed: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct History {
+    /// Oldest first.
+    days: Vec<DayView>,
+}
+
+fn oldest_first(stats: Vec<DailyStats>) -> Vec<DayView> {
+    let mut days: Vec<DayView> =
+        stats.into_iter().map(|s| DayView { date: s.date, processed: s.processed, failed: s.failed }).collect();
+    days.sort_by(|a, b| a.date.cmp(&b.date));
+    days
+}
+
+/// `GET /api/queues/{queue}/history?days=N`: one queue's daily counts, oldest first.
+pub(crate) async fn history(
+    State(state): State<AppState>,
+    queue: Result<Path<String>, PathRejection>,
+    uri: Uri,
+) -> ApiResult<Json<History>> {
+    let queue = path(queue)?;
+    queue_name(&queue)?;
+    let days = query::<DaysQuery>(&uri)?.validate()?;
+    Ok(Json(History { days: oldest_first(state.inspector.history(&queue, days).await?) }))
+}
+
+/// `GET /api/history?days=N`: the daily counts of every queue added up, oldest first.
+pub(crate) async fn history_all(State(state): State<AppState>, uri: Uri) -> ApiResult<Json<History>> {
+    let days = query::<DaysQuery>(&uri)?.validate()?;
+    let names = state.inspector.queues().await?;
+    let all = futures::future::join_all(names.iter().map(|name| state.inspector.history(name, days))).await;
+    let mut sums: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for stats in all {
+        let stats = match stats {
+            Ok(stats) => stats,
+            Err(asynq_core::Error::QueueNotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for day in stats {
+            let sum = sums.entry(day.date).or_default();
+            sum.0 += day.processed;
+            sum.1 += day.failed;
+        }
+    }
+    let days = sums.into_iter().map(|(date, (processed, failed))| DayView { date, processed, failed }).collect();
+    Ok(Json(History { days }))
+}
+
+/// `POST /api/queues/{queue}/pause`.
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    queue: Result<Path<String>, PathRejection>,
+) -> ApiResult<StatusCode> {
+    let queue = path(queue)?;
+    queue_name(&queue)?;
+    state.inspector.pause_queue(&queue).await?;
+    Ok(no_content())
+}
+
+/// `POST /api/queues/{queue}/unpause`.
+pub(crate) async fn unpause(
+    State(state): State<AppState>,
+    queue: Result<Path<String>, PathRejection>,
+) -> ApiResult<StatusCode> {
+    let queue = path(queue)?;
+    queue_name(&queue)?;
+    state.inspector.unpause_queue(&queue).await?;
+    Ok(no_content())
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeleteQueue {
+    #[serde(default)]
+    force: bool,
+}
+
+/// `POST /api/queues/{queue}/delete` with optional `{"force": true}`: removes the queue; a
+/// queue holding tasks is refused (409 `queue_not_empty`) unless forced.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    queue: Result<Path<String>, PathRejection>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let queue = path(queue)?;
+    queue_name(&queue)?;
+    let DeleteQueue { force } = parse_optional_body(&body)?;
+    state.inspector.delete_queue(&queue, force).await?;
+    Ok(no_content())
+}

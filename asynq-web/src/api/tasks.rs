@@ -1,0 +1,348 @@
+//! Tasks: listings per state with paging and search, one task in full, and the actions on them
+//! (run, archive, delete, cancel) one by one, on a selection, or on every task of a state.
+
+use super::render::{Rendered, preview, render};
+use super::{PageInfo, no_content, parse_body, path, query, queue_name, state as parse_state, task_id, timestamp};
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use asynq_core::{TaskInfo, TaskSet, TaskState};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The most tasks a search looks through.
+const MAX_SEARCH_SCAN: usize = 10_000;
+/// The page size a search reads the backend with.
+const SEARCH_BATCH: usize = 500;
+/// The longest search text.
+const MAX_SEARCH_LEN: usize = 200;
+/// The most tasks one batch action names.
+const MAX_BATCH: usize = 1_000;
+
+/// A task as a list shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct TaskSummary {
+    id: String,
+    queue: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    state: &'static str,
+    payload_preview: String,
+    payload_size: usize,
+    max_retry: u32,
+    retried: u32,
+    last_error: Option<String>,
+    last_failed_at: Option<String>,
+    next_process_at: Option<String>,
+    group: Option<String>,
+    is_orphaned: bool,
+    completed_at: Option<String>,
+    deadline: Option<String>,
+    timeout_seconds: Option<u64>,
+    retention_seconds: Option<u64>,
+}
+
+impl From<&TaskInfo> for TaskSummary {
+    fn from(task: &TaskInfo) -> Self {
+        Self {
+            id: task.id.clone(),
+            queue: task.queue.clone(),
+            type_name: task.type_name.clone(),
+            state: task.state.as_str(),
+            payload_preview: preview(&task.payload),
+            payload_size: task.payload.len(),
+            max_retry: task.max_retry,
+            retried: task.retried,
+            last_error: task.last_error.clone(),
+            last_failed_at: task.last_failed_at.map(timestamp),
+            next_process_at: task.next_process_at.map(timestamp),
+            group: task.group.clone(),
+            is_orphaned: task.is_orphaned,
+            completed_at: task.completed_at.map(timestamp),
+            deadline: task.deadline.map(timestamp),
+            timeout_seconds: task.timeout.map(|t| t.as_secs()),
+            retention_seconds: task.retention.map(|t| t.as_secs()),
+        }
+    }
+}
+
+/// A task in full: the summary, its payload and result rendered, its headers.
+#[derive(Debug, Serialize)]
+pub(crate) struct TaskDetail {
+    #[serde(flatten)]
+    summary: TaskSummary,
+    payload: Rendered,
+    result: Option<Rendered>,
+    headers: BTreeMap<String, String>,
+}
+
+impl From<&TaskInfo> for TaskDetail {
+    fn from(task: &TaskInfo) -> Self {
+        Self {
+            summary: task.into(),
+            payload: render(&task.payload),
+            result: task.result.as_deref().map(render),
+            headers: task.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        }
+    }
+}
+
+/// One page of tasks.
+#[derive(Debug, Serialize)]
+pub(crate) struct TaskPage {
+    tasks: Vec<TaskSummary>,
+    page: usize,
+    size: usize,
+    /// Tasks in the state, or matches of the search.
+    total: usize,
+    has_next: bool,
+    /// True when a search stopped before looking at every task of the state.
+    search_truncated: bool,
+}
+
+impl TaskPage {
+    /// A page of a listing whose total is known.
+    pub(crate) fn of(tasks: &[TaskInfo], page: PageInfo, total: usize) -> Self {
+        Self {
+            tasks: tasks.iter().map(Into::into).collect(),
+            page: page.page,
+            size: page.size,
+            total,
+            has_next: page.page * page.size < total,
+            search_truncated: false,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    page: Option<usize>,
+    size: Option<usize>,
+    /// Keep tasks whose ID or type contains this text (case-insensitive).
+    search: Option<String>,
+}
+
+/// The number of tasks of `queue` in `state`.
+pub(crate) fn count(info: &asynq_core::QueueInfo, state: TaskState) -> usize {
+    match state {
+        TaskState::Active => info.active,
+        TaskState::Pending => info.pending,
+        TaskState::Scheduled => info.scheduled,
+        TaskState::Retry => info.retry,
+        TaskState::Archived => info.archived,
+        TaskState::Completed => info.completed,
+        TaskState::Aggregating => info.aggregating,
+    }
+}
+
+/// `GET /api/queues/{queue}/states/{state}/tasks?page=&size=&search=`.
+pub(crate) async fn list(
+    State(app): State<AppState>,
+    params: Result<Path<(String, String)>, PathRejection>,
+    uri: Uri,
+) -> ApiResult<Json<TaskPage>> {
+    let (queue, state) = path(params)?;
+    queue_name(&queue)?;
+    let state = parse_state(&state)?;
+    let ListQuery { page, size, search } = query(&uri)?;
+    let page = PageInfo::new(page, size)?;
+    let info = app.inspector.queue_info(&queue).await?;
+    let search = search.map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
+    let Some(needle) = search else {
+        let tasks = app.inspector.list_tasks(&queue, state, page.to_core()).await?;
+        return Ok(Json(TaskPage::of(&tasks, page, count(&info, state))));
+    };
+    if needle.len() > MAX_SEARCH_LEN {
+        return Err(ApiError::bad_request("invalid_search", format!("search is longer than {MAX_SEARCH_LEN} bytes")));
+    }
+    let (matches, truncated) = search_tasks(&app, &queue, state, &needle).await?;
+    let start = (page.page - 1) * page.size;
+    let shown = matches.get(start..).unwrap_or_default();
+    let shown = &shown[..shown.len().min(page.size)];
+    let mut result = TaskPage::of(shown, page, matches.len());
+    result.search_truncated = truncated;
+    Ok(Json(result))
+}
+
+/// The tasks of `state` whose ID or type contains `needle`, looking at no more than
+/// [`MAX_SEARCH_SCAN`] tasks; true when it stopped early.
+async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &str) -> ApiResult<(Vec<TaskInfo>, bool)> {
+    let mut matches = Vec::new();
+    let mut scanned = 0;
+    for number in 0.. {
+        if scanned >= MAX_SEARCH_SCAN {
+            return Ok((matches, true));
+        }
+        let page = asynq_core::broker::Page { size: SEARCH_BATCH, number };
+        let batch = app.inspector.list_tasks(queue, state, page).await?;
+        scanned += batch.len();
+        let last = batch.len() < SEARCH_BATCH;
+        matches.extend(
+            batch.into_iter().filter(|task| {
+                task.id.to_lowercase().contains(needle) || task.type_name.to_lowercase().contains(needle)
+            }),
+        );
+        if last {
+            break;
+        }
+    }
+    Ok((matches, false))
+}
+
+/// `GET /api/queues/{queue}/tasks/{id}`.
+pub(crate) async fn get_one(
+    State(app): State<AppState>,
+    params: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<Json<TaskDetail>> {
+    let (queue, id) = path(params)?;
+    queue_name(&queue)?;
+    task_id(&id)?;
+    let task = app.inspector.task_info(&queue, &id).await?;
+    Ok(Json((&task).into()))
+}
+
+/// An action on one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Action {
+    Run,
+    Archive,
+    Delete,
+    Cancel,
+}
+
+impl Action {
+    fn parse(name: &str) -> ApiResult<Self> {
+        match name {
+            "run" => Ok(Action::Run),
+            "archive" => Ok(Action::Archive),
+            "delete" => Ok(Action::Delete),
+            "cancel" => Ok(Action::Cancel),
+            _ => Err(ApiError::bad_request("invalid_action", "action must be run, archive, delete or cancel")),
+        }
+    }
+}
+
+async fn act_on(app: &AppState, queue: &str, id: &str, action: Action) -> ApiResult<()> {
+    task_id(id)?;
+    match action {
+        Action::Run => app.inspector.run_task(queue, id).await?,
+        Action::Archive => app.inspector.archive_task(queue, id).await?,
+        Action::Delete => app.inspector.delete_task(queue, id).await?,
+        Action::Cancel => {
+            let task = app.inspector.task_info(queue, id).await?;
+            if task.state != TaskState::Active {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "failed_precondition",
+                    format!("only active tasks can be cancelled; this one is {}", task.state),
+                ));
+            }
+            app.inspector.cancel(id).await?;
+        }
+    }
+    Ok(())
+}
+
+/// `POST /api/queues/{queue}/tasks/{id}/{action}` (run, archive, delete, cancel).
+pub(crate) async fn act(
+    State(app): State<AppState>,
+    params: Result<Path<(String, String, String)>, PathRejection>,
+) -> ApiResult<StatusCode> {
+    let (queue, id, action) = path(params)?;
+    queue_name(&queue)?;
+    task_id(&id)?;
+    act_on(&app, &queue, &id, Action::parse(&action)?).await?;
+    Ok(no_content())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Batch {
+    action: Action,
+    ids: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct Failure {
+    id: String,
+    code: &'static str,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct BatchResult {
+    succeeded: Vec<String>,
+    failed: Vec<Failure>,
+}
+
+/// `POST /api/queues/{queue}/batch` with `{"action": "run", "ids": [...]}`: the action on each
+/// task, reporting each one's outcome.
+pub(crate) async fn batch(
+    State(app): State<AppState>,
+    queue: Result<Path<String>, PathRejection>,
+    body: Bytes,
+) -> ApiResult<Json<BatchResult>> {
+    let queue = path(queue)?;
+    queue_name(&queue)?;
+    let Batch { action, ids } = parse_body(&body)?;
+    if ids.is_empty() || ids.len() > MAX_BATCH {
+        return Err(ApiError::bad_request("invalid_ids", format!("name 1 to {MAX_BATCH} task IDs")));
+    }
+    for id in &ids {
+        task_id(id)?;
+    }
+    let mut result = BatchResult { succeeded: Vec::new(), failed: Vec::new() };
+    for id in ids {
+        match act_on(&app, &queue, &id, action).await {
+            Ok(()) => result.succeeded.push(id),
+            Err(e) if e.status().is_server_error() => return Err(e),
+            Err(e) => result.failed.push(Failure { code: e.code(), message: e.message().to_owned(), id }),
+        }
+    }
+    Ok(Json(result))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Bulk {
+    action: Action,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct BulkResult {
+    /// How many tasks the action moved or removed.
+    count: usize,
+}
+
+/// Applies a bulk action to every task of `set`.
+pub(crate) async fn bulk_on(app: &AppState, queue: &str, set: &TaskSet, body: &Bytes) -> ApiResult<Json<BulkResult>> {
+    let Bulk { action } = parse_body(body)?;
+    let count = match action {
+        Action::Run => app.inspector.run_all(queue, set).await?,
+        Action::Archive => app.inspector.archive_all(queue, set).await?,
+        Action::Delete => app.inspector.delete_all(queue, set).await?,
+        Action::Cancel => {
+            return Err(ApiError::bad_request("invalid_action", "bulk actions are run, archive and delete"));
+        }
+    };
+    Ok(Json(BulkResult { count }))
+}
+
+/// `POST /api/queues/{queue}/states/{state}/bulk` with `{"action": "delete"}`: the action on
+/// every task of the state.
+pub(crate) async fn bulk_state(
+    State(app): State<AppState>,
+    params: Result<Path<(String, String)>, PathRejection>,
+    body: Bytes,
+) -> ApiResult<Json<BulkResult>> {
+    let (queue, state) = path(params)?;
+    queue_name(&queue)?;
+    let set = TaskSet::State(parse_state(&state)?);
+    bulk_on(&app, &queue, &set, &body).await
+}

@@ -1,0 +1,158 @@
+//! The asynq web dashboard: queues, tasks, servers, schedulers and the backend in a browser,
+//! over an [`asynq_client::Inspector`], so it works on every broker (memory, Redis, Redis
+//! Cluster) and on queues written by Go asynq.
+//!
+//! [`router`] returns an [`axum::Router`] serving a single-page app (plain HTML, JS and CSS
+//! embedded in the binary) and the JSON API it polls, described by OpenAPI 3 at
+//! `/api/openapi.json`; [`serve`] runs it on a listener until a shutdown future completes.
+//!
+//! Safe defaults for a tool that can delete tasks:
+//! - With [`Auth`], every API call needs `Authorization: Bearer <token>` or the session cookie
+//!   the login form sets (HttpOnly, SameSite=Strict); tokens are compared in constant time and
+//!   never echoed.
+//! - Mutations are POST only and need the `X-CSRF-Token` header to match the `asynq_csrf`
+//!   cookie `GET /api/session` sets (double submit), unless the caller authenticates with a
+//!   bearer token; [`WebConfig::read_only`] refuses them all.
+//! - Without authentication only loopback and IP-literal `Host` headers are served, which
+//!   defeats DNS rebinding against a dashboard on `127.0.0.1`.
+//! - Every response carries a strict Content-Security-Policy (no inline script or style).
+//!
+//! ```no_run
+//! use asynq_client::Inspector;
+//! use asynq_memory::MemoryBroker;
+//! use asynq_web::{Auth, WebConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let config = WebConfig::new(Inspector::new(MemoryBroker::new()))
+//!     .with_auth(Auth::bearer("a-long-random-token").expect("a valid token"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! asynq_web::serve(listener, config, async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+#![doc(test(attr(deny(warnings))))]
+
+mod api;
+mod assets;
+mod auth;
+mod error;
+mod openapi;
+
+pub use auth::{Auth, InvalidToken};
+pub use error::{ApiError, ApiResult};
+
+use asynq_client::Inspector;
+use axum::Router;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default interval at which the UI refreshes its data.
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(5);
+
+/// What the dashboard serves and how it guards it.
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    /// The inspector every page reads through and every action goes through.
+    pub inspector: Inspector,
+    /// Refuse every mutation (403 `read_only`); the UI hides its action buttons.
+    pub read_only: bool,
+    /// The bearer token required to use the dashboard; `None` serves it to anyone who can
+    /// reach it (keep it on loopback then).
+    pub auth: Option<Auth>,
+    /// How often the UI polls the API for fresh data.
+    pub refresh: Duration,
+}
+
+impl WebConfig {
+    /// A dashboard over `inspector`: writable, without authentication, refreshing every
+    /// [`DEFAULT_REFRESH`].
+    pub fn new(inspector: Inspector) -> Self {
+        Self { inspector, read_only: false, auth: None, refresh: DEFAULT_REFRESH }
+    }
+
+    /// Requires `auth`'s token.
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Sets [`WebConfig::read_only`].
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Sets [`WebConfig::refresh`]; intervals under a second are raised to one.
+    pub fn refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh;
+        self
+    }
+}
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub(crate) struct AppState(Arc<Shared>);
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) inspector: Inspector,
+    pub(crate) read_only: bool,
+    pub(crate) auth: Option<Auth>,
+    pub(crate) refresh: Duration,
+    pub(crate) sessions: auth::Sessions,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// One route of the JSON API: its method and its path pattern (`{name}` for a parameter), as
+/// the router matches it and `/api/openapi.json` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ApiRoute {
+    /// `GET` or `POST`.
+    pub method: &'static str,
+    /// The path pattern, e.g. `/api/queues/{queue}`.
+    pub path: &'static str,
+}
+
+/// Every route of the JSON API the router serves.
+pub fn api_routes() -> Vec<ApiRoute> {
+    api::routes().table
+}
+
+/// The dashboard: the single-page app at `/`, its assets under `/assets/`, and the JSON API
+/// under `/api/`.
+pub fn router(config: WebConfig) -> Router {
+    let state = AppState(Arc::new(Shared {
+        inspector: config.inspector,
+        read_only: config.read_only,
+        auth: config.auth,
+        refresh: config.refresh.max(Duration::from_secs(1)),
+        sessions: auth::Sessions::default(),
+    }));
+    let api = api::routes().router.route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard));
+    Router::new()
+        .merge(assets::routes())
+        .merge(api)
+        .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::host_check))
+        .layer(axum::middleware::from_fn(assets::security_headers))
+        .with_state(state)
+}
+
+/// Serves the dashboard on `listener` until `shutdown` completes, then lets requests in
+/// flight finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: WebConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(config)).with_graceful_shutdown(shutdown).await
+}

@@ -1,0 +1,769 @@
+// The asynq dashboard: a small single-page app over the JSON API under /api/.
+// Plain JavaScript, no framework: each view builds its skeleton once when the route changes
+// and fills its tables on every refresh, so selections, the search box and focus survive the
+// live updates. Nothing from the server is ever parsed as HTML.
+'use strict';
+
+(() => {
+  const STATES = ['pending', 'active', 'scheduled', 'retry', 'archived', 'completed', 'aggregating'];
+  // Which per-task actions each state allows (the broker refuses the others).
+  const ROW_ACTIONS = {
+    pending: ['archive', 'delete'],
+    active: ['cancel'],
+    scheduled: ['run', 'archive', 'delete'],
+    retry: ['run', 'archive', 'delete'],
+    archived: ['run', 'delete'],
+    completed: ['run', 'archive', 'delete'],
+    aggregating: ['run', 'archive', 'delete'],
+  };
+  // Which bulk actions apply to every task of a state (Go asynq's runall/archiveall/deleteall).
+  const BULK_ALL = {
+    pending: ['archive', 'delete'],
+    active: [],
+    scheduled: ['run', 'archive', 'delete'],
+    retry: ['run', 'archive', 'delete'],
+    archived: ['run', 'delete'],
+    completed: ['delete'],
+    aggregating: [],
+  };
+  const QUEUE_FIELDS = ['size', 'pending', 'active', 'scheduled', 'retry', 'archived', 'completed',
+    'aggregating', 'processed', 'failed', 'throughput', 'paused', 'latency', 'memory'];
+
+  const app = {
+    session: null,
+    timer: null,
+    refreshing: false,
+    view: null,
+    // Per queue: { processed, at } of the previous refresh, for throughput.
+    samples: new Map(),
+    errorFromRefresh: false,
+  };
+
+  // ---- DOM helpers -------------------------------------------------------------------------
+
+  function h(tag, props, children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === 'text') node.textContent = value;
+      else if (key === 'class') node.className = value;
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? '' : String(value));
+    }
+    for (const child of [].concat(children === undefined ? [] : children)) {
+      if (child !== null && child !== undefined) node.append(child);
+    }
+    return node;
+  }
+
+  const byId = (id) => document.getElementById(id);
+
+  function svg(tag, attrs, children) {
+    const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    for (const child of [].concat(children || [])) node.append(child);
+    return node;
+  }
+
+  function table(id, headers, extraClass) {
+    const body = h('tbody');
+    const tableNode = h('table', { id, class: extraClass }, [
+      h('thead', {}, h('tr', {}, headers.map((x) => (typeof x === 'string' ? h('th', { scope: 'col', text: x }) : x)))),
+      body,
+    ]);
+    return { node: h('div', { class: 'table-wrap' }, tableNode), body };
+  }
+
+  function emptyRow(body, columns, text) {
+    body.append(h('tr', { class: 'empty' }, h('td', { colspan: columns, text })));
+  }
+
+  // ---- Formatting --------------------------------------------------------------------------
+
+  const fmtNumber = (n) => (typeof n === 'number' ? n.toLocaleString() : '–');
+
+  function fmtBytes(n) {
+    if (typeof n !== 'number') return '–';
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+    return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+  }
+
+  function fmtMs(ms) {
+    if (typeof ms !== 'number') return '–';
+    if (ms < 1000) return `${ms} ms`;
+    const s = ms / 1000;
+    if (s < 60) return `${s.toFixed(1)} s`;
+    if (s < 3600) return `${(s / 60).toFixed(1)} min`;
+    return `${(s / 3600).toFixed(1)} h`;
+  }
+
+  function fmtTime(iso) {
+    if (!iso) return '–';
+    const date = new Date(iso);
+    return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  }
+
+  function timeCell(field, iso) {
+    return h('td', { 'data-field': field }, iso ? h('time', { datetime: iso, text: fmtTime(iso) }) : '–');
+  }
+
+  const enc = encodeURIComponent;
+
+  // ---- API ---------------------------------------------------------------------------------
+
+  class ApiFailure extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+    if (method !== 'GET') {
+      headers['X-CSRF-Token'] = app.session ? app.session.csrf_token : '';
+      if (body !== undefined) {
+        headers['Content-Type'] = 'application/json';
+        init.body = JSON.stringify(body);
+      }
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (e) {
+      throw new ApiFailure(0, 'network', `cannot reach the dashboard server (${e.message})`);
+    }
+    if (response.status === 204) return null;
+    let data = null;
+    try { data = await response.json(); } catch (_) { data = null; }
+    if (!response.ok) {
+      const error = data && data.error ? data.error : { code: 'http_' + response.status, message: response.statusText };
+      if (response.status === 401 && path !== '/api/login') showLogin();
+      throw new ApiFailure(response.status, error.code, error.message);
+    }
+    return data;
+  }
+
+  function showError(message, fromRefresh) {
+    const box = byId('error');
+    box.textContent = message;
+    box.hidden = false;
+    app.errorFromRefresh = Boolean(fromRefresh);
+  }
+
+  function clearError(onlyRefreshErrors) {
+    if (onlyRefreshErrors && !app.errorFromRefresh) return;
+    const box = byId('error');
+    box.textContent = '';
+    box.hidden = true;
+  }
+
+  // Runs a user action, reports its failure, and refreshes the view after it.
+  async function act(work) {
+    clearError(false);
+    try {
+      await work();
+    } catch (e) {
+      if (e instanceof ApiFailure && e.status === 401) return;
+      showError(e.message, false);
+    }
+    await refresh();
+  }
+
+  const writable = () => app.session && !app.session.read_only;
+
+  // ---- Login and session -------------------------------------------------------------------
+
+  function showLogin() {
+    stopTimer();
+    byId('login').hidden = false;
+    byId('view').hidden = true;
+    byId('logout').hidden = true;
+    byId('last-updated').textContent = 'Not logged in';
+    byId('login-token').focus();
+  }
+
+  async function loadSession() {
+    app.session = await api('GET', '/api/session');
+    byId('read-only-badge').hidden = !app.session.read_only;
+    byId('logout').hidden = !(app.session.auth_required && app.session.authenticated);
+    return app.session;
+  }
+
+  async function onLogin(event) {
+    event.preventDefault();
+    const input = byId('login-token');
+    clearError(false);
+    try {
+      await api('POST', '/api/login', { token: input.value });
+      input.value = '';
+      await start();
+    } catch (e) {
+      showError(e.code === 'invalid_token' ? 'Wrong token.' : e.message, false);
+    }
+  }
+
+  async function onLogout() {
+    try { await api('POST', '/api/logout'); } catch (_) { /* the session is gone either way */ }
+    await loadSession();
+    showLogin();
+  }
+
+  // ---- Routing -----------------------------------------------------------------------------
+
+  function parseRoute() {
+    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === 'queues' && parts.length === 4 && parts[2] === 'tasks') {
+      return { name: 'task', queue: parts[1], id: parts[3] };
+    }
+    if (parts[0] === 'queues' && parts.length >= 2) {
+      const state = STATES.includes(parts[2]) ? parts[2] : 'pending';
+      return { name: 'queue', queue: parts[1], state };
+    }
+    if (['servers', 'schedulers', 'redis'].includes(parts[0])) return { name: parts[0] };
+    return { name: 'overview' };
+  }
+
+  function mount() {
+    const route = parseRoute();
+    const views = { overview: overviewView, queue: queueView, task: taskView, servers: serversView,
+      schedulers: schedulersView, redis: redisView };
+    const container = byId('view');
+    container.replaceChildren();
+    app.view = views[route.name](route, container);
+    for (const link of document.querySelectorAll('#nav a')) {
+      const current = link.dataset.nav === (route.name === 'queue' || route.name === 'task' ? 'overview' : route.name);
+      if (current) link.setAttribute('aria-current', 'page'); else link.removeAttribute('aria-current');
+    }
+    refresh();
+  }
+
+  async function refresh() {
+    if (!app.view || app.refreshing) return;
+    app.refreshing = true;
+    const view = app.view;
+    try {
+      await view.update();
+      if (view === app.view) {
+        clearError(true);
+        const now = new Date();
+        const stamp = byId('last-updated');
+        stamp.textContent = `Updated ${now.toLocaleTimeString()}`;
+        stamp.setAttribute('data-time', now.toISOString());
+      }
+    } catch (e) {
+      if (!(e instanceof ApiFailure && e.status === 401)) showError(e.message, true);
+    } finally {
+      app.refreshing = false;
+    }
+  }
+
+  function startTimer() {
+    stopTimer();
+    const interval = Math.max(1000, (app.session && app.session.refresh_ms) || 5000);
+    app.timer = setInterval(() => { if (!document.hidden) refresh(); }, interval);
+  }
+
+  function stopTimer() {
+    if (app.timer) clearInterval(app.timer);
+    app.timer = null;
+  }
+
+  // ---- Overview ----------------------------------------------------------------------------
+
+  function overviewView(_route, container) {
+    const headers = ['Queue', 'Size', 'Pending', 'Active', 'Scheduled', 'Retry', 'Archived', 'Completed',
+      'Aggregating', 'Processed', 'Failed', 'Throughput', 'State', 'Latency', 'Memory'];
+    if (writable()) headers.push('Actions');
+    const queues = table('queues', headers);
+    const days = h('select', { id: 'history-days', 'aria-label': 'Days of history' },
+      [7, 14, 30, 90].map((d) => h('option', { value: d, text: `${d} days` })));
+    days.addEventListener('change', () => refresh());
+    const chart = h('div', { id: 'history-chart', class: 'chart', role: 'img', 'aria-label': 'Processed and failed tasks per day' });
+    container.append(
+      h('section', { class: 'panel' }, [
+        h('div', { class: 'panel-head' }, [h('h1', { text: 'Queues' }),
+          h('span', { id: 'throughput', class: 'muted', title: 'Tasks processed per second across queues, since the last refresh' })]),
+        queues.node,
+      ]),
+      h('section', { class: 'panel' }, [
+        h('div', { class: 'panel-head' }, [h('h2', { text: 'Processed and failed per day' }), days]),
+        chart,
+      ]),
+    );
+    return {
+      async update() {
+        const [list, history] = await Promise.all([
+          api('GET', '/api/queues'),
+          api('GET', `/api/history?days=${enc(days.value)}`),
+        ]);
+        renderQueues(queues.body, list.queues, headers.length);
+        renderChart(chart, history.days);
+      },
+    };
+  }
+
+  function throughputOf(queue, now) {
+    const previous = app.samples.get(queue.name);
+    app.samples.set(queue.name, { processed: queue.processed, at: now });
+    if (!previous || queue.processed < previous.processed || now <= previous.at) return null;
+    return (queue.processed - previous.processed) / ((now - previous.at) / 1000);
+  }
+
+  function renderQueues(body, queues, columns) {
+    body.replaceChildren();
+    if (queues.length === 0) emptyRow(body, columns, 'No queues yet.');
+    const now = Date.now();
+    let total = 0;
+    let known = false;
+    for (const q of queues) {
+      const rate = throughputOf(q, now);
+      if (rate !== null) { total += rate; known = true; }
+      const values = {
+        size: fmtNumber(q.size), pending: fmtNumber(q.pending), active: fmtNumber(q.active),
+        scheduled: fmtNumber(q.scheduled), retry: fmtNumber(q.retry), archived: fmtNumber(q.archived),
+        completed: fmtNumber(q.completed), aggregating: fmtNumber(q.aggregating),
+        processed: fmtNumber(q.processed), failed: fmtNumber(q.failed),
+        throughput: rate === null ? '–' : `${rate.toFixed(1)}/s`,
+        paused: q.paused ? 'paused' : 'running', latency: fmtMs(q.latency_ms), memory: fmtBytes(q.memory_usage),
+      };
+      const cells = [h('td', { 'data-field': 'name' }, h('a', { href: `#/queues/${enc(q.name)}/pending`, text: q.name }))];
+      for (const field of QUEUE_FIELDS) {
+        const cell = h('td', { 'data-field': field, text: values[field], class: field === 'paused' ? 'text' : 'num' });
+        if (field === 'paused' && q.paused) cell.classList.add('warn');
+        if (field === 'failed' && q.failed > 0) cell.classList.add('bad');
+        cells.push(cell);
+      }
+      if (writable()) cells.push(h('td', { class: 'actions' }, queueButtons(q)));
+      body.append(h('tr', { 'data-queue': q.name, 'data-paused': q.paused ? 'true' : 'false' }, cells));
+    }
+    byId('throughput').textContent = known ? `${total.toFixed(1)} tasks/s` : '';
+  }
+
+  function queueButtons(q) {
+    const toggle = q.paused
+      ? h('button', { type: 'button', 'data-action': 'unpause', text: 'Unpause',
+        onclick: () => act(() => api('POST', `/api/queues/${enc(q.name)}/unpause`)) })
+      : h('button', { type: 'button', 'data-action': 'pause', text: 'Pause',
+        onclick: () => act(() => api('POST', `/api/queues/${enc(q.name)}/pause`)) });
+    const remove = h('button', { type: 'button', class: 'danger', 'data-action': 'delete-queue', text: 'Delete',
+      onclick: () => act(() => deleteQueue(q.name)) });
+    return [toggle, remove];
+  }
+
+  async function deleteQueue(name) {
+    if (!window.confirm(`Delete queue "${name}"?`)) return;
+    try {
+      await api('POST', `/api/queues/${enc(name)}/delete`, { force: false });
+    } catch (e) {
+      if (e.code !== 'queue_not_empty') throw e;
+      if (!window.confirm(`Queue "${name}" still holds tasks. Delete it with all its pending, scheduled, retry and archived tasks?`)) return;
+      await api('POST', `/api/queues/${enc(name)}/delete`, { force: true });
+    }
+    app.samples.delete(name);
+  }
+
+  function renderChart(container, days) {
+    const width = 640;
+    const height = 220;
+    const pad = { left: 48, right: 12, top: 12, bottom: 36 };
+    const max = Math.max(1, ...days.map((d) => Math.max(d.processed, d.failed)));
+    const plotW = width - pad.left - pad.right;
+    const plotH = height - pad.top - pad.bottom;
+    const slot = plotW / Math.max(1, days.length);
+    const bar = Math.max(1, Math.min(24, (slot - 4) / 2));
+    const y = (v) => pad.top + plotH - (v / max) * plotH;
+    const nodes = [
+      svg('line', { x1: pad.left, y1: pad.top + plotH, x2: width - pad.right, y2: pad.top + plotH, class: 'axis' }),
+      svg('text', { x: pad.left - 6, y: pad.top + 10, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode(fmtNumber(max))]),
+      svg('text', { x: pad.left - 6, y: pad.top + plotH, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode('0')]),
+    ];
+    const labelEvery = Math.ceil(days.length / 10);
+    days.forEach((d, i) => {
+      const x = pad.left + i * slot + (slot - 2 * bar) / 2;
+      for (const [kind, value, offset] of [['processed', d.processed, 0], ['failed', d.failed, bar]]) {
+        const rect = svg('rect', { x: x + offset, y: y(value), width: bar, height: pad.top + plotH - y(value),
+          class: `bar-${kind}`, 'data-date': d.date, 'data-kind': kind, 'data-value': value });
+        rect.append(svg('title', {}, [document.createTextNode(`${d.date}: ${fmtNumber(value)} ${kind}`)]));
+        nodes.push(rect);
+      }
+      if (i % labelEvery === 0) {
+        nodes.push(svg('text', { x: x + bar, y: height - pad.bottom + 16, class: 'tick', 'text-anchor': 'middle' },
+          [document.createTextNode(d.date.slice(5))]));
+      }
+    });
+    const legend = h('div', { class: 'legend' }, [
+      h('span', { class: 'swatch processed', text: 'processed' }), h('span', { class: 'swatch failed', text: 'failed' })]);
+    container.replaceChildren(svg('svg', { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'xMidYMid meet',
+      'data-days': days.length }, nodes), legend);
+  }
+
+  // ---- A queue -----------------------------------------------------------------------------
+
+  function queueView(route, container) {
+    const { queue, state } = route;
+    const local = { page: 1, size: 20, search: '', selected: new Set(), hasNext: false, ids: [] };
+    const tabs = h('nav', { class: 'tabs', 'aria-label': 'Task states' }, STATES.map((s) =>
+      h('a', { href: `#/queues/${enc(queue)}/${s}`, 'data-state': s, class: s === state ? 'active' : null,
+        'aria-current': s === state ? 'page' : null }, [s, ' ', h('span', { class: 'count', 'data-count': s })])));
+    const search = h('input', { id: 'search', type: 'search', placeholder: 'Filter by task ID or type',
+      'aria-label': 'Filter by task ID or type', autocomplete: 'off' });
+    let debounce = null;
+    search.addEventListener('input', () => {
+      clearTimeout(debounce);
+      debounce = setTimeout(() => { local.search = search.value.trim(); local.page = 1; refresh(); }, 250);
+    });
+    const sizeSelect = h('select', { id: 'page-size', 'aria-label': 'Tasks per page' },
+      [10, 20, 50, 100].map((n) => h('option', { value: n, text: `${n} per page`, selected: n === local.size })));
+    sizeSelect.addEventListener('change', () => { local.size = Number(sizeSelect.value); local.page = 1; refresh(); });
+    const selectAll = h('input', { type: 'checkbox', id: 'select-all', 'aria-label': 'Select every task on this page' });
+    selectAll.addEventListener('change', () => {
+      for (const id of local.ids) { if (selectAll.checked) local.selected.add(id); else local.selected.delete(id); }
+      for (const box of document.querySelectorAll('#tasks input[data-select]')) box.checked = selectAll.checked;
+      syncBulk();
+    });
+    const headers = [h('th', { scope: 'col', class: 'select' }, writable() ? selectAll : null),
+      'ID', 'Type', 'Payload', 'Retried', 'Last error', 'Next process at'];
+    if (writable()) headers.push('Actions');
+    const tasks = table('tasks', headers);
+    const bulkButtons = [];
+    const toolbar = h('div', { class: 'toolbar' }, [search, sizeSelect]);
+    if (writable()) {
+      for (const action of ['run', 'archive', 'delete']) {
+        if (!ROW_ACTIONS[state].includes(action)) continue;
+        const button = h('button', { type: 'button', 'data-bulk': action, disabled: true, class: action === 'delete' ? 'danger' : null,
+          text: `${cap(action)} selected`, onclick: () => act(() => batch(action)) });
+        bulkButtons.push(button);
+        toolbar.append(button);
+      }
+      for (const action of BULK_ALL[state]) {
+        toolbar.append(h('button', { type: 'button', 'data-bulk-all': action, class: action === 'delete' ? 'danger' : null,
+          text: `${cap(action)} all`, onclick: () => act(() => bulkAll(action)) }));
+      }
+    }
+    const pageInfo = h('span', { id: 'page-info', class: 'muted' });
+    const prev = h('button', { type: 'button', id: 'prev-page', text: '‹ Previous', disabled: true,
+      onclick: () => { if (local.page > 1) { local.page -= 1; refresh(); } } });
+    const next = h('button', { type: 'button', id: 'next-page', text: 'Next ›', disabled: true,
+      onclick: () => { if (local.hasNext) { local.page += 1; refresh(); } } });
+    const groupsList = h('ul', { id: 'groups', class: 'groups' });
+    const summary = h('div', { id: 'queue-summary', class: 'summary' });
+    const pauseSlot = h('span', { class: 'actions' });
+    container.append(h('section', { class: 'panel' }, [
+      h('div', { class: 'panel-head' }, [h('h1', {}, [h('a', { href: '#/', text: 'Queues' }), ' / ', h('span', { id: 'queue-name', text: queue })]), pauseSlot]),
+      summary, tabs,
+      state === 'aggregating' ? h('div', {}, [h('h2', { text: 'Groups' }), groupsList]) : null,
+      toolbar, tasks.node,
+      h('div', { class: 'pager' }, [prev, pageInfo, next]),
+    ]));
+
+    function syncBulk() {
+      for (const button of bulkButtons) button.disabled = local.selected.size === 0;
+      selectAll.checked = local.ids.length > 0 && local.ids.every((id) => local.selected.has(id));
+    }
+
+    async function batch(action) {
+      const ids = [...local.selected];
+      if (ids.length === 0) return;
+      if (action === 'delete' && !window.confirm(`Delete ${ids.length} task(s)?`)) return;
+      const result = await api('POST', `/api/queues/${enc(queue)}/batch`, { action, ids });
+      local.selected.clear();
+      if (result.failed.length > 0) {
+        throw new Error(`${result.failed.length} of ${ids.length} task(s) failed: ${result.failed[0].message}`);
+      }
+    }
+
+    async function bulkAll(action) {
+      if (!window.confirm(`${cap(action)} every ${state} task in queue "${queue}"?`)) return;
+      await api('POST', `/api/queues/${enc(queue)}/states/${state}/bulk`, { action });
+      local.selected.clear();
+    }
+
+    function rowActions(task) {
+      return ROW_ACTIONS[state].map((action) => h('button', { type: 'button', 'data-action': action,
+        class: action === 'delete' || action === 'cancel' ? 'danger' : null, text: cap(action),
+        onclick: () => act(() => api('POST', `/api/queues/${enc(queue)}/tasks/${enc(task.id)}/${action}`)) }));
+    }
+
+    return {
+      async update() {
+        const params = new URLSearchParams({ page: local.page, size: local.size });
+        if (local.search) params.set('search', local.search);
+        const [detail, page, groups] = await Promise.all([
+          api('GET', `/api/queues/${enc(queue)}`),
+          api('GET', `/api/queues/${enc(queue)}/states/${state}/tasks?${params}`),
+          state === 'aggregating' ? api('GET', `/api/queues/${enc(queue)}/groups`) : Promise.resolve(null),
+        ]);
+        const q = detail.queue;
+        for (const s of STATES) {
+          const count = tabs.querySelector(`[data-count="${s}"]`);
+          count.textContent = fmtNumber(q[s]);
+        }
+        summary.replaceChildren(
+          h('span', { 'data-field': 'paused', class: q.paused ? 'badge warn' : 'badge', text: q.paused ? 'paused' : 'running' }),
+          h('span', { text: `size ${fmtNumber(q.size)}` }),
+          h('span', { text: `processed today ${fmtNumber(q.processed)}` }),
+          h('span', { text: `failed today ${fmtNumber(q.failed)}` }),
+          h('span', { text: `latency ${fmtMs(q.latency_ms)}` }),
+          h('span', { text: `memory ${fmtBytes(q.memory_usage)}` }),
+          detail.location ? h('span', { 'data-field': 'slot', text: `slot ${detail.location.slot} on ${detail.location.nodes.map((n) => n.addr).join(', ')}` }) : null,
+        );
+        if (writable()) pauseSlot.replaceChildren(...queueButtons(q).slice(0, 1));
+        if (page.tasks.length === 0 && local.page > 1 && page.total > 0) {
+          local.page = Math.max(1, Math.ceil(page.total / local.size));
+          return this.update();
+        }
+        local.ids = page.tasks.map((t) => t.id);
+        local.hasNext = page.has_next;
+        tasks.body.replaceChildren();
+        if (page.tasks.length === 0) emptyRow(tasks.body, headers.length, local.search ? 'No task matches.' : `No ${state} tasks.`);
+        for (const task of page.tasks) {
+          const box = h('input', { type: 'checkbox', 'data-select': task.id, 'aria-label': `Select task ${task.id}`,
+            checked: local.selected.has(task.id) });
+          box.addEventListener('change', () => {
+            if (box.checked) local.selected.add(task.id); else local.selected.delete(task.id);
+            syncBulk();
+          });
+          const cells = [
+            h('td', { class: 'select' }, writable() ? box : null),
+            h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(queue)}/tasks/${enc(task.id)}`, text: task.id })),
+            h('td', { 'data-field': 'type', text: task.type }),
+            h('td', { 'data-field': 'payload', class: 'mono payload', text: task.payload_preview, title: `${task.payload_size} bytes` }),
+            h('td', { 'data-field': 'retried', class: 'num', text: `${task.retried}/${task.max_retry}` }),
+            h('td', { 'data-field': 'last_error', class: 'error-text', text: task.last_error || '' }),
+            timeCell('next_process_at', task.next_process_at),
+          ];
+          if (writable()) cells.push(h('td', { class: 'actions' }, rowActions(task)));
+          tasks.body.append(h('tr', { 'data-task-id': task.id, 'data-state': task.state }, cells));
+        }
+        // Forget selections of tasks no longer listed on this page.
+        for (const id of [...local.selected]) if (!local.ids.includes(id)) local.selected.delete(id);
+        const pages = Math.max(1, Math.ceil(page.total / local.size));
+        pageInfo.textContent = `Page ${local.page} of ${pages} · ${fmtNumber(page.total)} task(s)${page.search_truncated ? ' (search stopped early)' : ''}`;
+        prev.disabled = local.page <= 1;
+        next.disabled = !page.has_next;
+        syncBulk();
+        if (groups) renderGroups(groupsList, queue, groups.groups);
+      },
+    };
+  }
+
+  function renderGroups(list, queue, groups) {
+    list.replaceChildren();
+    if (groups.length === 0) list.append(h('li', { class: 'muted', text: 'No groups.' }));
+    for (const g of groups) {
+      const buttons = writable() ? ['run', 'archive', 'delete'].map((action) => h('button', { type: 'button',
+        'data-group-action': action, class: action === 'delete' ? 'danger' : null, text: cap(action),
+        onclick: () => act(async () => {
+          if (!window.confirm(`${cap(action)} every task of group "${g.group}"?`)) return;
+          await api('POST', `/api/queues/${enc(queue)}/groups/${enc(g.group)}/bulk`, { action });
+        }) })) : [];
+      list.append(h('li', { 'data-group': g.group }, [h('span', { class: 'group-name', text: g.group }),
+        h('span', { class: 'count', 'data-field': 'size', text: fmtNumber(g.size) }), ...buttons]));
+    }
+  }
+
+  const cap = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+
+  // ---- A task ------------------------------------------------------------------------------
+
+  function taskView(route, container) {
+    const { queue, id } = route;
+    const section = h('section', { id: 'task', class: 'panel', 'data-task-id': id });
+    container.append(section);
+    return {
+      async update() {
+        let task;
+        try {
+          task = await api('GET', `/api/queues/${enc(queue)}/tasks/${enc(id)}`);
+        } catch (e) {
+          if (e.code === 'task_not_found') {
+            section.replaceChildren(h('h1', { text: 'Task not found' }),
+              h('p', { text: `Task ${id} is no longer in queue ${queue}: it finished, or was deleted.` }),
+              h('a', { href: `#/queues/${enc(queue)}/pending`, text: `Back to ${queue}` }));
+            return;
+          }
+          throw e;
+        }
+        const fields = [
+          ['id', 'ID', task.id], ['type', 'Type', task.type], ['state', 'State', task.state], ['queue', 'Queue', task.queue],
+          ['retried', 'Retried', String(task.retried)], ['max_retry', 'Max retry', String(task.max_retry)],
+          ['last_error', 'Last error', task.last_error || '–'], ['last_failed_at', 'Last failed', fmtTime(task.last_failed_at)],
+          ['next_process_at', 'Next process at', fmtTime(task.next_process_at)], ['group', 'Group', task.group || '–'],
+          ['timeout', 'Timeout', task.timeout_seconds ? `${task.timeout_seconds} s` : '–'],
+          ['deadline', 'Deadline', fmtTime(task.deadline)],
+          ['retention', 'Retention', task.retention_seconds ? `${task.retention_seconds} s` : '–'],
+          ['completed_at', 'Completed', fmtTime(task.completed_at)],
+          ['orphaned', 'Orphaned', task.is_orphaned ? 'yes (its worker lost the lease)' : 'no'],
+        ];
+        const list = h('dl', { class: 'fields' });
+        for (const [field, label, value] of fields) {
+          list.append(h('dt', { text: label }), h('dd', { 'data-field': field, text: value }));
+        }
+        const headerRows = Object.entries(task.headers);
+        const headers = headerRows.length === 0 ? h('p', { 'data-field': 'headers', class: 'muted', text: 'No headers.' })
+          : h('table', { 'data-field': 'headers', class: 'kv' }, h('tbody', {}, headerRows.map(([k, v]) =>
+            h('tr', {}, [h('th', { scope: 'row', text: k }), h('td', { class: 'mono', text: v })]))));
+        const actions = writable() ? h('div', { class: 'toolbar' }, ROW_ACTIONS[task.state].map((action) => h('button', {
+          type: 'button', 'data-action': action, class: action === 'delete' || action === 'cancel' ? 'danger' : null,
+          text: cap(action), onclick: () => act(() => api('POST', `/api/queues/${enc(queue)}/tasks/${enc(id)}/${action}`)),
+        }))) : null;
+        section.replaceChildren(
+          h('h1', {}, [h('a', { href: `#/queues/${enc(queue)}/${task.state}`, text: queue }), ' / ', h('span', { class: 'mono', text: task.id })]),
+          actions, list,
+          h('h2', { text: `Payload (${fmtNumber(task.payload.size)} bytes${task.payload.truncated ? ', truncated' : ''})` }),
+          h('pre', { 'data-field': 'payload', 'data-format': task.payload.format, class: 'code', text: task.payload.text }),
+          h('h2', { text: 'Headers' }), headers,
+          h('h2', { text: 'Result' }),
+          task.result ? h('pre', { 'data-field': 'result', 'data-format': task.result.format, class: 'code', text: task.result.text })
+            : h('p', { 'data-field': 'result', class: 'muted', text: 'No result.' }),
+        );
+      },
+    };
+  }
+
+  // ---- Servers -----------------------------------------------------------------------------
+
+  function serversView(_route, container) {
+    const servers = table('servers', ['ID', 'Host', 'PID', 'Status', 'Concurrency', 'Active', 'Queues', 'Started']);
+    const workers = table('workers', ['Task', 'Type', 'Queue', 'Payload', 'Server', 'Started', 'Deadline']);
+    container.append(
+      h('section', { class: 'panel' }, [h('h1', { text: 'Servers' }), servers.node]),
+      h('section', { class: 'panel' }, [h('h2', { text: 'Active workers' }), workers.node]));
+    return {
+      async update() {
+        const data = await api('GET', '/api/servers');
+        servers.body.replaceChildren();
+        workers.body.replaceChildren();
+        if (data.servers.length === 0) emptyRow(servers.body, 8, 'No live servers.');
+        let any = false;
+        for (const s of data.servers) {
+          const queues = Object.entries(s.queues).map(([name, priority]) => `${name}:${priority}`).join(', ');
+          servers.body.append(h('tr', { 'data-server-id': s.id }, [
+            h('td', { 'data-field': 'id', class: 'mono', text: s.id }), h('td', { 'data-field': 'host', text: s.host }),
+            h('td', { 'data-field': 'pid', class: 'num', text: s.pid }), h('td', { 'data-field': 'status', text: s.status }),
+            h('td', { 'data-field': 'concurrency', class: 'num', text: s.concurrency }),
+            h('td', { 'data-field': 'active_workers', class: 'num', text: s.workers.length }),
+            h('td', { 'data-field': 'queues', text: queues + (s.strict_priority ? ' (strict)' : '') }),
+            timeCell('started', s.started)]));
+          for (const w of s.workers) {
+            any = true;
+            workers.body.append(h('tr', { 'data-task-id': w.task_id, 'data-server-id': s.id }, [
+              h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(w.queue)}/tasks/${enc(w.task_id)}`, text: w.task_id })),
+              h('td', { 'data-field': 'type', text: w.task_type }), h('td', { 'data-field': 'queue', text: w.queue }),
+              h('td', { 'data-field': 'payload', class: 'mono payload', text: w.payload_preview }),
+              h('td', { 'data-field': 'server', class: 'mono', text: `${s.host}:${s.pid}` }),
+              timeCell('started', w.started), timeCell('deadline', w.deadline)]));
+          }
+        }
+        if (!any) emptyRow(workers.body, 7, 'No task is running.');
+      },
+    };
+  }
+
+  // ---- Schedulers --------------------------------------------------------------------------
+
+  function schedulersView(_route, container) {
+    const entries = table('schedulers', ['ID', 'Spec', 'Type', 'Payload', 'Options', 'Next', 'Previous', '']);
+    const history = table('scheduler-history', ['Task', 'Enqueued at']);
+    const historyTitle = h('h2', { text: 'Enqueue history' });
+    const historyPanel = h('section', { class: 'panel', id: 'scheduler-history-panel', hidden: true }, [historyTitle, history.node]);
+    const local = { entry: null };
+    container.append(h('section', { class: 'panel' }, [h('h1', { text: 'Scheduler entries' }), entries.node]), historyPanel);
+    async function loadHistory() {
+      if (!local.entry) return;
+      const data = await api('GET', `/api/schedulers/${enc(local.entry)}/history?size=50`);
+      historyTitle.textContent = `Enqueue history of ${local.entry}`;
+      history.body.replaceChildren();
+      if (data.events.length === 0) emptyRow(history.body, 2, 'Nothing enqueued yet.');
+      for (const e of data.events) {
+        history.body.append(h('tr', { 'data-task-id': e.task_id }, [
+          h('td', { 'data-field': 'task_id', class: 'mono', text: e.task_id }), timeCell('enqueued_at', e.enqueued_at)]));
+      }
+      historyPanel.hidden = false;
+    }
+    return {
+      async update() {
+        const data = await api('GET', '/api/schedulers');
+        entries.body.replaceChildren();
+        if (data.entries.length === 0) emptyRow(entries.body, 8, 'No scheduler is running.');
+        for (const e of data.entries) {
+          entries.body.append(h('tr', { 'data-entry-id': e.id, class: e.id === local.entry ? 'selected' : null }, [
+            h('td', { 'data-field': 'id', class: 'mono', text: e.id }), h('td', { 'data-field': 'spec', class: 'mono', text: e.spec }),
+            h('td', { 'data-field': 'type', text: e.task_type }),
+            h('td', { 'data-field': 'payload', class: 'mono payload', text: e.payload_preview }),
+            h('td', { 'data-field': 'options', text: e.options.join(', ') }),
+            timeCell('next', e.next), timeCell('prev', e.prev),
+            h('td', { class: 'actions' }, h('button', { type: 'button', 'data-action': 'history', text: 'History',
+              onclick: () => { local.entry = e.id; act(loadHistory); } }))]));
+        }
+        await loadHistory();
+      },
+    };
+  }
+
+  // ---- Redis -------------------------------------------------------------------------------
+
+  function redisView(_route, container) {
+    const info = table('redis-info', ['Fact', 'Value'], 'kv');
+    const nodes = table('redis-nodes', ['Node ID', 'Address']);
+    const locations = table('queue-locations', ['Queue', 'Slot', 'Nodes']);
+    const fields = table('redis-fields', ['Field', 'Value'], 'kv');
+    const locationPanel = h('section', { class: 'panel', hidden: true }, [h('h2', { text: 'Queues on the Cluster' }), locations.node]);
+    container.append(
+      h('section', { class: 'panel' }, [h('h1', { text: 'Redis' }), info.node]),
+      h('section', { class: 'panel' }, [h('h2', { text: 'Nodes' }), nodes.node]),
+      locationPanel,
+      h('section', { class: 'panel' }, h('details', {}, [h('summary', { text: 'Everything the server reports' }), fields.node])));
+    return {
+      async update() {
+        const data = await api('GET', '/api/redis');
+        const facts = [['kind', 'Kind', data.kind], ['version', 'Version', data.version],
+          ['used_memory_human', 'Memory used', data.used_memory_human], ['used_memory_peak_human', 'Memory peak', data.used_memory_peak_human],
+          ['connected_clients', 'Connected clients', data.connected_clients], ['uptime_in_seconds', 'Uptime', data.uptime_in_seconds ? fmtMs(Number(data.uptime_in_seconds) * 1000) : null]];
+        info.body.replaceChildren(...facts.map(([field, label, value]) => h('tr', { 'data-field': field },
+          [h('th', { scope: 'row', text: label }), h('td', { text: value === null || value === undefined ? '–' : value })])));
+        nodes.body.replaceChildren(...data.nodes.map((n) => h('tr', { 'data-node-id': n.id || n.addr },
+          [h('td', { class: 'mono', 'data-field': 'id', text: n.id || '–' }), h('td', { class: 'mono', 'data-field': 'addr', text: n.addr })])));
+        if (data.nodes.length === 0) emptyRow(nodes.body, 2, 'No nodes reported.');
+        locationPanel.hidden = data.queue_locations.length === 0;
+        locations.body.replaceChildren(...data.queue_locations.map((l) => h('tr', { 'data-queue': l.queue }, [
+          h('td', { text: l.queue }), h('td', { class: 'num', text: l.slot }), h('td', { class: 'mono', text: l.nodes.map((n) => n.addr).join(', ') })])));
+        fields.body.replaceChildren(...Object.entries(data.fields).map(([k, v]) => h('tr', { 'data-field': k },
+          [h('th', { scope: 'row', class: 'mono', text: k }), h('td', { class: 'mono', text: v })])));
+      },
+    };
+  }
+
+  // ---- Start -------------------------------------------------------------------------------
+
+  async function start() {
+    let session;
+    try {
+      session = await loadSession();
+    } catch (e) {
+      showError(e.message, true);
+      return;
+    }
+    if (session.auth_required && !session.authenticated) {
+      showLogin();
+      return;
+    }
+    byId('login').hidden = true;
+    byId('view').hidden = false;
+    mount();
+    startTimer();
+  }
+
+  document.addEventListener('DOMContentLoaded', () => {
+    byId('login').addEventListener('submit', onLogin);
+    byId('logout').addEventListener('click', onLogout);
+    byId('refresh-now').addEventListener('click', () => refresh());
+    window.addEventListener('hashchange', () => { if (app.session && byId('login').hidden) mount(); });
+    start();
+  });
+})();

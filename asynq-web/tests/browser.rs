@@ -1,0 +1,358 @@
+//! The dashboard in a real headless Chromium, over a real redis-server holding tasks written by
+//! our client, by the broker's own moves and by Go asynq (the captured fixtures).
+//!
+//! Each test starts its own redis-server, dashboard (on 127.0.0.1:0) and chromedriver, so they
+//! run in parallel; the walk-through reuses one browser session for every step. The pages are
+//! saved as screenshots under `target/screenshots/`; with `ASYNQ_UPDATE_DOCS_SCREENSHOT=1` the
+//! overview's is also written to `docs/web-overview.png`, which the README shows (opt-in, so a
+//! test run never dirties the work tree).
+//!
+//! Needs Chromium and chromedriver: `cargo xtask test` installs them (see `asynq_tests::browser`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use asynq_client::{Client, Inspector, Task, TaskOptions, TaskState};
+use asynq_core::broker::{Dequeue, Outcome, ServerState};
+use asynq_core::{Clock, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_redis::RedisBroker;
+use asynq_tests::browser::{Browser, screenshot_dir};
+use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker};
+use asynq_web::{Auth, WebConfig};
+use serde_json::{Value, json};
+
+/// The token of the dashboard under authentication.
+const TOKEN: &str = "browser-test-token-0123456789abcdef";
+
+/// The queue counters the overview shows as numbers, by `data-field`.
+const COUNTERS: &[&str] =
+    &["size", "pending", "active", "scheduled", "retry", "archived", "completed", "aggregating", "processed", "failed"];
+
+/// A redis-server with tasks in every state, and the dashboard serving it on loopback.
+struct Dashboard {
+    /// `http://127.0.0.1:<port>/`.
+    url: String,
+    inspector: Inspector,
+    /// Pending `email:welcome` tasks of queue `emails`, by recipient.
+    welcome: BTreeMap<&'static str, String>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    // Dropped last: the dashboard's connections go first.
+    _redis: RedisServer,
+}
+
+impl Dashboard {
+    /// Seeds a fresh redis-server and serves the dashboard over it, with `auth` if given.
+    async fn start(auth: Option<Auth>) -> Self {
+        let redis = tokio::task::spawn_blocking(|| {
+            let redis = RedisServer::start();
+            // Go's queues: `interop` (pending, scheduled, aggregating, a unique lock) and
+            // `interop-processed` (completed, retry, archived, with today's counters).
+            load_fixture(&redis, &read_fixture("v0.26.0-enqueued.json"));
+            load_fixture(&redis, &read_fixture("v0.26.0-processed.json"));
+            redis
+        })
+        .await
+        .expect("redis-server starts and the fixtures load");
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let broker = redis_broker(&redis.url(), clock.clone()).await;
+        let welcome = seed(&broker, clock.as_ref()).await;
+        let inspector = Inspector::new(broker);
+
+        let mut config = WebConfig::new(inspector.clone()).refresh(Duration::from_secs(1));
+        if let Some(auth) = auth {
+            config = config.with_auth(auth);
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        let url = format!("http://{}/", listener.local_addr().expect("bound address"));
+        let server = tokio::spawn(asynq_web::serve(listener, config, std::future::pending()));
+        Self { url, inspector, welcome, server, _redis: redis }
+    }
+
+    /// The URL of hash route `route` (such as `#/servers`).
+    fn page(&self, route: &str) -> String {
+        format!("{}{route}", self.url)
+    }
+
+    /// The ID of the pending welcome email to `who`.
+    fn welcome(&self, who: &str) -> &str {
+        &self.welcome[who]
+    }
+
+    async fn state_of(&self, queue: &str, id: &str) -> TaskState {
+        self.inspector.task_info(queue, id).await.expect("task info").state
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Our side of the data: queue `emails` with JSON payloads (pending and scheduled), queue
+/// `billing` with a task running on a (recorded) server, one waiting for a retry and one
+/// archived by the broker's own failure path. Returns the pending welcome emails' IDs.
+async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'static str, String> {
+    let client = Client::new(broker.clone());
+    let mut welcome = BTreeMap::new();
+    for who in ["ada", "grace", "linus", "margaret"] {
+        let payload = json!({ "to": format!("{who}@example.com"), "template": "welcome", "locale": "en" });
+        let task = Task::new("email:welcome", payload.to_string());
+        let info = client.enqueue(&task, TaskOptions::new().queue("emails")).await.expect("enqueue");
+        welcome.insert(who, info.id);
+    }
+    let reminder = Task::new("email:reminder", json!({ "to": "ada@example.com", "days": 3 }).to_string());
+    client
+        .enqueue(&reminder, TaskOptions::new().queue("emails").process_in(Duration::from_secs(3600)))
+        .await
+        .expect("schedule");
+
+    for (n, customer) in ["acme", "globex", "initech"].into_iter().enumerate() {
+        let charge = json!({ "customer": customer, "invoice": 1000 + n, "cents": 4200 * (n + 1) });
+        client
+            .enqueue(&Task::new("invoice:charge", charge.to_string()), TaskOptions::new().queue("billing").max_retry(5))
+            .await
+            .expect("enqueue");
+    }
+    let taken = broker.dequeue(&["billing".to_owned()], 3).await.expect("dequeue");
+    assert_eq!(taken.len(), 3, "the three billing tasks are taken");
+    let now = clock.now();
+    let retry = Outcome::Retry {
+        retry_at: now + Duration::from_secs(3600),
+        error: "card declined: insufficient funds".to_owned(),
+        is_failure: true,
+    };
+    broker.finish(&taken[1].message, retry).await.expect("retry");
+    broker
+        .finish(&taken[2].message, Outcome::Archive { error: "customer account closed".to_owned() })
+        .await
+        .expect("archive");
+
+    // The first stays active; a server says it is running it.
+    let running = &taken[0].message;
+    let server = ServerInfo {
+        host: "worker-1.internal".to_owned(),
+        pid: 4242,
+        server_id: "5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b".to_owned(),
+        concurrency: 10,
+        queues: [("billing".to_owned(), 6), ("emails".to_owned(), 3), ("default".to_owned(), 1)].into(),
+        strict_priority: false,
+        status: ServerStatus::Active,
+        started: now - Duration::from_secs(5400),
+        active_workers: 1,
+    };
+    let worker = WorkerInfo {
+        host: server.host.clone(),
+        pid: server.pid,
+        server_id: server.server_id.clone(),
+        task_id: running.id.clone(),
+        task_type: running.type_name.clone(),
+        task_payload: running.payload.clone(),
+        queue: running.queue.clone(),
+        started: now - Duration::from_secs(2),
+        deadline: now + Duration::from_secs(1798),
+    };
+    broker.write_server_state(&server, &[worker], Duration::from_secs(3600)).await.expect("server state");
+    welcome
+}
+
+/// The number in overview cell `field` of `queue`'s row (thousands separators dropped).
+async fn cell_number(browser: &Browser, queue: &str, field: &str) -> u64 {
+    let css = format!(r#"#queues tr[data-queue="{queue}"] td[data-field="{field}"]"#);
+    let text = browser.text(&css).await;
+    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or_else(|_| panic!("{css} shows {text:?}, not a number"))
+}
+
+/// `counter` of a queue's information, by its overview field name.
+fn counter(info: &asynq_client::QueueInfo, field: &str) -> u64 {
+    let count = match field {
+        "size" => info.size,
+        "pending" => info.pending,
+        "active" => info.active,
+        "scheduled" => info.scheduled,
+        "retry" => info.retry,
+        "archived" => info.archived,
+        "completed" => info.completed,
+        "aggregating" => info.aggregating,
+        "processed" => return info.processed,
+        "failed" => return info.failed,
+        other => panic!("no counter {other}"),
+    };
+    count as u64
+}
+
+/// Waits until the overview shows exactly the inspector's queues and numbers.
+async fn overview_matches_inspector(browser: &Browser, inspector: &Inspector) {
+    let queues = inspector.queues().await.expect("queues");
+    for queue in &queues {
+        let info = inspector.queue_info(queue).await.expect("queue info");
+        for field in COUNTERS {
+            let want = counter(&info, field);
+            let css = format!(r#"#queues tr[data-queue="{queue}"] td[data-field="{field}"]"#);
+            browser
+                .wait_for_text(&css, &format!("{want}"), |text| {
+                    text.chars().filter(char::is_ascii_digit).collect::<String>() == want.to_string()
+                })
+                .await;
+        }
+        let paused = browser.text(&format!(r#"#queues tr[data-queue="{queue}"] td[data-field="paused"]"#)).await;
+        assert_eq!(paused, if info.paused { "paused" } else { "running" }, "queue {queue}");
+    }
+    assert_eq!(browser.count("#queues tr[data-queue]").await, queues.len(), "one row per queue");
+}
+
+/// Where a page's screenshot goes.
+fn screenshot_path(name: &str) -> PathBuf {
+    screenshot_dir().join(format!("web-{name}.png"))
+}
+
+/// The README's screenshot of the overview.
+fn docs_screenshot() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/web-overview.png")
+}
+
+/// Lets `window.confirm` answer yes, as an operator confirming a bulk action would.
+async fn accept_confirmations(browser: &Browser) {
+    browser.eval("window.confirm = () => true; return true;", vec![]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_walks_through_the_dashboard() {
+    let dash = Dashboard::start(None).await;
+    let browser = Browser::start().await;
+
+    // (a) The overview lists every queue with the inspector's numbers, and the history chart.
+    browser.set_viewport(1280, 800).await;
+    browser.goto(&dash.url).await;
+    browser.wait_for(r#"#queues tr[data-queue="emails"]"#).await;
+    for queue in ["emails", "billing", "interop", "interop-processed"] {
+        browser.wait_for(&format!(r#"#queues tr[data-queue="{queue}"]"#)).await;
+    }
+    overview_matches_inspector(&browser, &dash.inspector).await;
+    assert_eq!(cell_number(&browser, "emails", "pending").await, 4);
+    assert_eq!(cell_number(&browser, "billing", "active").await, 1);
+    browser.wait_for("#history-chart svg").await;
+    browser.wait_for_text("#last-updated", "a refresh time", |text| text.starts_with("Updated")).await;
+    browser.screenshot(&screenshot_path("overview")).await;
+    if std::env::var_os("ASYNQ_UPDATE_DOCS_SCREENSHOT").is_some_and(|v| v == "1") {
+        browser.screenshot(&docs_screenshot()).await;
+    }
+
+    // (b) Archive one pending task with its row button: it leaves pending, shows up archived.
+    accept_confirmations(&browser).await;
+    browser.click(r#"#queues tr[data-queue="emails"] td[data-field="name"] a"#).await;
+    let grace = dash.welcome("grace").to_owned();
+    let grace_row = format!(r#"#tasks tr[data-task-id="{grace}"]"#);
+    browser.wait_for(&grace_row).await;
+    assert_eq!(browser.count("#tasks tr[data-task-id]").await, 4, "four pending welcome emails");
+    browser
+        .wait_for_text(&format!("{grace_row} td[data-field=\"type\"]"), "the task type", |t| t == "email:welcome")
+        .await;
+    browser.screenshot(&screenshot_path("queue")).await;
+    browser.click(&format!(r#"{grace_row} button[data-action="archive"]"#)).await;
+    browser.wait_gone(&grace_row).await;
+    browser.wait_for_text(r#"[data-count="archived"]"#, "one archived task", |t| t == "1").await;
+    assert_eq!(dash.state_of("emails", &grace).await, TaskState::Archived);
+    browser.click(r#"a[data-state="archived"]"#).await;
+    browser.wait_for(&grace_row).await;
+
+    // (c) Bulk-run archived tasks: the selected one, then every remaining one.
+    let linus = dash.welcome("linus").to_owned();
+    dash.inspector.archive_task("emails", &linus).await.expect("archive through the inspector");
+    let linus_row = format!(r#"#tasks tr[data-task-id="{linus}"]"#);
+    browser.wait_for(&linus_row).await; // the live refresh brings it in
+    browser.click(&format!(r#"input[data-select="{linus}"]"#)).await;
+    browser.click(r#"button[data-bulk="run"]"#).await;
+    browser.wait_gone(&linus_row).await;
+    assert_eq!(dash.state_of("emails", &linus).await, TaskState::Pending);
+    assert!(browser.is_visible(&grace_row).await, "the unselected task stays archived");
+    browser.click(r#"button[data-bulk-all="run"]"#).await;
+    browser.wait_gone("#tasks tr[data-task-id]").await;
+    assert_eq!(dash.state_of("emails", &grace).await, TaskState::Pending);
+    let emails = dash.inspector.queue_info("emails").await.expect("queue info");
+    assert_eq!((emails.archived, emails.pending, emails.scheduled), (0, 4, 1));
+
+    // (d) The task page shows a JSON payload pretty-printed.
+    browser.click(r#"a[data-state="pending"]"#).await;
+    let ada = dash.welcome("ada").to_owned();
+    browser.click(&format!(r#"#tasks tr[data-task-id="{ada}"] td[data-field="id"] a"#)).await;
+    let payload_css = r#"#task pre[data-field="payload"]"#;
+    browser.wait_for(payload_css).await;
+    assert_eq!(browser.text(r#"#task [data-field="id"]"#).await, ada);
+    assert_eq!(browser.text(r#"#task [data-field="type"]"#).await, "email:welcome");
+    assert_eq!(browser.attr(payload_css, "data-format").await.as_deref(), Some("json"));
+    let shown = browser.text(payload_css).await;
+    let parsed: Value = serde_json::from_str(&shown).unwrap_or_else(|e| panic!("payload {shown:?} is not JSON: {e}"));
+    assert_eq!(parsed, json!({ "to": "ada@example.com", "template": "welcome", "locale": "en" }));
+    assert!(shown.lines().count() >= 5 && shown.contains("\n  \"to\": "), "pretty-printed: {shown:?}");
+    browser.screenshot(&screenshot_path("task")).await;
+
+    // The other main pages: servers (with the running task) and Redis.
+    browser.goto(&dash.page("#/servers")).await;
+    browser.wait_for(r#"#servers tr[data-server-id="5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b"]"#).await;
+    browser.wait_for_text(r#"#servers [data-field="host"]"#, "the server's host", |t| t == "worker-1.internal").await;
+    browser.screenshot(&screenshot_path("servers")).await;
+    browser.goto(&dash.page("#/redis")).await;
+    browser.wait_for("#redis-info tr").await;
+    browser.wait_for("#redis-nodes tr").await;
+    browser.screenshot(&screenshot_path("redis")).await;
+
+    // (f) A phone-sized window still shows the queues, without the page scrolling sideways.
+    browser.set_viewport(390, 844).await;
+    browser.goto(&dash.url).await;
+    browser.wait_visible(r#"#queues tr[data-queue="emails"] td[data-field="name"] a"#).await;
+    overview_matches_inspector(&browser, &dash.inspector).await;
+    let layout = browser
+        .eval(
+            "const name = document.querySelector('#queues tr[data-queue=\"emails\"] td[data-field=\"name\"]');\n\
+             const box = name.getBoundingClientRect();\n\
+             return { pageWidth: document.documentElement.scrollWidth, left: box.left, right: box.right };",
+            vec![],
+        )
+        .await;
+    assert!(layout["pageWidth"].as_f64().is_some_and(|w| w <= 390.0), "the page fits 390 px: {layout}");
+    assert!(layout["left"].as_f64().is_some_and(|x| x >= 0.0), "the queue name is on screen: {layout}");
+    assert!(layout["right"].as_f64().is_some_and(|x| x <= 390.0), "the queue name is on screen: {layout}");
+    browser.screenshot(&screenshot_path("overview-narrow")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_form_guards_the_dashboard() {
+    let dash = Dashboard::start(Some(Auth::bearer(TOKEN).expect("a valid token"))).await;
+    let browser = Browser::start().await;
+
+    // (e) The login form comes first, and nothing of the data.
+    browser.goto(&dash.url).await;
+    browser.wait_visible("form#login").await;
+    browser.wait_visible(r#"form#login input[name="token"]"#).await;
+    assert_eq!(browser.count("#queues tr[data-queue]").await, 0, "no data before logging in");
+
+    // A wrong token is refused with a message, and the form stays.
+    browser.fill(r#"form#login input[name="token"]"#, "not-the-token").await;
+    browser.click(r#"form#login button[type="submit"]"#).await;
+    browser.wait_visible("#error").await;
+    let error = browser.wait_for_text("#error", "an error message", |t| !t.trim().is_empty()).await;
+    assert!(!error.contains(TOKEN) && !error.contains("not-the-token"), "the message echoes no token: {error}");
+    assert!(browser.is_visible("form#login").await, "the form stays after a wrong token");
+    assert_eq!(browser.count("#queues tr[data-queue]").await, 0);
+
+    // The right one loads the overview, with a session cookie the page cannot read.
+    browser.fill(r#"form#login input[name="token"]"#, TOKEN).await;
+    browser.click(r#"form#login button[type="submit"]"#).await;
+    browser.wait_visible(r#"#queues tr[data-queue="emails"]"#).await;
+    assert!(!browser.is_visible("form#login").await, "the form is gone once logged in");
+    assert!(!browser.is_visible("#error").await, "the error is cleared");
+    overview_matches_inspector(&browser, &dash.inspector).await;
+    let cookies = browser.eval("return document.cookie;", vec![]).await;
+    assert!(
+        !cookies.as_str().unwrap_or_default().contains("asynq_session"),
+        "the session cookie is HttpOnly: {cookies}"
+    );
+
+    // A reload keeps the session.
+    browser.goto(&dash.page("#/servers")).await;
+    browser.wait_for("#servers tr[data-server-id]").await;
+}

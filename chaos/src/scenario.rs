@@ -1,0 +1,886 @@
+//! The orchestrator: each scenario starts a private redis-server (the `asynq-tests` harness),
+//! runs worker and producer processes of this crate's binary against it, injects its fault,
+//! waits (polling, with a bound) until the queue is drained, and counts.
+//!
+//! Everything a scenario learns comes from outside the processes: the producers'
+//! "acknowledged" ledgers, the workers' ledgers (see [`crate::worker`]) and Redis itself. The
+//! result is a [`Report`] whose first line is the ledger:
+//!
+//! ```text
+//! scenario=kill-worker acknowledged=1200 ran=1200 lost=0 duplicates=0 orphaned_active=0 stale_locks=0
+//! ```
+//!
+//! - `lost`: acknowledged IDs no worker ever finished;
+//! - `duplicates`: IDs finished more than once (at-least-once delivery allows it for tasks in
+//!   flight at the fault);
+//! - `orphaned_active`: IDs in `asynq:{q}:active` without an entry in `asynq:{q}:lease`;
+//! - `stale_locks`: `asynq:{q}:unique:*` keys whose task no longer exists.
+//!
+//! Anything else a scenario checks (a process that hung, panicked or died, a call that did not
+//! fail within its timeout, a task that started after SIGTSTP) is a [`Report::failures`] entry.
+//! Waiting is always polling every [`POLL`] with a bound; the only fixed pauses are faults
+//! held for a set time ("Redis down for 5 s") and the observation window after SIGTSTP.
+
+use crate::produce::Summary;
+use crate::worker::LedgerLine;
+use anyhow::{Context as _, bail};
+use asynq_tests::{RedisServer, RespValue};
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How often conditions are polled.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// The queue every scenario uses.
+pub const QUEUE: &str = "chaos";
+
+/// How big the scenarios are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Small counts and short faults, for CI (the integration test `tests/quick.rs`).
+    Quick,
+    /// The counts and faults of the reliability issue, run by `cargo xtask chaos`.
+    Full,
+}
+
+impl Profile {
+    /// Reads `quick` or `full`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "quick" => Some(Self::Quick),
+            "full" => Some(Self::Full),
+            _ => None,
+        }
+    }
+
+    /// `quick` or `full`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Quick => "quick",
+            Self::Full => "full",
+        }
+    }
+
+    fn pick<T>(self, quick: T, full: T) -> T {
+        match self {
+            Self::Quick => quick,
+            Self::Full => full,
+        }
+    }
+}
+
+/// One chaos scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// `kill -9` a worker with many tasks in flight; another worker finishes them once their
+    /// leases expire.
+    KillWorker,
+    /// Kill redis-server (AOF, `appendfsync always`) mid-run and restart it on the same port.
+    RestartRedis,
+    /// Redis answers nothing for a while (`CLIENT PAUSE ... ALL`).
+    RedisUnreachable,
+    /// SIGTSTP stops fetching while running tasks finish; SIGTERM during long handlers
+    /// requeues them after the shutdown timeout.
+    Sigterm,
+    /// Several worker processes on one queue.
+    ManyWorkers,
+}
+
+impl Scenario {
+    /// Every scenario, in the order `run --scenario all` runs them.
+    pub const ALL: [Scenario; 5] =
+        [Self::KillWorker, Self::RestartRedis, Self::RedisUnreachable, Self::Sigterm, Self::ManyWorkers];
+
+    /// The scenario's name, as the ledger prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::KillWorker => "kill-worker",
+            Self::RestartRedis => "restart-redis",
+            Self::RedisUnreachable => "redis-unreachable",
+            Self::Sigterm => "sigterm",
+            Self::ManyWorkers => "many-workers",
+        }
+    }
+
+    /// The scenario called `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Runs the scenario with the `asynq-chaos` binary at `bin` for the worker and producer
+    /// processes. `Err` means the scenario could not be carried out (a process would not
+    /// start, a precondition never held); what it found is in the [`Report`].
+    pub fn run(self, profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+        let started = Instant::now();
+        let mut report = match self {
+            Self::KillWorker => kill_worker(profile, bin),
+            Self::RestartRedis => restart_redis(profile, bin),
+            Self::RedisUnreachable => redis_unreachable(profile, bin),
+            Self::Sigterm => sigterm(profile, bin),
+            Self::ManyWorkers => many_workers(profile, bin),
+        }
+        .with_context(|| format!("scenario {}", self.name()))?;
+        report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
+        Ok(report)
+    }
+}
+
+/// What a scenario found: the ledger counts, notes, and failed checks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: &'static str,
+    /// Task IDs whose enqueue returned `Ok`.
+    pub acknowledged: usize,
+    /// Distinct acknowledged task IDs some worker finished.
+    pub ran: usize,
+    /// Acknowledged task IDs no worker finished.
+    pub lost: usize,
+    /// Task IDs finished more than once.
+    pub duplicates: usize,
+    /// Task IDs in the active list without a lease.
+    pub orphaned_active: usize,
+    /// Uniqueness locks whose task no longer exists.
+    pub stale_locks: usize,
+    /// What happened on the way (timings, errors seen, the fault injected).
+    pub notes: Vec<String>,
+    /// Checks beyond the counts that failed; empty when all held.
+    pub failures: Vec<String>,
+}
+
+impl Report {
+    /// The counts that come from the ledgers alone: `acknowledged` IDs against `runs` (how
+    /// many times each task ID was finished, acknowledged or not).
+    fn tally(scenario: &'static str, acknowledged: &[String], runs: &HashMap<String, usize>) -> Self {
+        let lost = acknowledged.iter().filter(|id| !runs.contains_key(*id)).count();
+        Self {
+            scenario,
+            acknowledged: acknowledged.len(),
+            ran: acknowledged.len() - lost,
+            lost,
+            duplicates: runs.values().filter(|n| **n > 1).count(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether nothing was lost, orphaned or left locked, and every other check held.
+    pub fn passed(&self) -> bool {
+        self.lost == 0 && self.orphaned_active == 0 && self.stale_locks == 0 && self.failures.is_empty()
+    }
+
+    /// The ledger line, the notes (indented) and the failures (indented, `FAILED:`).
+    pub fn details(&self) -> String {
+        let mut text = self.to_string();
+        for note in &self.notes {
+            text.push_str(&format!("\n  {}: {note}", self.scenario));
+        }
+        for failure in &self.failures {
+            text.push_str(&format!("\n  {}: FAILED: {failure}", self.scenario));
+        }
+        text
+    }
+}
+
+/// The ledger line.
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "scenario={} acknowledged={} ran={} lost={} duplicates={} orphaned_active={} stale_locks={}",
+            self.scenario,
+            self.acknowledged,
+            self.ran,
+            self.lost,
+            self.duplicates,
+            self.orphaned_active,
+            self.stale_locks
+        )
+    }
+}
+
+/// A worker process's settings (see the `worker` subcommand).
+#[derive(Debug, Clone)]
+struct WorkerSpec {
+    concurrency: usize,
+    max_sleep: Option<Duration>,
+    shutdown_timeout: Duration,
+    recoverer_interval: Duration,
+    delayed_task_check_interval: Duration,
+    retry_delay: Duration,
+    response_timeout: Duration,
+}
+
+impl Default for WorkerSpec {
+    fn default() -> Self {
+        Self {
+            concurrency: 10,
+            max_sleep: None,
+            shutdown_timeout: Duration::from_secs(8),
+            recoverer_interval: Duration::from_secs(5),
+            delayed_task_check_interval: Duration::from_secs(1),
+            retry_delay: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A producer process's settings (see the `produce` subcommand).
+#[derive(Debug, Clone)]
+struct ProducerSpec {
+    count: u64,
+    first_seq: u64,
+    sleep: Duration,
+    unique_every: u64,
+    rate: Option<u32>,
+    response_timeout: Duration,
+}
+
+impl Default for ProducerSpec {
+    fn default() -> Self {
+        Self {
+            count: 100,
+            first_seq: 0,
+            sleep: Duration::ZERO,
+            unique_every: 10,
+            rate: None,
+            response_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A process a scenario started.
+#[derive(Debug)]
+struct Proc {
+    label: String,
+    child: Child,
+    /// Its stdout.
+    out: PathBuf,
+    /// Its stderr.
+    log: PathBuf,
+    /// Whether it should still be running: a death while expected is a failure.
+    expected_alive: bool,
+}
+
+/// A handle on a process of a [`Stage`].
+#[derive(Debug, Clone, Copy)]
+struct ProcId(usize);
+
+/// Counts of the queue's containers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct QueueCounts {
+    pending: i64,
+    active: i64,
+    scheduled: i64,
+    retry: i64,
+    archived: i64,
+}
+
+impl QueueCounts {
+    fn unfinished(&self) -> i64 {
+        self.pending + self.active + self.scheduled + self.retry
+    }
+}
+
+/// A scenario's world: its redis-server, its directory of ledgers and logs, its processes.
+/// Dropping it kills every process it started that still runs.
+struct Stage {
+    scenario: &'static str,
+    bin: PathBuf,
+    /// Dropped after the processes (see `Drop`), so none outlives it.
+    redis: RedisServer,
+    dir: tempfile::TempDir,
+    procs: Vec<Proc>,
+    notes: Vec<String>,
+    failures: Vec<String>,
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        for proc in &mut self.procs {
+            // Fails only when it already exited.
+            let _ = proc.child.kill();
+            let _ = proc.child.wait();
+        }
+    }
+}
+
+impl Stage {
+    fn new(scenario: Scenario, bin: &Path, redis_args: &[&str]) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new().prefix(&format!("asynq-chaos-{}-", scenario.name())).tempdir()?;
+        Ok(Self {
+            scenario: scenario.name(),
+            bin: bin.to_owned(),
+            redis: RedisServer::start_with(redis_args),
+            dir,
+            procs: Vec::new(),
+            notes: Vec::new(),
+            failures: Vec::new(),
+        })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn spawn(&mut self, label: &str, args: Vec<String>) -> anyhow::Result<ProcId> {
+        let out = self.path(&format!("{label}.out"));
+        let log = self.path(&format!("{label}.log"));
+        let child = Command::new(&self.bin)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(File::create(&out)?)
+            .stderr(File::create(&log)?)
+            .spawn()
+            .with_context(|| format!("could not start {} {}", self.bin.display(), args.join(" ")))?;
+        self.procs.push(Proc { label: label.to_owned(), child, out, log, expected_alive: true });
+        Ok(ProcId(self.procs.len() - 1))
+    }
+
+    /// Starts a worker whose ledger is `<label>.ledger`.
+    fn worker(&mut self, label: &str, spec: &WorkerSpec) -> anyhow::Result<ProcId> {
+        let mut args = vec![
+            "worker".to_owned(),
+            format!("--redis-url={}", self.redis.url()),
+            format!("--queue={QUEUE}"),
+            format!("--ledger={}", self.path(&format!("{label}.ledger")).display()),
+            format!("--concurrency={}", spec.concurrency),
+            format!("--shutdown-timeout-ms={}", spec.shutdown_timeout.as_millis()),
+            format!("--recoverer-interval-ms={}", spec.recoverer_interval.as_millis()),
+            format!("--delayed-task-check-interval-ms={}", spec.delayed_task_check_interval.as_millis()),
+            format!("--retry-delay-ms={}", spec.retry_delay.as_millis()),
+            format!("--response-timeout-ms={}", spec.response_timeout.as_millis()),
+        ];
+        if let Some(max) = spec.max_sleep {
+            args.push(format!("--max-sleep-ms={}", max.as_millis()));
+        }
+        self.spawn(label, args)
+    }
+
+    /// Starts a producer whose acknowledged ledger is `<label>.acked`.
+    fn producer(&mut self, label: &str, spec: &ProducerSpec) -> anyhow::Result<ProcId> {
+        let mut args = vec![
+            "produce".to_owned(),
+            format!("--redis-url={}", self.redis.url()),
+            format!("--queue={QUEUE}"),
+            format!("--acked={}", self.path(&format!("{label}.acked")).display()),
+            format!("--count={}", spec.count),
+            format!("--first-seq={}", spec.first_seq),
+            format!("--sleep-ms={}", spec.sleep.as_millis()),
+            format!("--unique-every={}", spec.unique_every),
+            format!("--response-timeout-ms={}", spec.response_timeout.as_millis()),
+        ];
+        if let Some(rate) = spec.rate {
+            args.push(format!("--rate={rate}"));
+        }
+        self.spawn(label, args)
+    }
+
+    fn proc(&mut self, id: ProcId) -> &mut Proc {
+        &mut self.procs[id.0]
+    }
+
+    fn pid(&mut self, id: ProcId) -> u32 {
+        self.proc(id).child.id()
+    }
+
+    /// Sends `signal` (`TERM`, `TSTP`, ...) with kill(1).
+    fn signal(&mut self, id: ProcId, signal: &str) -> anyhow::Result<()> {
+        let pid = self.pid(id);
+        let status =
+            Command::new("kill").args(["-s", signal, &pid.to_string()]).status().context("could not run kill")?;
+        if !status.success() {
+            bail!("kill -s {signal} {pid} ({}) failed: {status}", self.proc(id).label);
+        }
+        Ok(())
+    }
+
+    /// `kill -9`, and waits for it to go.
+    fn kill9(&mut self, id: ProcId) {
+        let proc = self.proc(id);
+        proc.expected_alive = false;
+        let _ = proc.child.kill();
+        let _ = proc.child.wait();
+    }
+
+    /// Polls until the process exits, for up to `limit`; `None` if it still runs.
+    fn wait_exit(&mut self, id: ProcId, limit: Duration) -> anyhow::Result<Option<ExitStatus>> {
+        self.proc(id).expected_alive = false;
+        let give_up = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.proc(id).child.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= give_up {
+                return Ok(None);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Waits for a producer to finish, which must succeed; returns its summary.
+    fn finish_producer(&mut self, id: ProcId, limit: Duration) -> anyhow::Result<Summary> {
+        let status = self.wait_exit(id, limit)?;
+        let proc = self.proc(id);
+        let out = std::fs::read_to_string(&proc.out).unwrap_or_default();
+        let summary = out.lines().rev().find_map(Summary::parse);
+        let log = tail(&proc.log);
+        match (status, summary) {
+            (Some(status), Some(summary)) if status.success() => Ok(summary),
+            (None, _) => bail!("producer {} still runs after {limit:?}; its log ends:\n{log}", proc.label),
+            (Some(status), _) => bail!("producer {} failed ({status}); its log ends:\n{log}", proc.label),
+        }
+    }
+
+    /// SIGTERM to `id`, which must exit successfully within `limit`; returns how long it took.
+    fn terminate(&mut self, id: ProcId, limit: Duration) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        self.signal(id, "TERM")?;
+        let label = self.proc(id).label.clone();
+        match self.wait_exit(id, limit)? {
+            Some(status) if status.success() => {}
+            Some(status) => self.failures.push(format!("{label} exited with {status} after SIGTERM")),
+            None => {
+                self.failures.push(format!("{label} hung: still running {limit:?} after SIGTERM"));
+                self.kill9(id);
+            }
+        }
+        Ok(started.elapsed())
+    }
+
+    /// Polls `done` until it holds, for up to `limit`.
+    fn poll(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut done: impl FnMut(&mut Self) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        let give_up = Instant::now() + limit;
+        loop {
+            if done(self)? {
+                return Ok(());
+            }
+            for proc in self.procs.iter_mut().filter(|proc| proc.expected_alive) {
+                if !matches!(proc.child.try_wait(), Ok(None)) {
+                    bail!("{} died while waiting for {what}; its log ends:\n{}", proc.label, tail(&proc.log));
+                }
+            }
+            if Instant::now() >= give_up {
+                bail!("timed out after {limit:?} waiting for {what}");
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> anyhow::Result<RespValue> {
+        self.redis.command(args).map_err(|e| anyhow::anyhow!("redis {args:?}: {e}"))
+    }
+
+    fn int(&self, args: &[&str]) -> anyhow::Result<i64> {
+        let reply = self.command(args)?;
+        reply.as_int().with_context(|| format!("redis {args:?} replied {reply:?}"))
+    }
+
+    fn key(suffix: &str) -> String {
+        format!("asynq:{{{QUEUE}}}:{suffix}")
+    }
+
+    fn queue_counts(&self) -> anyhow::Result<QueueCounts> {
+        Ok(QueueCounts {
+            pending: self.int(&["LLEN", &Self::key("pending")])?,
+            active: self.int(&["LLEN", &Self::key("active")])?,
+            scheduled: self.int(&["ZCARD", &Self::key("scheduled")])?,
+            retry: self.int(&["ZCARD", &Self::key("retry")])?,
+            archived: self.int(&["ZCARD", &Self::key("archived")])?,
+        })
+    }
+
+    /// The task IDs every producer acknowledged.
+    fn acknowledged(&self) -> anyhow::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for text in self.read_all("acked")? {
+            ids.extend(text.lines().filter(|line| !line.is_empty()).map(str::to_owned));
+        }
+        Ok(ids)
+    }
+
+    /// How many times each task ID was finished, over every worker's ledger.
+    fn runs(&self) -> anyhow::Result<HashMap<String, usize>> {
+        Ok(count_runs(&self.read_all("ledger")?))
+    }
+
+    /// One worker's ledger lines.
+    fn ledger(&self, label: &str) -> String {
+        std::fs::read_to_string(self.path(&format!("{label}.ledger"))).unwrap_or_default()
+    }
+
+    /// How many handlers one worker started.
+    fn starts(&self, label: &str) -> usize {
+        self.ledger(label).lines().filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Start(_)))).count()
+    }
+
+    /// How many handlers one worker finished.
+    fn finished(&self, label: &str) -> usize {
+        self.ledger(label).lines().filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Ran(_)))).count()
+    }
+
+    fn read_all(&self, extension: &str) -> anyhow::Result<Vec<String>> {
+        let mut texts = Vec::new();
+        for entry in std::fs::read_dir(self.dir.path())? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|ext| ext == extension) {
+                texts.push(std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?);
+            }
+        }
+        Ok(texts)
+    }
+
+    /// IDs in the active list that have no lease.
+    fn orphaned_active(&self) -> anyhow::Result<usize> {
+        let active = self.command(&["LRANGE", &Self::key("active"), "0", "-1"])?;
+        let mut orphaned = 0;
+        for id in active.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str) {
+            if self.command(&["ZSCORE", &Self::key("lease"), id])? == RespValue::Nil {
+                orphaned += 1;
+            }
+        }
+        Ok(orphaned)
+    }
+
+    /// Uniqueness locks whose task hash is gone.
+    fn stale_locks(&self) -> anyhow::Result<usize> {
+        let locks = self.command(&["KEYS", &Self::key("unique:*")])?;
+        let mut stale = 0;
+        for lock in locks.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str) {
+            let owner = self.command(&["GET", lock])?;
+            let exists = match owner.as_str() {
+                Some(id) => self.int(&["EXISTS", &Self::key(&format!("t:{id}"))])? == 1,
+                None => false,
+            };
+            if !exists {
+                stale += 1;
+            }
+        }
+        Ok(stale)
+    }
+
+    /// Waits (up to `limit`) until the queue holds nothing unfinished, stops the workers still
+    /// running with SIGTERM, and counts. Producers must have finished.
+    fn finish(mut self, limit: Duration) -> anyhow::Result<Report> {
+        let started = Instant::now();
+        let at_start = self.queue_counts()?;
+        if at_start.unfinished() > 0 {
+            self.notes.push(format!(
+                "unfinished when the producers and the fault were done: pending={} active={} scheduled={} retry={}",
+                at_start.pending, at_start.active, at_start.scheduled, at_start.retry
+            ));
+        }
+        let drained = self.poll("the queue to drain", limit, |stage| Ok(stage.queue_counts()?.unfinished() == 0));
+        match drained {
+            Ok(()) => self.notes.push(format!("the queue drained {:.1} s later", started.elapsed().as_secs_f64())),
+            Err(e) => self.failures.push(format!("{e:#}; left: {:?}", self.queue_counts().ok())),
+        }
+        let acknowledged = self.acknowledged()?;
+        let runs = self.runs()?;
+        let counts = self.queue_counts()?;
+        if counts.archived > 0 {
+            self.notes.push(format!("{} tasks archived", counts.archived));
+        }
+        // Recovered tasks (lease expired) count as failures, like handler errors.
+        let failed = self.command(&["GET", &Self::key("failed")])?;
+        if let Some(failed) = failed.as_str().filter(|n| *n != "0") {
+            self.notes.push(format!("{failed} attempts failed (lease expired and recovered, or handler error)"));
+        }
+        if let Some(first) = acknowledged.iter().find(|id| !runs.contains_key(*id)) {
+            self.notes.push(format!("first lost task: {first}"));
+        }
+        let mut report = Report {
+            orphaned_active: self.orphaned_active()?,
+            stale_locks: self.stale_locks()?,
+            ..Report::tally(self.scenario, &acknowledged, &runs)
+        };
+        let ran_unacknowledged = runs.len().saturating_sub(report.ran);
+        if ran_unacknowledged > 0 {
+            self.notes.push(format!("{ran_unacknowledged} tasks ran whose enqueue was not acknowledged"));
+        }
+        // The workers still running must have survived the fault and must stop on SIGTERM.
+        let running: Vec<usize> = (0..self.procs.len()).filter(|i| self.procs[*i].expected_alive).collect();
+        for index in running {
+            let proc = &mut self.procs[index];
+            if let Ok(Some(status)) = proc.child.try_wait() {
+                let failure = format!("{} died during the scenario ({status}); log:\n{}", proc.label, tail(&proc.log));
+                self.failures.push(failure);
+                continue;
+            }
+            self.terminate(ProcId(index), Duration::from_secs(30))?;
+        }
+        for proc in &self.procs {
+            let log = std::fs::read_to_string(&proc.log).unwrap_or_default();
+            if log.contains("panicked") {
+                self.failures.push(format!("{} panicked; log:\n{}", proc.label, tail(&proc.log)));
+            }
+        }
+        report.notes = std::mem::take(&mut self.notes);
+        report.failures = std::mem::take(&mut self.failures);
+        if !report.passed() {
+            let kept = self.dir.path().to_owned();
+            let dir = std::mem::replace(&mut self.dir, tempfile::tempdir()?);
+            let _ = dir.keep();
+            report.failures.push(format!("ledgers and logs kept in {}", kept.display()));
+        }
+        Ok(report)
+    }
+}
+
+/// How many times each task ID was finished, over the text of every worker ledger.
+fn count_runs(ledgers: &[String]) -> HashMap<String, usize> {
+    let mut runs = HashMap::new();
+    for line in ledgers.iter().flat_map(|text| text.lines()) {
+        if let Some(LedgerLine::Ran(id)) = LedgerLine::parse(line) {
+            *runs.entry(id.to_owned()).or_insert(0) += 1;
+        }
+    }
+    runs
+}
+
+/// The last lines of a log file, for error messages.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// `kill -9` a worker with many tasks in flight; another worker finishes everything once the
+/// leases expire and its recoverer finds them.
+fn kill_worker(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let in_flight = profile.pick(100, 1_000);
+    let extra = in_flight / 5;
+    let mut stage = Stage::new(Scenario::KillWorker, bin, &[])?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec { count: (in_flight + extra) as u64, sleep: Duration::from_secs(600), ..ProducerSpec::default() },
+    )?;
+    stage.finish_producer(producer, Duration::from_secs(120))?;
+    let doomed = stage.worker("doomed", &WorkerSpec { concurrency: in_flight, ..WorkerSpec::default() })?;
+    stage.poll("the doomed worker to start every handler", Duration::from_secs(120), |stage| {
+        Ok(stage.starts("doomed") >= in_flight)
+    })?;
+    stage.kill9(doomed);
+    let active = stage.queue_counts()?.active;
+    stage.notes.push(format!("kill -9 of a worker running {active} tasks"));
+    let recoverer_interval = profile.pick(Duration::from_secs(1), Duration::from_secs(60));
+    let spec = WorkerSpec {
+        concurrency: 50,
+        max_sleep: Some(Duration::ZERO),
+        recoverer_interval,
+        delayed_task_check_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(5)),
+        ..WorkerSpec::default()
+    };
+    stage.worker("rescuer", &spec)?;
+    // The lease (30 s, extended every 5 s) lapses, the recoverer waits 30 s more before taking
+    // a task back, the retry is due after 1 s.
+    stage.finish(profile.pick(Duration::from_secs(100), Duration::from_secs(300)))
+}
+
+/// Kill redis-server (AOF, `appendfsync always`) while producers and workers run, restart it
+/// on the same port: both reconnect, and every acknowledged task runs.
+fn restart_redis(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let count = profile.pick(2_000, 20_000);
+    let rate = profile.pick(400, 1_000);
+    let down = profile.pick(Duration::from_secs(1), Duration::from_secs(5));
+    let mut stage = Stage::new(Scenario::RestartRedis, bin, &["--appendonly", "yes", "--appendfsync", "always"])?;
+    let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
+    stage.worker("worker-1", &spec)?;
+    stage.worker("worker-2", &spec)?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec { count, sleep: Duration::from_millis(5), rate: Some(rate), ..ProducerSpec::default() },
+    )?;
+    stage.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
+        Ok(stage.acknowledged()?.len() as u64 >= count / 3)
+    })?;
+    let acked = stage.acknowledged()?.len();
+    stage.redis.kill();
+    std::thread::sleep(down); // The fault: Redis is down.
+    stage.redis.restart();
+    stage.notes.push(format!("redis-server killed after {acked} acknowledged enqueues, restarted after {down:?}"));
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!("producer: {summary}"));
+    stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
+}
+
+/// Redis answers nothing for a while: calls fail within the response timeout with a clear
+/// error, nothing hangs or dies, and everything finishes once Redis is back.
+fn redis_unreachable(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let pause = profile.pick(Duration::from_secs(5), Duration::from_secs(30));
+    let count = profile.pick(1_000, 6_000);
+    let response_timeout = Duration::from_secs(1);
+    let mut stage = Stage::new(Scenario::RedisUnreachable, bin, &[])?;
+    let spec = WorkerSpec { concurrency: 10, response_timeout, ..WorkerSpec::default() };
+    stage.worker("worker-1", &spec)?;
+    stage.worker("worker-2", &spec)?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec {
+            count,
+            sleep: Duration::from_millis(5),
+            rate: Some(100),
+            response_timeout,
+            ..ProducerSpec::default()
+        },
+    )?;
+    stage.poll("a fifth of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
+        Ok(stage.acknowledged()?.len() as u64 >= count / 5)
+    })?;
+    let paused = stage.command(&["CLIENT", "PAUSE", &pause.as_millis().to_string(), "ALL"])?;
+    if !paused.is_ok() {
+        bail!("CLIENT PAUSE replied {paused:?}");
+    }
+    std::thread::sleep(pause); // The fault: Redis answers nothing.
+    stage.notes.push(format!("Redis paused (CLIENT PAUSE ALL) for {pause:?}, response timeout {response_timeout:?}"));
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!(
+        "producer: {} failed calls, slowest {} ms, first error: {}",
+        summary.failed_calls, summary.slowest_failure_ms, summary.first_error
+    ));
+    if summary.failed_calls == 0 {
+        stage.failures.push("no enqueue failed while Redis was paused".to_owned());
+    }
+    // A failed call may take the timeout twice: once to send, once to reconnect.
+    let bound = response_timeout * 2 + Duration::from_secs(1);
+    if Duration::from_millis(summary.slowest_failure_ms) > bound {
+        stage.failures.push(format!("a failed enqueue took {} ms, more than {bound:?}", summary.slowest_failure_ms));
+    }
+    stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
+}
+
+/// SIGTSTP while every worker slot is busy: the running tasks finish and no new one starts;
+/// then SIGTERM during long handlers: they are requeued after the shutdown timeout and the
+/// next worker runs them.
+fn sigterm(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let concurrency = profile.pick(5, 50);
+    let short = profile.pick(Duration::from_millis(1_500), Duration::from_secs(3));
+    let observe = profile.pick(Duration::from_millis(1_500), Duration::from_secs(5));
+    let shutdown_timeout = profile.pick(Duration::from_secs(1), Duration::from_secs(3));
+    let mut stage = Stage::new(Scenario::Sigterm, bin, &[])?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec {
+            count: 3 * concurrency as u64,
+            sleep: Duration::from_secs(600),
+            unique_every: 3,
+            ..ProducerSpec::default()
+        },
+    )?;
+    stage.finish_producer(producer, Duration::from_secs(60))?;
+
+    // SIGTSTP: the handlers of the stopped worker are capped at `short`.
+    let spec = WorkerSpec { concurrency, max_sleep: Some(short), shutdown_timeout, ..WorkerSpec::default() };
+    let stopped = stage.worker("stopped", &spec)?;
+    stage.poll("every slot of the first worker to be busy", Duration::from_secs(60), |stage| {
+        Ok(stage.starts("stopped") >= concurrency)
+    })?;
+    stage.signal(stopped, "TSTP")?;
+    stage.poll("the SIGTSTP mark", Duration::from_secs(10), |stage| {
+        Ok(stage.ledger("stopped").lines().any(|line| LedgerLine::parse(line) == Some(LedgerLine::Tstp)))
+    })?;
+    stage.poll("the running tasks to finish after SIGTSTP", short + Duration::from_secs(30), |stage| {
+        Ok(stage.finished("stopped") >= concurrency)
+    })?;
+    std::thread::sleep(observe); // Watch the stopped worker: it must start nothing.
+    let ledger = stage.ledger("stopped");
+    let after_tstp = ledger
+        .lines()
+        .skip_while(|line| LedgerLine::parse(line) != Some(LedgerLine::Tstp))
+        .filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Start(_))))
+        .count();
+    if after_tstp > 0 {
+        stage.failures.push(format!("{after_tstp} tasks started after SIGTSTP"));
+    }
+    let took = stage.terminate(stopped, Duration::from_secs(30))?;
+    stage.notes.push(format!(
+        "SIGTSTP with {concurrency} tasks running: they finished, {after_tstp} started in the next {observe:?}; \
+         SIGTERM exited in {:.1} s",
+        took.as_secs_f64()
+    ));
+
+    // SIGTERM during long handlers: requeued after the shutdown timeout.
+    let spec = WorkerSpec { concurrency, shutdown_timeout, ..WorkerSpec::default() };
+    let interrupted = stage.worker("interrupted", &spec)?;
+    stage.poll("every slot of the second worker to be busy", Duration::from_secs(60), |stage| {
+        Ok(stage.starts("interrupted") >= concurrency)
+    })?;
+    let took = stage.terminate(interrupted, shutdown_timeout + Duration::from_secs(30))?;
+    let counts = stage.queue_counts()?;
+    stage.notes.push(format!(
+        "SIGTERM with {concurrency} long tasks running, shutdown timeout {shutdown_timeout:?}: exited in {:.1} s, \
+         then active={} pending={}",
+        took.as_secs_f64(),
+        counts.active,
+        counts.pending
+    ));
+    if counts.active != 0 || counts.pending != 2 * concurrency as i64 {
+        stage.failures.push(format!(
+            "after SIGTERM the interrupted tasks were not requeued: active={} pending={} (expected 0 and {})",
+            counts.active,
+            counts.pending,
+            2 * concurrency
+        ));
+    }
+    stage.worker("finisher", &WorkerSpec { concurrency, max_sleep: Some(Duration::ZERO), ..WorkerSpec::default() })?;
+    stage.finish(Duration::from_secs(60))
+}
+
+/// Several worker processes on one queue, fed by two producers at once.
+fn many_workers(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let workers = profile.pick(3, 8);
+    let count: u64 = profile.pick(2_000, 100_000);
+    let mut stage = Stage::new(Scenario::ManyWorkers, bin, &[])?;
+    for n in 1..=workers {
+        stage.worker(&format!("worker-{n}"), &WorkerSpec { concurrency: 10, ..WorkerSpec::default() })?;
+    }
+    let started = Instant::now();
+    let half = count / 2;
+    let producers = [
+        stage.producer("producer-1", &ProducerSpec { count: half, unique_every: 50, ..ProducerSpec::default() })?,
+        stage.producer(
+            "producer-2",
+            &ProducerSpec { count: count - half, first_seq: half, unique_every: 50, ..ProducerSpec::default() },
+        )?,
+    ];
+    for producer in producers {
+        stage.finish_producer(producer, Duration::from_secs(600))?;
+    }
+    let report = stage.finish(profile.pick(Duration::from_secs(60), Duration::from_secs(600)))?;
+    let mut report = report;
+    report
+        .notes
+        .push(format!("{workers} workers x 10 slots, {count} tasks in {:.1} s", started.elapsed().as_secs_f64()));
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tally_counts_lost_and_duplicated_tasks() {
+        let ledgers = [
+            "start a\nran a\nstart b\ntstp\nran b\nstart c\n".to_owned(),
+            "start b\nran b\nstart x\nran x\n".to_owned(),
+        ];
+        let runs = count_runs(&ledgers);
+        assert_eq!(runs, HashMap::from([("a".to_owned(), 1), ("b".to_owned(), 2), ("x".to_owned(), 1)]));
+        let acknowledged = ["a", "b", "c"].map(str::to_owned);
+        let report = Report::tally("test", &acknowledged, &runs);
+        assert_eq!((report.acknowledged, report.ran, report.lost, report.duplicates), (3, 2, 1, 1));
+        assert!(!report.passed());
+        assert_eq!(
+            report.to_string(),
+            "scenario=test acknowledged=3 ran=2 lost=1 duplicates=1 orphaned_active=0 stale_locks=0"
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! The `worker` subcommand: an [`asynq_server::Server`] over a [`RedisBroker`] whose handler
+//! writes every task it runs to a ledger file, and the ledger's line format.
+//!
+//! The ledger is opened with `O_APPEND` and each line is one `write(2)`, so lines never
+//! interleave between tasks, and what was written survives a `kill -9` of the process (the
+//! page cache belongs to the kernel). A handler writes `start <id>` when it begins and
+//! `ran <id>` when it has finished, just before it returns success; a SIGTSTP writes
+//! `tstp`. The handler sleeps as long as the payload says ([`Payload`]), capped by
+//! `--max-sleep-ms`.
+
+use anyhow::Context as _;
+use asynq_core::Task;
+use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The task type every chaos task has.
+pub const TASK_TYPE: &str = "chaos:sleep";
+
+/// What a chaos task's payload says: how long its handler sleeps, and a sequence number that
+/// makes every payload (and so every uniqueness lock) distinct. Written as `<sleep_ms> <seq>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Payload {
+    /// How long the handler sleeps, in milliseconds.
+    pub sleep_ms: u64,
+    /// The task's number within its producer's run.
+    pub seq: u64,
+}
+
+impl Payload {
+    /// The payload's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        format!("{} {}", self.sleep_ms, self.seq).into_bytes()
+    }
+
+    /// Reads a payload written by [`encode`](Self::encode).
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let (sleep_ms, seq) = text.split_once(' ')?;
+        Some(Self { sleep_ms: sleep_ms.parse().ok()?, seq: seq.parse().ok()? })
+    }
+}
+
+/// One line of a worker's ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerLine<'a> {
+    /// The handler of this task ID started.
+    Start(&'a str),
+    /// The handler of this task ID finished and is about to return success.
+    Ran(&'a str),
+    /// The worker received SIGTSTP.
+    Tstp,
+}
+
+impl<'a> LedgerLine<'a> {
+    /// Parses one line; `None` for anything else (such as an empty line).
+    pub fn parse(line: &'a str) -> Option<Self> {
+        match line.split_once(' ') {
+            Some(("start", id)) if !id.is_empty() => Some(Self::Start(id)),
+            Some(("ran", id)) if !id.is_empty() => Some(Self::Ran(id)),
+            None if line == "tstp" => Some(Self::Tstp),
+            _ => None,
+        }
+    }
+
+    /// The line as written, newline included.
+    fn render(&self) -> String {
+        match self {
+            Self::Start(id) => format!("start {id}\n"),
+            Self::Ran(id) => format!("ran {id}\n"),
+            Self::Tstp => "tstp\n".to_owned(),
+        }
+    }
+}
+
+/// A ledger file opened for appending; clones share the file.
+#[derive(Debug, Clone)]
+struct Ledger {
+    file: Arc<File>,
+    path: PathBuf,
+}
+
+impl Ledger {
+    fn open(path: &Path) -> anyhow::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("could not open the ledger {}", path.display()))?;
+        Ok(Self { file: Arc::new(file), path: path.to_owned() })
+    }
+
+    /// Appends one line in one `write(2)` (a line is far shorter than any partial-write limit).
+    fn append(&self, line: LedgerLine<'_>) -> std::io::Result<()> {
+        (&*self.file).write_all(line.render().as_bytes())
+    }
+}
+
+/// The worker's settings, from its command line.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The Redis to serve.
+    pub redis_url: String,
+    /// The queue to serve.
+    pub queue: String,
+    /// Where to append the ledger.
+    pub ledger: PathBuf,
+    /// Tasks run at once.
+    pub concurrency: usize,
+    /// The longest a handler sleeps, whatever its payload says.
+    pub max_sleep: Option<Duration>,
+    /// [`Config::shutdown_timeout`].
+    pub shutdown_timeout: Duration,
+    /// [`Config::recoverer_interval`].
+    pub recoverer_interval: Duration,
+    /// [`Config::delayed_task_check_interval`].
+    pub delayed_task_check_interval: Duration,
+    /// The delay before every retry ([`Config::retry_delay`]), instead of Go's 15 s or more.
+    pub retry_delay: Duration,
+    /// [`RedisConfig::response_timeout`].
+    pub response_timeout: Duration,
+}
+
+/// Runs the worker until SIGTERM (or Ctrl-C), as [`Server::run`] does; each SIGTSTP also
+/// writes `tstp` to the ledger.
+pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
+    let ledger = Ledger::open(&options.ledger)?;
+    let target = RedisTarget::from_url(&options.redis_url).context("bad --redis-url")?;
+    let broker = RedisBroker::connect_with(RedisConfig {
+        response_timeout: options.response_timeout,
+        ..RedisConfig::new(target)
+    })
+    .await
+    .with_context(|| format!("could not connect to {}", options.redis_url))?;
+    let retry_delay = options.retry_delay;
+    let config = Config {
+        concurrency: options.concurrency,
+        queues: BTreeMap::from([(options.queue.clone(), 1)]),
+        shutdown_timeout: options.shutdown_timeout,
+        recoverer_interval: options.recoverer_interval,
+        delayed_task_check_interval: options.delayed_task_check_interval,
+        retry_delay: Arc::new(move |_, _, _| retry_delay),
+        ..Config::default()
+    };
+    let server = Server::new(broker, config)?;
+    spawn_tstp_marker(ledger.clone())?;
+    let max_sleep = options.max_sleep;
+    let handler = handler_fn(move |ctx: TaskContext, task: Task| {
+        let ledger = ledger.clone();
+        async move { handle(&ledger, max_sleep, &ctx, &task).await }
+    });
+    server.run(handler).await?;
+    Ok(())
+}
+
+/// The handler: ledger `start`, sleep, ledger `ran`.
+async fn handle(
+    ledger: &Ledger,
+    max_sleep: Option<Duration>,
+    ctx: &TaskContext,
+    task: &Task,
+) -> Result<(), HandlerError> {
+    let id = ctx.task_id();
+    let payload = Payload::decode(task.payload())
+        .ok_or_else(|| HandlerError::skip_retry(format!("payload {:?} is not `<sleep_ms> <seq>`", task.payload())))?;
+    let write_error =
+        |e: std::io::Error| HandlerError::new(format!("could not write the ledger {}: {e}", ledger.path.display()));
+    ledger.append(LedgerLine::Start(id)).map_err(write_error)?;
+    let mut sleep = Duration::from_millis(payload.sleep_ms);
+    if let Some(max) = max_sleep {
+        sleep = sleep.min(max);
+    }
+    if !sleep.is_zero() {
+        tokio::time::sleep(sleep).await;
+    }
+    ledger.append(LedgerLine::Ran(id)).map_err(write_error)
+}
+
+/// Writes `tstp` to the ledger on every SIGTSTP, beside the server's own handler, which stops
+/// fetching: the orchestrator reads the mark to know the signal arrived.
+#[cfg(unix)]
+fn spawn_tstp_marker(ledger: Ledger) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // SIGTSTP, as asynq-server listens for it.
+    let mut tstp = signal(SignalKind::from_raw(20)).context("could not listen for SIGTSTP")?;
+    tokio::spawn(async move {
+        while tstp.recv().await.is_some() {
+            if let Err(e) = ledger.append(LedgerLine::Tstp) {
+                eprintln!("asynq-chaos worker: could not write the SIGTSTP mark: {e}");
+            }
+        }
+    });
+    Ok(())
+}
+
+/// No SIGTSTP off Unix.
+#[cfg(not(unix))]
+fn spawn_tstp_marker(_ledger: Ledger) -> anyhow::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_round_trips() {
+        let payload = Payload { sleep_ms: 1_500, seq: 42 };
+        assert_eq!(Payload::decode(&payload.encode()), Some(payload));
+        assert_eq!(Payload::decode(b"1500"), None);
+        assert_eq!(Payload::decode(b"x 1"), None);
+    }
+
+    #[test]
+    fn ledger_lines_round_trip() {
+        for line in [LedgerLine::Start("a-1"), LedgerLine::Ran("b-2"), LedgerLine::Tstp] {
+            let text = line.render();
+            assert_eq!(LedgerLine::parse(text.trim_end()), Some(line));
+        }
+        assert_eq!(LedgerLine::parse(""), None);
+        assert_eq!(LedgerLine::parse("ran "), None);
+    }
+}

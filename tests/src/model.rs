@@ -1,0 +1,1058 @@
+//! A reference model of one broker for model-based testing: queues, task states, uniqueness
+//! locks, counters and the simulated clock, as plain data, written from the wire-format spec
+//! (`asynq-wire-format.md`, sections 4 to 6) and the broker traits' documentation rather than
+//! from either broker's code.
+//!
+//! The vocabulary is shared with the test that drives real brokers (`tests/model_based.rs`):
+//! an [`Op`] is one call a client, server role, operator or clock makes; [`Model::apply`] says
+//! what it returns as a [`Reply`] (errors by [`ErrorKind`], never by text), and
+//! [`Model::observe`] says what the inspector shows afterwards as an [`Observation`]. A broker
+//! conforms when, for every sequence of operations, its replies and observations equal the
+//! model's after every step.
+//!
+//! Names come from small pools ([`QUEUES`], [`IDS`], [`PAYLOADS`], [`GROUPS`]) so that
+//! generated operations collide: ID conflicts, duplicate unique tasks, missing tasks and
+//! actions on tasks in the wrong state all happen often.
+//!
+//! Where the spec records a Go quirk the model keeps it: a scheduled task enqueued with a group
+//! becomes plain pending when due (`schedule` stores no `group` field), a retried task that was
+//! once added to a group goes back to that group when due without re-registering the group name,
+//! and the queue's aggregating count and listing only see registered group names. Where this
+//! port documents a deliberate difference from Go, the model follows the port: operator
+//! deletes and forced queue removals release the uniqueness lock each deleted task holds
+//! (including tasks added to a group), and archive trimming deletes the trimmed tasks.
+
+use asynq_core::{Error, TaskSet, TaskState};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+/// The queues operations pick from.
+pub const QUEUES: [&str; 2] = ["q0", "q1"];
+/// The task IDs operations pick from (per queue: the same ID may live in both queues).
+pub const IDS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+/// The payloads enqueued tasks carry; a unique task's lock is per queue, type and payload.
+pub const PAYLOADS: [&str; 2] = ["x", "y"];
+/// The groups grouped tasks join.
+pub const GROUPS: [&str; 2] = ["g0", "g1"];
+/// The type of every task.
+pub const TASK_TYPE: &str = "t";
+/// The uniqueness TTL of every unique task: far longer than any generated sequence advances
+/// the clock, because Redis expires its locks by its own clock, not the simulated one.
+pub const UNIQUE_TTL: Duration = Duration::from_secs(100 * 365 * 86_400);
+/// How long after now the recoverer makes a recovered task due again.
+pub const RECOVER_RETRY_DELAY: Duration = Duration::from_secs(60);
+/// The lease a dequeue grants, and the grace the recoverer allows past it.
+pub const LEASE_SECS: i64 = 30;
+/// How old an archived task may get before the next archive trims it (Go's 90 days).
+pub const ARCHIVE_MAX_AGE_SECS: i64 = 90 * 86_400;
+
+const DAY_SECS: i64 = 86_400;
+
+/// When and where an enqueued task goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Pending now.
+    Now,
+    /// Scheduled this many seconds ahead.
+    In(u64),
+    /// Into a group now (aggregating).
+    Group(&'static str),
+    /// Scheduled this many seconds ahead, with a group option (pending when due: Go's
+    /// `schedule` stores no group).
+    GroupIn(&'static str, u64),
+}
+
+/// How a finished attempt ended (the test maps it to [`asynq_core::broker::Outcome`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishWith {
+    /// Success without retention: deleted.
+    Done,
+    /// Success with retention: completed until `now + retention`.
+    Complete,
+    /// Failure with retries left: due again this many seconds from now.
+    Retry {
+        /// Seconds until due.
+        in_secs: u64,
+        /// Whether the failure counts (retried and failed counters go up).
+        is_failure: bool,
+    },
+    /// Failure for good: archived.
+    Archive,
+    /// Given back unfinished: front of the pending list.
+    Requeue,
+}
+
+/// The tasks a bulk operator action applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Set {
+    /// Every task in a state (some states are refused by some actions).
+    State(TaskState),
+    /// Every task in a group.
+    Group(&'static str),
+}
+
+impl Set {
+    /// The broker-level task set.
+    pub fn task_set(self) -> TaskSet {
+        match self {
+            Set::State(state) => TaskSet::State(state),
+            Set::Group(group) => TaskSet::Group(group.to_owned()),
+        }
+    }
+}
+
+/// A task a client enqueues, of type [`TASK_TYPE`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTask {
+    /// The queue.
+    pub queue: &'static str,
+    /// The task ID.
+    pub id: &'static str,
+    /// The payload.
+    pub payload: &'static str,
+    /// Pending, scheduled or grouped.
+    pub when: When,
+    /// Whether it is unique (with [`UNIQUE_TTL`]).
+    pub unique: bool,
+    /// Retention in seconds (0: none).
+    pub retention: u64,
+    /// Maximum retries.
+    pub max_retry: u32,
+}
+
+/// One call against a broker, or a move of the clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// A client enqueues a task.
+    Enqueue(NewTask),
+    /// A client enqueues several tasks in one `enqueue_batch` call; each succeeds or fails on
+    /// its own, in order.
+    EnqueueBatch(Vec<NewTask>),
+    /// A processor takes up to `max` tasks from `queues`, in that order.
+    Dequeue {
+        /// The queues, in priority order.
+        queues: Vec<&'static str>,
+        /// How many at most.
+        max: usize,
+    },
+    /// A processor finishes a message it was handed: the `pick`-th most recently handed task
+    /// (modulo their number; each task counts once, with its latest message), so that finishes
+    /// mostly hit active tasks and sometimes stale ones. Skipped before any task was handed.
+    Finish {
+        /// Which handed task, from the most recent (0).
+        pick: usize,
+        /// The outcome.
+        with: FinishWith,
+    },
+    /// The settler finishes several handed tasks in one `finish_batch` call: each pick is
+    /// resolved as [`Op::Finish`] resolves it, before any is finished; a task picked twice is
+    /// finished once (a server never settles one attempt twice).
+    FinishBatch(Vec<(usize, FinishWith)>),
+    /// The clock moves forward.
+    Advance {
+        /// Seconds.
+        secs: u64,
+    },
+    /// The forwarder moves due scheduled and retry tasks of `queues`.
+    Forward {
+        /// The queues.
+        queues: Vec<&'static str>,
+    },
+    /// The clock moves forward by `wait` seconds (workers that died let their leases lapse),
+    /// then the recoverer lists the active tasks of `queues` whose lease expired more than
+    /// [`LEASE_SECS`] ago and finishes each: retry in [`RECOVER_RETRY_DELAY`] while it has
+    /// retries left, archive otherwise.
+    Recover {
+        /// The queues.
+        queues: Vec<&'static str>,
+        /// Seconds the clock moves first.
+        wait: u64,
+    },
+    /// The janitor deletes up to `batch` expired completed tasks of `queue`.
+    Janitor {
+        /// The queue.
+        queue: &'static str,
+        /// The batch size.
+        batch: usize,
+    },
+    /// An operator runs one task.
+    RunTask {
+        /// The queue.
+        queue: &'static str,
+        /// The task ID.
+        id: &'static str,
+    },
+    /// An operator archives one task.
+    ArchiveTask {
+        /// The queue.
+        queue: &'static str,
+        /// The task ID.
+        id: &'static str,
+    },
+    /// An operator deletes one task.
+    DeleteTask {
+        /// The queue.
+        queue: &'static str,
+        /// The task ID.
+        id: &'static str,
+    },
+    /// An operator runs every task of a set.
+    RunAll {
+        /// The queue.
+        queue: &'static str,
+        /// The set.
+        set: Set,
+    },
+    /// An operator archives every task of a set.
+    ArchiveAll {
+        /// The queue.
+        queue: &'static str,
+        /// The set.
+        set: Set,
+    },
+    /// An operator deletes every task of a set.
+    DeleteAll {
+        /// The queue.
+        queue: &'static str,
+        /// The set.
+        set: Set,
+    },
+    /// An operator pauses a queue.
+    Pause {
+        /// The queue.
+        queue: &'static str,
+    },
+    /// An operator unpauses a queue.
+    Unpause {
+        /// The queue.
+        queue: &'static str,
+    },
+    /// An operator removes a queue.
+    DeleteQueue {
+        /// The queue.
+        queue: &'static str,
+        /// Whether to delete its tasks too.
+        force: bool,
+    },
+}
+
+/// The kind of error a call returned: what callers match on, without the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// [`Error::InvalidArgument`].
+    InvalidArgument,
+    /// [`Error::TaskIdConflict`].
+    TaskIdConflict,
+    /// [`Error::DuplicateTask`].
+    DuplicateTask,
+    /// [`Error::TaskNotFound`].
+    TaskNotFound,
+    /// [`Error::QueueNotFound`].
+    QueueNotFound,
+    /// [`Error::QueueNotEmpty`].
+    QueueNotEmpty,
+    /// [`Error::FailedPrecondition`].
+    FailedPrecondition,
+    /// Anything else (a backend failure, which the model never predicts), with its message.
+    Other(String),
+}
+
+impl ErrorKind {
+    /// The kind of `error`.
+    pub fn of(error: &Error) -> Self {
+        match error {
+            Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Error::TaskIdConflict { .. } => ErrorKind::TaskIdConflict,
+            Error::DuplicateTask { .. } => ErrorKind::DuplicateTask,
+            Error::TaskNotFound { .. } => ErrorKind::TaskNotFound,
+            Error::QueueNotFound { .. } => ErrorKind::QueueNotFound,
+            Error::QueueNotEmpty { .. } => ErrorKind::QueueNotEmpty,
+            Error::FailedPrecondition(_) => ErrorKind::FailedPrecondition,
+            other => ErrorKind::Other(other.to_string()),
+        }
+    }
+}
+
+/// What an operation returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Success without a value.
+    Ok,
+    /// Success with a count.
+    Count(usize),
+    /// Success with tasks, as `(queue, id)`: dequeued ones in order, recovered ones sorted.
+    Tasks(Vec<(String, String)>),
+    /// Nothing was called (a finish without a message to finish).
+    Skipped,
+    /// One reply per item of a batch, in order.
+    Each(Vec<Reply>),
+    /// Failure.
+    Err(ErrorKind),
+}
+
+impl Reply {
+    /// The reply of a call that returns nothing.
+    pub fn of_unit(result: asynq_core::Result<()>) -> Self {
+        match result {
+            Ok(()) => Reply::Ok,
+            Err(e) => Reply::Err(ErrorKind::of(&e)),
+        }
+    }
+
+    /// The reply of a call that returns a count.
+    pub fn of_count(result: asynq_core::Result<usize>) -> Self {
+        match result {
+            Ok(n) => Reply::Count(n),
+            Err(e) => Reply::Err(ErrorKind::of(&e)),
+        }
+    }
+}
+
+/// The sizes and counters of a queue the inspector shows (memory usage and latency aside).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Sum of the seven state counts.
+    pub size: usize,
+    /// Registered group names.
+    pub groups: usize,
+    /// Pending tasks.
+    pub pending: usize,
+    /// Active tasks.
+    pub active: usize,
+    /// Scheduled tasks.
+    pub scheduled: usize,
+    /// Retry tasks.
+    pub retry: usize,
+    /// Archived tasks.
+    pub archived: usize,
+    /// Completed tasks.
+    pub completed: usize,
+    /// Aggregating tasks in registered groups.
+    pub aggregating: usize,
+    /// Processed today (UTC).
+    pub processed: u64,
+    /// Failed today (UTC).
+    pub failed: u64,
+    /// Processed ever.
+    pub processed_total: u64,
+    /// Failed ever.
+    pub failed_total: u64,
+    /// Whether the queue is paused.
+    pub paused: bool,
+}
+
+impl From<&asynq_core::QueueInfo> for Counts {
+    fn from(info: &asynq_core::QueueInfo) -> Self {
+        Counts {
+            size: info.size,
+            groups: info.groups,
+            pending: info.pending,
+            active: info.active,
+            scheduled: info.scheduled,
+            retry: info.retry,
+            archived: info.archived,
+            completed: info.completed,
+            aggregating: info.aggregating,
+            processed: info.processed,
+            failed: info.failed,
+            processed_total: info.processed_total,
+            failed_total: info.failed_total,
+            paused: info.paused,
+        }
+    }
+}
+
+/// A task as a listing shows it, reduced to what the model tracks.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Row {
+    /// The task ID.
+    pub id: String,
+    /// How many failed attempts it has had.
+    pub retried: u32,
+    /// When a scheduled or retry task is due (Unix seconds); `None` in other states.
+    pub due: Option<i64>,
+}
+
+/// What the inspector shows of one queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueView {
+    /// The queue's counts.
+    pub counts: Result<Counts, ErrorKind>,
+    /// Its tasks state by state, in [`TaskState::ALL`] order: pending and active in processing
+    /// order, scheduled, retry, archived and completed by score then ID, aggregating sorted by
+    /// ID (the order across groups is not specified).
+    pub tasks: Vec<(TaskState, Result<Vec<Row>, ErrorKind>)>,
+}
+
+/// What the inspector shows of every queue of [`QUEUES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// The known queues, sorted.
+    pub queues: Vec<String>,
+    /// Each queue of [`QUEUES`], in order.
+    pub views: Vec<(String, QueueView)>,
+    /// When asked for: `task_info` of every queue and ID of the pools, queue by queue, as the
+    /// task's state and retry count. This also sees stored tasks that no listing shows.
+    pub lookups: Vec<Lookup>,
+}
+
+/// One `task_info` call of an [`Observation`]: queue, ID, and the task's state and retry
+/// count or the error.
+pub type Lookup = (String, String, Result<(TaskState, u32), ErrorKind>);
+
+/// Records that `tasks` were handed out, in order: each moves to the end of `handed`.
+pub fn hand<K: PartialEq + Clone>(handed: &mut Vec<K>, tasks: &[K]) {
+    for task in tasks {
+        handed.retain(|h| h != task);
+        handed.push(task.clone());
+    }
+}
+
+/// The `pick`-th most recently handed task (modulo their number), as [`Op::Finish`] picks it.
+pub fn pick_handed<K>(handed: &[K], pick: usize) -> Option<&K> {
+    (!handed.is_empty()).then(|| &handed[handed.len() - 1 - pick % handed.len()])
+}
+
+/// The items of [`Op::FinishBatch`]: each pick resolved against `handed`, the first pick of a
+/// task kept.
+pub fn pick_batch<K: PartialEq + Clone>(handed: &[K], picks: &[(usize, FinishWith)]) -> Vec<(K, FinishWith)> {
+    let mut items: Vec<(K, FinishWith)> = Vec::new();
+    for (pick, with) in picks {
+        if let Some(task) = pick_handed(handed, *pick)
+            && !items.iter().any(|(t, _)| t == task)
+        {
+            items.push((task.clone(), *with));
+        }
+    }
+    items
+}
+
+/// A sorted set of IDs by score, ties by ID (Redis's order).
+type ZSet = BTreeSet<(i64, String)>;
+
+fn zremove(set: &mut ZSet, id: &str) -> bool {
+    let found = set.iter().find(|(_, member)| member == id).cloned();
+    found.is_some_and(|entry| set.remove(&entry))
+}
+
+/// The key of a uniqueness lock: queue, type (always [`TASK_TYPE`]) and payload.
+type LockKey = (String, String);
+
+#[derive(Debug, Clone)]
+struct Lock {
+    holder: String,
+    expires_at: i64,
+}
+
+#[derive(Debug, Clone)]
+struct Task {
+    state: TaskState,
+    retry: u32,
+    retried: u32,
+    retention: i64,
+    /// The lock the task was enqueued with.
+    unique: Option<LockKey>,
+    /// The `group` field of the stored task: set only when enqueued straight into a group.
+    group: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Queue {
+    tasks: BTreeMap<String, Task>,
+    /// Front: the next to be dequeued.
+    pending: VecDeque<String>,
+    /// In the order they were dequeued.
+    active: Vec<String>,
+    lease: BTreeMap<String, i64>,
+    scheduled: ZSet,
+    retry: ZSet,
+    archived: ZSet,
+    completed: ZSet,
+    groups: BTreeMap<String, ZSet>,
+    /// The registered group names (`asynq:{q}:groups`).
+    group_names: BTreeSet<String>,
+    paused: bool,
+    processed_total: u64,
+    failed_total: u64,
+    /// Day number (Unix seconds / 86 400) to (processed, failed).
+    daily: BTreeMap<i64, (u64, u64)>,
+}
+
+impl Queue {
+    fn zset(&mut self, state: TaskState) -> &mut ZSet {
+        match state {
+            TaskState::Scheduled => &mut self.scheduled,
+            TaskState::Retry => &mut self.retry,
+            TaskState::Archived => &mut self.archived,
+            TaskState::Completed => &mut self.completed,
+            other => unreachable!("{other} tasks are not kept in a sorted set"),
+        }
+    }
+
+    fn count(&mut self, now: i64, failed: bool) {
+        let day = self.daily.entry(now.div_euclid(DAY_SECS)).or_default();
+        day.0 += 1;
+        self.processed_total += 1;
+        if failed {
+            day.1 += 1;
+            self.failed_total += 1;
+        }
+    }
+
+    /// Takes task `id` out of the container of its (non-active) state.
+    fn detach(&mut self, id: &str) {
+        let task = &self.tasks[id];
+        match task.state {
+            TaskState::Pending => self.pending.retain(|p| p != id),
+            TaskState::Aggregating => {
+                let group = task.group.clone().unwrap_or_default();
+                if let Some(set) = self.groups.get_mut(&group) {
+                    zremove(set, id);
+                    if set.is_empty() {
+                        self.groups.remove(&group);
+                        self.group_names.remove(&group);
+                    }
+                }
+            }
+            TaskState::Active => unreachable!("active tasks are never detached by an operator"),
+            state => {
+                zremove(self.zset(state), id);
+            }
+        }
+    }
+
+    /// Adds task `id` to the archive at `now` and trims tasks archived 90 days ago or more.
+    fn archive(&mut self, id: &str, now: i64) {
+        self.archived.insert((now, id.to_owned()));
+        if let Some(task) = self.tasks.get_mut(id) {
+            task.state = TaskState::Archived;
+        }
+        let cutoff = now - ARCHIVE_MAX_AGE_SECS;
+        let old: Vec<(i64, String)> = self.archived.iter().filter(|(score, _)| *score <= cutoff).cloned().collect();
+        for entry in old {
+            self.archived.remove(&entry);
+            self.tasks.remove(&entry.1);
+        }
+    }
+}
+
+/// The reference model: every queue of [`QUEUES`], the uniqueness locks and the clock.
+#[derive(Debug, Clone)]
+pub struct Model {
+    now: i64,
+    known: BTreeSet<String>,
+    queues: BTreeMap<String, Queue>,
+    locks: BTreeMap<LockKey, Lock>,
+    /// The `(queue, id)` pairs a processor was ever handed a message for, most recent last.
+    handed: Vec<(String, String)>,
+}
+
+impl Model {
+    /// An empty broker whose clock reads `now` (Unix seconds).
+    pub fn new(now: i64) -> Self {
+        let queues = QUEUES.iter().map(|q| (q.to_string(), Queue::default())).collect();
+        Model { now, known: BTreeSet::new(), queues, locks: BTreeMap::new(), handed: Vec::new() }
+    }
+
+    /// The clock, Unix seconds.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    fn queue(&mut self, name: &str) -> &mut Queue {
+        self.queues.entry(name.to_owned()).or_default()
+    }
+
+    fn check_known(&self, queue: &str) -> Result<(), ErrorKind> {
+        if self.known.contains(queue) { Ok(()) } else { Err(ErrorKind::QueueNotFound) }
+    }
+
+    fn release(&mut self, queue: &str, id: &str) {
+        let key = self.queues.get(queue).and_then(|q| q.tasks.get(id)).and_then(|t| t.unique.clone());
+        if let Some(key) = key
+            && self.locks.get(&key).is_some_and(|lock| lock.holder == id)
+        {
+            self.locks.remove(&key);
+        }
+    }
+
+    /// Applies `op` and returns what the broker call returns.
+    pub fn apply(&mut self, op: &Op) -> Reply {
+        let result = match op {
+            Op::Enqueue(task) => self.enqueue(task).map(|()| Reply::Ok),
+            Op::EnqueueBatch(tasks) => {
+                Ok(Reply::Each(tasks.iter().map(|t| self.enqueue(t).map_or_else(Reply::Err, |()| Reply::Ok)).collect()))
+            }
+            Op::FinishBatch(picks) => {
+                let items = pick_batch(&self.handed, picks);
+                if items.is_empty() {
+                    return Reply::Skipped;
+                }
+                let replies = items
+                    .into_iter()
+                    .map(|((queue, id), with)| self.finish(&queue, &id, with).map_or_else(Reply::Err, |()| Reply::Ok))
+                    .collect();
+                Ok(Reply::Each(replies))
+            }
+            Op::Dequeue { queues, max } => Ok(Reply::Tasks(self.dequeue(queues, *max))),
+            Op::Finish { pick, with } => {
+                let Some((queue, id)) = pick_handed(&self.handed, *pick).cloned() else {
+                    return Reply::Skipped;
+                };
+                self.finish(&queue, &id, *with).map(|()| Reply::Ok)
+            }
+            Op::Advance { secs } => {
+                self.now += *secs as i64;
+                Ok(Reply::Ok)
+            }
+            Op::Forward { queues } => Ok(Reply::Count(queues.iter().map(|q| self.forward(q)).sum())),
+            Op::Recover { queues, wait } => {
+                self.now += *wait as i64;
+                Ok(self.recover(queues))
+            }
+            Op::Janitor { queue, batch } => Ok(Reply::Count(self.janitor(queue, *batch))),
+            Op::RunTask { queue, id } => self.run_task(queue, id).map(|()| Reply::Ok),
+            Op::ArchiveTask { queue, id } => self.archive_task(queue, id).map(|()| Reply::Ok),
+            Op::DeleteTask { queue, id } => self.delete_task(queue, id).map(|()| Reply::Ok),
+            Op::RunAll { queue, set } => self.run_all(queue, *set).map(Reply::Count),
+            Op::ArchiveAll { queue, set } => self.archive_all(queue, *set).map(Reply::Count),
+            Op::DeleteAll { queue, set } => self.delete_all(queue, *set).map(Reply::Count),
+            Op::Pause { queue } => {
+                let q = self.queue(queue);
+                if q.paused {
+                    Err(ErrorKind::FailedPrecondition)
+                } else {
+                    q.paused = true;
+                    Ok(Reply::Ok)
+                }
+            }
+            Op::Unpause { queue } => {
+                let q = self.queue(queue);
+                if q.paused {
+                    q.paused = false;
+                    Ok(Reply::Ok)
+                } else {
+                    Err(ErrorKind::FailedPrecondition)
+                }
+            }
+            Op::DeleteQueue { queue, force } => self.delete_queue(queue, *force).map(|()| Reply::Ok),
+        };
+        result.unwrap_or_else(Reply::Err)
+    }
+
+    fn enqueue(&mut self, task: &NewTask) -> Result<(), ErrorKind> {
+        let NewTask { queue, id, payload, when, unique, retention, max_retry } = *task;
+        let now = self.now;
+        // The queue is registered before the store is attempted, whatever its outcome.
+        self.known.insert(queue.to_owned());
+        let lock_key = (queue.to_owned(), payload.to_owned());
+        if unique {
+            let delay = match when {
+                When::In(secs) | When::GroupIn(_, secs) => secs as i64,
+                When::Now | When::Group(_) => 0,
+            };
+            if self.locks.get(&lock_key).is_some_and(|lock| lock.expires_at > now) {
+                return Err(ErrorKind::DuplicateTask);
+            }
+            let expires_at = now + delay + UNIQUE_TTL.as_secs() as i64;
+            self.locks.insert(lock_key.clone(), Lock { holder: id.to_owned(), expires_at });
+        }
+        let q = self.queue(queue);
+        if q.tasks.contains_key(id) {
+            // Go keeps the lock it just took.
+            return Err(ErrorKind::TaskIdConflict);
+        }
+        let (state, group) = match when {
+            When::Now => {
+                q.pending.push_back(id.to_owned());
+                (TaskState::Pending, None)
+            }
+            When::In(secs) | When::GroupIn(_, secs) => {
+                q.scheduled.insert((now + secs as i64, id.to_owned()));
+                (TaskState::Scheduled, None)
+            }
+            When::Group(group) => {
+                q.groups.entry(group.to_owned()).or_default().insert((now, id.to_owned()));
+                q.group_names.insert(group.to_owned());
+                (TaskState::Aggregating, Some(group.to_owned()))
+            }
+        };
+        let task = Task {
+            state,
+            retry: max_retry,
+            retried: 0,
+            retention: retention as i64,
+            unique: unique.then_some(lock_key),
+            group,
+        };
+        q.tasks.insert(id.to_owned(), task);
+        Ok(())
+    }
+
+    fn dequeue(&mut self, queues: &[&'static str], max: usize) -> Vec<(String, String)> {
+        let now = self.now;
+        let mut taken = Vec::new();
+        for name in queues {
+            let q = self.queue(name);
+            if q.paused {
+                continue;
+            }
+            while taken.len() < max {
+                let Some(id) = q.pending.pop_front() else { break };
+                if let Some(task) = q.tasks.get_mut(&id) {
+                    task.state = TaskState::Active;
+                }
+                q.active.push(id.clone());
+                q.lease.insert(id.clone(), now + LEASE_SECS);
+                taken.push((name.to_string(), id));
+            }
+        }
+        hand(&mut self.handed, &taken);
+        taken
+    }
+
+    fn finish(&mut self, queue: &str, id: &str, with: FinishWith) -> Result<(), ErrorKind> {
+        let now = self.now;
+        let q = self.queue(queue);
+        if !q.active.iter().any(|a| a == id) {
+            return Err(ErrorKind::TaskNotFound);
+        }
+        q.active.retain(|a| a != id);
+        q.lease.remove(id);
+        match with {
+            FinishWith::Done => {
+                q.count(now, false);
+                self.release(queue, id);
+                self.queue(queue).tasks.remove(id);
+            }
+            FinishWith::Complete => {
+                q.count(now, false);
+                let task = q.tasks.get_mut(id).expect("an active task exists");
+                task.state = TaskState::Completed;
+                let expires_at = now + task.retention;
+                q.completed.insert((expires_at, id.to_owned()));
+                self.release(queue, id);
+            }
+            FinishWith::Retry { in_secs, is_failure } => {
+                if is_failure {
+                    q.count(now, true);
+                }
+                let task = q.tasks.get_mut(id).expect("an active task exists");
+                task.state = TaskState::Retry;
+                if is_failure {
+                    task.retried += 1;
+                }
+                q.retry.insert((now + in_secs as i64, id.to_owned()));
+            }
+            FinishWith::Archive => {
+                q.count(now, true);
+                q.archive(id, now);
+            }
+            FinishWith::Requeue => {
+                if let Some(task) = q.tasks.get_mut(id) {
+                    task.state = TaskState::Pending;
+                }
+                q.pending.push_front(id.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    fn forward(&mut self, queue: &str) -> usize {
+        let now = self.now;
+        let q = self.queue(queue);
+        let mut moved = 0;
+        for state in [TaskState::Scheduled, TaskState::Retry] {
+            let due: Vec<(i64, String)> = q.zset(state).iter().filter(|(score, _)| *score <= now).cloned().collect();
+            for entry in due {
+                q.zset(state).remove(&entry);
+                let id = entry.1;
+                let task = q.tasks.get_mut(&id).expect("a due task exists");
+                match task.group.clone() {
+                    Some(group) => {
+                        // Back into its group, without registering the group name (Go's forward).
+                        task.state = TaskState::Aggregating;
+                        q.groups.entry(group).or_default().insert((now, id));
+                    }
+                    None => {
+                        task.state = TaskState::Pending;
+                        q.pending.push_back(id);
+                    }
+                }
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    fn recover(&mut self, queues: &[&'static str]) -> Reply {
+        let cutoff = self.now - LEASE_SECS;
+        let mut expired = Vec::new();
+        for name in queues {
+            let q = self.queue(name);
+            for (id, &expiry) in &q.lease {
+                if expiry <= cutoff {
+                    expired.push((name.to_string(), id.clone()));
+                }
+            }
+        }
+        expired.sort();
+        expired.dedup();
+        for (queue, id) in &expired {
+            let task = &self.queues[queue].tasks[id];
+            let with = if task.retried >= task.retry {
+                FinishWith::Archive
+            } else {
+                FinishWith::Retry { in_secs: RECOVER_RETRY_DELAY.as_secs(), is_failure: true }
+            };
+            if let Err(kind) = self.finish(queue, id, with) {
+                return Reply::Err(kind);
+            }
+        }
+        hand(&mut self.handed, &expired);
+        Reply::Tasks(expired)
+    }
+
+    fn janitor(&mut self, queue: &str, batch: usize) -> usize {
+        let now = self.now;
+        let q = self.queue(queue);
+        let expired: Vec<(i64, String)> =
+            q.completed.iter().filter(|(score, _)| *score <= now).take(batch).cloned().collect();
+        for entry in &expired {
+            q.completed.remove(entry);
+            q.tasks.remove(&entry.1);
+        }
+        expired.len()
+    }
+
+    fn task_state(&self, queue: &str, id: &str) -> Result<TaskState, ErrorKind> {
+        self.check_known(queue)?;
+        self.queues.get(queue).and_then(|q| q.tasks.get(id)).map(|t| t.state).ok_or(ErrorKind::TaskNotFound)
+    }
+
+    fn run_task(&mut self, queue: &str, id: &str) -> Result<(), ErrorKind> {
+        match self.task_state(queue, id)? {
+            TaskState::Active | TaskState::Pending => Err(ErrorKind::FailedPrecondition),
+            _ => {
+                let q = self.queue(queue);
+                q.detach(id);
+                q.pending.push_back(id.to_owned());
+                q.tasks.get_mut(id).expect("the task exists").state = TaskState::Pending;
+                Ok(())
+            }
+        }
+    }
+
+    fn archive_task(&mut self, queue: &str, id: &str) -> Result<(), ErrorKind> {
+        let now = self.now;
+        match self.task_state(queue, id)? {
+            TaskState::Active | TaskState::Archived => Err(ErrorKind::FailedPrecondition),
+            _ => {
+                let q = self.queue(queue);
+                q.detach(id);
+                q.archive(id, now);
+                Ok(())
+            }
+        }
+    }
+
+    fn delete_task(&mut self, queue: &str, id: &str) -> Result<(), ErrorKind> {
+        match self.task_state(queue, id)? {
+            TaskState::Active => Err(ErrorKind::FailedPrecondition),
+            _ => {
+                self.queue(queue).detach(id);
+                self.release(queue, id);
+                self.queue(queue).tasks.remove(id);
+                Ok(())
+            }
+        }
+    }
+
+    /// The IDs of `set`, taken out of their container, in container order. Refuses a state the
+    /// action does not apply to (`allowed`) before looking at the queue, as `validate_bulk` does.
+    fn take_set(&mut self, queue: &str, set: Set, allowed: &[TaskState]) -> Result<Vec<String>, ErrorKind> {
+        if let Set::State(state) = set
+            && !allowed.contains(&state)
+        {
+            return Err(ErrorKind::InvalidArgument);
+        }
+        self.check_known(queue)?;
+        let q = self.queue(queue);
+        let ids = match set {
+            Set::State(TaskState::Pending) => q.pending.drain(..).collect(),
+            Set::State(state) => std::mem::take(q.zset(state)).into_iter().map(|(_, id)| id).collect(),
+            Set::Group(group) => {
+                q.group_names.remove(group);
+                q.groups.remove(group).unwrap_or_default().into_iter().map(|(_, id)| id).collect()
+            }
+        };
+        Ok(ids)
+    }
+
+    fn run_all(&mut self, queue: &str, set: Set) -> Result<usize, ErrorKind> {
+        use TaskState::*;
+        let ids = self.take_set(queue, set, &[Scheduled, Retry, Archived])?;
+        let q = self.queue(queue);
+        for id in &ids {
+            q.tasks.get_mut(id).expect("a listed task exists").state = Pending;
+            q.pending.push_back(id.clone());
+        }
+        Ok(ids.len())
+    }
+
+    fn archive_all(&mut self, queue: &str, set: Set) -> Result<usize, ErrorKind> {
+        use TaskState::*;
+        let now = self.now;
+        let ids = self.take_set(queue, set, &[Pending, Scheduled, Retry])?;
+        let q = self.queue(queue);
+        for id in &ids {
+            q.archive(id, now);
+        }
+        Ok(ids.len())
+    }
+
+    fn delete_all(&mut self, queue: &str, set: Set) -> Result<usize, ErrorKind> {
+        use TaskState::*;
+        let ids = self.take_set(queue, set, &[Pending, Scheduled, Retry, Archived, Completed])?;
+        for id in &ids {
+            self.release(queue, id);
+            self.queue(queue).tasks.remove(id);
+        }
+        Ok(ids.len())
+    }
+
+    fn delete_queue(&mut self, queue: &str, force: bool) -> Result<(), ErrorKind> {
+        self.check_known(queue)?;
+        let q = self.queue(queue);
+        let held = !q.pending.is_empty()
+            || !q.active.is_empty()
+            || !q.scheduled.is_empty()
+            || !q.retry.is_empty()
+            || !q.archived.is_empty();
+        if held && !force {
+            return Err(ErrorKind::QueueNotEmpty);
+        }
+        if !q.active.is_empty() {
+            return Err(ErrorKind::FailedPrecondition);
+        }
+        let mut doomed: Vec<String> = q.pending.drain(..).collect();
+        for state in [TaskState::Scheduled, TaskState::Retry, TaskState::Archived] {
+            doomed.extend(std::mem::take(q.zset(state)).into_iter().map(|(_, id)| id));
+        }
+        for id in doomed {
+            // Unlike Go's, a forced removal releases the locks the deleted tasks hold.
+            self.release(queue, &id);
+            self.queue(queue).tasks.remove(&id);
+        }
+        self.known.remove(queue);
+        Ok(())
+    }
+
+    /// What the inspector shows now; with `lookups`, including every task looked up by ID.
+    pub fn observe(&self, lookups: bool) -> Observation {
+        let views = QUEUES.iter().map(|name| (name.to_string(), self.view(name))).collect();
+        let mut found = Vec::new();
+        if lookups {
+            for queue in QUEUES {
+                for id in IDS {
+                    let info = self.check_known(queue).and_then(|()| {
+                        let task = self.queues.get(queue).and_then(|q| q.tasks.get(id));
+                        task.map(|t| (t.state, t.retried)).ok_or(ErrorKind::TaskNotFound)
+                    });
+                    found.push((queue.to_owned(), id.to_owned(), info));
+                }
+            }
+        }
+        Observation { queues: self.known.iter().cloned().collect(), views, lookups: found }
+    }
+
+    fn view(&self, name: &str) -> QueueView {
+        let empty = Queue::default();
+        let q = self.queues.get(name).unwrap_or(&empty);
+        let row = |id: &String| Row { id: id.clone(), retried: q.tasks[id].retried, due: None };
+        let zrows = |set: &ZSet| set.iter().map(|(_, id)| row(id)).collect::<Vec<_>>();
+        let due_rows =
+            |set: &ZSet| set.iter().map(|(score, id)| Row { due: Some(*score), ..row(id) }).collect::<Vec<_>>();
+        let tasks = TaskState::ALL
+            .into_iter()
+            .map(|state| {
+                let rows = match state {
+                    TaskState::Active => q.active.iter().map(row).collect(),
+                    TaskState::Pending => q.pending.iter().map(row).collect(),
+                    TaskState::Scheduled => due_rows(&q.scheduled),
+                    TaskState::Retry => due_rows(&q.retry),
+                    TaskState::Archived => zrows(&q.archived),
+                    TaskState::Completed => zrows(&q.completed),
+                    TaskState::Aggregating => {
+                        let mut rows: Vec<Row> =
+                            q.group_names.iter().filter_map(|g| q.groups.get(g)).flat_map(zrows).collect();
+                        rows.sort();
+                        rows
+                    }
+                };
+                let listed = if self.known.contains(name) { Ok(rows) } else { Err(ErrorKind::QueueNotFound) };
+                (state, listed)
+            })
+            .collect();
+        let counts = self.check_known(name).map(|()| {
+            let aggregating = q.group_names.iter().filter_map(|g| q.groups.get(g)).map(BTreeSet::len).sum();
+            let (processed, failed) = q.daily.get(&self.now.div_euclid(DAY_SECS)).copied().unwrap_or_default();
+            let mut counts = Counts {
+                size: 0,
+                groups: q.group_names.len(),
+                pending: q.pending.len(),
+                active: q.active.len(),
+                scheduled: q.scheduled.len(),
+                retry: q.retry.len(),
+                archived: q.archived.len(),
+                completed: q.completed.len(),
+                aggregating,
+                processed,
+                failed,
+                processed_total: q.processed_total,
+                failed_total: q.failed_total,
+                paused: q.paused,
+            };
+            counts.size = counts.pending
+                + counts.active
+                + counts.scheduled
+                + counts.retry
+                + counts.archived
+                + counts.completed
+                + counts.aggregating;
+            counts
+        });
+        QueueView { counts, tasks }
+    }
+}
+
+impl fmt::Display for Observation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "known queues: {:?}", self.queues)?;
+        for (name, view) in &self.views {
+            writeln!(f, "{name}: {:?}", view.counts)?;
+            for (state, rows) in &view.tasks {
+                match rows {
+                    Ok(rows) if rows.is_empty() => {}
+                    Ok(rows) => {
+                        let shown: Vec<String> = rows
+                            .iter()
+                            .map(|r| match r.due {
+                                Some(due) => format!("{}/{}@{due}", r.id, r.retried),
+                                None => format!("{}/{}", r.id, r.retried),
+                            })
+                            .collect();
+                        writeln!(f, "  {state}: {}", shown.join(" "))?;
+                    }
+                    Err(kind) if view.counts.as_ref().err() == Some(kind) => {}
+                    Err(kind) => writeln!(f, "  {state}: {kind:?}")?,
+                }
+            }
+        }
+        for (queue, id, info) in &self.lookups {
+            writeln!(f, "task {queue}/{id}: {info:?}")?;
+        }
+        Ok(())
+    }
+}

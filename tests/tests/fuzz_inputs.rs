@@ -1,0 +1,163 @@
+//! The fuzz targets of `fuzz/` as proptests that run on stable in CI: random and adversarial
+//! input for the stored task message decoder, the cron spec front end (`Scheduler::register`),
+//! Go duration parsing, and the client's option resolution. None may panic; what decodes or
+//! parses must round-trip.
+
+use asynq_core::time::{from_unix_secs, parse_go_duration};
+use asynq_core::{Task, TaskOptions, TaskState, resolve_enqueue};
+use asynq_memory::MemoryBroker;
+use asynq_redis::proto;
+use asynq_server::{Scheduler, SchedulerConfig};
+use proptest::prelude::*;
+use prost::Message;
+use std::sync::LazyLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A valid encoded message with every field set, for mutation.
+fn full_message() -> Vec<u8> {
+    proto::TaskMessage {
+        r#type: "email:welcome".into(),
+        payload: vec![1, 2, 3].into(),
+        headers: [("trace".to_owned(), "abc".to_owned())].into(),
+        id: "2f1c9b0e-1111-4222-8333-444455556666".into(),
+        queue: "critical".into(),
+        retry: 25,
+        retried: 3,
+        error_msg: "boom".into(),
+        last_failed_at: 1_795_317_896,
+        timeout: 1800,
+        deadline: 1_795_317_999,
+        unique_key: "asynq:{critical}:unique:x".into(),
+        group_key: "g".into(),
+        retention: 3600,
+        completed_at: 1_795_317_900,
+    }
+    .encode_to_vec()
+}
+
+/// The task-message property: decoding never panics, and a decoded message survives the
+/// conversion to the core type and back.
+fn check_task_message(data: &[u8]) {
+    let Ok(decoded) = proto::TaskMessage::decode(data) else { return };
+    let core: asynq_core::TaskMessage = decoded.clone().into();
+    let again = proto::TaskMessage::from(&core).encode_to_vec();
+    assert_eq!(proto::TaskMessage::decode(again.as_slice()).unwrap(), decoded);
+    let _ = asynq_core::TaskInfo::new(&core, TaskState::Archived, None, None);
+}
+
+static SCHEDULER: LazyLock<Scheduler> =
+    LazyLock::new(|| Scheduler::new(MemoryBroker::new(), SchedulerConfig::default()).unwrap());
+
+/// The cron property: a spec is refused or registered, never a panic.
+fn check_cron_spec(spec: &str) {
+    if let Ok(id) = SCHEDULER.register(spec, Task::new("fuzz", ""), TaskOptions::new()) {
+        let _ = SCHEDULER.entries();
+        SCHEDULER.unregister(&id).unwrap();
+    }
+}
+
+/// The duration property: what parses prints (as Go does) to text that parses back the same.
+fn check_go_duration(text: &str) {
+    if let Some(d) = parse_go_duration(text) {
+        let printed = TaskOptions::new().timeout(d).go_option_strings().remove(0);
+        let inner = printed.strip_prefix("Timeout(").and_then(|s| s.strip_suffix(')')).unwrap();
+        assert_eq!(parse_go_duration(inner), Some(d), "{text:?} printed as {inner:?}");
+    }
+}
+
+/// Durations across every scale, up to the largest.
+fn any_duration() -> impl Strategy<Value = Duration> {
+    prop_oneof![
+        (0u64..10_000).prop_map(Duration::from_millis),
+        any::<u64>().prop_map(Duration::from_secs),
+        (any::<u64>(), 0u32..1_000_000_000).prop_map(|(s, n)| Duration::new(s, n)),
+        Just(Duration::MAX),
+    ]
+}
+
+/// Instants around now, around the epoch, and far in either direction.
+fn any_instant() -> impl Strategy<Value = SystemTime> {
+    prop_oneof![
+        (-1_000_000i64..1_000_000).prop_map(|s| from_unix_secs(1_795_317_896 + s)),
+        (-1_000_000i64..1_000_000).prop_map(from_unix_secs),
+        (0u64..=i64::MAX as u64 / 2).prop_map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+        (0u64..=i64::MAX as u64 / 2).prop_map(|s| UNIX_EPOCH - Duration::from_secs(s)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn task_messages_from_random_bytes(data in proptest::collection::vec(any::<u8>(), 0..256)) {
+        check_task_message(&data);
+    }
+
+    #[test]
+    fn task_messages_from_mutated_valid_ones(
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut data = full_message();
+        for (at, byte) in edits {
+            let i = at.index(data.len());
+            data[i] = byte;
+        }
+        check_task_message(&data);
+        data.truncate(cut.index(data.len() + 1));
+        check_task_message(&data);
+    }
+
+    #[test]
+    fn cron_specs_from_cron_like_text(spec in "(TZ=[A-Za-z/_+-]{0,20} |CRON_TZ=UTC )?[0-9*/,?LW#@A-Za-z -]{0,40}") {
+        check_cron_spec(&spec);
+    }
+
+    #[test]
+    fn cron_specs_with_every(interval in "[0-9.+-]{0,25}(ns|us|µs|ms|s|m|h|d)?([0-9.]{0,5}(s|m|h))?") {
+        check_cron_spec(&format!("@every {interval}"));
+    }
+
+    #[test]
+    fn cron_specs_from_any_text(spec in any::<String>()) {
+        check_cron_spec(&spec);
+    }
+
+    #[test]
+    fn go_durations_from_duration_like_text(text in "\\+?([0-9]{0,22}(\\.[0-9]{0,12})?(ns|us|µs|μs|ms|s|m|h|x)?){0,4}") {
+        check_go_duration(&text);
+    }
+
+    #[test]
+    fn go_durations_from_any_text(text in any::<String>()) {
+        check_go_duration(&text);
+    }
+
+    #[test]
+    fn enqueue_options_resolve_or_are_refused(
+        timeout in proptest::option::of(any_duration()),
+        retention in proptest::option::of(any_duration()),
+        unique in proptest::option::of(any_duration()),
+        process_in in proptest::option::of(any_duration()),
+        process_at in proptest::option::of(any_instant()),
+        deadline in proptest::option::of(any_instant()),
+        max_retry in any::<u32>(),
+        now in any_instant(),
+    ) {
+        let mut options = TaskOptions::new().max_retry(max_retry);
+        if let Some(d) = timeout { options = options.timeout(d); }
+        if let Some(d) = retention { options = options.retention(d); }
+        if let Some(d) = unique { options = options.unique(d); }
+        if let Some(t) = deadline { options = options.deadline(t); }
+        match (process_in, process_at) {
+            (Some(d), _) => options = options.process_in(d),
+            (None, Some(t)) => options = options.process_at(t),
+            (None, None) => {}
+        }
+        if let Ok(request) = resolve_enqueue(&Task::new("t", ""), &options, now, || "id".to_owned()) {
+            // Whatever is accepted fits Go's int64 fields.
+            let m = &request.message;
+            prop_assert!(m.timeout >= 0 && m.retention >= 0 && m.retry >= 0);
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! Model-based testing of the brokers: proptest generates sequences of client, server-role,
+//! operator and clock operations ([`asynq_tests::model::Op`]) and runs each sequence against
+//! the reference model, a `MemoryBroker` and a `RedisBroker`; after every step the replies
+//! (errors by kind) and everything the inspector shows (queue counts and the tasks of every
+//! state) must be equal. A failing case is shrunk to a minimal sequence, printed with the step
+//! at which the backends parted.
+//!
+//! Every broker reads its own `SimulatedClock`, advanced identically. One redis-server serves
+//! the whole test and is flushed between cases.
+//!
+//! `ASYNQ_MODEL_CASES` sets the number of generated sequences (of up to 40 operations each):
+//! the default, 200, is the CI profile (about 35 s on 2 busy cores). The full profile runs 5 000,
+//! about 11 minutes, past nextest's 2-minute limit, so run it with `cargo test`:
+//!
+//! ```text
+//! ASYNQ_MODEL_CASES=5000 cargo test -p asynq-tests --test model_based -- --nocapture
+//! ```
+//!
+//! With `--nocapture` (nextest: `--no-capture`) a passing run prints how often each kind of
+//! operation got each kind of reply, to show what the sequences cover.
+
+use asynq_core::broker::{Outcome, Page};
+use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::{
+    Broker, Clock, EnqueueRequest, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState, resolve_enqueue,
+};
+use asynq_memory::MemoryBroker;
+use asynq_tests::conformance::fixture::START_SECS;
+use asynq_tests::model::{
+    ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, Observation, Op, PAYLOADS, QUEUES, QueueView,
+    RECOVER_RETRY_DELAY, Reply, Row, Set, TASK_TYPE, UNIQUE_TTL, When, hand, pick_batch, pick_handed,
+};
+use asynq_tests::{RedisServer, redis_broker};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Generated sequences in the CI profile.
+const DEFAULT_CASES: u32 = 200;
+/// The longest generated sequence.
+const MAX_OPS: usize = 40;
+/// A page that holds every task of a queue.
+const ALL: Page = Page { size: 1_000, number: 0 };
+
+/// A broker under test, its clock and the last message each task was handed out with (what a
+/// worker or the recoverer finishes), most recent last.
+struct Backend<B> {
+    name: &'static str,
+    broker: B,
+    clock: SimulatedClock,
+    handed: Vec<(String, String)>,
+    messages: HashMap<(String, String), TaskMessage>,
+}
+
+impl<B: Broker> Backend<B> {
+    fn new(name: &'static str, broker: B, clock: SimulatedClock) -> Self {
+        Self { name, broker, clock, handed: Vec::new(), messages: HashMap::new() }
+    }
+
+    fn hand(&mut self, messages: Vec<TaskMessage>) -> Vec<(String, String)> {
+        let keys: Vec<(String, String)> = messages.iter().map(|m| (m.queue.clone(), m.id.clone())).collect();
+        hand(&mut self.handed, &keys);
+        self.messages.extend(keys.iter().cloned().zip(messages));
+        keys
+    }
+
+    fn now_plus(&self, secs: u64) -> std::time::SystemTime {
+        self.clock.now() + Duration::from_secs(secs)
+    }
+
+    fn request(&self, new: &NewTask) -> EnqueueRequest {
+        let mut options = TaskOptions::new().queue(new.queue).task_id(new.id).max_retry(new.max_retry);
+        if new.unique {
+            options = options.unique(UNIQUE_TTL);
+        }
+        if new.retention > 0 {
+            options = options.retention(Duration::from_secs(new.retention));
+        }
+        options = match new.when {
+            When::Now => options,
+            When::In(secs) => options.process_in(Duration::from_secs(secs)),
+            When::Group(group) => options.group(group),
+            When::GroupIn(group, secs) => options.group(group).process_in(Duration::from_secs(secs)),
+        };
+        let task = Task::new(TASK_TYPE, new.payload.as_bytes().to_vec());
+        resolve_enqueue(&task, &options, self.clock.now(), || unreachable!("the ID is given"))
+            .expect("generated options are valid")
+    }
+
+    fn outcome(&self, with: FinishWith) -> Outcome {
+        match with {
+            FinishWith::Done => Outcome::Done,
+            FinishWith::Complete => Outcome::Complete,
+            FinishWith::Retry { in_secs, is_failure } => {
+                Outcome::Retry { retry_at: self.now_plus(in_secs), error: "boom".into(), is_failure }
+            }
+            FinishWith::Archive => Outcome::Archive { error: "gave up".into() },
+            FinishWith::Requeue => Outcome::Requeue,
+        }
+    }
+
+    async fn apply(&mut self, op: &Op) -> Reply {
+        let b = &self.broker;
+        match op {
+            Op::Enqueue(task) => Reply::of_unit(b.enqueue(self.request(task)).await),
+            Op::EnqueueBatch(tasks) => {
+                let requests = tasks.iter().map(|t| self.request(t)).collect();
+                Reply::Each(b.enqueue_batch(requests).await.into_iter().map(Reply::of_unit).collect())
+            }
+            Op::FinishBatch(picks) => {
+                let items: Vec<(TaskMessage, Outcome)> = pick_batch(&self.handed, picks)
+                    .into_iter()
+                    .map(|(key, with)| (self.messages[&key].clone(), self.outcome(with)))
+                    .collect();
+                if items.is_empty() {
+                    return Reply::Skipped;
+                }
+                Reply::Each(b.finish_batch(items).await.into_iter().map(Reply::of_unit).collect())
+            }
+            Op::Dequeue { queues, max } => match b.dequeue(&names(queues), *max).await {
+                Ok(taken) => Reply::Tasks(self.hand(taken.into_iter().map(|d| d.message).collect())),
+                Err(e) => Reply::Err(ErrorKind::of(&e)),
+            },
+            Op::Finish { pick, with } => {
+                let Some(key) = pick_handed(&self.handed, *pick) else {
+                    return Reply::Skipped;
+                };
+                let message = &self.messages[key];
+                Reply::of_unit(b.finish(message, self.outcome(*with)).await)
+            }
+            Op::Advance { secs } => {
+                self.clock.advance(Duration::from_secs(*secs));
+                Reply::Ok
+            }
+            Op::Forward { queues } => Reply::of_count(b.forward_ready(&names(queues)).await),
+            Op::Recover { queues, wait } => {
+                self.clock.advance(Duration::from_secs(*wait));
+                let cutoff = from_unix_secs(unix_secs(self.clock.now()) - asynq_tests::model::LEASE_SECS);
+                let mut expired = match b.list_lease_expired(&names(queues), cutoff).await {
+                    Ok(expired) => expired,
+                    Err(e) => return Reply::Err(ErrorKind::of(&e)),
+                };
+                expired.sort_by(|x, y| (&x.queue, &x.id).cmp(&(&y.queue, &y.id)));
+                for message in &expired {
+                    let outcome = if message.retries_exhausted() {
+                        Outcome::Archive { error: "lease expired".into() }
+                    } else {
+                        let retry_at = self.now_plus(RECOVER_RETRY_DELAY.as_secs());
+                        Outcome::Retry { retry_at, error: "lease expired".into(), is_failure: true }
+                    };
+                    if let Err(e) = b.finish(message, outcome).await {
+                        return Reply::Err(ErrorKind::of(&e));
+                    }
+                }
+                Reply::Tasks(self.hand(expired))
+            }
+            Op::Janitor { queue, batch } => Reply::of_count(b.delete_expired_completed(queue, *batch).await),
+            Op::RunTask { queue, id } => Reply::of_unit(b.run_task(queue, id).await),
+            Op::ArchiveTask { queue, id } => Reply::of_unit(b.archive_task(queue, id).await),
+            Op::DeleteTask { queue, id } => Reply::of_unit(b.delete_task(queue, id).await),
+            Op::RunAll { queue, set } => Reply::of_count(b.run_all(queue, &set.task_set()).await),
+            Op::ArchiveAll { queue, set } => Reply::of_count(b.archive_all(queue, &set.task_set()).await),
+            Op::DeleteAll { queue, set } => Reply::of_count(b.delete_all(queue, &set.task_set()).await),
+            Op::Pause { queue } => Reply::of_unit(b.pause_queue(queue).await),
+            Op::Unpause { queue } => Reply::of_unit(b.unpause_queue(queue).await),
+            Op::DeleteQueue { queue, force } => Reply::of_unit(b.delete_queue(queue, *force).await),
+        }
+    }
+
+    async fn observe(&self, lookups: bool) -> Observation {
+        let b = &self.broker;
+        let queues = b.queues().await.unwrap_or_else(|e| vec![format!("<queues failed: {e}>")]);
+        let mut views = Vec::new();
+        for name in QUEUES {
+            let counts = b.queue_info(name).await.map(|info| (&info).into()).map_err(|e| ErrorKind::of(&e));
+            let mut tasks = Vec::new();
+            for state in TaskState::ALL {
+                let rows = b.list_tasks(name, state, ALL).await.map_err(|e| ErrorKind::of(&e)).map(|listed| {
+                    let due = |t: &TaskInfo| match state {
+                        TaskState::Scheduled | TaskState::Retry => t.next_process_at.map(unix_secs),
+                        _ => None,
+                    };
+                    let mut rows: Vec<Row> =
+                        listed.into_iter().map(|t| Row { due: due(&t), id: t.id, retried: t.retried }).collect();
+                    if state == TaskState::Aggregating {
+                        rows.sort();
+                    }
+                    rows
+                });
+                tasks.push((state, rows));
+            }
+            views.push((name.to_owned(), QueueView { counts, tasks }));
+        }
+        let mut found = Vec::new();
+        if lookups {
+            for queue in QUEUES {
+                for id in IDS {
+                    let info =
+                        b.task_info(queue, id).await.map(|t| (t.state, t.retried)).map_err(|e| ErrorKind::of(&e));
+                    found.push((queue.to_owned(), id.to_owned(), info));
+                }
+            }
+        }
+        Observation { queues, views, lookups: found }
+    }
+}
+
+/// How often each kind of operation got each kind of reply, to show what the generated
+/// sequences cover (printed with `--no-capture`).
+#[derive(Default)]
+struct Tally(Mutex<BTreeMap<String, usize>>);
+
+impl Tally {
+    fn count(&self, op: &Op, reply: &Reply) {
+        let op = format!("{op:?}");
+        let op = op.split([' ', '{', '(']).next().unwrap_or_default();
+        let reply = match reply {
+            Reply::Count(0) => "Count(0)".to_owned(),
+            Reply::Count(_) => "Count(n)".to_owned(),
+            Reply::Tasks(tasks) if tasks.is_empty() => "Tasks(none)".to_owned(),
+            Reply::Tasks(_) => "Tasks(some)".to_owned(),
+            Reply::Each(replies) if replies.contains(&Reply::Ok) => "Each(some Ok)".to_owned(),
+            Reply::Each(_) => "Each(no Ok)".to_owned(),
+            other => format!("{other:?}"),
+        };
+        *self.0.lock().expect("tally lock").entry(format!("{op} -> {reply}")).or_default() += 1;
+    }
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (what, n) in self.0.lock().expect("tally lock").iter() {
+            writeln!(f, "  {what}: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+fn names(queues: &[&str]) -> Vec<String> {
+    queues.iter().map(|q| q.to_string()).collect()
+}
+
+fn queue() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(&QUEUES[..])
+}
+
+fn id() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(&IDS[..])
+}
+
+fn group() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(&GROUPS[..])
+}
+
+fn queue_list() -> impl Strategy<Value = Vec<&'static str>> {
+    proptest::sample::select(vec![vec!["q0"], vec!["q1"], vec!["q0", "q1"], vec!["q1", "q0"]])
+}
+
+/// Seconds from one second to a hundred days, most often short; the longest spans reach the
+/// archive's 90-day limit.
+fn span() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 1u64..60,
+        6 => 60u64..3_600,
+        4 => 3_600u64..86_400,
+        2 => 86_400u64..3 * 86_400,
+        1 => 30 * 86_400u64..100 * 86_400,
+    ]
+}
+
+fn when() -> impl Strategy<Value = When> {
+    prop_oneof![
+        6 => Just(When::Now),
+        2 => (1u64..600).prop_map(When::In),
+        2 => group().prop_map(When::Group),
+        1 => (group(), 1u64..600).prop_map(|(g, s)| When::GroupIn(g, s)),
+    ]
+}
+
+fn finish_with() -> impl Strategy<Value = FinishWith> {
+    prop_oneof![
+        Just(FinishWith::Done),
+        Just(FinishWith::Complete),
+        (0u64..600, any::<bool>()).prop_map(|(in_secs, is_failure)| FinishWith::Retry { in_secs, is_failure }),
+        Just(FinishWith::Archive),
+        Just(FinishWith::Requeue),
+    ]
+}
+
+fn set() -> impl Strategy<Value = Set> {
+    prop_oneof![
+        3 => proptest::sample::select(&TaskState::ALL[..]).prop_map(Set::State),
+        1 => group().prop_map(Set::Group),
+    ]
+}
+
+fn new_task() -> impl Strategy<Value = NewTask> {
+    (
+        queue(),
+        id(),
+        proptest::sample::select(&PAYLOADS[..]),
+        when(),
+        proptest::bool::weighted(0.3),
+        prop_oneof![Just(0u64), 1u64..120],
+        0u32..3,
+    )
+        .prop_map(|(queue, id, payload, when, unique, retention, max_retry)| NewTask {
+            queue,
+            id,
+            payload,
+            when,
+            unique,
+            retention,
+            max_retry,
+        })
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        22 => new_task().prop_map(Op::Enqueue),
+        3 => proptest::collection::vec(new_task(), 1..5).prop_map(Op::EnqueueBatch),
+        3 => proptest::collection::vec((0usize..4, finish_with()), 1..4).prop_map(Op::FinishBatch),
+        14 => (queue_list(), 1usize..4).prop_map(|(queues, max)| Op::Dequeue { queues, max }),
+        16 => (0usize..4, finish_with()).prop_map(|(pick, with)| Op::Finish { pick, with }),
+        8 => span().prop_map(|secs| Op::Advance { secs }),
+        6 => queue_list().prop_map(|queues| Op::Forward { queues }),
+        5 => (queue_list(), prop_oneof![Just(0u64), Just(59), Just(60), 61u64..300])
+            .prop_map(|(queues, wait)| Op::Recover { queues, wait }),
+        4 => (queue(), 1usize..4).prop_map(|(queue, batch)| Op::Janitor { queue, batch }),
+        3 => (queue(), id()).prop_map(|(queue, id)| Op::RunTask { queue, id }),
+        2 => (queue(), id()).prop_map(|(queue, id)| Op::ArchiveTask { queue, id }),
+        2 => (queue(), id()).prop_map(|(queue, id)| Op::DeleteTask { queue, id }),
+        3 => (queue(), set()).prop_map(|(queue, set)| Op::RunAll { queue, set }),
+        2 => (queue(), set()).prop_map(|(queue, set)| Op::ArchiveAll { queue, set }),
+        2 => (queue(), set()).prop_map(|(queue, set)| Op::DeleteAll { queue, set }),
+        1 => queue().prop_map(|queue| Op::Pause { queue }),
+        4 => queue().prop_map(|queue| Op::Unpause { queue }),
+        2 => (queue(), any::<bool>()).prop_map(|(queue, force)| Op::DeleteQueue { queue, force }),
+    ]
+}
+
+/// Runs `ops` against the model and both brokers, failing at the first step where a broker's
+/// reply or observation differs from the model's.
+async fn run_case(server: &RedisServer, ops: &[Op], tally: &Tally) -> Result<(), TestCaseError> {
+    server.command(&["FLUSHALL"]).map_err(|e| TestCaseError::fail(format!("FLUSHALL: {e}")))?;
+    let start = from_unix_secs(START_SECS);
+    let mut model = Model::new(START_SECS);
+    let memory_clock = SimulatedClock::new(start);
+    let mut memory = Backend::new("memory", MemoryBroker::with_clock(Arc::new(memory_clock.clone())), memory_clock);
+    let redis_clock = SimulatedClock::new(start);
+    let redis_broker = redis_broker(&server.url(), Arc::new(redis_clock.clone())).await;
+    let mut redis = Backend::new("redis", redis_broker, redis_clock);
+    for (step, op) in ops.iter().enumerate() {
+        let expected = model.apply(op);
+        tally.count(op, &expected);
+        // Looking every task up by ID costs as much again, so it is done after the last step.
+        let lookups = step + 1 == ops.len();
+        let expected_view = model.observe(lookups);
+        let got = [
+            (memory.name, memory.apply(op).await, memory.observe(lookups).await),
+            (redis.name, redis.apply(op).await, redis.observe(lookups).await),
+        ];
+        let mut differences = Vec::new();
+        for (name, reply, view) in got {
+            if reply != expected {
+                differences.push(format!("{name} replied {reply:?}, the model {expected:?}"));
+            } else if view != expected_view {
+                differences.push(format!("{name} shows\n{view}the model shows\n{expected_view}"));
+            }
+        }
+        if !differences.is_empty() {
+            return Err(TestCaseError::fail(format!("at step {step} {op:?}:\n{}", differences.join("\n"))));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn brokers_follow_the_reference_model() {
+    let cases = std::env::var("ASYNQ_MODEL_CASES")
+        .ok()
+        .map(|v| v.parse().expect("ASYNQ_MODEL_CASES is a number of cases"))
+        .unwrap_or(DEFAULT_CASES);
+    let server = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new(config);
+    let began = Instant::now();
+    let strategy = proptest::collection::vec(op(), 1..=MAX_OPS);
+    let tally = Tally::default();
+    let result = runner.run(&strategy, |ops| runtime.block_on(run_case(&server, &ops, &tally)));
+    match result {
+        Ok(()) => {
+            eprintln!("{cases} sequences of up to {MAX_OPS} operations agreed in {:?}", began.elapsed());
+            eprintln!("operations by reply (from the model):\n{tally}");
+        }
+        Err(TestError::Fail(reason, ops)) => {
+            let steps: Vec<String> = ops.iter().enumerate().map(|(i, op)| format!("  {i}: {op:?}")).collect();
+            panic!("{reason}\nminimal failing sequence:\n{}", steps.join("\n"));
+        }
+        Err(TestError::Abort(reason)) => panic!("aborted: {reason}"),
+    }
+}
