@@ -201,6 +201,9 @@ impl Connection {
             .set_response_timeout(Some(response_timeout))
             .set_number_of_retries(2);
         let failed = |source: redis::RedisError| ConnectError::Connect { target: format!("{target:?}"), source };
+        // rustls needs a process-wide crypto provider for `rediss://`; keep one the application
+        // installed, else install ring's.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         match target {
             RedisTarget::Server { url } => {
                 let client = redis::Client::open(url.as_str()).map_err(failed)?;
