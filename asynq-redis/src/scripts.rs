@@ -123,7 +123,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     list_tasks: script!("list_tasks"),
     mark_idle: script!("mark_idle"),
     memory_usage: script!("memory_usage"),
-    run_task: script!("run_task"),
+    run_task: script!(common + manage + "run_task"),
     archive_task: script!(common + manage + "archive_task"),
     delete_task: script!(common + manage + "delete_task"),
     run_all: script!("run_all"),

@@ -25,23 +25,10 @@ if state == "active" then
     return -2
 elseif state == "archived" then
     return -1
-elseif state == "pending" then
-    if redis.call("LREM", ARGV[5] .. "pending", 1, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in list " .. ARGV[5] .. "pending")
-    end
-elseif state == "aggregating" then
-    if redis.call("ZREM", ARGV[6] .. group, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. ARGV[6] .. group)
-    end
-    if redis.call("ZCARD", ARGV[6] .. group) == 0 then
-        redis.call("SREM", KEYS[3], group)
-    end
-elseif state == "scheduled" or state == "retry" or state == "completed" then
-    if redis.call("ZREM", ARGV[5] .. state, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. ARGV[5] .. state)
-    end
-else
-    return redis.error_reply("task has an unknown state: " .. tostring(state))
+end
+local detach_error = detach_waiting(ARGV[1], state, group, ARGV[5], ARGV[6], KEYS[3])
+if detach_error then
+    return detach_error
 end
 redis.call("ZADD", KEYS[2], ARGV[2], ARGV[1])
 redis.call("HSET", KEYS[1], "state", "archived")

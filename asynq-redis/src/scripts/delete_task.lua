@@ -16,22 +16,9 @@ end
 local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
 if state == "active" then
     return -1
-elseif state == "pending" then
-    if redis.call("LREM", ARGV[2] .. "pending", 0, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in list " .. ARGV[2] .. "pending")
-    end
-elseif state == "aggregating" then
-    if redis.call("ZREM", ARGV[3] .. group, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. ARGV[3] .. group)
-    end
-    if redis.call("ZCARD", ARGV[3] .. group) == 0 then
-        redis.call("SREM", KEYS[2], group)
-    end
-elseif state == "scheduled" or state == "retry" or state == "archived" or state == "completed" then
-    if redis.call("ZREM", ARGV[2] .. state, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. ARGV[2] .. state)
-    end
-else
-    return redis.error_reply("task has an unknown state: " .. tostring(state))
+end
+local detach_error = detach_waiting(ARGV[1], state, group, ARGV[2], ARGV[3], KEYS[2])
+if detach_error then
+    return detach_error
 end
 return delete_task_hash(KEYS[1], ARGV[1], ARGV[4])

@@ -1,5 +1,5 @@
--- manage_common: helpers prepended (after common.lua) to the operator scripts that archive or
--- delete waiting tasks.
+-- manage_common: helpers prepended (after common.lua) to the operator scripts that run, archive
+-- or delete waiting tasks.
 --
 -- KEYS -> none of its own; the functions take the keys the including script was given.
 -- ARGV -> none of its own.
@@ -72,6 +72,32 @@ local function unique_key_of(task_key)
         if key and key ~= "" then
             return key
         end
+    end
+    return nil
+end
+
+-- Takes task `id` out of the container its waiting `state` names: the pending list, the zset of
+-- its `group` (forgetting the group in `groups_key` once it is empty), or the zset named after
+-- the state. Returns nil, or an error reply (nothing written) when that container does not hold
+-- the task or the state is not a waiting one.
+local function detach_waiting(id, state, group, queue_prefix, group_prefix, groups_key)
+    if state == "pending" then
+        if redis.call("LREM", queue_prefix .. "pending", 0, id) == 0 then
+            return redis.error_reply("task id not found in list " .. queue_prefix .. "pending")
+        end
+    elseif state == "aggregating" then
+        if redis.call("ZREM", group_prefix .. group, id) == 0 then
+            return redis.error_reply("task id not found in zset " .. group_prefix .. group)
+        end
+        if redis.call("ZCARD", group_prefix .. group) == 0 then
+            redis.call("SREM", groups_key, group)
+        end
+    elseif state == "scheduled" or state == "retry" or state == "archived" or state == "completed" then
+        if redis.call("ZREM", queue_prefix .. state, id) == 0 then
+            return redis.error_reply("task id not found in zset " .. queue_prefix .. state)
+        end
+    else
+        return redis.error_reply("task has an unknown state: " .. tostring(state))
     end
     return nil
 end

@@ -20,19 +20,10 @@ if state == "active" then
     return -1
 elseif state == "pending" then
     return -2
-elseif state == "aggregating" then
-    if redis.call("ZREM", ARGV[3] .. group, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. ARGV[3] .. group)
-    end
-    if redis.call("ZCARD", ARGV[3] .. group) == 0 then
-        redis.call("SREM", KEYS[3], group)
-    end
-elseif state == "scheduled" or state == "retry" or state == "archived" or state == "completed" then
-    if redis.call("ZREM", ARGV[2] .. state, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. ARGV[2] .. state)
-    end
-else
-    return redis.error_reply("task has an unknown state: " .. tostring(state))
+end
+local detach_error = detach_waiting(ARGV[1], state, group, ARGV[2], ARGV[3], KEYS[3])
+if detach_error then
+    return detach_error
 end
 redis.call("LPUSH", KEYS[2], ARGV[1])
 redis.call("HSET", KEYS[1], "state", "pending")
