@@ -489,13 +489,19 @@ impl Stage {
     }
 
     fn queue_counts(&self) -> anyhow::Result<QueueCounts> {
-        Ok(QueueCounts {
-            pending: self.int(&["LLEN", &Self::key("pending")])?,
-            active: self.int(&["LLEN", &Self::key("active")])?,
-            scheduled: self.int(&["ZCARD", &Self::key("scheduled")])?,
-            retry: self.int(&["ZCARD", &Self::key("retry")])?,
-            archived: self.int(&["ZCARD", &Self::key("archived")])?,
-        })
+        // One script, so the five sizes are of one moment: read one by one, a batch the
+        // forwarder moves from retry to pending between two reads would be counted in neither.
+        const SIZES: &str = "return {redis.call('LLEN', KEYS[1]), redis.call('LLEN', KEYS[2]), \
+            redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4]), redis.call('ZCARD', KEYS[5])}";
+        let keys = ["pending", "active", "scheduled", "retry", "archived"].map(Self::key);
+        let mut args = vec!["EVAL", SIZES, "5"];
+        args.extend(keys.iter().map(String::as_str));
+        let reply = self.command(&args)?;
+        let sizes: Vec<i64> = reply.as_array().unwrap_or_default().iter().filter_map(RespValue::as_int).collect();
+        let [pending, active, scheduled, retry, archived] = sizes[..] else {
+            anyhow::bail!("queue sizes: unexpected reply {reply:?}");
+        };
+        Ok(QueueCounts { pending, active, scheduled, retry, archived })
     }
 
     /// The task IDs every producer acknowledged.
