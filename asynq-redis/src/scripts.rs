@@ -105,7 +105,7 @@ impl Scripts {
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("enqueue"),
     enqueue_batch: script!("enqueue_batch"),
-    dequeue: script!("dequeue"),
+    dequeue: script!(common + "dequeue"),
     done: script!(common + "done"),
     done_batch: script!(common + "done_batch"),
     complete: script!(common + "complete"),

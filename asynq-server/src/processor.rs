@@ -2,7 +2,10 @@
 //! once.
 //!
 //! Each fetch takes as many tasks as there are free slots, trying the queues in the order the
-//! [`QueuePriorities`] give. An idle processor waits for the broker's wake-up signal, or polls
+//! [`QueuePriorities`] give. A task gives its slot back when its handler returns, not when its
+//! outcome is written: the next fetch overlaps the write (which the settler batches with other
+//! outcomes) instead of waiting a round trip for it. At most `concurrency` finished tasks wait
+//! for their outcome to be written; while that many wait, fetching waits too. An idle processor waits for the broker's wake-up signal, or polls
 //! every `task_check_interval` (with jitter) when the broker has none.
 //!
 //! Rate-limited queues and per-type concurrency limits are applied here; [`crate::limits`]
@@ -118,7 +121,11 @@ struct Shared {
     unlimited_queue_names: Vec<String>,
     rate_limiter: Option<Arc<dyn RateLimiter>>,
     type_limits: TypeLimits,
+    /// One permit per handler that may run.
     slots: Arc<Semaphore>,
+    /// One permit per task this server holds (running, or finished with its outcome not yet
+    /// written): twice the concurrency.
+    holds: Arc<Semaphore>,
     active: Arc<ActiveTasks>,
     syncer: Syncer,
     settler: Settler,
@@ -149,6 +156,7 @@ impl Processor {
             queue_names.iter().filter(|q| !config.rate_limits.contains_key(*q)).cloned().collect();
         let type_limits = TypeLimits::new(&config.type_concurrency);
         let slots = Arc::new(Semaphore::new(config.concurrency));
+        let holds = Arc::new(Semaphore::new(config.concurrency.saturating_mul(2)));
         let shared = Shared {
             settler: Settler::spawn(Arc::clone(&broker)),
             broker,
@@ -160,6 +168,7 @@ impl Processor {
             rate_limiter,
             type_limits,
             slots,
+            holds,
             active,
             syncer,
             running: TaskTracker::new(),
@@ -180,10 +189,10 @@ impl Processor {
     /// [`Processor::tick`], also returning how long a rate-limited queue asks to be left alone.
     async fn fetch(&self) -> asynq_core::Result<(usize, Option<Duration>)> {
         let s = &self.shared;
-        let first = Arc::clone(&s.slots).acquire_owned().await.expect("the slot semaphore is never closed");
+        let first = TaskPermits::acquire(&s.slots, &s.holds).await;
         let mut slots = vec![first];
-        while let Ok(permit) = Arc::clone(&s.slots).try_acquire_owned() {
-            slots.push(permit);
+        while let Some(permits) = TaskPermits::try_acquire(&s.slots, &s.holds) {
+            slots.push(permits);
         }
         let order = s.config.queues.order(&mut rand::rng());
         let now = s.clock.now();
@@ -203,13 +212,13 @@ impl Processor {
                 Admission::Unlimited => None,
                 Admission::Admitted(permit) => Some(permit),
                 Admission::Deferred(outcome) => {
-                    drop(slot);
-                    s.running.spawn(async move { shared.defer(task, outcome).await });
+                    let hold = slot.hold;
+                    s.running.spawn(async move { shared.defer(task, outcome, hold).await });
                     continue;
                 }
             };
             started += 1;
-            s.running.spawn(async move { shared.run(task, (slot, type_permit)).await });
+            s.running.spawn(async move { shared.run(task, slot, type_permit).await });
         }
         Ok((started, rate_limited_for))
     }
@@ -295,15 +304,16 @@ impl fmt::Debug for Processor {
 
 impl Shared {
     /// Sends a task its type's concurrency limit turned away back through the retry set.
-    async fn defer(self: Arc<Self>, task: Dequeued, outcome: Outcome) {
+    async fn defer(self: Arc<Self>, task: Dequeued, outcome: Outcome, _hold: OwnedSemaphorePermit) {
         let lease = Lease::new(task.lease_expiry, Arc::clone(&self.clock));
         tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "type concurrency limit reached; deferring");
         self.write(&task.message, outcome, &lease).await;
     }
 
     /// Runs one task, holding its worker slot and, for a type with a concurrency limit, its
-    /// type permit until the outcome is written. The attempt runs in a [`TASK_SPAN_NAME`] span.
-    async fn run(self: Arc<Self>, task: Dequeued, _permits: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)) {
+    /// type permit until the handler returns, and its hold until the outcome is written. The
+    /// attempt runs in a [`TASK_SPAN_NAME`] span.
+    async fn run(self: Arc<Self>, task: Dequeued, permits: TaskPermits, type_permit: Option<OwnedSemaphorePermit>) {
         let span = tracing::info_span!(
             TASK_SPAN_NAME,
             task_type = %task.message.type_name,
@@ -315,11 +325,14 @@ impl Shared {
         if !self.config.observers.is_empty() {
             self.config.observers.task_started(&task.message, &span);
         }
-        self.attempt(task).instrument(span).await;
+        let TaskPermits { slot, hold } = permits;
+        self.attempt(task, (slot, type_permit)).instrument(span).await;
+        drop(hold);
     }
 
-    /// One attempt of a task: runs the handler, reports and writes the outcome.
-    async fn attempt(&self, task: Dequeued) {
+    /// One attempt of a task: runs the handler, gives back `running_permits`, then reports and
+    /// writes the outcome.
+    async fn attempt(&self, task: Dequeued, running_permits: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)) {
         let Dequeued { message, lease_expiry } = task;
         let lease = Lease::new(lease_expiry, Arc::clone(&self.clock));
         let started = self.clock.now();
@@ -341,6 +354,7 @@ impl Shared {
             _ = self.abandon.cancelled() => Attempt::Abandoned,
         };
         let duration = timer.elapsed();
+        drop(running_permits);
         cancel.cancel();
         let outcome = match &attempt {
             Attempt::Finished(Ok(())) if message.retention > 0 => Some(Outcome::Complete),
@@ -380,6 +394,29 @@ impl Shared {
                 self.syncer.push(message.clone(), outcome, lease.expiry());
             }
         }
+    }
+}
+
+/// The permits a task needs to start: a worker slot and a hold.
+struct TaskPermits {
+    slot: OwnedSemaphorePermit,
+    hold: OwnedSemaphorePermit,
+}
+
+impl TaskPermits {
+    /// Waits for a hold, then for a slot.
+    async fn acquire(slots: &Arc<Semaphore>, holds: &Arc<Semaphore>) -> Self {
+        const OPEN: &str = "the processor's semaphores are never closed";
+        let hold = Arc::clone(holds).acquire_owned().await.expect(OPEN);
+        let slot = Arc::clone(slots).acquire_owned().await.expect(OPEN);
+        Self { slot, hold }
+    }
+
+    /// Both permits if both are free now.
+    fn try_acquire(slots: &Arc<Semaphore>, holds: &Arc<Semaphore>) -> Option<Self> {
+        let hold = Arc::clone(holds).try_acquire_owned().ok()?;
+        let slot = Arc::clone(slots).try_acquire_owned().ok()?;
+        Some(Self { slot, hold })
     }
 }
 

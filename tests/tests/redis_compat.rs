@@ -217,3 +217,58 @@ async fn client_and_server_run_tasks_behind_sentinel() {
     let url = format!("redis-sentinel://{}?master={}", sentinel.sentinel_addr(), sentinel.master_name());
     run_end_to_end(&url, &["default"]).await;
 }
+
+/// The members of the list or sorted set at `key`, head or lowest score first.
+fn members(redis: &RedisServer, command: &str, key: &str) -> Vec<String> {
+    let reply = redis.command(&[command, key, "0", "-1"]).unwrap();
+    reply.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect()
+}
+
+/// `dequeue.lua` takes many tasks with one LRANGE/LTRIM and `done_batch.lua` settles many with
+/// one ZREM and DEL; Redis must be left exactly as Go's one-task-at-a-time scripts leave it, so
+/// that a Go server sharing the queue sees nothing unusual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
+    use asynq_core::broker::{Dequeue, Outcome};
+
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
+    let ids: Vec<String> = (1..=5).map(|n| format!("t{n}")).collect();
+    for id in &ids {
+        client.enqueue(&Task::new("batch", ""), TaskOptions::new().queue("q").task_id(id)).await.unwrap();
+    }
+
+    let taken = broker.dequeue(&["q".to_owned()], 3).await.unwrap();
+    let taken_ids: Vec<&str> = taken.iter().map(|d| d.message.id.as_str()).collect();
+    assert_eq!(taken_ids, ["t1", "t2", "t3"], "oldest first");
+    // Go's RPOPLPUSH, three times: the newest taken at the head of the active list.
+    assert_eq!(members(&redis, "LRANGE", "asynq:{q}:pending"), ["t5", "t4"]);
+    assert_eq!(members(&redis, "LRANGE", "asynq:{q}:active"), ["t3", "t2", "t1"]);
+    assert_eq!(members(&redis, "ZRANGE", "asynq:{q}:lease"), ["t1", "t2", "t3"]);
+    let expiry = redis.command(&["ZSCORE", "asynq:{q}:lease", "t2"]).unwrap();
+    assert_eq!(expiry.as_str(), Some((FIXTURE_TIME + 30).to_string().as_str()), "Go's 30 s lease");
+    for id in ["t1", "t2", "t3"] {
+        let key = format!("asynq:{{q}}:t:{id}");
+        assert_eq!(redis.command(&["HGET", &key, "state"]).unwrap().as_str(), Some("active"));
+        assert_eq!(redis.command(&["HEXISTS", &key, "pending_since"]).unwrap().as_int(), Some(0));
+    }
+
+    // t1 and t3 succeed; t4 was never dequeued, and t1 comes twice: only the first t1 counts.
+    let message = |n: usize| taken.get(n).map(|d| d.message.clone());
+    let mut pending_t4 = message(0).unwrap();
+    pending_t4.id = "t4".to_owned();
+    let items = vec![message(0).unwrap(), message(2).unwrap(), pending_t4, message(0).unwrap()];
+    let results = broker.finish_batch(items.into_iter().map(|m| (m, Outcome::Done)).collect()).await;
+    let outcomes: Vec<bool> = results.iter().map(Result::is_ok).collect();
+    assert_eq!(outcomes, [true, true, false, false], "{results:?}");
+    assert_eq!(members(&redis, "LRANGE", "asynq:{q}:active"), ["t2"]);
+    assert_eq!(members(&redis, "ZRANGE", "asynq:{q}:lease"), ["t2"]);
+    assert_eq!(members(&redis, "LRANGE", "asynq:{q}:pending"), ["t5", "t4"]);
+    for (id, exists) in [("t1", 0), ("t2", 1), ("t3", 0), ("t4", 1)] {
+        let key = format!("asynq:{{q}}:t:{id}");
+        assert_eq!(redis.command(&["EXISTS", &key]).unwrap().as_int(), Some(exists), "{key}");
+    }
+    assert_eq!(redis.command(&["GET", "asynq:{q}:processed"]).unwrap().as_str(), Some("2"));
+}

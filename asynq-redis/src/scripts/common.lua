@@ -1,4 +1,4 @@
--- common: helpers prepended to the scripts that settle active tasks and count them.
+-- common: helpers prepended to the scripts that lease, settle and count tasks.
 --
 -- KEYS -> none of its own; the functions take the keys the including script was given.
 -- ARGV -> none of its own.
@@ -6,6 +6,23 @@
 
 -- The largest int64: a total counter that reaches it wraps to 1, as in Go asynq.
 local MAX_INT64 = "9223372036854775807"
+
+-- How many arguments one variadic command gets from `call_chunked` (Lua's stack is bounded);
+-- even, so that a chunk never splits a pair.
+local CHUNK = 500
+
+-- Runs the variadic `command` with `items` as its arguments, CHUNK at a time, each call after
+-- `key` when it is given.
+local function call_chunked(command, key, items)
+    for first = 1, #items, CHUNK do
+        local last = math.min(first + CHUNK - 1, #items)
+        if key then
+            redis.call(command, key, unpack(items, first, last))
+        else
+            redis.call(command, unpack(items, first, last))
+        end
+    end
+end
 
 -- Increments a daily counter; the first increment sets its expiry (Unix seconds).
 local function incr_daily(key, expire_at)

@@ -3,6 +3,9 @@
 -- as processed. Each task gets exactly what `done` gives it, a waiting Rust client's
 -- notification included.
 --
+-- The lease set is read and written by one ZMSCORE and one ZREM, and the task hashes deleted
+-- by one DEL, for the whole batch; only the active list needs an LREM per task.
+--
 -- KEYS[1] -> asynq:{<q>}:active
 -- KEYS[2] -> asynq:{<q>}:lease
 -- KEYS[3] -> asynq:{<q>}:processed:<YYYY-MM-DD>
@@ -11,24 +14,40 @@
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[4..] -> pairs of (task ID, its uniqueness lock key or "")
--- Returns: one reply per task, in order: 1 done; 0 the task is not active (nothing written)
-local replies, done = {}, 0
+-- Returns: one reply per task, in order: 1 done; 0 the task is not active (nothing written; also
+--          for a second copy of an ID in the same batch)
+local ids = {}
 for i = 4, #ARGV, 2 do
-    local id, lock = ARGV[i], ARGV[i + 1]
-    if take_active(KEYS[1], KEYS[2], id) then
-        notify_waiters(ARGV[2] .. id, ARGV[3], id)
-        redis.call("DEL", ARGV[2] .. id)
-        if lock ~= "" then
-            release_lock(lock, id)
+    ids[#ids + 1] = ARGV[i]
+end
+local replies, finished, task_keys, seen = {}, {}, {}, {}
+for first = 1, #ids, CHUNK do
+    local last = math.min(first + CHUNK - 1, #ids)
+    local scores = redis.call("ZMSCORE", KEYS[2], unpack(ids, first, last))
+    for j = first, last do
+        local id = ids[j]
+        -- A task is active while it holds a lease.
+        if scores[j - first + 1] and not seen[id] then
+            seen[id] = true
+            local key = ARGV[2] .. id
+            redis.call("LREM", KEYS[1], -1, id)
+            notify_waiters(key, ARGV[3], id)
+            local lock = ARGV[3 + 2 * j]
+            if lock ~= "" then
+                release_lock(lock, id)
+            end
+            finished[#finished + 1] = id
+            task_keys[#task_keys + 1] = key
+            replies[j] = 1
+        else
+            replies[j] = 0
         end
-        done = done + 1
-        replies[#replies + 1] = 1
-    else
-        replies[#replies + 1] = 0
     end
 end
-if done > 0 then
-    incr_daily_by(KEYS[3], done, ARGV[1])
-    incr_total_by(KEYS[4], done)
+if #finished > 0 then
+    call_chunked("ZREM", KEYS[2], finished)
+    call_chunked("DEL", nil, task_keys)
+    incr_daily_by(KEYS[3], #finished, ARGV[1])
+    incr_total_by(KEYS[4], #finished)
 end
 return replies
