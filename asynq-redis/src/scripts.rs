@@ -104,7 +104,7 @@ impl Scripts {
 /// The scripts, built on first use.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("enqueue"),
-    enqueue_batch: script!("enqueue_batch"),
+    enqueue_batch: script!(common + "enqueue_batch"),
     dequeue: script!(common + "dequeue"),
     done: script!(common + "done"),
     done_batch: script!(common + "done_batch"),

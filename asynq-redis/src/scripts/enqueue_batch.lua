@@ -1,28 +1,41 @@
 -- enqueue_batch: `enqueue` for many ready, non-unique, ungrouped tasks of one queue at once:
 -- each is stored as pending exactly as `enqueue` stores it, and idle Rust servers are woken once.
 --
+-- One variadic EXISTS per chunk of tasks tells whether any ID is taken; only then is each
+-- looked at alone. The IDs go onto the pending list by one LPUSH per chunk.
+--
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:idle_workers
 -- ARGV[1] -> now, Unix nanoseconds (pending_since)
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the wake-up channel, asynq:{<q>}:ready
 -- ARGV[4..] -> pairs of (task ID, encoded TaskMessage)
--- Returns: one reply per task, in order: 1 stored; 0 a task with this ID exists (nothing stored)
-local replies, ids = {}, {}
+-- Returns: one reply per task, in order: 1 stored; 0 a task with this ID exists, or came
+--          earlier in the batch (nothing stored)
+local task_keys = {}
 for i = 4, #ARGV, 2 do
-    local key = ARGV[2] .. ARGV[i]
-    if redis.call("EXISTS", key) == 1 then
-        replies[#replies + 1] = 0
-    else
-        redis.call("HSET", key, "msg", ARGV[i + 1], "state", "pending", "pending_since", ARGV[1])
-        ids[#ids + 1] = ARGV[i]
-        replies[#replies + 1] = 1
+    task_keys[#task_keys + 1] = ARGV[2] .. ARGV[i]
+end
+local some_exist = false
+for first = 1, #task_keys, CHUNK do
+    if redis.call("EXISTS", unpack(task_keys, first, math.min(first + CHUNK - 1, #task_keys))) > 0 then
+        some_exist = true
+        break
     end
 end
--- LPUSH in slices: Lua's unpack is bounded by the C stack.
-for first = 1, #ids, 1000 do
-    redis.call("LPUSH", KEYS[1], unpack(ids, first, math.min(first + 999, #ids)))
+local replies, ids, seen = {}, {}, {}
+for n, key in ipairs(task_keys) do
+    local id = ARGV[2 + 2 * n]
+    if seen[id] or (some_exist and redis.call("EXISTS", key) == 1) then
+        replies[n] = 0
+    else
+        seen[id] = true
+        redis.call("HSET", key, "msg", ARGV[3 + 2 * n], "state", "pending", "pending_since", ARGV[1])
+        ids[#ids + 1] = id
+        replies[n] = 1
+    end
 end
+call_chunked("LPUSH", KEYS[1], ids)
 if #ids > 0 and redis.call("DEL", KEYS[2]) == 1 then
     redis.call("PUBLISH", ARGV[3], "")
 end

@@ -160,4 +160,18 @@ pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory>(factory: &F)
     assert_eq!(t.all_ids("other", TaskState::Pending).await, ["other"]);
     assert_eq!(t.task("q", "taken").await.payload, "0");
     assert_eq!(t.task("q", "a").await.payload, "1");
+
+    // A batch none of whose IDs exist yet may still name one twice.
+    let requests = [("b", "1"), ("c", "2"), ("b", "3")]
+        .iter()
+        .map(|(id, payload)| {
+            let options = TaskOptions::new().queue("q").task_id(*id);
+            asynq_core::resolve_enqueue(&Task::new("email", *payload), &options, t.now(), || unreachable!()).unwrap()
+        })
+        .collect();
+    let results = t.broker.enqueue_batch(requests).await;
+    assert!(results[0].is_ok() && results[1].is_ok(), "{results:?}");
+    assert_id_conflict(results.into_iter().nth(2).unwrap(), "q", "b");
+    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken", "first", "a", "b", "c"]);
+    assert_eq!(t.task("q", "b").await.payload, "1");
 }
