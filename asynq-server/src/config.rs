@@ -95,6 +95,14 @@ pub struct Config {
     /// Per-type limits on tasks running at once on this server, by exact type name (see
     /// [`limits`](crate::limits)); each at least 1. Default: none.
     pub type_concurrency: BTreeMap<String, usize>,
+    /// How many tasks beyond `concurrency` the server may take ahead of time, so that under
+    /// load one broker call fetches many tasks and the next batch is ready when workers free
+    /// up. It takes tasks ahead only while its attempts are short (under 10 ms on average) and
+    /// no rate or per-type limit is set, so a long task never holds others back from other
+    /// servers. Tasks taken ahead are leased like running ones, can be cancelled, and go back
+    /// to their queue at once on shutdown. Default: none, meaning as many as `concurrency`;
+    /// `Some(0)` turns it off.
+    pub prefetch: Option<usize>,
     /// Told when each task starts and finishes and when the recoverer finds a task whose lease
     /// expired, in this order (see [`observe`](crate::observe)): for metrics and tracing.
     /// Default: none.
@@ -128,6 +136,7 @@ impl Default for Config {
             group_max_size: None,
             rate_limits: BTreeMap::new(),
             type_concurrency: BTreeMap::new(),
+            prefetch: None,
             task_observers: Vec::new(),
             clock: Arc::new(SystemClock),
         }
@@ -157,6 +166,7 @@ impl fmt::Debug for Config {
             .field("group_max_size", &self.group_max_size)
             .field("rate_limits", &self.rate_limits)
             .field("type_concurrency", &self.type_concurrency)
+            .field("prefetch", &self.prefetch)
             .field("task_observers", &self.task_observers.len())
             .field("clock", &self.clock)
             .finish_non_exhaustive()

@@ -5,7 +5,12 @@
 //! [`QueuePriorities`] give. A task gives its slot back when its handler returns, not when its
 //! outcome is written: the next fetch overlaps the write (which the settler batches with other
 //! outcomes) instead of waiting a round trip for it. At most `concurrency` finished tasks wait
-//! for their outcome to be written; while that many wait, fetching waits too. An idle processor waits for the broker's wake-up signal, or polls
+//! for their outcome to be written; while that many wait, fetching waits too.
+//!
+//! While attempts are short, a fetch also takes up to `prefetch` tasks ahead of the free
+//! slots: they wait for a worker here, leased and cancellable like running tasks, so that under
+//! load one broker call serves many tasks and the next batch is at hand when workers free up.
+//! Shutdown gives them back to their queue at once. An idle processor waits for the broker's wake-up signal, or polls
 //! every `task_check_interval` (with jitter) when the broker has none.
 //!
 //! Rate-limited queues and per-type concurrency limits are applied here; [`crate::limits`]
@@ -29,6 +34,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
@@ -87,6 +93,8 @@ pub struct ProcessorConfig {
     pub rate_limits: BTreeMap<String, RateLimit>,
     /// Per-type limits on tasks running at once on this server.
     pub type_concurrency: BTreeMap<String, usize>,
+    /// The most tasks taken ahead of free slots (see the module docs).
+    pub prefetch: usize,
     /// Told when each task starts and finishes.
     pub(crate) observers: Observers,
 }
@@ -100,6 +108,7 @@ impl fmt::Debug for ProcessorConfig {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("rate_limits", &self.rate_limits)
             .field("type_concurrency", &self.type_concurrency)
+            .field("prefetch", &self.prefetch)
             .field("observers", &self.observers)
             .finish_non_exhaustive()
     }
@@ -123,16 +132,29 @@ struct Shared {
     type_limits: TypeLimits,
     /// One permit per handler that may run.
     slots: Arc<Semaphore>,
-    /// One permit per task this server holds (running, or finished with its outcome not yet
-    /// written): twice the concurrency.
+    /// One permit per task this server holds (running, taken ahead, or finished with its
+    /// outcome not yet written): twice the concurrency, plus the prefetch.
     holds: Arc<Semaphore>,
+    /// Whether tasks may be taken ahead: a prefetch is set, and no limit needs a decision
+    /// at fetch time.
+    may_prefetch: bool,
+    /// The attempts' average duration in nanoseconds (an exponential moving average); tasks
+    /// are taken ahead only while it is under [`PREFETCH_MAX_AVERAGE`].
+    average_attempt_nanos: AtomicU64,
     active: Arc<ActiveTasks>,
     syncer: Syncer,
     settler: Settler,
     running: TaskTracker,
     /// Cancelled when shutdown stops waiting for running tasks: they are requeued.
     abandon: CancellationToken,
+    /// Cancelled when shutdown begins: tasks taken ahead go back to their queue.
+    draining: CancellationToken,
 }
+
+/// Tasks are taken ahead only while attempts take less than this on average: long enough to
+/// cover tasks that do a little IO, short enough that what waits here behind a slow task
+/// (at most `prefetch` attempts) is never long.
+const PREFETCH_MAX_AVERAGE: Duration = Duration::from_millis(10);
 
 /// How one attempt ended, before it is written.
 enum Attempt {
@@ -156,7 +178,8 @@ impl Processor {
             queue_names.iter().filter(|q| !config.rate_limits.contains_key(*q)).cloned().collect();
         let type_limits = TypeLimits::new(&config.type_concurrency);
         let slots = Arc::new(Semaphore::new(config.concurrency));
-        let holds = Arc::new(Semaphore::new(config.concurrency.saturating_mul(2)));
+        let holds = Arc::new(Semaphore::new(config.concurrency.saturating_mul(2).saturating_add(config.prefetch)));
+        let may_prefetch = config.prefetch > 0 && config.rate_limits.is_empty() && config.type_concurrency.is_empty();
         let shared = Shared {
             settler: Settler::spawn(Arc::clone(&broker)),
             broker,
@@ -169,10 +192,14 @@ impl Processor {
             type_limits,
             slots,
             holds,
+            may_prefetch,
+            // Nothing is taken ahead until some attempts have shown to be short.
+            average_attempt_nanos: AtomicU64::new(PREFETCH_MAX_AVERAGE.as_nanos() as u64),
             active,
             syncer,
             running: TaskTracker::new(),
             abandon: CancellationToken::new(),
+            draining: CancellationToken::new(),
         };
         Self { shared: Arc::new(shared) }
     }
@@ -194,6 +221,14 @@ impl Processor {
         while let Some(permits) = TaskPermits::try_acquire(&s.slots, &s.holds) {
             slots.push(permits);
         }
+        let mut ahead = Vec::new();
+        if s.prefetching() {
+            while ahead.len() < s.config.prefetch
+                && let Ok(hold) = Arc::clone(&s.holds).try_acquire_owned()
+            {
+                ahead.push(hold);
+            }
+        }
         let order = s.config.queues.order(&mut rand::rng());
         let now = s.clock.now();
         let Fetched { tasks, rate_limited_for } = dequeue_within_rate_limits(
@@ -201,13 +236,21 @@ impl Processor {
             s.rate_limiter.as_deref(),
             &s.config.rate_limits,
             &order,
-            slots.len(),
+            slots.len() + ahead.len(),
             now,
         )
         .await?;
         let mut started = 0;
-        for (task, slot) in tasks.into_iter().zip(slots) {
+        let mut slots = slots.into_iter();
+        for task in tasks {
             let shared = Arc::clone(s);
+            let Some(slot) = slots.next() else {
+                // Taken ahead: `may_prefetch` rules out limits to admit it by.
+                let hold = ahead.pop().expect("no more tasks are dequeued than slots and holds");
+                started += 1;
+                s.running.spawn(async move { shared.wait_for_slot(task, hold).await });
+                continue;
+            };
             let type_permit = match s.type_limits.admit(&task.message.type_name, now) {
                 Admission::Unlimited => None,
                 Admission::Admitted(permit) => Some(permit),
@@ -218,7 +261,8 @@ impl Processor {
                 }
             };
             started += 1;
-            s.running.spawn(async move { shared.run(task, slot, type_permit).await });
+            let held = Held::new(&task, &s.clock);
+            s.running.spawn(async move { shared.run(task, slot, type_permit, held).await });
         }
         Ok((started, rate_limited_for))
     }
@@ -276,6 +320,7 @@ impl Processor {
     /// them back to their queues. Call after the fetch loop has stopped.
     pub async fn shutdown(&self) {
         let s = &self.shared;
+        s.draining.cancel();
         s.running.close();
         if tokio::time::timeout(s.config.shutdown_timeout, s.running.wait()).await.is_err() {
             tracing::warn!(running = s.active.len(), "shutdown timeout reached; requeueing unfinished tasks");
@@ -287,6 +332,7 @@ impl Processor {
     /// Cancels every running task at once; they are requeued. Used when the server is dropped
     /// without a shutdown.
     pub(crate) fn abandon(&self) {
+        self.shared.draining.cancel();
         self.shared.abandon.cancel();
     }
 
@@ -303,6 +349,48 @@ impl fmt::Debug for Processor {
 }
 
 impl Shared {
+    /// Whether a fetch should take tasks ahead now.
+    fn prefetching(&self) -> bool {
+        self.may_prefetch && self.average_attempt_nanos.load(Ordering::Relaxed) < PREFETCH_MAX_AVERAGE.as_nanos() as u64
+    }
+
+    /// Folds one attempt's duration into the average, weighing it 1/8.
+    fn record_attempt(&self, duration: Duration) {
+        let sample = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        let average = self.average_attempt_nanos.load(Ordering::Relaxed);
+        let updated = average - average / 8 + sample / 8;
+        self.average_attempt_nanos.store(updated, Ordering::Relaxed);
+    }
+
+    /// Holds a task taken ahead until a worker slot frees up, then runs it; gives it back to
+    /// its queue if shutdown begins first. Meanwhile it is leased and cancellable like a
+    /// running task.
+    async fn wait_for_slot(self: Arc<Self>, task: Dequeued, hold: OwnedSemaphorePermit) {
+        let held = Held::new(&task, &self.clock);
+        let now = self.clock.now();
+        self.active.insert(ActiveTask {
+            message: task.message.clone(),
+            started: now,
+            deadline: task.message.handler_deadline(now),
+            lease: held.lease.clone(),
+            cancel: held.cancel.clone(),
+            waiting: true,
+        });
+        let slot = tokio::select! {
+            biased;
+            _ = self.draining.cancelled() => None,
+            slot = Arc::clone(&self.slots).acquire_owned() => Some(slot.expect("the processor's semaphores are never closed")),
+        };
+        match slot {
+            Some(slot) => self.run(task, TaskPermits { slot, hold }, None, held).await,
+            None => {
+                tracing::debug!(task_id = %task.message.id, queue = %task.message.queue, "shutting down; giving back a task taken ahead");
+                self.write(&task.message, Outcome::Requeue, &held.lease).await;
+                self.active.remove(&task.message.id);
+            }
+        }
+    }
+
     /// Sends a task its type's concurrency limit turned away back through the retry set.
     async fn defer(self: Arc<Self>, task: Dequeued, outcome: Outcome, _hold: OwnedSemaphorePermit) {
         let lease = Lease::new(task.lease_expiry, Arc::clone(&self.clock));
@@ -313,7 +401,13 @@ impl Shared {
     /// Runs one task, holding its worker slot and, for a type with a concurrency limit, its
     /// type permit until the handler returns, and its hold until the outcome is written. The
     /// attempt runs in a [`TASK_SPAN_NAME`] span.
-    async fn run(self: Arc<Self>, task: Dequeued, permits: TaskPermits, type_permit: Option<OwnedSemaphorePermit>) {
+    async fn run(
+        self: Arc<Self>,
+        task: Dequeued,
+        permits: TaskPermits,
+        type_permit: Option<OwnedSemaphorePermit>,
+        held: Held,
+    ) {
         let span = tracing::info_span!(
             TASK_SPAN_NAME,
             task_type = %task.message.type_name,
@@ -326,21 +420,30 @@ impl Shared {
             self.config.observers.task_started(&task.message, &span);
         }
         let TaskPermits { slot, hold } = permits;
-        self.attempt(task, (slot, type_permit)).instrument(span).await;
+        self.attempt(task.message, (slot, type_permit), held).instrument(span).await;
         drop(hold);
     }
 
     /// One attempt of a task: runs the handler, gives back `running_permits`, then reports and
     /// writes the outcome.
-    async fn attempt(&self, task: Dequeued, running_permits: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)) {
-        let Dequeued { message, lease_expiry } = task;
-        let lease = Lease::new(lease_expiry, Arc::clone(&self.clock));
+    async fn attempt(
+        &self,
+        message: TaskMessage,
+        running_permits: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>),
+        held: Held,
+    ) {
+        let Held { lease, cancel } = held;
         let started = self.clock.now();
         let timer = tokio::time::Instant::now();
         let deadline = message.handler_deadline(started);
-        let cancel = CancellationToken::new();
-        let active =
-            ActiveTask { message: message.clone(), started, deadline, lease: lease.clone(), cancel: cancel.clone() };
+        let active = ActiveTask {
+            message: message.clone(),
+            started,
+            deadline,
+            lease: lease.clone(),
+            cancel: cancel.clone(),
+            waiting: false,
+        };
         self.active.insert(active);
         let ctx = TaskContext::new(&message, deadline, Arc::clone(&self.broker), cancel.clone());
         let task = Task::from_message(&message);
@@ -355,6 +458,7 @@ impl Shared {
         };
         let duration = timer.elapsed();
         drop(running_permits);
+        self.record_attempt(duration);
         cancel.cancel();
         let outcome = match &attempt {
             Attempt::Finished(Ok(())) if message.retention > 0 => Some(Outcome::Complete),
@@ -394,6 +498,18 @@ impl Shared {
                 self.syncer.push(message.clone(), outcome, lease.expiry());
             }
         }
+    }
+}
+
+/// A task's lease and cancellation, from the moment it is taken.
+struct Held {
+    lease: Lease,
+    cancel: CancellationToken,
+}
+
+impl Held {
+    fn new(task: &Dequeued, clock: &Arc<dyn Clock>) -> Self {
+        Self { lease: Lease::new(task.lease_expiry, Arc::clone(clock)), cancel: CancellationToken::new() }
     }
 }
 

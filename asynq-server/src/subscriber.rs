@@ -129,6 +129,7 @@ mod tests {
             deadline: now + Duration::from_secs(60),
             lease: Lease::new(now + Duration::from_secs(30), clock),
             cancel: cancel.clone(),
+            waiting: false,
         });
         cancel
     }

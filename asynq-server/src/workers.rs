@@ -7,18 +7,22 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 use tokio_util::sync::CancellationToken;
 
-/// One running task.
+/// One task this server holds: running, or taken ahead and waiting for a worker.
 #[derive(Debug, Clone)]
 pub(crate) struct ActiveTask {
     pub(crate) message: TaskMessage,
+    /// When it started, or was taken ahead.
     pub(crate) started: SystemTime,
     pub(crate) deadline: SystemTime,
     pub(crate) lease: Lease,
-    /// Fires the attempt's cancellation (the handler's [`TaskContext::cancelled`](crate::TaskContext::cancelled)).
+    /// Fires the attempt's cancellation (the handler's [`TaskContext::cancelled`](crate::TaskContext::cancelled));
+    /// fired before the attempt starts, the attempt ends as cancelled at once.
     pub(crate) cancel: CancellationToken,
+    /// Taken ahead and not started: leased and cancellable, but not reported as a worker.
+    pub(crate) waiting: bool,
 }
 
-/// The running tasks of one server, by task ID.
+/// The tasks one server holds, by task ID.
 #[derive(Debug, Default)]
 pub(crate) struct ActiveTasks {
     tasks: Mutex<HashMap<String, ActiveTask>>,
@@ -42,10 +46,12 @@ impl ActiveTasks {
         self.lock().get(id).map(|task| task.cancel.cancel()).is_some()
     }
 
+    /// How many are running (not waiting).
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().values().filter(|t| !t.waiting).count()
     }
 
+    /// Every task held, waiting ones included: their leases all need extending.
     pub(crate) fn snapshot(&self) -> Vec<ActiveTask> {
         self.lock().values().cloned().collect()
     }
@@ -54,6 +60,7 @@ impl ActiveTasks {
     pub(crate) fn worker_infos(&self, host: &str, pid: u32, server_id: &str) -> Vec<WorkerInfo> {
         self.lock()
             .values()
+            .filter(|t| !t.waiting)
             .map(|t| WorkerInfo {
                 host: host.to_owned(),
                 pid,

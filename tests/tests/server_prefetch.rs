@@ -1,0 +1,105 @@
+//! Taking tasks ahead (`Config::prefetch`): only while attempts are short, leased and counted
+//! like running tasks but not reported as workers, and given back to their queue at once when
+//! shutdown begins.
+
+use asynq_client::{Task, TaskOptions};
+use asynq_server::{Config, Server};
+use asynq_tests::{Harness, Recorder, secs};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// A server of concurrency 2 that may take 3 tasks ahead; tasks of type `slow` wait on `gate`.
+fn server(h: &Harness, gate: &Arc<Semaphore>, rec: &Recorder) -> Server {
+    let config = Config { prefetch: Some(3), shutdown_timeout: secs(60), ..h.config("default", 2) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    let gate = Arc::clone(gate);
+    server
+        .start(rec.handler(h.clock.clone(), move |_, task| {
+            let gate = Arc::clone(&gate);
+            async move {
+                if task.type_name() == "slow" {
+                    let _permit = gate.acquire().await;
+                }
+                Ok(())
+            }
+        }))
+        .unwrap();
+    server
+}
+
+async fn enqueue(h: &Harness, type_name: &str, n: usize) {
+    for _ in 0..n {
+        h.client.enqueue(&Task::new(type_name, ""), TaskOptions::new()).await.unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn short_tasks_are_taken_ahead_and_given_back_at_once_on_shutdown() {
+    let h = Harness::new();
+    let (gate, rec) = (Arc::new(Semaphore::new(0)), Recorder::default());
+    let mut server = server(&h, &gate, &rec);
+    enqueue(&h, "fast", 8).await;
+    h.eventually(secs(5), "the fast tasks run", || async { h.queue("default").await.processed_total == 8 }).await;
+
+    // Attempts have been short: a fetch takes 3 tasks beyond the 2 free slots.
+    enqueue(&h, "slow", 10).await;
+    h.eventually(secs(5), "2 running and 3 taken ahead", || async {
+        let q = h.queue("default").await;
+        (q.active, q.pending) == (5, 5)
+    })
+    .await;
+    assert_eq!(server.running_tasks(), 2, "tasks taken ahead are not running");
+
+    // Shutdown gives the 3 back at once, long before its 60 s timeout gives up on the 2.
+    let started = tokio::time::Instant::now();
+    let shutdown = tokio::spawn(async move { server.shutdown().await });
+    h.eventually(secs(5), "the tasks taken ahead are back in pending", || async {
+        let q = h.queue("default").await;
+        (q.active, q.pending) == (2, 8)
+    })
+    .await;
+    assert!(started.elapsed() < secs(5));
+    shutdown.await.unwrap();
+    let q = h.queue("default").await;
+    assert_eq!((q.active, q.pending, q.processed_total), (0, 10, 8));
+    assert_eq!(rec.calls().iter().filter(|c| c.type_name == "slow").count(), 2, "only two slow tasks started");
+}
+
+#[tokio::test(start_paused = true)]
+async fn long_tasks_are_not_taken_ahead() {
+    let h = Harness::new();
+    let (gate, rec) = (Arc::new(Semaphore::new(0)), Recorder::default());
+    let mut server = server(&h, &gate, &rec);
+
+    // Nothing has shown attempts to be short yet: the server takes only what it runs.
+    enqueue(&h, "slow", 6).await;
+    h.eventually(secs(5), "two tasks run", || async { h.queue("default").await.active == 2 }).await;
+    tokio::time::sleep(secs(2)).await;
+    let q = h.queue("default").await;
+    assert_eq!((q.active, q.pending), (2, 4));
+
+    // Once the gate opens, every task runs exactly once.
+    gate.add_permits(6);
+    h.eventually(secs(5), "every task runs", || async { h.queue("default").await.processed_total == 6 }).await;
+    assert_eq!(rec.calls().len(), 6);
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_taken_ahead_run_once_each_as_slots_free_up() {
+    let h = Harness::new();
+    let (gate, rec) = (Arc::new(Semaphore::new(0)), Recorder::default());
+    let mut server = server(&h, &gate, &rec);
+    enqueue(&h, "fast", 8).await;
+    h.eventually(secs(5), "the fast tasks run", || async { h.queue("default").await.processed_total == 8 }).await;
+    enqueue(&h, "slow", 10).await;
+    h.eventually(secs(5), "tasks are taken ahead", || async { h.queue("default").await.active == 5 }).await;
+
+    gate.add_permits(10);
+    h.eventually(secs(5), "every task runs", || async { h.queue("default").await.processed_total == 18 }).await;
+    let mut slow: Vec<String> = rec.calls().into_iter().filter(|c| c.type_name == "slow").map(|c| c.id).collect();
+    slow.sort();
+    slow.dedup();
+    assert_eq!((slow.len(), rec.calls().len()), (10, 18), "each task ran once");
+    server.shutdown().await;
+}
