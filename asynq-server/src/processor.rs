@@ -210,11 +210,11 @@ impl Processor {
     /// A rate-limited queue gives at most as many tasks as its bucket grants; a task whose type
     /// is at its concurrency limit is deferred and not counted.
     pub async fn tick(&self) -> asynq_core::Result<usize> {
-        self.fetch().await.map(|(started, _)| started)
+        self.fetch().await.map(|fetch| fetch.started)
     }
 
-    /// [`Processor::tick`], also returning how long a rate-limited queue asks to be left alone.
-    async fn fetch(&self) -> asynq_core::Result<(usize, Option<Duration>)> {
+    /// [`Processor::tick`], also saying whether the queues ran short.
+    async fn fetch(&self) -> asynq_core::Result<FetchReport> {
         let s = &self.shared;
         let first = TaskPermits::acquire(&s.slots, &s.holds).await;
         let mut slots = vec![first];
@@ -231,15 +231,17 @@ impl Processor {
         }
         let order = s.config.queues.order(&mut rand::rng());
         let now = s.clock.now();
+        let wanted = slots.len() + ahead.len();
         let Fetched { tasks, rate_limited_for } = dequeue_within_rate_limits(
             &*s.broker,
             s.rate_limiter.as_deref(),
             &s.config.rate_limits,
             &order,
-            slots.len() + ahead.len(),
+            wanted,
             now,
         )
         .await?;
+        let ran_short = tasks.len() < wanted;
         let mut started = 0;
         let mut slots = slots.into_iter();
         for task in tasks {
@@ -264,7 +266,7 @@ impl Processor {
             let held = Held::new(&task, &s.clock);
             s.running.spawn(async move { shared.run(task, slot, type_permit, held).await });
         }
-        Ok((started, rate_limited_for))
+        Ok(FetchReport { started, ran_short, rate_limited_for })
     }
 
     /// Runs the fetch loop until `stop` is cancelled. Running tasks are left to
@@ -283,7 +285,7 @@ impl Processor {
                 r = self.fetch() => r,
             };
             match result {
-                Ok((0, Some(token_due))) => {
+                Ok(FetchReport { started: 0, rate_limited_for: Some(token_due), .. }) => {
                     // A rate-limited queue is out of tokens and nothing started: sleep until
                     // a token is due, waking early only for the unlimited queues.
                     let unlimited = &s.unlimited_queue_names;
@@ -294,7 +296,10 @@ impl Processor {
                     }
                     continue;
                 }
-                Ok((0, None)) => {}
+                // The queues gave fewer tasks than asked for: they are empty (for now), so
+                // another fetch would find nothing. Wait; the wait returns at once if a task
+                // became pending meanwhile.
+                Ok(FetchReport { ran_short: true, rate_limited_for: None, .. }) => {}
                 Ok(_) => continue,
                 Err(e) => {
                     if last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(3)) {
@@ -499,6 +504,16 @@ impl Shared {
             }
         }
     }
+}
+
+/// What one fetch did.
+struct FetchReport {
+    /// How many tasks it started or took ahead (not those deferred by a type limit).
+    started: usize,
+    /// Whether the queues gave fewer tasks than it asked for.
+    ran_short: bool,
+    /// How long a rate-limited queue asks to be left alone.
+    rate_limited_for: Option<Duration>,
 }
 
 /// A task's lease and cancellation, from the moment it is taken.
