@@ -151,7 +151,7 @@ impl Server {
                 error_handler: c.error_handler.clone(),
                 rate_limits: c.rate_limits.clone(),
                 type_concurrency: c.type_concurrency.clone(),
-                prefetch: c.prefetch.unwrap_or(c.concurrency),
+                prefetch: c.prefetch.unwrap_or_else(|| c.default_prefetch()),
                 observers: observers.clone(),
             },
         );
