@@ -22,6 +22,7 @@ mod resp;
 mod scenarios;
 mod server;
 mod stats;
+mod targets;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -253,6 +253,8 @@ impl Report {
             text.push('\n');
             text.push_str(&ratios);
         }
+        text.push('\n');
+        text.push_str(&super::targets::markdown(&super::targets::check(&self.rows)));
         text
     }
 
@@ -278,6 +280,8 @@ impl Report {
              (the peer's: its whole process). Pickup latency runs from just before an enqueue to the \
              start of its handler on an idle server.\n",
         );
+        md.push_str("\n## Targets\n\nEach target of the performance issue against this run's numbers.\n\n");
+        md.push_str(&super::targets::markdown(&super::targets::check(&self.rows)));
         md.push_str(&self.details());
         if !self.micro.is_empty() {
             md.push_str(

@@ -1,0 +1,237 @@
+//! The performance targets the benchmark is held to, each checked against the report's rows:
+//! met, missed (with what this machine's own baselines say about the gap), or not measured in
+//! this run (a scenario left out, or Go asynq, which needs a toolchain this machine lacks).
+
+use std::fmt::Write as _;
+
+use super::report::Row;
+
+/// How one target fared.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Check {
+    /// The target, for people.
+    pub(crate) target: &'static str,
+    /// What was measured, with the scenarios it comes from.
+    pub(crate) measured: String,
+    /// `Some(true)` met, `Some(false)` missed, `None` not measured.
+    pub(crate) met: Option<bool>,
+    /// What the machine's baselines say about the figure, or why it is not measured.
+    pub(crate) context: String,
+}
+
+/// Looks rows up by scenario name.
+struct Rows<'a>(&'a [Row]);
+
+impl Rows<'_> {
+    fn get(&self, scenario: &str, field: fn(&Row) -> Option<f64>) -> Option<f64> {
+        self.0.iter().find(|row| row.scenario == scenario).and_then(field)
+    }
+
+    fn commands(&self, scenario: &str, command: &str) -> Option<f64> {
+        let row = self.0.iter().find(|row| row.scenario == scenario)?;
+        Some(row.cmds_by_command.get(command).copied().unwrap_or(0.0))
+    }
+}
+
+fn redis_cpu(row: &Row) -> Option<f64> {
+    row.redis_cpu_us_per_task
+}
+
+fn tasks_per_s(row: &Row) -> Option<f64> {
+    row.tasks_per_s
+}
+
+/// Checks every target against `rows`.
+pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
+    let rows = Rows(rows);
+    let ping_cpu = rows.get("baseline-redis-ping", redis_cpu);
+    let ping_rate = rows.get("baseline-redis-ping", tasks_per_s);
+    let pipelined_rate = rows.get("baseline-redis-ping-pipelined-100", tasks_per_s);
+    let not_measured = |target, scenarios: &str| Check {
+        target,
+        measured: "–".to_owned(),
+        met: None,
+        context: format!("not measured in this run (needs {scenarios})"),
+    };
+    let mut checks = Vec::new();
+
+    checks.push(match (rows.get("enqueue-batch-100", redis_cpu), rows.get("drain-c100", redis_cpu)) {
+        (Some(enqueue), Some(drain)) => Check {
+            target: "Redis CPU per task lifecycle ≤ 7 µs",
+            measured: format!(
+                "{:.1} µs (`enqueue-batch-100` {enqueue:.1} + `drain-c100` {drain:.1}){}",
+                enqueue + drain,
+                rows.get("enqueue", redis_cpu)
+                    .zip(rows.get("drain-c10", redis_cpu))
+                    .map(|(one, c10)| format!("; one at a time: {:.1} (`enqueue` + `drain-c10`)", one + c10))
+                    .unwrap_or_default()
+            ),
+            met: Some(enqueue + drain <= 7.0),
+            context: ping_cpu.map_or_else(String::new, |ping| {
+                format!("this Redis spends {ping:.1} µs of CPU on one unpipelined PING (`baseline-redis-ping`)")
+            }),
+        },
+        _ => not_measured("Redis CPU per task lifecycle ≤ 7 µs", "enqueue-batch-100 and drain-c100"),
+    });
+
+    checks.push(match (rows.get("drain-c10", tasks_per_s), rows.get("peer-drain-c10", tasks_per_s)) {
+        (Some(ours), Some(peer)) => Check {
+            target: "processing ≥ 10× the `asynq` 0.1.8 crate's",
+            measured: format!("{:.1}× (`drain-c10` {ours:.0}/s, `peer-drain-c10` {peer:.0}/s)", ours / peer),
+            met: Some(ours / peer >= 10.0),
+            context: "side by side on the same Redis".to_owned(),
+        },
+        _ => not_measured("processing ≥ 10× the `asynq` 0.1.8 crate's", "--peer"),
+    });
+
+    checks.push(Check {
+        target: "processing ≥ 4× Go asynq's",
+        measured: rows
+            .get("drain-c10", tasks_per_s)
+            .map_or_else(|| "–".to_owned(), |c10| format!("`drain-c10` {c10:.0}/s")),
+        met: None,
+        context: "Go asynq is not run: this machine has no Go toolchain. Go's processing at concurrency 10 \
+                  is one dequeue and one acknowledgement script call per task; compare with our commands per \
+                  task below"
+            .to_owned(),
+    });
+
+    checks.push(match rows.get("enqueue", tasks_per_s) {
+        Some(rate) => {
+            let calls = rows.commands("enqueue", "evalsha").unwrap_or(0.0);
+            let registrations = rows.commands("enqueue", "sadd").unwrap_or(0.0);
+            Check {
+                target: "enqueue one at a time: one round trip per task, no per-call queue registration",
+                measured: format!(
+                    "{rate:.0}/s; {calls:.2} script calls and {registrations:.2} SADD per task{}",
+                    ping_rate
+                        .map(|ping| format!("; {:.0} % of the PING round-trip rate", rate / ping * 100.0))
+                        .unwrap_or_default()
+                ),
+                met: Some((calls - 1.0).abs() < 0.05 && registrations < 0.01),
+                context: "Go's own rate needs Go (see above); the round-trip rate bounds any client".to_owned(),
+            }
+        }
+        None => not_measured("enqueue one at a time: one round trip per task", "enqueue"),
+    });
+
+    checks.push(match rows.get("enqueue-batch-100", tasks_per_s) {
+        Some(rate) => Check {
+            target: "batch enqueue (batches of 100) ≥ 500 000 tasks/s",
+            measured: format!("{rate:.0}/s"),
+            met: Some(rate >= 500_000.0),
+            context: pipelined_rate.map_or_else(String::new, |pipelined| {
+                format!(
+                    "{:.0} % of this machine's pipelined PING rate ({pipelined:.0}/s, \
+                     `baseline-redis-ping-pipelined-100`); 500 000/s is 18–25 % of the 2–2.8 million/s a typical \
+                     machine pipelines",
+                    rate / pipelined * 100.0
+                )
+            }),
+        },
+        None => not_measured("batch enqueue (batches of 100) ≥ 500 000 tasks/s", "enqueue-batch-100"),
+    });
+
+    let pickup = |field: fn(&Row) -> Option<f64>| rows.get("pickup-latency-c10", field);
+    checks.push(match (pickup(|row| row.pickup_p50_ms), pickup(|row| row.pickup_p99_ms)) {
+        (Some(p50), Some(p99)) => Check {
+            target: "pickup with idle workers: p50 ≤ 2 ms, p99 ≤ 10 ms",
+            measured: format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
+            met: Some(p50 <= 2.0 && p99 <= 10.0),
+            context: "woken by push (`pickup-latency-c10`)".to_owned(),
+        },
+        _ => not_measured("pickup with idle workers: p50 ≤ 2 ms, p99 ≤ 10 ms", "pickup-latency-c10"),
+    });
+
+    checks.push(match rows.get("idle-3-queues", |row| row.redis_cmds_per_s) {
+        Some(rate) => Check {
+            target: "idle server with 3 queues ≤ 20 Redis commands/s",
+            measured: format!("{rate:.1} commands/s"),
+            met: Some(rate <= 20.0),
+            context: "`idle-3-queues`, scripts' commands included".to_owned(),
+        },
+        None => not_measured("idle server with 3 queues ≤ 20 Redis commands/s", "idle-3-queues"),
+    });
+
+    checks.push(match rows.get("drain-c100", |row| row.peak_rss_mb) {
+        Some(rss) => Check {
+            target: "server ≤ 50 MB RSS at concurrency 100 with 100 000 tasks pending",
+            measured: format!("{rss:.1} MB"),
+            met: Some(rss <= 50.0),
+            context: "`drain-c100`: the peak over the whole drain".to_owned(),
+        },
+        None => not_measured("server ≤ 50 MB RSS at concurrency 100", "drain-c100"),
+    });
+    checks
+}
+
+/// The checks as a Markdown table.
+pub(crate) fn markdown(checks: &[Check]) -> String {
+    let mut md = String::from("| target | measured | verdict | context |\n|---|---|---|---|\n");
+    for check in checks {
+        let verdict = match check.met {
+            Some(true) => "met",
+            Some(false) => "missed",
+            None => "not measured",
+        };
+        let _ = writeln!(md, "| {} | {} | {verdict} | {} |", check.target, check.measured, check.context);
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(scenario: &str, edit: impl FnOnce(&mut Row)) -> Row {
+        let mut row = Row {
+            scenario: scenario.to_owned(),
+            runs: 1,
+            concurrency: None,
+            tasks: 1,
+            tasks_per_s: None,
+            pickup_p50_ms: None,
+            pickup_p99_ms: None,
+            redis_cpu_us_per_task: None,
+            redis_cmds_per_task: None,
+            redis_cmds_per_s: None,
+            client_cpu_s: None,
+            peak_rss_mb: None,
+            redis_main_thread_cpu_us_per_task: None,
+            cmds_by_command: Default::default(),
+        };
+        edit(&mut row);
+        row
+    }
+
+    fn verdict(checks: &[Check], target_start: &str) -> Option<bool> {
+        checks.iter().find(|c| c.target.starts_with(target_start)).expect("a check").met
+    }
+
+    #[test]
+    fn each_target_is_met_missed_or_not_measured_from_the_rows() {
+        let rows = vec![
+            row("enqueue-batch-100", |r| (r.redis_cpu_us_per_task, r.tasks_per_s) = (Some(3.0), Some(120_000.0))),
+            row("drain-c100", |r| (r.redis_cpu_us_per_task, r.peak_rss_mb) = (Some(3.5), Some(12.0))),
+            row("drain-c10", |r| r.tasks_per_s = Some(30_000.0)),
+            row("peer-drain-c10", |r| r.tasks_per_s = Some(2_500.0)),
+            row("enqueue", |r| {
+                r.tasks_per_s = Some(7_000.0);
+                r.cmds_by_command.insert("evalsha".into(), 1.0);
+            }),
+            row("pickup-latency-c10", |r| (r.pickup_p50_ms, r.pickup_p99_ms) = (Some(0.6), Some(12.0))),
+        ];
+        let checks = check(&rows);
+        assert_eq!(verdict(&checks, "Redis CPU"), Some(true));
+        assert_eq!(verdict(&checks, "processing ≥ 10×"), Some(true));
+        assert_eq!(verdict(&checks, "processing ≥ 4× Go"), None);
+        assert_eq!(verdict(&checks, "enqueue one at a time"), Some(true));
+        assert_eq!(verdict(&checks, "batch enqueue"), Some(false));
+        assert_eq!(verdict(&checks, "pickup"), Some(false), "p99 over 10 ms");
+        assert_eq!(verdict(&checks, "idle"), None);
+        assert_eq!(verdict(&checks, "server ≤ 50 MB"), Some(true));
+        let table = markdown(&checks);
+        assert_eq!(table.lines().count(), checks.len() + 2);
+        assert!(table.contains("| missed |") && table.contains("| not measured |"));
+    }
+}
