@@ -37,6 +37,13 @@ pub(crate) fn broker_error(context: &str, err: redis::RedisError) -> asynq_core:
         || matches!(err.retry_method(), RetryMethod::NoRetry);
     let error = if permanent {
         BrokerError::permanent(context.to_owned()).with_source(err)
+    } else if err.is_timeout() {
+        // Whoever retries must know that the first attempt may have taken effect.
+        let message = format!(
+            "{context}: no reply from Redis within the response timeout (RedisConfig::response_timeout); \
+             the command may still have run"
+        );
+        BrokerError::transient(message, err)
     } else {
         BrokerError::transient(context.to_owned(), err)
     };
