@@ -10,8 +10,11 @@
 //! While attempts are short, a fetch also takes up to `prefetch` tasks ahead of the free
 //! slots: they wait for a worker here, leased and cancellable like running tasks, so that under
 //! load one broker call serves many tasks and the next batch is at hand when workers free up.
-//! Shutdown gives them back to their queue at once. An idle processor waits for the broker's wake-up signal, or polls
-//! every `task_check_interval` (with jitter) when the broker has none.
+//! Shutdown gives them back to their queue at once.
+//!
+//! An idle processor waits for the broker's wake-up signal, or polls every `task_check_interval`
+//! (with jitter) when the broker has none; a fetch that got fewer tasks than it asked for goes
+//! straight to that wait.
 //!
 //! Rate-limited queues and per-type concurrency limits are applied here; [`crate::limits`]
 //! describes both.
