@@ -90,9 +90,9 @@ pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
             .get("drain-c10", tasks_per_s)
             .map_or_else(|| "–".to_owned(), |c10| format!("`drain-c10` {c10:.0}/s")),
         met: None,
-        context: "Go asynq is not run: this machine has no Go toolchain. Go's processing at concurrency 10 \
-                  is one dequeue and one acknowledgement script call per task; compare with our commands per \
-                  task below"
+        context: "Go asynq is not run: building it needs Go modules this machine cannot download. Go's \
+                  processing at concurrency 10 is one dequeue and one acknowledgement script call per task, \
+                  unpipelined; compare with our commands per task below"
             .to_owned(),
     });
 
