@@ -51,3 +51,29 @@ fn bad_flags_exit_2_before_connecting() {
     let help = asynq(&["--help"]).ok();
     help.shows(&["Exit codes:", "5  cannot connect to Redis", "base64"]);
 }
+
+#[test]
+fn a_password_never_shows_whether_it_is_right_or_wrong() {
+    let server = RedisServer::start();
+    let password = "Canary-Pa55-cli-41c";
+    let rule = ["ACL", "SETUSER", "canary", "on", &format!(">{password}"), "~*", "&*", "+@all"];
+    assert!(server.command(&rule).unwrap().is_ok());
+    let addr = server.addr();
+    let url = format!("redis://canary:{password}@{addr}");
+    let wrong_url = format!("redis://canary:{password}-wrong@{addr}");
+    let runs = [
+        asynq(&["-u", &addr, "--username", "canary", "-p", password, "stats"]).ok(),
+        asynq(&["-u", &url, "queue", "ls", "--json"]).ok(),
+        asynq(&["-u", &url, "server", "ls"]).ok(),
+        asynq(&["-u", &addr, "--username", "canary", "-p", &format!("{password}-wrong"), "stats"]),
+        asynq(&["-u", &wrong_url, "queue", "ls", "--json"]),
+        asynq(&["-u", &wrong_url, "task", "ls", "-q", "default", "-s", "pending"]),
+    ];
+    for run in &runs[3..] {
+        assert_eq!(run.code, 5, "a wrong password cannot connect: {run:#?}");
+        assert!(run.stderr.to_lowercase().contains("auth"), "{run:#?}");
+    }
+    for run in &runs {
+        assert!(!run.stdout.contains(password) && !run.stderr.contains(password), "{run:#?}");
+    }
+}

@@ -9,12 +9,14 @@ pub mod browser;
 pub mod conformance;
 mod flaky;
 mod go_fixtures;
+mod logs;
 pub mod model;
 mod redis_helpers;
 mod redis_server;
 
 pub use flaky::FlakyBroker;
 pub use go_fixtures::{FixtureKey, load_fixture, read_fixture};
+pub use logs::{CapturedLogs, capture_logs};
 pub use redis_helpers::{redis_broker, wait_for};
 pub use redis_server::{RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
 

@@ -16,46 +16,19 @@ use asynq_core::{Clock, SystemClock};
 use asynq_redis::keys::QueueKeys;
 use asynq_redis::proto;
 use asynq_server::{Config, Server};
-use asynq_tests::{Recorder, RedisServer, redis_broker, wait_for};
+use asynq_tests::{CapturedLogs, Recorder, RedisServer, capture_logs, redis_broker, wait_for};
 use prost::Message;
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Everything logged in this test binary, as plain text; each test reads the lines naming its own
-/// queue.
-fn logs() -> &'static Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&buffer);
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(move || LogWriter(Arc::clone(&sink)))
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("no other subscriber in this binary");
-        buffer
-    })
-}
-
-/// A writer appending to the shared log buffer.
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// Everything logged in this test binary at WARN or above.
+fn logs() -> &'static CapturedLogs {
+    capture_logs(tracing::Level::WARN)
 }
 
 /// The ERROR lines logged so far that mention `queue` and `id`.
 fn errors_naming(queue: &str, id: &str) -> Vec<String> {
-    let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
+    let text = logs().text();
     text.lines()
         .filter(|l| l.contains(" ERROR ") && l.contains(&format!("queue={queue}")) && l.contains(id))
         .map(str::to_owned)
