@@ -1,8 +1,9 @@
 //! The fuzz targets of `fuzz/` as proptests that run on stable in CI: random and adversarial
 //! input for the stored task message decoder, the cron spec front end (`Scheduler::register`),
-//! Go duration parsing, and the client's option resolution. None may panic; what decodes or
-//! parses must round-trip.
+//! Go duration parsing, the client's option resolution, and the dashboard's HTTP requests. None
+//! may panic; what decodes or parses must round-trip; no request gets a 5xx.
 
+use asynq_client::{Client, Inspector};
 use asynq_core::time::{from_unix_secs, parse_go_duration};
 use asynq_core::{Task, TaskOptions, TaskState, resolve_enqueue};
 use asynq_memory::MemoryBroker;
@@ -12,6 +13,7 @@ use proptest::prelude::*;
 use prost::Message;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tower::ServiceExt;
 
 /// A valid encoded message with every field set, for mutation.
 fn full_message() -> Vec<u8> {
@@ -85,6 +87,117 @@ fn any_instant() -> impl Strategy<Value = SystemTime> {
     ]
 }
 
+/// The dashboard over a memory broker holding a pending, a scheduled, a grouped and a critical
+/// task, with and without a token, and the runtime that serves them.
+struct Dashboard {
+    runtime: tokio::runtime::Runtime,
+    routers: [axum::Router; 2],
+}
+
+static DASHBOARD: LazyLock<Dashboard> = LazyLock::new(|| {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let broker = MemoryBroker::new();
+    runtime.block_on(async {
+        let client = Client::new(broker.clone());
+        for (id, options) in [
+            ("p1", TaskOptions::new()),
+            ("s1", TaskOptions::new().process_in(Duration::from_secs(600))),
+            ("g1", TaskOptions::new().group("g")),
+            ("c1", TaskOptions::new().queue("critical")),
+        ] {
+            client.enqueue(&Task::new("fuzz", r#"{"n":1}"#), options.task_id(id)).await.unwrap();
+        }
+    });
+    let config = asynq_web::WebConfig::new(Inspector::new(broker));
+    let guarded = config.clone().with_auth(asynq_web::Auth::bearer("fuzz-token").unwrap());
+    Dashboard { runtime, routers: [asynq_web::router(config), asynq_web::router(guarded)] }
+});
+
+/// The dashboard property: every request is answered, and never with a 5xx.
+fn check_web_request(method: &str, target: &str, headers: &[(String, String)], body: &[u8]) {
+    use axum::http::Request;
+    let mut builder = Request::builder().method(method).uri(target).header("host", "127.0.0.1:8080");
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let Ok(request) = builder.body(()) else { return };
+    let dashboard = &*DASHBOARD;
+    for router in &dashboard.routers {
+        let request = request.clone().map(|()| axum::body::Body::from(body.to_vec()));
+        let response = dashboard.runtime.block_on(router.clone().oneshot(request)).unwrap();
+        assert!(!response.status().is_server_error(), "{} for {method} {target}", response.status());
+    }
+}
+
+/// Request paths made of the API's own words and random ones, with a random query.
+fn any_api_target() -> impl Strategy<Value = String> {
+    const WORDS: [&str; 39] = [
+        "api",
+        "queues",
+        "default",
+        "critical",
+        "nosuch",
+        "states",
+        "pending",
+        "scheduled",
+        "retry",
+        "archived",
+        "completed",
+        "active",
+        "aggregating",
+        "tasks",
+        "p1",
+        "s1",
+        "g1",
+        "groups",
+        "g",
+        "bulk",
+        "batch",
+        "run",
+        "archive",
+        "delete",
+        "cancel",
+        "pause",
+        "unpause",
+        "history",
+        "servers",
+        "schedulers",
+        "redis",
+        "session",
+        "login",
+        "logout",
+        "openapi.json",
+        "",
+        "..",
+        "%2F",
+        "%00",
+    ];
+    let segment =
+        prop_oneof![4 => proptest::sample::select(&WORDS[..]).prop_map(str::to_owned), 1 => "[a-zA-Z0-9%._~-]{0,12}"];
+    let query = proptest::option::of("[a-z_]{0,8}=[a-zA-Z0-9%-]{0,12}(&[a-z_]{0,8}=[a-zA-Z0-9%-]{0,12}){0,3}");
+    (proptest::collection::vec(segment, 0..7), query).prop_map(|(segments, query)| {
+        let path = format!("/{}", segments.join("/"));
+        query.map_or(path.clone(), |q| format!("{path}?{q}"))
+    })
+}
+
+/// Header sets that matter to the dashboard: content type, CSRF token, cookie, authorization.
+fn any_headers() -> impl Strategy<Value = Vec<(String, String)>> {
+    let name = proptest::sample::select(&["content-type", "x-csrf-token", "cookie", "authorization", "accept"][..]);
+    let value = prop_oneof![Just("application/json".to_owned()), Just("Bearer fuzz-token".to_owned()), "[ -~]{0,40}",];
+    proptest::collection::vec((name.prop_map(str::to_owned), value), 0..4)
+}
+
+/// Request bodies: JSON of the shapes the API takes, or bytes.
+fn any_body() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        Just(Vec::new()),
+        r#"\{"(ids|token|force|payload|action)": ?(\[("[a-z0-9]{0,4}",?){0,3}\]|"[a-z]{0,10}"|true|-?[0-9]{1,20}|null|\{\})\}"#
+            .prop_map(String::into_bytes),
+        proptest::collection::vec(any::<u8>(), 0..64),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
 
@@ -131,6 +244,16 @@ proptest! {
     #[test]
     fn go_durations_from_any_text(text in any::<String>()) {
         check_go_duration(&text);
+    }
+
+    #[test]
+    fn web_requests_never_get_a_server_error(
+        method in proptest::sample::select(&["GET", "POST", "DELETE", "PUT", "HEAD"][..]),
+        target in any_api_target(),
+        headers in any_headers(),
+        body in any_body(),
+    ) {
+        check_web_request(method, &target, &headers, &body);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use std::process::Command;
 
 /// The targets in `fuzz/fuzz_targets/`, in the order they run.
-const TARGETS: [&str; 3] = ["task_message", "cron_spec", "go_duration"];
+const TARGETS: [&str; 4] = ["task_message", "cron_spec", "go_duration", "web_request"];
 
 /// What `cargo xtask fuzz` was asked for.
 #[derive(Debug)]

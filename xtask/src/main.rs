@@ -49,7 +49,7 @@ commands:
                                       followed by a dash (micro, baseline, enqueue, drain-c10...)
   fuzz [--seconds N] [TARGET...]
                       run each cargo-fuzz target in fuzz/ for N seconds (default 60):
-                      task_message, cron_spec, go_duration; needs cargo-fuzz
+                      task_message, cron_spec, go_duration, web_request; needs cargo-fuzz
   chaos [OPTIONS]     the chaos suite: real processes, real redis-servers, faults injected;
                       prints one ledger line per scenario (full profile: several minutes)
                         --quick          the CI sizes (the integration test runs these)
