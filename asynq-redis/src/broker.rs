@@ -8,6 +8,7 @@ use crate::proto;
 use crate::pubsub::PubSub;
 use crate::safety;
 use crate::scripts::{SCRIPTS, ScriptCall};
+use crate::tls::TlsOptions;
 use async_trait::async_trait;
 use asynq_core::broker::{
     Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
@@ -51,12 +52,15 @@ pub struct RedisConfig {
     pub clock: Arc<dyn Clock>,
     /// How long to wait for a connection or a reply before failing. Default: 5 s.
     pub response_timeout: Duration,
+    /// For a `rediss://` server: the authorities to trust and the client's certificate.
+    /// Default: the system's roots, no client certificate.
+    pub tls: TlsOptions,
 }
 
 impl RedisConfig {
     /// Defaults for `target`.
     pub fn new(target: RedisTarget) -> Self {
-        Self { target, clock: Arc::new(SystemClock), response_timeout: Duration::from_secs(5) }
+        Self { target, clock: Arc::new(SystemClock), response_timeout: Duration::from_secs(5), tls: TlsOptions::new() }
     }
 }
 
@@ -66,6 +70,7 @@ impl fmt::Debug for RedisConfig {
             .field("target", &self.target)
             .field("clock", &self.clock)
             .field("response_timeout", &self.response_timeout)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -120,7 +125,7 @@ impl RedisBroker {
 
     /// Connects as `config` says, and checks that the server is recent enough.
     pub async fn connect_with(config: RedisConfig) -> Result<Self, ConnectError> {
-        let (mut conn, pubsub) = Connection::open(&config.target, config.response_timeout).await?;
+        let (mut conn, pubsub) = Connection::open(&config.target, config.response_timeout, &config.tls).await?;
         // A cluster answers with one INFO per master; every one must be recent enough.
         let info: Value = redis::cmd("INFO")
             .arg("server")

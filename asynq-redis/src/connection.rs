@@ -4,6 +4,7 @@
 
 use crate::error::ConnectError;
 use crate::sentinel::SentinelMaster;
+use crate::tls::TlsOptions;
 use percent_encoding::percent_decode_str;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
@@ -195,6 +196,7 @@ impl Connection {
     pub(crate) async fn open(
         target: &RedisTarget,
         response_timeout: Duration,
+        tls: &TlsOptions,
     ) -> Result<(Self, PubSubSource), ConnectError> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(response_timeout))
@@ -204,11 +206,23 @@ impl Connection {
         // rustls needs a process-wide crypto provider for `rediss://`; keep one the application
         // installed, else install ring's.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let tls_settings_need = |what: &str| ConnectError::Tls { reason: format!("TLS certificates are taken {what}") };
         match target {
             RedisTarget::Server { url } => {
-                let client = redis::Client::open(url.as_str()).map_err(failed)?;
+                let client = if tls.is_default() {
+                    redis::Client::open(url.as_str()).map_err(failed)?
+                } else if url.starts_with("rediss://") {
+                    let certificates = tls.certificates()?;
+                    redis::Client::build_with_tls(url.as_str(), certificates)
+                        .map_err(|e| ConnectError::Tls { reason: e.to_string() })?
+                } else {
+                    return Err(tls_settings_need("for a rediss:// URL only"));
+                };
                 let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
                 Ok((Connection::Single(conn), PubSubSource::Fixed(Box::new(client))))
+            }
+            RedisTarget::Cluster { .. } | RedisTarget::Sentinel { .. } if !tls.is_default() => {
+                Err(tls_settings_need("for a single rediss:// server, not yet for a Cluster or Sentinel"))
             }
             RedisTarget::Cluster { nodes } => {
                 let client = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))

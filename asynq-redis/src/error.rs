@@ -22,6 +22,12 @@ pub enum ConnectError {
         /// The client's error.
         source: redis::RedisError,
     },
+    /// The TLS settings cannot be used; `reason` says what to fix.
+    #[error("TLS: {reason}")]
+    Tls {
+        /// What is wrong.
+        reason: String,
+    },
     /// The server is older than the scripts need.
     #[error("Redis {version} is too old: asynq needs Redis 6.2 or newer (for ZRANGE … BYSCORE and LMOVE)")]
     Unsupported {

@@ -30,8 +30,10 @@ mod schedulers;
 mod scripts;
 mod sentinel;
 mod signals;
+mod tls;
 
 pub use broker::{RedisBroker, RedisConfig};
 pub use connection::RedisTarget;
 pub use error::ConnectError;
 pub use signals::WAIT_POLL_INTERVAL;
+pub use tls::{ClientCertificate, TlsOptions};
