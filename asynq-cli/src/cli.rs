@@ -9,7 +9,7 @@ const AFTER_LONG_HELP: &str = "\
 Connection settings come from, in order of precedence: a flag, its environment variable
 (ASYNQ_URI, ASYNQ_DB, ASYNQ_PASSWORD, ...), the config file (YAML, keys named like the long
 flags: uri, db, password, username, cluster, cluster_addrs, tls, tls_server, insecure,
-sentinel_addrs, master), then the default.
+tls_ca_cert, tls_cert, tls_key, sentinel_addrs, master), then the default.
 
 --uri takes host:port, or a full URL: redis://[user:password@]host:port[/db],
 rediss://... (TLS), redis-cluster://host:port[,host:port...] or
@@ -86,6 +86,16 @@ pub(crate) struct GlobalArgs {
     /// Allow insecure TLS connection by skipping certificate validation
     #[arg(long, global = true, env = "ASYNQ_INSECURE", value_parser = BoolishValueParser::new())]
     pub(crate) insecure: bool,
+    /// PEM file of the certificate authorities to verify the server against, instead of the
+    /// system's (implies --tls)
+    #[arg(long = "tls_ca_cert", global = true, env = "ASYNQ_TLS_CA_CERT", value_name = "FILE")]
+    pub(crate) tls_ca_cert: Option<std::path::PathBuf>,
+    /// PEM file of the client certificate to present (mutual TLS; with --tls_key; implies --tls)
+    #[arg(long = "tls_cert", global = true, env = "ASYNQ_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<std::path::PathBuf>,
+    /// PEM file of the client certificate's private key (with --tls_cert)
+    #[arg(long = "tls_key", global = true, env = "ASYNQ_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<std::path::PathBuf>,
     /// Comma-separated addresses of Redis Sentinels (with --master): connect to the master they name
     #[arg(long = "sentinel_addrs", global = true, env = "ASYNQ_SENTINEL_ADDRS", requires = "master")]
     pub(crate) sentinel_addrs: Option<String>,

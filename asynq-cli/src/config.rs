@@ -22,6 +22,9 @@ pub(crate) struct ConfigFile {
     tls: Option<bool>,
     tls_server: Option<String>,
     insecure: Option<bool>,
+    tls_ca_cert: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
     sentinel_addrs: Option<String>,
     master: Option<String>,
 }
@@ -71,6 +74,9 @@ impl ConfigFile {
         fill(&mut args.tls, unset("tls"), self.tls);
         fill(&mut args.tls_server, unset("tls_server"), self.tls_server.map(Some));
         fill(&mut args.insecure, unset("insecure"), self.insecure);
+        fill(&mut args.tls_ca_cert, unset("tls_ca_cert"), self.tls_ca_cert.map(Some));
+        fill(&mut args.tls_cert, unset("tls_cert"), self.tls_cert.map(Some));
+        fill(&mut args.tls_key, unset("tls_key"), self.tls_key.map(Some));
         fill(&mut args.sentinel_addrs, unset("sentinel_addrs"), self.sentinel_addrs.map(Some));
         fill(&mut args.master, unset("master"), self.master.map(Some));
     }

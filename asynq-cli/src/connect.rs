@@ -5,7 +5,7 @@
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, Failure};
 use asynq_client::{Client, Inspector};
-use asynq_redis::{ConnectError, RedisBroker, RedisConfig, RedisTarget};
+use asynq_redis::{ConnectError, RedisBroker, RedisConfig, RedisTarget, TlsOptions};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ const EXPECTED_FORMS: &str = "expected host:port (e.g. 127.0.0.1:6379) or a URL:
 /// The URL the flags describe. Contains the password, if any: never print it unredacted.
 pub(crate) fn target_url(args: &GlobalArgs) -> Result<String, CliError> {
     let userinfo = userinfo(args.username.as_deref(), args.password.as_deref());
-    let tls = args.tls || args.tls_server.is_some();
+    let tls = args.tls || args.tls_server.is_some() || args.tls_ca_cert.is_some() || args.tls_cert.is_some();
     if args.cluster {
         if tls {
             return Err(CliError::usage("TLS to a Redis Cluster is not supported yet; drop --tls/--tls_server"));
@@ -78,9 +78,25 @@ pub(crate) struct Connection {
     pub(crate) client: Client,
 }
 
+/// The TLS certificates the flags name, read from their files.
+fn tls_options(args: &GlobalArgs) -> Result<TlsOptions, CliError> {
+    let read = |path: &std::path::Path, flag: &str| {
+        std::fs::read(path).map_err(|e| CliError::usage(format!("cannot read {flag} {}: {e}", path.display())))
+    };
+    let mut options = TlsOptions::new();
+    if let Some(path) = &args.tls_ca_cert {
+        options = options.trust(read(path, "--tls_ca_cert")?);
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        options = options.identity(read(cert, "--tls_cert")?, read(key, "--tls_key")?);
+    }
+    Ok(options)
+}
+
 /// Connects as the flags say.
 pub(crate) async fn connect(args: &GlobalArgs) -> Result<Connection, CliError> {
-    let broker = RedisBroker::connect_with(RedisConfig::new(target(args)?)).await.map_err(connect_error)?;
+    let config = RedisConfig { tls: tls_options(args)?, ..RedisConfig::new(target(args)?) };
+    let broker = RedisBroker::connect_with(config).await.map_err(connect_error)?;
     let broker = Arc::new(broker);
     Ok(Connection { inspector: Inspector::from_shared(broker.clone()), client: Client::from_shared(broker) })
 }
@@ -89,6 +105,8 @@ pub(crate) async fn connect(args: &GlobalArgs) -> Result<Connection, CliError> {
 fn connect_error(error: ConnectError) -> CliError {
     match error {
         ConnectError::InvalidUrl { .. } => CliError::usage(error.to_string()).with_hint(EXPECTED_FORMS),
+        ConnectError::Tls { .. } => CliError::usage(error.to_string())
+            .with_hint("--tls_ca_cert, --tls_cert and --tls_key take PEM files, for a single TLS server"),
         ConnectError::Unsupported { .. } => CliError::new(Failure::Connect, error.to_string()),
         _ => CliError::new(Failure::Connect, error.to_string()).with_hint(format!(
             "check that Redis runs there and that --uri, --db, --username and --password are right; {EXPECTED_FORMS}"

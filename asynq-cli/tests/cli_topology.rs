@@ -1,10 +1,11 @@
 //! `asynq` on a Redis Cluster and behind Sentinel: `--cluster --cluster_addrs` (or a
 //! `redis-cluster://` URL) reach a Cluster, and `queue ls` shows each queue's hash slot and the
-//! nodes serving it; `--sentinel_addrs --master` reach the master the Sentinels name.
+//! nodes serving it; `--sentinel_addrs --master` reach the master the Sentinels name; and
+//! `--tls_ca_cert`, `--tls_cert` and `--tls_key` reach a TLS server with a private authority.
 
 mod common;
 
-use asynq_tests::{RedisCluster, RedisSentinel};
+use asynq_tests::{CertificateAuthority, RedisCluster, RedisSentinel};
 use common::asynq;
 
 #[test]
@@ -42,4 +43,22 @@ fn sentinel_flags_reach_the_master() {
     assert_eq!(json["state"], "pending", "the task is on the master");
     let missing_master = asynq(&["--sentinel_addrs", addr.as_str(), "queue", "ls"]);
     assert_eq!(missing_master.code, 2, "{missing_master:#?}");
+}
+
+#[test]
+fn tls_flags_verify_a_private_authority_and_present_a_client_certificate() {
+    let ca = CertificateAuthority::new();
+    let (_redis, port) = ca.redis(true);
+    let uri = format!("127.0.0.1:{port}");
+    let (ca_cert, cert, key) = (ca.path("ca.crt"), ca.path("client.crt"), ca.path("client.key"));
+    let identified = ["--tls_ca_cert", &ca_cert, "--tls_cert", &cert, "--tls_key", &key];
+    let queues = asynq(&[&["-u", uri.as_str()][..], &identified, &["queue", "ls", "--json"]].concat()).ok();
+    assert_eq!(queues.json(), serde_json::json!([]), "{queues:#?}");
+    let without_identity = asynq(&["-u", &uri, "--tls_ca_cert", &ca_cert, "stats"]);
+    assert_eq!(without_identity.code, 5, "the server asks for a client certificate: {without_identity:#?}");
+    let unknown_authority = asynq(&["-u", &uri, "--tls", "stats"]);
+    assert_eq!(unknown_authority.code, 5, "{unknown_authority:#?}");
+    let missing = asynq(&["-u", &uri, "--tls_ca_cert", "/nonexistent/ca.pem", "stats"]);
+    assert_eq!(missing.code, 2, "{missing:#?}");
+    assert!(missing.stderr.contains("--tls_ca_cert"), "{}", missing.stderr);
 }

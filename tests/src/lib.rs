@@ -13,12 +13,14 @@ mod logs;
 pub mod model;
 mod redis_helpers;
 mod redis_server;
+mod tls;
 
 pub use flaky::FlakyBroker;
 pub use go_fixtures::{FixtureKey, load_fixture, read_fixture};
 pub use logs::{CapturedLogs, capture_logs};
 pub use redis_helpers::{redis_broker, wait_for};
 pub use redis_server::{RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
+pub use tls::CertificateAuthority;
 
 use asynq_client::Client;
 use asynq_core::broker::Inspect;

@@ -7,7 +7,7 @@ use asynq_client::{Client, Inspector, Task, TaskOptions};
 use asynq_core::{Clock, SystemClock};
 use asynq_redis::{ConnectError, RedisBroker, RedisConfig, RedisTarget, TlsOptions};
 use asynq_server::{Config, Server};
-use asynq_tests::{Recorder, RedisServer, wait_for};
+use asynq_tests::{CertificateAuthority, Recorder, RedisServer, wait_for};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
@@ -59,68 +59,6 @@ async fn client_server_and_inspector_work_over_tls() {
     assert!(clients.as_str().unwrap_or_default().contains(&format!("laddr=127.0.0.1:{tls_port}")), "{clients:?}");
 }
 
-/// A private certificate authority and the certificates it signed, made with `openssl`.
-struct Authority {
-    dir: tempfile::TempDir,
-}
-
-impl Authority {
-    /// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA.
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let openssl = |args: &[&str]| {
-            let output = Command::new("openssl").args(args).current_dir(dir.path()).output().expect("openssl runs");
-            assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        };
-        let self_signed = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj"];
-        openssl(&[&self_signed[..], &["/CN=asynq test CA", "-keyout", "ca.key", "-out", "ca.crt"]].concat());
-        std::fs::write(dir.path().join("server.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-        std::fs::write(dir.path().join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-        for (name, subject) in [("server", "/CN=127.0.0.1"), ("client", "/CN=asynq test client")] {
-            let (key, csr, crt, ext) =
-                (format!("{name}.key"), format!("{name}.csr"), format!("{name}.crt"), format!("{name}.ext"));
-            openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", &key, "-out", &csr]);
-            openssl(&[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-extfile",
-                &ext,
-                "-out",
-                &crt,
-            ]);
-        }
-        Self { dir }
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.dir.path().join(name).display().to_string()
-    }
-
-    fn pem(&self, name: &str) -> Vec<u8> {
-        std::fs::read(self.dir.path().join(name)).unwrap()
-    }
-
-    /// A redis-server on a TLS port with the server certificate; returns it and the TLS port.
-    fn redis(&self, authenticate_clients: bool) -> (RedisServer, u16) {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let auth = if authenticate_clients { "yes" } else { "no" };
-        let (cert, key, ca) = (self.path("server.crt"), self.path("server.key"), self.path("ca.crt"));
-        let args = ["--tls-port", &port.to_string(), "--tls-cert-file", &cert, "--tls-key-file", &key];
-        let redis =
-            RedisServer::start_with(&[&args[..], &["--tls-ca-cert-file", &ca, "--tls-auth-clients", auth]].concat());
-        (redis, port)
-    }
-}
-
 async fn connect(port: u16, tls: TlsOptions) -> Result<RedisBroker, ConnectError> {
     let target = RedisTarget::from_url(&format!("rediss://127.0.0.1:{port}")).unwrap();
     RedisBroker::connect_with(RedisConfig { tls, response_timeout: Duration::from_secs(5), ..RedisConfig::new(target) })
@@ -136,21 +74,21 @@ async fn round_trip(broker: RedisBroker) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_from_a_private_authority_is_verified_against_that_authority_only() {
-    let ca = Authority::new();
+    let ca = CertificateAuthority::new();
     let (_redis, port) = ca.redis(false);
     round_trip(connect(port, TlsOptions::new().trust(ca.pem("ca.crt"))).await.unwrap()).await;
 
     // The system's roots do not know the authority; another authority is not it.
     let unknown = connect(port, TlsOptions::new()).await.map(drop).expect_err("an unknown authority is refused");
     assert!(matches!(unknown, ConnectError::Connect { .. }), "{unknown:?}");
-    let other = Authority::new();
+    let other = CertificateAuthority::new();
     let wrong = connect(port, TlsOptions::new().trust(other.pem("ca.crt"))).await.map(drop);
     assert!(wrong.is_err(), "a certificate signed by another authority is refused");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_presents_the_client_certificate() {
-    let ca = Authority::new();
+    let ca = CertificateAuthority::new();
     let (_redis, port) = ca.redis(true);
     let trusted = TlsOptions::new().trust(ca.pem("ca.crt"));
     let anonymous = connect(port, trusted.clone()).await.map(drop);
