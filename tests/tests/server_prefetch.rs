@@ -33,13 +33,17 @@ async fn enqueue(h: &Harness, type_name: &str, n: usize) {
     }
 }
 
+/// Runs 8 tasks that finish at once, so that the server has seen its attempts are short.
+async fn run_short_tasks(h: &Harness) {
+    enqueue(h, "fast", 8).await;
+    h.eventually(secs(5), "the fast tasks run", || async { h.queue("default").await.processed_total == 8 }).await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn short_tasks_are_taken_ahead_and_given_back_at_once_on_shutdown() {
-    let h = Harness::new();
-    let (gate, rec) = (Arc::new(Semaphore::new(0)), Recorder::default());
+    let (h, gate, rec) = (Harness::new(), Arc::new(Semaphore::new(0)), Recorder::default());
     let mut server = server(&h, &gate, &rec);
-    enqueue(&h, "fast", 8).await;
-    h.eventually(secs(5), "the fast tasks run", || async { h.queue("default").await.processed_total == 8 }).await;
+    run_short_tasks(&h).await;
 
     // Attempts have been short: a fetch takes 3 tasks beyond the 2 free slots.
     enqueue(&h, "slow", 10).await;
@@ -87,11 +91,9 @@ async fn long_tasks_are_not_taken_ahead() {
 
 #[tokio::test(start_paused = true)]
 async fn tasks_taken_ahead_run_once_each_as_slots_free_up() {
-    let h = Harness::new();
-    let (gate, rec) = (Arc::new(Semaphore::new(0)), Recorder::default());
+    let (h, gate, rec) = (Harness::new(), Arc::new(Semaphore::new(0)), Recorder::default());
     let mut server = server(&h, &gate, &rec);
-    enqueue(&h, "fast", 8).await;
-    h.eventually(secs(5), "the fast tasks run", || async { h.queue("default").await.processed_total == 8 }).await;
+    run_short_tasks(&h).await;
     enqueue(&h, "slow", 10).await;
     h.eventually(secs(5), "tasks are taken ahead", || async { h.queue("default").await.active == 5 }).await;
 
