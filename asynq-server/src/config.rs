@@ -100,7 +100,9 @@ pub struct Config {
     /// up. It takes tasks ahead only while its attempts are short (under 10 ms on average) and
     /// no rate or per-type limit is set, so a long task never holds others back from other
     /// servers. Tasks taken ahead are leased like running ones, can be cancelled, and go back
-    /// to their queue at once on shutdown. Default: none, meaning four times `concurrency`, at
+    /// to their queue at once on shutdown. A fetch takes its tasks in one weighted order of the
+    /// queues, so with weighted priorities the shares hold on average over many fetches, in
+    /// runs as long as a fetch. Default: none, meaning four times `concurrency`, at
     /// most 256 (measured by `cargo xtask bench`: a quarter more throughput at concurrency 10
     /// than taking as many as `concurrency`); `Some(0)` turns it off.
     pub prefetch: Option<usize>,

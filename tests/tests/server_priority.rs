@@ -21,6 +21,8 @@ async fn first_runs_by_queue(strict: bool) -> BTreeMap<String, usize> {
         concurrency: 1,
         queues: [("critical".to_owned(), 6), ("default".to_owned(), 3), ("low".to_owned(), 1)].into(),
         strict_priority: strict,
+        // One task per fetch, so that each run is one weighted draw (see `Config::prefetch`).
+        prefetch: Some(0),
         ..h.config("unused", 1)
     };
     let mut server = Server::new(h.broker.clone(), config).unwrap();
