@@ -33,7 +33,8 @@ enum Cmd {
         /// `quick` (CI sizes) or `full` (the sizes).
         #[arg(long, default_value = "full")]
         profile: String,
-        /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers)
+        /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
+        /// sentinel-failover)
         /// or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,

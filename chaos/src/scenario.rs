@@ -14,7 +14,10 @@
 //! - `duplicates`: IDs finished more than once (at-least-once delivery allows it for tasks in
 //!   flight at the fault);
 //! - `orphaned_active`: IDs in `asynq:{q}:active` without an entry in `asynq:{q}:lease`;
-//! - `stale_locks`: `asynq:{q}:unique:*` keys whose task no longer exists.
+//! - `stale_locks`: `asynq:{q}:unique:*` keys whose task no longer exists;
+//! - `replication_lost` (failover scenarios only): acknowledged IDs no worker finished that were
+//!   acknowledged between the start of the failover and the old master's demotion, the window in
+//!   which Redis's asynchronous replication may drop writes; `lost` counts the others.
 //!
 //! Anything else a scenario checks (a process that hung, panicked or died, a call that did not
 //! fail within its timeout, a task that started after SIGTSTP) is a [`Report::failures`] entry.
@@ -24,10 +27,11 @@
 use crate::produce::Summary;
 use crate::worker::LedgerLine;
 use anyhow::{Context as _, bail};
-use asynq_tests::{RedisServer, RespValue};
+use asynq_tests::{RedisSentinel, RedisServer, RespValue};
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -88,12 +92,20 @@ pub enum Scenario {
     Sigterm,
     /// Several worker processes on one queue.
     ManyWorkers,
+    /// A Sentinel failover while producers and workers run through `redis-sentinel://`.
+    SentinelFailover,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 5] =
-        [Self::KillWorker, Self::RestartRedis, Self::RedisUnreachable, Self::Sigterm, Self::ManyWorkers];
+    pub const ALL: [Scenario; 6] = [
+        Self::KillWorker,
+        Self::RestartRedis,
+        Self::RedisUnreachable,
+        Self::Sigterm,
+        Self::ManyWorkers,
+        Self::SentinelFailover,
+    ];
 
     /// The scenario's name, as the ledger prints it.
     pub fn name(self) -> &'static str {
@@ -103,6 +115,7 @@ impl Scenario {
             Self::RedisUnreachable => "redis-unreachable",
             Self::Sigterm => "sigterm",
             Self::ManyWorkers => "many-workers",
+            Self::SentinelFailover => "sentinel-failover",
         }
     }
 
@@ -122,6 +135,7 @@ impl Scenario {
             Self::RedisUnreachable => redis_unreachable(profile, bin),
             Self::Sigterm => sigterm(profile, bin),
             Self::ManyWorkers => many_workers(profile, bin),
+            Self::SentinelFailover => sentinel_failover(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -146,6 +160,9 @@ pub struct Report {
     pub orphaned_active: usize,
     /// Uniqueness locks whose task no longer exists.
     pub stale_locks: usize,
+    /// In a failover scenario, the acknowledged task IDs no worker finished that were
+    /// acknowledged inside the failover's window (not counted in `lost`).
+    pub replication_lost: Option<usize>,
     /// What happened on the way (timings, errors seen, the fault injected).
     pub notes: Vec<String>,
     /// Checks beyond the counts that failed; empty when all held.
@@ -198,7 +215,11 @@ impl fmt::Display for Report {
             self.duplicates,
             self.orphaned_active,
             self.stale_locks
-        )
+        )?;
+        if let Some(replication_lost) = self.replication_lost {
+            write!(f, " replication_lost={replication_lost}")?;
+        }
+        Ok(())
     }
 }
 
@@ -285,13 +306,42 @@ impl QueueCounts {
     }
 }
 
-/// A scenario's world: its redis-server, its directory of ledgers and logs, its processes.
+/// The Redis a scenario runs against.
+enum Backend {
+    /// One redis-server.
+    Single(RedisServer),
+    /// A master, its replica and a sentinel; producers and workers find the master through it.
+    Sentinel(Box<RedisSentinel>),
+}
+
+impl Backend {
+    /// The URL producers and workers connect with.
+    fn url(&self) -> String {
+        match self {
+            Backend::Single(redis) => redis.url(),
+            Backend::Sentinel(set) => format!("redis-sentinel://{}?master={}", set.sentinel_addr(), set.master_name()),
+        }
+    }
+
+    /// The server holding the queue now: the master, behind Sentinel.
+    fn data(&self) -> &RedisServer {
+        match self {
+            Backend::Single(redis) => redis,
+            Backend::Sentinel(set) => set.master(),
+        }
+    }
+}
+
+/// A scenario's world: its Redis, its directory of ledgers and logs, its processes.
 /// Dropping it kills every process it started that still runs.
 struct Stage {
     scenario: &'static str,
     bin: PathBuf,
     /// Dropped after the processes (see `Drop`), so none outlives it.
-    redis: RedisServer,
+    redis: Backend,
+    /// In a failover scenario: the producer's label and the positions in its acknowledged
+    /// ledger of the enqueues acknowledged while the failover was under way.
+    replication_window: Option<(String, Range<usize>)>,
     dir: tempfile::TempDir,
     procs: Vec<Proc>,
     notes: Vec<String>,
@@ -309,17 +359,44 @@ impl Drop for Stage {
 }
 
 impl Stage {
+    /// A stage on one redis-server started with `redis_args`.
     fn new(scenario: Scenario, bin: &Path, redis_args: &[&str]) -> anyhow::Result<Self> {
+        Self::on(scenario, bin, Backend::Single(RedisServer::start_with(redis_args)))
+    }
+
+    /// A stage whose Redis is a master, a replica and a sentinel.
+    fn with_sentinel(scenario: Scenario, bin: &Path) -> anyhow::Result<Self> {
+        Self::on(scenario, bin, Backend::Sentinel(Box::new(RedisSentinel::start("asynq-chaos"))))
+    }
+
+    fn on(scenario: Scenario, bin: &Path, redis: Backend) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix(&format!("asynq-chaos-{}-", scenario.name())).tempdir()?;
         Ok(Self {
             scenario: scenario.name(),
             bin: bin.to_owned(),
-            redis: RedisServer::start_with(redis_args),
+            redis,
+            replication_window: None,
             dir,
             procs: Vec::new(),
             notes: Vec::new(),
             failures: Vec::new(),
         })
+    }
+
+    /// The one redis-server of a single-server stage.
+    fn single(&mut self) -> &mut RedisServer {
+        match &mut self.redis {
+            Backend::Single(redis) => redis,
+            Backend::Sentinel(_) => panic!("{} runs behind Sentinel, not on one server", self.scenario),
+        }
+    }
+
+    /// The Sentinel set of a Sentinel stage.
+    fn sentinel(&mut self) -> &mut RedisSentinel {
+        match &mut self.redis {
+            Backend::Sentinel(set) => set,
+            Backend::Single(_) => panic!("{} runs on one server, not behind Sentinel", self.scenario),
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -476,7 +553,7 @@ impl Stage {
     }
 
     fn command(&self, args: &[&str]) -> anyhow::Result<RespValue> {
-        self.redis.command(args).map_err(|e| anyhow::anyhow!("redis {args:?}: {e}"))
+        self.redis.data().command(args).map_err(|e| anyhow::anyhow!("redis {args:?}: {e}"))
     }
 
     fn int(&self, args: &[&str]) -> anyhow::Result<i64> {
@@ -531,6 +608,13 @@ impl Stage {
     /// How many handlers one worker finished.
     fn finished(&self, label: &str) -> usize {
         self.ledger(label).lines().filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Ran(_)))).count()
+    }
+
+    /// The non-empty lines of one file of the stage.
+    fn read_lines(&self, name: &str) -> anyhow::Result<Vec<String>> {
+        let path = self.path(name);
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(text.lines().filter(|line| !line.is_empty()).map(str::to_owned).collect())
     }
 
     fn read_all(&self, extension: &str) -> anyhow::Result<Vec<String>> {
@@ -608,6 +692,16 @@ impl Stage {
             stale_locks: self.stale_locks()?,
             ..Report::tally(self.scenario, &acknowledged, &runs)
         };
+        if let Some((producer, window)) = self.replication_window.clone() {
+            let in_window: Vec<String> = self.read_lines(&format!("{producer}.acked"))?[window.clone()].to_vec();
+            let replication_lost = in_window.iter().filter(|id| !runs.contains_key(*id)).count();
+            self.notes.push(format!(
+                "{replication_lost} of the {} enqueues acknowledged during the failover were lost to it",
+                window.len()
+            ));
+            report.lost -= replication_lost;
+            report.replication_lost = Some(replication_lost);
+        }
         let ran_unacknowledged = runs.len().saturating_sub(report.ran);
         if ran_unacknowledged > 0 {
             self.notes.push(format!("{ran_unacknowledged} tasks ran whose enqueue was not acknowledged"));
@@ -709,9 +803,9 @@ fn restart_redis(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
         Ok(stage.acknowledged()?.len() as u64 >= count / 3)
     })?;
     let acked = stage.acknowledged()?.len();
-    stage.redis.kill();
+    stage.single().kill();
     std::thread::sleep(down); // The fault: Redis is down.
-    stage.redis.restart();
+    stage.single().restart();
     stage.notes.push(format!("redis-server killed after {acked} acknowledged enqueues, restarted after {down:?}"));
     let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
     stage.notes.push(format!("producer: {summary}"));
@@ -868,6 +962,42 @@ fn many_workers(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// A Sentinel failover while producers and workers run: the broker follows the new master, and
+/// every acknowledged task runs but those the failover's replication window lost, counted apart.
+fn sentinel_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let count = profile.pick(2_000, 20_000);
+    let rate = profile.pick(400, 1_000);
+    let mut stage = Stage::with_sentinel(Scenario::SentinelFailover, bin)?;
+    let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
+    stage.worker("worker-1", &spec)?;
+    stage.worker("worker-2", &spec)?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec { count, sleep: Duration::from_millis(5), rate: Some(rate), ..ProducerSpec::default() },
+    )?;
+    stage.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
+        Ok(stage.acknowledged()?.len() as u64 >= count / 3)
+    })?;
+    // Replication trails the master by milliseconds: the window opens a second's worth of
+    // acknowledgements before the failover.
+    let before = stage.read_lines("producer.acked")?.len();
+    let window_start = before.saturating_sub(rate as usize);
+    let started = Instant::now();
+    // The fault: the sentinel promotes the replica while the old master still takes writes;
+    // those it takes until it is made a replica are lost to the resync.
+    stage.sentinel().failover();
+    stage.sentinel().rejoin_replica();
+    let after = stage.read_lines("producer.acked")?.len();
+    stage.notes.push(format!(
+        "SENTINEL FAILOVER after {before} acknowledged enqueues; the old master was a replica again {:.1} s later",
+        started.elapsed().as_secs_f64()
+    ));
+    stage.replication_window = Some(("producer".to_owned(), window_start..after));
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!("producer: {summary}"));
+    stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -888,5 +1018,9 @@ mod tests {
             report.to_string(),
             "scenario=test acknowledged=3 ran=2 lost=1 duplicates=1 orphaned_active=0 stale_locks=0"
         );
+        // A failover scenario counts the losses of its replication window apart.
+        let failover = Report { lost: 0, replication_lost: Some(1), ..report };
+        assert!(failover.passed());
+        assert!(failover.to_string().ends_with("stale_locks=0 replication_lost=1"), "{failover}");
     }
 }
