@@ -34,7 +34,7 @@ enum Cmd {
         #[arg(long, default_value = "full")]
         profile: String,
         /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
-        /// sentinel-failover)
+        /// sentinel-failover, cluster-failover)
         /// or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,

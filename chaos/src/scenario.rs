@@ -1,5 +1,6 @@
-//! The orchestrator: each scenario starts a private redis-server (the `asynq-tests` harness),
-//! runs worker and producer processes of this crate's binary against it, injects its fault,
+//! The orchestrator: each scenario starts a private redis-server, Sentinel set or Cluster (the
+//! `asynq-tests` harness), runs worker and producer processes of this crate's binary against it,
+//! injects its fault,
 //! waits (polling, with a bound) until the queue is drained, and counts.
 //!
 //! Everything a scenario learns comes from outside the processes: the producers'
@@ -27,7 +28,7 @@
 use crate::produce::Summary;
 use crate::worker::LedgerLine;
 use anyhow::{Context as _, bail};
-use asynq_tests::{RedisSentinel, RedisServer, RespValue};
+use asynq_tests::{RedisCluster, RedisSentinel, RedisServer, RespValue};
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
@@ -94,17 +95,21 @@ pub enum Scenario {
     ManyWorkers,
     /// A Sentinel failover while producers and workers run through `redis-sentinel://`.
     SentinelFailover,
+    /// `kill -9` of the Cluster master serving the queue while producers and workers run
+    /// through `redis-cluster://`; its replica takes over.
+    ClusterFailover,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
         Self::Sigterm,
         Self::ManyWorkers,
         Self::SentinelFailover,
+        Self::ClusterFailover,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -116,6 +121,7 @@ impl Scenario {
             Self::Sigterm => "sigterm",
             Self::ManyWorkers => "many-workers",
             Self::SentinelFailover => "sentinel-failover",
+            Self::ClusterFailover => "cluster-failover",
         }
     }
 
@@ -136,6 +142,7 @@ impl Scenario {
             Self::Sigterm => sigterm(profile, bin),
             Self::ManyWorkers => many_workers(profile, bin),
             Self::SentinelFailover => sentinel_failover(profile, bin),
+            Self::ClusterFailover => cluster_failover(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -312,6 +319,8 @@ enum Backend {
     Single(RedisServer),
     /// A master, its replica and a sentinel; producers and workers find the master through it.
     Sentinel(Box<RedisSentinel>),
+    /// A Cluster of masters with a replica each.
+    Cluster(Box<RedisCluster>),
 }
 
 impl Backend {
@@ -320,14 +329,17 @@ impl Backend {
         match self {
             Backend::Single(redis) => redis.url(),
             Backend::Sentinel(set) => format!("redis-sentinel://{}?master={}", set.sentinel_addr(), set.master_name()),
+            Backend::Cluster(cluster) => format!("redis-cluster://{}", cluster.all_addrs().join(",")),
         }
     }
 
-    /// The server holding the queue now: the master, behind Sentinel.
-    fn data(&self) -> &RedisServer {
+    /// The server holding the queue now: the master, behind Sentinel; the master serving the
+    /// queue's slot, in a Cluster.
+    fn data(&self) -> anyhow::Result<&RedisServer> {
         match self {
-            Backend::Single(redis) => redis,
-            Backend::Sentinel(set) => set.master(),
+            Backend::Single(redis) => Ok(redis),
+            Backend::Sentinel(set) => Ok(set.master()),
+            Backend::Cluster(cluster) => cluster.master_now(queue_slot()).map_err(|e| anyhow::anyhow!(e)),
         }
     }
 }
@@ -369,6 +381,11 @@ impl Stage {
         Self::on(scenario, bin, Backend::Sentinel(Box::new(RedisSentinel::start("asynq-chaos"))))
     }
 
+    /// A stage whose Redis is a Cluster of three masters with a replica each.
+    fn with_cluster(scenario: Scenario, bin: &Path) -> anyhow::Result<Self> {
+        Self::on(scenario, bin, Backend::Cluster(Box::new(RedisCluster::start_with_replicas(3))))
+    }
+
     fn on(scenario: Scenario, bin: &Path, redis: Backend) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix(&format!("asynq-chaos-{}-", scenario.name())).tempdir()?;
         Ok(Self {
@@ -387,7 +404,7 @@ impl Stage {
     fn single(&mut self) -> &mut RedisServer {
         match &mut self.redis {
             Backend::Single(redis) => redis,
-            Backend::Sentinel(_) => panic!("{} runs behind Sentinel, not on one server", self.scenario),
+            _ => panic!("{} does not run on one server", self.scenario),
         }
     }
 
@@ -395,7 +412,15 @@ impl Stage {
     fn sentinel(&mut self) -> &mut RedisSentinel {
         match &mut self.redis {
             Backend::Sentinel(set) => set,
-            Backend::Single(_) => panic!("{} runs on one server, not behind Sentinel", self.scenario),
+            _ => panic!("{} does not run behind Sentinel", self.scenario),
+        }
+    }
+
+    /// The Cluster of a Cluster stage.
+    fn cluster(&mut self) -> &mut RedisCluster {
+        match &mut self.redis {
+            Backend::Cluster(cluster) => cluster,
+            _ => panic!("{} does not run on a Cluster", self.scenario),
         }
     }
 
@@ -553,7 +578,7 @@ impl Stage {
     }
 
     fn command(&self, args: &[&str]) -> anyhow::Result<RespValue> {
-        self.redis.data().command(args).map_err(|e| anyhow::anyhow!("redis {args:?}: {e}"))
+        self.redis.data()?.command(args).map_err(|e| anyhow::anyhow!("redis {args:?}: {e}"))
     }
 
     fn int(&self, args: &[&str]) -> anyhow::Result<i64> {
@@ -990,6 +1015,51 @@ fn sentinel_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     let after = stage.read_lines("producer.acked")?.len();
     stage.notes.push(format!(
         "SENTINEL FAILOVER after {before} acknowledged enqueues; the old master was a replica again {:.1} s later",
+        started.elapsed().as_secs_f64()
+    ));
+    stage.replication_window = Some(("producer".to_owned(), window_start..after));
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!("producer: {summary}"));
+    stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
+}
+
+/// The hash slot of the queue's keys.
+fn queue_slot() -> u16 {
+    RedisCluster::key_slot(format!("{{{QUEUE}}}"))
+}
+
+/// `kill -9` of the Cluster master serving the queue while producers and workers run: its
+/// replica takes over, the broker follows the new slot map, and every acknowledged task runs
+/// but those the failover's replication window lost, counted apart.
+fn cluster_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let count = profile.pick(2_000, 20_000);
+    let rate = profile.pick(400, 1_000);
+    let mut stage = Stage::with_cluster(Scenario::ClusterFailover, bin)?;
+    let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
+    stage.worker("worker-1", &spec)?;
+    stage.worker("worker-2", &spec)?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec { count, sleep: Duration::from_millis(5), rate: Some(rate), ..ProducerSpec::default() },
+    )?;
+    stage.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
+        Ok(stage.acknowledged()?.len() as u64 >= count / 3)
+    })?;
+    let victim = stage.redis.data()?.addr();
+    let index = stage.cluster().nodes().iter().position(|node| node.addr() == victim);
+    let index = index.context("the queue's master is one of the first masters")?;
+    // Replication trails the master by milliseconds: the window opens a second's worth of
+    // acknowledgements before the kill.
+    let before = stage.read_lines("producer.acked")?.len();
+    let window_start = before.saturating_sub(rate as usize);
+    let started = Instant::now();
+    stage.cluster().nodes_mut()[index].kill();
+    stage.poll("the replica to take over the queue's slot", Duration::from_secs(60), |stage| {
+        Ok(stage.redis.data().is_ok_and(|node| node.addr() != victim))
+    })?;
+    let after = stage.read_lines("producer.acked")?.len();
+    stage.notes.push(format!(
+        "kill -9 of master {victim} after {before} acknowledged enqueues; its replica took over {:.1} s later",
         started.elapsed().as_secs_f64()
     ));
     stage.replication_window = Some(("producer".to_owned(), window_start..after));

@@ -54,8 +54,8 @@ commands:
                       prints one ledger line per scenario (full profile: several minutes)
                         --quick          the CI sizes (the integration test runs these)
                         --scenario NAME  one of kill-worker, restart-redis, redis-unreachable,
-                                         sigterm, many-workers, sentinel-failover
-                                         (default: all)
+                                         sigterm, many-workers, sentinel-failover,
+                                         cluster-failover (default: all)
   help                print this message";
 
 fn main() -> ExitCode {

@@ -1,5 +1,6 @@
-//! A Redis Cluster of masters only, each a [`RedisServer`] on loopback, with the 16384 hash
-//! slots split evenly in contiguous ranges (node 0 gets the first range).
+//! A Redis Cluster on loopback, each node a [`RedisServer`], with the 16384 hash slots split
+//! evenly in contiguous ranges between the masters (node 0 gets the first range), and
+//! optionally one replica per master, ready to take over when its master fails.
 //!
 //! Each node's cluster bus listens on its port + 10000, the default every Redis from 6.2 on
 //! understands, so ports are picked where both are free. Setting up is what
@@ -7,7 +8,7 @@
 //! `ADDSLOTS` before Redis 7.0), `CLUSTER MEET` to node 0, then polling until every node sees
 //! every other node and `cluster_state:ok`.
 
-use super::{RedisServer, free_port, poll_until, port_is_free, resp, server_argv};
+use super::{RedisServer, RespValue, free_port, poll_until, port_is_free, resp, server_argv};
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
@@ -21,12 +22,15 @@ const BUS_OFFSET: u16 = 10000;
 /// How long the nodes may take to agree that the cluster is up.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Masters-only Redis Cluster on loopback. Dropping it kills every node.
+/// A Redis Cluster on loopback. Dropping it kills every node.
 #[derive(Debug)]
 pub struct RedisCluster {
+    /// The masters, in slot order.
     nodes: Vec<RedisServer>,
-    /// The inclusive slot range each node serves, by node index.
+    /// The inclusive slot range each master serves, by index.
     ranges: Vec<(u16, u16)>,
+    /// `replicas[i]` replicates `nodes[i]`; empty unless started with replicas.
+    replicas: Vec<RedisServer>,
 }
 
 impl RedisCluster {
@@ -35,7 +39,7 @@ impl RedisCluster {
     pub fn start(masters: usize) -> Self {
         assert!((1..=usize::from(SLOTS)).contains(&masters), "a cluster needs 1 to {SLOTS} masters, not {masters}");
         let nodes = (0..masters).map(|_| RedisServer::launch(cluster_port, cluster_argv)).collect();
-        let cluster = Self { nodes, ranges: slot_ranges(masters) };
+        let cluster = Self { nodes, ranges: slot_ranges(masters), replicas: Vec::new() };
         for (i, node) in cluster.nodes.iter().enumerate() {
             // Distinct epochs, as redis-cli sets them, spare the nodes an epoch-collision round.
             cluster.setup(node, &["CLUSTER", "SET-CONFIG-EPOCH", &(i + 1).to_string()]);
@@ -59,6 +63,87 @@ impl RedisCluster {
             cluster.fail(&format!("the cluster did not come up: {e}"));
         }
         cluster
+    }
+
+    /// Like [`start`](Self::start), then adds one replica to each master and waits until each
+    /// replica is linked to its master, so that a failed master's slots fail over to it.
+    pub fn start_with_replicas(masters: usize) -> Self {
+        let mut cluster = Self::start(masters);
+        let first = cluster.nodes[0].port().to_string();
+        for _ in 0..masters {
+            let replica = RedisServer::launch(cluster_port, cluster_argv);
+            cluster.setup(&replica, &["CLUSTER", "MEET", "127.0.0.1", &first]);
+            cluster.replicas.push(replica);
+        }
+        for (master, replica) in cluster.nodes.iter().zip(&cluster.replicas) {
+            let id = match master.command(&["CLUSTER", "MYID"]) {
+                Ok(reply) => reply.as_str().unwrap_or_default().to_owned(),
+                Err(e) => cluster.fail(&format!("CLUSTER MYID on {}: {e}", master.addr())),
+            };
+            // The replica learns of its master by gossip: until then, REPLICATE says "Unknown node".
+            let replicated = poll_until(READY_TIMEOUT, || replica.command(&["CLUSTER", "REPLICATE", &id]).map(drop));
+            if let Err(e) = replicated {
+                cluster.fail(&format!("CLUSTER REPLICATE on {}: {e}", replica.addr()));
+            }
+        }
+        let linked = poll_until(READY_TIMEOUT, || {
+            for replica in &cluster.replicas {
+                let reply = replica.command(&["INFO", "replication"])?;
+                let info = resp::parse_info(reply.as_str().unwrap_or_default());
+                if info.get("master_link_status").map(String::as_str) != Some("up") {
+                    return Err(format!("{} is not linked to its master yet", replica.addr()));
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = linked {
+            cluster.fail(&format!("the replicas did not follow their masters: {e}"));
+        }
+        cluster
+    }
+
+    /// The replicas; `replicas()[i]` replicates `nodes()[i]` (until a failover).
+    pub fn replicas(&self) -> &[RedisServer] {
+        &self.replicas
+    }
+
+    /// `127.0.0.1:<port>` of every node, replicas included.
+    pub fn all_addrs(&self) -> Vec<String> {
+        self.nodes.iter().chain(&self.replicas).map(RedisServer::addr).collect()
+    }
+
+    /// The node, master or replica, that the live nodes now report as serving `slot`: after a
+    /// failover, the promoted replica. `Err` when no live node answers.
+    pub fn master_now(&self, slot: u16) -> Result<&RedisServer, String> {
+        let mut last_error = "no node answered".to_owned();
+        for node in self.nodes.iter().chain(&self.replicas) {
+            let reply = match node.command(&["CLUSTER", "SLOTS"]) {
+                Ok(reply) => reply,
+                Err(e) => {
+                    last_error = e;
+                    continue;
+                }
+            };
+            for range in reply.as_array().unwrap_or_default() {
+                let fields = range.as_array().unwrap_or_default();
+                let (Some(first), Some(last)) =
+                    (fields.first().and_then(RespValue::as_int), fields.get(1).and_then(RespValue::as_int))
+                else {
+                    continue;
+                };
+                if !(first..=last).contains(&i64::from(slot)) {
+                    continue;
+                }
+                let port =
+                    fields.get(2).and_then(RespValue::as_array).and_then(|m| m.get(1)).and_then(RespValue::as_int);
+                let owner = self.nodes.iter().chain(&self.replicas).find(|n| Some(i64::from(n.port())) == port);
+                return owner.ok_or_else(|| {
+                    format!("{} names port {port:?} for slot {slot}, not a node of this cluster", node.addr())
+                });
+            }
+            last_error = format!("{} reports no node for slot {slot}", node.addr());
+        }
+        Err(last_error)
     }
 
     /// The nodes, in slot order.
