@@ -12,7 +12,7 @@ flags: uri, db, password, username, cluster, cluster_addrs, tls, tls_server, ins
 tls_ca_cert, tls_cert, tls_key, sentinel_addrs, master), then the default.
 
 --uri takes host:port, or a full URL: redis://[user:password@]host:port[/db],
-rediss://... (TLS), redis-cluster://host:port[,host:port...] or
+rediss://... (TLS), redis-cluster://host:port[,host:port...] (rediss-cluster:// for TLS) or
 redis-sentinel://host:port[,host:port...][/db]?master=<name>. A full URL carries its own
 credentials, database and TLS setting; --db, --password, --username and --tls apply to the
 host:port form.

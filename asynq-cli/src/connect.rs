@@ -14,7 +14,7 @@ const USERINFO: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b
 
 /// The forms `--uri` accepts, for error messages.
 const EXPECTED_FORMS: &str = "expected host:port (e.g. 127.0.0.1:6379) or a URL: redis://[user:password@]host:port[/db], \
-     rediss://... for TLS, redis-cluster://host:port[,host:port...], or \
+     rediss://... for TLS, redis-cluster://host:port[,host:port...] (rediss-cluster:// for TLS), or \
      redis-sentinel://host:port[,host:port...][/db]?master=<name>";
 
 /// The URL the flags describe. Contains the password, if any: never print it unredacted.
@@ -22,10 +22,15 @@ pub(crate) fn target_url(args: &GlobalArgs) -> Result<String, CliError> {
     let userinfo = userinfo(args.username.as_deref(), args.password.as_deref());
     let tls = args.tls || args.tls_server.is_some() || args.tls_ca_cert.is_some() || args.tls_cert.is_some();
     if args.cluster {
-        if tls {
-            return Err(CliError::usage("TLS to a Redis Cluster is not supported yet; drop --tls/--tls_server"));
+        if args.tls_server.is_some() {
+            return Err(CliError::usage(
+                "--tls_server does not apply to a Cluster: each node's certificate is checked against its \
+                 own address; drop --tls_server",
+            ));
         }
-        return Ok(format!("redis-cluster://{userinfo}{}", args.cluster_addrs));
+        let (scheme, insecure) =
+            if tls { ("rediss-cluster", if args.insecure { "#insecure" } else { "" }) } else { ("redis-cluster", "") };
+        return Ok(format!("{scheme}://{userinfo}{}{insecure}", args.cluster_addrs));
     }
     if let Some(sentinels) = &args.sentinel_addrs {
         let master = args.master.as_deref().unwrap_or_default();
@@ -106,7 +111,7 @@ fn connect_error(error: ConnectError) -> CliError {
     match error {
         ConnectError::InvalidUrl { .. } => CliError::usage(error.to_string()).with_hint(EXPECTED_FORMS),
         ConnectError::Tls { .. } => CliError::usage(error.to_string())
-            .with_hint("--tls_ca_cert, --tls_cert and --tls_key take PEM files, for a single TLS server"),
+            .with_hint("--tls_ca_cert, --tls_cert and --tls_key take PEM files, for a TLS server or Cluster"),
         ConnectError::Unsupported { .. } => CliError::new(Failure::Connect, error.to_string()),
         _ => CliError::new(Failure::Connect, error.to_string()).with_hint(format!(
             "check that Redis runs there and that --uri, --db, --username and --password are right; {EXPECTED_FORMS}"
@@ -134,6 +139,11 @@ mod tests {
         assert_eq!(url(&["-U", "bob", "-p", "x"]).unwrap(), "redis://bob:x@127.0.0.1:6379/0");
         assert_eq!(url(&["--tls", "--insecure"]).unwrap(), "rediss://127.0.0.1:6379/0#insecure");
         assert_eq!(url(&["--cluster", "--cluster_addrs", "a:1,b:2"]).unwrap(), "redis-cluster://a:1,b:2");
+        assert_eq!(
+            url(&["--cluster", "--cluster_addrs", "a:1", "--tls", "--insecure"]).unwrap(),
+            "rediss-cluster://a:1#insecure"
+        );
+        assert!(url(&["--cluster", "--tls_server", "h"]).is_err());
         assert_eq!(
             url(&["--sentinel_addrs", "s:1,s:2", "--master", "mymaster", "-n", "1"]).unwrap(),
             "redis-sentinel://s:1,s:2/1?master=mymaster"

@@ -1,11 +1,39 @@
 //! `asynq` on a Redis Cluster and behind Sentinel: `--cluster --cluster_addrs` (or a
 //! `redis-cluster://` URL) reach a Cluster, and `queue ls` shows each queue's hash slot and the
 //! nodes serving it; `--sentinel_addrs --master` reach the master the Sentinels name; and
-//! `--tls_ca_cert`, `--tls_cert` and `--tls_key` reach a TLS server with a private authority.
+//! `--tls_ca_cert`, `--tls_cert` and `--tls_key` reach a TLS server or Cluster with a private
+//! authority.
 
 mod common;
 
 use asynq_tests::{CertificateAuthority, RedisCluster, RedisSentinel};
+
+#[test]
+fn tls_flags_reach_a_cluster_over_tls() {
+    let ca = CertificateAuthority::new();
+    let cluster = RedisCluster::start_tls(3, &ca);
+    let (addrs, ca_cert) = (cluster.tls_addrs().join(","), ca.path("ca.crt"));
+    let enqueued = asynq(&[
+        "--cluster",
+        "--cluster_addrs",
+        &addrs,
+        "--tls_ca_cert",
+        &ca_cert,
+        "task",
+        "enqueue",
+        "-t",
+        "t",
+        "-l",
+        "p",
+    ])
+    .ok();
+    assert!(enqueued.stdout.contains("default"), "{enqueued:#?}");
+    let queues =
+        asynq(&["--cluster", "--cluster_addrs", &addrs, "--tls_ca_cert", &ca_cert, "queue", "ls", "--json"]).ok();
+    assert!(queues.stdout.contains("\"default\""), "{queues:#?}");
+    let untrusted = asynq(&["--cluster", "--cluster_addrs", &addrs, "--tls", "stats"]);
+    assert_eq!(untrusted.code, 5, "the system roots do not know the authority: {untrusted:#?}");
+}
 use common::asynq;
 
 #[test]

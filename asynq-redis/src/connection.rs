@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Parse one from a URL with [`RedisTarget::from_url`]:
 /// - `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS: one server;
 /// - `redis-cluster://[user:password@]host:port[,host:port…]`: a Redis Cluster, given one or
-///   more seed nodes;
+///   more seed nodes; `rediss-cluster://…[#insecure]` for TLS to every node;
 /// - `redis-sentinel://[user:password@]host:port[,host:port…][/db]?master=<name>`: the master of
 ///   `<name>`, as the Sentinels report it (Go asynq's form).
 #[derive(Clone, PartialEq, Eq)]
@@ -94,12 +94,18 @@ impl RedisTarget {
                 redis::Client::open(url).map_err(|e| invalid(&e.to_string()))?;
                 Ok(RedisTarget::Server { url: url.to_owned() })
             }
-            "redis-cluster" => {
+            "redis-cluster" | "rediss-cluster" => {
+                let node_scheme = if scheme == "rediss-cluster" { "rediss" } else { "redis" };
+                let (rest, fragment) =
+                    rest.split_once('#').map_or((rest, String::new()), |(r, f)| (r, format!("#{f}")));
                 let (userinfo, hosts) = split_userinfo(rest);
                 let nodes: Vec<String> = hosts
                     .split(',')
                     .filter(|h| !h.is_empty())
-                    .map(|h| format!("redis://{}{h}", userinfo.map(|u| format!("{u}@")).unwrap_or_default()))
+                    .map(|h| {
+                        let userinfo = userinfo.map(|u| format!("{u}@")).unwrap_or_default();
+                        format!("{node_scheme}://{userinfo}{h}{fragment}")
+                    })
                     .collect();
                 if nodes.is_empty() {
                     return Err(invalid("a cluster URL needs at least one host:port"));
@@ -152,7 +158,7 @@ impl RedisTarget {
                 Ok(RedisTarget::Sentinel { master_name, sentinels, username, password, db })
             }
             other => Err(invalid(&format!(
-                "unknown scheme {other:?}; use redis://, rediss://, redis-cluster:// or redis-sentinel://"
+                "unknown scheme {other:?}; use redis://, rediss://, redis-cluster://, rediss-cluster:// or redis-sentinel://"
             ))),
         }
     }
@@ -209,28 +215,25 @@ impl Connection {
         let tls_settings_need = |what: &str| ConnectError::Tls { reason: format!("TLS certificates are taken {what}") };
         match target {
             RedisTarget::Server { url } => {
-                let client = if tls.is_default() {
-                    redis::Client::open(url.as_str()).map_err(failed)?
-                } else if url.starts_with("rediss://") {
-                    let certificates = tls.certificates()?;
-                    redis::Client::build_with_tls(url.as_str(), certificates)
-                        .map_err(|e| ConnectError::Tls { reason: e.to_string() })?
-                } else {
-                    return Err(tls_settings_need("for a rediss:// URL only"));
-                };
+                let client = client_for(url, tls).map_err(|e| e.or_connect(failed))?;
                 let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
                 Ok((Connection::Single(conn), PubSubSource::Fixed(Box::new(client))))
             }
-            RedisTarget::Cluster { .. } | RedisTarget::Sentinel { .. } if !tls.is_default() => {
-                Err(tls_settings_need("for a single rediss:// server, not yet for a Cluster or Sentinel"))
-            }
+            RedisTarget::Sentinel { .. } if !tls.is_default() => Err(tls_settings_need(
+                "for a rediss:// server or a rediss-cluster:// Cluster, not yet through Sentinel",
+            )),
             RedisTarget::Cluster { nodes } => {
-                let client = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
+                let mut builder = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
                     .connection_timeout(response_timeout)
-                    .response_timeout(response_timeout)
-                    .build()
-                    .map_err(failed)?;
-                let pubsub = redis::Client::open(nodes[0].as_str()).map_err(failed)?;
+                    .response_timeout(response_timeout);
+                if !tls.is_default() {
+                    if !nodes[0].starts_with("rediss://") {
+                        return Err(tls_settings_need("for a rediss-cluster:// URL only"));
+                    }
+                    builder = builder.certs(tls.certificates()?);
+                }
+                let client = builder.build().map_err(failed)?;
+                let pubsub = client_for(&nodes[0], tls).map_err(|e| e.or_connect(failed))?;
                 Ok((
                     Connection::Cluster(client.get_async_connection().await.map_err(failed)?),
                     PubSubSource::Fixed(Box::new(pubsub)),
@@ -253,6 +256,36 @@ impl Connection {
             }
         }
     }
+}
+
+/// Why a client could not be built: the TLS settings, or the client library.
+enum ClientError {
+    Tls(ConnectError),
+    Redis(redis::RedisError),
+}
+
+impl ClientError {
+    fn or_connect(self, failed: impl FnOnce(redis::RedisError) -> ConnectError) -> ConnectError {
+        match self {
+            ClientError::Tls(e) => e,
+            ClientError::Redis(e) => failed(e),
+        }
+    }
+}
+
+/// A client for the server at `url`, with `tls`'s certificates when they are not the defaults
+/// (which only a `rediss://` URL takes).
+fn client_for(url: &str, tls: &TlsOptions) -> Result<redis::Client, ClientError> {
+    if tls.is_default() {
+        return redis::Client::open(url).map_err(ClientError::Redis);
+    }
+    if !url.starts_with("rediss://") {
+        let reason = "TLS certificates are taken for a rediss:// URL only".to_owned();
+        return Err(ClientError::Tls(ConnectError::Tls { reason }));
+    }
+    let certificates = tls.certificates().map_err(ClientError::Tls)?;
+    redis::Client::build_with_tls(url, certificates)
+        .map_err(|e| ClientError::Tls(ConnectError::Tls { reason: e.to_string() }))
 }
 
 impl Connection {
@@ -319,6 +352,10 @@ mod tests {
         assert_eq!(
             RedisTarget::from_url("redis-cluster://u:p@a:7000,b:7001").unwrap(),
             RedisTarget::Cluster { nodes: vec!["redis://u:p@a:7000".into(), "redis://u:p@b:7001".into()] }
+        );
+        assert_eq!(
+            RedisTarget::from_url("rediss-cluster://a:7000,b:7001#insecure").unwrap(),
+            RedisTarget::Cluster { nodes: vec!["rediss://a:7000#insecure".into(), "rediss://b:7001#insecure".into()] }
         );
         assert_eq!(
             RedisTarget::from_url("redis-sentinel://:pw@s1:26379,s2/3?master=mymaster").unwrap(),

@@ -1,13 +1,14 @@
 //! TLS (`rediss://`): a redis-server with a certificate made at test time, reached over TLS
 //! only by the client, a server and the inspector; a certificate from a private authority,
 //! verified against that authority (`TlsOptions::trust`) and refused without it; mutual TLS
-//! (`TlsOptions::identity`); and TLS settings that cannot be used, refused before connecting.
+//! (`TlsOptions::identity`); a Cluster over TLS (`rediss-cluster://`); and TLS settings that
+//! cannot be used, refused before connecting.
 
 use asynq_client::{Client, Inspector, Task, TaskOptions};
 use asynq_core::{Clock, SystemClock};
 use asynq_redis::{ConnectError, RedisBroker, RedisConfig, RedisTarget, TlsOptions};
 use asynq_server::{Config, Server};
-use asynq_tests::{CertificateAuthority, Recorder, RedisServer, wait_for};
+use asynq_tests::{CertificateAuthority, Recorder, RedisCluster, RedisServer, wait_for};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
@@ -108,7 +109,57 @@ async fn tls_settings_that_cannot_be_used_are_refused_before_connecting() {
     let err = RedisBroker::connect_with(config).await.map(drop).unwrap_err();
     assert!(matches!(&err, ConnectError::Tls { reason } if reason.contains("rediss://")), "{err:?}");
     let cluster = RedisTarget::from_url("redis-cluster://127.0.0.1:1").unwrap();
-    let config = RedisConfig { tls: TlsOptions::new().trust(cert), ..RedisConfig::new(cluster) };
+    let config = RedisConfig { tls: TlsOptions::new().trust(cert.clone()), ..RedisConfig::new(cluster) };
     let err = RedisBroker::connect_with(config).await.map(drop).unwrap_err();
-    assert!(matches!(&err, ConnectError::Tls { reason } if reason.contains("Cluster")), "{err:?}");
+    assert!(matches!(&err, ConnectError::Tls { reason } if reason.contains("rediss-cluster://")), "{err:?}");
+    let sentinel = RedisTarget::from_url("redis-sentinel://127.0.0.1:1?master=m").unwrap();
+    let config = RedisConfig { tls: TlsOptions::new().trust(cert), ..RedisConfig::new(sentinel) };
+    let err = RedisBroker::connect_with(config).await.map(drop).unwrap_err();
+    assert!(matches!(&err, ConnectError::Tls { reason } if reason.contains("Sentinel")), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_server_and_inspector_work_over_a_tls_cluster() {
+    let ca = CertificateAuthority::new();
+    let cluster = RedisCluster::start_tls(3, &ca);
+    let target = RedisTarget::from_url(&format!("rediss-cluster://{}", cluster.tls_addrs().join(","))).unwrap();
+    let config = RedisConfig { tls: TlsOptions::new().trust(ca.pem("ca.crt")), ..RedisConfig::new(target) };
+    let broker = RedisBroker::connect_with(config.clone()).await.unwrap();
+    // Queues whose keys live on different masters.
+    let queues = ["critical", "default", "low"];
+    let client = Client::new(broker.clone());
+    for queue in queues {
+        for i in 0..4 {
+            client.enqueue(&Task::new("job", i.to_string()), TaskOptions::new().queue(queue)).await.unwrap();
+        }
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let rec = Recorder::default();
+    let config = Config {
+        concurrency: 2,
+        queues: queues.iter().map(|q| ((*q).to_owned(), 1)).collect(),
+        task_check_interval: Duration::from_millis(20),
+        ..Config::default()
+    };
+    let mut server =
+        Server::new(RedisBroker::connect_with(config_for_server(&ca, &cluster)).await.unwrap(), config).unwrap();
+    server.start(rec.handler(clock, |_, _| async { Ok(()) })).unwrap();
+    wait_for("every task to run", || async { rec.len() == 12 }).await;
+    server.shutdown().await;
+    let inspector = Inspector::new(broker);
+    for queue in queues {
+        assert_eq!(inspector.queue_info(queue).await.unwrap().processed_total, 4, "{queue}");
+    }
+    // The nodes served it over TLS: each has clients on its TLS port.
+    for (node, tls_addr) in cluster.nodes().iter().zip(cluster.tls_addrs()) {
+        let clients = node.command(&["CLIENT", "LIST"]).unwrap();
+        let text = clients.as_str().unwrap_or_default().to_owned();
+        assert!(text.contains(&format!("laddr={tls_addr}")), "{}: {text}", node.addr());
+    }
+}
+
+/// A second connection's configuration for the TLS cluster, as a separate process would make it.
+fn config_for_server(ca: &CertificateAuthority, cluster: &RedisCluster) -> RedisConfig {
+    let target = RedisTarget::from_url(&format!("rediss-cluster://{}", cluster.tls_addrs().join(","))).unwrap();
+    RedisConfig { tls: TlsOptions::new().trust(ca.pem("ca.crt")), ..RedisConfig::new(target) }
 }

@@ -31,15 +31,64 @@ pub struct RedisCluster {
     ranges: Vec<(u16, u16)>,
     /// `replicas[i]` replicates `nodes[i]`; empty unless started with replicas.
     replicas: Vec<RedisServer>,
+    /// Each master's TLS port, by index; empty unless started with TLS.
+    tls_ports: Vec<u16>,
 }
 
 impl RedisCluster {
     /// Starts `masters` nodes (3 is the usual), splits the slots between them, joins them and
     /// waits until every node reports `cluster_state:ok` and knows all the others.
     pub fn start(masters: usize) -> Self {
+        Self::start_nodes(masters, None)
+    }
+
+    /// Like [`start`](Self::start), with every node also serving TLS on a port of its own
+    /// (see [`tls_addrs`](Self::tls_addrs)) with `authority`'s server certificate, and the
+    /// cluster bus over TLS (`tls-cluster yes`): TLS clients are told the TLS ports.
+    pub fn start_tls(masters: usize, authority: &crate::CertificateAuthority) -> Self {
+        Self::start_nodes(masters, Some(authority))
+    }
+
+    fn start_nodes(masters: usize, tls: Option<&crate::CertificateAuthority>) -> Self {
         assert!((1..=usize::from(SLOTS)).contains(&masters), "a cluster needs 1 to {SLOTS} masters, not {masters}");
-        let nodes = (0..masters).map(|_| RedisServer::launch(cluster_port, cluster_argv)).collect();
-        let cluster = Self { nodes, ranges: slot_ranges(masters), replicas: Vec::new() };
+        let mut tls_ports = Vec::new();
+        let nodes = (0..masters)
+            .map(|_| {
+                // A launch may be retried on other ports: the TLS port of the last attempt counts.
+                let mut last_tls_port = None;
+                // With the bus over TLS, the bus port is the TLS port + 10000.
+                let pick_port = if tls.is_some() { free_port } else { cluster_port };
+                let node = RedisServer::launch(pick_port, |port, dir| {
+                    let mut argv = cluster_argv(port, dir);
+                    if let Some(authority) = tls {
+                        let tls_port = cluster_port();
+                        last_tls_port = Some(tls_port);
+                        let (cert, key, ca) =
+                            (authority.path("server.crt"), authority.path("server.key"), authority.path("ca.crt"));
+                        for arg in [
+                            "--tls-port",
+                            &tls_port.to_string(),
+                            "--tls-cert-file",
+                            &cert,
+                            "--tls-key-file",
+                            &key,
+                            "--tls-ca-cert-file",
+                            &ca,
+                            "--tls-cluster",
+                            "yes",
+                            "--tls-auth-clients",
+                            "no",
+                        ] {
+                            argv.push(arg.into());
+                        }
+                    }
+                    argv
+                });
+                tls_ports.extend(last_tls_port);
+                node
+            })
+            .collect();
+        let cluster = Self { nodes, ranges: slot_ranges(masters), replicas: Vec::new(), tls_ports };
         for (i, node) in cluster.nodes.iter().enumerate() {
             // Distinct epochs, as redis-cli sets them, spare the nodes an epoch-collision round.
             cluster.setup(node, &["CLUSTER", "SET-CONFIG-EPOCH", &(i + 1).to_string()]);
@@ -55,7 +104,8 @@ impl RedisCluster {
                 cluster.setup(node, &args);
             }
         }
-        let first = cluster.nodes[0].port().to_string();
+        // A node is met at the port its bus port derives from: the TLS port, with the bus over TLS.
+        let first = cluster.tls_ports.first().copied().unwrap_or_else(|| cluster.nodes[0].port()).to_string();
         for node in &cluster.nodes[1..] {
             cluster.setup(node, &["CLUSTER", "MEET", "127.0.0.1", &first]);
         }
@@ -100,6 +150,12 @@ impl RedisCluster {
             cluster.fail(&format!("the replicas did not follow their masters: {e}"));
         }
         cluster
+    }
+
+    /// `127.0.0.1:<tls port>` of every master of a cluster started with
+    /// [`start_tls`](Self::start_tls).
+    pub fn tls_addrs(&self) -> Vec<String> {
+        self.tls_ports.iter().map(|port| format!("127.0.0.1:{port}")).collect()
     }
 
     /// The replicas; `replicas()[i]` replicates `nodes()[i]` (until a failover).
