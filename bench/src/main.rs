@@ -105,7 +105,9 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let cli = Cli::parse();
-    let measurement = run(&cli.redis_url, cli.scenario).await?;
+    // On a worker thread, as an application's request handlers are: `main`'s own future runs
+    // outside the worker pool, so each Redis reply would have to cross threads to reach it.
+    let measurement = tokio::spawn(async move { run(&cli.redis_url, cli.scenario).await }).await??;
     println!("{}", serde_json::to_string(&measurement)?);
     Ok(())
 }

@@ -4,14 +4,14 @@
 //! Steps:
 //!
 //! 1. make sure `redis-server` exists (as `cargo xtask test` does);
-//! 2. build the `asynq-bench` binary in release mode (and, with `--peer`, the peer benchmark of
-//!    the `asynq` 0.1.8 crate);
+//! 2. build the `asynq-bench` binary in release mode (and, with `--peer` and `--go`, the peer
+//!    benchmarks of the `asynq` 0.1.8 crate and of Go asynq);
 //! 3. run the criterion micro-benchmarks (`bench/benches/micro.rs`);
 //! 4. start a `redis-server` of our own on a free loopback port, without persistence;
 //! 5. run each end-to-end scenario ([`scenarios`]) as `asynq-bench` processes on a flushed
 //!    Redis, measuring Redis's CPU and commands around them ([`stats`]); throughput scenarios
 //!    run three times (once with `--quick`) and the report keeps medians ([`report`]);
-//! 6. with `--peer`, run the peer the same number of times ([`peer`]);
+//! 6. with `--peer` or `--go`, run each peer the same number of times ([`peer`]);
 //! 7. stop Redis (also on errors), write the report and print its table.
 
 mod micro;
@@ -30,6 +30,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 
 use crate::{cmd, redis, step};
+use peer::{Peer, PeerKind};
 use pin::Pinning;
 use report::{Machine, Report, Row};
 use scenarios::{Runner, Sizes};
@@ -47,6 +48,8 @@ pub(crate) struct Options {
     pin: bool,
     /// Also run the `asynq` 0.1.8 peer.
     peer: bool,
+    /// Also run Go asynq.
+    go: bool,
     /// Tasks per throughput scenario, instead of the default.
     tasks: Option<u64>,
     /// Run only the scenarios named by one of these, or whose names continue one of them after
@@ -107,6 +110,7 @@ pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Options> {
             "--quick" => options.quick = true,
             "--pin" => options.pin = true,
             "--peer" => options.peer = true,
+            "--go" => options.go = true,
             "--tasks" => {
                 let tasks = value()?;
                 options.tasks = Some(
@@ -132,7 +136,13 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     let redis_server = redis::ensure()?;
 
     cmd::run(&mut cmd::cargo_command(["build", "--release", "-p", "asynq-bench", "--bin", "asynq-bench"]))?;
-    let peer = options.peer.then(|| peer::Peer::build(target.join("bench/peer"))).transpose()?;
+    let mut peers = Vec::new();
+    if options.peer {
+        peers.push(Peer::build(PeerKind::RustAsynq, target.join("bench/peer"))?);
+    }
+    if options.go {
+        peers.push(Peer::build(PeerKind::GoAsynq, target.join("bench/go-peer"))?);
+    }
     let micro = if options.selects(MICRO) {
         step("running the micro-benchmarks");
         micro::run(options.quick, &target.join("bench/criterion"))?
@@ -153,12 +163,12 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
             rows.push(row);
         }
     }
-    if let Some(peer) = &peer {
+    for peer in &peers {
         for index in 1..=options.runs() {
             let peer_rows = peer.run(&mut redis, pinning, sizes.tasks)?;
             let summary: Vec<String> =
                 peer_rows.iter().map(|row| format!("{} {}", row.scenario, headline(row))).collect();
-            step(format_args!("peer run {index}/{}: {}", options.runs(), summary.join("; ")));
+            step(format_args!("{} run {index}/{}: {}", peer.name(), options.runs(), summary.join("; ")));
             rows.extend(peer_rows);
         }
     }
@@ -168,7 +178,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
         machine: Machine::detect(&redis_server),
         settings: options.describe(&sizes, pinning),
         rows: report::medians(rows),
-        ratios: if peer.is_some() { &peer::RATIOS } else { &[] },
+        ratios: peers.iter().flat_map(Peer::ratios).collect(),
         micro,
     };
     let dir = target.join("bench");
@@ -210,8 +220,8 @@ mod tests {
     #[test]
     fn parses_flags_and_values() {
         assert_eq!(parse(&[]).unwrap(), Options::default());
-        let options = parse(&["--quick", "--pin", "--peer", "--tasks", "5000", "--only=drain,micro"]).unwrap();
-        assert!(options.quick && options.pin && options.peer);
+        let options = parse(&["--quick", "--pin", "--peer", "--go", "--tasks", "5000", "--only=drain,micro"]).unwrap();
+        assert!(options.quick && options.pin && options.peer && options.go);
         assert_eq!(options.tasks, Some(5_000));
         assert_eq!(options.only, ["drain", "micro"]);
         assert_eq!(parse(&["--tasks=7"]).unwrap().tasks, Some(7));

@@ -1,13 +1,15 @@
-//! `--peer`: the benchmark of the `asynq` 0.1.8 crate (`../shared/peers/rust-asynq-0.1.8`),
-//! built and run against the same private Redis in the same run, so that ratios compare like
-//! with like.
+//! The peers: other asynq implementations, built and run against the same private Redis in
+//! the same run, so that ratios compare like with like.
 //!
-//! The peer enqueues N tasks one at a time, then drains them at concurrency 10, and prints one
+//! - `--peer`: the `asynq` 0.1.8 crate (`../shared/peers/rust-asynq-0.1.8`);
+//! - `--go`: Go asynq v0.26 (`xtask/go-peer`, built with the Go toolchain on `PATH`).
+//!
+//! Each enqueues N tasks one at a time, then drains them at concurrency 10, and prints one
 //! `RESULT key=value ...` line. Its two phases become two rows; Redis, measured around the
 //! whole process, goes into a third row for the whole lifecycle.
 
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 
@@ -17,43 +19,72 @@ use super::server::RedisServer;
 use super::stats;
 use crate::cmd;
 
-/// The peer's directory, from the workspace root.
-const PEER_DIR: &str = "../shared/peers/rust-asynq-0.1.8";
-/// The peer's binary.
-const BINARY: &str = "rust-asynq-peer";
-/// The concurrency the peer's server runs with.
+/// The concurrency the peers' servers run with.
 const CONCURRENCY: usize = 10;
 /// The clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on Linux).
 const CLOCK_TICKS_PER_SEC: f64 = 100.0;
 
-/// The peer's rows, in report order.
-const ENQUEUE: &str = "peer-enqueue";
-const DRAIN: &str = "peer-drain-c10";
-const LIFECYCLE: &str = "peer-enqueue-then-drain-c10";
+/// Which implementation a peer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PeerKind {
+    /// The `asynq` 0.1.8 crate.
+    RustAsynq,
+    /// Go asynq, the reference implementation.
+    GoAsynq,
+}
 
-/// Our throughputs next to the peer's.
-pub(crate) static RATIOS: [Ratio; 2] = [
-    Ratio { label: "enqueue one at a time", ours: "enqueue", peer: ENQUEUE },
-    Ratio { label: "processing at concurrency 10", ours: "drain-c10", peer: DRAIN },
-];
+impl PeerKind {
+    /// The peer's rows, in report order: enqueue, drain, and the whole lifecycle.
+    fn rows(self) -> [&'static str; 3] {
+        match self {
+            PeerKind::RustAsynq => ["peer-enqueue", "peer-drain-c10", "peer-enqueue-then-drain-c10"],
+            PeerKind::GoAsynq => ["go-enqueue", "go-drain-c10", "go-enqueue-then-drain-c10"],
+        }
+    }
 
-/// The built peer benchmark.
+    /// Our throughputs next to the peer's.
+    fn ratios(self) -> Vec<Ratio> {
+        let [enqueue, drain, _] = self.rows();
+        let name = match self {
+            PeerKind::RustAsynq => "the `asynq` 0.1.8 crate",
+            PeerKind::GoAsynq => "Go asynq",
+        };
+        vec![
+            Ratio { label: format!("enqueue one at a time, ours / {name}'s"), ours: "enqueue", peer: enqueue },
+            Ratio { label: format!("processing at concurrency 10, ours / {name}'s"), ours: "drain-c10", peer: drain },
+        ]
+    }
+}
+
+/// A built peer benchmark.
 #[derive(Debug)]
 pub(crate) struct Peer {
+    kind: PeerKind,
     binary: PathBuf,
 }
 
 impl Peer {
-    /// Builds the peer in release mode under `target_dir` (its own directory is read-only).
-    pub(crate) fn build(target_dir: PathBuf) -> anyhow::Result<Self> {
-        let manifest = crate::workspace_root().join(PEER_DIR).join("Cargo.toml");
-        if !manifest.is_file() {
-            bail!("--peer needs the peer benchmark at {}, which is missing", manifest.display());
+    /// Builds the peer in release mode under `target_dir` (its sources stay untouched, except
+    /// for the `go.sum` Go may write beside the Go peer's `go.mod`).
+    pub(crate) fn build(kind: PeerKind, target_dir: PathBuf) -> anyhow::Result<Self> {
+        match kind {
+            PeerKind::RustAsynq => build_rust_peer(target_dir),
+            PeerKind::GoAsynq => build_go_peer(target_dir),
         }
-        let mut build = cmd::cargo_command(["build", "--release", "--locked", "--manifest-path"]);
-        build.arg(&manifest).arg("--target-dir").arg(&target_dir);
-        cmd::run(&mut build)?;
-        Ok(Self { binary: target_dir.join("release").join(BINARY) })
+        .map(|binary| Self { kind, binary })
+    }
+
+    /// Our throughputs next to this peer's.
+    pub(crate) fn ratios(&self) -> Vec<Ratio> {
+        self.kind.ratios()
+    }
+
+    /// The name of the peer's progress lines.
+    pub(crate) fn name(&self) -> &'static str {
+        match self.kind {
+            PeerKind::RustAsynq => "peer",
+            PeerKind::GoAsynq => "go",
+        }
     }
 
     /// One run of the peer with `tasks` tasks against `redis` (which the peer flushes): one row
@@ -72,7 +103,7 @@ impl Peer {
         let client_cpu_s = reaped_children_cpu_s().zip(cpu_before).map(|(after, before)| after - before);
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
-            bail!("{BINARY} failed ({}); it printed {stdout:?}", output.status);
+            bail!("{} failed ({}); it printed {stdout:?}", self.binary.display(), output.status);
         }
         let result = PeerResult::parse(&stdout)?;
         let phase = |tasks_per_s| Run {
@@ -88,12 +119,53 @@ impl Peer {
             window_s,
             ..phase(0.0)
         };
+        let [enqueue, drain, whole] = self.kind.rows();
         Ok(vec![
-            Row::from_run(ENQUEUE, &Run { concurrency: None, ..phase(result.enqueue_tps) }),
-            Row::from_run(DRAIN, &phase(result.process_tps)),
-            Row::from_run(LIFECYCLE, &lifecycle),
+            Row::from_run(enqueue, &Run { concurrency: None, ..phase(result.enqueue_tps) }),
+            Row::from_run(drain, &phase(result.process_tps)),
+            Row::from_run(whole, &lifecycle),
         ])
     }
+}
+
+/// Builds `../shared/peers/rust-asynq-0.1.8` (whose own directory is read-only).
+fn build_rust_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
+    let manifest = crate::workspace_root().join("../shared/peers/rust-asynq-0.1.8/Cargo.toml");
+    if !manifest.is_file() {
+        bail!("--peer needs the peer benchmark at {}, which is missing", manifest.display());
+    }
+    let mut build = cmd::cargo_command(["build", "--release", "--locked", "--manifest-path"]);
+    build.arg(&manifest).arg("--target-dir").arg(&target_dir);
+    cmd::run(&mut build)?;
+    Ok(target_dir.join("release/rust-asynq-peer"))
+}
+
+/// Builds `xtask/go-peer` with the `go` on `PATH`. Go fetches Go asynq and its dependencies as
+/// it always does (the module proxy, or a workspace named by `GOWORK` that replaces them with
+/// local copies); outside a workspace `-mod=mod` lets it record their checksums in `go.sum`.
+fn build_go_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
+    let source = crate::workspace_root().join("xtask/go-peer");
+    let binary = target_dir.join("go-asynq-peer");
+    let version = Command::new("go").arg("version").output();
+    if !version.is_ok_and(|output| output.status.success()) {
+        bail!(
+            "--go needs the Go toolchain (1.24 or newer) on PATH, and access to Go modules: the module \
+             proxy, or GOWORK naming a go.work that replaces them with local copies"
+        );
+    }
+    let mut build = Command::new("go");
+    build.arg("build");
+    if !in_go_workspace() {
+        build.arg("-mod=mod");
+    }
+    build.arg("-o").arg(&binary).arg(".").current_dir(&source);
+    cmd::run(&mut build).context("building the Go asynq peer failed; see Go's message above")?;
+    Ok(binary)
+}
+
+/// Whether `GOWORK` names a workspace, in which Go refuses `-mod=mod`.
+fn in_go_workspace() -> bool {
+    std::env::var_os("GOWORK").is_some_and(|work| !work.is_empty() && work != "off" && Path::new(&work).is_file())
 }
 
 /// The numbers of the peer's `RESULT` line.
@@ -112,7 +184,7 @@ impl PeerResult {
         let line = stdout
             .lines()
             .find_map(|line| line.strip_prefix("RESULT "))
-            .with_context(|| format!("{BINARY} printed no RESULT line: {stdout:?}"))?;
+            .with_context(|| format!("the peer printed no RESULT line: {stdout:?}"))?;
         let field = |name: &str| -> anyhow::Result<f64> {
             line.split_whitespace()
                 .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
@@ -172,9 +244,11 @@ mod tests {
             idle_window: std::time::Duration::from_secs(1),
         };
         let ours: Vec<&str> = super::super::scenarios::all(&sizes).iter().map(|scenario| scenario.name).collect();
-        for ratio in &RATIOS {
-            assert!(ours.contains(&ratio.ours), "{} is not a scenario", ratio.ours);
-            assert!([ENQUEUE, DRAIN, LIFECYCLE].contains(&ratio.peer));
+        for kind in [PeerKind::RustAsynq, PeerKind::GoAsynq] {
+            for ratio in kind.ratios() {
+                assert!(ours.contains(&ratio.ours), "{} is not a scenario", ratio.ours);
+                assert!(kind.rows().contains(&ratio.peer));
+            }
         }
     }
 
