@@ -80,7 +80,7 @@ pub(crate) struct GlobalArgs {
     /// Connect with TLS
     #[arg(long, global = true, env = "ASYNQ_TLS", value_parser = BoolishValueParser::new())]
     pub(crate) tls: bool,
-    /// Server name for TLS validation (implies --tls); must be the host of --uri
+    /// Server name for TLS validation (implies --tls); must be the host of --uri (not with --cluster or --sentinel_addrs)
     #[arg(long = "tls_server", global = true, env = "ASYNQ_TLS_SERVER")]
     pub(crate) tls_server: Option<String>,
     /// Allow insecure TLS connection by skipping certificate validation

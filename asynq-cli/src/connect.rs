@@ -15,30 +15,26 @@ const USERINFO: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b
 /// The forms `--uri` accepts, for error messages.
 const EXPECTED_FORMS: &str = "expected host:port (e.g. 127.0.0.1:6379) or a URL: redis://[user:password@]host:port[/db], \
      rediss://... for TLS, redis-cluster://host:port[,host:port...] (rediss-cluster:// for TLS), or \
-     redis-sentinel://host:port[,host:port...][/db]?master=<name>";
+     redis-sentinel://host:port[,host:port...][/db]?master=<name> (rediss-sentinel:// for TLS)";
 
 /// The URL the flags describe. Contains the password, if any: never print it unredacted.
 pub(crate) fn target_url(args: &GlobalArgs) -> Result<String, CliError> {
     let userinfo = userinfo(args.username.as_deref(), args.password.as_deref());
     let tls = args.tls || args.tls_server.is_some() || args.tls_ca_cert.is_some() || args.tls_cert.is_some();
+    let insecure = if tls && args.insecure { "#insecure" } else { "" };
+    if (args.cluster || args.sentinel_addrs.is_some()) && args.tls_server.is_some() {
+        return Err(CliError::usage(
+            "--tls_server does not apply to a Cluster or Sentinel: each server's certificate is checked \
+             against the address the Cluster or the Sentinels give; drop --tls_server",
+        ));
+    }
+    let s = if tls { "s" } else { "" };
     if args.cluster {
-        if args.tls_server.is_some() {
-            return Err(CliError::usage(
-                "--tls_server does not apply to a Cluster: each node's certificate is checked against its \
-                 own address; drop --tls_server",
-            ));
-        }
-        let (scheme, insecure) =
-            if tls { ("rediss-cluster", if args.insecure { "#insecure" } else { "" }) } else { ("redis-cluster", "") };
-        return Ok(format!("{scheme}://{userinfo}{}{insecure}", args.cluster_addrs));
+        return Ok(format!("redis{s}-cluster://{userinfo}{}{insecure}", args.cluster_addrs));
     }
     if let Some(sentinels) = &args.sentinel_addrs {
-        let master = args.master.as_deref().unwrap_or_default();
-        if tls {
-            return Err(CliError::usage("TLS through Sentinel is not supported yet; drop --tls/--tls_server"));
-        }
-        let master = utf8_percent_encode(master, USERINFO);
-        return Ok(format!("redis-sentinel://{userinfo}{sentinels}/{}?master={master}", args.db));
+        let master = utf8_percent_encode(args.master.as_deref().unwrap_or_default(), USERINFO);
+        return Ok(format!("redis{s}-sentinel://{userinfo}{sentinels}/{}?master={master}{insecure}", args.db));
     }
     if args.uri.contains("://") {
         return Ok(args.uri.clone());
@@ -53,9 +49,7 @@ pub(crate) fn target_url(args: &GlobalArgs) -> Result<String, CliError> {
             )));
         }
     }
-    let scheme = if tls { "rediss" } else { "redis" };
-    let insecure = if tls && args.insecure { "#insecure" } else { "" };
-    Ok(format!("{scheme}://{userinfo}{}/{}{insecure}", args.uri, args.db))
+    Ok(format!("redis{s}://{userinfo}{}/{}{insecure}", args.uri, args.db))
 }
 
 /// `user:password@`, `user@`, `:password@` or nothing, percent-encoded.
@@ -110,8 +104,9 @@ pub(crate) async fn connect(args: &GlobalArgs) -> Result<Connection, CliError> {
 fn connect_error(error: ConnectError) -> CliError {
     match error {
         ConnectError::InvalidUrl { .. } => CliError::usage(error.to_string()).with_hint(EXPECTED_FORMS),
-        ConnectError::Tls { .. } => CliError::usage(error.to_string())
-            .with_hint("--tls_ca_cert, --tls_cert and --tls_key take PEM files, for a TLS server or Cluster"),
+        ConnectError::Tls { .. } => CliError::usage(error.to_string()).with_hint(
+            "--tls_ca_cert, --tls_cert and --tls_key take PEM files, for a TLS server, Cluster or Sentinel set",
+        ),
         ConnectError::Unsupported { .. } => CliError::new(Failure::Connect, error.to_string()),
         _ => CliError::new(Failure::Connect, error.to_string()).with_hint(format!(
             "check that Redis runs there and that --uri, --db, --username and --password are right; {EXPECTED_FORMS}"
@@ -148,6 +143,11 @@ mod tests {
             url(&["--sentinel_addrs", "s:1,s:2", "--master", "mymaster", "-n", "1"]).unwrap(),
             "redis-sentinel://s:1,s:2/1?master=mymaster"
         );
+        assert_eq!(
+            url(&["--sentinel_addrs", "s:1", "--master", "m", "--tls", "--insecure"]).unwrap(),
+            "rediss-sentinel://s:1/0?master=m#insecure"
+        );
+        assert!(url(&["--sentinel_addrs", "s:1", "--master", "m", "--tls_server", "h"]).is_err());
         assert_eq!(url(&["-u", "rediss://x:1/3"]).unwrap(), "rediss://x:1/3");
         assert!(url(&["--tls_server", "other", "-u", "host:1"]).is_err());
         assert_eq!(url(&["--tls_server", "host", "-u", "host:1"]).unwrap(), "rediss://host:1/0");

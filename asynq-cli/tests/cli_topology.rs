@@ -1,12 +1,13 @@
 //! `asynq` on a Redis Cluster and behind Sentinel: `--cluster --cluster_addrs` (or a
 //! `redis-cluster://` URL) reach a Cluster, and `queue ls` shows each queue's hash slot and the
 //! nodes serving it; `--sentinel_addrs --master` reach the master the Sentinels name; and
-//! `--tls_ca_cert`, `--tls_cert` and `--tls_key` reach a TLS server or Cluster with a private
-//! authority.
+//! `--tls_ca_cert`, `--tls_cert` and `--tls_key` reach a TLS server, Cluster or Sentinel set
+//! with a private authority.
 
 mod common;
 
 use asynq_tests::{CertificateAuthority, RedisCluster, RedisSentinel};
+use common::asynq;
 
 #[test]
 fn tls_flags_reach_a_cluster_over_tls() {
@@ -34,7 +35,6 @@ fn tls_flags_reach_a_cluster_over_tls() {
     let untrusted = asynq(&["--cluster", "--cluster_addrs", &addrs, "--tls", "stats"]);
     assert_eq!(untrusted.code, 5, "the system roots do not know the authority: {untrusted:#?}");
 }
-use common::asynq;
 
 #[test]
 fn queue_ls_shows_key_slots_and_nodes_on_a_cluster() {
@@ -89,4 +89,20 @@ fn tls_flags_verify_a_private_authority_and_present_a_client_certificate() {
     let missing = asynq(&["-u", &uri, "--tls_ca_cert", "/nonexistent/ca.pem", "stats"]);
     assert_eq!(missing.code, 2, "{missing:#?}");
     assert!(missing.stderr.contains("--tls_ca_cert"), "{}", missing.stderr);
+}
+
+#[test]
+fn tls_flags_reach_the_master_through_tls_sentinels() {
+    let ca = CertificateAuthority::new();
+    let set = RedisSentinel::start_tls("tls-master", &ca);
+    let (addr, ca_cert) = (set.sentinel_tls_addr(), ca.path("ca.crt"));
+    let flags = ["--sentinel_addrs", addr.as_str(), "--master", "tls-master", "--tls_ca_cert", ca_cert.as_str()];
+    asynq(&[&flags[..], &["task", "enqueue", "-t", "t", "-l", "p", "--id", "tls-1"]].concat()).ok();
+    let json =
+        asynq(&[&flags[..], &["task", "inspect", "-q", "default", "-i", "tls-1", "--json"]].concat()).ok().json();
+    assert_eq!(json["state"], "pending", "{json}");
+    let stored = set.master().command(&["HGET", "asynq:{default}:t:tls-1", "state"]).unwrap();
+    assert_eq!(stored.as_str(), Some("pending"), "the task is on the master");
+    let untrusted = asynq(&["--sentinel_addrs", addr.as_str(), "--master", "tls-master", "--tls", "stats"]);
+    assert_eq!(untrusted.code, 5, "the system roots do not know the authority: {untrusted:#?}");
 }

@@ -52,8 +52,8 @@ pub struct RedisConfig {
     pub clock: Arc<dyn Clock>,
     /// How long to wait for a connection or a reply before failing. Default: 5 s.
     pub response_timeout: Duration,
-    /// For a `rediss://` server or a `rediss-cluster://` Cluster: the authorities to trust and
-    /// the client's certificate.
+    /// For a `rediss://` server, a `rediss-cluster://` Cluster or a `rediss-sentinel://` set (its
+    /// Sentinels and master alike): the authorities to trust and the client's certificate.
     /// Default: the system's roots, no client certificate.
     pub tls: TlsOptions,
 }

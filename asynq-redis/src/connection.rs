@@ -10,7 +10,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
-use redis::{Cmd, ConnectionAddr, FromRedisValue, Pipeline, RedisFuture, Value};
+use redis::{Cmd, ConnectionAddr, FromRedisValue, Pipeline, RedisFuture, TlsMode, Value};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,8 @@ use std::time::Duration;
 /// - `redis-cluster://[user:password@]host:port[,host:port…]`: a Redis Cluster, given one or
 ///   more seed nodes; `rediss-cluster://…[#insecure]` for TLS to every node;
 /// - `redis-sentinel://[user:password@]host:port[,host:port…][/db]?master=<name>`: the master of
-///   `<name>`, as the Sentinels report it (Go asynq's form).
+///   `<name>`, as the Sentinels report it (Go asynq's form); `rediss-sentinel://…[#insecure]`
+///   for TLS to the Sentinels and to the master.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RedisTarget {
@@ -48,6 +49,10 @@ pub enum RedisTarget {
         password: Option<String>,
         /// Database number on the master.
         db: i64,
+        /// TLS to the Sentinels and to the master (`rediss-sentinel://`).
+        tls: bool,
+        /// With `tls`, certificates are not verified (`#insecure`).
+        tls_insecure: bool,
     },
 }
 
@@ -59,13 +64,15 @@ impl fmt::Debug for RedisTarget {
             RedisTarget::Cluster { nodes } => {
                 f.debug_struct("Cluster").field("nodes", &nodes.iter().map(|n| redact(n)).collect::<Vec<_>>()).finish()
             }
-            RedisTarget::Sentinel { master_name, sentinels, username, password, db } => f
+            RedisTarget::Sentinel { master_name, sentinels, username, password, db, tls, tls_insecure } => f
                 .debug_struct("Sentinel")
                 .field("master_name", master_name)
                 .field("sentinels", sentinels)
                 .field("username", username)
                 .field("password", &password.as_ref().map(|_| "<redacted>"))
                 .field("db", db)
+                .field("tls", tls)
+                .field("tls_insecure", tls_insecure)
                 .finish(),
         }
     }
@@ -84,7 +91,8 @@ pub(crate) fn redact(url: &str) -> String {
 }
 
 impl RedisTarget {
-    /// Parses a `redis://`, `rediss://`, `redis-cluster://` or `redis-sentinel://` URL.
+    /// Parses a `redis://`, `rediss://`, `redis-cluster://`, `rediss-cluster://`,
+    /// `redis-sentinel://` or `rediss-sentinel://` URL.
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
         let invalid = |reason: &str| ConnectError::InvalidUrl { url: redact(url), reason: reason.to_owned() };
         let (scheme, rest) =
@@ -112,7 +120,18 @@ impl RedisTarget {
                 }
                 Ok(RedisTarget::Cluster { nodes })
             }
-            "redis-sentinel" => {
+            "redis-sentinel" | "rediss-sentinel" => {
+                let tls = scheme == "rediss-sentinel";
+                let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+                let tls_insecure = match fragment {
+                    "" => false,
+                    "insecure" if tls => true,
+                    _ => {
+                        return Err(invalid(
+                            "the only fragment a sentinel URL takes is #insecure, with rediss-sentinel://",
+                        ));
+                    }
+                };
                 let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
                 let master_name = query
                     .split('&')
@@ -155,10 +174,11 @@ impl RedisTarget {
                         None => (Some(decode(u)?), None),
                     },
                 };
-                Ok(RedisTarget::Sentinel { master_name, sentinels, username, password, db })
+                Ok(RedisTarget::Sentinel { master_name, sentinels, username, password, db, tls, tls_insecure })
             }
             other => Err(invalid(&format!(
-                "unknown scheme {other:?}; use redis://, rediss://, redis-cluster://, rediss-cluster:// or redis-sentinel://"
+                "unknown scheme {other:?}; use redis://, rediss://, redis-cluster://, rediss-cluster://, \
+                 redis-sentinel:// or rediss-sentinel://"
             ))),
         }
     }
@@ -219,9 +239,6 @@ impl Connection {
                 let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(failed)?;
                 Ok((Connection::Single(conn), PubSubSource::Fixed(Box::new(client))))
             }
-            RedisTarget::Sentinel { .. } if !tls.is_default() => Err(tls_settings_need(
-                "for a rediss:// server or a rediss-cluster:// Cluster, not yet through Sentinel",
-            )),
             RedisTarget::Cluster { nodes } => {
                 let mut builder = redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
                     .connection_timeout(response_timeout)
@@ -239,11 +256,31 @@ impl Connection {
                     PubSubSource::Fixed(Box::new(pubsub)),
                 ))
             }
-            RedisTarget::Sentinel { master_name, sentinels, username, password, db } => {
-                let addrs = sentinels.iter().map(|(h, p)| ConnectionAddr::Tcp(h.clone(), *p));
+            RedisTarget::Sentinel { master_name, sentinels, username, password, db, tls: use_tls, tls_insecure } => {
+                if !tls.is_default() && !use_tls {
+                    return Err(tls_settings_need("through Sentinel for a rediss-sentinel:// URL only"));
+                }
+                let addrs = sentinels.iter().map(|(host, port)| match use_tls {
+                    true => ConnectionAddr::TcpTls {
+                        host: host.clone(),
+                        port: *port,
+                        insecure: *tls_insecure,
+                        tls_params: None,
+                    },
+                    false => ConnectionAddr::Tcp(host.clone(), *port),
+                });
                 let mut builder =
                     SentinelClientBuilder::new(addrs, master_name, SentinelServerType::Master).map_err(failed)?;
                 builder = builder.set_client_to_redis_db(*db);
+                if *use_tls {
+                    let mode = if *tls_insecure { TlsMode::Insecure } else { TlsMode::Secure };
+                    builder = builder.set_client_to_sentinel_tls_mode(mode).set_client_to_redis_tls_mode(mode);
+                    if !tls.is_default() {
+                        builder = builder
+                            .set_client_to_sentinel_certificates(tls.certificates()?)
+                            .set_client_to_redis_certificates(tls.certificates()?);
+                    }
+                }
                 if let Some(user) = username {
                     builder = builder.set_client_to_redis_username(user);
                 }
@@ -365,8 +402,16 @@ mod tests {
                 username: None,
                 password: Some("pw".into()),
                 db: 3,
+                tls: false,
+                tls_insecure: false,
             }
         );
+        let RedisTarget::Sentinel { tls, tls_insecure, db, .. } =
+            RedisTarget::from_url("rediss-sentinel://s1:26380/1?master=m#insecure").unwrap()
+        else {
+            panic!("a sentinel target")
+        };
+        assert_eq!((tls, tls_insecure, db), (true, true, 1));
         let RedisTarget::Sentinel { username, password, .. } =
             RedisTarget::from_url("redis-sentinel://us%40er:p%3Aw%2F@s1?master=m").unwrap()
         else {
@@ -383,6 +428,7 @@ mod tests {
             ("redis-sentinel://s1:26379", "?master="),
             ("redis-cluster://", "at least one"),
             ("redis-sentinel://:secret@s1:x?master=m", "port"),
+            ("redis-sentinel://s1?master=m#insecure", "#insecure"),
         ] {
             let err = RedisTarget::from_url(url).unwrap_err().to_string();
             assert!(err.contains(hint), "{url}: {err}");

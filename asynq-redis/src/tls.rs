@@ -5,7 +5,7 @@
 use crate::error::ConnectError;
 use std::fmt;
 
-/// How a `rediss://` connection proves who is at each end. The default trusts the system's root
+/// How a `rediss://` (`rediss-cluster://`, `rediss-sentinel://`) connection proves who is at each end. The default trusts the system's root
 /// certificates and presents no client certificate, which is what a `rediss://` URL alone does.
 ///
 /// ```

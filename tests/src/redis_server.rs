@@ -63,7 +63,7 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a server with no persistence on a free port and waits until it answers `PING`.
     pub fn start() -> Self {
-        Self::start_with(&[])
+        Self::start_with::<&str>(&[])
     }
 
     /// Like [`start`](Self::start), with extra command-line configuration appended, such as
@@ -71,8 +71,8 @@ impl RedisServer {
     /// these override the defaults (`--save "" --appendonly no --repl-diskless-sync-delay 0`,
     /// the last so a replica syncs at once); keep `--loglevel` at `notice` or more verbose, as
     /// readiness behind a password is read from the log.
-    pub fn start_with(args: &[&str]) -> Self {
-        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    pub fn start_with<S: AsRef<str>>(args: &[S]) -> Self {
+        let args: Vec<OsString> = args.iter().map(|arg| OsString::from(arg.as_ref())).collect();
         Self::launch(free_port, |port, dir| server_argv(port, dir, &args))
     }
 

@@ -60,14 +60,28 @@ impl CertificateAuthority {
 
     /// A redis-server on a TLS port with the server certificate; returns it and the TLS port.
     pub fn redis(&self, authenticate_clients: bool) -> (RedisServer, u16) {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let auth = if authenticate_clients { "yes" } else { "no" };
-        let (cert, key, ca) = (self.path("server.crt"), self.path("server.key"), self.path("ca.crt"));
-        let args = ["--tls-port", &port.to_string(), "--tls-cert-file", &cert, "--tls-key-file", &key];
-        let redis =
-            RedisServer::start_with(&[&args[..], &["--tls-ca-cert-file", &ca, "--tls-auth-clients", auth]].concat());
-        (redis, port)
+        let port = free_tls_port();
+        let mut args = self.server_args(port);
+        args.extend(["--tls-auth-clients".to_owned(), if authenticate_clients { "yes" } else { "no" }.to_owned()]);
+        (RedisServer::start_with(&args), port)
     }
+
+    /// The redis-server arguments that serve TLS on `tls_port` with the server certificate and
+    /// trust this authority (for clients' certificates and the server's own TLS connections).
+    pub(crate) fn server_args(&self, tls_port: u16) -> Vec<String> {
+        let mut args = vec!["--tls-port".to_owned(), tls_port.to_string()];
+        for (flag, file) in
+            [("--tls-cert-file", "server.crt"), ("--tls-key-file", "server.key"), ("--tls-ca-cert-file", "ca.crt")]
+        {
+            args.extend([flag.to_owned(), self.path(file)]);
+        }
+        args
+    }
+}
+
+/// A loopback port free now, for a server's TLS port (the harness picks its plain ports).
+pub(crate) fn free_tls_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 impl Default for CertificateAuthority {

@@ -1,14 +1,15 @@
 //! TLS (`rediss://`): a redis-server with a certificate made at test time, reached over TLS
 //! only by the client, a server and the inspector; a certificate from a private authority,
 //! verified against that authority (`TlsOptions::trust`) and refused without it; mutual TLS
-//! (`TlsOptions::identity`); a Cluster over TLS (`rediss-cluster://`); and TLS settings that
-//! cannot be used, refused before connecting.
+//! (`TlsOptions::identity`); a Cluster over TLS (`rediss-cluster://`); a Sentinel set over TLS
+//! (`rediss-sentinel://`), across a failover; and TLS settings that cannot be used, refused
+//! before connecting.
 
 use asynq_client::{Client, Inspector, Task, TaskOptions};
 use asynq_core::{Clock, SystemClock};
 use asynq_redis::{ConnectError, RedisBroker, RedisConfig, RedisTarget, TlsOptions};
 use asynq_server::{Config, Server};
-use asynq_tests::{CertificateAuthority, Recorder, RedisCluster, RedisServer, wait_for};
+use asynq_tests::{CertificateAuthority, Recorder, RedisCluster, RedisSentinel, RedisServer, wait_for};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
@@ -115,7 +116,7 @@ async fn tls_settings_that_cannot_be_used_are_refused_before_connecting() {
     let sentinel = RedisTarget::from_url("redis-sentinel://127.0.0.1:1?master=m").unwrap();
     let config = RedisConfig { tls: TlsOptions::new().trust(cert), ..RedisConfig::new(sentinel) };
     let err = RedisBroker::connect_with(config).await.map(drop).unwrap_err();
-    assert!(matches!(&err, ConnectError::Tls { reason } if reason.contains("Sentinel")), "{err:?}");
+    assert!(matches!(&err, ConnectError::Tls { reason } if reason.contains("rediss-sentinel://")), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,4 +163,63 @@ async fn client_server_and_inspector_work_over_a_tls_cluster() {
 fn config_for_server(ca: &CertificateAuthority, cluster: &RedisCluster) -> RedisConfig {
     let target = RedisTarget::from_url(&format!("rediss-cluster://{}", cluster.tls_addrs().join(","))).unwrap();
     RedisConfig { tls: TlsOptions::new().trust(ca.pem("ca.crt")), ..RedisConfig::new(target) }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_and_server_follow_the_master_through_tls_sentinels() {
+    let ca = CertificateAuthority::new();
+    let mut set = RedisSentinel::start_tls("asynq-tls", &ca);
+    let url = format!("rediss-sentinel://{}?master=asynq-tls", set.sentinel_tls_addr());
+    let config = || RedisConfig {
+        tls: TlsOptions::new().trust(ca.pem("ca.crt")),
+        response_timeout: Duration::from_secs(5),
+        ..RedisConfig::new(RedisTarget::from_url(&url).unwrap())
+    };
+    // Without the authority, the Sentinel's certificate is refused.
+    let untrusted = RedisConfig { tls: TlsOptions::new(), ..config() };
+    assert!(RedisBroker::connect_with(untrusted).await.is_err(), "an unknown authority is refused");
+
+    let broker = RedisBroker::connect_with(config()).await.unwrap();
+    let client = Client::new(broker.clone());
+    client.enqueue(&Task::new("job", "before"), TaskOptions::new()).await.unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let rec = Recorder::default();
+    let server_config = Config { task_check_interval: Duration::from_millis(20), ..Config::default() };
+    let mut server = Server::new(RedisBroker::connect_with(config()).await.unwrap(), server_config).unwrap();
+    server.start(rec.handler(clock, |_, _| async { Ok(()) })).unwrap();
+    wait_for("the first task to run", || async { rec.len() == 1 }).await;
+    assert_clients_use_tls_only(&set);
+
+    wait_for("the replica to hold the first outcome", || async {
+        set.replica().command(&["GET", "asynq:{default}:processed"]).ok().and_then(|n| n.as_str().map(str::to_owned))
+            == Some("1".to_owned())
+    })
+    .await;
+    tokio::task::block_in_place(|| {
+        set.failover();
+        set.rejoin_replica();
+    });
+    // As through plain Sentinels, a call may fail until they vouch for the new master.
+    wait_for("an enqueue to reach the new master over TLS", || async {
+        client.enqueue(&Task::new("job", "after"), TaskOptions::new()).await.is_ok()
+    })
+    .await;
+    wait_for("the second task to run", || async { rec.len() == 2 }).await;
+    server.shutdown().await;
+    assert_eq!(Inspector::new(broker).queue_info("default").await.unwrap().processed_total, 2);
+    assert_clients_use_tls_only(&set);
+}
+
+/// Our connections to the set's master use its TLS port: besides the Sentinel's own links and
+/// replication, clients are on that port, and on the plain port there is only this check's.
+fn assert_clients_use_tls_only(set: &RedisSentinel) {
+    let clients = set.master().command(&["CLIENT", "LIST"]).unwrap();
+    let lines: Vec<&str> = clients.as_str().unwrap_or_default().lines().collect();
+    let ours = |line: &&&str| !line.contains("name=sentinel-") && !line.contains("cmd=replconf");
+    let on_tls = format!("laddr={} ", set.master_addr());
+    assert!(lines.iter().filter(ours).any(|line| line.contains(&on_tls)), "no client on the TLS port: {lines:#?}");
+    let on_plain = format!("laddr={} ", set.master().addr());
+    let plain: Vec<_> =
+        lines.iter().filter(|line| line.contains(&on_plain) && !line.contains("cmd=client|list")).collect();
+    assert!(plain.is_empty(), "clients on the plain port: {plain:#?}");
 }

@@ -63,24 +63,11 @@ impl RedisCluster {
                     if let Some(authority) = tls {
                         let tls_port = cluster_port();
                         last_tls_port = Some(tls_port);
-                        let (cert, key, ca) =
-                            (authority.path("server.crt"), authority.path("server.key"), authority.path("ca.crt"));
-                        for arg in [
-                            "--tls-port",
-                            &tls_port.to_string(),
-                            "--tls-cert-file",
-                            &cert,
-                            "--tls-key-file",
-                            &key,
-                            "--tls-ca-cert-file",
-                            &ca,
-                            "--tls-cluster",
-                            "yes",
-                            "--tls-auth-clients",
-                            "no",
-                        ] {
-                            argv.push(arg.into());
-                        }
+                        let tls_args = authority.server_args(tls_port);
+                        let tls_args = tls_args.iter().map(String::as_str);
+                        argv.extend(
+                            tls_args.chain(["--tls-cluster", "yes", "--tls-auth-clients", "no"]).map(Into::into),
+                        );
                     }
                     argv
                 });

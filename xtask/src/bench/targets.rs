@@ -67,9 +67,21 @@ pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
                     .unwrap_or_default()
             ),
             met: Some(enqueue + drain <= 7.0),
-            context: ping_cpu.map_or_else(String::new, |ping| {
-                format!("this Redis spends {ping:.1} µs of CPU on one unpipelined PING (`baseline-redis-ping`)")
-            }),
+            context: [
+                ping_cpu.map(|ping| {
+                    format!("this Redis spends {ping:.1} µs of CPU on one unpipelined PING (`baseline-redis-ping`)")
+                }),
+                rows.get("go-enqueue-then-drain-c10", redis_cpu).map(|go| {
+                    format!(
+                        "Go asynq's lifecycle costs it {go:.1} µs (`go-enqueue-then-drain-c10`), {:.1}× ours",
+                        go / (enqueue + drain)
+                    )
+                }),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; "),
         },
         _ => not_measured("Redis CPU per task lifecycle ≤ 7 µs", "enqueue-batch-100 and drain-c100"),
     });
