@@ -288,7 +288,8 @@ impl Connection {
                     builder = builder.set_client_to_redis_password(pass);
                 }
                 let sentinel = builder.build().map_err(failed)?;
-                let master = Arc::new(SentinelMaster::connect(sentinel, config).await.map_err(failed)?);
+                let master =
+                    Arc::new(SentinelMaster::connect(sentinel, config, response_timeout).await.map_err(failed)?);
                 Ok((Connection::Sentinel(master.clone()), PubSubSource::Sentinel(master)))
             }
         }

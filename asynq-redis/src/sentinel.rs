@@ -4,11 +4,14 @@
 //! After a failover that server is a replica (writes fail with `READONLY`) or gone (IO errors),
 //! and reconnecting to the same address does not help. [`SentinelMaster`] asks the Sentinels
 //! again when a command fails that way and moves the connection to the master they name; a
-//! command refused with `READONLY` did not run, so it is sent once more to the new master.
+//! command refused with `READONLY` did not run, so it is sent again to the new master. While a
+//! failover is under way the Sentinels may still name the old master: the refused command then
+//! waits for them to name another, within the response timeout.
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::SentinelClient;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, ServerErrorKind, Value};
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -16,11 +19,16 @@ use std::time::Duration;
 /// so that a burst of failing commands asks once.
 const MIN_RESOLVE_INTERVAL: Duration = Duration::from_millis(500);
 
+/// How often a command a replica refused looks again for a new master while it waits.
+const REFUSED_RETRY_INTERVAL: Duration = Duration::from_millis(100);
+
 /// A connection to the master the Sentinels name, moved to the new master after a failover.
 pub(crate) struct SentinelMaster {
     sentinel: tokio::sync::Mutex<Resolver>,
     current: Mutex<Current>,
     config: ConnectionManagerConfig,
+    /// How long a command a replica refused may wait for a new master: the response timeout.
+    patience: Duration,
 }
 
 struct Resolver {
@@ -37,8 +45,13 @@ struct Current {
 }
 
 impl SentinelMaster {
-    /// Connects to the master `sentinel` names now.
-    pub(crate) async fn connect(mut sentinel: SentinelClient, config: ConnectionManagerConfig) -> RedisResult<Self> {
+    /// Connects to the master `sentinel` names now; a command a replica refuses waits at most
+    /// `patience` for a new master.
+    pub(crate) async fn connect(
+        mut sentinel: SentinelClient,
+        config: ConnectionManagerConfig,
+        patience: Duration,
+    ) -> RedisResult<Self> {
         let client = sentinel.async_get_client().await?;
         let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
         Ok(Self {
@@ -48,6 +61,7 @@ impl SentinelMaster {
             }),
             current: Mutex::new(Current { generation: 0, client, conn }),
             config,
+            patience,
         })
     }
 
@@ -65,49 +79,64 @@ impl SentinelMaster {
         self.current().conn.get_db()
     }
 
-    /// Runs `cmd` on the master, following it once if it moved.
+    /// Runs `cmd` on the master, following it if it moved.
     pub(crate) async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
-        let current = self.current();
-        let result = current.conn.clone().req_packed_command(cmd).await;
-        match &result {
-            Ok(value) if is_read_only_reply(value) => {}
-            Err(e) if is_read_only(e) => {}
-            Err(e) if master_may_have_moved(e) => {
-                self.follow(current.generation).await;
-                return result;
-            }
-            _ => return result,
-        }
-        // A replica refused the write, so it did not run: send it to the new master.
-        if self.follow(current.generation).await {
-            return self.current().conn.req_packed_command(cmd).await;
-        }
-        result
+        self.on_master(|mut conn| async move { conn.req_packed_command(cmd).await }, is_read_only_reply).await
     }
 
-    /// Runs `count` replies' worth of `pipeline` on the master, following it once if it moved.
+    /// Runs `count` replies' worth of `pipeline` on the master, following it if it moved. On a
+    /// replica every write of the pipeline is refused, so sending it again is safe.
     pub(crate) async fn send_pipeline(
         &self,
         pipeline: &Pipeline,
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        let current = self.current();
-        let result = current.conn.clone().req_packed_commands(pipeline, offset, count).await;
-        match &result {
-            Ok(values) if values.iter().any(is_read_only_reply) => {}
-            Err(e) if is_read_only(e) => {}
-            Err(e) if master_may_have_moved(e) => {
-                self.follow(current.generation).await;
+        let run = |mut conn: ConnectionManager| async move { conn.req_packed_commands(pipeline, offset, count).await };
+        self.on_master(run, |values: &Vec<Value>| values.iter().any(is_read_only_reply)).await
+    }
+
+    /// Runs a request on the current master's connection. A lost connection makes the next
+    /// request look for the master; a request a replica refused (`refused` tells from the reply,
+    /// redis-rs hands some server errors back as values) is sent again once the connection has
+    /// moved, waiting for that at most the response timeout.
+    async fn on_master<T, F, Fut>(&self, run: F, refused: fn(&T) -> bool) -> RedisResult<T>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.patience;
+        loop {
+            let current = self.current();
+            let result = run(current.conn).await;
+            let refused_by_replica = match &result {
+                Ok(reply) => refused(reply),
+                Err(e) if is_read_only(e) => true,
+                Err(e) if master_may_have_moved(e) => {
+                    self.follow(current.generation).await;
+                    false
+                }
+                Err(_) => false,
+            };
+            if !refused_by_replica || !self.await_new_master(current.generation, deadline).await {
                 return result;
             }
-            _ => return result,
         }
-        // On a replica every write of the pipeline was refused, so sending it again is safe.
-        if self.follow(current.generation).await {
-            return self.current().conn.req_packed_commands(pipeline, offset, count).await;
+    }
+
+    /// Follows the master until the connection points at another server than in `generation`
+    /// (true), or until `deadline` (false).
+    async fn await_new_master(&self, generation: u64, deadline: tokio::time::Instant) -> bool {
+        loop {
+            if self.follow(generation).await {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            tokio::time::sleep(REFUSED_RETRY_INTERVAL.min(left)).await;
         }
-        result
     }
 
     /// Asks the Sentinels for the master and moves the connection there if it is elsewhere;

@@ -11,7 +11,8 @@
 //! 5. run each end-to-end scenario ([`scenarios`]) as `asynq-bench` processes on a flushed
 //!    Redis, measuring Redis's CPU and commands around them ([`stats`]); throughput scenarios
 //!    run three times (once with `--quick`) and the report keeps medians ([`report`]);
-//! 6. with `--peer` or `--go`, run each peer the same number of times ([`peer`]);
+//! 6. with `--peer` or `--go`, run each peer as often ([`peer`]), in the same rounds: round
+//!    after round of all scenarios and peers, so that ratios compare runs made side by side;
 //! 7. stop Redis (also on errors), write the report and print its table.
 
 mod micro;
@@ -154,21 +155,22 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     let mut redis = RedisServer::start(&redis_server, pinning)?;
     step(format_args!("benchmarking against {}", redis.url()));
     let mut rows = Vec::new();
-    let mut runner = Runner::new(&mut redis, target.join("release/asynq-bench"), pinning, sizes);
-    for scenario in &scenarios {
-        let runs = if scenario.throughput { options.runs() } else { 1 };
-        for index in 1..=runs {
+    let runs = options.runs();
+    // Round after round of every scenario and peer, so that a change in the machine's load
+    // shifts ours and the peers' alike, and the ratios stay side by side.
+    for index in 1..=runs {
+        let mut runner = Runner::new(&mut redis, target.join("release/asynq-bench"), pinning, sizes);
+        for scenario in scenarios.iter().filter(|scenario| scenario.throughput || index == 1) {
             let row = Row::from_run(scenario.name, &runner.run(scenario)?);
-            step(format_args!("{} run {index}/{runs}: {}", scenario.name, headline(&row)));
+            let of = if scenario.throughput { runs } else { 1 };
+            step(format_args!("{} run {index}/{of}: {}", scenario.name, headline(&row)));
             rows.push(row);
         }
-    }
-    for peer in &peers {
-        for index in 1..=options.runs() {
+        for peer in &peers {
             let peer_rows = peer.run(&mut redis, pinning, sizes.tasks)?;
             let summary: Vec<String> =
                 peer_rows.iter().map(|row| format!("{} {}", row.scenario, headline(row))).collect();
-            step(format_args!("{} run {index}/{}: {}", peer.name(), options.runs(), summary.join("; ")));
+            step(format_args!("{} run {index}/{runs}: {}", peer.name(), summary.join("; ")));
             rows.extend(peer_rows);
         }
     }
