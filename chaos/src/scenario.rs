@@ -990,37 +990,14 @@ fn many_workers(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
 /// A Sentinel failover while producers and workers run: the broker follows the new master, and
 /// every acknowledged task runs but those the failover's replication window lost, counted apart.
 fn sentinel_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
-    let count = profile.pick(2_000, 20_000);
-    let rate = profile.pick(400, 1_000);
-    let mut stage = Stage::with_sentinel(Scenario::SentinelFailover, bin)?;
-    let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
-    stage.worker("worker-1", &spec)?;
-    stage.worker("worker-2", &spec)?;
-    let producer = stage.producer(
-        "producer",
-        &ProducerSpec { count, sleep: Duration::from_millis(5), rate: Some(rate), ..ProducerSpec::default() },
-    )?;
-    stage.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
-        Ok(stage.acknowledged()?.len() as u64 >= count / 3)
-    })?;
-    // Replication trails the master by milliseconds: the window opens a second's worth of
-    // acknowledgements before the failover.
-    let before = stage.read_lines("producer.acked")?.len();
-    let window_start = before.saturating_sub(rate as usize);
-    let started = Instant::now();
-    // The fault: the sentinel promotes the replica while the old master still takes writes;
-    // those it takes until it is made a replica are lost to the resync.
-    stage.sentinel().failover();
-    stage.sentinel().rejoin_replica();
-    let after = stage.read_lines("producer.acked")?.len();
-    stage.notes.push(format!(
-        "SENTINEL FAILOVER after {before} acknowledged enqueues; the old master was a replica again {:.1} s later",
-        started.elapsed().as_secs_f64()
-    ));
-    stage.replication_window = Some(("producer".to_owned(), window_start..after));
-    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
-    stage.notes.push(format!("producer: {summary}"));
-    stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
+    let stage = Stage::with_sentinel(Scenario::SentinelFailover, bin)?;
+    failover_under_load(profile, stage, |stage| {
+        // The sentinel promotes the replica while the old master still takes writes; those it
+        // takes until it is made a replica are lost to the resync.
+        stage.sentinel().failover();
+        stage.sentinel().rejoin_replica();
+        Ok(("SENTINEL FAILOVER".to_owned(), "the old master was a replica again"))
+    })
 }
 
 /// The hash slot of the queue's keys.
@@ -1032,9 +1009,30 @@ fn queue_slot() -> u16 {
 /// replica takes over, the broker follows the new slot map, and every acknowledged task runs
 /// but those the failover's replication window lost, counted apart.
 fn cluster_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let stage = Stage::with_cluster(Scenario::ClusterFailover, bin)?;
+    failover_under_load(profile, stage, |stage| {
+        let victim = stage.redis.data()?.addr();
+        let index = stage.cluster().nodes().iter().position(|node| node.addr() == victim);
+        let index = index.context("the queue's master is one of the first masters")?;
+        stage.cluster().nodes_mut()[index].kill();
+        stage.poll("the replica to take over the queue's slot", Duration::from_secs(60), |stage| {
+            Ok(stage.redis.data().is_ok_and(|node| node.addr() != victim))
+        })?;
+        Ok((format!("kill -9 of master {victim}"), "its replica took over"))
+    })
+}
+
+/// Two workers and a producer at a steady rate on `stage`; once a third of the tasks are
+/// acknowledged, `fault` fails the master over and says what it did and what ended it. The
+/// acknowledgements from a second before the fault until it returns are its replication
+/// window.
+fn failover_under_load(
+    profile: Profile,
+    mut stage: Stage,
+    fault: impl FnOnce(&mut Stage) -> anyhow::Result<(String, &'static str)>,
+) -> anyhow::Result<Report> {
     let count = profile.pick(2_000, 20_000);
     let rate = profile.pick(400, 1_000);
-    let mut stage = Stage::with_cluster(Scenario::ClusterFailover, bin)?;
     let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
     stage.worker("worker-1", &spec)?;
     stage.worker("worker-2", &spec)?;
@@ -1045,21 +1043,15 @@ fn cluster_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     stage.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
         Ok(stage.acknowledged()?.len() as u64 >= count / 3)
     })?;
-    let victim = stage.redis.data()?.addr();
-    let index = stage.cluster().nodes().iter().position(|node| node.addr() == victim);
-    let index = index.context("the queue's master is one of the first masters")?;
     // Replication trails the master by milliseconds: the window opens a second's worth of
-    // acknowledgements before the kill.
+    // acknowledgements before the fault.
     let before = stage.read_lines("producer.acked")?.len();
     let window_start = before.saturating_sub(rate as usize);
     let started = Instant::now();
-    stage.cluster().nodes_mut()[index].kill();
-    stage.poll("the replica to take over the queue's slot", Duration::from_secs(60), |stage| {
-        Ok(stage.redis.data().is_ok_and(|node| node.addr() != victim))
-    })?;
+    let (what, ended) = fault(&mut stage)?;
     let after = stage.read_lines("producer.acked")?.len();
     stage.notes.push(format!(
-        "kill -9 of master {victim} after {before} acknowledged enqueues; its replica took over {:.1} s later",
+        "{what} after {before} acknowledged enqueues; {ended} {:.1} s later",
         started.elapsed().as_secs_f64()
     ));
     stage.replication_window = Some(("producer".to_owned(), window_start..after));
