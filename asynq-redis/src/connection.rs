@@ -260,14 +260,13 @@ impl Connection {
                 if !tls.is_default() && !use_tls {
                     return Err(tls_settings_need("through Sentinel for a rediss-sentinel:// URL only"));
                 }
-                let addrs = sentinels.iter().map(|(host, port)| match use_tls {
-                    true => ConnectionAddr::TcpTls {
-                        host: host.clone(),
-                        port: *port,
-                        insecure: *tls_insecure,
-                        tls_params: None,
-                    },
-                    false => ConnectionAddr::Tcp(host.clone(), *port),
+                let addrs = sentinels.iter().map(|(host, port)| {
+                    let (host, port) = (host.clone(), *port);
+                    if *use_tls {
+                        ConnectionAddr::TcpTls { host, port, insecure: *tls_insecure, tls_params: None }
+                    } else {
+                        ConnectionAddr::Tcp(host, port)
+                    }
                 });
                 let mut builder =
                     SentinelClientBuilder::new(addrs, master_name, SentinelServerType::Master).map_err(failed)?;

@@ -463,6 +463,22 @@ impl Stage {
     }
 
     /// Starts a producer whose acknowledged ledger is `<label>.acked`.
+    /// Two workers of concurrency 10, and a producer of `count` tasks at `rate` a second;
+    /// returns the producer once a third of the tasks are acknowledged.
+    fn steady_load(&mut self, count: u64, rate: u32) -> anyhow::Result<ProcId> {
+        let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
+        self.worker("worker-1", &spec)?;
+        self.worker("worker-2", &spec)?;
+        let producer = self.producer(
+            "producer",
+            &ProducerSpec { count, sleep: Duration::from_millis(5), rate: Some(rate), ..ProducerSpec::default() },
+        )?;
+        self.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
+            Ok(stage.acknowledged()?.len() as u64 >= count / 3)
+        })?;
+        Ok(producer)
+    }
+
     fn producer(&mut self, label: &str, spec: &ProducerSpec) -> anyhow::Result<ProcId> {
         let mut args = vec![
             "produce".to_owned(),
@@ -817,16 +833,7 @@ fn restart_redis(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     let rate = profile.pick(400, 1_000);
     let down = profile.pick(Duration::from_secs(1), Duration::from_secs(5));
     let mut stage = Stage::new(Scenario::RestartRedis, bin, &["--appendonly", "yes", "--appendfsync", "always"])?;
-    let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
-    stage.worker("worker-1", &spec)?;
-    stage.worker("worker-2", &spec)?;
-    let producer = stage.producer(
-        "producer",
-        &ProducerSpec { count, sleep: Duration::from_millis(5), rate: Some(rate), ..ProducerSpec::default() },
-    )?;
-    stage.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
-        Ok(stage.acknowledged()?.len() as u64 >= count / 3)
-    })?;
+    let producer = stage.steady_load(count, rate)?;
     let acked = stage.acknowledged()?.len();
     stage.single().kill();
     std::thread::sleep(down); // The fault: Redis is down.
@@ -1033,16 +1040,7 @@ fn failover_under_load(
 ) -> anyhow::Result<Report> {
     let count = profile.pick(2_000, 20_000);
     let rate = profile.pick(400, 1_000);
-    let spec = WorkerSpec { concurrency: 10, ..WorkerSpec::default() };
-    stage.worker("worker-1", &spec)?;
-    stage.worker("worker-2", &spec)?;
-    let producer = stage.producer(
-        "producer",
-        &ProducerSpec { count, sleep: Duration::from_millis(5), rate: Some(rate), ..ProducerSpec::default() },
-    )?;
-    stage.poll("a third of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
-        Ok(stage.acknowledged()?.len() as u64 >= count / 3)
-    })?;
+    let producer = stage.steady_load(count, rate)?;
     // Replication trails the master by milliseconds: the window opens a second's worth of
     // acknowledgements before the fault.
     let before = stage.read_lines("producer.acked")?.len();
