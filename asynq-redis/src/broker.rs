@@ -282,7 +282,11 @@ impl RedisBroker {
     fn done_batch_call(&self, queue: &str, done: &[(usize, TaskMessage, Outcome)], now: SystemTime) -> ScriptCall {
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&SCRIPTS.done_batch);
-        call.key(k.active()).key(k.lease()).key(k.processed_on(&utc_date(now))).key(k.processed_total());
+        call.key(k.active())
+            .key(k.lease())
+            .key(k.processed_on(&utc_date(now)))
+            .key(k.processed_total())
+            .key(k.waiting());
         call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
         for (_, msg, _) in done {
             call.arg(&msg.id).arg(&msg.unique_key);
@@ -474,6 +478,11 @@ fn read_stored(queue: &str, pairs: Vec<Value>) -> Vec<Stored> {
 }
 
 impl RedisBroker {
+    /// The queues this broker marked idle, locked (never across an await).
+    fn idle_marks(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, tokio::time::Instant)>> {
+        self.inner.idle_marks.lock().expect("idle marks lock poisoned")
+    }
+
     /// Runs `archive_corrupt.lua` for the active task `id` of `queue`, which cannot run because
     /// of `problem`, and logs what it did as an error naming the task.
     async fn archive_corrupt(&self, conn: &mut Connection, queue: &str, id: &[u8], problem: &str) -> Result<()> {
@@ -507,10 +516,18 @@ impl Dequeue for RedisBroker {
                 break;
             }
             let k = QueueKeys::new(queue);
+            // A queue a server of this broker has waited on: should this fetch come up short,
+            // the server waits again, so the script sets the idle mark as it finds out. Read
+            // before the script runs, the generation makes a wake-up in between void the mark.
+            let generation = self.inner.pubsub.wake_generation();
+            let mark_secs = if self.idle_marks().contains_key(queue) { IDLE_MARK_SECS } else { 0 };
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
-            invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease());
-            invocation.arg(expiry).arg(k.task_prefix()).arg(wanted);
+            invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
+            invocation.arg(expiry).arg(k.task_prefix()).arg(wanted).arg(mark_secs);
             let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
+            if mark_secs > 0 && pairs.len() / 2 < wanted {
+                self.idle_marks().insert(queue.clone(), (generation, tokio::time::Instant::now()));
+            }
             for stored in read_stored(queue, pairs) {
                 match stored {
                     Stored::Task(message) => taken.push(Dequeued { message, lease_expiry }),
@@ -558,10 +575,7 @@ impl Dequeue for RedisBroker {
             // producer of ours has made a task pending there (it would have published).
             let generation = pubsub.wake_generation();
             if self
-                .inner
-                .idle_marks
-                .lock()
-                .expect("idle marks lock poisoned")
+                .idle_marks()
                 .get(queue)
                 .is_some_and(|(g, at)| *g == generation && at.elapsed() < Duration::from_secs(IDLE_MARK_SECS / 2))
             {
@@ -573,7 +587,7 @@ impl Dequeue for RedisBroker {
             match call.run::<i64>(&mut conn, "mark idle").await {
                 Ok(0) => {
                     let mark = (generation, tokio::time::Instant::now());
-                    self.inner.idle_marks.lock().expect("idle marks lock poisoned").insert(queue.clone(), mark);
+                    self.idle_marks().insert(queue.clone(), mark);
                 }
                 Ok(_) => return,
                 Err(_) => return std::future::pending().await,

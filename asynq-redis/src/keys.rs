@@ -140,6 +140,14 @@ impl QueueKeys {
         self.key("idle_workers")
     }
 
+    /// `asynq:{q}:waiting` — set (with a short TTL, renewed while the wait lasts) while some Rust
+    /// client waits for a task of the queue to finish; the scripts that settle many tasks at
+    /// once look for the tasks' `waiters` marks only while it exists. Ours only; Go asynq
+    /// neither writes nor reads it.
+    pub fn waiting(&self) -> String {
+        self.key("waiting")
+    }
+
     /// `asynq:{q}:rate` — the queue's rate-limit token bucket, a hash of `tokens` (a decimal
     /// number) and `updated_at` (Unix microseconds), expiring once a full bucket would have
     /// refilled. Ours only; Go asynq neither writes nor reads it.
@@ -228,6 +236,7 @@ mod tests {
             (k.aggregation_set("g1", "abc"), "asynq:{interop}:g:g1:abc"),
             (k.aggregation_sets(), "asynq:{interop}:aggregation_sets"),
             (k.idle_workers(), "asynq:{interop}:idle_workers"),
+            (k.waiting(), "asynq:{interop}:waiting"),
             (k.ready_channel(), "asynq:{interop}:ready"),
             (k.finished_channel(), "asynq:{interop}:finished"),
         ];

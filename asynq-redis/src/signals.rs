@@ -3,11 +3,11 @@
 //! Cancelling is Go asynq's: `PUBLISH asynq:cancel <id>`, heard by every server subscribed to
 //! `asynq:cancel`, Go's included.
 //!
-//! A wait listens on the queue's `asynq:{<q>}:finished` channel, marks the task hash
-//! (`mark_waiter.lua`), then looks at the task; the scripts that finish a marked task publish its
-//! ID, so the wait looks again only when told. Nothing is published for a task nobody waits
-//! for. Go servers never publish, and a task may be deleted by other means, so a wait also looks
-//! every [`WAIT_POLL_INTERVAL`].
+//! A wait listens on the queue's `asynq:{<q>}:finished` channel, marks the task hash and the
+//! queue (`mark_waiter.lua`), then looks at the task; the scripts that finish a marked task
+//! publish its ID, so the wait looks again only when told. Nothing is published for a task nobody
+//! waits for. Go servers never publish, and a task may be deleted by other means, so a wait also
+//! looks every [`WAIT_POLL_INTERVAL`], and renews its marks each time.
 
 use crate::RedisBroker;
 use crate::error::broker_error;
@@ -26,6 +26,11 @@ use std::time::Duration;
 /// How often a wait looks at its task when no notification came: the delay after which it
 /// sees a task that a Go server finished, or that was deleted by other means.
 pub const WAIT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long the queue's `waiting` mark lasts unless a wait renews it, which each does every
+/// [`WAIT_POLL_INTERVAL`]. Should a wait be held up longer (its process stopped, say), a batch
+/// settling its task may not publish, and the wait sees the outcome when it looks again.
+const WAITING_MARK_SECS: u64 = 10;
 
 /// The scripts of this module.
 struct SignalScripts {
@@ -68,7 +73,11 @@ impl RedisBroker {
         let mut notifications: Option<UnboundedReceiver<String>> = None;
         loop {
             if notifications.is_none() {
-                notifications = self.listen_for_finish(&k, id).await?;
+                notifications = self.listen_for_finish(&k).await;
+            }
+            // After listening, so that a finish after the mark is heard.
+            if notifications.is_some() {
+                self.mark_waiter(&k, id).await?;
             }
             if let Some(outcome) = TaskOutcome::from_lookup(self.task_info(queue, id).await)? {
                 return Ok(outcome);
@@ -85,22 +94,23 @@ impl RedisBroker {
         }
     }
 
-    /// Listens for the queue's finish notifications and marks task `id` as waited for, in that
-    /// order, so that a finish after the mark is heard. `None` when the pub/sub connection cannot
+    /// Listens for the queue's finish notifications; `None` when the pub/sub connection cannot
     /// be had now: the wait then polls.
-    async fn listen_for_finish(&self, k: &QueueKeys, id: &str) -> Result<Option<UnboundedReceiver<String>>> {
-        let notifications = match self.pubsub().listen(&k.finished_channel()).await {
-            Ok(notifications) => notifications,
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot listen for finish notifications; polling only");
-                return Ok(None);
-            }
-        };
+    async fn listen_for_finish(&self, k: &QueueKeys) -> Option<UnboundedReceiver<String>> {
+        self.pubsub()
+            .listen(&k.finished_channel())
+            .await
+            .inspect_err(|e| tracing::debug!(error = %e, "cannot listen for finish notifications; polling only"))
+            .ok()
+    }
+
+    /// Marks task `id` and its queue as waited for (`mark_waiter.lua`), or renews the marks.
+    async fn mark_waiter(&self, k: &QueueKeys, id: &str) -> Result<()> {
         let mut call = ScriptCall::new(&SCRIPTS.mark_waiter);
-        call.key(k.task(id));
+        call.key(k.task(id)).key(k.waiting()).arg(WAITING_MARK_SECS);
         // A missing task needs no mark: the lookup that follows reports it deleted.
         let _exists: i64 = call.run(&mut self.conn(), "mark waiter").await?;
-        Ok(Some(notifications))
+        Ok(())
     }
 }
 

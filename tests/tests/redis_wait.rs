@@ -1,9 +1,9 @@
 //! Waiting for a task's outcome through a real redis-server: the wait is told by our server's
-//! finish scripts (no polling), marks only the tasks someone waits for, and still sees a task
-//! that a Go server finished (which never publishes) by looking once a second.
+//! finish scripts (no polling), batches included, marks only the tasks someone waits for, and
+//! still sees a task that a Go server finished (which never publishes) by looking once a second.
 
 use asynq_client::{Client, Task, TaskOptions, TaskOutcome, TaskState, Tracker};
-use asynq_core::broker::Dequeue;
+use asynq_core::broker::{Dequeue, Outcome};
 use asynq_core::{Clock, SystemClock};
 use asynq_redis::{RedisBroker, WAIT_POLL_INTERVAL};
 use asynq_server::{Config, Server};
@@ -115,4 +115,49 @@ async fn a_wait_sees_a_task_that_a_go_server_finished_by_looking_again() {
         waited >= Duration::from_millis(500),
         "answered after {waited:?}: by a poll, a whole interval after the last"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_are_told_when_a_batch_settles_their_tasks() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let (client, tracker) = (Client::new(broker.clone()), Tracker::new(broker.clone()));
+    for n in 0..6 {
+        client.enqueue(&Task::new("t", format!("{n}")), TaskOptions::new()).await.unwrap();
+    }
+    let taken = broker.dequeue(&["default".to_owned()], 6).await.unwrap();
+    assert_eq!(taken.len(), 6);
+    // Before anyone waits, the queue carries no `waiting` mark: a batch then reads no task's mark.
+    assert_eq!(redis.command(&["EXISTS", "asynq:{default}:waiting"]).unwrap(), RespValue::Integer(0));
+
+    // Waits on every other task.
+    let watched: Vec<_> = taken.iter().step_by(2).map(|t| t.message.id.clone()).collect();
+    let waits: Vec<_> = watched
+        .iter()
+        .map(|id| {
+            let (tracker, id) = (tracker.clone(), id.clone());
+            tokio::spawn(async move { tracker.wait("default", &id, Duration::from_secs(10)).await })
+        })
+        .collect();
+    for _ in 0..500 {
+        if watched.iter().all(|id| marked(&redis, "default", id)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(watched.iter().all(|id| marked(&redis, "default", id)), "every wait has marked its task");
+    let RespValue::Integer(ttl) = redis.command(&["TTL", "asynq:{default}:waiting"]).unwrap() else {
+        panic!("TTL answers an integer")
+    };
+    assert!(ttl > 0, "the queue's mark expires unless renewed: TTL {ttl}");
+
+    let finished = Instant::now();
+    let outcomes = broker.finish_batch(taken.into_iter().map(|t| (t.message, Outcome::Done)).collect()).await;
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    for wait in waits {
+        assert_eq!(wait.await.unwrap().unwrap(), TaskOutcome::Deleted);
+    }
+    let waited = finished.elapsed();
+    // Polling would have answered after a whole interval at the earliest.
+    assert!(waited < WAIT_POLL_INTERVAL - Duration::from_millis(200), "the waits took {waited:?}");
 }

@@ -8,21 +8,34 @@
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:paused
 -- KEYS[3] -> asynq:{<q>}:active
+-- A worker that is about to wait for work when it gets fewer than it asked for may ask for the
+-- queue's idle mark (mark_idle.lua's) to be set in the same step, saving that script a call.
+--
 -- KEYS[4] -> asynq:{<q>}:lease
+-- KEYS[5] -> asynq:{<q>}:idle_workers
 -- ARGV[1] -> the lease expiry, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the most tasks to take, at least 1
+-- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole
+--            seconds; "0" for no mark
 -- Returns: a flat array of pairs, oldest first: the task ID, then its encoded TaskMessage, or
 --          nil when the ID had no task hash or the hash no `msg`; such an ID cannot run, so it
 --          is dropped (never made active) and its stub hash deleted (Go would leave it active
 --          for good), and the caller reports it. Empty when the queue is paused or empty.
+local wanted = tonumber(ARGV[3])
+local function mark_idle_if_short(taken)
+    if taken < wanted and ARGV[4] ~= "0" then
+        redis.call("SET", KEYS[5], 1, "EX", ARGV[4])
+    end
+end
 if redis.call("EXISTS", KEYS[2]) == 1 then
+    mark_idle_if_short(0)
     return {}
 end
-local wanted = tonumber(ARGV[3])
 -- Oldest last: the list's tail is the next task.
 local ids = redis.call("LRANGE", KEYS[1], -wanted, -1)
 if #ids == 0 then
+    mark_idle_if_short(0)
     return {}
 end
 redis.call("LTRIM", KEYS[1], 0, -#ids - 1)
@@ -46,4 +59,5 @@ for i = #ids, 1, -1 do
 end
 call_chunked("LPUSH", KEYS[3], active)
 call_chunked("ZADD", KEYS[4], leases)
+mark_idle_if_short(#ids)
 return taken

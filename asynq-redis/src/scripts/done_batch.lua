@@ -4,12 +4,14 @@
 -- notification included.
 --
 -- The lease set is read and written by one ZMSCORE and one ZREM, and the task hashes deleted
--- by one DEL, for the whole batch; only the active list needs an LREM per task.
+-- by one DEL, for the whole batch; only the active list needs an LREM per task. The tasks'
+-- `waiters` marks are looked at only while the queue's `waiting` mark says a client waits.
 --
 -- KEYS[1] -> asynq:{<q>}:active
 -- KEYS[2] -> asynq:{<q>}:lease
 -- KEYS[3] -> asynq:{<q>}:processed:<YYYY-MM-DD>
 -- KEYS[4] -> asynq:{<q>}:processed
+-- KEYS[5] -> asynq:{<q>}:waiting (ours; see mark_waiter.lua)
 -- ARGV[1] -> the daily counter's expiry, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
@@ -21,6 +23,7 @@ for i = 4, #ARGV, 2 do
     ids[#ids + 1] = ARGV[i]
 end
 local replies, finished, task_keys, seen = {}, {}, {}, {}
+local waited_for = redis.call("EXISTS", KEYS[5]) == 1
 for first = 1, #ids, CHUNK do
     local last = math.min(first + CHUNK - 1, #ids)
     local scores = redis.call("ZMSCORE", KEYS[2], unpack(ids, first, last))
@@ -31,7 +34,9 @@ for first = 1, #ids, CHUNK do
             seen[id] = true
             local key = ARGV[2] .. id
             redis.call("LREM", KEYS[1], -1, id)
-            notify_waiters(key, ARGV[3], id)
+            if waited_for then
+                notify_waiters(key, ARGV[3], id)
+            end
             local lock = ARGV[3 + 2 * j]
             if lock ~= "" then
                 release_lock(lock, id)

@@ -243,6 +243,7 @@ macro_rules! broker_conformance {
             uniqueness::case_unique_lock_expires_after_its_ttl,
             uniqueness::case_success_releases_only_a_lock_the_task_still_holds,
             wake::case_enqueue_wakes_a_waiting_worker,
+            wake::case_a_worker_that_fetched_short_is_woken_by_the_next_enqueue,
             wake::case_waiting_on_a_queue_with_pending_work_returns_at_once,
             wake::case_forward_and_requeue_wake_a_waiting_worker,
             wake::case_a_paused_queue_wakes_no_one_until_unpaused,

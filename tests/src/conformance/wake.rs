@@ -39,6 +39,24 @@ pub async fn case_enqueue_wakes_a_waiting_worker<F: BrokerFactory>(factory: &F) 
     assert_wakes(waiter, "an enqueue").await;
 }
 
+/// The cycle of a server under light load: woken, it fetches fewer tasks than it asked for,
+/// waits again, and the next enqueue wakes it (on Redis the short fetch set the idle mark itself,
+/// and the second wait relies on it).
+pub async fn case_a_worker_that_fetched_short_is_woken_by_the_next_enqueue<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let waiter = wait(&t.broker, &["q"]);
+    t.enqueue("a", &Task::new("t", ""), TaskOptions::new().queue("q")).await.unwrap();
+    assert_wakes(waiter, "an enqueue").await;
+    for (id, next) in [("a", "b"), ("b", "c")] {
+        let taken = t.dequeue(&["q"], 5).await;
+        assert_eq!(taken.iter().map(|d| d.message.id.as_str()).collect::<Vec<_>>(), [id]);
+        let mut waiter = wait(&t.broker, &["q"]);
+        assert_still_waiting(&mut waiter, "the queue is empty").await;
+        t.enqueue(next, &Task::new("t", ""), TaskOptions::new().queue("q")).await.unwrap();
+        assert_wakes(waiter, "an enqueue after a short fetch").await;
+    }
+}
+
 /// A wait on a queue that already has a pending task ends at once.
 pub async fn case_waiting_on_a_queue_with_pending_work_returns_at_once<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
