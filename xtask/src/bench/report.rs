@@ -59,6 +59,11 @@ pub(crate) struct Row {
     /// Redis main-thread CPU per task, in microseconds; in the Markdown report only.
     #[serde(skip)]
     pub(crate) redis_main_thread_cpu_us_per_task: Option<f64>,
+    /// Microseconds per task that Redis spent inside the data commands (those scripts ran
+    /// included), without the script calls themselves, parsing or system calls
+    /// ([`Usage::data_command_us`]); in the Markdown report only.
+    #[serde(skip)]
+    pub(crate) redis_data_cmd_us_per_task: Option<f64>,
     /// Commands by command name, per task (per second of the window for scenarios without
     /// tasks); in the Markdown report only.
     #[serde(skip)]
@@ -87,6 +92,7 @@ impl Row {
             redis_main_thread_cpu_us_per_task: redis
                 .and_then(|usage| usage.main_thread_cpu_s)
                 .and_then(|cpu_s| per_task(cpu_s * 1e6)),
+            redis_data_cmd_us_per_task: redis.and_then(|usage| per_task(usage.data_command_us)),
             cmds_by_command: redis
                 .map(|usage| {
                     let rate =
@@ -130,6 +136,7 @@ fn median_row(group: &[Row]) -> Row {
         client_cpu_s: of(|row| row.client_cpu_s),
         peak_rss_mb: of(|row| row.peak_rss_mb),
         redis_main_thread_cpu_us_per_task: of(|row| row.redis_main_thread_cpu_us_per_task),
+        redis_data_cmd_us_per_task: of(|row| row.redis_data_cmd_us_per_task),
         cmds_by_command: commands
             .into_iter()
             .filter_map(|command| {
@@ -330,11 +337,15 @@ impl Report {
         lines
     }
 
-    /// Per scenario: the Redis main-thread CPU and the commands behind `redis_cmds_per_task`.
+    /// Per scenario: the Redis main-thread CPU, the part of it inside data commands, and the
+    /// commands behind `redis_cmds_per_task`.
     fn details(&self) -> String {
         let mut md = String::from(
             "\n## Redis work by scenario\n\nCommands per task, or per second for a scenario without tasks \
-             (`idle`), largest first.\n\n| scenario | main-thread CPU µs/task | commands |\n|---|---:|---|\n",
+             (`idle`), largest first. In data commands: Redis's own timing (`INFO commandstats`) of the \
+             commands that read and write data, those scripts run included; the rest of the CPU goes to \
+             running scripts (Lua, arguments, replies), parsing requests and system calls.\n\n\
+             | scenario | main-thread CPU µs/task | in data commands µs/task | commands |\n|---|---:|---:|---|\n",
         );
         for row in self.rows.iter().filter(|row| !row.cmds_by_command.is_empty()) {
             let mut commands: Vec<(&String, &f64)> = row.cmds_by_command.iter().collect();
@@ -346,9 +357,10 @@ impl Report {
                 .collect();
             let _ = writeln!(
                 md,
-                "| {} | {} | {} |",
+                "| {} | {} | {} | {} |",
                 row.scenario,
                 number(row.redis_main_thread_cpu_us_per_task, 1),
+                number(row.redis_data_cmd_us_per_task, 1),
                 if commands.is_empty() { "–".to_owned() } else { commands.join(", ") }
             );
         }
@@ -391,6 +403,7 @@ mod tests {
                 cpu_s: redis_cpu_s,
                 main_thread_cpu_s: Some(redis_cpu_s / 2.0),
                 calls: BTreeMap::from([("evalsha".to_owned(), 2_000), ("get".to_owned(), 500)]),
+                data_command_us: 1_500.0,
             }),
             window_s: 2.0,
             ..Run::default()
@@ -402,6 +415,7 @@ mod tests {
         let row = Row::from_run("drain-c10", &run(20_000.0, 0.01));
         assert_eq!(row.redis_cpu_us_per_task, Some(10.0));
         assert_eq!(row.redis_main_thread_cpu_us_per_task, Some(5.0));
+        assert_eq!(row.redis_data_cmd_us_per_task, Some(1.5));
         assert_eq!(row.redis_cmds_per_task, Some(2.5));
         assert_eq!(row.redis_cmds_per_s, Some(1_250.0));
         assert_eq!(row.cmds_by_command["evalsha"], 2.0);

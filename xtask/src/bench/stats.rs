@@ -16,6 +16,10 @@ use super::server::RedisServer;
 /// snapshot's first call fall between the two, so a difference counts this many of them.
 const SNAPSHOT_INFO_CALLS: u64 = 2;
 
+/// The commands whose time includes that of the commands they run (`redis.call`), which
+/// commandstats also times on their own.
+const SCRIPT_COMMANDS: [&str; 6] = ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"];
+
 /// Redis's cumulative counters at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Snapshot {
@@ -25,6 +29,8 @@ pub(crate) struct Snapshot {
     main_thread_cpu_s: Option<f64>,
     /// Calls per command, from `INFO commandstats` (`get`, `evalsha`, `config|resetstat`...).
     calls: BTreeMap<String, u64>,
+    /// Microseconds spent inside each command, from `INFO commandstats`.
+    usec: BTreeMap<String, u64>,
 }
 
 /// What Redis did between two snapshots.
@@ -36,6 +42,10 @@ pub(crate) struct Usage {
     pub(crate) main_thread_cpu_s: Option<f64>,
     /// Calls per command, without those of the snapshots themselves.
     pub(crate) calls: BTreeMap<String, u64>,
+    /// Microseconds Redis spent inside the commands that read and write data, those run by
+    /// scripts included; the script calls themselves (their Lua, argument and reply handling),
+    /// request parsing, system calls and the snapshots' own commands are left out.
+    pub(crate) data_command_us: f64,
 }
 
 impl Usage {
@@ -61,17 +71,20 @@ impl Snapshot {
         let cpu_s = sum("used_cpu_sys", "used_cpu_user")
             .with_context(|| format!("INFO cpu has no used_cpu_sys and used_cpu_user:\n{cpu}"))?;
         let main_thread_cpu_s = sum("used_cpu_sys_main_thread", "used_cpu_user_main_thread");
-        let mut calls = BTreeMap::new();
+        let (mut calls, mut usec) = (BTreeMap::new(), BTreeMap::new());
         for (field, value) in info_fields(commands) {
             let Some(command) = field.strip_prefix("cmdstat_") else { continue };
-            let count = value
-                .split(',')
-                .find_map(|pair| pair.strip_prefix("calls="))
-                .and_then(|count| count.parse().ok())
-                .with_context(|| format!("no call count in `{field}:{value}`"))?;
-            calls.insert(command.to_owned(), count);
+            let number = |name: &str| -> anyhow::Result<u64> {
+                value
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+                    .and_then(|number| number.parse().ok())
+                    .with_context(|| format!("no {name} in `{field}:{value}`"))
+            };
+            calls.insert(command.to_owned(), number("calls")?);
+            usec.insert(command.to_owned(), number("usec")?);
         }
-        Ok(Self { cpu_s, main_thread_cpu_s, calls })
+        Ok(Self { cpu_s, main_thread_cpu_s, calls, usec })
     }
 
     /// What happened between `earlier` and this snapshot.
@@ -87,7 +100,16 @@ impl Snapshot {
             *info = info.saturating_sub(SNAPSHOT_INFO_CALLS);
         }
         calls.retain(|_, count| *count > 0);
+        let data_command_us = self
+            .usec
+            .iter()
+            .filter(|(command, _)| {
+                !SCRIPT_COMMANDS.contains(&command.as_str()) && *command != "info" && !command.starts_with("config|")
+            })
+            .map(|(command, usec)| usec.saturating_sub(earlier.usec.get(command).copied().unwrap_or(0)) as f64)
+            .sum();
         Usage {
+            data_command_us,
             cpu_s: (self.cpu_s - earlier.cpu_s).max(0.0),
             main_thread_cpu_s: self.main_thread_cpu_s.zip(earlier.main_thread_cpu_s).map(|(a, b)| (a - b).max(0.0)),
             calls,
@@ -128,7 +150,8 @@ mod tests {
         format!(
             "# Commandstats\r\ncmdstat_evalsha:calls={evalsha},usec=10,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n\
              cmdstat_info:calls={info},usec=5,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n\
-             cmdstat_config|resetstat:calls=1,usec=1,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
+             cmdstat_config|resetstat:calls=1,usec=1,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n\
+             cmdstat_hset:calls={evalsha},usec={evalsha},usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
         )
     }
 
@@ -153,7 +176,12 @@ mod tests {
         let usage = after.since(&before);
         assert!((usage.cpu_s - 1.0).abs() < 1e-9);
         assert_eq!(usage.main_thread_cpu_s, Some(0.0));
-        assert_eq!(usage.calls, BTreeMap::from([("evalsha".to_owned(), 100), ("info".to_owned(), 1)]));
-        assert_eq!(usage.total_calls(), 101);
+        assert_eq!(
+            usage.calls,
+            BTreeMap::from([("evalsha".to_owned(), 100), ("hset".to_owned(), 100), ("info".to_owned(), 1)])
+        );
+        assert_eq!(usage.total_calls(), 201);
+        // Only the HSETs' time: the script calls that ran them, INFO and CONFIG are left out.
+        assert_eq!(usage.data_command_us, 100.0);
     }
 }
