@@ -5,12 +5,12 @@
 -- one LMOVE each, and pushed onto the active list in the order one LMOVE each would leave; the
 -- leases are added by one ZADD. Only the task hashes need a command per task.
 --
--- KEYS[1] -> asynq:{<q>}:pending
--- KEYS[2] -> asynq:{<q>}:paused
--- KEYS[3] -> asynq:{<q>}:active
 -- A worker that is about to wait for work when it gets fewer than it asked for may ask for the
 -- queue's idle mark (mark_idle.lua's) to be set in the same step, saving that script a call.
 --
+-- KEYS[1] -> asynq:{<q>}:pending
+-- KEYS[2] -> asynq:{<q>}:paused
+-- KEYS[3] -> asynq:{<q>}:active
 -- KEYS[4] -> asynq:{<q>}:lease
 -- KEYS[5] -> asynq:{<q>}:idle_workers
 -- ARGV[1] -> the lease expiry, Unix seconds
