@@ -1,15 +1,18 @@
 // Command go-asynq-peer measures Go asynq (github.com/hibiken/asynq) on a private Redis, so that
 // `cargo xtask bench --go` can set its throughput beside ours, in the same run, on the same Redis.
 //
-// It speaks the same protocol as the `asynq` 0.1.8 peer in ../shared/peers:
-//
 //	go-asynq-peer run <N> <concurrency>
+//	go-asynq-peer enqueue <N>
+//	go-asynq-peer drain <N> <concurrency>
 //
-// FLUSHALLs the Redis at REDIS_URL, enqueues N no-op tasks (40-byte payload, queue "default") one
-// at a time, then starts a Go asynq server with the given concurrency and times until
-// asynq:{default}:processed reaches N. It prints one line:
+// `run` speaks the same protocol as the `asynq` 0.1.8 peer in ../shared/peers: it FLUSHALLs the
+// Redis at REDIS_URL, enqueues N no-op tasks (40-byte payload, queue "default") one at a time,
+// then starts a Go asynq server with the given concurrency and times until
+// asynq:{default}:processed reaches N. `enqueue` and `drain` are its two phases on their own, so
+// that the benchmark can measure Redis and the process around each: `enqueue` flushes first,
+// `drain` runs on the queue an `enqueue` left. Each prints one line with its phases' numbers:
 //
-//	RESULT n=.. conc=.. enqueue_s=.. enqueue_tps=.. process_s=.. process_tps=.. handler_calls=..
+//	RESULT n=.. enqueue_s=.. enqueue_tps=.. conc=.. process_s=.. process_tps=.. handler_calls=..
 package main
 
 import (
@@ -29,13 +32,14 @@ import (
 // The same 40 bytes as the other peer's payload.
 var payload = []byte(`{"user_id":1234567,"action":"noop-bnch"}`)
 
+const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | drain <N> <concurrency>"
+
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != "run" {
-		fmt.Fprintln(os.Stderr, "usage: go-asynq-peer run <N> <concurrency>")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
 	n := intArg(2, 100000)
-	concurrency := intArg(3, 10)
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
 		url = "redis://127.0.0.1:6391"
@@ -45,12 +49,29 @@ func main() {
 	if err != nil {
 		log.Fatalf("REDIS_URL %q: %v", url, err)
 	}
-	ctx := context.Background()
 	monitor := opt.MakeRedisClient().(redis.UniversalClient)
-	if err := monitor.FlushAll(ctx).Err(); err != nil {
+
+	var fields []string
+	switch os.Args[1] {
+	case "run":
+		fields = append(enqueue(opt, monitor, n), drain(opt, monitor, n, intArg(3, 10))...)
+	case "enqueue":
+		fields = enqueue(opt, monitor, n)
+	case "drain":
+		fields = drain(opt, monitor, n, intArg(3, 10))
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	fmt.Printf("RESULT n=%d %s\n", n, strings.Join(fields, " "))
+	os.Exit(0) // the measurement is over; do not time the server's shutdown
+}
+
+// enqueue flushes Redis, then enqueues n tasks one at a time, each awaited before the next.
+func enqueue(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n int) []string {
+	if err := monitor.FlushAll(context.Background()).Err(); err != nil {
 		log.Fatalf("FLUSHALL: %v", err)
 	}
-
 	client := asynq.NewClient(opt)
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -58,15 +79,20 @@ func main() {
 			log.Fatalf("enqueue: %v", err)
 		}
 	}
-	enqueueS := time.Since(start).Seconds()
+	seconds := time.Since(start).Seconds()
+	return []string{fmt.Sprintf("enqueue_s=%.3f", seconds), fmt.Sprintf("enqueue_tps=%.0f", float64(n)/seconds)}
+}
 
+// drain runs a server with the given concurrency until the queue's processed counter reaches n.
+func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency int) []string {
+	ctx := context.Background()
 	var calls atomic.Int64
 	server := asynq.NewServer(opt, asynq.Config{
 		Concurrency: concurrency,
 		Queues:      map[string]int{"default": 1},
 		Logger:      quietLogger{},
 	})
-	start = time.Now()
+	start := time.Now()
 	if err := server.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
 		calls.Add(1)
 		return nil
@@ -83,10 +109,13 @@ func main() {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	processS := time.Since(start).Seconds()
-	fmt.Printf("RESULT n=%d conc=%d enqueue_s=%.3f enqueue_tps=%.0f process_s=%.3f process_tps=%.0f handler_calls=%d\n",
-		n, concurrency, enqueueS, float64(n)/enqueueS, processS, float64(n)/processS, calls.Load())
-	os.Exit(0) // the measurement is over; do not time the server's shutdown
+	seconds := time.Since(start).Seconds()
+	return []string{
+		fmt.Sprintf("conc=%d", concurrency),
+		fmt.Sprintf("process_s=%.3f", seconds),
+		fmt.Sprintf("process_tps=%.0f", float64(n)/seconds),
+		fmt.Sprintf("handler_calls=%d", calls.Load()),
+	}
 }
 
 func intArg(i, fallback int) int {

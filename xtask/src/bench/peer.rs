@@ -5,8 +5,9 @@
 //! - `--go`: Go asynq v0.26 (`xtask/go-peer`, built with the Go toolchain on `PATH`).
 //!
 //! Each enqueues N tasks one at a time, then drains them at concurrency 10, and prints one
-//! `RESULT key=value ...` line. Its two phases become two rows; Redis, measured around the
-//! whole process, goes into a third row for the whole lifecycle.
+//! `RESULT key=value ...` line. Its two phases become two rows, and the whole lifecycle a third.
+//! Redis and the peer's CPU are measured around each process: the `asynq` 0.1.8 peer runs both
+//! phases in one, the Go peer each phase in its own.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,7 +17,7 @@ use anyhow::{Context as _, bail};
 use super::pin::Pinning;
 use super::report::{Ratio, Row, Run};
 use super::server::RedisServer;
-use super::stats;
+use super::stats::{self, Usage};
 use crate::cmd;
 
 /// The concurrency the peers' servers run with.
@@ -89,10 +90,61 @@ impl Peer {
 
     /// One run of the peer with `tasks` tasks against `redis` (which the peer flushes): one row
     /// per phase and one for the whole lifecycle.
+    ///
+    /// The `asynq` 0.1.8 peer runs both phases in one process, so Redis and client CPU are
+    /// measured for the lifecycle only. The Go peer runs each phase as a process of its own, so
+    /// each phase's row carries them too, as our own scenarios' rows do.
     pub(crate) fn run(&self, redis: &mut RedisServer, pinning: Pinning, tasks: u64) -> anyhow::Result<Vec<Row>> {
         redis.reset()?;
+        let (tasks_arg, concurrency_arg) = (tasks.to_string(), CONCURRENCY.to_string());
+        let phase = |tasks_per_s, invocation: Option<&Invocation>| Run {
+            tasks,
+            concurrency: Some(CONCURRENCY),
+            tasks_per_s: Some(tasks_per_s),
+            client_cpu_s: invocation.and_then(|invocation| invocation.client_cpu_s),
+            redis: invocation.map(|invocation| invocation.usage.clone()),
+            window_s: invocation.map_or(0.0, |invocation| invocation.window_s),
+            ..Run::default()
+        };
+        let (enqueue, drain, lifecycle) = match self.kind {
+            PeerKind::RustAsynq => {
+                let whole = self.invoke(redis, pinning, &["run", &tasks_arg, &concurrency_arg])?;
+                let lifecycle_s = whole.result.field("enqueue_s")? + whole.result.field("process_s")?;
+                (
+                    phase(whole.result.field("enqueue_tps")?, None),
+                    phase(whole.result.field("process_tps")?, None),
+                    phase(tasks as f64 / lifecycle_s, Some(&whole)),
+                )
+            }
+            PeerKind::GoAsynq => {
+                let enqueue = self.invoke(redis, pinning, &["enqueue", &tasks_arg])?;
+                let drain = self.invoke(redis, pinning, &["drain", &tasks_arg, &concurrency_arg])?;
+                let lifecycle_s = enqueue.result.field("enqueue_s")? + drain.result.field("process_s")?;
+                let lifecycle = Invocation {
+                    result: ResultLine(String::new()),
+                    usage: enqueue.usage.clone() + drain.usage.clone(),
+                    window_s: enqueue.window_s + drain.window_s,
+                    client_cpu_s: enqueue.client_cpu_s.zip(drain.client_cpu_s).map(|(a, b)| a + b),
+                };
+                (
+                    phase(enqueue.result.field("enqueue_tps")?, Some(&enqueue)),
+                    phase(drain.result.field("process_tps")?, Some(&drain)),
+                    phase(tasks as f64 / lifecycle_s, Some(&lifecycle)),
+                )
+            }
+        };
+        let [enqueue_row, drain_row, lifecycle_row] = self.kind.rows();
+        Ok(vec![
+            Row::from_run(enqueue_row, &Run { concurrency: None, ..enqueue }),
+            Row::from_run(drain_row, &drain),
+            Row::from_run(lifecycle_row, &lifecycle),
+        ])
+    }
+
+    /// Runs the peer once with `args`, measuring Redis and the process around it.
+    fn invoke(&self, redis: &mut RedisServer, pinning: Pinning, args: &[&str]) -> anyhow::Result<Invocation> {
         let mut command = pinning.bench(&self.binary);
-        command.args(["run", &tasks.to_string(), &CONCURRENCY.to_string()]);
+        command.args(args);
         command.env("REDIS_URL", format!("{}/", redis.url()));
         command.stdin(Stdio::null()).stderr(Stdio::inherit());
         let cpu_before = reaped_children_cpu_s();
@@ -103,29 +155,22 @@ impl Peer {
         let client_cpu_s = reaped_children_cpu_s().zip(cpu_before).map(|(after, before)| after - before);
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
-            bail!("{} failed ({}); it printed {stdout:?}", self.binary.display(), output.status);
+            bail!("{} {} failed ({}); it printed {stdout:?}", self.binary.display(), args.join(" "), output.status);
         }
-        let result = PeerResult::parse(&stdout)?;
-        let phase = |tasks_per_s| Run {
-            tasks,
-            concurrency: Some(CONCURRENCY),
-            tasks_per_s: Some(tasks_per_s),
-            ..Run::default()
-        };
-        let lifecycle = Run {
-            tasks_per_s: Some(result.tasks as f64 / (result.enqueue_s + result.process_s)),
-            client_cpu_s,
-            redis: Some(usage),
-            window_s,
-            ..phase(0.0)
-        };
-        let [enqueue, drain, whole] = self.kind.rows();
-        Ok(vec![
-            Row::from_run(enqueue, &Run { concurrency: None, ..phase(result.enqueue_tps) }),
-            Row::from_run(drain, &phase(result.process_tps)),
-            Row::from_run(whole, &lifecycle),
-        ])
+        Ok(Invocation { result: ResultLine::find(&stdout)?, usage, window_s, client_cpu_s })
     }
+}
+
+/// What one run of a peer process printed and cost.
+#[derive(Debug)]
+struct Invocation {
+    result: ResultLine,
+    /// What Redis did while the process ran.
+    usage: Usage,
+    /// How long the process ran, in seconds.
+    window_s: f64,
+    /// The process's CPU time (user + system), in seconds.
+    client_cpu_s: Option<f64>,
 }
 
 /// Builds `../shared/peers/rust-asynq-0.1.8` (whose own directory is read-only).
@@ -168,36 +213,28 @@ fn in_go_workspace() -> bool {
     std::env::var_os("GOWORK").is_some_and(|work| !work.is_empty() && work != "off" && Path::new(&work).is_file())
 }
 
-/// The numbers of the peer's `RESULT` line.
+/// The `RESULT key=value ...` line a peer prints: `n=`, and per phase `enqueue_s=`,
+/// `enqueue_tps=` or `process_s=`, `process_tps=`.
 #[derive(Debug, Clone, PartialEq)]
-struct PeerResult {
-    tasks: u64,
-    enqueue_s: f64,
-    enqueue_tps: f64,
-    process_s: f64,
-    process_tps: f64,
-}
+struct ResultLine(String);
 
-impl PeerResult {
-    /// Reads the `RESULT n=.. enqueue_s=.. enqueue_tps=.. process_s=.. process_tps=..` line.
-    fn parse(stdout: &str) -> anyhow::Result<Self> {
-        let line = stdout
+impl ResultLine {
+    /// Finds the line in the peer's output.
+    fn find(stdout: &str) -> anyhow::Result<Self> {
+        stdout
             .lines()
             .find_map(|line| line.strip_prefix("RESULT "))
-            .with_context(|| format!("the peer printed no RESULT line: {stdout:?}"))?;
-        let field = |name: &str| -> anyhow::Result<f64> {
-            line.split_whitespace()
-                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
-                .and_then(|value| value.parse().ok())
-                .with_context(|| format!("no number {name}= in the peer's line `RESULT {line}`"))
-        };
-        Ok(Self {
-            tasks: field("n")? as u64,
-            enqueue_s: field("enqueue_s")?,
-            enqueue_tps: field("enqueue_tps")?,
-            process_s: field("process_s")?,
-            process_tps: field("process_tps")?,
-        })
+            .map(|line| Self(line.to_owned()))
+            .with_context(|| format!("the peer printed no RESULT line: {stdout:?}"))
+    }
+
+    /// The number after `name=`.
+    fn field(&self, name: &str) -> anyhow::Result<f64> {
+        self.0
+            .split_whitespace()
+            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|value| value.parse().ok())
+            .with_context(|| format!("no number {name}= in the peer's line `RESULT {}`", self.0))
     }
 }
 
@@ -220,19 +257,14 @@ mod tests {
     fn reads_the_result_line() {
         let stdout = "starting\nRESULT n=100000 conc=10 inflight=1 enqueue_s=7.692 enqueue_tps=13000 \
                       process_s=14.286 process_tps=7000 handler_calls=100000\n";
-        let result = PeerResult::parse(stdout).unwrap();
-        assert_eq!(
-            result,
-            PeerResult {
-                tasks: 100_000,
-                enqueue_s: 7.692,
-                enqueue_tps: 13_000.0,
-                process_s: 14.286,
-                process_tps: 7_000.0
-            }
-        );
-        assert!(PeerResult::parse("nothing\n").is_err());
-        assert!(PeerResult::parse("RESULT n=10 enqueue_s=1\n").is_err());
+        let result = ResultLine::find(stdout).unwrap();
+        assert_eq!(result.field("n").unwrap(), 100_000.0);
+        assert_eq!(result.field("enqueue_s").unwrap(), 7.692);
+        assert_eq!(result.field("process_tps").unwrap(), 7_000.0);
+        assert!(ResultLine::find("nothing\n").is_err());
+        let enqueue_only = ResultLine::find("RESULT n=10 enqueue_s=1 enqueue_tps=10\n").unwrap();
+        assert!(enqueue_only.field("process_s").is_err());
+        assert!(enqueue_only.field("enqueue").is_err());
     }
 
     #[test]

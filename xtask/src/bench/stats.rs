@@ -55,6 +55,23 @@ impl Usage {
     }
 }
 
+/// What Redis did over two measurements together.
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(mut self, other: Usage) -> Usage {
+        for (command, calls) in other.calls {
+            *self.calls.entry(command).or_default() += calls;
+        }
+        Usage {
+            cpu_s: self.cpu_s + other.cpu_s,
+            main_thread_cpu_s: self.main_thread_cpu_s.zip(other.main_thread_cpu_s).map(|(a, b)| a + b),
+            calls: self.calls,
+            data_command_us: self.data_command_us + other.data_command_us,
+        }
+    }
+}
+
 impl Snapshot {
     /// Reads the counters of `server`.
     pub(crate) fn take(server: &mut RedisServer) -> anyhow::Result<Self> {
@@ -183,5 +200,22 @@ mod tests {
         assert_eq!(usage.total_calls(), 201);
         // Only the HSETs' time: the script calls that ran them, INFO and CONFIG are left out.
         assert_eq!(usage.data_command_us, 100.0);
+    }
+
+    #[test]
+    fn usages_add_up_command_by_command() {
+        let usage = |cpu_s, main_thread_cpu_s, calls: &[(&str, u64)], data_command_us| Usage {
+            cpu_s,
+            main_thread_cpu_s,
+            calls: calls.iter().map(|(command, count)| ((*command).to_owned(), *count)).collect(),
+            data_command_us,
+        };
+        let enqueue = usage(1.5, Some(1.0), &[("evalsha", 10), ("hset", 10)], 20.0);
+        let drain = usage(2.0, Some(1.5), &[("evalsha", 10), ("hget", 10)], 30.0);
+        assert_eq!(
+            enqueue.clone() + drain,
+            usage(3.5, Some(2.5), &[("evalsha", 20), ("hget", 10), ("hset", 10)], 50.0)
+        );
+        assert_eq!((enqueue + usage(1.0, None, &[], 0.0)).main_thread_cpu_s, None);
     }
 }

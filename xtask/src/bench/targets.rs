@@ -45,6 +45,11 @@ fn tasks_per_s(row: &Row) -> Option<f64> {
     row.tasks_per_s
 }
 
+/// The benchmark process's CPU per task, in microseconds.
+fn client_cpu(row: &Row) -> Option<f64> {
+    (row.tasks > 0).then_some(row.client_cpu_s? * 1e6 / row.tasks as f64)
+}
+
 /// Checks every target against `rows`.
 pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
     let rows = Rows(rows);
@@ -134,12 +139,22 @@ pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
                     go.map(|go| format!(" ({:.2}× `go-enqueue` {go:.0}/s)", rate / go)).unwrap_or_default()
                 ),
                 met: go.map(|go| one_round_trip && rate >= go),
-                context: match (go, ping_rate) {
-                    (None, _) => "Go's rate needs `--go`".to_owned(),
-                    (Some(_), Some(ping)) => {
+                context: match go {
+                    None => "Go's rate needs `--go`".to_owned(),
+                    Some(_) => [
+                        ("Redis CPU", redis_cpu as fn(&Row) -> Option<f64>),
+                        ("client CPU (the peer's: its whole process)", client_cpu),
+                    ]
+                    .into_iter()
+                    .filter_map(|(what, field)| {
+                        let (ours, go) = rows.get("enqueue", field).zip(rows.get("go-enqueue", field))?;
+                        Some(format!("{what} per enqueue: ours {ours:.1} µs, Go's {go:.1} µs"))
+                    })
+                    .chain(ping_rate.map(|ping| {
                         format!("{:.0} % of the PING round-trip rate (`baseline-redis-ping`)", rate / ping * 100.0)
-                    }
-                    (Some(_), None) => String::new(),
+                    }))
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 },
             }
         }
@@ -268,9 +283,13 @@ mod tests {
             row("drain-c10", |r| r.tasks_per_s = Some(30_000.0)),
             row("peer-drain-c10", |r| r.tasks_per_s = Some(2_500.0)),
             row("go-drain-c10", |r| r.tasks_per_s = Some(10_000.0)),
-            row("go-enqueue", |r| r.tasks_per_s = Some(6_000.0)),
+            row("go-enqueue", |r| {
+                (r.tasks, r.tasks_per_s, r.redis_cpu_us_per_task) = (1_000, Some(6_000.0), Some(50.0));
+                r.client_cpu_s = Some(0.062);
+            }),
             row("enqueue", |r| {
-                r.tasks_per_s = Some(7_000.0);
+                (r.tasks, r.tasks_per_s, r.redis_cpu_us_per_task) = (1_000, Some(7_000.0), Some(52.0));
+                r.client_cpu_s = Some(0.048);
                 r.cmds_by_command.insert("evalsha".into(), 1.0);
             }),
             row("pickup-latency-c10", |r| (r.pickup_p50_ms, r.pickup_p99_ms) = (Some(0.6), Some(12.0))),
@@ -286,6 +305,12 @@ mod tests {
         assert_eq!(verdict(&checks, "processing ≥ 10×"), Some(true));
         assert_eq!(verdict(&checks, "processing ≥ 4× Go"), Some(false), "3×");
         assert_eq!(verdict(&checks, "enqueue one at a time"), Some(true));
+        let enqueue = checks.iter().find(|c| c.target.starts_with("enqueue one at a time")).unwrap();
+        assert_eq!(
+            enqueue.context,
+            "Redis CPU per enqueue: ours 52.0 µs, Go's 50.0 µs; client CPU (the peer's: its whole process) per \
+             enqueue: ours 48.0 µs, Go's 62.0 µs"
+        );
         assert_eq!(verdict(&checks, "batch enqueue"), Some(false));
         assert_eq!(verdict(&checks, "pickup"), Some(false), "p99 over 10 ms");
         assert_eq!(verdict(&checks, "idle"), None);
