@@ -97,39 +97,32 @@ impl Peer {
     pub(crate) fn run(&self, redis: &mut RedisServer, pinning: Pinning, tasks: u64) -> anyhow::Result<Vec<Row>> {
         redis.reset()?;
         let (tasks_arg, concurrency_arg) = (tasks.to_string(), CONCURRENCY.to_string());
-        let phase = |tasks_per_s, invocation: Option<&Invocation>| Run {
-            tasks,
-            concurrency: Some(CONCURRENCY),
-            tasks_per_s: Some(tasks_per_s),
-            client_cpu_s: invocation.and_then(|invocation| invocation.client_cpu_s),
-            redis: invocation.map(|invocation| invocation.usage.clone()),
-            window_s: invocation.map_or(0.0, |invocation| invocation.window_s),
-            ..Run::default()
+        let phase = |tasks_per_s, cost: Option<Cost>| {
+            let mut run =
+                Run { tasks, concurrency: Some(CONCURRENCY), tasks_per_s: Some(tasks_per_s), ..Run::default() };
+            if let Some(cost) = cost {
+                (run.redis, run.window_s, run.client_cpu_s) = (Some(cost.usage), cost.window_s, cost.client_cpu_s);
+            }
+            run
         };
         let (enqueue, drain, lifecycle) = match self.kind {
             PeerKind::RustAsynq => {
-                let whole = self.invoke(redis, pinning, &["run", &tasks_arg, &concurrency_arg])?;
-                let lifecycle_s = whole.result.field("enqueue_s")? + whole.result.field("process_s")?;
+                let (result, cost) = self.invoke(redis, pinning, &["run", &tasks_arg, &concurrency_arg])?;
+                let lifecycle_s = result.field("enqueue_s")? + result.field("process_s")?;
                 (
-                    phase(whole.result.field("enqueue_tps")?, None),
-                    phase(whole.result.field("process_tps")?, None),
-                    phase(tasks as f64 / lifecycle_s, Some(&whole)),
+                    phase(result.field("enqueue_tps")?, None),
+                    phase(result.field("process_tps")?, None),
+                    phase(tasks as f64 / lifecycle_s, Some(cost)),
                 )
             }
             PeerKind::GoAsynq => {
-                let enqueue = self.invoke(redis, pinning, &["enqueue", &tasks_arg])?;
-                let drain = self.invoke(redis, pinning, &["drain", &tasks_arg, &concurrency_arg])?;
-                let lifecycle_s = enqueue.result.field("enqueue_s")? + drain.result.field("process_s")?;
-                let lifecycle = Invocation {
-                    result: ResultLine(String::new()),
-                    usage: enqueue.usage.clone() + drain.usage.clone(),
-                    window_s: enqueue.window_s + drain.window_s,
-                    client_cpu_s: enqueue.client_cpu_s.zip(drain.client_cpu_s).map(|(a, b)| a + b),
-                };
+                let (enqueued, enqueue_cost) = self.invoke(redis, pinning, &["enqueue", &tasks_arg])?;
+                let (drained, drain_cost) = self.invoke(redis, pinning, &["drain", &tasks_arg, &concurrency_arg])?;
+                let lifecycle_s = enqueued.field("enqueue_s")? + drained.field("process_s")?;
                 (
-                    phase(enqueue.result.field("enqueue_tps")?, Some(&enqueue)),
-                    phase(drain.result.field("process_tps")?, Some(&drain)),
-                    phase(tasks as f64 / lifecycle_s, Some(&lifecycle)),
+                    phase(enqueued.field("enqueue_tps")?, Some(enqueue_cost.clone())),
+                    phase(drained.field("process_tps")?, Some(drain_cost.clone())),
+                    phase(tasks as f64 / lifecycle_s, Some(enqueue_cost + drain_cost)),
                 )
             }
         };
@@ -141,8 +134,8 @@ impl Peer {
         ])
     }
 
-    /// Runs the peer once with `args`, measuring Redis and the process around it.
-    fn invoke(&self, redis: &mut RedisServer, pinning: Pinning, args: &[&str]) -> anyhow::Result<Invocation> {
+    /// Runs the peer once with `args`: its `RESULT` line, and what Redis and the process spent.
+    fn invoke(&self, redis: &mut RedisServer, pinning: Pinning, args: &[&str]) -> anyhow::Result<(ResultLine, Cost)> {
         let mut command = pinning.bench(&self.binary);
         command.args(args);
         command.env("REDIS_URL", format!("{}/", redis.url()));
@@ -157,20 +150,31 @@ impl Peer {
         if !output.status.success() {
             bail!("{} {} failed ({}); it printed {stdout:?}", self.binary.display(), args.join(" "), output.status);
         }
-        Ok(Invocation { result: ResultLine::find(&stdout)?, usage, window_s, client_cpu_s })
+        Ok((ResultLine::find(&stdout)?, Cost { usage, window_s, client_cpu_s }))
     }
 }
 
-/// What one run of a peer process printed and cost.
-#[derive(Debug)]
-struct Invocation {
-    result: ResultLine,
-    /// What Redis did while the process ran.
+/// What Redis and a peer's processes spent over one or more runs of them.
+#[derive(Debug, Clone)]
+struct Cost {
+    /// What Redis did while the processes ran.
     usage: Usage,
-    /// How long the process ran, in seconds.
+    /// How long the processes ran, in seconds.
     window_s: f64,
-    /// The process's CPU time (user + system), in seconds.
+    /// The processes' CPU time (user + system), in seconds.
     client_cpu_s: Option<f64>,
+}
+
+impl std::ops::Add for Cost {
+    type Output = Cost;
+
+    fn add(self, other: Cost) -> Cost {
+        Cost {
+            usage: self.usage + other.usage,
+            window_s: self.window_s + other.window_s,
+            client_cpu_s: self.client_cpu_s.zip(other.client_cpu_s).map(|(a, b)| a + b),
+        }
+    }
 }
 
 /// Builds `../shared/peers/rust-asynq-0.1.8` (whose own directory is read-only).

@@ -142,13 +142,14 @@ pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
                 context: match go {
                     None => "Go's rate needs `--go`".to_owned(),
                     Some(_) => [
-                        ("Redis CPU", redis_cpu as fn(&Row) -> Option<f64>),
-                        ("client CPU (the peer's: its whole process)", client_cpu),
+                        ("Redis CPU", redis_cpu as fn(&Row) -> Option<f64>, " µs"),
+                        ("Redis commands", |row: &Row| row.redis_cmds_per_task, ""),
+                        ("client CPU (the peer's: its whole process)", client_cpu, " µs"),
                     ]
                     .into_iter()
-                    .filter_map(|(what, field)| {
+                    .filter_map(|(what, field, unit)| {
                         let (ours, go) = rows.get("enqueue", field).zip(rows.get("go-enqueue", field))?;
-                        Some(format!("{what} per enqueue: ours {ours:.1} µs, Go's {go:.1} µs"))
+                        Some(format!("{what} per enqueue: ours {ours:.1}{unit}, Go's {go:.1}{unit}"))
                     })
                     .chain(ping_rate.map(|ping| {
                         format!("{:.0} % of the PING round-trip rate (`baseline-redis-ping`)", rate / ping * 100.0)
@@ -285,11 +286,11 @@ mod tests {
             row("go-drain-c10", |r| r.tasks_per_s = Some(10_000.0)),
             row("go-enqueue", |r| {
                 (r.tasks, r.tasks_per_s, r.redis_cpu_us_per_task) = (1_000, Some(6_000.0), Some(50.0));
-                r.client_cpu_s = Some(0.062);
+                (r.client_cpu_s, r.redis_cmds_per_task) = (Some(0.062), Some(4.0));
             }),
             row("enqueue", |r| {
                 (r.tasks, r.tasks_per_s, r.redis_cpu_us_per_task) = (1_000, Some(7_000.0), Some(52.0));
-                r.client_cpu_s = Some(0.048);
+                (r.client_cpu_s, r.redis_cmds_per_task) = (Some(0.048), Some(5.0));
                 r.cmds_by_command.insert("evalsha".into(), 1.0);
             }),
             row("pickup-latency-c10", |r| (r.pickup_p50_ms, r.pickup_p99_ms) = (Some(0.6), Some(12.0))),
@@ -308,8 +309,8 @@ mod tests {
         let enqueue = checks.iter().find(|c| c.target.starts_with("enqueue one at a time")).unwrap();
         assert_eq!(
             enqueue.context,
-            "Redis CPU per enqueue: ours 52.0 µs, Go's 50.0 µs; client CPU (the peer's: its whole process) per \
-             enqueue: ours 48.0 µs, Go's 62.0 µs"
+            "Redis CPU per enqueue: ours 52.0 µs, Go's 50.0 µs; Redis commands per enqueue: ours 5.0, Go's 4.0; \
+             client CPU (the peer's: its whole process) per enqueue: ours 48.0 µs, Go's 62.0 µs"
         );
         assert_eq!(verdict(&checks, "batch enqueue"), Some(false));
         assert_eq!(verdict(&checks, "pickup"), Some(false), "p99 over 10 ms");
