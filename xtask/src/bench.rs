@@ -53,6 +53,8 @@ pub(crate) struct Options {
     go: bool,
     /// Tasks per throughput scenario, instead of the default.
     tasks: Option<u64>,
+    /// Rounds of the throughput scenarios and peers, instead of the default.
+    runs: Option<usize>,
     /// Run only the scenarios named by one of these, or whose names continue one of them after
     /// a dash (`drain` selects `drain-c10` and `drain-c100`; `micro` the micro-benchmarks);
     /// all when empty.
@@ -68,7 +70,7 @@ impl Options {
     }
 
     fn runs(&self) -> usize {
-        if self.quick { 1 } else { 3 }
+        self.runs.unwrap_or(if self.quick { 1 } else { 3 })
     }
 
     fn sizes(&self) -> Sizes {
@@ -112,21 +114,22 @@ pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Options> {
             "--pin" => options.pin = true,
             "--peer" => options.peer = true,
             "--go" => options.go = true,
-            "--tasks" => {
-                let tasks = value()?;
-                options.tasks = Some(
-                    tasks
-                        .parse()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .with_context(|| format!("--tasks needs a positive number, got {tasks:?}"))?,
-                );
-            }
+            "--tasks" => options.tasks = Some(positive(flag, &value()?)?),
+            "--runs" => options.runs = Some(positive(flag, &value()?)?),
             "--only" => options.only.extend(value()?.split(',').map(str::to_owned)),
             _ => bail!("unexpected argument `{arg}` for `bench`; see `cargo xtask help`"),
         }
     }
     Ok(options)
+}
+
+/// The value of `flag`, a number above zero.
+fn positive<N: std::str::FromStr + Default + PartialOrd>(flag: &str, value: &str) -> anyhow::Result<N> {
+    value
+        .parse()
+        .ok()
+        .filter(|n| *n > N::default())
+        .with_context(|| format!("{flag} needs a positive number, got {value:?}"))
 }
 
 /// Runs the benchmark as `options` say.
@@ -230,6 +233,8 @@ mod tests {
         assert!(parse(&["--tasks"]).is_err());
         assert!(parse(&["--tasks", "0"]).is_err());
         assert!(parse(&["--tasks", "many"]).is_err());
+        assert_eq!(parse(&["--runs", "9"]).unwrap().runs(), 9);
+        assert!(parse(&["--runs", "0"]).is_err());
         assert!(parse(&["--fast"]).is_err());
     }
 
