@@ -571,8 +571,8 @@ impl Dequeue for RedisBroker {
         }
         let mut conn = self.conn();
         for queue in queues {
-            // A mark this broker set recently, with no wake-up since, is still in place: no
-            // producer of ours has made a task pending there (it would have published).
+            // A mark this broker set recently, with no wake-up since, is still in place: what
+            // clears it publishes a wake-up.
             let generation = pubsub.wake_generation();
             if self
                 .idle_marks()

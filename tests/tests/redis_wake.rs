@@ -56,3 +56,40 @@ async fn a_short_fetch_marks_the_queue_idle_once_this_broker_has_waited_on_it() 
     assert_eq!(broker.dequeue(&queues, 2).await.unwrap().len(), 2);
     assert!(!marked(&redis));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_enqueue_that_makes_the_queue_non_empty_clears_the_mark() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let client = Client::new(broker.clone());
+    let task = Task::new("t", "");
+    let enqueue = || client.enqueue(&task, TaskOptions::new());
+    // The wake-ups published so far.
+    let wake_ups = || -> u64 {
+        let stats = redis.info("commandstats").unwrap();
+        stats.get("cmdstat_publish").map_or(0, |stat| {
+            let calls = stat.split(',').find_map(|pair| pair.strip_prefix("calls="));
+            calls.and_then(|calls| calls.parse().ok()).expect("a call count")
+        })
+    };
+
+    // A server found the queue empty and waits: the first task clears the mark and wakes it.
+    redis.command(&["SET", MARK, "1"]).unwrap();
+    enqueue().await.unwrap();
+    assert!(!marked(&redis));
+    assert_eq!(wake_ups(), 1);
+
+    // No server waits on a queue with tasks pending: those that join them leave any mark alone.
+    redis.command(&["SET", MARK, "1"]).unwrap();
+    enqueue().await.unwrap();
+    enqueue().await.unwrap();
+    assert!(marked(&redis), "the backlog's enqueues left the mark");
+    assert_eq!(wake_ups(), 1, "and published nothing");
+
+    // Once the queue is drained, the next task wakes the waiting servers again.
+    let queues = vec!["default".to_owned()];
+    assert_eq!(broker.dequeue(&queues, 10).await.unwrap().len(), 3);
+    enqueue().await.unwrap();
+    assert!(!marked(&redis));
+    assert_eq!(wake_ups(), 2);
+}

@@ -1,6 +1,12 @@
 -- enqueue: stores a new task as pending, scheduled or aggregating (Go asynq's enqueue,
 -- enqueueUnique, schedule, scheduleUnique, addToGroup and addToGroupUnique in one script), and
--- wakes idle Rust servers when the task is pending.
+-- wakes idle Rust servers when the task makes the queue's pending list non-empty.
+--
+-- A Rust server waits only after finding the list empty (or the queue paused): the scripts that
+-- set the idle mark look at the list in the same step. So a task that joins tasks already
+-- pending cannot be the first one a waiting server misses, and needs no DEL; the waits it would
+-- skip are those on a list a non-signalling writer (a Go producer or server) made non-empty,
+-- which find both tasks at their next poll, and those on a paused queue, which the unpause wakes.
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>               the task hash
 -- KEYS[2] -> asynq:{<q>}:pending              when ARGV[3] is "pending"
@@ -31,8 +37,7 @@ end
 local placement = ARGV[3]
 if placement == "pending" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4])
-    redis.call("LPUSH", KEYS[2], ARGV[2])
-    if redis.call("DEL", KEYS[4]) == 1 then
+    if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 and redis.call("DEL", KEYS[4]) == 1 then
         redis.call("PUBLISH", ARGV[6], "")
     end
 elseif placement == "scheduled" then
