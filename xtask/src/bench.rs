@@ -7,7 +7,8 @@
 //! 2. build the `asynq-bench` binary in release mode (and, with `--peer` and `--go`, the peer
 //!    benchmarks of the `asynq` 0.1.8 crate and of Go asynq);
 //! 3. run the criterion micro-benchmarks (`bench/benches/micro.rs`);
-//! 4. start a `redis-server` of our own on a free loopback port, without persistence;
+//! 4. start a `redis-server` of our own on a free loopback port, without persistence (with
+//!    `--awake`, first ask Linux to keep idle CPUs awake for the run: [`awake`]);
 //! 5. run each end-to-end scenario ([`scenarios`]) as `asynq-bench` processes on a flushed
 //!    Redis, measuring Redis's CPU and commands around them ([`stats`]); throughput scenarios
 //!    run three times (once with `--quick`) and the report keeps medians ([`report`]);
@@ -15,6 +16,7 @@
 //!    after round of all scenarios and peers, so that ratios compare runs made side by side;
 //! 7. stop Redis (also on errors), write the report and print its table.
 
+mod awake;
 mod micro;
 mod peer;
 mod pin;
@@ -31,6 +33,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 
 use crate::{cmd, redis, step};
+use awake::Awake;
 use peer::{Peer, PeerKind};
 use pin::Pinning;
 use report::{Machine, Report, Row};
@@ -47,6 +50,8 @@ pub(crate) struct Options {
     quick: bool,
     /// Redis on CPU 0, the benchmark on CPU 1.
     pin: bool,
+    /// Idle CPUs kept polling rather than halting.
+    awake: bool,
     /// Also run the `asynq` 0.1.8 peer.
     peer: bool,
     /// Also run Go asynq.
@@ -84,16 +89,17 @@ impl Options {
     }
 
     /// How the run was set up, for the report.
-    fn describe(&self, sizes: &Sizes, pinning: Pinning) -> String {
+    fn describe(&self, sizes: &Sizes, pinning: Pinning, awake: &Awake) -> String {
         format!(
             "{} tasks per throughput scenario, {} run(s) each (medians); latency: up to {} samples or {} s; \
-             idle: a {} s window; Redis and benchmark {}",
+             idle: a {} s window; Redis and benchmark {}; idle CPUs {}",
             sizes.tasks,
             self.runs(),
             sizes.latency_samples,
             sizes.latency_max_secs,
             sizes.idle_window.as_secs(),
             if pinning.is_enabled() { "pinned to CPUs 0 and 1" } else { "not pinned" },
+            if awake.is_enabled() { "kept awake (`--awake`: CPU latency QoS 0 µs)" } else { "free to halt" },
         )
     }
 }
@@ -112,6 +118,7 @@ pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Options> {
         match flag {
             "--quick" => options.quick = true,
             "--pin" => options.pin = true,
+            "--awake" => options.awake = true,
             "--peer" => options.peer = true,
             "--go" => options.go = true,
             "--tasks" => options.tasks = Some(positive(flag, &value()?)?),
@@ -155,6 +162,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     };
 
     let pinning = Pinning::new(options.pin);
+    let awake = Awake::new(options.awake);
     let mut redis = RedisServer::start(&redis_server, pinning)?;
     step(format_args!("benchmarking against {}", redis.url()));
     let mut rows = Vec::new();
@@ -181,7 +189,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
 
     let report = Report {
         machine: Machine::detect(&redis_server),
-        settings: options.describe(&sizes, pinning),
+        settings: options.describe(&sizes, pinning, &awake),
         rows: report::medians(rows),
         ratios: peers.iter().flat_map(Peer::ratios).collect(),
         micro,
@@ -225,8 +233,9 @@ mod tests {
     #[test]
     fn parses_flags_and_values() {
         assert_eq!(parse(&[]).unwrap(), Options::default());
-        let options = parse(&["--quick", "--pin", "--peer", "--go", "--tasks", "5000", "--only=drain,micro"]).unwrap();
-        assert!(options.quick && options.pin && options.peer && options.go);
+        let options =
+            parse(&["--quick", "--pin", "--awake", "--peer", "--go", "--tasks", "5000", "--only=drain,micro"]).unwrap();
+        assert!(options.quick && options.pin && options.awake && options.peer && options.go);
         assert_eq!(options.tasks, Some(5_000));
         assert_eq!(options.only, ["drain", "micro"]);
         assert_eq!(parse(&["--tasks=7"]).unwrap().tasks, Some(7));

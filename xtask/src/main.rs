@@ -7,9 +7,9 @@
 //!   on Debian when run as root), then run every test in the workspace, doctests included. `ARGS`
 //!   go to the test runner (`cargo nextest run` when installed, otherwise `cargo test`).
 //! - `cargo xtask ci`: what `.ci/run` does: format check, clippy, then `cargo xtask test`.
-//! - `cargo xtask bench [--quick] [--pin] [--peer] [--go] [--tasks N] [--runs N] [--only NAMES]`:
-//!   micro-benchmarks and end-to-end scenarios on a private `redis-server`; writes
-//!   `target/bench/report.md` and `target/bench/report.json`.
+//! - `cargo xtask bench [--quick] [--pin] [--awake] [--peer] [--go] [--tasks N] [--runs N]
+//!   [--only NAMES]`: micro-benchmarks and end-to-end scenarios on a private `redis-server`;
+//!   writes `target/bench/report.md` and `target/bench/report.json`.
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]`: runs each cargo-fuzz target in `fuzz/` for N
 //!   seconds (default 60) and prints executions and crashes (needs `cargo install cargo-fuzz`).
 //! - `cargo xtask chaos [--quick] [--scenario NAME]`: the chaos suite (`asynq-chaos`), full
@@ -43,6 +43,8 @@ commands:
   bench [OPTIONS]     benchmark on a private redis-server; writes target/bench/report.{md,json}
                         --quick       small sizes, one run each (a smoke test)
                         --pin         Redis on CPU 0, the benchmark on CPU 1 (taskset)
+                        --awake       keep idle CPUs polling, not halting, during the run
+                                      (/dev/cpu_dma_latency at 0; needs root)
                         --peer        also run the asynq 0.1.8 crate's benchmark, with ratios
                         --go          also run Go asynq's (xtask/go-peer; needs Go on PATH)
                         --tasks N     tasks per throughput scenario (default 100000; 2000 quick)
