@@ -190,6 +190,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     let report = Report {
         machine: Machine::detect(&redis_server),
         settings: options.describe(&sizes, pinning, &awake),
+        cpus_awake: awake.is_enabled(),
         rows: report::medians(rows),
         ratios: peers.iter().flat_map(Peer::ratios).collect(),
         micro,

@@ -235,6 +235,8 @@ pub(crate) struct Report {
     pub(crate) machine: Machine,
     /// How it was run: sizes, runs, pinning, for people.
     pub(crate) settings: String,
+    /// Whether idle CPUs were kept awake (`--awake`).
+    pub(crate) cpus_awake: bool,
     pub(crate) rows: Vec<Row>,
     pub(crate) ratios: Vec<Ratio>,
     pub(crate) micro: Vec<MicroResult>,
@@ -261,7 +263,7 @@ impl Report {
             text.push_str(&ratios);
         }
         text.push('\n');
-        text.push_str(&super::targets::markdown(&super::targets::check(&self.rows)));
+        text.push_str(&super::targets::markdown(&super::targets::check(&self.rows, self.cpus_awake)));
         text
     }
 
@@ -288,7 +290,7 @@ impl Report {
              start of its handler on an idle server.\n",
         );
         md.push_str("\n## Targets\n\nEach target of the performance issue against this run's numbers.\n\n");
-        md.push_str(&super::targets::markdown(&super::targets::check(&self.rows)));
+        md.push_str(&super::targets::markdown(&super::targets::check(&self.rows, self.cpus_awake)));
         md.push_str(&self.details());
         if !self.micro.is_empty() {
             md.push_str(

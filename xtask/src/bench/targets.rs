@@ -50,8 +50,8 @@ fn client_cpu(row: &Row) -> Option<f64> {
     (row.tasks > 0).then_some(row.client_cpu_s? * 1e6 / row.tasks as f64)
 }
 
-/// Checks every target against `rows`.
-pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
+/// Checks every target against `rows`, from a run that kept idle CPUs awake or not.
+pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
     let rows = Rows(rows);
     let ping_cpu = rows.get("baseline-redis-ping", redis_cpu);
     let ping_rate = rows.get("baseline-redis-ping", tasks_per_s);
@@ -153,6 +153,11 @@ pub(crate) fn check(rows: &[Row]) -> Vec<Check> {
                     })
                     .chain(ping_rate.map(|ping| {
                         format!("{:.0} % of the PING round-trip rate (`baseline-redis-ping`)", rate / ping * 100.0)
+                    }))
+                    .chain((!cpus_awake).then(|| {
+                        "idle CPUs were free to halt, so each round trip also paid their wake-ups, which Go's \
+                         scheduler partly avoids by spinning; `--awake` measures without them"
+                            .to_owned()
                     }))
                     .collect::<Vec<_>>()
                     .join("; "),
@@ -295,7 +300,7 @@ mod tests {
             }),
             row("pickup-latency-c10", |r| (r.pickup_p50_ms, r.pickup_p99_ms) = (Some(0.6), Some(12.0))),
         ];
-        let checks = check(&rows);
+        let checks = check(&rows, true);
         assert_eq!(verdict(&checks, "Redis CPU"), Some(true));
         let redis_cpu = checks.iter().find(|c| c.target.starts_with("Redis CPU")).unwrap();
         assert!(
@@ -316,7 +321,10 @@ mod tests {
         assert_eq!(verdict(&checks, "pickup"), Some(false), "p99 over 10 ms");
         assert_eq!(verdict(&checks, "idle"), None);
         assert_eq!(verdict(&checks, "server ≤ 50 MB"), Some(true));
-        assert_eq!(verdict(&check(&rows[..4]), "processing ≥ 4× Go"), None, "no Go rows");
+        assert_eq!(verdict(&check(&rows[..4], true), "processing ≥ 4× Go"), None, "no Go rows");
+        let halting = check(&rows, false);
+        let enqueue = halting.iter().find(|c| c.target.starts_with("enqueue one at a time")).unwrap();
+        assert!(enqueue.context.ends_with("`--awake` measures without them"), "{}", enqueue.context);
         let table = markdown(&checks);
         assert_eq!(table.lines().count(), checks.len() + 2);
         assert!(table.contains("| missed |") && table.contains("| not measured |"));
