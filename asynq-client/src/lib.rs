@@ -25,6 +25,8 @@
 mod inspector;
 mod tracker;
 
+#[cfg(feature = "json")]
+pub use asynq_core::PayloadError;
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
 pub use asynq_core::{
     BackendInfo, DailyStats, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet, WorkerInfo,

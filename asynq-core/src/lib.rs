@@ -22,6 +22,8 @@ mod clock;
 mod error;
 mod go_format;
 mod info;
+#[cfg(feature = "json")]
+mod json;
 mod lease;
 mod manage;
 mod message;
@@ -41,6 +43,8 @@ pub use cancel::validate_task_id;
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use error::{BrokerError, Error, Result};
 pub use info::{BackendInfo, DailyStats, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, WorkerInfo};
+#[cfg(feature = "json")]
+pub use json::PayloadError;
 pub use lease::Lease;
 pub use manage::{BulkAction, TaskSet, validate_bulk};
 pub use message::TaskMessage;

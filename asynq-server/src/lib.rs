@@ -20,6 +20,8 @@ mod handler;
 pub mod healthcheck;
 pub mod heartbeat;
 pub mod janitor;
+#[cfg(feature = "json")]
+mod json;
 pub mod limits;
 mod mux;
 pub mod observe;
@@ -37,8 +39,11 @@ pub mod syncer;
 mod workers;
 
 pub use aggregator::{GroupAggregator, aggregator_fn};
+pub use asynq_core::Task;
 pub use config::{Config, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, default_retry_delay};
 pub use handler::{Handler, HandlerError, HandlerFn, ResultWriter, TaskContext, handler_fn};
+#[cfg(feature = "json")]
+pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};
 pub use observe::{AttemptOutcome, AttemptReport, TaskObserver};
 pub use periodic_task_manager::{

@@ -7,9 +7,7 @@
 //! cargo run --example aggregation
 //! ```
 
-use asynq_client::{Client, Task, TaskOptions};
-use asynq_memory::MemoryBroker;
-use asynq_server::{Config, ServeMux, Server, aggregator_fn};
+use rasynq::{Client, Config, MemoryBroker, ServeMux, Server, Task, TaskOptions, aggregator_fn};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

@@ -7,11 +7,9 @@
 //! cargo run --example controls
 //! ```
 
-use asynq_client::{Client, Error, Task, TaskOptions, TaskState, Tracker};
-use asynq_core::broker::Inspect;
-use asynq_core::rate_limit::RateLimit;
-use asynq_memory::MemoryBroker;
-use asynq_server::{Config, ServeMux, Server};
+use rasynq::core::broker::Inspect;
+use rasynq::core::rate_limit::RateLimit;
+use rasynq::{Client, Config, Error, MemoryBroker, ServeMux, Server, Task, TaskOptions, TaskState, Tracker};
 use std::time::{Duration, Instant};
 
 #[tokio::main]

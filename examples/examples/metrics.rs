@@ -8,11 +8,9 @@
 //! ```
 
 use anyhow::Context;
-use asynq_client::{Client, Inspector, Task, TaskOptions};
-use asynq_memory::MemoryBroker;
-use asynq_metrics::prometheus_client::registry::Registry;
-use asynq_metrics::{Exporter, QueueMetrics, WorkerMetrics};
-use asynq_server::{Config, HandlerError, ServeMux, Server};
+use rasynq::metrics::prometheus_client::registry::Registry;
+use rasynq::metrics::{Exporter, QueueMetrics, WorkerMetrics};
+use rasynq::{Client, Config, HandlerError, Inspector, MemoryBroker, ServeMux, Server, Task, TaskOptions};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,9 +6,8 @@
 //! ```
 
 use anyhow::Context;
-use asynq_client::{Client, Task, TaskOptions};
-use asynq_redis::RedisBroker;
 use clap::Parser;
+use rasynq::{Client, RedisBroker, Task, TaskOptions};
 
 /// Enqueue N tasks of one type into one queue.
 #[derive(Debug, Parser)]

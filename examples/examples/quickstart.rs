@@ -8,12 +8,15 @@
 //! ```
 
 use anyhow::Context;
-use asynq_client::{Client, Task, TaskOptions};
-use asynq_core::Broker;
-use asynq_memory::MemoryBroker;
-use asynq_redis::RedisBroker;
-use asynq_server::{Config, HandlerError, ServeMux, Server, aggregator_fn};
 use indicatif::{ProgressBar, ProgressStyle};
+use rasynq::TaskState;
+use rasynq::core::Broker;
+use rasynq::core::broker::Page;
+use rasynq::{
+    Client, Config, HandlerError, MemoryBroker, RedisBroker, ServeMux, Server, Task, TaskContext, TaskOptions,
+    aggregator_fn,
+};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,13 +36,33 @@ fn workload() -> Vec<(&'static str, usize, TaskOptions)> {
         ("payment:charge", 20, TaskOptions::new().queue("critical").max_retry(5)),
         // Always fail: archived after two retries.
         ("image:resize", 10, TaskOptions::new().max_retry(2)),
-        // A bad payload that retrying cannot fix: archived at once.
+        // A payload that does not decode as a `Webhook`: archived at once, since retrying
+        // cannot fix it.
         ("webhook:deliver", 10, TaskOptions::new().queue("low")),
         // Succeed and keep their result for an hour.
         ("thumbnail:render", 20, TaskOptions::new().retention(secs(3600))),
         // Wait in a group; the aggregator turns each group into one `notify:digest` task.
         ("notify:event", 30, TaskOptions::new().queue("low").group("user:42")),
     ]
+}
+
+/// The payload of every task of the mix.
+#[derive(Serialize, Deserialize)]
+struct Work {
+    n: usize,
+}
+
+/// What `webhook:deliver` expects, and the mix does not send.
+#[derive(Deserialize)]
+struct Webhook {
+    url: String,
+}
+
+/// The result `thumbnail:render` keeps.
+#[derive(Serialize, Deserialize)]
+struct Thumbnail {
+    file: String,
+    bytes: usize,
 }
 
 fn handlers() -> ServeMux {
@@ -64,16 +87,19 @@ fn handlers() -> ServeMux {
         Ok(())
     });
     mux.handle_fn("image:resize", |_ctx, _task| async { Err(HandlerError::new("unsupported image format")) });
-    mux.handle_fn("webhook:deliver", |_ctx, _task| async { Err(HandlerError::skip_retry("endpoint URL is invalid")) });
+    mux.handle_json("webhook:deliver", |_ctx: TaskContext, hook: Webhook| async move {
+        println!("delivering to {}", hook.url);
+        Ok(())
+    });
     mux.handle_fn("notify:digest", move |_ctx, task| async move {
         // The aggregated payload carries every grouped event.
         assert!(!task.payload().is_empty());
         work(20).await;
         Ok(())
     });
-    mux.handle_fn("thumbnail:render", |ctx, task| async move {
-        let result = format!("{{\"thumbnail\":\"{}.png\",\"bytes\":{}}}", ctx.task_id(), task.payload().len() * 100);
-        ctx.result_writer().write(result).await?;
+    mux.handle_json("thumbnail:render", |ctx: TaskContext, work: Work| async move {
+        let thumbnail = Thumbnail { file: format!("{}.png", ctx.task_id()), bytes: 1_000 + work.n * 100 };
+        ctx.result_writer().write_json(&thumbnail).await?;
         Ok(())
     });
     mux
@@ -115,9 +141,8 @@ async fn main() -> anyhow::Result<()> {
     let mut total: usize = 0;
     for (type_name, count, options) in workload() {
         for i in 0..count {
-            let payload = format!("{{\"n\":{i}}}");
             client
-                .enqueue(&Task::new(type_name, payload), options.clone())
+                .enqueue(&Task::json(type_name, &Work { n: i })?, options.clone())
                 .await
                 .with_context(|| format!("enqueue {type_name}"))?;
             total += 1;
@@ -191,6 +216,21 @@ async fn main() -> anyhow::Result<()> {
         sum.completed,
         sum.archived
     );
+    let first = |queue, state| {
+        let broker = broker.clone();
+        async move {
+            let page = Page { size: 1, number: 0 };
+            anyhow::Ok(broker.list_tasks(queue, state, page).await?.into_iter().next())
+        }
+    };
+    if let Some(task) = first("default", TaskState::Completed).await?
+        && let Some(thumbnail) = task.json_result::<Thumbnail>()?
+    {
+        println!("A kept result, decoded: {} of {} bytes.", thumbnail.file, thumbnail.bytes);
+    }
+    if let Some(task) = first("low", TaskState::Archived).await? {
+        println!("Why a {} task was archived: {}", task.type_name, task.last_error.unwrap_or_default());
+    }
     println!("Finished in {:.1} s.", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -220,7 +260,7 @@ async fn totals(broker: &dyn Broker) -> anyhow::Result<Totals> {
     for (queue, _) in QUEUES {
         let q = match broker.queue_info(queue).await {
             Ok(q) => q,
-            Err(asynq_core::Error::QueueNotFound { .. }) => continue,
+            Err(rasynq::Error::QueueNotFound { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
         t.pending += q.pending;

@@ -7,10 +7,8 @@
 //! cargo run --example scheduler
 //! ```
 
-use asynq_client::{Task, TaskOptions};
-use asynq_core::broker::SchedulerState;
-use asynq_memory::MemoryBroker;
-use asynq_server::{Config, Scheduler, SchedulerConfig, ServeMux, Server};
+use rasynq::core::broker::SchedulerState;
+use rasynq::{Config, MemoryBroker, Scheduler, SchedulerConfig, ServeMux, Server, Task, TaskOptions};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};

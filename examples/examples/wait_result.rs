@@ -6,9 +6,7 @@
 //! cargo run --example wait_result
 //! ```
 
-use asynq_client::{Client, Task, TaskOptions, TaskOutcome, Tracker};
-use asynq_memory::MemoryBroker;
-use asynq_server::{Config, HandlerError, ServeMux, Server};
+use rasynq::{Client, Config, HandlerError, MemoryBroker, ServeMux, Server, Task, TaskOptions, TaskOutcome, Tracker};
 use std::time::Duration;
 
 /// Builds a quarterly report; the payload names the quarter, `q1` to `q4`.

@@ -5,10 +5,9 @@
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --release --example worker -- --queues critical,default --concurrency 10 --exit-when-empty
 //! ```
 
-use asynq_core::Broker;
-use asynq_redis::RedisBroker;
-use asynq_server::{Config, HandlerError, Server, handler_fn};
 use clap::Parser;
+use rasynq::core::Broker;
+use rasynq::{Config, HandlerError, RedisBroker, Server, handler_fn};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,13 +69,13 @@ async fn main() -> anyhow::Result<()> {
 
 /// True while a queue has pending or active tasks, or scheduled or retry tasks due soon.
 async fn has_work(broker: &dyn Broker, queues: &[String]) -> anyhow::Result<bool> {
-    use asynq_core::TaskState;
-    use asynq_core::broker::Page;
+    use rasynq::TaskState;
+    use rasynq::core::broker::Page;
     let soon = std::time::SystemTime::now() + SOON; // allow: wall-clock
     for queue in queues {
         let info = match broker.queue_info(queue).await {
             Ok(info) => info,
-            Err(asynq_core::Error::QueueNotFound { .. }) => continue,
+            Err(rasynq::Error::QueueNotFound { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
         if info.pending > 0 || info.active > 0 {

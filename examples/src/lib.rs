@@ -1,6 +1,2 @@
-//! Runnable examples of the asynq workspace; see the `examples/` directory. The README's code is
-//! compiled here as a doctest, so it cannot drift from the API.
-
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
+//! Runnable examples of the asynq workspace; see the `examples/` directory. Each uses the
+//! `rasynq` facade, as an application would.

@@ -2,21 +2,63 @@
 //!
 //! 1. `cargo fmt --all -- --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
-//! 3. `cargo xtask test` (run in-process)
+//! 3. `RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps`
+//! 4. `cargo package` of every publishable crate (built from its packaged sources)
+//! 5. `cargo xtask test` (run in-process)
 
 use crate::{cmd, step, test};
 
+/// One cargo invocation of CI: environment variables, then cargo's arguments.
+struct CargoStep {
+    env: &'static [(&'static str, &'static str)],
+    args: &'static [&'static str],
+}
+
+impl CargoStep {
+    /// The line as `.ci/run` writes it.
+    fn line(&self) -> String {
+        let env = self.env.iter().map(|(name, value)| format!("{name}={value} "));
+        format!("{}cargo {}", env.collect::<String>(), self.args.join(" "))
+    }
+}
+
 /// The cargo invocations of CI, before the test step. `.ci/run` must list the same ones; a test
 /// below checks that it does.
-const CARGO_STEPS: &[&[&str]] =
-    &[&["fmt", "--all", "--", "--check"], &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]];
+const CARGO_STEPS: &[CargoStep] = &[
+    CargoStep { env: &[], args: &["fmt", "--all", "--", "--check"] },
+    CargoStep { env: &[], args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"] },
+    CargoStep { env: &[("RUSTDOCFLAGS", "-Dwarnings")], args: &["doc", "--workspace", "--no-deps"] },
+    // Every crate but the internal ones (`publish = false`), each built from its packaged
+    // sources against the others' packages: what `cargo publish` would upload.
+    CargoStep {
+        env: &[],
+        args: &[
+            "package",
+            "--workspace",
+            "--exclude",
+            "asynq-tests",
+            "--exclude",
+            "asynq-examples",
+            "--exclude",
+            "asynq-bench",
+            "--exclude",
+            "asynq-chaos",
+            "--exclude",
+            "xtask",
+            "--allow-dirty",
+        ],
+    },
+];
 
-/// Runs the format check, clippy and the test suite, stopping at the first failure.
+/// Runs the format check, clippy, the docs, the packaging and the test suite, stopping at the
+/// first failure.
 pub(crate) fn run() -> anyhow::Result<()> {
     let total = CARGO_STEPS.len() + 1;
-    for (index, args) in CARGO_STEPS.iter().enumerate() {
-        step(format_args!("== ci step {}/{total}: cargo {}", index + 1, args.join(" ")));
-        cmd::run(&mut cmd::cargo_command(*args))?;
+    for (index, cargo_step) in CARGO_STEPS.iter().enumerate() {
+        step(format_args!("== ci step {}/{total}: {}", index + 1, cargo_step.line()));
+        let mut command = cmd::cargo_command(cargo_step.args);
+        command.envs(cargo_step.env.iter().copied());
+        cmd::run(&mut command)?;
     }
     step(format_args!("== ci step {total}/{total}: cargo xtask test"));
     test::run(&[])
@@ -31,13 +73,27 @@ mod tests {
         let path = crate::workspace_root().join(".ci/run");
         let script =
             std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
-        let commands: Vec<&str> = script.lines().map(str::trim).filter(|line| line.starts_with("cargo ")).collect();
-        let expected: Vec<String> = CARGO_STEPS
-            .iter()
-            .map(|args| format!("cargo {}", args.join(" ")))
-            .chain(["cargo xtask test".to_string()])
+        let commands: Vec<&str> = script
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.starts_with('#') && !line.starts_with("step ") && line.contains("cargo "))
             .collect();
+        let expected: Vec<String> =
+            CARGO_STEPS.iter().map(CargoStep::line).chain(["cargo xtask test".to_string()]).collect();
         assert_eq!(commands, expected, ".ci/run and `cargo xtask ci` (xtask/src/ci.rs) must run the same commands");
+    }
+
+    #[test]
+    fn the_package_step_leaves_out_exactly_the_internal_crates() {
+        let package_step = CARGO_STEPS.iter().find(|step| step.args[0] == "package").expect("a package step");
+        let mut excluded: Vec<&str> =
+            package_step.args.windows(2).filter(|pair| pair[0] == "--exclude").map(|pair| pair[1]).collect();
+        excluded.sort_unstable();
+        let packages = crate::tidy::workspace_packages();
+        let mut internal: Vec<&str> =
+            packages.iter().filter(|package| !package.publishable).map(|package| package.name.as_str()).collect();
+        internal.sort_unstable();
+        assert_eq!(excluded, internal, "the crates `cargo package` leaves out must be those with `publish = false`");
     }
 
     #[cfg(unix)]

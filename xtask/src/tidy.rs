@@ -41,7 +41,8 @@ fn every_rust_file_starts_with_a_module_doc_comment() {
     for path in files_with_extension(&root, "rs") {
         let text = read(&path);
         let first = text.lines().map(str::trim).find(|line| !line.is_empty());
-        if !first.is_some_and(|line| line.starts_with("//!")) {
+        // A facade whose documentation is its README includes it instead.
+        if !first.is_some_and(|line| line.starts_with("//!") || line.starts_with("#![doc = include_str!(")) {
             offenders.push(relative(&root, &path));
         }
     }
@@ -50,6 +51,82 @@ fn every_rust_file_starts_with_a_module_doc_comment() {
         "these files do not start with a `//!` comment saying what the file is for:\n  {}",
         offenders.join("\n  ")
     );
+}
+
+#[test]
+fn every_publishable_crate_is_ready_to_publish() {
+    let root = workspace_root();
+    let mut offenders = Vec::new();
+    for package in workspace_packages().into_iter().filter(|p| p.publishable) {
+        let dir = package.manifest_path.parent().expect("a manifest has a directory");
+        for (field, present) in [
+            ("description", package.description.is_some()),
+            ("license", package.license.is_some()),
+            ("keywords", !package.keywords.is_empty()),
+            ("categories", !package.categories.is_empty()),
+            ("readme", package.readme.as_ref().is_some_and(|readme| readme.is_file())),
+            ("documentation", package.documentation.is_some()),
+            ("no repository until there is a real one", package.repository.is_none()),
+        ] {
+            if !present {
+                offenders.push(format!("{}: {field}", package.name));
+            }
+        }
+        if !dir.join("LICENSE").is_file() {
+            offenders.push(format!("{}: a LICENSE file in {}", package.name, relative(&root, dir)));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "publishable crates (those without `publish = false`) lack:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+/// What a tidy test needs of one workspace member, from `cargo metadata`.
+#[derive(serde::Deserialize)]
+pub(crate) struct Package {
+    pub(crate) name: String,
+    manifest_path: PathBuf,
+    description: Option<String>,
+    license: Option<String>,
+    #[serde(default)]
+    keywords: Vec<String>,
+    #[serde(default)]
+    categories: Vec<String>,
+    readme: Option<PathBuf>,
+    documentation: Option<String>,
+    repository: Option<String>,
+    /// `None` (any registry) unless the manifest says `publish = false` (`Some([])`).
+    publish: Option<Vec<String>>,
+    #[serde(skip)]
+    pub(crate) publishable: bool,
+}
+
+/// The workspace's members, as `cargo metadata --no-deps` describes them.
+pub(crate) fn workspace_packages() -> Vec<Package> {
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        packages: Vec<Package>,
+    }
+    let output = cmd::cargo_command(["metadata", "--no-deps", "--format-version", "1"])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata failed");
+    let metadata: Metadata = serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    metadata
+        .packages
+        .into_iter()
+        .map(|mut package| {
+            package.publishable = package.publish.as_ref().is_none_or(|registries| !registries.is_empty());
+            if let Some(readme) = &package.readme {
+                let dir = package.manifest_path.parent().expect("a manifest has a directory");
+                package.readme = Some(dir.join(readme));
+            }
+            package
+        })
+        .collect()
 }
 
 #[test]

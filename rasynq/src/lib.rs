@@ -1,0 +1,52 @@
+#![doc = include_str!("../README.md")]
+#![doc(test(attr(deny(warnings))))]
+
+// The producer's side, always present: a producer needs a broker and these.
+pub use asynq_client::{Client, Inspector, Tracker};
+#[cfg(feature = "json")]
+pub use asynq_core::PayloadError;
+pub use asynq_core::{BrokerError, Error, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
+
+// The worker's side.
+#[cfg(feature = "server")]
+pub use asynq_server::{
+    Config, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ResultWriter, Scheduler, SchedulerConfig,
+    ServeMux, Server, TaskContext, aggregator_fn, handler_fn,
+};
+#[cfg(all(feature = "server", feature = "json"))]
+pub use asynq_server::{JsonHandlerFn, json_handler_fn};
+
+// The brokers.
+#[cfg(feature = "memory")]
+pub use asynq_memory::MemoryBroker;
+#[cfg(feature = "redis")]
+pub use asynq_redis::{ConnectError, RedisBroker, RedisConfig, TlsOptions};
+
+/// The producer crate, whole: the [`Client`], [`Tracker`] and [`Inspector`] with the types
+/// they take and return.
+pub use asynq_client as client;
+
+/// The broker contract, for tools written against any backend and for backend authors: the
+/// traits a producer, a worker and an operator need, and the types they exchange.
+pub use asynq_core as core;
+
+/// The worker crate, whole: the [`Server`], its [`Config`], handlers, the mux, middleware,
+/// task observers, and the scheduler.
+#[cfg(feature = "server")]
+pub use asynq_server as server;
+
+/// The embedded in-memory broker, with the Redis broker's observable semantics.
+#[cfg(feature = "memory")]
+pub use asynq_memory as memory;
+
+/// The Redis broker: connection targets, TLS, and the key layout shared with Go asynq.
+#[cfg(feature = "redis")]
+pub use asynq_redis as redis;
+
+/// Prometheus metrics: queue metrics, worker metrics, an HTTP exporter, trace context.
+#[cfg(feature = "metrics")]
+pub use asynq_metrics as metrics;
+
+/// The web dashboard, as an axum router over an [`Inspector`].
+#[cfg(feature = "web")]
+pub use asynq_web as web;
