@@ -1,9 +1,9 @@
 //! The operator's view of a broker: queues, tasks, servers and schedulers, and the actions an
 //! operator takes on them. What Go asynq's `Inspector` does, on any broker.
 
-use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
+use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
 use asynq_core::{
-    BackendInfo, Broker, DailyStats, QueueInfo, QueueLocation, Result, ServerInfo, TaskInfo, TaskSet, TaskState,
+    BackendInfo, DailyStats, Error, QueueInfo, QueueLocation, Result, ServerInfo, TaskInfo, TaskSet, TaskState,
     WorkerInfo, validate_task_id,
 };
 use bytes::Bytes;
@@ -50,7 +50,7 @@ pub struct ServerReport {
 /// ```
 #[derive(Clone)]
 pub struct Inspector {
-    broker: Arc<dyn Broker>,
+    broker: Arc<dyn OperatorBroker>,
 }
 
 impl fmt::Debug for Inspector {
@@ -61,12 +61,16 @@ impl fmt::Debug for Inspector {
 
 impl Inspector {
     /// An inspector over `broker`.
-    pub fn new(broker: impl Broker) -> Self {
+    ///
+    /// The broker needs only what an operator uses ([`OperatorBroker`]); groups, scheduler
+    /// entries and cancellation come from its
+    /// [`Capabilities`](asynq_core::broker::Capabilities) when it has them.
+    pub fn new(broker: impl OperatorBroker) -> Self {
         Self::from_shared(Arc::new(broker))
     }
 
     /// An inspector over a broker shared with other components.
-    pub fn from_shared(broker: Arc<dyn Broker>) -> Self {
+    pub fn from_shared(broker: Arc<dyn OperatorBroker>) -> Self {
         Self { broker }
     }
 
@@ -87,9 +91,13 @@ impl Inspector {
         self.broker.history(queue, days).await
     }
 
-    /// The groups of `queue` with tasks waiting to be aggregated, and their sizes.
+    /// The groups of `queue` with tasks waiting to be aggregated, and their sizes; none on a
+    /// broker that does not aggregate groups.
     pub async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
-        self.broker.groups(queue).await
+        match self.broker.clone().as_aggregate() {
+            Some(aggregate) => aggregate.groups(queue).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Removes `queue`. Refused while it holds tasks unless `force`; never while tasks of it
@@ -173,9 +181,12 @@ impl Inspector {
 
     /// Asks the server running task `id` to cancel it (its handler's cancellation token fires;
     /// the task goes to retry). Nothing happens when no server runs it.
+    ///
+    /// Errors: [`Error::Unsupported`] on a broker that does not carry cancellation requests.
     pub async fn cancel(&self, id: &str) -> Result<()> {
         validate_task_id(id)?;
-        self.broker.cancel(id).await
+        let cancel = self.broker.clone().as_cancel().ok_or(Error::Unsupported { capability: "cancelling tasks" })?;
+        cancel.cancel(id).await
     }
 
     /// The live servers and the tasks each is running.
@@ -184,14 +195,21 @@ impl Inspector {
         Ok(servers.into_iter().map(|(server, workers)| ServerReport { server, workers }).collect())
     }
 
-    /// The entries of every live scheduler.
+    /// The entries of every live scheduler; none on a broker that keeps no scheduler records.
     pub async fn scheduler_entries(&self) -> Result<Vec<SchedulerEntry>> {
-        self.broker.scheduler_entries().await
+        match self.broker.clone().as_scheduler_state() {
+            Some(schedulers) => schedulers.scheduler_entries().await,
+            None => Ok(Vec::new()),
+        }
     }
 
-    /// One page of the tasks scheduler entry `entry_id` enqueued, newest first.
+    /// One page of the tasks scheduler entry `entry_id` enqueued, newest first; none on a broker
+    /// that keeps no scheduler records.
     pub async fn scheduler_history(&self, entry_id: &str, page: Page) -> Result<Vec<SchedulerEnqueueEvent>> {
-        self.broker.scheduler_history(entry_id, page).await
+        match self.broker.clone().as_scheduler_state() {
+            Some(schedulers) => schedulers.scheduler_history(entry_id, page).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     /// What the backend says about itself: version, memory, clients, nodes.

@@ -1,9 +1,17 @@
 //! The broker traits: what a backend must do, split by the role that needs it.
 //!
-//! A producer needs only [`Enqueue`]; each server role holds only the trait it uses
-//! ([`Dequeue`] for the processor and heartbeater, [`Forward`], [`Recover`], [`Janitor`],
-//! [`ServerState`], [`Health`]); operators use [`Inspect`] and [`Manage`]. [`Broker`] is every role at once and
-//! is implemented for any type that implements them all.
+//! The contract is cut by its callers:
+//! - a producer needs only [`Enqueue`];
+//! - a worker server needs a [`WorkerBroker`]: [`Dequeue`], [`Forward`], [`Recover`],
+//!   [`Janitor`], [`ServerState`] and [`Health`], each held by the role that uses it;
+//! - an operator's tool needs an [`OperatorBroker`]: [`Inspect`] and [`Manage`];
+//! - the rest are opt-in [`Capabilities`] ([`Cancel`], [`Aggregate`], [`RateLimiter`],
+//!   [`SchedulerState`]), required only by the code that uses them; [`Wait`] is the
+//!   [`Tracker`](https://docs.rs/asynq-client)'s alone.
+//!
+//! A backend implements the traits its users call, plus [`Capabilities`] (one line per
+//! capability it has). [`Broker`] is every role and capability at once, as the memory and Redis
+//! brokers have them.
 //!
 //! Every method is atomic: it either happens as a whole or not at all, so a crash between two
 //! calls never leaves a task in two states or in none. Methods take `&self` and are called
@@ -29,6 +37,7 @@ use crate::state::TaskState;
 use crate::task::TaskInfo;
 use async_trait::async_trait;
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Stores new tasks. The only trait a producer needs.
@@ -173,9 +182,6 @@ pub trait ServerState: Send + Sync {
 
     /// Removes the records of `server` (graceful shutdown).
     async fn clear_server_state(&self, server: &ServerInfo) -> Result<()>;
-
-    /// The servers alive now, with their workers.
-    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>>;
 }
 
 /// Tells whether the backend is reachable. Used by the health checker.
@@ -230,6 +236,10 @@ pub trait Inspect: Send + Sync {
     /// [`Error::QueueNotFound`](crate::Error::QueueNotFound).
     async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>>;
 
+    /// The servers alive now, with their workers, as their heartbeats last wrote them
+    /// ([`ServerState::write_server_state`]).
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>>;
+
     /// What the backend says about itself (version, memory, clients, nodes).
     async fn backend_info(&self) -> Result<BackendInfo>;
 
@@ -247,41 +257,81 @@ pub trait Inspect: Send + Sync {
     async fn unpause_queue(&self, queue: &str) -> Result<()>;
 }
 
-/// Every broker role at once; implemented for every type that implements them all.
+/// The opt-in capabilities of a broker: what a server, an inspector or a tool uses when the
+/// broker has it, and does without (or refuses with [`Error::Unsupported`](crate::Error::Unsupported))
+/// when it does not.
+///
+/// Every method is provided and says "not supported"; a backend overrides those it has, each
+/// in one line:
+///
+/// ```
+/// # use asynq_core::broker::{Capabilities, Cancel};
+/// # use std::sync::Arc;
+/// # struct MyBroker;
+/// # #[async_trait::async_trait]
+/// # impl Cancel for MyBroker {
+/// #     async fn cancel(&self, _id: &str) -> asynq_core::Result<()> { Ok(()) }
+/// #     async fn cancellations(&self) -> asynq_core::Result<futures::stream::BoxStream<'static, String>> {
+/// #         Ok(Box::pin(futures::stream::pending()))
+/// #     }
+/// # }
+/// impl Capabilities for MyBroker {
+///     fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn Cancel>> {
+///         Some(self)
+///     }
+/// }
+///
+/// let broker = Arc::new(MyBroker);
+/// assert!(broker.clone().as_cancel().is_some());
+/// assert!(broker.as_aggregate().is_none());
+/// ```
+pub trait Capabilities: Send + Sync + 'static {
+    /// Requests to cancel running tasks, and the stream servers listen to. Without it a server
+    /// runs no subscriber and [`Error::Unsupported`](crate::Error::Unsupported) answers requests.
+    fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn Cancel>> {
+        None
+    }
+
+    /// Groups and their aggregation. Without it a server refuses a group aggregator, and the
+    /// inspector lists no groups.
+    fn as_aggregate(self: Arc<Self>) -> Option<Arc<dyn Aggregate>> {
+        None
+    }
+
+    /// Rate limits shared by every server. Without it a server refuses rate limits.
+    fn as_rate_limiter(self: Arc<Self>) -> Option<Arc<dyn RateLimiter>> {
+        None
+    }
+
+    /// The records of periodic-task schedulers. Without it the inspector lists no scheduler
+    /// entries (no scheduler can run on such a broker).
+    fn as_scheduler_state(self: Arc<Self>) -> Option<Arc<dyn SchedulerState>> {
+        None
+    }
+}
+
+/// What a worker server needs of its broker: the roles it always runs, plus the
+/// [`Capabilities`] its configuration asks for. Implemented for every type that implements
+/// them.
+pub trait WorkerBroker: Dequeue + Forward + Recover + Janitor + ServerState + Health + Capabilities {}
+
+impl<T> WorkerBroker for T where T: Dequeue + Forward + Recover + Janitor + ServerState + Health + Capabilities {}
+
+/// What an operator's tool (the inspector, the CLI, the dashboard) needs of its broker: reading
+/// and acting on queues and tasks, plus the [`Capabilities`] it shows when present.
+/// Implemented for every type that implements them.
+pub trait OperatorBroker: Inspect + Manage + Capabilities {}
+
+impl<T> OperatorBroker for T where T: Inspect + Manage + Capabilities {}
+
+/// Every broker role and capability at once, as the memory and Redis brokers have them;
+/// implemented for every type that implements them all.
 pub trait Broker:
-    Enqueue
-    + Dequeue
-    + Forward
-    + Recover
-    + Janitor
-    + ServerState
-    + Health
-    + Inspect
-    + Manage
-    + Cancel
-    + Wait
-    + Aggregate
-    + SchedulerState
-    + RateLimiter
-    + 'static
+    Enqueue + WorkerBroker + OperatorBroker + Cancel + Wait + Aggregate + SchedulerState + RateLimiter + 'static
 {
 }
 
 impl<T> Broker for T where
-    T: Enqueue
-        + Dequeue
-        + Forward
-        + Recover
-        + Janitor
-        + ServerState
-        + Health
-        + Inspect
-        + Manage
-        + Cancel
-        + Wait
-        + Aggregate
-        + SchedulerState
-        + RateLimiter
-        + 'static
+    T: Enqueue + WorkerBroker + OperatorBroker + Cancel + Wait + Aggregate + SchedulerState + RateLimiter + 'static
 {
 }

@@ -83,6 +83,13 @@ pub enum Error {
         /// How long the wait lasted.
         timeout: std::time::Duration,
     },
+    /// The broker lacks a capability the call needs (see
+    /// [`Capabilities`](crate::broker::Capabilities)); nothing was done.
+    #[error("the broker does not support {capability}")]
+    Unsupported {
+        /// The capability, e.g. `"cancelling tasks"`.
+        capability: &'static str,
+    },
     /// The backend failed.
     #[error(transparent)]
     Broker(#[from] BrokerError),

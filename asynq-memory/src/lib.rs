@@ -38,7 +38,8 @@ mod zset;
 
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
+    Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page,
+    RateLimiter, Recover, SchedulerState, ServerState,
 };
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
@@ -282,10 +283,24 @@ impl ServerState for MemoryBroker {
         self.state().servers.clear(server);
         Ok(())
     }
+}
 
-    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
-        let now = self.now();
-        Ok(self.state().servers.alive(now))
+/// Every capability: the memory broker has them all.
+impl Capabilities for MemoryBroker {
+    fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn Cancel>> {
+        Some(self)
+    }
+
+    fn as_aggregate(self: Arc<Self>) -> Option<Arc<dyn Aggregate>> {
+        Some(self)
+    }
+
+    fn as_rate_limiter(self: Arc<Self>) -> Option<Arc<dyn RateLimiter>> {
+        Some(self)
+    }
+
+    fn as_scheduler_state(self: Arc<Self>) -> Option<Arc<dyn SchedulerState>> {
+        Some(self)
     }
 }
 
@@ -298,6 +313,11 @@ impl Health for MemoryBroker {
 
 #[async_trait]
 impl Inspect for MemoryBroker {
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
+        let now = self.now();
+        Ok(self.state().servers.alive(now))
+    }
+
     async fn queues(&self) -> Result<Vec<String>> {
         Ok(self.state().known.iter().cloned().collect())
     }

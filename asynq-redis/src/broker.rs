@@ -11,7 +11,8 @@ use crate::scripts::{SCRIPTS, ScriptCall};
 use crate::tls::TlsOptions;
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
+    Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page,
+    RateLimiter, Recover, SchedulerState, ServerState,
 };
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_nanos, unix_secs, utc_date};
 use asynq_core::{
@@ -741,6 +742,25 @@ impl Janitor for RedisBroker {
     }
 }
 
+/// Every capability: the Redis broker has them all.
+impl Capabilities for RedisBroker {
+    fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn Cancel>> {
+        Some(self)
+    }
+
+    fn as_aggregate(self: Arc<Self>) -> Option<Arc<dyn Aggregate>> {
+        Some(self)
+    }
+
+    fn as_rate_limiter(self: Arc<Self>) -> Option<Arc<dyn RateLimiter>> {
+        Some(self)
+    }
+
+    fn as_scheduler_state(self: Arc<Self>) -> Option<Arc<dyn SchedulerState>> {
+        Some(self)
+    }
+}
+
 #[async_trait]
 impl ServerState for RedisBroker {
     async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()> {
@@ -770,32 +790,6 @@ impl ServerState for RedisBroker {
         let _: i64 = conn.zrem(keys::ALL_WORKERS, &workers_key).await.map_err(fail)?;
         let _: i64 = conn.del(&[&server_key, &workers_key]).await.map_err(fail)?;
         Ok(())
-    }
-
-    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
-        let now = unix_secs(self.now());
-        let mut conn = self.conn();
-        let fail = |e| broker_error("list servers", e);
-        let live: Vec<String> = conn.zrangebyscore(keys::ALL_SERVERS, now, "+inf").await.map_err(fail)?;
-        let _: i64 = conn.zrembyscore(keys::ALL_SERVERS, "-inf", now - 1).await.map_err(fail)?;
-        let mut servers = Vec::new();
-        for server_key in live {
-            let Some(info): Option<Vec<u8>> = conn.get(&server_key).await.map_err(fail)? else { continue };
-            let Ok(info) = proto::ServerInfo::decode(info.as_slice()) else {
-                tracing::warn!(key = %server_key, "skipping an undecodable server record");
-                continue;
-            };
-            let workers_key = server_key.replacen("asynq:servers:", "asynq:workers:", 1);
-            let values: Vec<Vec<u8>> = conn.hvals(&workers_key).await.map_err(fail)?;
-            let workers = values
-                .iter()
-                .filter_map(|v| proto::WorkerInfo::decode(v.as_slice()).ok())
-                .map(WorkerInfo::from)
-                .collect();
-            servers.push((ServerInfo::from(info), workers));
-        }
-        servers.sort_by(|(a, _), (b, _)| (&a.host, a.pid, &a.server_id).cmp(&(&b.host, b.pid, &b.server_id)));
-        Ok(servers)
     }
 }
 
@@ -862,6 +856,32 @@ impl RedisBroker {
 
 #[async_trait]
 impl Inspect for RedisBroker {
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
+        let now = unix_secs(self.now());
+        let mut conn = self.conn();
+        let fail = |e| broker_error("list servers", e);
+        let live: Vec<String> = conn.zrangebyscore(keys::ALL_SERVERS, now, "+inf").await.map_err(fail)?;
+        let _: i64 = conn.zrembyscore(keys::ALL_SERVERS, "-inf", now - 1).await.map_err(fail)?;
+        let mut servers = Vec::new();
+        for server_key in live {
+            let Some(info): Option<Vec<u8>> = conn.get(&server_key).await.map_err(fail)? else { continue };
+            let Ok(info) = proto::ServerInfo::decode(info.as_slice()) else {
+                tracing::warn!(key = %server_key, "skipping an undecodable server record");
+                continue;
+            };
+            let workers_key = server_key.replacen("asynq:servers:", "asynq:workers:", 1);
+            let values: Vec<Vec<u8>> = conn.hvals(&workers_key).await.map_err(fail)?;
+            let workers = values
+                .iter()
+                .filter_map(|v| proto::WorkerInfo::decode(v.as_slice()).ok())
+                .map(WorkerInfo::from)
+                .collect();
+            servers.push((ServerInfo::from(info), workers));
+        }
+        servers.sort_by(|(a, _), (b, _)| (&a.host, a.pid, &a.server_id).cmp(&(&b.host, b.pid, &b.server_id)));
+        Ok(servers)
+    }
+
     async fn queues(&self) -> Result<Vec<String>> {
         let mut queues: Vec<String> =
             self.conn().smembers(keys::ALL_QUEUES).await.map_err(|e| broker_error("list queues", e))?;

@@ -13,9 +13,10 @@ use crate::recoverer::{Recoverer, RecovererConfig};
 use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
 use crate::workers::ActiveTasks;
+use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::RateLimiter;
-use asynq_core::{Broker, Error, Result, ServerInfo, ServerStatus};
+use asynq_core::{Error, Result, ServerInfo, ServerStatus};
 use std::fmt;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -37,7 +38,8 @@ use tokio_util::sync::CancellationToken;
 /// # }
 /// ```
 pub struct Server {
-    broker: Arc<dyn Broker>,
+    broker: Arc<dyn WorkerBroker>,
+    capabilities: WorkerCapabilities,
     config: Config,
     info: ServerInfo,
     status: StatusCell,
@@ -54,8 +56,18 @@ struct Running {
     janitor: Role,
     aggregator: Option<Role>,
     healthcheck: Option<Role>,
-    subscriber: Role,
+    subscriber: Option<Role>,
     heartbeat: Role,
+}
+
+/// The opt-in capabilities of the broker that this server uses.
+struct WorkerCapabilities {
+    /// Listens for cancellation requests, when the broker carries them.
+    cancel: Option<Arc<dyn Cancel>>,
+    /// Aggregates groups (with a group aggregator) and reclaims stale aggregation sets.
+    aggregate: Option<Arc<dyn Aggregate>>,
+    /// Takes rate-limit tokens, when the configuration sets rate limits.
+    rate_limiter: Option<Arc<dyn RateLimiter>>,
 }
 
 pub(crate) struct Role {
@@ -81,14 +93,33 @@ impl Role {
 impl Server {
     /// A server over `broker`, not yet started.
     ///
-    /// Errors: [`Error::InvalidArgument`] for an invalid configuration.
-    pub fn new(broker: impl Broker, config: Config) -> Result<Self> {
+    /// The broker needs only what a worker uses ([`WorkerBroker`]); the configuration decides
+    /// which of its [`Capabilities`](asynq_core::broker::Capabilities) the server also uses:
+    /// a group aggregator needs aggregation, rate limits need a rate limiter. Cancellation
+    /// requests are heard when the broker carries them.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid configuration;
+    /// [`Error::Unsupported`] when the configuration needs a capability the broker lacks.
+    pub fn new(broker: impl WorkerBroker, config: Config) -> Result<Self> {
         Self::from_shared(Arc::new(broker), config)
     }
 
     /// A server over a broker shared with other components.
-    pub fn from_shared(broker: Arc<dyn Broker>, config: Config) -> Result<Self> {
+    ///
+    /// Errors: as [`Server::new`].
+    pub fn from_shared(broker: Arc<dyn WorkerBroker>, config: Config) -> Result<Self> {
         config.validate()?;
+        let capabilities = WorkerCapabilities {
+            cancel: broker.clone().as_cancel(),
+            aggregate: broker.clone().as_aggregate(),
+            rate_limiter: broker.clone().as_rate_limiter(),
+        };
+        if config.group_aggregator.is_some() && capabilities.aggregate.is_none() {
+            return Err(Error::Unsupported { capability: "aggregating groups (Config::group_aggregator)" });
+        }
+        if !config.rate_limits.is_empty() && capabilities.rate_limiter.is_none() {
+            return Err(Error::Unsupported { capability: "rate limits (Config::rate_limits)" });
+        }
         let info = ServerInfo {
             host: hostname(),
             pid: std::process::id(),
@@ -100,7 +131,7 @@ impl Server {
             started: config.clock.now(),
             active_workers: 0,
         };
-        Ok(Self { broker, config, info, status: StatusCell::new(ServerStatus::New), running: None })
+        Ok(Self { broker, capabilities, config, info, status: StatusCell::new(ServerStatus::New), running: None })
     }
 
     /// The server's ID, as its heartbeats report it.
@@ -141,7 +172,7 @@ impl Server {
             clock.clone(),
             active.clone(),
             syncer.clone(),
-            (!c.rate_limits.is_empty()).then(|| b.clone() as Arc<dyn RateLimiter>),
+            self.capabilities.rate_limiter.clone().filter(|_| !c.rate_limits.is_empty()),
             ProcessorConfig {
                 concurrency: c.concurrency,
                 queues: QueuePriorities::new(&c.queues, c.strict_priority),
@@ -155,7 +186,11 @@ impl Server {
                 observers: observers.clone(),
             },
         );
-        let subscriber = Subscriber::new(b.clone(), active.clone(), SubscriberConfig::default());
+        let subscriber = self
+            .capabilities
+            .cancel
+            .clone()
+            .map(|cancel| Subscriber::new(cancel, active.clone(), SubscriberConfig::default()));
         let heartbeater = Heartbeater::new(
             b.clone(),
             b.clone(),
@@ -164,14 +199,16 @@ impl Server {
             active,
             HeartbeatConfig { interval: c.heartbeat_interval },
         );
-        let recoverer = Recoverer::new(
+        let mut recoverer = Recoverer::new(
             b.clone(),
             b.clone(),
             clock.clone(),
             RecovererConfig { queues: queues.clone(), interval: c.recoverer_interval, failure_policy },
         )
-        .reclaiming_aggregation_sets(b.clone())
         .observed_by(observers);
+        if let Some(aggregate) = &self.capabilities.aggregate {
+            recoverer = recoverer.reclaiming_aggregation_sets(aggregate.clone());
+        }
         let forwarder = Forwarder::new(
             b.clone(),
             ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval },
@@ -180,13 +217,14 @@ impl Server {
             b.clone(),
             JanitorConfig { queues: queues.clone(), interval: c.janitor_interval, batch_size: c.janitor_batch_size },
         );
-        let aggregator = match &c.group_aggregator {
-            Some(aggregator) => Some(Aggregator::new(
-                b.clone(),
+        let aggregator = match (&c.group_aggregator, &self.capabilities.aggregate) {
+            (Some(aggregator), Some(aggregate)) => Some(Aggregator::new(
+                aggregate.clone(),
                 clock,
                 AggregatorConfig::new(queues, c.aggregation_limits(), aggregator.clone()),
             )?),
-            None => None,
+            // `from_shared` refused a group aggregator without aggregation.
+            _ => None,
         };
         let healthcheck = c.health_check.clone().map(|report| {
             HealthChecker::new(b.clone(), HealthCheckConfig { interval: c.health_check_interval, report })
@@ -197,7 +235,7 @@ impl Server {
         self.status.set(ServerStatus::Active);
         let heartbeat = Role::spawn(|stop| heartbeater.spawn(stop));
         let healthcheck = healthcheck.map(|h| Role::spawn(|stop| h.spawn(stop)));
-        let subscriber = Role::spawn(|stop| subscriber.spawn(stop));
+        let subscriber = subscriber.map(|s| Role::spawn(|stop| s.spawn(stop)));
         let syncer = Role::spawn(|stop| syncer.spawn(stop));
         let recoverer = Role::spawn(|stop| recoverer.spawn(stop));
         let forwarder = Role::spawn(|stop| forwarder.spawn(stop));
@@ -244,7 +282,9 @@ impl Server {
         running.processor.shutdown().await;
         running.recoverer.stop().await;
         running.syncer.stop().await;
-        running.subscriber.stop().await;
+        if let Some(subscriber) = running.subscriber {
+            subscriber.stop().await;
+        }
         running.janitor.stop().await;
         if let Some(aggregator) = running.aggregator {
             aggregator.stop().await;
@@ -279,10 +319,10 @@ impl Drop for Server {
                 running.recoverer,
                 running.syncer,
                 running.janitor,
-                running.subscriber,
                 running.heartbeat,
             ];
-            for role in roles.iter().chain(running.aggregator.iter()).chain(running.healthcheck.iter()) {
+            let optional = [running.aggregator, running.healthcheck, running.subscriber];
+            for role in roles.iter().chain(optional.iter().flatten()) {
                 role.stop.cancel();
             }
         }

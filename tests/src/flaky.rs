@@ -116,10 +116,24 @@ impl<B: ServerState> ServerState for FlakyBroker<B> {
         self.check()?;
         self.inner.clear_server_state(server).await
     }
+}
 
-    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
-        self.check()?;
-        self.inner.servers().await
+/// The inner broker's capabilities, each failing while the broker is down.
+impl<B: asynq_core::Broker> asynq_core::broker::Capabilities for FlakyBroker<B> {
+    fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::Cancel>> {
+        Some(self)
+    }
+
+    fn as_aggregate(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::Aggregate>> {
+        Some(self)
+    }
+
+    fn as_rate_limiter(self: Arc<Self>) -> Option<Arc<dyn asynq_core::rate_limit::RateLimiter>> {
+        Some(self)
+    }
+
+    fn as_scheduler_state(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::SchedulerState>> {
+        Some(self)
     }
 }
 
@@ -133,6 +147,11 @@ impl<B: Health> Health for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: Inspect> Inspect for FlakyBroker<B> {
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
+        self.check()?;
+        self.inner.servers().await
+    }
+
     async fn queues(&self) -> Result<Vec<String>> {
         self.check()?;
         self.inner.queues().await

@@ -163,7 +163,7 @@ async fn the_server_publishes_itself_and_its_workers_while_running() {
     server.start(Recorder::default().handler(h.clock.clone(), |_, _| std::future::pending())).unwrap();
     h.client.enqueue(&Task::new("forever", "p"), TaskOptions::new()).await.unwrap();
 
-    use asynq_core::broker::ServerState;
+    use asynq_core::broker::Inspect;
     h.eventually(secs(15), "a heartbeat reports the worker", || async {
         let servers = h.broker.servers().await.unwrap();
         servers.len() == 1 && servers[0].1.len() == 1

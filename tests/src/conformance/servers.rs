@@ -48,7 +48,7 @@ fn worker(server: &ServerInfo, task_id: &str) -> WorkerInfo {
 
 /// The servers alive now, sorted by server ID, each with its workers sorted by task ID: the
 /// traits leave both orders open.
-async fn alive<B: ServerState>(broker: &B) -> Vec<(ServerInfo, Vec<WorkerInfo>)> {
+async fn alive<B: ServerState + asynq_core::broker::Inspect>(broker: &B) -> Vec<(ServerInfo, Vec<WorkerInfo>)> {
     let mut servers = broker.servers().await.expect("servers");
     for (_, workers) in &mut servers {
         workers.sort_by(|a, b| a.task_id.cmp(&b.task_id));

@@ -1,0 +1,208 @@
+//! The broker contract is cut by its callers: a worker server runs on a broker that implements
+//! only the worker's traits, an inspector on one that implements only the operator's, and what
+//! a configuration needs beyond them is refused up front when the broker lacks it.
+
+use async_trait::async_trait;
+use asynq_client::Inspector;
+use asynq_core::broker::{
+    Capabilities, Dequeue, Dequeued, Forward, Health, Inspect, Janitor, Manage, Outcome, Page, Recover, ServerState,
+};
+use asynq_core::rate_limit::RateLimit;
+use asynq_core::{
+    BackendInfo, DailyStats, Error, QueueInfo, QueueLocation, Result, ServerInfo, Task, TaskInfo, TaskMessage,
+    TaskOptions, TaskSet, TaskState, WorkerInfo,
+};
+use asynq_memory::MemoryBroker;
+use asynq_server::{Server, aggregator_fn, handler_fn};
+use asynq_tests::{Harness, secs};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// A backend with the worker's six traits and no capability: what a third-party worker
+/// backend has to write, delegating to the memory broker.
+struct WorkerOnly(MemoryBroker);
+
+impl Capabilities for WorkerOnly {}
+
+#[async_trait]
+impl Dequeue for WorkerOnly {
+    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+        self.0.dequeue(queues, max).await
+    }
+    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
+        self.0.finish(message, outcome).await
+    }
+    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+        self.0.extend_leases(queue, ids).await
+    }
+    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+        self.0.write_result(queue, id, result).await
+    }
+}
+
+#[async_trait]
+impl Forward for WorkerOnly {
+    async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
+        self.0.forward_ready(queues).await
+    }
+}
+
+#[async_trait]
+impl Recover for WorkerOnly {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+        self.0.list_lease_expired(queues, cutoff).await
+    }
+}
+
+#[async_trait]
+impl Janitor for WorkerOnly {
+    async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize> {
+        self.0.delete_expired_completed(queue, batch_size).await
+    }
+}
+
+#[async_trait]
+impl ServerState for WorkerOnly {
+    async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()> {
+        self.0.write_server_state(server, workers, ttl).await
+    }
+    async fn clear_server_state(&self, server: &ServerInfo) -> Result<()> {
+        self.0.clear_server_state(server).await
+    }
+}
+
+#[async_trait]
+impl Health for WorkerOnly {
+    async fn ping(&self) -> Result<()> {
+        self.0.ping().await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_runs_on_a_broker_with_only_the_workers_traits() {
+    let h = Harness::new();
+    h.client.enqueue(&Task::new("email:welcome", "42"), TaskOptions::new()).await.unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = ran.clone();
+    let mut server = Server::new(WorkerOnly(h.broker.clone()), h.config("default", 2)).unwrap();
+    server
+        .start(handler_fn(move |_ctx, _task| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }))
+        .unwrap();
+    h.eventually(secs(10), "the task ran and settled", || async {
+        ran.load(Ordering::SeqCst) == 1 && h.queue("default").await.processed_total == 1
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_configuration_that_needs_a_missing_capability_is_refused_before_starting() {
+    let h = Harness::new();
+    let mut aggregating = h.config("default", 1);
+    aggregating.group_aggregator = Some(Arc::new(aggregator_fn(|_group, _tasks| Task::new("digest", ""))));
+    let err = Server::new(WorkerOnly(h.broker.clone()), aggregating).unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+    assert!(err.to_string().contains("group"), "{err}");
+
+    let mut limited = h.config("default", 1);
+    limited.rate_limits = [("default".to_owned(), RateLimit::new(5.0, 5).unwrap())].into();
+    let err = Server::new(WorkerOnly(h.broker.clone()), limited).unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+    assert!(err.to_string().contains("rate limit"), "{err}");
+}
+
+/// A backend with the operator's two traits and no capability.
+struct OperatorOnly(MemoryBroker);
+
+impl Capabilities for OperatorOnly {}
+
+#[async_trait]
+impl Inspect for OperatorOnly {
+    async fn queues(&self) -> Result<Vec<String>> {
+        self.0.queues().await
+    }
+    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+        self.0.queue_info(queue).await
+    }
+    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+        self.0.task_info(queue, id).await
+    }
+    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+        self.0.list_tasks(queue, state, page).await
+    }
+    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+        self.0.list_group_tasks(queue, group, page).await
+    }
+    async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
+        self.0.history(queue, days).await
+    }
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
+        self.0.servers().await
+    }
+    async fn backend_info(&self) -> Result<BackendInfo> {
+        self.0.backend_info().await
+    }
+    async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
+        self.0.queue_location(queue).await
+    }
+    async fn pause_queue(&self, queue: &str) -> Result<()> {
+        self.0.pause_queue(queue).await
+    }
+    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+        self.0.unpause_queue(queue).await
+    }
+}
+
+#[async_trait]
+impl Manage for OperatorOnly {
+    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.0.run_task(queue, id).await
+    }
+    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.0.archive_task(queue, id).await
+    }
+    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+        self.0.delete_task(queue, id).await
+    }
+    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        self.0.run_all(queue, set).await
+    }
+    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        self.0.archive_all(queue, set).await
+    }
+    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+        self.0.delete_all(queue, set).await
+    }
+    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo> {
+        self.0.update_task_payload(queue, id, payload).await
+    }
+    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+        self.0.delete_queue(queue, force).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_inspector_runs_on_a_broker_with_only_the_operators_traits() {
+    let h = Harness::new();
+    let info = h.client.enqueue(&Task::new("report", "q3"), TaskOptions::new().group("g")).await.unwrap();
+    let inspector = Inspector::new(OperatorOnly(h.broker.clone()));
+
+    assert_eq!(inspector.queues().await.unwrap(), ["default"]);
+    assert_eq!(inspector.queue_info("default").await.unwrap().aggregating, 1);
+    assert_eq!(inspector.task_info("default", &info.id).await.unwrap().state, TaskState::Aggregating);
+    // What the broker cannot do is empty, or refused with a typed error.
+    assert!(inspector.groups("default").await.unwrap().is_empty());
+    assert!(inspector.scheduler_entries().await.unwrap().is_empty());
+    let err = inspector.cancel(&info.id).await.unwrap_err();
+    assert!(matches!(err, Error::Unsupported { capability: "cancelling tasks" }), "{err:?}");
+    // The same inspector over the full memory broker sees the group.
+    assert_eq!(Inspector::new(h.broker.clone()).groups("default").await.unwrap().len(), 1);
+}
