@@ -24,9 +24,13 @@ pub use crate::aggregate::{
     AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, DEFAULT_GROUP_GRACE_PERIOD, GroupInfo,
 };
 pub use crate::cancel::Cancel;
+#[cfg(feature = "mock")]
+pub use crate::cancel::MockCancel;
 pub use crate::manage::Manage;
 pub use crate::rate_limit::RateLimiter;
 pub use crate::scheduler::{MAX_SCHEDULER_HISTORY, SchedulerEnqueueEvent, SchedulerEntry, SchedulerState};
+#[cfg(feature = "mock")]
+pub use crate::wait::MockWait;
 pub use crate::wait::Wait;
 
 use crate::TaskMessage;
@@ -41,6 +45,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Stores new tasks. The only trait a producer needs.
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait]
 pub trait Enqueue: Send + Sync {
     /// Stores `request.message` in its queue, as pending, scheduled or aggregating according to

@@ -11,6 +11,7 @@ use futures::stream::BoxStream;
 
 /// Carries requests to cancel running tasks. Used by operators (to ask) and by the server's
 /// subscriber (to listen).
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait]
 pub trait Cancel: Send + Sync {
     /// Asks every server that runs task `id` right now to cancel it. The task's handler sees its

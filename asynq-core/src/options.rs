@@ -195,6 +195,23 @@ pub struct EnqueueRequest {
     pub unique_ttl: Option<Duration>,
 }
 
+impl EnqueueRequest {
+    /// The queue the task goes to.
+    pub fn queue(&self) -> &str {
+        &self.message.queue
+    }
+
+    /// The task ID.
+    pub fn id(&self) -> &str {
+        &self.message.id
+    }
+
+    /// The task as its handler will see it (type, payload, headers): what a test double checks.
+    pub fn task(&self) -> Task {
+        Task::from_message(&self.message)
+    }
+}
+
 /// The longest duration an option may hold: Go's `time.Duration`, an int64 of nanoseconds (about
 /// 292 years). Go servers sharing the queue turn stored timeouts and retentions back into one,
 /// and would overflow past it.

@@ -82,6 +82,7 @@ impl TaskOutcome {
 }
 
 /// Waits for tasks to finish. Used by the client's `Tracker`.
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait]
 pub trait Wait: Send + Sync {
     /// Resolves when task `id` of `queue` is completed, archived or gone, with how it ended; at
