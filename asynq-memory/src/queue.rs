@@ -95,12 +95,12 @@ pub(crate) fn lease_expiry(now: SystemTime) -> i64 {
     unix_secs(now).saturating_add(LEASE_DURATION.as_secs() as i64)
 }
 
-/// The uniqueness-lock key of a task: Go's layout, with the payload in hex instead of its MD5
-/// (no collisions, and nothing to share with Go here). An empty payload gives the trailing-colon
-/// form Go uses for a nil payload.
-fn unique_key(queue: &str, type_name: &str, payload: &[u8]) -> String {
+/// The uniqueness-lock key of a task within its queue: the type name (prefixed by its length,
+/// so no type and payload pair can spell another's) and the payload in hex (no collisions, and
+/// nothing to share with Go here, so no digest).
+fn unique_key(type_name: &str, payload: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut key = format!("asynq:{{{queue}}}:unique:{type_name}:");
+    let mut key = format!("{}:{type_name}:", type_name.len());
     key.extend(payload.iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]).map(char::from));
     key
 }
@@ -134,7 +134,7 @@ impl Queue {
         let EnqueueRequest { mut message, placement, unique_ttl } = request;
         let mut lock_key = None;
         if let Some(ttl) = unique_ttl {
-            let key = unique_key(&message.queue, &message.type_name, &message.payload);
+            let key = unique_key(&message.type_name, &message.payload);
             if self.locks.get(&key).is_some_and(|lock| lock.is_live(now)) {
                 return Err(Error::DuplicateTask { queue: message.queue, type_name: message.type_name });
             }
@@ -401,8 +401,9 @@ mod tests {
     }
 
     #[test]
-    fn unique_keys_follow_go_layout_with_a_hex_payload() {
-        assert_eq!(unique_key("q", "email", b"\x01\xab"), "asynq:{q}:unique:email:01ab");
-        assert_eq!(unique_key("q", "email", b""), "asynq:{q}:unique:email:");
+    fn unique_keys_spell_the_type_and_the_payload_in_hex() {
+        assert_eq!(unique_key("email", b"\x01\xab"), "5:email:01ab");
+        assert_eq!(unique_key("email", b""), "5:email:");
+        assert_ne!(unique_key("a:1", b""), unique_key("a", b"\x01"));
     }
 }

@@ -52,7 +52,7 @@ async fn the_stored_message_carries_the_lock_key() {
     f.enqueue("b", &Task::new("email", ""), unique(60)).await.unwrap();
 
     let keys: Vec<_> = f.dequeue(&["q"], 2).await.into_iter().map(|d| d.message.unique_key).collect();
-    assert_eq!(keys, ["asynq:{q}:unique:email:0102", "asynq:{q}:unique:email:"]);
+    assert_eq!(keys, ["5:email:0102", "5:email:"]);
 }
 
 #[tokio::test]

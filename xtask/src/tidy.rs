@@ -8,7 +8,9 @@
 //! - library code reads the time only through `asynq_core::Clock`: nothing under `asynq-*/src`
 //!   except `asynq-core/src/clock.rs` calls `SystemTime::now` or `Instant::now`, unless the line
 //!   (or a comment line right above it) says `// allow: wall-clock`. `tokio::time::Instant::now`,
-//!   written out in full, is allowed: it is the timer layer, which follows tokio's paused time.
+//!   written out in full, is allowed: it is the timer layer, which follows tokio's paused time;
+//! - no code of `asynq-core` or `asynq-memory` spells a Redis key name;
+//! - every publishable crate carries its package metadata and a LICENSE file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -127,6 +129,36 @@ pub(crate) fn workspace_packages() -> Vec<Package> {
             package
         })
         .collect()
+}
+
+#[test]
+fn only_the_redis_broker_knows_redis_key_names() {
+    let root = workspace_root();
+    let mut offenders = Vec::new();
+    for dir in ["asynq-core/src", "asynq-memory/src"] {
+        for path in files_with_extension(&root.join(dir), "rs") {
+            for (index, line) in read(&path).lines().enumerate() {
+                // Comments may name the Redis key a structure stands for.
+                if !line.trim_start().starts_with("//") && redis_key_names(line) {
+                    offenders.push(format!("{}:{}: {}", relative(&root, &path), index + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "Redis key names (`asynq:{{<queue>}}:...`, `asynq:servers`, ...) belong in asynq-redis/src/keys.rs, \
+         not in the code of the core or the memory broker:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+/// True when `line` spells a Redis key of Go's layout: `asynq:` followed by a key part (an error
+/// text such as `"asynq: task lease expired"` has a space there).
+fn redis_key_names(line: &str) -> bool {
+    line.match_indices("asynq:").any(|(at, _)| {
+        line[at + "asynq:".len()..].chars().next().is_some_and(|next| next == '{' || next.is_ascii_alphanumeric())
+    })
 }
 
 #[test]
@@ -321,6 +353,13 @@ fn d() -> Instant { std::time::Instant::now() } // not allowed
 let url = \"http://x\"; // Instant::now
 ";
         assert_eq!(wall_clock_reads(text), vec![(4, "SystemTime::now"), (7, "Instant::now"), (8, "Instant::now")]);
+    }
+
+    #[test]
+    fn redis_key_names_are_told_from_error_texts() {
+        assert!(redis_key_names(r#"let key = format!("asynq:{{{queue}}}:unique");"#));
+        assert!(redis_key_names(r#"const ALL: &str = "asynq:servers";"#));
+        assert!(!redis_key_names(r#"const MESSAGE: &str = "asynq: task lease expired";"#));
     }
 
     #[test]

@@ -107,9 +107,9 @@ pub async fn case_unique_lock_kept_until_success<F: BrokerFactory>(factory: &F) 
     assert_duplicate(t.enqueue("still", &Task::new("email", "to:1"), unique(3_600)).await, "q", "email");
 }
 
-/// The stored message of a unique task carries its lock key (in the queue's key space, one per
-/// type and payload); everything else is the message enqueued. A task that is not unique has
-/// none.
+/// The stored message of a unique task carries its lock key (one per type and payload, in a form
+/// of the broker's own: Go's key on Redis, checked by `redis_compat`); everything else is the
+/// message enqueued. A task that is not unique has none.
 pub async fn case_dequeued_unique_task_carries_its_lock_key<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     let a = t.enqueue("a", &Task::new("email", "\x01\x02"), unique(60)).await.unwrap();
@@ -119,8 +119,7 @@ pub async fn case_dequeued_unique_task_carries_its_lock_key<F: BrokerFactory>(fa
     let taken: Vec<TaskMessage> = t.dequeue(&["q"], 3).await.into_iter().map(|d| d.message).collect();
 
     let (key_a, key_b) = (taken[0].unique_key.clone(), taken[1].unique_key.clone());
-    assert!(key_a.starts_with("asynq:{q}:unique:email:"), "{key_a:?}");
-    assert!(key_b.starts_with("asynq:{q}:unique:email:") && key_b != key_a, "{key_b:?}");
+    assert!(!key_a.is_empty() && !key_b.is_empty() && key_b != key_a, "{key_a:?}, {key_b:?}");
     let with_key = |msg: TaskMessage, unique_key: String| TaskMessage { unique_key, ..msg };
     assert_eq!(taken, [with_key(a, key_a), with_key(b, key_b), c]);
 }
