@@ -6,7 +6,6 @@
 //! advance exactly as timers fire: no test waits on real time.
 
 pub mod browser;
-pub mod conformance;
 mod flaky;
 mod go_fixtures;
 mod logs;

@@ -1,10 +1,10 @@
 //! The broker conformance suite against `RedisBroker` on a 3-master Redis Cluster: every script
 //! keeps to one hash slot, so every case behaves as on a single server.
 
+use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::Clock;
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisCluster;
-use asynq_tests::conformance::{BrokerFactory, Capability};
 use asynq_tests::redis_broker;
 use std::sync::Arc;
 
@@ -29,4 +29,4 @@ impl BrokerFactory for ClusterFactory {
     }
 }
 
-asynq_tests::broker_conformance!(ClusterFactory(RedisCluster::start(3)));
+asynq_conformance::broker_conformance!(ClusterFactory(RedisCluster::start(3)));

@@ -1,9 +1,9 @@
-//! The broker conformance suite (`asynq_tests::conformance`) against `MemoryBroker`, which
+//! The broker conformance suite (`asynq_conformance`) against `MemoryBroker`, which
 //! reads every instant, expiries included, from the clock it is given and so lacks nothing.
 
+use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::Clock;
 use asynq_memory::MemoryBroker;
-use asynq_tests::conformance::{BrokerFactory, Capability};
 use std::sync::Arc;
 
 /// Makes a fresh `MemoryBroker` per case.
@@ -25,4 +25,4 @@ impl BrokerFactory for MemoryFactory {
     }
 }
 
-asynq_tests::broker_conformance!(MemoryFactory);
+asynq_conformance::broker_conformance!(MemoryFactory);

@@ -1,9 +1,9 @@
 //! The broker conformance suite against `RedisBroker`, each case on its own redis-server.
 
+use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::Clock;
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisServer;
-use asynq_tests::conformance::{BrokerFactory, Capability};
 use asynq_tests::redis_broker;
 use std::sync::Arc;
 
@@ -27,4 +27,4 @@ impl BrokerFactory for RedisFactory {
     }
 }
 
-asynq_tests::broker_conformance!(RedisFactory(RedisServer::start()));
+asynq_conformance::broker_conformance!(RedisFactory(RedisServer::start()));

@@ -1,9 +1,9 @@
 //! The broker conformance suite against `RedisBroker` connected through Sentinel.
 
+use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::Clock;
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisSentinel;
-use asynq_tests::conformance::{BrokerFactory, Capability};
 use asynq_tests::redis_broker;
 use std::sync::Arc;
 
@@ -28,4 +28,4 @@ impl BrokerFactory for SentinelFactory {
     }
 }
 
-asynq_tests::broker_conformance!(SentinelFactory(RedisSentinel::start("asynq-conformance")));
+asynq_conformance::broker_conformance!(SentinelFactory(RedisSentinel::start("asynq-conformance")));

@@ -19,13 +19,13 @@
 //! With `--nocapture` (nextest: `--no-capture`) a passing run prints how often each kind of
 //! operation got each kind of reply, to show what the sequences cover.
 
+use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::{Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
     Broker, Clock, EnqueueRequest, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState, resolve_enqueue,
 };
 use asynq_memory::MemoryBroker;
-use asynq_tests::conformance::fixture::START_SECS;
 use asynq_tests::model::{
     ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, Observation, Op, PAYLOADS, QUEUES, QueueView,
     RECOVER_RETRY_DELAY, Reply, Row, Set, TASK_TYPE, UNIQUE_TTL, When, hand, pick_batch, pick_handed,

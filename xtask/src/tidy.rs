@@ -34,6 +34,11 @@ const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] = &[
     ("asynq-cli", "asynq-server"),
     ("asynq-metrics", "asynq-server"),
     ("asynq-web", "asynq-server"),
+    // The conformance suite is written against the broker traits alone.
+    ("asynq-conformance", "asynq-client"),
+    ("asynq-conformance", "asynq-memory"),
+    ("asynq-conformance", "asynq-redis"),
+    ("asynq-conformance", "asynq-server"),
 ];
 
 #[test]

@@ -1,5 +1,21 @@
 //! The broker conformance suite: one set of cases, written once against the traits of
-//! `asynq_core::broker`, that every backend must pass alike.
+//! `asynq_core::broker`, that every backend must pass alike. A third-party backend runs it
+//! exactly as the memory and Redis brokers do:
+//!
+//! ```ignore
+//! use asynq_conformance::{BrokerFactory, Capability};
+//!
+//! struct MyFactory;
+//!
+//! impl BrokerFactory for MyFactory {
+//!     type Broker = MyBroker;
+//!     fn name(&self) -> &'static str { "mine" }
+//!     fn lacks(&self) -> &'static [Capability] { &[] }
+//!     async fn broker(&self, clock: Arc<dyn Clock>) -> MyBroker { MyBroker::with_clock(clock) }
+//! }
+//!
+//! asynq_conformance::broker_conformance!(MyFactory); // in a test file: one #[tokio::test] per case
+//! ```
 //!
 //! A backend plugs in through a [`BrokerFactory`], which makes a fresh, empty broker on a given
 //! clock, and [`broker_conformance!`](crate::broker_conformance) expands to one `#[tokio::test]`
@@ -93,7 +109,7 @@ pub const GATED: &[(&str, Capability)] = &[
 pub fn lacking<F: BrokerFactory>(factory: &F, case: &str, capability: Capability) -> bool {
     assert!(
         GATED.contains(&(case, capability)),
-        "{case} needs {capability:?} but is not listed with it in conformance::GATED"
+        "{case} needs {capability:?} but is not listed with it in asynq_conformance::GATED"
     );
     let lacks = factory.lacks().contains(&capability);
     if lacks {
@@ -130,7 +146,7 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, cases: &[&str]) {
 /// calling crate needs `tokio` (with the `macros` and `rt-multi-thread` features).
 ///
 /// ```ignore
-/// asynq_tests::broker_conformance!(MemoryFactory);
+/// asynq_conformance::broker_conformance!(MemoryFactory);
 /// ```
 #[macro_export]
 macro_rules! broker_conformance {
@@ -265,14 +281,14 @@ macro_rules! broker_conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let factory = $factory;
-                $crate::conformance::$module::$case(&factory).await;
+                $crate::$module::$case(&factory).await;
             }
         )+
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn capabilities_are_declared() {
             let factory = $factory;
-            $crate::conformance::check_capabilities(&factory, &[$(stringify!($case)),+]);
+            $crate::check_capabilities(&factory, &[$(stringify!($case)),+]);
         }
     };
 }
