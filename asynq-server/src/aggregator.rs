@@ -16,10 +16,10 @@
 //! overlap when one outlasts the interval, and then they compete for the same groups; here a
 //! late pass delays the next one instead.
 
-use crate::periodic::{FirstRun, run_every};
 use crate::processor::panic_message;
 use asynq_core::broker::{Aggregate, AggregationLimits};
 use asynq_core::{Clock, Error, Task, TaskOptions, resolve_enqueue};
+use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

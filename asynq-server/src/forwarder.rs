@@ -1,7 +1,7 @@
 //! A forwarder moves scheduled and retry tasks whose time has come to pending.
 
-use crate::periodic::{FirstRun, run_every};
 use asynq_core::broker::Forward;
+use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

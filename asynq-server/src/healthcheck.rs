@@ -2,8 +2,8 @@
 //! function.
 
 use crate::config::HealthCheckFn;
-use crate::periodic::{FirstRun, run_every};
 use asynq_core::broker::Health;
+use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

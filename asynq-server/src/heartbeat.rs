@@ -1,10 +1,10 @@
 //! A heartbeater tells the broker this server is alive and what it runs, and extends the leases
 //! of its running tasks. A task whose lease could not be extended in time is told to stop.
 
-use crate::periodic::{FirstRun, run_every};
 use crate::workers::ActiveTasks;
 use asynq_core::broker::{Dequeue, ServerState};
 use asynq_core::{ServerInfo, ServerStatus};
+use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! A janitor deletes completed tasks whose retention period has run out.
 
-use crate::periodic::{FirstRun, run_every};
 use asynq_core::broker::Janitor as JanitorBroker;
+use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

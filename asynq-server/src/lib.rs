@@ -9,8 +9,8 @@
 //! [`syncer`] (retries failed state writes) and [`subscriber`] (cancels running tasks on
 //! request).
 //!
-//! Beside the server, a [`Scheduler`] enqueues periodic tasks on cron specs, and a
-//! [`PeriodicTaskManager`] keeps its entries in step with a configuration source.
+//! Periodic tasks are the producer side's: the `Scheduler` lives in `asynq-scheduler`, so a
+//! cron-only process does not compile the worker.
 #![doc(test(attr(deny(warnings))))]
 
 pub mod aggregator;
@@ -25,15 +25,10 @@ mod json;
 pub mod limits;
 mod mux;
 pub mod observe;
-mod periodic;
-pub mod periodic_task_manager;
 pub mod processor;
 pub mod recoverer;
-mod schedule;
-pub mod scheduler;
 mod server;
 mod settler;
-mod signals;
 pub mod subscriber;
 pub mod syncer;
 mod workers;
@@ -46,10 +41,4 @@ pub use handler::{Handler, HandlerError, HandlerFn, ResultWriter, TaskContext, h
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};
 pub use observe::{AttemptOutcome, AttemptReport, TaskObserver};
-pub use periodic_task_manager::{
-    PeriodicTaskConfig, PeriodicTaskConfigProvider, PeriodicTaskManager, PeriodicTaskManagerConfig, ProviderError,
-    SyncReport,
-};
-pub use schedule::SpecError;
-pub use scheduler::{FireOutcome, PostEnqueueFn, PreEnqueueFn, Scheduler, SchedulerConfig, SchedulerError};
 pub use server::Server;

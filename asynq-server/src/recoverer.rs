@@ -5,10 +5,10 @@
 
 use crate::handler::HandlerError;
 use crate::observe::Observers;
-use crate::periodic::{FirstRun, run_every};
 use crate::processor::FailurePolicy;
 use asynq_core::broker::{Aggregate, Dequeue, Recover};
 use asynq_core::{Clock, Error, LEASE_DURATION};
+use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

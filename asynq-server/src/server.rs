@@ -17,10 +17,9 @@ use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::RateLimiter;
 use asynq_core::{Error, Result, ServerInfo, ServerStatus};
+use asynq_runtime::{Role, hostname};
 use std::fmt;
 use std::sync::Arc;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 /// A worker server: takes tasks from a broker and runs a [`Handler`] on them, with the
 /// background roles that keep the queues healthy (forwarding due tasks, extending leases,
@@ -68,26 +67,6 @@ struct WorkerCapabilities {
     aggregate: Option<Arc<dyn Aggregate>>,
     /// Takes rate-limit tokens, when the configuration sets rate limits.
     rate_limiter: Option<Arc<dyn RateLimiter>>,
-}
-
-pub(crate) struct Role {
-    pub(crate) stop: CancellationToken,
-    handle: JoinHandle<()>,
-}
-
-impl Role {
-    pub(crate) fn spawn(spawn: impl FnOnce(CancellationToken) -> JoinHandle<()>) -> Self {
-        let stop = CancellationToken::new();
-        let handle = spawn(stop.clone());
-        Self { stop, handle }
-    }
-
-    pub(crate) async fn stop(self) {
-        self.stop.cancel();
-        if let Err(e) = self.handle.await {
-            tracing::error!(error = %e, "a server role panicked");
-        }
-    }
 }
 
 impl Server {
@@ -300,7 +279,7 @@ impl Server {
     /// SIGTSTP stops taking new tasks, as [`Server::stop`] does.
     pub async fn run(mut self, handler: impl Handler) -> Result<()> {
         self.start(handler)?;
-        crate::signals::wait_for_shutdown(|| self.stop()).await;
+        asynq_runtime::wait_for_shutdown(|| self.stop()).await;
         self.shutdown().await;
         Ok(())
     }
@@ -337,13 +316,4 @@ impl fmt::Debug for Server {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown-host".to_owned())
 }

@@ -1,9 +1,9 @@
 //! A syncer retries the outcome writes that failed (a broker outage), until each task's lease
 //! runs out; after that the task belongs to the recoverer.
 
-use crate::periodic::{FirstRun, run_every};
 use asynq_core::broker::{Dequeue, Outcome};
 use asynq_core::{Clock, Error, TaskMessage};
+use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};

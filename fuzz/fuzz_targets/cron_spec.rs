@@ -5,7 +5,7 @@
 
 use asynq_core::{Task, TaskOptions};
 use asynq_memory::MemoryBroker;
-use asynq_server::{Scheduler, SchedulerConfig};
+use asynq_scheduler::{Scheduler, SchedulerConfig};
 use libfuzzer_sys::fuzz_target;
 use std::sync::LazyLock;
 

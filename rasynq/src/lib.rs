@@ -10,9 +10,13 @@ pub use asynq_core::{BrokerError, Error, Result, Task, TaskInfo, TaskOptions, Ta
 // The worker's side.
 #[cfg(feature = "server")]
 pub use asynq_server::{
-    Config, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ResultWriter, Scheduler, SchedulerConfig,
-    ServeMux, Server, TaskContext, aggregator_fn, handler_fn,
+    Config, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ResultWriter, ServeMux, Server, TaskContext,
+    aggregator_fn, handler_fn,
 };
+
+// Periodic tasks.
+#[cfg(feature = "scheduler")]
+pub use asynq_scheduler::{PeriodicTaskManager, Scheduler, SchedulerConfig};
 #[cfg(all(feature = "server", feature = "json"))]
 pub use asynq_server::{JsonHandlerFn, json_handler_fn};
 
@@ -30,10 +34,15 @@ pub use asynq_client as client;
 /// traits a producer, a worker and an operator need, and the types they exchange.
 pub use asynq_core as core;
 
-/// The worker crate, whole: the [`Server`], its [`Config`], handlers, the mux, middleware,
-/// task observers, and the scheduler.
+/// The worker crate, whole: the [`Server`], its [`Config`], handlers, the mux, middleware and
+/// task observers.
 #[cfg(feature = "server")]
 pub use asynq_server as server;
+
+/// Periodic tasks, whole: the [`Scheduler`], the [`PeriodicTaskManager`] and their
+/// configuration providers.
+#[cfg(feature = "scheduler")]
+pub use asynq_scheduler as scheduler;
 
 /// The embedded in-memory broker, with the Redis broker's observable semantics.
 #[cfg(feature = "memory")]

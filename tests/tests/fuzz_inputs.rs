@@ -8,7 +8,7 @@ use asynq_core::time::{from_unix_secs, parse_go_duration};
 use asynq_core::{Task, TaskOptions, TaskState, resolve_enqueue};
 use asynq_memory::MemoryBroker;
 use asynq_redis::proto;
-use asynq_server::{Scheduler, SchedulerConfig};
+use asynq_scheduler::{Scheduler, SchedulerConfig};
 use proptest::prelude::*;
 use prost::Message;
 use std::sync::LazyLock;

@@ -7,7 +7,7 @@ use asynq_core::broker::{Dequeue, Inspect, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{Clock, Error, SimulatedClock, SystemClock};
 use asynq_redis::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp};
-use asynq_server::{FireOutcome, Scheduler, SchedulerConfig};
+use asynq_scheduler::{FireOutcome, Scheduler, SchedulerConfig};
 use asynq_tests::{RedisServer, RespValue, redis_broker};
 use prost::Message;
 use std::collections::BTreeMap;

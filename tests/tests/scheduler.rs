@@ -6,10 +6,11 @@ use asynq_client::{Task, TaskOptions, TaskState};
 use asynq_core::Error;
 use asynq_core::broker::{Inspect, Page, SchedulerEntry, SchedulerState};
 use asynq_memory::MemoryBroker;
-use asynq_server::{
+use asynq_scheduler::{
     FireOutcome, PeriodicTaskConfig, PeriodicTaskConfigProvider, PeriodicTaskManager, PeriodicTaskManagerConfig,
-    ProviderError, Scheduler, SchedulerConfig, SchedulerError, Server, SpecError, SyncReport,
+    ProviderError, Scheduler, SchedulerConfig, SchedulerError, SpecError, SyncReport,
 };
+use asynq_server::Server;
 use asynq_tests::{EPOCH, FlakyBroker, Harness, Recorder, TokioClock, secs};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

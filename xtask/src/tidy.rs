@@ -34,6 +34,8 @@ const FORBIDDEN_DEPENDENCIES: &[(&str, &str)] = &[
     ("asynq-cli", "asynq-server"),
     ("asynq-metrics", "asynq-server"),
     ("asynq-web", "asynq-server"),
+    // A cron-only process does not compile the worker.
+    ("asynq-scheduler", "asynq-server"),
     // The conformance suite is written against the broker traits alone.
     ("asynq-conformance", "asynq-client"),
     ("asynq-conformance", "asynq-memory"),

@@ -8,11 +8,11 @@
 //! and a changed one is replaced. A sync applies all or nothing: when the provider fails or any
 //! config is invalid, nothing changes.
 
-use crate::periodic::{FirstRun, run_every};
 use crate::scheduler::{Scheduler, SchedulerError, Shared, fingerprint};
-use crate::server::Role;
 use async_trait::async_trait;
 use asynq_core::{Task, TaskOptions};
+use asynq_runtime::Role;
+use asynq_runtime::{FirstRun, run_every};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -74,7 +74,7 @@ pub struct SyncReport {
 /// ```no_run
 /// use asynq_core::{Task, TaskOptions};
 /// use asynq_memory::MemoryBroker;
-/// use asynq_server::{
+/// use asynq_scheduler::{
 ///     PeriodicTaskConfig, PeriodicTaskConfigProvider, PeriodicTaskManager, PeriodicTaskManagerConfig,
 ///     ProviderError, Scheduler, SchedulerConfig,
 /// };
@@ -88,7 +88,7 @@ pub struct SyncReport {
 ///     }
 /// }
 ///
-/// # #[tokio::main] async fn main() -> Result<(), asynq_server::SchedulerError> {
+/// # #[tokio::main] async fn main() -> Result<(), asynq_scheduler::SchedulerError> {
 /// let scheduler = Scheduler::new(MemoryBroker::new(), SchedulerConfig::default())?;
 /// let manager = PeriodicTaskManager::new(scheduler, Fixed, PeriodicTaskManagerConfig::default())?;
 /// manager.run().await // until SIGTERM or Ctrl-C
@@ -171,7 +171,7 @@ impl PeriodicTaskManager {
     /// Starts the manager and runs it until SIGTERM or Ctrl-C (SIGINT), then shuts it down.
     pub async fn run(mut self) -> Result<(), SchedulerError> {
         self.start().await?;
-        crate::signals::wait_for_shutdown(|| {}).await;
+        asynq_runtime::wait_for_shutdown(|| {}).await;
         self.shutdown().await;
         Ok(())
     }

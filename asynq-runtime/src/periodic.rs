@@ -1,4 +1,4 @@
-//! The loop every periodic role shares.
+//! The loop every periodic role shares, in the server and in the scheduler.
 
 use std::future::Future;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 /// When a periodic role first runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FirstRun {
+pub enum FirstRun {
     /// At once, then every interval.
     Immediately,
     /// After one interval.
@@ -16,7 +16,7 @@ pub(crate) enum FirstRun {
 
 /// Calls `tick` every `interval` until `stop` is cancelled. A tick that overruns delays the
 /// next one rather than bunching them up; a tick in progress when `stop` fires is finished.
-pub(crate) async fn run_every<F, Fut>(interval: Duration, first: FirstRun, stop: &CancellationToken, mut tick: F)
+pub async fn run_every<F, Fut>(interval: Duration, first: FirstRun, stop: &CancellationToken, mut tick: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = ()>,

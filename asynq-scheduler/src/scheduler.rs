@@ -22,13 +22,13 @@
 //! The first heartbeat is written at start rather than one interval later, so that a new
 //! scheduler is listed at once.
 
-use crate::periodic::{FirstRun, run_every};
 use crate::schedule::{Schedule, SpecError};
-use crate::server::{Role, hostname};
 use asynq_client::Client;
 use asynq_core::broker::{Enqueue, SchedulerEnqueueEvent, SchedulerEntry, SchedulerState};
 use asynq_core::time::unix_secs;
 use asynq_core::{Clock, Error, SystemClock, Task, TaskInfo, TaskOptions, resolve_enqueue};
+use asynq_runtime::{FirstRun, run_every};
+use asynq_runtime::{Role, hostname};
 use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -173,9 +173,9 @@ pub enum FireOutcome {
 /// ```no_run
 /// use asynq_core::{Task, TaskOptions};
 /// use asynq_memory::MemoryBroker;
-/// use asynq_server::{Scheduler, SchedulerConfig};
+/// use asynq_scheduler::{Scheduler, SchedulerConfig};
 ///
-/// # #[tokio::main] async fn main() -> Result<(), asynq_server::SchedulerError> {
+/// # #[tokio::main] async fn main() -> Result<(), asynq_scheduler::SchedulerError> {
 /// let scheduler = Scheduler::new(MemoryBroker::new(), SchedulerConfig::default())?;
 /// scheduler.register("@every 30s", Task::new("metrics:flush", ""), TaskOptions::new())?;
 /// scheduler.register("CRON_TZ=Europe/Paris 0 9 * * 1-5", Task::new("report:daily", ""), TaskOptions::new().queue("low"))?;
@@ -304,7 +304,7 @@ impl Scheduler {
     /// Starts the scheduler and runs it until SIGTERM or Ctrl-C (SIGINT), then shuts it down.
     pub async fn run(mut self) -> Result<(), SchedulerError> {
         self.start()?;
-        crate::signals::wait_for_shutdown(|| {}).await;
+        asynq_runtime::wait_for_shutdown(|| {}).await;
         self.shutdown().await;
         Ok(())
     }

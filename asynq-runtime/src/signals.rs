@@ -1,8 +1,8 @@
-//! Waiting for the signals that stop a server.
+//! Waiting for the signals that stop a server or a scheduler.
 
 /// Waits for SIGTERM or Ctrl-C (SIGINT). Each SIGTSTP on the way calls `on_stop`.
 #[cfg(unix)]
-pub(crate) async fn wait_for_shutdown(mut on_stop: impl FnMut()) {
+pub async fn wait_for_shutdown(mut on_stop: impl FnMut()) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut tstp)) = (signal(SignalKind::terminate()), signal(SignalKind::from_raw(20))) else {
         tracing::error!("could not install signal handlers; waiting for Ctrl-C only");
@@ -20,6 +20,6 @@ pub(crate) async fn wait_for_shutdown(mut on_stop: impl FnMut()) {
 
 /// Waits for Ctrl-C.
 #[cfg(not(unix))]
-pub(crate) async fn wait_for_shutdown(_on_stop: impl FnMut()) {
+pub async fn wait_for_shutdown(_on_stop: impl FnMut()) {
     let _ = tokio::signal::ctrl_c().await;
 }
