@@ -1,6 +1,6 @@
 //! Trace context across processes: the producer writes the current span's OpenTelemetry
 //! context into a task's headers (W3C `traceparent` and `tracestate`), and the worker makes it
-//! the parent of the task's [`asynq.task`](asynq_server::observe::TASK_SPAN_NAME) span, so one
+//! the parent of the task's [`asynq.task`](asynq_server::TASK_SPAN_NAME) span, so one
 //! trace runs from the request that enqueued a task to the handler that ran it.
 //!
 //! Both sides use [`tracing`] spans bridged to OpenTelemetry by a `tracing-opentelemetry`
@@ -58,7 +58,7 @@ pub use observer::TraceContextObserver;
 mod observer {
     use super::extract_context;
     use asynq_core::TaskMessage;
-    use asynq_server::observe::TaskObserver;
+    use asynq_server::TaskObserver;
     use opentelemetry::trace::TraceContextExt;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 

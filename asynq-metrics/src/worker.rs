@@ -2,7 +2,7 @@
 //! [`TaskObserver`] to install in [`asynq_server::Config::task_observers`].
 
 use asynq_core::TaskMessage;
-use asynq_server::observe::{AttemptOutcome, AttemptReport, TaskObserver};
+use asynq_server::{AttemptOutcome, AttemptReport, TaskObserver};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};

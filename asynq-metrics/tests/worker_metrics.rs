@@ -135,7 +135,7 @@ impl Visit for Fields<'_> {
 
 impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for TaskSpans {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
-        if attrs.metadata().name() == asynq_server::observe::TASK_SPAN_NAME {
+        if attrs.metadata().name() == asynq_server::TASK_SPAN_NAME {
             let mut fields = BTreeMap::new();
             attrs.record(&mut Fields(&mut fields));
             self.0.lock().unwrap().push((id.clone(), fields));

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// The longest time between two aggregation checks (Go checks every `min(7 s, grace period)`).
-pub const MAX_CHECK_INTERVAL: Duration = Duration::from_secs(7);
+pub(crate) const MAX_CHECK_INTERVAL: Duration = Duration::from_secs(7);
 
 /// Combines the tasks of a group into one task (Go's `GroupAggregator`).
 ///
@@ -52,7 +52,7 @@ pub struct GroupAggregatorFn<F> {
 ///
 /// ```
 /// use asynq_core::Task;
-/// use asynq_server::aggregator::aggregator_fn;
+/// use asynq_server::aggregator_fn;
 ///
 /// // One email listing every notification of the group (a user).
 /// let digest = aggregator_fn(|group: &str, tasks: Vec<Task>| {
@@ -85,7 +85,7 @@ impl<F> fmt::Debug for GroupAggregatorFn<F> {
 
 /// The aggregator's settings.
 #[derive(Clone)]
-pub struct AggregatorConfig {
+pub(crate) struct AggregatorConfig {
     /// The queues whose groups to check.
     pub queues: Vec<String>,
     /// How often to check.
@@ -98,7 +98,7 @@ pub struct AggregatorConfig {
 
 impl AggregatorConfig {
     /// Settings for `queues`, checked every `min(7 s, grace period)` as Go does.
-    pub fn new(queues: Vec<String>, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> Self {
+    pub(crate) fn new(queues: Vec<String>, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> Self {
         Self { queues, interval: MAX_CHECK_INTERVAL.min(limits.grace_period), limits, aggregator }
     }
 }
@@ -115,7 +115,7 @@ impl fmt::Debug for AggregatorConfig {
 
 /// Aggregates ready groups.
 #[derive(Clone)]
-pub struct Aggregator {
+pub(crate) struct Aggregator {
     broker: Arc<dyn Aggregate>,
     clock: Arc<dyn Clock>,
     config: AggregatorConfig,
@@ -126,7 +126,7 @@ impl Aggregator {
     ///
     /// Errors: [`Error::InvalidArgument`] for invalid limits (see
     /// [`AggregationLimits::validate`]) or a zero interval.
-    pub fn new(
+    pub(crate) fn new(
         broker: Arc<dyn Aggregate>,
         clock: Arc<dyn Clock>,
         config: AggregatorConfig,
@@ -144,7 +144,7 @@ impl Aggregator {
     ///
     /// Errors: the first broker failure ([`Error::Broker`]); the rest of the pass is left for
     /// the next tick.
-    pub async fn tick(&self) -> asynq_core::Result<usize> {
+    pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         let mut enqueued = 0;
         for queue in &self.config.queues {
             for group in self.broker.groups(queue).await? {
@@ -195,7 +195,7 @@ impl Aggregator {
     }
 
     /// Checks every interval (the first time after one interval) until `stop` is cancelled.
-    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             run_every(self.config.interval, FirstRun::AfterInterval, &stop, || async {
                 if let Err(e) = self.tick().await {

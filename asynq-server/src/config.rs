@@ -24,8 +24,8 @@ pub fn default_retry_delay(retried: u32, _err: &HandlerError, _task: &Task) -> D
     asynq_core::retry::default_retry_delay(retried, &mut rand::rng())
 }
 
-/// How a [`Server`](crate::Server) behaves. Start from [`Config::default`] and change what you
-/// need:
+/// How a [`Server`](crate::Server) behaves. Build one with [`Config::builder`], or start from
+/// [`Config::default`] and change what you need:
 ///
 /// ```
 /// use asynq_server::Config;
@@ -76,7 +76,7 @@ pub struct Config {
     /// How often failed state writes are retried. Default: 5 s.
     pub syncer_interval: Duration,
     /// Combines the tasks of each group into one task once the group is ready; with it, the
-    /// server checks the groups of its queues (see [`aggregator`](crate::aggregator)).
+    /// server checks the groups of its queues.
     /// Default: none (grouped tasks wait for a server that has one).
     pub group_aggregator: Option<Arc<dyn GroupAggregator>>,
     /// A group is ready once no task joined it for this long; the groups are checked every
@@ -88,12 +88,19 @@ pub struct Config {
     /// A group is ready once it holds this many tasks, and one aggregation takes at most this
     /// many. At least 1. Default: none (no limit).
     pub group_max_size: Option<usize>,
-    /// Per-queue limits on tasks started per second, shared by every server of the broker
-    /// (see [`limits`](crate::limits)); each must name a queue in `queues`. Tasks over the
-    /// limit wait in pending. Default: none.
+    /// Per-queue limits on tasks started per second, shared by every server of the broker (a
+    /// token bucket per queue in the broker, which must support rate limits); each must name a
+    /// queue in `queues`. Tasks over the limit wait in pending; when a limited queue is out of
+    /// tokens, the server sleeps until the next one is due instead of polling. Default: none.
     pub rate_limits: BTreeMap<String, asynq_core::rate_limit::RateLimit>,
-    /// Per-type limits on tasks running at once on this server, by exact type name (see
-    /// [`limits`](crate::limits)); each at least 1. Default: none.
+    /// Per-type limits on tasks running at once on this server, by exact type name; each at
+    /// least 1. Default: none.
+    ///
+    /// A task whose type is at its limit is deferred: it goes back through the retry set, due a
+    /// second later, without counting as a failure or using a retry. Waiting in place instead
+    /// would hold a worker slot, and one busy type could then fill every slot and starve the
+    /// others. The price: an over-limit task is delayed by up to a second plus the forwarder's
+    /// interval, and its last error reads as the limit.
     pub type_concurrency: BTreeMap<String, usize>,
     /// How many tasks beyond `concurrency` the server may take ahead of time, so that under
     /// load one broker call fetches many tasks and the next batch is ready when workers free
@@ -107,7 +114,7 @@ pub struct Config {
     /// than taking as many as `concurrency`); `Some(0)` turns it off.
     pub prefetch: Option<usize>,
     /// Told when each task starts and finishes and when the recoverer finds a task whose lease
-    /// expired, in this order (see [`observe`](crate::observe)): for metrics and tracing.
+    /// expired, in this order: for metrics and tracing.
     /// Default: none.
     pub task_observers: Vec<Arc<dyn TaskObserver>>,
     /// The wall clock. Default: the system clock; tests use a simulated one.
@@ -237,5 +244,171 @@ impl Config {
     /// dequeue script short for the other clients of Redis.
     pub(crate) fn default_prefetch(&self) -> usize {
         self.concurrency.saturating_mul(4).min(256)
+    }
+}
+
+/// Builds a [`Config`] one setting at a time, and checks it once when built; start with
+/// [`Config::builder`]. Settings not named here (intervals, clock) keep their defaults; set them
+/// on the built [`Config`] if you need to.
+///
+/// ```
+/// use asynq_server::Config;
+/// use std::time::Duration;
+///
+/// let config = Config::builder()
+///     .concurrency(20)
+///     .queue("critical", 6)
+///     .queue("default", 3)
+///     .queue("low", 1)
+///     .shutdown_timeout(Duration::from_secs(30))
+///     .build()?;
+/// assert_eq!(config.queues.len(), 3);
+///
+/// let refused = Config::builder().concurrency(0).build().unwrap_err();
+/// assert_eq!(refused.to_string(), "invalid concurrency: must be at least 1");
+/// # Ok::<_, asynq_core::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct ConfigBuilder {
+    config: Config,
+    /// Whether a queue was named: the first replaces the default queue.
+    queues_named: bool,
+}
+
+impl Config {
+    /// A builder starting from the defaults.
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder::default()
+    }
+}
+
+impl ConfigBuilder {
+    /// How many tasks run at once. Default: the number of CPUs.
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.config.concurrency = concurrency;
+        self
+    }
+
+    /// Serves `queue` with `priority`; the first queue named replaces the default (`default`,
+    /// priority 1).
+    pub fn queue(mut self, queue: impl Into<String>, priority: u32) -> Self {
+        if !self.queues_named {
+            self.config.queues.clear();
+            self.queues_named = true;
+        }
+        self.config.queues.insert(queue.into(), priority);
+        self
+    }
+
+    /// Always takes from the highest-priority queue that has tasks, instead of weighing
+    /// queues by priority.
+    pub fn strict_priority(mut self, strict: bool) -> Self {
+        self.config.strict_priority = strict;
+        self
+    }
+
+    /// How long to wait before retrying a failed task. Default: Go asynq's exponential backoff.
+    pub fn retry_delay(mut self, f: impl Fn(u32, &HandlerError, &Task) -> Duration + Send + Sync + 'static) -> Self {
+        self.config.retry_delay = Arc::new(f);
+        self
+    }
+
+    /// Which errors count as failures. Default: all.
+    pub fn is_failure(mut self, f: impl Fn(&HandlerError) -> bool + Send + Sync + 'static) -> Self {
+        self.config.is_failure = Arc::new(f);
+        self
+    }
+
+    /// Called with every error a handler returns.
+    pub fn error_handler(mut self, f: impl Fn(&Task, &HandlerError) + Send + Sync + 'static) -> Self {
+        self.config.error_handler = Some(Arc::new(f));
+        self
+    }
+
+    /// How long running tasks get to finish at shutdown before they are given back.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.config.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Called after every health check of the broker with its result.
+    pub fn health_check(mut self, f: impl Fn(Result<(), &asynq_core::Error>) + Send + Sync + 'static) -> Self {
+        self.config.health_check = Some(Arc::new(f));
+        self
+    }
+
+    /// Aggregates groups with `aggregator` once a group is ready: no task joined it for
+    /// `grace_period`, or its limits in [`ConfigBuilder::group_limits`] are reached.
+    pub fn group_aggregator(mut self, aggregator: impl GroupAggregator, grace_period: Duration) -> Self {
+        self.config.group_aggregator = Some(Arc::new(aggregator));
+        self.config.group_grace_period = grace_period;
+        self
+    }
+
+    /// Makes a group ready once its oldest task waited `max_delay`, or once it holds `max_size`
+    /// tasks. Default: neither.
+    pub fn group_limits(mut self, max_delay: Option<Duration>, max_size: Option<usize>) -> Self {
+        self.config.group_max_delay = max_delay;
+        self.config.group_max_size = max_size;
+        self
+    }
+
+    /// Starts at most `limit` tasks of `queue` per second, across every server of the broker.
+    pub fn rate_limit(mut self, queue: impl Into<String>, limit: asynq_core::rate_limit::RateLimit) -> Self {
+        self.config.rate_limits.insert(queue.into(), limit);
+        self
+    }
+
+    /// Runs at most `limit` tasks of type `type_name` at once on this server (see
+    /// [`Config::type_concurrency`]).
+    pub fn type_concurrency(mut self, type_name: impl Into<String>, limit: usize) -> Self {
+        self.config.type_concurrency.insert(type_name.into(), limit);
+        self
+    }
+
+    /// How many tasks a fetch may take ahead of free workers while tasks are short; `0` turns
+    /// it off. Default: four times the concurrency, at most 256.
+    pub fn prefetch(mut self, prefetch: usize) -> Self {
+        self.config.prefetch = Some(prefetch);
+        self
+    }
+
+    /// Tells `observer` when each task starts and finishes: for metrics and tracing.
+    pub fn task_observer(mut self, observer: impl TaskObserver + 'static) -> Self {
+        self.config.task_observers.push(Arc::new(observer));
+        self
+    }
+
+    /// Reads wall-clock time from `clock` (for tests). Default: the system clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.config.clock = clock;
+        self
+    }
+
+    /// The configuration, checked as [`Server::new`](crate::Server::new) checks it.
+    ///
+    /// Errors: [`asynq_core::Error::InvalidArgument`] naming the setting at fault.
+    pub fn build(self) -> asynq_core::Result<Config> {
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asynq_core::rate_limit::RateLimit;
+
+    #[test]
+    fn the_builder_replaces_the_default_queue_and_checks_what_it_builds() {
+        let config = Config::builder().queue("critical", 6).build().unwrap();
+        assert_eq!(config.queues, [("critical".to_owned(), 6)].into());
+
+        let limit = RateLimit::new(5.0, 5).unwrap();
+        let err = Config::builder().queue("critical", 1).rate_limit("other", limit).build().unwrap_err();
+        assert_eq!(err.to_string(), r#"invalid rate_limits: queue "other" is not one of this server's queues"#);
+
+        let config = Config::builder().group_limits(Some(Duration::from_secs(60)), Some(100)).build().unwrap();
+        assert_eq!((config.group_max_delay, config.group_max_size), (Some(Duration::from_secs(60)), Some(100)));
     }
 }

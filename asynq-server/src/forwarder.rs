@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The forwarder's settings.
 #[derive(Debug, Clone)]
-pub struct ForwarderConfig {
+pub(crate) struct ForwarderConfig {
     /// The queues to forward.
     pub queues: Vec<String>,
     /// How often to look for due tasks.
@@ -19,24 +19,24 @@ pub struct ForwarderConfig {
 
 /// Moves due scheduled and retry tasks to pending.
 #[derive(Clone)]
-pub struct Forwarder {
+pub(crate) struct Forwarder {
     broker: Arc<dyn Forward>,
     config: ForwarderConfig,
 }
 
 impl Forwarder {
     /// A forwarder over `broker`.
-    pub fn new(broker: Arc<dyn Forward>, config: ForwarderConfig) -> Self {
+    pub(crate) fn new(broker: Arc<dyn Forward>, config: ForwarderConfig) -> Self {
         Self { broker, config }
     }
 
     /// Forwards every due task once; returns how many moved.
-    pub async fn tick(&self) -> asynq_core::Result<usize> {
+    pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         self.broker.forward_ready(&self.config.queues).await
     }
 
     /// Forwards every interval (the first time after one interval) until `stop` is cancelled.
-    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             run_every(self.config.interval, FirstRun::AfterInterval, &stop, || async {
                 if let Err(e) = self.tick().await {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The health checker's settings.
 #[derive(Clone)]
-pub struct HealthCheckConfig {
+pub(crate) struct HealthCheckConfig {
     /// How often to check.
     pub interval: Duration,
     /// Told the result of every check.
@@ -27,26 +27,26 @@ impl fmt::Debug for HealthCheckConfig {
 
 /// Pings the broker and reports.
 #[derive(Clone)]
-pub struct HealthChecker {
+pub(crate) struct HealthChecker {
     broker: Arc<dyn Health>,
     config: HealthCheckConfig,
 }
 
 impl HealthChecker {
     /// A health checker over `broker`.
-    pub fn new(broker: Arc<dyn Health>, config: HealthCheckConfig) -> Self {
+    pub(crate) fn new(broker: Arc<dyn Health>, config: HealthCheckConfig) -> Self {
         Self { broker, config }
     }
 
     /// Pings once and reports the result; returns it too.
-    pub async fn tick(&self) -> asynq_core::Result<()> {
+    pub(crate) async fn tick(&self) -> asynq_core::Result<()> {
         let result = self.broker.ping().await;
         (self.config.report)(result.as_ref().map(|_| ()));
         result
     }
 
     /// Checks every interval (the first time after one interval) until `stop` is cancelled.
-    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             run_every(self.config.interval, FirstRun::AfterInterval, &stop, || async {
                 let _ = self.tick().await;

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The heartbeater's settings.
 #[derive(Debug, Clone)]
-pub struct HeartbeatConfig {
+pub(crate) struct HeartbeatConfig {
     /// How often to beat. Server records live for twice this long.
     pub interval: Duration,
 }
@@ -40,7 +40,7 @@ impl StatusCell {
 
 /// Writes the server's state and extends its leases.
 #[derive(Clone)]
-pub struct Heartbeater {
+pub(crate) struct Heartbeater {
     state: Arc<dyn ServerState>,
     leases: Arc<dyn Dequeue>,
     server: ServerInfo,
@@ -67,7 +67,7 @@ impl Heartbeater {
 
     /// Beats once: writes the server and worker records, extends the leases still valid, and
     /// signals the running tasks whose lease has expired.
-    pub async fn tick(&self) -> asynq_core::Result<()> {
+    pub(crate) async fn tick(&self) -> asynq_core::Result<()> {
         let server = self.server_info();
         let workers = self.active.worker_infos(&server.host, server.pid, &server.server_id);
         let state_written = self.state.write_server_state(&server, &workers, self.config.interval * 2).await;
@@ -96,7 +96,7 @@ impl Heartbeater {
 
     /// Beats at once and then every interval until `stop` is cancelled, then removes the
     /// server's records.
-    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             run_every(self.config.interval, FirstRun::Immediately, &stop, || async {
                 if let Err(e) = self.tick().await {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The janitor's settings.
 #[derive(Debug, Clone)]
-pub struct JanitorConfig {
+pub(crate) struct JanitorConfig {
     /// The queues to clean.
     pub queues: Vec<String>,
     /// How often to clean.
@@ -21,20 +21,20 @@ pub struct JanitorConfig {
 
 /// Deletes expired completed tasks.
 #[derive(Clone)]
-pub struct Janitor {
+pub(crate) struct Janitor {
     broker: Arc<dyn JanitorBroker>,
     config: JanitorConfig,
 }
 
 impl Janitor {
     /// A janitor over `broker`.
-    pub fn new(broker: Arc<dyn JanitorBroker>, config: JanitorConfig) -> Self {
+    pub(crate) fn new(broker: Arc<dyn JanitorBroker>, config: JanitorConfig) -> Self {
         Self { broker, config }
     }
 
     /// Deletes every expired completed task of every queue, a batch at a time; returns how
     /// many were deleted.
-    pub async fn tick(&self) -> asynq_core::Result<usize> {
+    pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         let mut deleted = 0;
         for queue in &self.config.queues {
             loop {
@@ -49,7 +49,7 @@ impl Janitor {
     }
 
     /// Cleans every interval (the first time after one interval) until `stop` is cancelled.
-    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             run_every(self.config.interval, FirstRun::AfterInterval, &stop, || async {
                 if let Err(e) = self.tick().await {

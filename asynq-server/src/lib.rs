@@ -1,44 +1,67 @@
 //! The asynq worker server: takes tasks from a broker and runs handlers on them with
 //! at-least-once delivery.
 //!
-//! A [`Server`] runs one module per role, each with a config, a loop (`spawn`) and a single
-//! step (`tick`) that tests call directly:
-//! [`processor`] (runs handlers), [`heartbeat`] (publishes state, extends leases),
-//! [`recoverer`] (recovers tasks of dead workers), [`forwarder`] (moves due tasks to pending),
-//! [`janitor`] (deletes expired completed tasks), [`healthcheck`] (pings the broker),
-//! [`syncer`] (retries failed state writes) and [`subscriber`] (cancels running tasks on
-//! request).
+//! The public surface is the [`Server`] and its [`Config`], the [`ServeMux`] that routes tasks
+//! by type, [`Handler`]s (plain, [`handler_fn`], or typed with `ServeMux::handle_json`), what a
+//! handler receives ([`Task`], [`TaskContext`], [`ResultWriter`]) and returns
+//! ([`HandlerError`]), middleware, group aggregators and [`TaskObserver`]s.
+//! Behind it, a server runs one private module per role (processor, heartbeater, recoverer,
+//! forwarder, janitor, health checker, syncer, subscriber, aggregator); ARCHITECTURE.md maps
+//! them.
+//!
+//! ```
+//! use asynq_memory::MemoryBroker;
+//! use asynq_server::{Config, HandlerError, ServeMux, Server};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), asynq_core::Error> {
+//! let mut mux = ServeMux::new();
+//! mux.handle_fn("email:", |ctx, task| async move {
+//!     if task.payload().is_empty() {
+//!         return Err(HandlerError::skip_retry("empty payload"));
+//!     }
+//!     println!("sending {} (attempt {})", task.type_name(), ctx.retry_count() + 1);
+//!     Ok(())
+//! });
+//! let mut server = Server::new(MemoryBroker::new(), Config::default())?;
+//! server.start(mux)?;
+//! server.shutdown().await; // `server.run(mux)` instead runs until SIGTERM or Ctrl-C
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Periodic tasks are the producer side's: the `Scheduler` lives in `asynq-scheduler`, so a
 //! cron-only process does not compile the worker.
 #![doc(test(attr(deny(warnings))))]
 
-pub mod aggregator;
+mod aggregator;
 mod config;
-pub mod forwarder;
+mod forwarder;
 mod handler;
-pub mod healthcheck;
-pub mod heartbeat;
-pub mod janitor;
+mod healthcheck;
+mod heartbeat;
+mod janitor;
 #[cfg(feature = "json")]
 mod json;
-pub mod limits;
+mod limits;
 mod mux;
-pub mod observe;
-pub mod processor;
-pub mod recoverer;
+mod observe;
+mod processor;
+mod recoverer;
 mod server;
 mod settler;
-pub mod subscriber;
-pub mod syncer;
+mod subscriber;
+mod syncer;
 mod workers;
 
 pub use aggregator::{GroupAggregator, aggregator_fn};
 pub use asynq_core::Task;
-pub use config::{Config, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, default_retry_delay};
+pub use config::{
+    Config, ConfigBuilder, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, default_retry_delay,
+};
 pub use handler::{Handler, HandlerError, HandlerFn, ResultWriter, TaskContext, handler_fn};
 #[cfg(feature = "json")]
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};
-pub use observe::{AttemptOutcome, AttemptReport, TaskObserver};
+pub use observe::{AttemptOutcome, AttemptReport, TASK_SPAN_NAME, TaskObserver};
 pub use server::Server;

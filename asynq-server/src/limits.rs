@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How long a task deferred by its type's concurrency limit stays in the retry set.
-pub const TYPE_LIMIT_DEFER: Duration = Duration::from_secs(1);
+pub(crate) const TYPE_LIMIT_DEFER: Duration = Duration::from_secs(1);
 
 /// What one fetch took, and how long to wait before asking a rate-limited queue again.
 pub(crate) struct Fetched {

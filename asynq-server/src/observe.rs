@@ -87,7 +87,7 @@ impl AttemptReport<'_> {
 ///
 /// ```
 /// use asynq_core::TaskMessage;
-/// use asynq_server::observe::{AttemptReport, TaskObserver};
+/// use asynq_server::{AttemptReport, TaskObserver};
 /// use asynq_server::Config;
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicU64, Ordering};

@@ -47,7 +47,7 @@ use tracing::Instrument;
 
 /// What happens to a task whose attempt failed: retried after a delay, or archived.
 #[derive(Clone)]
-pub struct FailurePolicy {
+pub(crate) struct FailurePolicy {
     /// How long to wait before the retry.
     pub retry_delay: RetryDelayFn,
     /// Whether the error counts as a failure.
@@ -57,7 +57,7 @@ pub struct FailurePolicy {
 impl FailurePolicy {
     /// The outcome for `message` after `err` at `now`: archived when its retries are used up
     /// or the error says to skip retries, otherwise retried after the retry delay.
-    pub fn outcome(&self, message: &TaskMessage, err: &HandlerError, now: SystemTime) -> Outcome {
+    pub(crate) fn outcome(&self, message: &TaskMessage, err: &HandlerError, now: SystemTime) -> Outcome {
         if err.is_revoke() {
             return Outcome::Done;
         }
@@ -79,7 +79,7 @@ impl fmt::Debug for FailurePolicy {
 
 /// The processor's settings.
 #[derive(Clone)]
-pub struct ProcessorConfig {
+pub(crate) struct ProcessorConfig {
     /// The most tasks run at once.
     pub concurrency: usize,
     /// The queues and the order to try them in.
@@ -119,7 +119,7 @@ impl fmt::Debug for ProcessorConfig {
 
 /// Takes tasks from the broker and runs them. Cheap to clone; clones share everything.
 #[derive(Clone)]
-pub struct Processor {
+pub(crate) struct Processor {
     shared: Arc<Shared>,
 }
 
@@ -208,15 +208,11 @@ impl Processor {
     }
 
     /// Waits for a free slot, takes as many ready tasks as there are free slots and starts
-    /// their handlers. Returns how many started (0 when no task was ready).
+    /// their handlers; reports how many started (0 when no task was ready) and whether the
+    /// queues ran short.
     ///
     /// A rate-limited queue gives at most as many tasks as its bucket grants; a task whose type
     /// is at its concurrency limit is deferred and not counted.
-    pub async fn tick(&self) -> asynq_core::Result<usize> {
-        self.fetch().await.map(|fetch| fetch.started)
-    }
-
-    /// [`Processor::tick`], also saying whether the queues ran short.
     async fn fetch(&self) -> asynq_core::Result<FetchReport> {
         let s = &self.shared;
         let first = TaskPermits::acquire(&s.slots, &s.holds).await;
@@ -274,7 +270,7 @@ impl Processor {
 
     /// Runs the fetch loop until `stop` is cancelled. Running tasks are left to
     /// [`Processor::shutdown`].
-    pub fn spawn(&self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(&self, stop: CancellationToken) -> JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move { this.fetch_loop(stop).await })
     }
@@ -326,7 +322,7 @@ impl Processor {
 
     /// Waits up to the shutdown timeout for running tasks, then cancels the rest and gives
     /// them back to their queues. Call after the fetch loop has stopped.
-    pub async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self) {
         let s = &self.shared;
         s.draining.cancel();
         s.running.close();
@@ -345,7 +341,7 @@ impl Processor {
     }
 
     /// The number of tasks running now.
-    pub fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.shared.active.len()
     }
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The recoverer's settings.
 #[derive(Debug, Clone)]
-pub struct RecovererConfig {
+pub(crate) struct RecovererConfig {
     /// The queues to watch.
     pub queues: Vec<String>,
     /// How often to look.
@@ -28,7 +28,7 @@ pub struct RecovererConfig {
 
 /// Recovers tasks whose lease expired.
 #[derive(Clone)]
-pub struct Recoverer {
+pub(crate) struct Recoverer {
     recover: Arc<dyn Recover>,
     finish: Arc<dyn Dequeue>,
     clock: Arc<dyn Clock>,
@@ -41,7 +41,7 @@ pub struct Recoverer {
 
 impl Recoverer {
     /// A recoverer that finds tasks through `recover` and settles them through `finish`.
-    pub fn new(
+    pub(crate) fn new(
         recover: Arc<dyn Recover>,
         finish: Arc<dyn Dequeue>,
         clock: Arc<dyn Clock>,
@@ -52,7 +52,7 @@ impl Recoverer {
 
     /// This recoverer, also reclaiming the stale aggregation sets of its queues through
     /// `aggregate` after each pass (see [`Aggregate::reclaim_stale_aggregation_sets`]).
-    pub fn reclaiming_aggregation_sets(mut self, aggregate: Arc<dyn Aggregate>) -> Self {
+    pub(crate) fn reclaiming_aggregation_sets(mut self, aggregate: Arc<dyn Aggregate>) -> Self {
         self.aggregate = Some(aggregate);
         self
     }
@@ -66,7 +66,7 @@ impl Recoverer {
     /// Recovers every task whose lease expired more than [`LEASE_DURATION`] ago (a grace period
     /// for a worker whose heartbeat is late), then reclaims stale aggregation sets if asked to;
     /// returns how many tasks were recovered.
-    pub async fn tick(&self) -> asynq_core::Result<usize> {
+    pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         let now = self.clock.now();
         let cutoff = now - LEASE_DURATION;
         let expired = self.recover.list_lease_expired(&self.config.queues, cutoff).await?;
@@ -99,7 +99,7 @@ impl Recoverer {
     }
 
     /// Recovers at once and then every interval until `stop` is cancelled.
-    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             run_every(self.config.interval, FirstRun::Immediately, &stop, || async {
                 if let Err(e) = self.tick().await {

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The subscriber's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubscriberConfig {
+pub(crate) struct SubscriberConfig {
     /// How long to wait before subscribing again after the subscription was lost or could not
     /// be had; doubled after each failed attempt. Default: 200 ms.
     pub min_backoff: Duration,
@@ -36,7 +36,7 @@ impl Default for SubscriberConfig {
 
 /// Cancels this server's running tasks when asked.
 #[derive(Clone)]
-pub struct Subscriber {
+pub(crate) struct Subscriber {
     broker: Arc<dyn Cancel>,
     active: Arc<ActiveTasks>,
     config: SubscriberConfig,
@@ -50,7 +50,7 @@ impl Subscriber {
     }
 
     /// Handles one request: cancels task `id` if this server runs it; returns whether it did.
-    pub fn tick(&self, id: &str) -> bool {
+    pub(crate) fn tick(&self, id: &str) -> bool {
         let cancelled = self.active.cancel(id);
         if cancelled {
             tracing::info!(task_id = %id, "cancelling a running task on request");
@@ -60,7 +60,7 @@ impl Subscriber {
 
     /// Listens for requests until `stop` is cancelled, subscribing again whenever the
     /// subscription is lost.
-    pub fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move { self.listen(&stop).await })
     }
 

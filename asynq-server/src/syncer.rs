@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The syncer's settings.
 #[derive(Debug, Clone)]
-pub struct SyncerConfig {
+pub(crate) struct SyncerConfig {
     /// How often to retry.
     pub interval: Duration,
 }
@@ -25,7 +25,7 @@ struct Pending {
 
 /// Retries failed outcome writes. Cheap to clone; clones share the queue of writes.
 #[derive(Clone)]
-pub struct Syncer {
+pub(crate) struct Syncer {
     broker: Arc<dyn Dequeue>,
     clock: Arc<dyn Clock>,
     config: SyncerConfig,
@@ -34,7 +34,7 @@ pub struct Syncer {
 
 impl Syncer {
     /// A syncer writing through `broker`.
-    pub fn new(broker: Arc<dyn Dequeue>, clock: Arc<dyn Clock>, config: SyncerConfig) -> Self {
+    pub(crate) fn new(broker: Arc<dyn Dequeue>, clock: Arc<dyn Clock>, config: SyncerConfig) -> Self {
         Self { broker, clock, config, pending: Arc::default() }
     }
 
@@ -48,13 +48,13 @@ impl Syncer {
     }
 
     /// The number of writes waiting to be retried.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.queue().len()
     }
 
     /// Retries every queued write once; returns how many succeeded. Writes whose lease ran
     /// out are dropped, and transient failures are kept for the next tick.
-    pub async fn tick(&self) -> usize {
+    pub(crate) async fn tick(&self) -> usize {
         let due = std::mem::take(&mut *self.queue());
         let mut written = 0;
         for p in due {
@@ -75,7 +75,7 @@ impl Syncer {
     }
 
     /// Retries every `interval` until `stop` is cancelled, then makes one last attempt.
-    pub fn spawn(&self, stop: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(&self, stop: CancellationToken) -> JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
             run_every(this.config.interval, FirstRun::AfterInterval, &stop, || async {

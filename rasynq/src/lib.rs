@@ -10,8 +10,8 @@ pub use asynq_core::{BrokerError, Error, Result, Task, TaskInfo, TaskOptions, Ta
 // The worker's side.
 #[cfg(feature = "server")]
 pub use asynq_server::{
-    Config, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ResultWriter, ServeMux, Server, TaskContext,
-    aggregator_fn, handler_fn,
+    Config, ConfigBuilder, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ResultWriter, ServeMux,
+    Server, TaskContext, aggregator_fn, handler_fn,
 };
 
 // Periodic tasks.

@@ -7,13 +7,11 @@ use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, Inspect};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{Clock, SimulatedClock, resolve_enqueue};
-use asynq_server::aggregator::{Aggregator, AggregatorConfig};
 use asynq_server::{Config, Server, aggregator_fn, handler_fn};
 use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker, wait_for};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// When Go wrote `v0.26.0-enqueued.json` (2026-11-22T03:24:56Z), and its group member joined
 /// group `g1` of queue `interop`.
@@ -52,10 +50,18 @@ async fn the_task_go_added_to_a_group_is_aggregated_with_ours_and_run_by_our_ser
 
     let digests = Arc::new(Mutex::new(Vec::new()));
     let seen = digests.clone();
+    let join = aggregator_fn(|_group: &str, tasks: Vec<Task>| {
+        let parts: Vec<String> = tasks.iter().map(|t| String::from_utf8_lossy(t.payload()).into_owned()).collect();
+        Task::new("interop:digest", format!("[{}]", parts.join(",")))
+    });
+    // The grace period is over by the clock: the server's aggregator takes the group at its first
+    // check, a second after it starts.
     let config = Config {
         queues: [("interop".to_owned(), 1)].into(),
         clock: Arc::new(clock.clone()),
         task_check_interval: Duration::from_millis(20),
+        group_aggregator: Some(Arc::new(join)),
+        group_grace_period: Duration::from_secs(1),
         ..Config::default()
     };
     let mut server = Server::new(broker.clone(), config).unwrap();
@@ -67,17 +73,6 @@ async fn the_task_go_added_to_a_group_is_aggregated_with_ours_and_run_by_our_ser
             async { Ok(()) }
         }))
         .unwrap();
-    let join = aggregator_fn(|_group: &str, tasks: Vec<Task>| {
-        let parts: Vec<String> = tasks.iter().map(|t| String::from_utf8_lossy(t.payload()).into_owned()).collect();
-        Task::new("interop:digest", format!("[{}]", parts.join(",")))
-    });
-    let limits = AggregationLimits { grace_period: Duration::from_secs(1), ..AggregationLimits::default() };
-    let aggregator_config = AggregatorConfig {
-        interval: Duration::from_millis(50),
-        ..AggregatorConfig::new(vec!["interop".to_owned()], limits, Arc::new(join))
-    };
-    let stop = CancellationToken::new();
-    Aggregator::new(Arc::new(broker.clone()), Arc::new(clock.clone()), aggregator_config).unwrap().spawn(stop.clone());
 
     wait_for("the aggregated task runs", || async { !digests.lock().unwrap().is_empty() }).await;
     // Go's member joined first, so it comes first.
@@ -88,7 +83,6 @@ async fn the_task_go_added_to_a_group_is_aggregated_with_ours_and_run_by_our_ser
     assert!(zset(&redis, "asynq:{interop}:aggregation_sets").is_empty());
     let info = broker.queue_info("interop").await.unwrap();
     assert_eq!((info.aggregating, info.groups), (0, 0));
-    stop.cancel();
     server.shutdown().await;
 }
 

@@ -1,20 +1,16 @@
-//! Group aggregation on the memory broker and tokio's paused time: a server's processor and an
-//! aggregator role share the broker; grouped tasks are combined into one task that a handler
+//! Group aggregation on the memory broker and tokio's paused time: a server with a group
+//! aggregator; grouped tasks are combined into one task that a handler
 //! receives, when the grace period passes or the group reaches its max size; a set whose
 //! aggregator panicked goes back to its group through the recoverer and is aggregated again.
 
 use asynq_client::{Task, TaskOptions, TaskState};
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, Inspect};
 use asynq_core::{Clock, Error};
-use asynq_server::aggregator::{Aggregator, AggregatorConfig};
-use asynq_server::processor::FailurePolicy;
-use asynq_server::recoverer::{Recoverer, RecovererConfig};
 use asynq_server::{Config, GroupAggregator, Server, aggregator_fn};
 use asynq_tests::{Harness, secs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
-use tokio_util::sync::CancellationToken;
 
 /// Joins the payloads of a group's tasks with commas into one `digest` task.
 fn join_payloads(group: &str, tasks: Vec<Task>) -> Task {
@@ -36,12 +32,20 @@ impl Digests {
     }
 }
 
-/// A server on `h` serving "default" whose handler records every `digest` task it runs.
-fn start_server(h: &Harness) -> (Server, Digests) {
+/// A server on `h` serving "default" with `aggregator` under `limits` (checking every
+/// `min(7 s, grace period)`), whose handler records every `digest` task it runs.
+fn start_server(h: &Harness, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> (Server, Digests) {
     let digests = Digests::default();
     let seen = digests.clone();
     let clock = h.clock.clone();
-    let mut server = Server::new(h.broker.clone(), h.config("default", 2)).unwrap();
+    let config = Config {
+        group_aggregator: Some(aggregator),
+        group_grace_period: limits.grace_period,
+        group_max_delay: limits.max_delay,
+        group_max_size: limits.max_size,
+        ..h.config("default", 2)
+    };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
     server
         .start(asynq_server::handler_fn(move |_ctx, task| {
             let payload = String::from_utf8_lossy(task.payload()).into_owned();
@@ -53,15 +57,6 @@ fn start_server(h: &Harness) -> (Server, Digests) {
     (server, digests)
 }
 
-/// Starts an aggregator role on `h` for "default", checking every `min(7 s, grace period)`.
-fn start_aggregator(h: &Harness, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> CancellationToken {
-    let config = AggregatorConfig::new(vec!["default".to_owned()], limits, aggregator);
-    let role = Aggregator::new(Arc::new(h.broker.clone()), h.clock.clone(), config).unwrap();
-    let stop = CancellationToken::new();
-    role.spawn(stop.clone());
-    stop
-}
-
 /// Enqueues a task with `payload` into `group` of "default".
 async fn add(h: &Harness, group: &str, payload: &str) -> String {
     let task = Task::new("notify", payload.to_owned());
@@ -71,9 +66,8 @@ async fn add(h: &Harness, group: &str, payload: &str) -> String {
 #[tokio::test(start_paused = true)]
 async fn an_idle_group_is_aggregated_into_one_task_that_a_handler_receives() {
     let h = Harness::new();
-    let (mut server, digests) = start_server(&h);
     let limits = AggregationLimits { grace_period: secs(10), ..AggregationLimits::default() };
-    let stop = start_aggregator(&h, limits, Arc::new(aggregator_fn(join_payloads)));
+    let (mut server, digests) = start_server(&h, limits, Arc::new(aggregator_fn(join_payloads)));
 
     let mut members = Vec::new();
     for payload in ["a", "b", "c"] {
@@ -96,16 +90,14 @@ async fn an_idle_group_is_aggregated_into_one_task_that_a_handler_receives() {
     }
     let q = h.queue("default").await;
     assert_eq!((q.size, q.groups, q.processed_total), (0, 0, 2));
-    stop.cancel();
     server.shutdown().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_group_at_its_max_size_is_aggregated_one_batch_per_check() {
     let h = Harness::new();
-    let (mut server, digests) = start_server(&h);
     let limits = AggregationLimits { grace_period: secs(60), max_size: Some(2), ..AggregationLimits::default() };
-    let stop = start_aggregator(&h, limits, Arc::new(aggregator_fn(join_payloads)));
+    let (mut server, digests) = start_server(&h, limits, Arc::new(aggregator_fn(join_payloads)));
     let start = h.now();
     // A second apart: tasks that join in the same second are ordered by ID.
     for payload in ["a", "b", "c", "d", "e"] {
@@ -121,14 +113,12 @@ async fn a_group_at_its_max_size_is_aggregated_one_batch_per_check() {
     let times: Vec<Duration> =
         digests.0.lock().unwrap().iter().map(|(.., at)| at.duration_since(start).unwrap()).collect();
     assert!(times[0] >= secs(7) && times[1] >= secs(14) && times[2] >= secs(4 + 60), "{times:?}");
-    stop.cancel();
     server.shutdown().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn tasks_set_aside_by_a_panicking_aggregator_return_to_their_group_and_are_aggregated_again() {
     let h = Harness::new();
-    let (mut server, digests) = start_server(&h);
     let panicked = Arc::new(AtomicBool::new(false));
     let first_call = panicked.clone();
     let flaky = aggregator_fn(move |group: &str, tasks: Vec<Task>| {
@@ -138,23 +128,8 @@ async fn tasks_set_aside_by_a_panicking_aggregator_return_to_their_group_and_are
         join_payloads(group, tasks)
     });
     let limits = AggregationLimits { grace_period: secs(5), ..AggregationLimits::default() };
-    let stop = start_aggregator(&h, limits, Arc::new(flaky));
-    let recoverer = Recoverer::new(
-        Arc::new(h.broker.clone()),
-        Arc::new(h.broker.clone()),
-        h.clock.clone(),
-        RecovererConfig {
-            queues: vec!["default".to_owned()],
-            interval: secs(60),
-            failure_policy: FailurePolicy {
-                retry_delay: Arc::new(asynq_server::default_retry_delay),
-                is_failure: Arc::new(|_| true),
-            },
-        },
-    )
-    .reclaiming_aggregation_sets(Arc::new(h.broker.clone()));
-    let recovering = CancellationToken::new();
-    recoverer.spawn(recovering.clone());
+    // The server's recoverer (every 60 s) reclaims the set the panicking aggregator left.
+    let (mut server, digests) = start_server(&h, limits, Arc::new(flaky));
     let a = add(&h, "g", "a").await;
     tokio::time::sleep(secs(1)).await;
     add(&h, "g", "b").await;
@@ -168,8 +143,6 @@ async fn tasks_set_aside_by_a_panicking_aggregator_return_to_their_group_and_are
     h.eventually(secs(120), "the reclaimed tasks are aggregated", || async { digests.len() == 1 }).await;
     assert_eq!(digests.payloads(), ["a,b"]);
     assert!(matches!(h.broker.task_info("default", &a).await, Err(Error::TaskNotFound { .. })));
-    stop.cancel();
-    recovering.cancel();
     server.shutdown().await;
 }
 

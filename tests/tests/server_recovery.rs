@@ -4,11 +4,8 @@
 use asynq_client::{Task, TaskOptions, TaskState};
 use asynq_core::broker::{Dequeue, Inspect};
 use asynq_core::{LEASE_DURATION, LEASE_EXPIRED_MESSAGE};
-use asynq_server::processor::FailurePolicy;
-use asynq_server::recoverer::{Recoverer, RecovererConfig};
 use asynq_server::{Config, Server};
 use asynq_tests::{Harness, Recorder, secs};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::test(start_paused = true)]
@@ -42,22 +39,16 @@ async fn the_recoverer_archives_a_task_that_is_out_of_retries() {
     let h = Harness::new();
     let info = h.client.enqueue(&Task::new("job", ""), TaskOptions::new().max_retry(0)).await.unwrap();
     h.broker.dequeue(&["default".to_owned()], 1).await.unwrap();
-    let recoverer = Recoverer::new(
-        Arc::new(h.broker.clone()),
-        Arc::new(h.broker.clone()),
-        h.clock.clone(),
-        RecovererConfig {
-            queues: vec!["default".to_owned()],
-            interval: secs(60),
-            failure_policy: FailurePolicy {
-                retry_delay: Arc::new(asynq_server::default_retry_delay),
-                is_failure: Arc::new(|_| true),
-            },
-        },
-    );
-    assert_eq!(recoverer.tick().await.unwrap(), 0, "the lease has not expired yet");
-    tokio::time::advance(LEASE_DURATION * 2).await;
-    assert_eq!(recoverer.tick().await.unwrap(), 1);
+    // A server whose processor never sees the task: it was taken by a worker that died.
+    let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
+    server.start(asynq_server::handler_fn(|_ctx, _task| async { Ok(()) })).unwrap();
+    tokio::time::sleep(LEASE_DURATION).await;
+    assert_eq!(h.broker.task_info("default", &info.id).await.unwrap().state, TaskState::Active, "not yet recovered");
+    h.eventually(secs(120), "the recoverer archives the task", || async {
+        h.broker.task_info("default", &info.id).await.unwrap().state == TaskState::Archived
+    })
+    .await;
+    server.shutdown().await;
     let t = h.broker.task_info("default", &info.id).await.unwrap();
     assert_eq!((t.state, t.retried, t.last_error.as_deref()), (TaskState::Archived, 0, Some(LEASE_EXPIRED_MESSAGE)));
 }
