@@ -63,5 +63,14 @@ pub const DEFAULT_MAX_RETRY: u32 = 25;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How long a dequeued task is leased to its worker before another server may recover it.
 pub const LEASE_DURATION: Duration = Duration::from_secs(30);
+/// The archive keeps fewer than this many tasks: archiving one trims it to the newest
+/// `ARCHIVE_MAX_SIZE - 1` (Go asynq's `maxArchiveSize`).
+pub const ARCHIVE_MAX_SIZE: usize = 10_000;
+/// Archived tasks older than this are deleted when another task is archived (Go asynq's
+/// `archivedExpirationInDays`: 90 days).
+pub const ARCHIVE_MAX_AGE: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+/// How long a queue's daily processed and failed counters live after their day's first count
+/// (Go asynq's `statsTTL`: 90 days).
+pub const DAILY_STATS_TTL: Duration = Duration::from_secs(90 * 24 * 60 * 60);
 /// The error message stored on a task whose lease expired (a dead or stalled worker).
 pub const LEASE_EXPIRED_MESSAGE: &str = "asynq: task lease expired";

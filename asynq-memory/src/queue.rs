@@ -20,16 +20,12 @@ use crate::zset::ZSet;
 use asynq_core::broker::{Dequeued, Outcome};
 use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
-use asynq_core::{EnqueueRequest, Error, LEASE_DURATION, Placement, Result, TaskMessage, TaskState};
+use asynq_core::{
+    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, LEASE_DURATION, Placement, Result, TaskMessage, TaskState,
+};
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
-
-/// The archive trim keeps the newest `ARCHIVE_LIMIT - 1` tasks (Go's `maxArchiveSize`, used as
-/// `ZRANGE archived 0 -10000`).
-const ARCHIVE_LIMIT: usize = 10_000;
-/// Archived tasks older than this are deleted (Go's `archivedExpirationInDays`).
-const ARCHIVE_TTL_SECS: i64 = 90 * 24 * 60 * 60;
 
 /// A task's record: the fields of Go's task hash `asynq:{q}:t:<id>`.
 #[derive(Debug)]
@@ -278,10 +274,12 @@ impl Queue {
         }
     }
 
-    /// Deletes archived tasks older than 90 days, then all but the newest `ARCHIVE_LIMIT - 1`.
+    /// Deletes archived tasks older than [`ARCHIVE_MAX_AGE`], then all but the newest
+    /// `ARCHIVE_MAX_SIZE - 1`.
     fn trim_archive(&mut self, now: SystemTime) {
-        let expired = self.archived.take_up_to(unix_secs(now).saturating_sub(ARCHIVE_TTL_SECS), usize::MAX);
-        let excess = self.archived.len().saturating_sub(ARCHIVE_LIMIT - 1);
+        let expired =
+            self.archived.take_up_to(unix_secs(now).saturating_sub(ARCHIVE_MAX_AGE.as_secs() as i64), usize::MAX);
+        let excess = self.archived.len().saturating_sub(ARCHIVE_MAX_SIZE - 1);
         let dropped = self.archived.take_lowest(excess);
         for id in expired.iter().chain(&dropped) {
             self.tasks.remove(id);

@@ -1,12 +1,10 @@
 //! A queue's processed and failed counters: totals, and one counter per UTC date that expires
 //! 90 days after its first increment, as Redis's `EXPIREAT` makes the daily keys do.
 
+use asynq_core::DAILY_STATS_TTL;
 use asynq_core::time::{from_unix_secs, unix_secs, utc_date};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
-
-/// How long a daily counter lives after its first increment (Go's `statsTTL`).
-const DAILY_TTL_SECS: i64 = 90 * 24 * 60 * 60;
 
 /// The counters of one queue.
 #[derive(Debug, Default)]
@@ -83,7 +81,7 @@ impl Counter {
 impl Daily {
     fn increment(&mut self, now: SystemTime) {
         self.0.retain(|_, counter| counter.is_live(now));
-        let expires_at = from_unix_secs(unix_secs(now) + DAILY_TTL_SECS);
+        let expires_at = from_unix_secs(unix_secs(now) + DAILY_STATS_TTL.as_secs() as i64);
         self.0.entry(utc_date(now)).or_insert(Counter { count: 0, expires_at }).count += 1;
     }
 

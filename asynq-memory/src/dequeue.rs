@@ -1,0 +1,73 @@
+//! Dequeue for [`MemoryBroker`]: tasks leased to workers, outcomes recorded, leases extended, results written, and idle waits woken.
+
+use super::*;
+
+#[async_trait]
+impl Dequeue for MemoryBroker {
+    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+        let now = self.now();
+        let mut state = self.state();
+        let mut taken = Vec::new();
+        for name in queues {
+            let remaining = max - taken.len();
+            if remaining == 0 {
+                break;
+            }
+            if let Some(queue) = state.queues.get_mut(name) {
+                taken.extend(queue.dequeue(remaining, now));
+            }
+        }
+        Ok(taken)
+    }
+
+    async fn wait_for_tasks(&self, queues: &[String]) {
+        // A `Notified` receives every `notify_waiters` made after its creation, polled or not:
+        // creating it before looking means a task enqueued after the look wakes this waiter.
+        // Wake-ups for other queues are looked at and slept through.
+        loop {
+            let notified = self.inner.ready.notified();
+            let ready = {
+                let state = self.state();
+                queues.iter().any(|name| state.queues.get(name).is_some_and(Queue::has_ready))
+            };
+            if ready {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
+        let now = self.now();
+        let requeue = outcome == Outcome::Requeue;
+        let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
+        {
+            let mut state = self.state();
+            let queue = state
+                .queues
+                .get_mut(&message.queue)
+                .ok_or_else(|| Error::TaskNotFound { queue: message.queue.clone(), id: message.id.clone() })?;
+            queue.finish(message, outcome, now)?;
+        }
+        if requeue {
+            self.wake_waiters();
+        }
+        if finished_for_good {
+            self.inner.signals.task_finished();
+        }
+        Ok(())
+    }
+
+    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+        let expiry = lease_expiry(self.now());
+        if let Some(queue) = self.state().queues.get_mut(queue) {
+            queue.extend_leases(ids, expiry);
+        }
+        Ok(from_unix_secs(expiry))
+    }
+
+    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+        let written = self.state().queues.get_mut(queue).is_some_and(|q| q.write_result(id, result));
+        if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
+    }
+}

@@ -1,0 +1,22 @@
+//! Enqueue for [`MemoryBroker`]: tasks stored as pending, scheduled or aggregating, one lock per call.
+
+use super::*;
+
+#[async_trait]
+impl Enqueue for MemoryBroker {
+    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+        validate_queue_name(&request.message.queue)?;
+        let now = self.now();
+        let to_pending = request.placement == Placement::Pending;
+        {
+            let mut state = self.state();
+            // Registered even when the enqueue then fails, as Go's `SADD` runs first.
+            state.known.insert(request.message.queue.clone());
+            state.queues.entry(request.message.queue.clone()).or_default().enqueue(request, now)?;
+        }
+        if to_pending {
+            self.wake_waiters();
+        }
+        Ok(())
+    }
+}

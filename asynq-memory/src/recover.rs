@@ -1,0 +1,16 @@
+//! Recover for [`MemoryBroker`]: the active tasks whose lease expired.
+
+use super::*;
+
+#[async_trait]
+impl Recover for MemoryBroker {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+        let cutoff = unix_secs(cutoff);
+        let state = self.state();
+        Ok(queues
+            .iter()
+            .filter_map(|name| state.queues.get(name))
+            .flat_map(|queue| queue.lease_expired(cutoff))
+            .collect())
+    }
+}

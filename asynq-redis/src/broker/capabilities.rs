@@ -1,0 +1,22 @@
+//! Capabilities of [`RedisBroker`]: it has them all.
+
+use super::*;
+
+/// Every capability: the Redis broker has them all.
+impl Capabilities for RedisBroker {
+    fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn Cancel>> {
+        Some(self)
+    }
+
+    fn as_aggregate(self: Arc<Self>) -> Option<Arc<dyn Aggregate>> {
+        Some(self)
+    }
+
+    fn as_rate_limiter(self: Arc<Self>) -> Option<Arc<dyn RateLimiter>> {
+        Some(self)
+    }
+
+    fn as_scheduler_state(self: Arc<Self>) -> Option<Arc<dyn SchedulerState>> {
+        Some(self)
+    }
+}

@@ -1,0 +1,310 @@
+//! Dequeue for [`RedisBroker`]: batched fetches (`dequeue.lua`), outcomes settled one by one or in batches, leases extended, results written, and idle marks for push wake-ups.
+
+use super::*;
+
+impl RedisBroker {
+    /// The script call that records `outcome` for the active task `msg`, and its name.
+    fn finish_call(&self, msg: &TaskMessage, outcome: Outcome, now: SystemTime) -> (ScriptCall, &'static str) {
+        let now_secs = unix_secs(now);
+        let k = QueueKeys::new(&msg.queue);
+        let date = utc_date(now);
+        let stats_expiry = now_secs + STATS_TTL_SECS;
+        let id = msg.id.as_str();
+        let unique = (!msg.unique_key.is_empty()).then_some(msg.unique_key.as_str());
+        match outcome {
+            Outcome::Done => {
+                let mut call = ScriptCall::new(&SCRIPTS.done);
+                call.key(k.active()).key(k.lease()).key(k.task(id)).key(k.processed_on(&date)).key(k.processed_total());
+                call.key(unique).arg(id).arg(stats_expiry).arg(k.finished_channel());
+                (call, "done")
+            }
+            Outcome::Complete => {
+                let mut call = ScriptCall::new(&SCRIPTS.complete);
+                call.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
+                call.key(k.processed_on(&date)).key(k.processed_total()).key(unique);
+                call.arg(id).arg(stats_expiry).arg(now_secs + msg.retention).arg(encode(&msg.completed(now)));
+                call.arg(k.finished_channel());
+                (call, "complete")
+            }
+            Outcome::Retry { retry_at, error, is_failure } => {
+                let mut call = ScriptCall::new(&SCRIPTS.retry);
+                call.key(k.task(id)).key(k.active()).key(k.lease()).key(k.retry());
+                call.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
+                call.arg(id).arg(encode(&msg.failed(&error, now, is_failure))).arg(unix_secs(retry_at));
+                call.arg(stats_expiry).arg(if is_failure { "1" } else { "0" });
+                (call, "retry")
+            }
+            Outcome::Archive { error } => {
+                let mut call = ScriptCall::new(&SCRIPTS.archive);
+                call.key(k.task(id)).key(k.active()).key(k.lease()).key(k.archived());
+                call.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
+                call.arg(id).arg(encode(&msg.archived(&error, now))).arg(now_secs);
+                call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(stats_expiry).arg(k.task_prefix());
+                call.arg(k.finished_channel());
+                (call, "archive")
+            }
+            Outcome::Requeue => {
+                let mut call = ScriptCall::new(&SCRIPTS.requeue);
+                call.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).key(k.idle_workers());
+                call.arg(id).arg(k.ready_channel());
+                (call, "requeue")
+            }
+        }
+    }
+
+    /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`.
+    fn done_batch_call(&self, queue: &str, done: &[(usize, TaskMessage, Outcome)], now: SystemTime) -> ScriptCall {
+        let k = QueueKeys::new(queue);
+        let mut call = ScriptCall::new(&SCRIPTS.done_batch);
+        call.key(k.active())
+            .key(k.lease())
+            .key(k.processed_on(&utc_date(now)))
+            .key(k.processed_total())
+            .key(k.waiting());
+        call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
+        for (_, msg, _) in done {
+            call.arg(&msg.id).arg(&msg.unique_key);
+        }
+        call
+    }
+}
+
+/// The items without their outcomes.
+fn strip(items: Vec<(usize, TaskMessage, Outcome)>) -> Vec<(usize, TaskMessage)> {
+    items.into_iter().map(|(index, msg, _)| (index, msg)).collect()
+}
+
+fn not_found(msg: &TaskMessage) -> Error {
+    Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() }
+}
+
+/// A task as `dequeue.lua` or `list_lease_expired.lua` found it in Redis.
+#[derive(Debug)]
+#[expect(clippy::large_enum_variant, reason = "short-lived, and nearly every value is a `Task`")]
+pub(super) enum Stored {
+    /// A message that decodes and names the task it is stored under.
+    Task(TaskMessage),
+    /// An ID whose task hash is missing or has no `msg`.
+    Missing {
+        /// The ID, as stored (not necessarily UTF-8).
+        id: Vec<u8>,
+    },
+    /// A `msg` that cannot be run: it does not decode, or it names another task.
+    Corrupt {
+        /// The ID, as stored (not necessarily UTF-8).
+        id: Vec<u8>,
+        /// What is wrong with it, for the log.
+        problem: String,
+    },
+}
+
+/// Reads the `(id, msg)` pairs the scripts return for `queue`, checking that each message
+/// decodes and belongs to the ID and queue it is stored under: a message naming another task
+/// would be settled under that task's keys and stay active here for good.
+pub(super) fn read_stored(queue: &str, pairs: Vec<Value>) -> Vec<Stored> {
+    let mut found = Vec::with_capacity(pairs.len() / 2);
+    for pair in pairs.chunks_exact(2) {
+        let id = Vec::<u8>::from_redis_value_ref(&pair[0]).unwrap_or_default();
+        let Ok(Some(bytes)) = Option::<Vec<u8>>::from_redis_value_ref(&pair[1]) else {
+            found.push(Stored::Missing { id });
+            continue;
+        };
+        found.push(match proto::TaskMessage::decode(bytes.as_slice()) {
+            Err(e) => Stored::Corrupt { id, problem: format!("its msg cannot be decoded: {e}") },
+            Ok(msg) if msg.id.as_bytes() != id.as_slice() || msg.queue != queue => {
+                Stored::Corrupt { id, problem: format!("its msg names task {:?} of queue {:?}", msg.id, msg.queue) }
+            }
+            Ok(msg) => Stored::Task(msg.into()),
+        });
+    }
+    found
+}
+
+impl RedisBroker {
+    /// The queues this broker marked idle, locked (never across an await).
+    fn idle_marks(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, tokio::time::Instant)>> {
+        self.inner.idle_marks.lock().expect("idle marks lock poisoned")
+    }
+
+    /// Runs `archive_corrupt.lua` for the active task `id` of `queue`, which cannot run because
+    /// of `problem`, and logs what it did as an error naming the task.
+    pub(super) async fn archive_corrupt(
+        &self,
+        conn: &mut Connection,
+        queue: &str,
+        id: &[u8],
+        problem: &str,
+    ) -> Result<()> {
+        let k = QueueKeys::new(queue);
+        let mut task_key = k.task_prefix().into_bytes();
+        task_key.extend_from_slice(id);
+        let mut call = ScriptCall::new(&SCRIPTS.archive_corrupt);
+        call.key(task_key).key(k.active()).key(k.lease()).key(k.archived());
+        call.arg(id).arg(unix_secs(self.now())).arg(k.finished_channel());
+        let task_id = String::from_utf8_lossy(id);
+        match call.run::<i64>(conn, "archive corrupt task").await? {
+            1 => tracing::error!(queue = %queue, task_id = %task_id, "archived a corrupt task: {problem}"),
+            2 => tracing::error!(queue = %queue, task_id = %task_id, "dropped an active task ID: {problem}"),
+            // Another server settled it first.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Dequeue for RedisBroker {
+    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+        let expiry = unix_secs(self.now() + LEASE_DURATION);
+        let lease_expiry = from_unix_secs(expiry);
+        let mut taken = Vec::new();
+        let mut conn = self.conn();
+        for queue in queues {
+            let wanted = max.saturating_sub(taken.len());
+            if wanted == 0 {
+                break;
+            }
+            let k = QueueKeys::new(queue);
+            // A queue a server of this broker has waited on: should this fetch come up short,
+            // the server waits again, so the script sets the idle mark as it finds out. Read
+            // before the script runs, the generation makes a wake-up in between void the mark.
+            let generation = self.inner.pubsub.wake_generation();
+            let mark_secs = if self.idle_marks().contains_key(queue) { IDLE_MARK_SECS } else { 0 };
+            let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
+            invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
+            invocation.arg(expiry).arg(k.task_prefix()).arg(wanted).arg(mark_secs);
+            let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
+            if mark_secs > 0 && pairs.len() / 2 < wanted {
+                self.idle_marks().insert(queue.clone(), (generation, tokio::time::Instant::now()));
+            }
+            for stored in read_stored(queue, pairs) {
+                match stored {
+                    Stored::Task(message) => taken.push(Dequeued { message, lease_expiry }),
+                    // `dequeue.lua` already dropped it.
+                    Stored::Missing { id } => tracing::error!(
+                        queue = %queue,
+                        task_id = %String::from_utf8_lossy(&id),
+                        "dropped a pending task ID whose task hash is missing or has no msg: it cannot run"
+                    ),
+                    // A failure here leaves the task active; the recoverer archives it once its
+                    // lease expires.
+                    Stored::Corrupt { id, problem } => {
+                        if let Err(e) = self.archive_corrupt(&mut conn, queue, &id, &problem).await {
+                            tracing::error!(
+                                queue = %queue,
+                                task_id = %String::from_utf8_lossy(&id),
+                                problem = %problem,
+                                error = %e,
+                                "cannot archive a corrupt task; the recoverer will once its lease expires"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Subscribes to the queues' wake-up channels, marks them as having an idle worker, and
+    /// waits for a producer's wake-up; returns at once when a task is already pending. Never
+    /// resolves while Redis is unreachable: the processor's poll then takes over.
+    async fn wait_for_tasks(&self, queues: &[String]) {
+        let pubsub = &self.inner.pubsub;
+        let notified = pubsub.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let channels: Vec<String> = queues.iter().map(|q| QueueKeys::new(q).ready_channel()).collect();
+        if let Err(e) = pubsub.subscribe_wake(&channels).await {
+            tracing::debug!(error = %e, "cannot subscribe to wake-ups; polling only");
+            return std::future::pending().await;
+        }
+        let mut conn = self.conn();
+        for queue in queues {
+            // A mark this broker set recently, with no wake-up since, is still in place: what
+            // clears it publishes a wake-up.
+            let generation = pubsub.wake_generation();
+            if self
+                .idle_marks()
+                .get(queue)
+                .is_some_and(|(g, at)| *g == generation && at.elapsed() < Duration::from_secs(IDLE_MARK_SECS / 2))
+            {
+                continue;
+            }
+            let k = QueueKeys::new(queue);
+            let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
+            call.key(k.idle_workers()).key(k.pending()).key(k.paused()).arg(IDLE_MARK_SECS);
+            match call.run::<i64>(&mut conn, "mark idle").await {
+                Ok(0) => {
+                    let mark = (generation, tokio::time::Instant::now());
+                    self.idle_marks().insert(queue.clone(), mark);
+                }
+                Ok(_) => return,
+                Err(_) => return std::future::pending().await,
+            }
+        }
+        notified.await
+    }
+
+    async fn finish(&self, msg: &TaskMessage, outcome: Outcome) -> Result<()> {
+        let (call, context) = self.finish_call(msg, outcome, self.now());
+        match call.run::<i64>(&mut self.conn(), context).await? {
+            1 => Ok(()),
+            _ => Err(not_found(msg)),
+        }
+    }
+
+    /// One pipeline per queue; the successes without retention of a queue share one
+    /// `done_batch.lua` call.
+    async fn finish_batch(&self, items: Vec<(TaskMessage, Outcome)>) -> Vec<Result<()>> {
+        let now = self.now();
+        let mut by_queue: BTreeMap<String, Vec<(usize, TaskMessage, Outcome)>> = BTreeMap::new();
+        let count = items.len();
+        for (index, (msg, outcome)) in items.into_iter().enumerate() {
+            by_queue.entry(msg.queue.clone()).or_default().push((index, msg, outcome));
+        }
+        let mut results: Vec<Option<Result<()>>> = Vec::new();
+        results.resize_with(count, || None);
+        let mut conn = self.conn();
+        for (queue, items) in by_queue {
+            let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
+            let mut calls = Vec::new();
+            let singles: Vec<_> = if done.len() > 1 {
+                let call = self.done_batch_call(&queue, &done, now);
+                calls.push(BatchCall { call, context: "done batch", items: strip(done) });
+                others
+            } else {
+                done.into_iter().chain(others).collect()
+            };
+            calls.extend(singles.into_iter().map(|(index, msg, outcome)| {
+                let (call, context) = self.finish_call(&msg, outcome, now);
+                BatchCall { call, context, items: vec![(index, msg)] }
+            }));
+            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
+                results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
+            }
+        }
+        results.into_iter().map(|r| r.expect("every item has a result")).collect()
+    }
+
+    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+        let expiry = unix_secs(self.now() + LEASE_DURATION);
+        if !ids.is_empty() {
+            let mut cmd = redis::cmd("ZADD");
+            cmd.arg(QueueKeys::new(queue).lease()).arg("XX");
+            for id in ids {
+                cmd.arg(expiry).arg(id);
+            }
+            let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
+        }
+        Ok(from_unix_secs(expiry))
+    }
+
+    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+        let mut invocation = ScriptCall::new(&SCRIPTS.write_result);
+        invocation.key(QueueKeys::new(queue).task(id)).arg(result.as_ref());
+        match invocation.run::<i64>(&mut self.conn(), "write result").await? {
+            1 => Ok(()),
+            _ => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
+        }
+    }
+}

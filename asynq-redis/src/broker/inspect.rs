@@ -1,0 +1,233 @@
+//! Inspect for [`RedisBroker`]: queues, tasks, history, servers and backend information for operators.
+
+use super::*;
+
+/// Reads an integer that Redis returned as a number or a decimal string.
+fn int(value: &Value) -> i64 {
+    i64::from_redis_value_ref(value).unwrap_or(0)
+}
+
+impl RedisBroker {
+    /// One page of `container` (read as `kind`, see `list_tasks.lua`), as tasks in `state`.
+    async fn list_page(
+        &self,
+        k: &QueueKeys,
+        container: String,
+        kind: &str,
+        state: TaskState,
+        page: Page,
+        now: SystemTime,
+    ) -> Result<Vec<TaskInfo>> {
+        let size = page.size.max(1);
+        let mut invocation = ScriptCall::new(&SCRIPTS.list_tasks);
+        invocation.key(container).key(k.lease());
+        invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
+        let values: Vec<Value> = invocation.run(&mut self.conn(), "list tasks").await?;
+        let now_secs = unix_secs(now);
+        let mut tasks = Vec::with_capacity(values.len() / 4);
+        for entry in values.chunks_exact(4) {
+            let Ok(bytes) = Vec::<u8>::from_redis_value_ref(&entry[0]) else { continue };
+            let Ok(msg) = decode(&bytes) else { continue };
+            let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
+            let score = Option::<i64>::from_redis_value_ref(&entry[2]).ok().flatten();
+            let lease = Option::<i64>::from_redis_value_ref(&entry[3]).ok().flatten();
+            let next_process_at = match state {
+                TaskState::Pending => Some(now),
+                TaskState::Scheduled | TaskState::Retry => score.map(from_unix_secs),
+                _ => None,
+            };
+            let mut info = TaskInfo::new(&msg, state, next_process_at, result);
+            info.is_orphaned = state == TaskState::Active && lease.is_some_and(|expiry| expiry <= now_secs);
+            tasks.push(info);
+        }
+        Ok(tasks)
+    }
+
+    /// Go asynq's estimate of the memory `k`'s queue takes (`memory_usage.lua`); 0 when the
+    /// server refuses `MEMORY USAGE`.
+    async fn memory_usage(&self, k: &QueueKeys) -> Result<u64> {
+        let mut call = ScriptCall::new(&SCRIPTS.memory_usage);
+        call.key(k.active()).key(k.pending()).key(k.scheduled()).key(k.retry()).key(k.archived());
+        call.key(k.completed()).key(k.groups());
+        call.arg(k.task_prefix()).arg(MEMORY_SAMPLE_TASKS).arg(MEMORY_SAMPLE_GROUPS).arg(k.group_prefix());
+        let bytes: i64 = call.run(&mut self.conn(), "memory usage").await?;
+        Ok(bytes.max(0) as u64)
+    }
+}
+
+#[async_trait]
+impl Inspect for RedisBroker {
+    async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
+        let now = unix_secs(self.now());
+        let mut conn = self.conn();
+        let fail = |e| broker_error("list servers", e);
+        let live: Vec<String> = conn.zrangebyscore(keys::ALL_SERVERS, now, "+inf").await.map_err(fail)?;
+        let _: i64 = conn.zrembyscore(keys::ALL_SERVERS, "-inf", now - 1).await.map_err(fail)?;
+        let mut servers = Vec::new();
+        for server_key in live {
+            let Some(info): Option<Vec<u8>> = conn.get(&server_key).await.map_err(fail)? else { continue };
+            let Ok(info) = proto::ServerInfo::decode(info.as_slice()) else {
+                tracing::warn!(key = %server_key, "skipping an undecodable server record");
+                continue;
+            };
+            let workers_key = server_key.replacen("asynq:servers:", "asynq:workers:", 1);
+            let values: Vec<Vec<u8>> = conn.hvals(&workers_key).await.map_err(fail)?;
+            let workers = values
+                .iter()
+                .filter_map(|v| proto::WorkerInfo::decode(v.as_slice()).ok())
+                .map(WorkerInfo::from)
+                .collect();
+            servers.push((ServerInfo::from(info), workers));
+        }
+        servers.sort_by(|(a, _), (b, _)| (&a.host, a.pid, &a.server_id).cmp(&(&b.host, b.pid, &b.server_id)));
+        Ok(servers)
+    }
+
+    async fn queues(&self) -> Result<Vec<String>> {
+        let mut queues: Vec<String> =
+            self.conn().smembers(keys::ALL_QUEUES).await.map_err(|e| broker_error("list queues", e))?;
+        queues.sort();
+        Ok(queues)
+    }
+
+    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+        self.require_queue(queue).await?;
+        let now = self.now();
+        let k = QueueKeys::new(queue);
+        let date = utc_date(now);
+        let mut invocation = ScriptCall::new(&SCRIPTS.queue_stats);
+        invocation.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived());
+        invocation.key(k.completed()).key(k.processed_on(&date)).key(k.failed_on(&date));
+        invocation.key(k.processed_total()).key(k.failed_total()).key(k.paused()).key(k.groups());
+        invocation.arg(k.task_prefix()).arg(k.group_prefix());
+        let values: Vec<Value> = invocation.run(&mut self.conn(), "queue info").await?;
+        if values.len() != 14 {
+            return Err(unexpected("queue info", format!("{} values instead of 14", values.len())));
+        }
+        let n = |i: usize| int(&values[i]).max(0);
+        let mut info = QueueInfo::empty(queue, now);
+        info.pending = n(0) as usize;
+        info.active = n(1) as usize;
+        info.scheduled = n(2) as usize;
+        info.retry = n(3) as usize;
+        info.archived = n(4) as usize;
+        info.completed = n(5) as usize;
+        info.processed = n(6) as u64;
+        info.failed = n(7) as u64;
+        info.processed_total = n(8) as u64;
+        info.failed_total = n(9) as u64;
+        info.paused = n(10) != 0;
+        let oldest = n(11);
+        if oldest != 0 {
+            info.latency = now.duration_since(from_unix_nanos(oldest)).unwrap_or_default();
+        }
+        info.groups = n(12) as usize;
+        info.aggregating = n(13) as usize;
+        info.size = info.sum_of_states();
+        info.memory_usage = self.memory_usage(&k).await?;
+        Ok(info)
+    }
+
+    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
+        invocation.key(k.task(id)).arg(id).arg(unix_secs(self.now())).arg(k.prefix());
+        let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
+        let [msg, state, next, result] = values.as_slice() else {
+            return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
+        };
+        let msg = decode(&Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?)?;
+        let state: String = String::from_redis_value_ref(state).map_err(|e| unexpected("task info", e))?;
+        let state = state.parse::<TaskState>().map_err(|e| unexpected("task info", e))?;
+        let next = int(next);
+        let result = Option::<Vec<u8>>::from_redis_value_ref(result).ok().flatten().map(Bytes::from);
+        Ok(TaskInfo::new(&msg, state, (next != 0).then(|| from_unix_secs(next)), result))
+    }
+
+    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+        self.require_queue(queue).await?;
+        let now = self.now();
+        let k = QueueKeys::new(queue);
+        let (container, kind) = match state {
+            TaskState::Pending => (k.pending(), "list"),
+            TaskState::Active => (k.active(), "list"),
+            TaskState::Scheduled => (k.scheduled(), "zset"),
+            TaskState::Retry => (k.retry(), "zset"),
+            TaskState::Archived => (k.archived(), "zset"),
+            TaskState::Completed => (k.completed(), "zset"),
+            TaskState::Aggregating => (k.groups(), "groups"),
+        };
+        self.list_page(&k, container, kind, state, page, now).await
+    }
+
+    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+        asynq_core::validate_group_name(group)?;
+        self.require_queue(queue).await?;
+        let k = QueueKeys::new(queue);
+        self.list_page(&k, k.group(group), "zset", TaskState::Aggregating, page, self.now()).await
+    }
+
+    async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
+        DailyStats::validate_days(days)?;
+        self.require_queue(queue).await?;
+        let now = self.now();
+        let k = QueueKeys::new(queue);
+        let dates: Vec<String> =
+            (0..days as u64).map(|day| utc_date(now - Duration::from_secs(day * 24 * 60 * 60))).collect();
+        // All the keys share the queue's slot, so one MGET serves a Cluster too.
+        let mut mget = redis::cmd("MGET");
+        for date in &dates {
+            mget.arg(k.processed_on(date)).arg(k.failed_on(date));
+        }
+        let values: Vec<Value> = mget.query_async(&mut self.conn()).await.map_err(|e| broker_error("history", e))?;
+        if values.len() != 2 * dates.len() {
+            return Err(unexpected("history", format!("{} values for {} keys", values.len(), 2 * dates.len())));
+        }
+        let count = |v: &Value| int(v).max(0) as u64;
+        Ok(dates
+            .into_iter()
+            .zip(values.chunks_exact(2))
+            .map(|(date, pair)| DailyStats {
+                queue: queue.to_owned(),
+                date,
+                processed: count(&pair[0]),
+                failed: count(&pair[1]),
+            })
+            .collect())
+    }
+
+    async fn backend_info(&self) -> Result<BackendInfo> {
+        crate::backend::backend_info(&mut self.conn(), self.kind()).await
+    }
+
+    async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
+        self.require_queue(queue).await?;
+        if self.kind() != crate::backend::CLUSTER {
+            return Ok(None);
+        }
+        crate::backend::queue_location(&mut self.conn(), &QueueKeys::new(queue)).await.map(Some)
+    }
+
+    async fn pause_queue(&self, queue: &str) -> Result<()> {
+        let set: bool = redis::cmd("SETNX")
+            .arg(QueueKeys::new(queue).paused())
+            .arg(unix_secs(self.now()))
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| broker_error("pause queue", e))?;
+        if set { Ok(()) } else { Err(Error::FailedPrecondition(format!("queue {queue:?} is already paused"))) }
+    }
+
+    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+        let k = QueueKeys::new(queue);
+        let mut conn = self.conn();
+        let deleted: i64 = conn.del(k.paused()).await.map_err(|e| broker_error("unpause queue", e))?;
+        if deleted != 1 {
+            return Err(Error::FailedPrecondition(format!("queue {queue:?} is not paused")));
+        }
+        // Idle servers may be waiting on the queue's pending tasks.
+        let _: i64 = conn.publish(k.ready_channel(), "").await.map_err(|e| broker_error("unpause queue", e))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,35 @@
+//! ServerState for [`RedisBroker`]: server and worker records where Go asynq keeps them.
+
+use super::*;
+
+#[async_trait]
+impl ServerState for RedisBroker {
+    async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()> {
+        let server_key = keys::server_info(&server.host, server.pid, &server.server_id);
+        let workers_key = keys::workers(&server.host, server.pid, &server.server_id);
+        let expiry = unix_secs(self.now() + ttl);
+        let mut conn = self.conn();
+        let fail = |e| broker_error("write server state", e);
+        let _: i64 = conn.zadd(keys::ALL_SERVERS, &server_key, expiry).await.map_err(fail)?;
+        let _: i64 = conn.zadd(keys::ALL_WORKERS, &workers_key, expiry).await.map_err(fail)?;
+        let mut invocation = ScriptCall::new(&SCRIPTS.write_server_state);
+        invocation.key(server_key).key(workers_key);
+        invocation.arg(ttl.as_secs().max(1)).arg(proto::ServerInfo::from(server).encode_to_vec());
+        for worker in workers {
+            invocation.arg(&worker.task_id).arg(proto::WorkerInfo::from(worker).encode_to_vec());
+        }
+        let _: i64 = invocation.run(&mut conn, "write server state").await?;
+        Ok(())
+    }
+
+    async fn clear_server_state(&self, server: &ServerInfo) -> Result<()> {
+        let server_key = keys::server_info(&server.host, server.pid, &server.server_id);
+        let workers_key = keys::workers(&server.host, server.pid, &server.server_id);
+        let mut conn = self.conn();
+        let fail = |e| broker_error("clear server state", e);
+        let _: i64 = conn.zrem(keys::ALL_SERVERS, &server_key).await.map_err(fail)?;
+        let _: i64 = conn.zrem(keys::ALL_WORKERS, &workers_key).await.map_err(fail)?;
+        let _: i64 = conn.del(&[&server_key, &workers_key]).await.map_err(fail)?;
+        Ok(())
+    }
+}
