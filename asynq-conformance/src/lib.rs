@@ -145,13 +145,24 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, cases: &[&str]) {
 /// The argument is an expression making a [`BrokerFactory`]; it is evaluated once per test. The
 /// calling crate needs `tokio` (with the `macros` and `rt-multi-thread` features).
 ///
+/// A backend that does no real IO (an in-process store) adds `paused_time`: every case then runs
+/// on tokio's paused clock, so the cases that wait for a wake-up, a timeout or quiet take no
+/// real time (`tokio` then also needs `test-util`). A backend over the network leaves it out:
+/// paused time would fire timeouts while a reply is still on its way.
+///
 /// ```ignore
 /// asynq_conformance::broker_conformance!(MemoryFactory);
 /// ```
 #[macro_export]
 macro_rules! broker_conformance {
     ($factory:expr) => {
-        $crate::broker_conformance!(@suite $factory;
+        $crate::broker_conformance!(@cases $factory, (flavor = "multi_thread", worker_threads = 2));
+    };
+    ($factory:expr, paused_time) => {
+        $crate::broker_conformance!(@cases $factory, (start_paused = true));
+    };
+    (@cases $factory:expr, $runtime:tt) => {
+        $crate::broker_conformance!(@suite $factory, $runtime;
             aggregate::case_groups_are_listed_by_name_with_their_sizes,
             aggregate::case_an_empty_group_is_never_aggregated,
             aggregate::case_grace_period_aggregates_an_idle_group,
@@ -276,16 +287,16 @@ macro_rules! broker_conformance {
             wait::case_wait_refuses_bad_arguments_and_unknown_queues,
         );
     };
-    (@suite $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
+    (@suite $factory:expr, $runtime:tt; $($module:ident :: $case:ident),+ $(,)?) => {
         $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[tokio::test $runtime]
             async fn $case() {
                 let factory = $factory;
                 $crate::$module::$case(&factory).await;
             }
         )+
 
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        #[tokio::test $runtime]
         async fn capabilities_are_declared() {
             let factory = $factory;
             $crate::check_capabilities(&factory, &[$(stringify!($case)),+]);

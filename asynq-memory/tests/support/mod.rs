@@ -1,7 +1,5 @@
-//! What every test of the memory broker starts from: a broker on a simulated clock, and
+//! What the memory broker's own tests start from: a broker on a simulated clock, and
 //! shorthands for enqueueing and dequeueing by task ID.
-
-#![allow(dead_code, reason = "each test file uses its own subset")]
 
 use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect};
 use asynq_core::time::from_unix_secs;
@@ -48,17 +46,6 @@ impl Fixture {
         self.broker.dequeue(&names(queues), max).await.unwrap()
     }
 
-    pub(crate) async fn dequeue_ids(&self, queues: &[&str], max: usize) -> Vec<String> {
-        self.dequeue(queues, max).await.into_iter().map(|d| d.message.id).collect()
-    }
-
-    /// Dequeues exactly one task and returns it.
-    pub(crate) async fn dequeue_one(&self, queue: &str) -> Dequeued {
-        let mut taken = self.dequeue(&[queue], 1).await;
-        assert_eq!(taken.len(), 1, "expected one task in {queue:?}");
-        taken.remove(0)
-    }
-
     pub(crate) async fn info(&self, queue: &str) -> QueueInfo {
         self.broker.queue_info(queue).await.unwrap()
     }
@@ -66,8 +53,4 @@ impl Fixture {
 
 pub(crate) fn names(queues: &[&str]) -> Vec<String> {
     queues.iter().map(|&q| q.to_owned()).collect()
-}
-
-pub(crate) fn at(secs: i64) -> SystemTime {
-    from_unix_secs(secs)
 }
