@@ -3,7 +3,7 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, names, retry, secs};
-use asynq_core::broker::{Forward, Inspect, Recover};
+use asynq_core::broker::{ExpiredLease, Forward, Inspect, LeaseStage, Recover};
 use asynq_core::{QueueInfo, Task, TaskInfo, TaskOptions, TaskState};
 use bytes::Bytes;
 
@@ -85,7 +85,8 @@ pub async fn case_dequeue_leases_for_thirty_whole_seconds<F: BrokerFactory>(fact
     assert_eq!(t.counts("q").await, want);
     let queues = names(&["q"]);
     assert!(t.broker.list_lease_expired(&queues, at(30) - millis(1)).await.unwrap().is_empty());
-    assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [msg]);
+    let expired = ExpiredLease { message: msg, stage: LeaseStage::Taken };
+    assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [expired]);
 }
 
 /// The message a worker gets is the message enqueued, field for field: binary payload, headers,

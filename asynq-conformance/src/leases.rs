@@ -1,14 +1,24 @@
 //! Leases on active tasks: the heartbeater's extension, which touches only tasks still active
-//! in the given queue, and the recoverer's query for leases that ran out by a cutoff.
+//! in the given queue, the stage a lease records (taken, or started by a handler), and the
+//! recoverer's query for leases that ran out by a cutoff.
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, names, secs};
-use asynq_core::broker::{Dequeue, Recover};
+use asynq_core::broker::{Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
 use asynq_core::{TaskMessage, TaskState};
 use std::time::SystemTime;
 
+fn taken(message: &TaskMessage) -> ExpiredLease {
+    ExpiredLease { message: message.clone(), stage: LeaseStage::Taken }
+}
+
+fn started(message: &TaskMessage) -> ExpiredLease {
+    ExpiredLease { message: message.clone(), stage: LeaseStage::Started }
+}
+
 /// `extend_leases` moves the lease of each listed active task of the queue to now + 30 s (whole
-/// seconds) and returns it; pending, unknown and other queues' IDs are ignored.
+/// seconds) and returns it; pending, unknown and other queues' IDs are ignored. At
+/// `LeaseStage::Started` it marks the tasks it extends as started.
 pub async fn case_extend_leases_moves_only_active_ids<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     let a = t.activate("q", "a").await;
@@ -18,22 +28,22 @@ pub async fn case_extend_leases_moves_only_active_ids<F: BrokerFactory>(factory:
     t.advance(millis(10_600));
 
     let ids = names(&["a", "p", "gone", "o"]);
-    assert_eq!(t.broker.extend_leases("q", &ids).await.unwrap(), at(40));
-    assert_eq!(t.broker.extend_leases("unknown", &ids).await.unwrap(), at(40));
+    assert_eq!(t.broker.extend_leases("q", &ids, LeaseStage::Started).await.unwrap(), at(40));
+    assert_eq!(t.broker.extend_leases("unknown", &ids, LeaseStage::Started).await.unwrap(), at(40));
 
     let broker = &t.broker;
     let expired =
         |cutoff: SystemTime| async move { broker.list_lease_expired(&names(&["q", "other"]), cutoff).await.unwrap() };
-    assert_eq!(expired(at(39)).await, [b.clone(), o.clone()]);
-    assert_eq!(expired(at(40)).await, [b, a, o]);
+    assert_eq!(expired(at(39)).await, [taken(&b), taken(&o)]);
+    assert_eq!(expired(at(40)).await, [taken(&b), started(&a), taken(&o)]);
     let info = t.info("q").await;
     assert_eq!((info.active, info.pending), (2, 1));
     assert_eq!(t.task("q", "p").await.state, TaskState::Pending);
 }
 
 /// `list_lease_expired` returns exactly the active tasks whose lease is at or before the cutoff
-/// (in whole seconds), queue by queue in the given order and by lease within a queue, and moves
-/// nothing.
+/// (in whole seconds), queue by queue in the given order and by lease within a queue (within
+/// one second, started tasks first), and moves nothing.
 pub async fn case_list_lease_expired_returns_exactly_the_expired<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     let a = t.activate("q", "a").await;
@@ -47,7 +57,8 @@ pub async fn case_list_lease_expired_returns_exactly_the_expired<F: BrokerFactor
     let expired = |queues: &'static [&'static str], cutoff: SystemTime| async move {
         broker.list_lease_expired(&names(queues), cutoff).await.unwrap()
     };
-    let none: [TaskMessage; 0] = [];
+    let none: [ExpiredLease; 0] = [];
+    let (a, b, c) = (taken(&a), taken(&b), taken(&c));
     assert_eq!(expired(&["q", "other"], at(30) - millis(1)).await, none);
     assert_eq!(expired(&["q", "other"], at(30)).await, std::slice::from_ref(&a));
     assert_eq!(expired(&["q", "other"], at(40) + millis(500)).await, [a.clone(), b.clone()]);
@@ -56,4 +67,25 @@ pub async fn case_list_lease_expired_returns_exactly_the_expired<F: BrokerFactor
     assert_eq!(expired(&["unknown"], at(1_000)).await, none);
     assert_eq!(expired(&[], at(1_000)).await, none);
     assert_eq!(t.info("q").await.active, 2);
+}
+
+/// A lease records whether a handler started its task: a dequeued task is taken; extending at
+/// `LeaseStage::Started` starts it; extending at `LeaseStage::Taken` (the heartbeat of a task
+/// taken ahead) keeps each lease's stage, so a started task never goes back to taken; a task
+/// dequeued again after a requeue is taken again.
+pub async fn case_lease_stage_is_recorded_and_never_regresses<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let a = t.activate("q", "a").await;
+    let b = t.activate("q", "b").await;
+    let queues = names(&["q"]);
+
+    assert_eq!(t.broker.extend_leases("q", &names(&["a"]), LeaseStage::Started).await.unwrap(), at(30));
+    t.advance(secs(5));
+    assert_eq!(t.broker.extend_leases("q", &names(&["a", "b"]), LeaseStage::Taken).await.unwrap(), at(35));
+    assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [started(&a), taken(&b)]);
+
+    t.finish(&a, Outcome::Requeue).await;
+    let again = t.take("q", "a").await.message;
+    assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [taken(&again), taken(&b)]);
+    assert_eq!(t.task("q", "a").await.state, TaskState::Active);
 }

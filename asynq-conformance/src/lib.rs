@@ -210,6 +210,7 @@ macro_rules! broker_conformance {
             forward::case_scheduled_task_with_a_group_becomes_plain_pending,
             leases::case_extend_leases_moves_only_active_ids,
             leases::case_list_lease_expired_returns_exactly_the_expired,
+            leases::case_lease_stage_is_recorded_and_never_regresses,
             janitor::case_janitor_deletes_only_expired_completed_tasks,
             janitor::case_janitor_respects_the_batch_size,
             inspect::case_queue_info_counts_every_state,

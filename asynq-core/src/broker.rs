@@ -75,6 +75,31 @@ pub trait Enqueue: Send + Sync {
     }
 }
 
+/// How far a worker got with a task it leased, which decides what an expired lease costs it.
+///
+/// A task can be leased and never run: the reply to a dequeue may be lost (the broker froze or
+/// the connection dropped after the dequeue ran), and a worker can die holding tasks it took
+/// ahead. Such a task is charged nothing: when its lease expires it goes back to pending as it
+/// was, with its retries intact. Only a task a handler started is charged a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LeaseStage {
+    /// Leased by [`Dequeue::dequeue`], and no handler has started it yet.
+    Taken,
+    /// A handler started it: [`Dequeue::extend_leases`] recorded that before the handler ran.
+    /// Tasks a Go asynq server leases are at this stage from the start.
+    Started,
+}
+
+/// An active task whose lease expired, as [`Recover::list_lease_expired`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiredLease {
+    /// The stored message, unchanged.
+    pub message: TaskMessage,
+    /// Whether a handler started it: a [`LeaseStage::Taken`] task goes back to pending
+    /// uncharged ([`Outcome::Requeue`]); a started one failed its attempt.
+    pub stage: LeaseStage,
+}
+
 /// A task handed to a worker by [`Dequeue::dequeue`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dequeued {
@@ -109,7 +134,8 @@ pub enum Outcome {
         /// The error message to record.
         error: String,
     },
-    /// Unfinished (shutdown): the task goes back to the front of its pending list.
+    /// Unfinished (shutdown), or never started (its lease expired at [`LeaseStage::Taken`]):
+    /// the task goes back to the front of its pending list, charged nothing.
     Requeue,
 }
 
@@ -118,7 +144,7 @@ pub enum Outcome {
 pub trait Dequeue: Send + Sync {
     /// Takes up to `max` pending tasks, trying `queues` in the given order and skipping paused
     /// ones. Each task becomes active with a lease of [`LEASE_DURATION`](crate::LEASE_DURATION)
-    /// from now. Returns an empty vector when none is ready.
+    /// from now, at [`LeaseStage::Taken`]. Returns an empty vector when none is ready.
     async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>>;
 
     /// Resolves when a task may have become ready in one of `queues`, so an idle processor can
@@ -151,7 +177,12 @@ pub trait Dequeue: Send + Sync {
     /// Moves the lease expiry of each of `ids` (active tasks of `queue`) to now +
     /// [`LEASE_DURATION`](crate::LEASE_DURATION) and returns the new expiry. IDs that are no
     /// longer active are ignored.
-    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime>;
+    ///
+    /// With [`LeaseStage::Started`] it also records that a handler starts each task: a worker
+    /// calls it, and waits for it to succeed, before it runs a handler, so that an expired lease
+    /// charges only attempts that ran. With [`LeaseStage::Taken`] each lease keeps its stage
+    /// (a started task is never taken back to [`LeaseStage::Taken`]).
+    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime>;
 
     /// Stores `result` as the result of task `id` in `queue`.
     async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()>;
@@ -168,8 +199,9 @@ pub trait Forward: Send + Sync {
 /// Finds tasks whose worker vanished. Used by the recoverer.
 #[async_trait]
 pub trait Recover: Send + Sync {
-    /// The active tasks of `queues` whose lease expired at or before `cutoff`.
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>>;
+    /// The active tasks of `queues` whose lease expired at or before `cutoff`, each with the
+    /// [`LeaseStage`] it reached.
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>>;
 }
 
 /// Deletes completed tasks whose retention ran out. Used by the janitor.

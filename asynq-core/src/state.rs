@@ -6,6 +6,7 @@
 //! group ────► aggregating ─aggregate─► (deleted)    active ──retry──► retry ──forward──► pending
 //!                                                   active ──archive──► archived
 //!                                                   active ──requeue──► pending
+//!                       (a lease that expired before any handler started the task also requeues)
 //! inspector: run (scheduled, retry, archived, aggregating, completed → pending),
 //!            archive (any state but active → archived), delete (any state but active → deleted)
 //! ```

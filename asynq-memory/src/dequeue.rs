@@ -58,10 +58,10 @@ impl Dequeue for MemoryBroker {
         Ok(())
     }
 
-    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
         let expiry = lease_expiry(self.now());
         if let Some(queue) = self.state().queues.get_mut(queue) {
-            queue.extend_leases(ids, expiry);
+            queue.extend_leases(ids, expiry, stage);
         }
         Ok(from_unix_secs(expiry))
     }

@@ -47,8 +47,8 @@ mod zset;
 
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page,
-    RateLimiter, Recover, SchedulerState, ServerState,
+    Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor,
+    LeaseStage, Outcome, Page, RateLimiter, Recover, SchedulerState, ServerState,
 };
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{

@@ -17,14 +17,14 @@ mod manage;
 
 use crate::stats::Stats;
 use crate::zset::ZSet;
-use asynq_core::broker::{Dequeued, Outcome};
+use asynq_core::broker::{Dequeued, ExpiredLease, LeaseStage, Outcome};
 use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
 use asynq_core::{
     ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, LEASE_DURATION, Placement, Result, TaskMessage, TaskState,
 };
 use bytes::Bytes;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, SystemTime};
 
 /// A task's record: the fields of Go's task hash `asynq:{q}:t:<id>`.
@@ -69,6 +69,8 @@ pub(crate) struct Queue {
     /// Task IDs leased to workers, most recently dequeued at the front.
     active: VecDeque<String>,
     lease: ZSet,
+    /// The leased tasks no handler has started ([`LeaseStage::Taken`]).
+    unstarted: HashSet<String>,
     scheduled: ZSet,
     retry: ZSet,
     archived: ZSet,
@@ -194,6 +196,7 @@ impl Queue {
             record.pending_since = None;
             taken.push(Dequeued { message: record.msg.clone(), lease_expiry: from_unix_secs(expiry) });
             self.lease.insert(&id, expiry);
+            self.unstarted.insert(id.clone());
             self.active.push_front(id);
         }
         taken
@@ -255,6 +258,7 @@ impl Queue {
     fn detach_active(&mut self, position: usize, id: &str) {
         self.active.remove(position);
         self.lease.remove(id);
+        self.unstarted.remove(id);
     }
 
     /// Sets the message and state of `id` (Go's `HSET msg … state …`), creating a bare record if
@@ -293,10 +297,13 @@ impl Queue {
         }
     }
 
-    /// Moves the lease of each of `ids` that is active to `expiry` (Unix seconds).
-    pub(crate) fn extend_leases(&mut self, ids: &[String], expiry: i64) {
+    /// Moves the lease of each of `ids` that is active to `expiry` (Unix seconds); at
+    /// [`LeaseStage::Started`], also records that a handler starts it.
+    pub(crate) fn extend_leases(&mut self, ids: &[String], expiry: i64, stage: LeaseStage) {
         for id in ids {
-            self.lease.update(id, expiry);
+            if self.lease.update(id, expiry) && stage == LeaseStage::Started {
+                self.unstarted.remove(id);
+            }
         }
     }
 
@@ -333,10 +340,21 @@ impl Queue {
         moved
     }
 
-    /// The messages of the active tasks whose lease expired at or before `cutoff` (Unix
-    /// seconds), in lease order (script 5.19).
-    pub(crate) fn lease_expired(&self, cutoff: i64) -> impl Iterator<Item = TaskMessage> {
-        self.lease.up_to(cutoff).filter_map(|id| self.tasks.get(id)).map(|record| record.msg.clone())
+    /// The active tasks whose lease expired at or before `cutoff` (Unix seconds), with the
+    /// stage each reached, in lease order (script 5.19): within one second, started tasks come
+    /// first, as on Redis, where a lease no handler started is scored half a second later.
+    pub(crate) fn lease_expired(&self, cutoff: i64) -> Vec<ExpiredLease> {
+        let mut expired: Vec<(i64, ExpiredLease)> = self
+            .lease
+            .up_to(cutoff)
+            .filter_map(|id| {
+                let stage = if self.unstarted.contains(id) { LeaseStage::Taken } else { LeaseStage::Started };
+                let expiry = self.lease.score(id)?;
+                self.tasks.get(id).map(|record| (expiry, ExpiredLease { message: record.msg.clone(), stage }))
+            })
+            .collect();
+        expired.sort_by_key(|(expiry, lease)| (*expiry, lease.stage == LeaseStage::Taken));
+        expired.into_iter().map(|(_, lease)| lease).collect()
     }
 
     /// Deletes up to `batch` completed tasks whose retention ran out (script 5.18), and drops

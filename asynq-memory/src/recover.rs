@@ -4,7 +4,7 @@ use super::*;
 
 #[async_trait]
 impl Recover for MemoryBroker {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         let cutoff = unix_secs(cutoff);
         let state = self.state();
         Ok(queues

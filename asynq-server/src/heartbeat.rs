@@ -1,8 +1,9 @@
-//! A heartbeater tells the broker this server is alive and what it runs, and extends the leases
-//! of its running tasks. A task whose lease could not be extended in time is told to stop.
+//! A heartbeater tells the broker this server is alive and what it runs (its running handlers
+//! only, never more than its concurrency), and extends the leases of every task it holds. A
+//! task whose lease could not be extended in time is told to stop.
 
 use crate::workers::ActiveTasks;
-use asynq_core::broker::{Dequeue, ServerState};
+use asynq_core::broker::{Dequeue, LeaseStage, ServerState};
 use asynq_core::{ServerInfo, ServerStatus};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
@@ -72,17 +73,18 @@ impl Heartbeater {
         let workers = self.active.worker_infos(&server.host, server.pid, &server.server_id);
         let state_written = self.state.write_server_state(&server, &workers, self.config.interval * 2).await;
 
-        let mut by_queue: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        // Tasks taken ahead keep the stage of a task no handler started.
+        let mut by_queue: BTreeMap<(String, LeaseStage), Vec<_>> = BTreeMap::new();
         for task in self.active.snapshot() {
             if task.lease.is_valid() {
-                by_queue.entry(task.message.queue.clone()).or_default().push(task);
+                by_queue.entry((task.message.queue.clone(), task.phase.lease_stage())).or_default().push(task);
             } else {
                 task.lease.notify_expired();
             }
         }
-        for (queue, tasks) in by_queue {
+        for ((queue, stage), tasks) in by_queue {
             let ids: Vec<String> = tasks.iter().map(|t| t.message.id.clone()).collect();
-            match self.leases.extend_leases(&queue, &ids).await {
+            match self.leases.extend_leases(&queue, &ids, stage).await {
                 Ok(expiry) => tasks.iter().for_each(|t| {
                     if !t.lease.extend(expiry) {
                         t.lease.notify_expired();

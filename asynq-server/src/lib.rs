@@ -50,6 +50,7 @@ mod processor;
 mod recoverer;
 mod server;
 mod settler;
+mod starter;
 mod subscriber;
 mod syncer;
 mod workers;

@@ -12,6 +12,10 @@
 //! load one broker call serves many tasks and the next batch is at hand when workers free up.
 //! Shutdown gives them back to their queue at once.
 //!
+//! A handler starts only once the broker has recorded that it starts (the [`Starter`], one call
+//! per queue for a fetch's tasks): until then the task is only taken, and an expired lease gives
+//! it back uncharged. Tasks whose start cannot be recorded go back to their queue at once.
+//!
 //! An idle processor waits for the broker's wake-up signal, or polls every `task_check_interval`
 //! (with jitter) when the broker has none; a fetch that got fewer tasks than it asked for goes
 //! straight to that wait.
@@ -24,8 +28,9 @@ use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
 use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
 use crate::settler::Settler;
+use crate::starter::Starter;
 use crate::syncer::Syncer;
-use crate::workers::{ActiveTask, ActiveTasks};
+use crate::workers::{ActiveTask, ActiveTasks, Phase};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
@@ -147,6 +152,7 @@ struct Shared {
     active: Arc<ActiveTasks>,
     syncer: Syncer,
     settler: Settler,
+    starter: Starter,
     running: TaskTracker,
     /// Cancelled when shutdown stops waiting for running tasks: they are requeued.
     abandon: CancellationToken,
@@ -185,6 +191,7 @@ impl Processor {
         let may_prefetch = config.prefetch > 0 && config.rate_limits.is_empty() && config.type_concurrency.is_empty();
         let shared = Shared {
             settler: Settler::spawn(Arc::clone(&broker)),
+            starter: Starter::spawn(Arc::clone(&broker)),
             broker,
             handler,
             clock,
@@ -243,6 +250,7 @@ impl Processor {
         let ran_short = tasks.len() < wanted;
         let mut started = 0;
         let mut slots = slots.into_iter();
+        let mut ready: BTreeMap<String, Vec<Ready>> = BTreeMap::new();
         for task in tasks {
             let shared = Arc::clone(s);
             let Some(slot) = slots.next() else {
@@ -263,7 +271,12 @@ impl Processor {
             };
             started += 1;
             let held = Held::new(&task, &s.clock);
-            s.running.spawn(async move { shared.run(task, slot, type_permit, held).await });
+            let queue = ready.entry(task.message.queue.clone()).or_default();
+            queue.push(Ready { task, permits: slot, type_permit, held });
+        }
+        for (queue, tasks) in ready {
+            let shared = Arc::clone(s);
+            s.running.spawn(async move { shared.start_then_run(queue, tasks).await });
         }
         Ok(FetchReport { started, ran_short, rate_limited_for })
     }
@@ -378,7 +391,7 @@ impl Shared {
             deadline: task.message.handler_deadline(now),
             lease: held.lease.clone(),
             cancel: held.cancel.clone(),
-            waiting: true,
+            phase: Phase::Waiting,
         });
         let slot = tokio::select! {
             biased;
@@ -386,7 +399,11 @@ impl Shared {
             slot = Arc::clone(&self.slots).acquire_owned() => Some(slot.expect("the processor's semaphores are never closed")),
         };
         match slot {
-            Some(slot) => self.run(task, TaskPermits { slot, hold }, None, held).await,
+            Some(slot) => {
+                let queue = task.message.queue.clone();
+                let permits = TaskPermits { slot, hold };
+                self.start_then_run(queue, vec![Ready { task, permits, type_permit: None, held }]).await
+            }
             None => {
                 tracing::debug!(task_id = %task.message.id, queue = %task.message.queue, "shutting down; giving back a task taken ahead");
                 self.write(&task.message, Outcome::Requeue, &held.lease).await;
@@ -402,16 +419,41 @@ impl Shared {
         self.write(&task.message, outcome, &lease).await;
     }
 
-    /// Runs one task, holding its worker slot and, for a type with a concurrency limit, its
-    /// type permit until the handler returns, and its hold until the outcome is written. The
-    /// attempt runs in a [`TASK_SPAN_NAME`] span.
-    async fn run(
-        self: Arc<Self>,
-        task: Dequeued,
-        permits: TaskPermits,
-        type_permit: Option<OwnedSemaphorePermit>,
-        held: Held,
-    ) {
+    /// Records that handlers start `tasks` (of `queue`), then runs them; gives them back to the
+    /// queue, uncharged, if the record cannot be written.
+    async fn start_then_run(self: Arc<Self>, queue: String, tasks: Vec<Ready>) {
+        let ids = tasks.iter().map(|ready| ready.task.message.id.clone()).collect();
+        match self.starter.start(&queue, ids).await {
+            Ok(expiry) => {
+                let mut tasks = tasks;
+                let last = tasks.pop();
+                for ready in tasks {
+                    ready.held.lease.extend(expiry);
+                    let shared = Arc::clone(&self);
+                    self.running.spawn(async move { shared.run(ready).await });
+                }
+                if let Some(ready) = last {
+                    ready.held.lease.extend(expiry);
+                    self.run(ready).await;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(queue = %queue, tasks = tasks.len(), error = %e, "could not record that handlers start; giving the tasks back to their queue");
+                let this = &self;
+                let give_back = tasks.iter().map(|ready| async move {
+                    this.write(&ready.task.message, Outcome::Requeue, &ready.held.lease).await;
+                    this.active.remove(&ready.task.message.id);
+                });
+                futures::future::join_all(give_back).await;
+            }
+        }
+    }
+
+    /// Runs one task whose start is recorded, holding its worker slot and, for a type with a
+    /// concurrency limit, its type permit until the handler returns, and its hold until the
+    /// outcome is written. The attempt runs in a [`TASK_SPAN_NAME`] span.
+    async fn run(self: Arc<Self>, ready: Ready) {
+        let Ready { task, permits, type_permit, held } = ready;
         let span = tracing::info_span!(
             TASK_SPAN_NAME,
             task_type = %task.message.type_name,
@@ -446,7 +488,7 @@ impl Shared {
             deadline,
             lease: lease.clone(),
             cancel: cancel.clone(),
-            waiting: false,
+            phase: Phase::Running,
         };
         self.active.insert(active);
         let ctx = TaskContext::new(&message, deadline, Arc::clone(&self.broker), cancel.clone());
@@ -461,6 +503,7 @@ impl Shared {
             _ = self.abandon.cancelled() => Attempt::Abandoned,
         };
         let duration = timer.elapsed();
+        self.active.settling(&message.id);
         drop(running_permits);
         self.record_attempt(duration);
         cancel.cancel();
@@ -513,6 +556,14 @@ struct FetchReport {
     ran_short: bool,
     /// How long a rate-limited queue asks to be left alone.
     rate_limited_for: Option<Duration>,
+}
+
+/// A task with what it needs to run, waiting for its start to be recorded.
+struct Ready {
+    task: Dequeued,
+    permits: TaskPermits,
+    type_permit: Option<OwnedSemaphorePermit>,
+    held: Held,
 }
 
 /// A task's lease and cancellation, from the moment it is taken.

@@ -1,12 +1,14 @@
 //! A recoverer finds active tasks whose lease expired (their worker died or lost the broker)
-//! and sends them to retry, or to the archive when they are out of retries. Given the broker's
+//! and sends them to retry, or to the archive when they are out of retries; a task no handler
+//! started (a lost dequeue reply, a task taken ahead by a worker that died) goes back to
+//! pending instead, charged nothing. Given the broker's
 //! [`Aggregate`] role, it also puts the tasks of stale aggregation sets (whose aggregator died)
 //! back in their groups, as Go's recoverer does.
 
 use crate::handler::HandlerError;
 use crate::observe::Observers;
 use crate::processor::FailurePolicy;
-use asynq_core::broker::{Aggregate, Dequeue, Recover};
+use asynq_core::broker::{Aggregate, Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
 use asynq_core::{Clock, Error, LEASE_DURATION};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
@@ -64,7 +66,8 @@ impl Recoverer {
     }
 
     /// Recovers every task whose lease expired more than [`LEASE_DURATION`] ago (a grace period
-    /// for a worker whose heartbeat is late), then reclaims stale aggregation sets if asked to;
+    /// for a worker whose heartbeat is late): a started one fails its attempt, one no handler
+    /// started is requeued; then reclaims stale aggregation sets if asked to;
     /// returns how many tasks were recovered.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         let now = self.clock.now();
@@ -72,15 +75,28 @@ impl Recoverer {
         let expired = self.recover.list_lease_expired(&self.config.queues, cutoff).await?;
         let err = HandlerError::lease_expired();
         let mut recovered = 0;
-        for message in expired {
-            let outcome = self.config.failure_policy.outcome(&message, &err, now);
+        for ExpiredLease { message, stage } in expired {
+            let outcome = match stage {
+                // No handler started it: its attempt never happened, so it costs nothing.
+                LeaseStage::Taken => Outcome::Requeue,
+                LeaseStage::Started => self.config.failure_policy.outcome(&message, &err, now),
+            };
             match self.finish.finish(&message, outcome).await {
                 Ok(()) => {
                     recovered += 1;
-                    if !self.observers.is_empty() {
-                        self.observers.lease_expired(&message);
+                    match stage {
+                        LeaseStage::Taken => tracing::warn!(
+                            task_id = %message.id,
+                            queue = %message.queue,
+                            "gave back a task whose lease expired before any handler started it; it is pending again, charged nothing"
+                        ),
+                        LeaseStage::Started => {
+                            if !self.observers.is_empty() {
+                                self.observers.lease_expired(&message);
+                            }
+                            tracing::warn!(task_id = %message.id, queue = %message.queue, "recovered a task whose lease expired");
+                        }
                     }
-                    tracing::warn!(task_id = %message.id, queue = %message.queue, "recovered a task whose lease expired");
                 }
                 // Another server recovered it first.
                 Err(Error::TaskNotFound { .. }) => {}

@@ -110,7 +110,7 @@ impl fmt::Debug for Subscriber {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workers::ActiveTask;
+    use crate::workers::{ActiveTask, Phase};
     use async_trait::async_trait;
     use asynq_core::{BrokerError, Clock, Error, Lease, Result, SystemClock, TaskMessage};
     use asynq_memory::MemoryBroker;
@@ -129,7 +129,7 @@ mod tests {
             deadline: now + Duration::from_secs(60),
             lease: Lease::new(now + Duration::from_secs(30), clock),
             cancel: cancel.clone(),
-            waiting: false,
+            phase: Phase::Running,
         });
         cancel
     }

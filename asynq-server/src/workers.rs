@@ -1,13 +1,36 @@
-//! The tasks this server is running, shared by the processor (which adds and removes them), the
-//! heartbeater (which reports them and extends their leases) and cancellation.
+//! The tasks this server holds, shared by the processor (which adds and removes them), the
+//! heartbeater (which reports the running ones and extends every lease) and cancellation.
 
+use asynq_core::broker::LeaseStage;
 use asynq_core::{Lease, TaskMessage, WorkerInfo};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
 use tokio_util::sync::CancellationToken;
 
-/// One task this server holds: running, or taken ahead and waiting for a worker.
+/// Where a held task is in its attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Taken ahead, waiting for a worker; no handler has started it.
+    Waiting,
+    /// Its handler runs.
+    Running,
+    /// Its handler returned; its outcome is being written.
+    Settling,
+}
+
+impl Phase {
+    /// The stage its lease is at: only a task a handler started is charged when its lease expires.
+    pub(crate) fn lease_stage(self) -> LeaseStage {
+        match self {
+            Phase::Waiting => LeaseStage::Taken,
+            Phase::Running | Phase::Settling => LeaseStage::Started,
+        }
+    }
+}
+
+/// One task this server holds: running, taken ahead and waiting for a worker, or finished
+/// with its outcome not yet written.
 #[derive(Debug, Clone)]
 pub(crate) struct ActiveTask {
     pub(crate) message: TaskMessage,
@@ -18,8 +41,8 @@ pub(crate) struct ActiveTask {
     /// Fires the attempt's cancellation (the handler's [`TaskContext::cancelled`](crate::TaskContext::cancelled));
     /// fired before the attempt starts, the attempt ends as cancelled at once.
     pub(crate) cancel: CancellationToken,
-    /// Taken ahead and not started: leased and cancellable, but not reported as a worker.
-    pub(crate) waiting: bool,
+    /// Only a [`Phase::Running`] task is reported as a worker; every phase holds a lease.
+    pub(crate) phase: Phase,
 }
 
 /// The tasks one server holds, by task ID.
@@ -41,17 +64,25 @@ impl ActiveTasks {
         self.lock().remove(id);
     }
 
+    /// Marks task `id` as finished: it holds its lease until its outcome is written, but is no
+    /// longer reported as a worker.
+    pub(crate) fn settling(&self, id: &str) {
+        if let Some(task) = self.lock().get_mut(id) {
+            task.phase = Phase::Settling;
+        }
+    }
+
     /// Cancels the attempt at task `id`; false when this server is not running it.
     pub(crate) fn cancel(&self, id: &str) -> bool {
         self.lock().get(id).map(|task| task.cancel.cancel()).is_some()
     }
 
-    /// How many are running (not waiting).
+    /// How many handlers are running: never more than the concurrency.
     pub(crate) fn len(&self) -> usize {
-        self.lock().values().filter(|t| !t.waiting).count()
+        self.lock().values().filter(|t| t.phase == Phase::Running).count()
     }
 
-    /// Every task held, waiting ones included: their leases all need extending.
+    /// Every task held, in any phase: their leases all need extending.
     pub(crate) fn snapshot(&self) -> Vec<ActiveTask> {
         self.lock().values().cloned().collect()
     }
@@ -60,7 +91,7 @@ impl ActiveTasks {
     pub(crate) fn worker_infos(&self, host: &str, pid: u32, server_id: &str) -> Vec<WorkerInfo> {
         self.lock()
             .values()
-            .filter(|t| !t.waiting)
+            .filter(|t| t.phase == Phase::Running)
             .map(|t| WorkerInfo {
                 host: host.to_owned(),
                 pid,
@@ -73,5 +104,49 @@ impl ActiveTasks {
                 deadline: t.deadline,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asynq_core::{Clock, SystemClock};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn hold(active: &ActiveTasks, id: &str, phase: Phase) {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let now = clock.now();
+        active.insert(ActiveTask {
+            message: TaskMessage { id: id.to_owned(), queue: "q".to_owned(), ..TaskMessage::default() },
+            started: now,
+            deadline: now + Duration::from_secs(60),
+            lease: Lease::new(now + Duration::from_secs(30), clock),
+            cancel: CancellationToken::new(),
+            phase,
+        });
+    }
+
+    #[test]
+    fn only_running_handlers_are_workers_but_every_held_task_keeps_its_lease() {
+        let active = ActiveTasks::default();
+        hold(&active, "running", Phase::Running);
+        hold(&active, "finished", Phase::Running);
+        hold(&active, "ahead", Phase::Waiting);
+        active.settling("finished");
+
+        assert_eq!(active.len(), 1);
+        let workers = active.worker_infos("host", 1, "server");
+        assert_eq!(workers.iter().map(|w| w.task_id.as_str()).collect::<Vec<_>>(), ["running"]);
+        let mut stages: Vec<_> = active.snapshot().into_iter().map(|t| (t.message.id, t.phase.lease_stage())).collect();
+        stages.sort();
+        assert_eq!(
+            stages,
+            [
+                ("ahead".to_owned(), LeaseStage::Taken),
+                ("finished".to_owned(), LeaseStage::Started),
+                ("running".to_owned(), LeaseStage::Started)
+            ]
+        );
     }
 }

@@ -3,7 +3,8 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Dequeue, Dequeued, Enqueue, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
+    Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor, LeaseStage, Outcome, Page, Recover,
+    ServerState,
 };
 use asynq_core::{
     BrokerError, EnqueueRequest, Error, QueueInfo, Result, ServerInfo, TaskInfo, TaskMessage, TaskState, WorkerInfo,
@@ -19,12 +20,19 @@ use std::time::{Duration, SystemTime};
 pub struct FlakyBroker<B> {
     inner: B,
     down: Arc<AtomicBool>,
+    lose_dequeue_reply: Arc<AtomicBool>,
 }
 
 impl<B> FlakyBroker<B> {
     /// Wraps `inner`, up.
     pub fn new(inner: B) -> Self {
-        Self { inner, down: Arc::default() }
+        Self { inner, down: Arc::default(), lose_dequeue_reply: Arc::default() }
+    }
+
+    /// Makes the next dequeue run on the inner broker and then fail as if its reply were lost
+    /// (the connection dropped after the command ran): the tasks it took are leased to nobody.
+    pub fn lose_next_dequeue_reply(&self) {
+        self.lose_dequeue_reply.store(true, Ordering::SeqCst);
     }
 
     /// Makes every following call fail.
@@ -58,7 +66,12 @@ impl<B: Enqueue> Enqueue for FlakyBroker<B> {
 impl<B: Dequeue> Dequeue for FlakyBroker<B> {
     async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
         self.check()?;
-        self.inner.dequeue(queues, max).await
+        let taken = self.inner.dequeue(queues, max).await?;
+        if !taken.is_empty() && self.lose_dequeue_reply.swap(false, Ordering::SeqCst) {
+            let cause = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by peer");
+            return Err(Error::Broker(BrokerError::transient("dequeue reply lost", cause)));
+        }
+        Ok(taken)
     }
 
     async fn wait_for_tasks(&self, queues: &[String]) {
@@ -70,9 +83,9 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
         self.inner.finish(message, outcome).await
     }
 
-    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
         self.check()?;
-        self.inner.extend_leases(queue, ids).await
+        self.inner.extend_leases(queue, ids, stage).await
     }
 
     async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
@@ -91,7 +104,7 @@ impl<B: Forward> Forward for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: Recover> Recover for FlakyBroker<B> {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         self.check()?;
         self.inner.list_lease_expired(queues, cutoff).await
     }

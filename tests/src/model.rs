@@ -159,10 +159,18 @@ pub enum Op {
         /// The queues.
         queues: Vec<&'static str>,
     },
+    /// A handler starts a handed task (picked as [`Op::Finish`] picks): its lease is renewed
+    /// and marked started (`extend_leases` at `LeaseStage::Started`); nothing happens to a task
+    /// no longer leased.
+    Start {
+        /// Which handed task, from the most recent (0).
+        pick: usize,
+    },
     /// The clock moves forward by `wait` seconds (workers that died let their leases lapse),
     /// then the recoverer lists the active tasks of `queues` whose lease expired more than
-    /// [`LEASE_SECS`] ago and finishes each: retry in [`RECOVER_RETRY_DELAY`] while it has
-    /// retries left, archive otherwise.
+    /// [`LEASE_SECS`] ago and finishes each: a task no handler started is requeued; a started
+    /// one retries in [`RECOVER_RETRY_DELAY`] while it has retries left, and is archived
+    /// otherwise.
     Recover {
         /// The queues.
         queues: Vec<&'static str>,
@@ -465,6 +473,9 @@ struct Queue {
     /// In the order they were dequeued.
     active: Vec<String>,
     lease: BTreeMap<String, i64>,
+    /// The leased tasks a handler started (IDs no longer leased may linger; only leased ones
+    /// are looked up).
+    started: BTreeSet<String>,
     scheduled: ZSet,
     retry: ZSet,
     archived: ZSet,
@@ -607,6 +618,18 @@ impl Model {
                 Ok(Reply::Ok)
             }
             Op::Forward { queues } => Ok(Reply::Count(queues.iter().map(|q| self.forward(q)).sum())),
+            Op::Start { pick } => {
+                let Some((queue, id)) = pick_handed(&self.handed, *pick).cloned() else {
+                    return Reply::Skipped;
+                };
+                let expiry = self.now + LEASE_SECS;
+                let q = self.queue(&queue);
+                if let Some(lease) = q.lease.get_mut(&id) {
+                    *lease = expiry;
+                    q.started.insert(id);
+                }
+                Ok(Reply::Ok)
+            }
             Op::Recover { queues, wait } => {
                 self.now += *wait as i64;
                 Ok(self.recover(queues))
@@ -705,6 +728,7 @@ impl Model {
                 }
                 q.active.push(id.clone());
                 q.lease.insert(id.clone(), now + LEASE_SECS);
+                q.started.remove(&id);
                 taken.push((name.to_string(), id));
             }
         }
@@ -800,8 +824,11 @@ impl Model {
         expired.sort();
         expired.dedup();
         for (queue, id) in &expired {
-            let task = &self.queues[queue].tasks[id];
-            let with = if task.retried >= task.retry {
+            let q = &self.queues[queue];
+            let task = &q.tasks[id];
+            let with = if !q.started.contains(id) {
+                FinishWith::Requeue
+            } else if task.retried >= task.retry {
                 FinishWith::Archive
             } else {
                 FinishWith::Retry { in_secs: RECOVER_RETRY_DELAY.as_secs(), is_failure: true }

@@ -5,7 +5,8 @@
 use async_trait::async_trait;
 use asynq_client::Inspector;
 use asynq_core::broker::{
-    Capabilities, Dequeue, Dequeued, Forward, Health, Inspect, Janitor, Manage, Outcome, Page, Recover, ServerState,
+    Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Health, Inspect, Janitor, LeaseStage, Manage, Outcome,
+    Page, Recover, ServerState,
 };
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{
@@ -34,8 +35,8 @@ impl Dequeue for WorkerOnly {
     async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
         self.0.finish(message, outcome).await
     }
-    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
-        self.0.extend_leases(queue, ids).await
+    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
+        self.0.extend_leases(queue, ids, stage).await
     }
     async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
         self.0.write_result(queue, id, result).await
@@ -51,7 +52,7 @@ impl Forward for WorkerOnly {
 
 #[async_trait]
 impl Recover for WorkerOnly {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         self.0.list_lease_expired(queues, cutoff).await
     }
 }

@@ -20,7 +20,7 @@
 //! operation got each kind of reply, to show what the sequences cover.
 
 use asynq_conformance::fixture::START_SECS;
-use asynq_core::broker::{Outcome, Page};
+use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
     Broker, Clock, EnqueueRequest, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState, resolve_enqueue,
@@ -131,6 +131,17 @@ impl<B: Broker> Backend<B> {
                 let message = &self.messages[key];
                 Reply::of_unit(b.finish(message, self.outcome(*with)).await)
             }
+            Op::Start { pick } => {
+                let Some(key) = pick_handed(&self.handed, *pick) else {
+                    return Reply::Skipped;
+                };
+                let message = &self.messages[key];
+                let ids = [message.id.clone()];
+                match b.extend_leases(&message.queue, &ids, LeaseStage::Started).await {
+                    Ok(_) => Reply::Ok,
+                    Err(e) => Reply::Err(ErrorKind::of(&e)),
+                }
+            }
             Op::Advance { secs } => {
                 self.clock.advance(Duration::from_secs(*secs));
                 Reply::Ok
@@ -143,9 +154,11 @@ impl<B: Broker> Backend<B> {
                     Ok(expired) => expired,
                     Err(e) => return Reply::Err(ErrorKind::of(&e)),
                 };
-                expired.sort_by(|x, y| (&x.queue, &x.id).cmp(&(&y.queue, &y.id)));
-                for message in &expired {
-                    let outcome = if message.retries_exhausted() {
+                expired.sort_by(|x, y| (&x.message.queue, &x.message.id).cmp(&(&y.message.queue, &y.message.id)));
+                for ExpiredLease { message, stage } in &expired {
+                    let outcome = if *stage == LeaseStage::Taken {
+                        Outcome::Requeue
+                    } else if message.retries_exhausted() {
                         Outcome::Archive { error: "lease expired".into() }
                     } else {
                         let retry_at = self.now_plus(RECOVER_RETRY_DELAY.as_secs());
@@ -155,7 +168,7 @@ impl<B: Broker> Backend<B> {
                         return Reply::Err(ErrorKind::of(&e));
                     }
                 }
-                Reply::Tasks(self.hand(expired))
+                Reply::Tasks(self.hand(expired.into_iter().map(|expired| expired.message).collect()))
             }
             Op::Janitor { queue, batch } => Reply::of_count(b.delete_expired_completed(queue, *batch).await),
             Op::RunTask { queue, id } => Reply::of_unit(b.run_task(queue, id).await),
@@ -325,6 +338,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => proptest::collection::vec((0usize..4, finish_with()), 1..4).prop_map(Op::FinishBatch),
         14 => (queue_list(), 1usize..4).prop_map(|(queues, max)| Op::Dequeue { queues, max }),
         16 => (0usize..4, finish_with()).prop_map(|(pick, with)| Op::Finish { pick, with }),
+        6 => (0usize..4).prop_map(|pick| Op::Start { pick }),
         8 => span().prop_map(|secs| Op::Advance { secs }),
         6 => queue_list().prop_map(|queues| Op::Forward { queues }),
         5 => (queue_list(), prop_oneof![Just(0u64), Just(59), Just(60), 61u64..300])

@@ -229,7 +229,7 @@ fn members(redis: &RedisServer, command: &str, key: &str) -> Vec<String> {
 /// that a Go server sharing the queue sees nothing unusual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
-    use asynq_core::broker::{Dequeue, Outcome};
+    use asynq_core::broker::{Dequeue, LeaseStage, Outcome};
 
     let redis = RedisServer::start();
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
@@ -247,8 +247,19 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
     assert_eq!(members(&redis, "LRANGE", "asynq:{q}:pending"), ["t5", "t4"]);
     assert_eq!(members(&redis, "LRANGE", "asynq:{q}:active"), ["t3", "t2", "t1"]);
     assert_eq!(members(&redis, "ZRANGE", "asynq:{q}:lease"), ["t1", "t2", "t3"]);
-    let expiry = redis.command(&["ZSCORE", "asynq:{q}:lease", "t2"]).unwrap();
-    assert_eq!(expiry.as_str(), Some((FIXTURE_TIME + 30).to_string().as_str()), "Go's 30 s lease");
+    // Go's 30 s lease, half a second later until a handler starts the task: Go compares lease
+    // scores only with whole-second cutoffs, so to Go it expires a second later, well within
+    // its recoverer's 30 s grace.
+    let score = |id: &str| redis.command(&["ZSCORE", "asynq:{q}:lease", id]).unwrap();
+    assert_eq!(score("t2").as_str(), Some(format!("{}.5", FIXTURE_TIME + 30).as_str()), "Go's 30 s lease, not started");
+    let expired = |cutoff: i64| {
+        let reply = redis.command(&["ZRANGEBYSCORE", "asynq:{q}:lease", "-inf", &cutoff.to_string()]).unwrap();
+        reply.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    assert!(expired(FIXTURE_TIME + 30).is_empty());
+    assert_eq!(expired(FIXTURE_TIME + 31), ["t1", "t2", "t3"], "Go's listLeaseExpired a second later");
+    broker.extend_leases("q", &["t2".to_owned()], LeaseStage::Started).await.unwrap();
+    assert_eq!(score("t2").as_str(), Some((FIXTURE_TIME + 30).to_string().as_str()), "started: Go's whole second");
     for id in ["t1", "t2", "t3"] {
         let key = format!("asynq:{{q}}:t:{id}");
         assert_eq!(redis.command(&["HGET", &key, "state"]).unwrap().as_str(), Some("active"));

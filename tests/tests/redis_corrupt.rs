@@ -238,7 +238,7 @@ async fn broker_calls_return_only_runnable_tasks_and_settle_the_rest_once() {
     redis_do(&redis, &[b"ZADD", k.lease().as_bytes(), b"1", b"bad"]);
     let far = std::time::SystemTime::now() + Duration::from_secs(3600);
     let expired: Vec<String> =
-        broker.list_lease_expired(&queues, far).await.unwrap().into_iter().map(|m| m.id).collect();
+        broker.list_lease_expired(&queues, far).await.unwrap().into_iter().map(|m| m.message.id).collect();
     assert_eq!(expired, ["good-1", "good-2"]);
     let expired = broker.list_lease_expired(&queues, far).await.unwrap();
     assert_eq!(expired.len(), 2);

@@ -1,20 +1,33 @@
-//! Leases, crash recovery and shutdown: a dead worker's task is recovered, a long task keeps its
-//! lease through heartbeats, shutdown requeues what it cannot finish, and stop stops fetching.
+//! Leases, crash recovery and shutdown: a dead worker's task is recovered (charged a failure
+//! only if a handler started it), a long task keeps its lease through heartbeats, shutdown
+//! requeues what it cannot finish, and stop stops fetching.
 
 use asynq_client::{Task, TaskOptions, TaskState};
-use asynq_core::broker::{Dequeue, Inspect};
+use asynq_core::broker::{Dequeue, Inspect, LeaseStage};
 use asynq_core::{LEASE_DURATION, LEASE_EXPIRED_MESSAGE};
+use asynq_memory::MemoryBroker;
 use asynq_server::{Config, Server};
-use asynq_tests::{Harness, Recorder, secs};
+use asynq_tests::{FlakyBroker, Harness, Recorder, secs};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Takes the next task of `default` as a worker does, and starts its handler: the worker then
+/// dies, so nobody extends its lease or finishes it.
+async fn start_and_die(broker: &MemoryBroker) -> asynq_core::broker::Dequeued {
+    let mut taken = broker.dequeue(&["default".to_owned()], 1).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    let ids = [taken[0].message.id.clone()];
+    broker.extend_leases("default", &ids, LeaseStage::Started).await.unwrap();
+    taken.remove(0)
+}
 
 #[tokio::test(start_paused = true)]
 async fn the_task_of_a_dead_worker_is_recovered_and_run_again() {
     let h = Harness::new();
     let info = h.client.enqueue(&Task::new("job", ""), TaskOptions::new().max_retry(3)).await.unwrap();
-    // A worker takes the task and dies: nobody extends its lease or finishes it.
-    let taken = h.broker.dequeue(&["default".to_owned()], 1).await.unwrap();
-    assert_eq!(taken.len(), 1);
+    let taken = start_and_die(&h.broker).await;
+    let taken = [taken];
     assert_eq!(taken[0].lease_expiry, h.now() + LEASE_DURATION);
 
     let rec = Recorder::default();
@@ -38,8 +51,8 @@ async fn the_task_of_a_dead_worker_is_recovered_and_run_again() {
 async fn the_recoverer_archives_a_task_that_is_out_of_retries() {
     let h = Harness::new();
     let info = h.client.enqueue(&Task::new("job", ""), TaskOptions::new().max_retry(0)).await.unwrap();
-    h.broker.dequeue(&["default".to_owned()], 1).await.unwrap();
-    // A server whose processor never sees the task: it was taken by a worker that died.
+    start_and_die(&h.broker).await;
+    // A server whose processor never sees the task: a worker that died was running it.
     let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
     server.start(asynq_server::handler_fn(|_ctx, _task| async { Ok(()) })).unwrap();
     tokio::time::sleep(LEASE_DURATION).await;
@@ -51,6 +64,77 @@ async fn the_recoverer_archives_a_task_that_is_out_of_retries() {
     server.shutdown().await;
     let t = h.broker.task_info("default", &info.id).await.unwrap();
     assert_eq!((t.state, t.retried, t.last_error.as_deref()), (TaskState::Archived, 0, Some(LEASE_EXPIRED_MESSAGE)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_whose_dequeue_reply_was_lost_runs_later_charged_nothing() {
+    let h = Harness::new();
+    let flaky = FlakyBroker::new(h.broker.clone());
+    flaky.lose_next_dequeue_reply();
+    let info = h.client.enqueue(&Task::new("job", ""), TaskOptions::new().max_retry(0)).await.unwrap();
+    let rec = Recorder::default();
+    let mut server = Server::new(flaky, h.config("default", 1)).unwrap();
+    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+
+    // The dequeue ran, but its reply was lost: the task is leased to nobody.
+    h.eventually(secs(5), "the task is taken", || async { h.queue("default").await.active == 1 }).await;
+    assert!(rec.is_empty());
+    // Once its lease expires, the recoverer gives it back; a handler runs it, on its first try.
+    h.eventually(secs(180), "the task runs", || async { h.queue("default").await.processed_total == 1 }).await;
+    assert_eq!(rec.calls().iter().map(|c| (c.id.clone(), c.retry_count)).collect::<Vec<_>>(), [(info.id, 0)]);
+    let q = h.queue("default").await;
+    assert_eq!((q.failed_total, q.archived, q.size), (0, 0, 0));
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_taken_ahead_by_a_worker_that_died_run_elsewhere_charged_nothing() {
+    let h = Harness::new();
+    let (flaky, gate, rec) = (FlakyBroker::new(h.broker.clone()), Arc::new(Semaphore::new(0)), Recorder::default());
+    let config = Config { prefetch: Some(3), ..h.config("default", 2) };
+    let mut doomed = Server::new(flaky.clone(), config).unwrap();
+    let held = Arc::clone(&gate);
+    doomed
+        .start(rec.handler(h.clock.clone(), move |_, task| {
+            let gate = Arc::clone(&held);
+            async move {
+                if task.type_name() == "slow" {
+                    let _never = gate.acquire().await;
+                }
+                Ok(())
+            }
+        }))
+        .unwrap();
+    for _ in 0..8 {
+        h.client.enqueue(&Task::new("fast", ""), TaskOptions::new()).await.unwrap();
+    }
+    h.eventually(secs(5), "the fast tasks run", || async { h.queue("default").await.processed_total == 8 }).await;
+    for _ in 0..5 {
+        h.client.enqueue(&Task::new("slow", ""), TaskOptions::new().max_retry(0)).await.unwrap();
+    }
+    h.eventually(secs(5), "2 running and 3 taken ahead", || async { h.queue("default").await.active == 5 }).await;
+
+    // The worker dies: from now on it writes nothing.
+    flaky.go_down();
+    let rec_after = Recorder::default();
+    let mut survivor = Server::new(h.broker.clone(), h.config("default", 2)).unwrap();
+    survivor.start(rec_after.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    h.eventually(secs(240), "every task is settled", || async {
+        let q = h.queue("default").await;
+        q.processed_total == 8 + 5 && q.active == 0
+    })
+    .await;
+
+    // The two it was running failed for good (max_retry 0); the three it had only taken ahead
+    // ran on the survivor, on their first try.
+    let q = h.queue("default").await;
+    assert_eq!((q.archived, q.failed_total), (2, 2));
+    assert_eq!(rec.calls().iter().filter(|c| c.type_name == "slow").count(), 2);
+    assert_eq!(rec_after.calls().iter().map(|c| c.retry_count).collect::<Vec<_>>(), [0, 0, 0]);
+    survivor.shutdown().await;
+    flaky.come_back();
+    gate.add_permits(2);
+    doomed.shutdown().await;
 }
 
 #[tokio::test(start_paused = true)]

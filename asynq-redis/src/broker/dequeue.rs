@@ -152,6 +152,15 @@ impl RedisBroker {
     }
 }
 
+/// The lease score `dequeue.lua` gives a task no handler has started ([`LeaseStage::Taken`]):
+/// half a second past its expiry second. Go compares lease scores only with whole-second
+/// cutoffs, so to Go the lease expires a second later, within its recoverer's 30 s grace.
+/// [`Dequeue::extend_leases`] at [`LeaseStage::Started`] writes the whole second, as Go does for
+/// every lease.
+pub(super) fn taken_lease_score(expiry_secs: i64) -> String {
+    format!("{expiry_secs}.5")
+}
+
 #[async_trait]
 impl Dequeue for RedisBroker {
     async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
@@ -172,7 +181,7 @@ impl Dequeue for RedisBroker {
             let mark_secs = if self.idle_marks().contains_key(queue) { IDLE_MARK_SECS } else { 0 };
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
-            invocation.arg(expiry).arg(k.task_prefix()).arg(wanted).arg(mark_secs);
+            invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(mark_secs);
             let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
             if mark_secs > 0 && pairs.len() / 2 < wanted {
                 self.idle_marks().insert(queue.clone(), (generation, tokio::time::Instant::now()));
@@ -286,15 +295,30 @@ impl Dequeue for RedisBroker {
         results.into_iter().map(|r| r.expect("every item has a result")).collect()
     }
 
-    async fn extend_leases(&self, queue: &str, ids: &[String]) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
         let expiry = unix_secs(self.now() + LEASE_DURATION);
-        if !ids.is_empty() {
-            let mut cmd = redis::cmd("ZADD");
-            cmd.arg(QueueKeys::new(queue).lease()).arg("XX");
-            for id in ids {
-                cmd.arg(expiry).arg(id);
+        if ids.is_empty() {
+            return Ok(from_unix_secs(expiry));
+        }
+        let lease = QueueKeys::new(queue).lease();
+        match stage {
+            // A whole-second score: started, as Go writes every lease.
+            LeaseStage::Started => {
+                let mut cmd = redis::cmd("ZADD");
+                cmd.arg(lease).arg("XX");
+                for id in ids {
+                    cmd.arg(expiry).arg(id);
+                }
+                let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
             }
-            let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
+            LeaseStage::Taken => {
+                let mut call = ScriptCall::new(&SCRIPTS.extend_taken_leases);
+                call.key(lease).arg(expiry);
+                for id in ids {
+                    call.arg(id.as_str());
+                }
+                let _: i64 = call.run(&mut self.conn(), "extend leases").await?;
+            }
         }
         Ok(from_unix_secs(expiry))
     }

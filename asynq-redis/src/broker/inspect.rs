@@ -30,7 +30,8 @@ impl RedisBroker {
             let Ok(msg) = decode(&bytes) else { continue };
             let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
             let score = Option::<i64>::from_redis_value_ref(&entry[2]).ok().flatten();
-            let lease = Option::<i64>::from_redis_value_ref(&entry[3]).ok().flatten();
+            // Whole seconds, or half a second more for a task no handler started (dequeue.lua).
+            let lease = Option::<f64>::from_redis_value_ref(&entry[3]).ok().flatten().map(|score| score.floor() as i64);
             let next_process_at = match state {
                 TaskState::Pending => Some(now),
                 TaskState::Scheduled | TaskState::Retry => score.map(from_unix_secs),

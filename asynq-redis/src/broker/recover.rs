@@ -1,21 +1,27 @@
 //! Recover for [`RedisBroker`]: the active tasks whose lease expired.
 
-use super::dequeue::{Stored, read_stored};
+use super::dequeue::{Stored, read_stored, taken_lease_score};
 use super::*;
 
 #[async_trait]
 impl Recover for RedisBroker {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<TaskMessage>> {
+    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         let mut conn = self.conn();
         let mut expired = Vec::new();
         for queue in queues {
             let k = QueueKeys::new(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.list_lease_expired);
-            invocation.key(k.lease()).arg(unix_secs(cutoff)).arg(k.task_prefix());
-            let pairs: Vec<Value> = invocation.run(&mut conn, "list lease expired").await?;
+            // A lease no handler started is scored half a second past its expiry second.
+            invocation.key(k.lease()).arg(taken_lease_score(unix_secs(cutoff))).arg(k.task_prefix());
+            let (pairs, unstarted): (Vec<Value>, HashSet<String>) =
+                invocation.run(&mut conn, "list lease expired").await?;
             for stored in read_stored(queue, pairs) {
                 match stored {
-                    Stored::Task(msg) => expired.push(msg),
+                    Stored::Task(message) => {
+                        let stage =
+                            if unstarted.contains(&message.id) { LeaseStage::Taken } else { LeaseStage::Started };
+                        expired.push(ExpiredLease { message, stage });
+                    }
                     // Settled here, so the recoverer never meets it again; a failure is logged
                     // and retried on the next pass.
                     Stored::Missing { id } => {

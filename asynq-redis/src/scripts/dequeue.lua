@@ -5,6 +5,12 @@
 -- one LMOVE each, and pushed onto the active list in the order one LMOVE each would leave; the
 -- leases are added by one ZADD. Only the task hashes need a command per task.
 --
+-- Each lease is scored at ARGV[1], half a second past its whole-second expiry: the half second
+-- says no handler has started the task (LeaseStage::Taken); extend_leases rewrites the score
+-- to the whole second before a handler starts it. Go compares lease scores only with
+-- whole-second cutoffs (ZRANGEBYSCORE), so to Go such a lease expires a second later, well
+-- within its recoverer's 30 s grace; Go reads nothing else of the score.
+--
 -- A worker that is about to wait for work when it gets fewer than it asked for may ask for the
 -- queue's idle mark (mark_idle.lua's) to be set in the same step, saving that script a call.
 --
@@ -13,7 +19,7 @@
 -- KEYS[3] -> asynq:{<q>}:active
 -- KEYS[4] -> asynq:{<q>}:lease
 -- KEYS[5] -> asynq:{<q>}:idle_workers
--- ARGV[1] -> the lease expiry, Unix seconds
+-- ARGV[1] -> the lease score: the lease expiry in Unix seconds, plus 0.5 (not started)
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the most tasks to take, at least 1
 -- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole

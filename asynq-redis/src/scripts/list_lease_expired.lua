@@ -1,15 +1,25 @@
 -- list_lease_expired: the active tasks of one queue whose lease expired (Go asynq's
--- listLeaseExpired). Writes nothing.
+-- listLeaseExpired), and which of them no handler started. Writes nothing.
+--
+-- A lease scored with a fractional part (dequeue.lua's half second) belongs to a task no handler
+-- has started; a whole-second score to a started task (or one a Go server leased).
 --
 -- KEYS[1] -> asynq:{<q>}:lease
--- ARGV[1] -> the cutoff: leases scored at or before it have expired, Unix seconds
+-- ARGV[1] -> the cutoff: leases scored at or before it have expired, Unix seconds plus 0.5, so
+--            that a lease no handler started expires in the second it names, as a started one
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
--- Returns: a flat array of pairs: the task ID, then its encoded TaskMessage, or nil when the
---          ID has no task hash or the hash no `msg` (Go skips those, and they stay active for
---          good; the caller settles them with archive_corrupt.lua)
-local found = {}
-for _, id in ipairs(redis.call("ZRANGE", KEYS[1], "-inf", ARGV[1], "BYSCORE")) do
+-- Returns: two arrays. The first is flat, of pairs: the task ID, then its encoded TaskMessage,
+--          or nil when the ID has no task hash or the hash no `msg` (Go skips those, and they
+--          stay active for good; the caller settles them with archive_corrupt.lua). The second
+--          holds the IDs among them that no handler started.
+local found, unstarted = {}, {}
+local expired = redis.call("ZRANGE", KEYS[1], "-inf", ARGV[1], "BYSCORE", "WITHSCORES")
+for i = 1, #expired, 2 do
+    local id = expired[i]
     found[#found + 1] = id
     found[#found + 1] = redis.call("HGET", ARGV[2] .. id, "msg")
+    if tonumber(expired[i + 1]) % 1 ~= 0 then
+        unstarted[#unstarted + 1] = id
+    end
 end
-return found
+return {found, unstarted}

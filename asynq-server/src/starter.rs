@@ -1,0 +1,75 @@
+//! A starter records that handlers are about to start tasks ([`LeaseStage::Started`]) before they
+//! run, batching the tasks that start together: a fetch's tasks cost one broker call per queue,
+//! and tasks taken ahead that start while a call is in flight share the next one.
+//!
+//! Until that record is written a task is only taken, and an expired lease gives it back to its
+//! queue uncharged; once written, an expired lease fails the attempt. So a lost dequeue reply or
+//! a worker killed with tasks taken ahead costs no task a retry, and a handler that kills its
+//! worker is still charged for each attempt.
+
+use asynq_core::broker::{Dequeue, LeaseStage};
+use asynq_core::{BrokerError, Error, Result};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::{mpsc, oneshot};
+
+/// The most requests gathered into one round of broker calls.
+const MAX_BATCH: usize = 256;
+
+struct Request {
+    queue: String,
+    ids: Vec<String>,
+    reply: oneshot::Sender<Result<SystemTime>>,
+}
+
+/// The handle workers record starts through. The writing task ends when every handle is gone.
+#[derive(Clone)]
+pub(crate) struct Starter {
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+impl Starter {
+    /// Starts the writing task on the current runtime.
+    pub(crate) fn spawn(broker: Arc<dyn Dequeue>) -> Self {
+        let (requests, mut incoming) = mpsc::unbounded_channel::<Request>();
+        tokio::spawn(async move {
+            let mut batch = Vec::with_capacity(MAX_BATCH);
+            while incoming.recv_many(&mut batch, MAX_BATCH).await > 0 {
+                let mut by_queue: BTreeMap<String, (Vec<String>, Vec<oneshot::Sender<_>>)> = BTreeMap::new();
+                for Request { queue, ids, reply } in batch.drain(..) {
+                    let (all_ids, replies) = by_queue.entry(queue).or_default();
+                    all_ids.extend(ids);
+                    replies.push(reply);
+                }
+                let calls = by_queue.into_iter().map(|(queue, (ids, replies))| {
+                    let broker = Arc::clone(&broker);
+                    async move { (broker.extend_leases(&queue, &ids, LeaseStage::Started).await, replies) }
+                });
+                for (result, replies) in futures::future::join_all(calls).await {
+                    for reply in replies {
+                        // The worker may have stopped waiting (its runtime is shutting down).
+                        let _ = reply.send(result.as_ref().map(|expiry| *expiry).map_err(Error::duplicate));
+                    }
+                }
+            }
+        });
+        Self { requests }
+    }
+
+    /// Records that handlers start `ids`, active tasks of `queue`, and renews their leases;
+    /// returns the new lease expiry. Until it succeeds, none of them may start.
+    pub(crate) async fn start(&self, queue: &str, ids: Vec<String>) -> Result<SystemTime> {
+        let (reply, result) = oneshot::channel();
+        let stopped = || Error::Broker(BrokerError::permanent("the start recorder has stopped"));
+        self.requests.send(Request { queue: queue.to_owned(), ids, reply }).map_err(|_| stopped())?;
+        result.await.unwrap_or_else(|_| Err(stopped()))
+    }
+}
+
+impl fmt::Debug for Starter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Starter").finish_non_exhaustive()
+    }
+}
