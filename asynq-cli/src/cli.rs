@@ -4,6 +4,34 @@
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
+/// The most days `queue history -x` shows: as long as Redis keeps daily statistics
+/// (asynq-core's `DAILY_STATS_TTL`, 90 days, as Go).
+pub(crate) const MAX_HISTORY_DAYS: u32 = (asynq_core::DAILY_STATS_TTL.as_secs() / 86_400) as u32;
+/// The largest `--size` of a page of tasks or cron events.
+pub(crate) const MAX_PAGE_SIZE: u32 = 10_000;
+/// The largest `--page` number. With [`MAX_PAGE_SIZE`], a page starts at most 10^10 entries in:
+/// exact in the scripts' Lua numbers (doubles, written with 14 significant digits) and far
+/// inside Redis's `LRANGE` and `ZRANGE` integers.
+pub(crate) const MAX_PAGE: u32 = 1_000_000;
+/// The largest `--db`: Redis numbers its databases with C `int`s (`databases` in redis.conf, 16
+/// by default, caps the index further; Redis refuses a higher one, see `connect.rs`).
+pub(crate) const MAX_DB: u32 = i32::MAX as u32;
+/// The largest `task enqueue --retry`: Go's `MaxRetry` is an `int32` in the task message.
+pub(crate) const MAX_RETRY: u32 = i32::MAX as u32;
+
+/// Parses a whole number from `MIN` to `MAX`. Whatever the text, a refusal names the range
+/// (clap's own ranged parsers say only "number too large" past `i64`).
+fn in_range<const MIN: u32, const MAX: u32>(text: &str) -> Result<u32, String> {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    match text.parse::<u32>() {
+        Ok(n) if (MIN..=MAX).contains(&n) => Ok(n),
+        _ if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("{text} is not in {MIN}..={MAX}"))
+        }
+        _ => Err(format!("not a whole number in {MIN}..={MAX}")),
+    }
+}
+
 /// What `--help` says after the flags: exit codes, JSON conventions, configuration.
 const AFTER_LONG_HELP: &str = "\
 Connection settings come from, in order of precedence: a flag, its environment variable
@@ -25,11 +53,15 @@ alphabet, padded). Errors always go to stderr as text.
 Exit codes:
   0  success
   1  the operation failed (a Redis error, or an unexpected reply)
-  2  usage error: bad flags or arguments, bad config file, bad URI
-  3  not found: no such queue or task
+  2  usage error: bad flags or arguments (numbers outside their range), bad config file, bad
+     URI, a database index (--db) Redis refuses
+  3  not found: no such queue or task (only `queue pause` accepts a queue that does not exist
+     yet, as Go's tool does, warning on stderr)
   4  failed precondition: the task is in the wrong state, the queue is not empty, the task
      already exists
-  5  cannot connect to Redis";
+  5  cannot connect to Redis
+141  stdout was closed before everything was written (e.g. `asynq task ls ... | head`): the
+     command stops quietly, as the shell reports a process killed by SIGPIPE";
 
 /// The asynq command-line tool.
 #[derive(Debug, Parser)]
@@ -57,9 +89,10 @@ pub(crate) struct GlobalArgs {
     /// Redis server URI: host:port or a redis://, rediss://, redis-cluster://, redis-sentinel:// URL
     #[arg(short = 'u', long, global = true, env = "ASYNQ_URI", default_value = "127.0.0.1:6379")]
     pub(crate) uri: String,
-    /// Redis database number
+    /// Redis database number (from 0; Redis has 16 unless configured otherwise)
     #[arg(short = 'n', long, global = true, env = "ASYNQ_DB", default_value_t = 0)]
-    pub(crate) db: i64,
+    #[arg(value_parser = in_range::<0, MAX_DB>)]
+    pub(crate) db: u32,
     /// Password to use when connecting to Redis
     #[arg(short = 'p', long, global = true, env = "ASYNQ_PASSWORD", hide_env_values = true)]
     pub(crate) password: Option<String>,
@@ -173,8 +206,8 @@ pub(crate) struct QueueHistoryArgs {
     /// Queue names
     #[arg(required = true, value_name = "QUEUE")]
     pub(crate) queues: Vec<String>,
-    /// Show data from the last x days
-    #[arg(short = 'x', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Show data from the last x days (1 to 90: Redis keeps daily statistics for 90 days)
+    #[arg(short = 'x', long, default_value_t = 10, value_parser = in_range::<1, MAX_HISTORY_DAYS>)]
     pub(crate) days: u32,
 }
 
@@ -225,11 +258,11 @@ pub(crate) struct TaskListArgs {
     /// State of the tasks: active, pending, aggregating, scheduled, retry, archived or completed
     #[arg(short = 's', long)]
     pub(crate) state: String,
-    /// Page number, from 1
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Page number, from 1 (at most 1000000)
+    #[arg(long, default_value_t = 1, value_parser = in_range::<1, MAX_PAGE>)]
     pub(crate) page: u32,
-    /// Page size
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Page size (1 to 10000)
+    #[arg(long, default_value_t = 30, value_parser = in_range::<1, MAX_PAGE_SIZE>)]
     pub(crate) size: u32,
     /// Group to inspect (required for listing aggregating tasks)
     #[arg(short = 'g', long)]
@@ -264,8 +297,8 @@ pub(crate) struct TaskEnqueueArgs {
     /// Payload to enqueue (taken as text)
     #[arg(short = 'l', long)]
     pub(crate) payload: String,
-    /// Maximum retries
-    #[arg(long)]
+    /// Maximum retries (at most 2147483647)
+    #[arg(long, value_parser = in_range::<0, MAX_RETRY>)]
     pub(crate) retry: Option<u32>,
     /// Queue to enqueue the task to [default: default]
     #[arg(long)]
@@ -351,18 +384,18 @@ pub(crate) struct CronHistoryArgs {
     /// Entry IDs
     #[arg(required = true, value_name = "ENTRY_ID")]
     pub(crate) entries: Vec<String>,
-    /// Page number, from 1
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Page number, from 1 (at most 1000000)
+    #[arg(long, default_value_t = 1, value_parser = in_range::<1, MAX_PAGE>)]
     pub(crate) page: u32,
-    /// Page size
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Page size (1 to 10000)
+    #[arg(long, default_value_t = 30, value_parser = in_range::<1, MAX_PAGE_SIZE>)]
     pub(crate) size: u32,
 }
 
 /// `asynq dash`
 #[derive(Debug, Args)]
 pub(crate) struct DashArgs {
-    /// Interval between data refreshes, a Go duration of at least 1s
+    /// Interval between data refreshes, a Go duration from 1s to 1h
     #[arg(long, default_value = "8s")]
     pub(crate) refresh: String,
 }
@@ -384,7 +417,7 @@ pub(crate) struct WebArgs {
     /// Refuse every change (pause, delete, run, archive, cancel); only look
     #[arg(long)]
     pub(crate) read_only: bool,
-    /// Interval between the pages' data refreshes, a Go duration of at least 1s
+    /// Interval between the pages' data refreshes, a Go duration from 1s to 1h
     #[arg(long, default_value = "5s")]
     pub(crate) refresh: String,
     /// Serve a non-loopback --listen without a token (ASYNQ_WEB_TOKEN unset): anyone who can
@@ -417,5 +450,36 @@ mod tests {
         let cli = Cli::parse_from(["asynq", "queue", "history", "q", "-x", "3"]);
         assert!(matches!(cli.command, Command::Queue(QueueCommand::History(QueueHistoryArgs { days: 3, .. }))));
         assert!(Cli::try_parse_from(["asynq", "task", "ls", "-q", "q", "-s", "pending", "--page", "0"]).is_err());
+    }
+
+    #[test]
+    fn numbers_are_bounded_and_the_error_names_the_bound() {
+        assert_eq!(MAX_HISTORY_DAYS, 90);
+        let refused = |argv: &[&str]| {
+            let error = Cli::try_parse_from(argv).expect_err("out of range");
+            assert_eq!(error.exit_code(), 2, "{error}");
+            error.to_string()
+        };
+        let ls = |flag: &str, value: &str| refused(&["asynq", "task", "ls", "-q", "q", "-s", "pending", flag, value]);
+        assert!(ls("--size", "10001").contains("1..=10000"));
+        assert!(ls("--page", "1000001").contains("1..=1000000"));
+        assert!(ls("--page", "4294967296").contains("1..=1000000"));
+        assert!(refused(&["asynq", "queue", "history", "q", "-x", "91"]).contains("1..=90"));
+        assert!(refused(&["asynq", "queue", "history", "q", "-x", "4294967295"]).contains("1..=90"));
+        assert!(refused(&["asynq", "--db", "2147483648", "stats"]).contains("0..=2147483647"));
+        assert!(refused(&["asynq", "--db=-1", "stats"]).contains("-1 is not in 0..=2147483647"));
+        assert!(ls("--page", "18446744073709551616").contains("1..=1000000"));
+        assert!(ls("--size", "1.5").contains("not a whole number in 1..=10000"));
+        assert!(ls("--size", "").contains("not a whole number in 1..=10000"));
+        let at_the_bounds = [
+            &["asynq", "task", "ls", "-q", "q", "-s", "pending", "--page", "1000000", "--size", "10000"][..],
+            &["asynq", "queue", "history", "q", "-x", "90"],
+            &["asynq", "cron", "history", "e", "--page", "1000000", "--size", "10000"],
+            &["asynq", "--db", "2147483647", "stats"],
+            &["asynq", "task", "enqueue", "-t", "t", "-l", "p", "--retry", "2147483647"],
+        ];
+        for argv in at_the_bounds {
+            assert!(Cli::try_parse_from(argv).is_ok(), "{argv:?}");
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 pub(crate) struct ConfigFile {
     uri: Option<String>,
-    db: Option<i64>,
+    db: Option<u32>,
     password: Option<String>,
     username: Option<String>,
     cluster: Option<bool>,
@@ -45,7 +45,18 @@ impl ConfigFile {
             Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(e) => return Err(CliError::usage(format!("cannot read config file {}: {e}", path.display()))),
         };
-        Self::parse(&text).map_err(|e| CliError::usage(format!("invalid config file {}: {e}", path.display())))
+        let config =
+            Self::parse(&text).map_err(|e| CliError::usage(format!("invalid config file {}: {e}", path.display())))?;
+        config.check().map_err(|e| CliError::usage(format!("invalid config file {}: {e}", path.display())))?;
+        Ok(config)
+    }
+
+    /// Checks the values as the flags' parsers would: a `db` within `--db`'s range.
+    fn check(&self) -> Result<(), String> {
+        match self.db {
+            Some(db) if db > crate::cli::MAX_DB => Err(format!("db {db} is not in 0..={}", crate::cli::MAX_DB)),
+            _ => Ok(()),
+        }
     }
 
     /// Parses config file text (an empty file is an empty config).
@@ -112,5 +123,13 @@ mod tests {
         let err = ConfigFile::parse("url: x\n").unwrap_err().to_string();
         assert!(err.contains("unknown field `url`"), "{err}");
         assert!(ConfigFile::parse("").is_ok());
+    }
+
+    #[test]
+    fn a_db_out_of_range_is_refused() {
+        assert!(ConfigFile::parse("db: -1\n").is_err());
+        let huge = ConfigFile::parse("db: 4294967295\n").unwrap().check().unwrap_err();
+        assert!(huge.contains("0..=2147483647"), "{huge}");
+        assert!(ConfigFile::parse("db: 2147483647\n").unwrap().check().is_ok());
     }
 }

@@ -62,10 +62,12 @@ fn userinfo(username: Option<&str>, password: Option<&str>) -> String {
     }
 }
 
-/// Parses the flags into a target; a URL the library refuses is a usage error.
-pub(crate) fn target(args: &GlobalArgs) -> Result<RedisTarget, CliError> {
+/// Parses the flags into a target (and the URL it came from, for messages); a URL the library
+/// refuses is a usage error.
+pub(crate) fn target(args: &GlobalArgs) -> Result<(RedisTarget, String), CliError> {
     let url = target_url(args)?;
-    RedisTarget::from_url(&url).map_err(connect_error)
+    let target = RedisTarget::from_url(&url).map_err(connect_error)?;
+    Ok((target, url))
 }
 
 /// What the tool uses to talk to Redis.
@@ -94,10 +96,45 @@ fn tls_options(args: &GlobalArgs) -> Result<TlsOptions, CliError> {
 
 /// Connects as the flags say.
 pub(crate) async fn connect(args: &GlobalArgs) -> Result<Connection, CliError> {
-    let config = RedisConfig { tls: tls_options(args)?, ..RedisConfig::new(target(args)?) };
-    let broker = RedisBroker::connect_with(config).await.map_err(connect_error)?;
+    let (target, url) = target(args)?;
+    let config = RedisConfig { tls: tls_options(args)?, ..RedisConfig::new(target) };
+    let broker = RedisBroker::connect_with(config).await.map_err(|e| match refused_database(&e, &url) {
+        Some(refused) => refused,
+        None => connect_error(e),
+    })?;
     let broker = Arc::new(broker);
     Ok(Connection { inspector: Inspector::from_shared(broker.clone()), client: Client::from_shared(broker) })
+}
+
+/// Redis's reply to a `SELECT` of a database it does not have.
+const DB_OUT_OF_RANGE: &str = "DB index is out of range";
+
+/// A connection that failed because Redis refused to select the database of `url` (a `--db`
+/// beyond its `databases`), as a usage error naming the index; `None` for any other failure.
+///
+/// redis-rs has no error kind for a refused `SELECT`: it reports a response error whose
+/// description says so and whose detail is Redis's reply, so those are what is matched.
+fn refused_database(error: &ConnectError, url: &str) -> Option<CliError> {
+    let ConnectError::Connect { source, .. } = error else { return None };
+    let reply = source.detail().unwrap_or_default();
+    if !reply.contains(DB_OUT_OF_RANGE) && !source.to_string().starts_with("Redis server refused to switch database") {
+        return None;
+    }
+    let db = database_of(url).unwrap_or("?");
+    let reply = if reply.is_empty() { "no reason given" } else { reply };
+    Some(CliError::usage(format!("Redis refused to select database {db}: {reply}")).with_hint(
+        "a Redis server has 16 databases, 0 to 15, unless `databases` in its redis.conf says otherwise; \
+             pick one it has with --db (or the /db of a redis:// --uri)",
+    ))
+}
+
+/// The database index ending the path of a `redis://` or `redis-sentinel://` URL: digits only,
+/// so that no part of a password can show.
+fn database_of(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let path = rest.split(['?', '#']).next()?;
+    let (_, db) = path.rsplit_once('/')?;
+    Some(db).filter(|db| !db.is_empty() && db.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A connection failure, classified, with what to check. The library's messages redact passwords.
@@ -151,6 +188,15 @@ mod tests {
         assert_eq!(url(&["-u", "rediss://x:1/3"]).unwrap(), "rediss://x:1/3");
         assert!(url(&["--tls_server", "other", "-u", "host:1"]).is_err());
         assert_eq!(url(&["--tls_server", "host", "-u", "host:1"]).unwrap(), "rediss://host:1/0");
+    }
+
+    #[test]
+    fn the_database_index_is_read_from_the_url() {
+        assert_eq!(database_of("redis://:pw@h:1/99999#insecure"), Some("99999"));
+        assert_eq!(database_of("redis-sentinel://s:1,s:2/3?master=m"), Some("3"));
+        assert_eq!(database_of("redis://h:1"), None);
+        assert_eq!(database_of("redis-cluster://a:1,b:2"), None);
+        assert_eq!(database_of("redis://:se/cret@h:1"), None);
     }
 
     #[test]

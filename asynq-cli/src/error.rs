@@ -17,6 +17,9 @@ pub(crate) enum Failure {
     Precondition,
     /// Redis cannot be reached (exit 5).
     Connect,
+    /// Whoever read stdout closed it (`asynq ... | head`): the command stops quietly (exit 141,
+    /// what the shell shows for a process killed by `SIGPIPE`, as `ls | head` leaves `ls`).
+    Closed,
 }
 
 impl Failure {
@@ -28,6 +31,7 @@ impl Failure {
             Failure::NotFound => 3,
             Failure::Precondition => 4,
             Failure::Connect => 5,
+            Failure::Closed => 141,
         }
     }
 }
@@ -54,6 +58,20 @@ impl CliError {
     /// A usage error (exit 2).
     pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self { failure: Failure::Usage, message: message.into(), hint: None, reported: false }
+    }
+
+    /// A failed write to stdout: [`Failure::Closed`], with nothing left to print, when the
+    /// reader is gone (`EPIPE`), else a failure saying why (a full disk, say).
+    pub(crate) fn stdout(error: std::io::Error) -> Self {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            return Self {
+                failure: Failure::Closed,
+                message: "stdout was closed".to_owned(),
+                hint: None,
+                reported: true,
+            };
+        }
+        Self::new(Failure::Failed, format!("cannot write to stdout: {error}"))
     }
 
     /// Adds a hint.
@@ -122,7 +140,7 @@ impl Batch {
 
     /// Records one item's failure, printing it now.
     pub(crate) fn fail(&mut self, error: CliError) {
-        eprintln!("{error}");
+        crate::output::errln!("{error}");
         if self.first.is_none() {
             self.first = Some(error);
         }
@@ -151,5 +169,14 @@ mod tests {
         assert_eq!(code(Error::invalid("state", "bad")), 2);
         let shown = CliError::from_core(Error::QueueNotFound { queue: "q".into() }).to_string();
         assert!(shown.contains("asynq queue ls"), "{shown}");
+    }
+
+    #[test]
+    fn a_closed_stdout_is_quiet_and_other_write_errors_are_failures() {
+        let closed = CliError::stdout(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert_eq!((closed.failure.exit_code(), closed.reported), (141, true));
+        let full = CliError::stdout(std::io::Error::from_raw_os_error(28));
+        assert_eq!((full.failure.exit_code(), full.reported), (1, false));
+        assert!(full.to_string().contains("cannot write to stdout"), "{full}");
     }
 }

@@ -1,11 +1,48 @@
 //! How results are shown: tables (coloured only on a terminal, and never with `NO_COLOR`),
 //! headings, JSON, and the text forms of payloads, times and durations.
+//!
+//! Every line goes out through [`write_line`] ([`outln!`]) or [`write_err`] ([`errln!`]), never
+//! `println!`, which panics when the reader of stdout is gone (`asynq task ls ... | head`); the
+//! crate denies `print_stdout` and `print_stderr` to keep it so.
 
+use crate::error::{CliError, CliResult};
 use asynq_core::{Clock, SystemClock};
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, LineStyle, Table, TableStyle};
 use serde::Serialize;
-use std::io::IsTerminal;
+use std::fmt;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, SystemTime};
+
+/// Writes one line to stdout and flushes it. A reader that went away ends the command quietly
+/// ([`Failure::Closed`](crate::error::Failure::Closed)); see [`CliError::stdout`].
+pub(crate) fn write_line(text: fmt::Arguments<'_>) -> CliResult {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(CliError::stdout)
+}
+
+/// Writes one line to stderr. A failure is ignored: there is nowhere left to report it.
+pub(crate) fn write_err(text: fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+/// `println!` that returns a [`CliResult`] instead of panicking: `outln!("{x}")?`.
+macro_rules! outln {
+    () => {
+        $crate::output::write_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use outln;
+
+/// `eprintln!` that never panics.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::output::write_err(format_args!($($arg)*))
+    };
+}
+pub(crate) use errln;
 
 /// Whether to colour the output: stdout is a terminal and `NO_COLOR` is unset or empty.
 pub(crate) fn colour_enabled() -> bool {
@@ -49,26 +86,21 @@ pub(crate) fn state_cell(state: &str) -> Cell {
 }
 
 /// Prints a table.
-pub(crate) fn print_table(table: &Table) {
-    println!("{}", table.trim_fmt());
+pub(crate) fn print_table(table: &Table) -> CliResult {
+    outln!("{}", table.trim_fmt())
 }
 
 /// Prints a bold heading (plain when colour is off).
-pub(crate) fn heading(text: &str) {
-    if colour_enabled() {
-        println!("\x1b[1m{text}\x1b[0m");
-    } else {
-        println!("{text}");
-    }
+pub(crate) fn heading(text: &str) -> CliResult {
+    if colour_enabled() { outln!("\x1b[1m{text}\x1b[0m") } else { outln!("{text}") }
 }
 
 /// Prints `value` as pretty JSON.
-pub(crate) fn print_json<T: Serialize>(value: &T) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        // The views are plain data; serialising them cannot fail.
-        Err(e) => eprintln!("error: cannot write JSON: {e}"),
-    }
+pub(crate) fn print_json<T: Serialize>(value: &T) -> CliResult {
+    // The views are plain data; serialising them fails only if a view is broken.
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| CliError::new(crate::error::Failure::Failed, format!("cannot write JSON: {e}")))?;
+    outln!("{text}")
 }
 
 /// A payload as a table shows it: its text when it is printable UTF-8 (and not only

@@ -1,5 +1,6 @@
-//! How `asynq` fails: exit codes and the hints on stderr for an unknown queue or task, a bad or
-//! unreachable URI, and bad flags; and that a password is never printed.
+//! How `asynq` fails: exit codes and the hints on stderr for an unknown queue or task (from every
+//! command that takes a queue), a bad or unreachable URI, a database Redis does not have, and
+//! bad flags; and that a password is never printed.
 
 mod common;
 
@@ -20,6 +21,74 @@ fn unknown_queues_and_tasks_exit_3_with_a_hint() {
     let missing = asynq_at(&server, &["task", "inspect", "-q", "q1", "-i", "nosuch"]);
     assert_eq!(missing.code, 3, "{missing:#?}");
     assert!(missing.stderr.contains("asynq task ls"), "{}", missing.stderr);
+}
+
+/// Every command that reads or changes one queue, given the queue `nosuch`.
+const ON_A_MISSING_QUEUE: [&[&str]; 17] = [
+    &["queue", "inspect", "nosuch"],
+    &["queue", "history", "nosuch"],
+    &["queue", "unpause", "nosuch"],
+    &["queue", "rm", "nosuch"],
+    &["queue", "rm", "--force", "nosuch"],
+    &["task", "ls", "-q", "nosuch", "-s", "pending"],
+    &["task", "ls", "-q", "nosuch", "-s", "completed"],
+    &["task", "ls", "-q", "nosuch", "-s", "aggregating", "-g", "g1"],
+    &["task", "inspect", "-q", "nosuch", "-i", "t-1"],
+    &["task", "archive", "-q", "nosuch", "-i", "t-1"],
+    &["task", "delete", "-q", "nosuch", "-i", "t-1"],
+    &["task", "run", "-q", "nosuch", "-i", "t-1"],
+    &["task", "archiveall", "-q", "nosuch", "-s", "pending"],
+    &["task", "deleteall", "-q", "nosuch", "-s", "archived"],
+    &["task", "runall", "-q", "nosuch", "-s", "scheduled"],
+    &["group", "ls", "-q", "nosuch"],
+    &["group", "ls", "-q", "nosuch", "--json"],
+];
+
+#[test]
+fn every_command_on_a_missing_queue_exits_3() {
+    let server = RedisServer::start();
+    asynq_at(&server, &["task", "enqueue", "-t", "t", "-l", "p", "--id", "t-1"]).ok();
+    for command in ON_A_MISSING_QUEUE {
+        let run = asynq_at(&server, command);
+        assert_eq!(run.code, 3, "{command:?}: {run:#?}");
+        assert!(run.stderr.contains("queue not found: \"nosuch\""), "{command:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{command:?} prints no result: {}", run.stdout);
+    }
+    let queues = asynq_at(&server, &["queue", "ls", "--json"]).ok().json();
+    assert_eq!(queues, serde_json::json!([{"queue": "default"}]), "nothing created the queue");
+    // A queue that exists is found, with or without groups.
+    asynq_at(&server, &["group", "ls", "-q", "default"]).ok().shows(&["No groups found"]);
+    // Several queues: each is reported, and a missing one decides the exit code.
+    let mixed = asynq_at(&server, &["queue", "inspect", "default", "nosuch"]);
+    assert_eq!(mixed.code, 3, "{mixed:#?}");
+    mixed.shows(&["Name:    default"]);
+
+    // The exception, as in Go: a queue may be paused before it exists (with a warning), and
+    // resumed again; a missing queue that is not paused cannot be resumed.
+    let paused = asynq_at(&server, &["queue", "pause", "later"]).ok();
+    assert!(paused.stderr.contains("does not exist"), "{}", paused.stderr);
+    asynq_at(&server, &["queue", "unpause", "later"]).ok().shows(&["Successfully unpaused queue \"later\""]);
+    assert_eq!(asynq_at(&server, &["queue", "unpause", "later"]).code, 3);
+    // An existing queue that is not paused is a failed precondition, not a missing queue.
+    assert_eq!(asynq_at(&server, &["queue", "unpause", "default"]).code, 4);
+}
+
+#[test]
+fn a_database_redis_does_not_have_is_a_usage_error_naming_it() {
+    let server = RedisServer::start();
+    let url = format!("redis://{}/16", server.addr());
+    let runs = [
+        (asynq_at(&server, &["--db", "99999", "stats"]), "99999"),
+        (asynq_at(&server, &["-n", "16", "queue", "ls"]), "16"),
+        (asynq(&["-u", &url, "queue", "ls"]), "16"),
+    ];
+    for (run, db) in &runs {
+        assert_eq!(run.code, 2, "{run:#?}");
+        assert!(run.stderr.contains(&format!("Redis refused to select database {db}")), "{}", run.stderr);
+        assert!(run.stderr.contains("DB index is out of range"), "{}", run.stderr);
+        assert!(!run.stderr.contains("cannot connect"), "Redis was reachable: {}", run.stderr);
+    }
+    asynq_at(&server, &["--db", "15", "queue", "ls"]).ok();
 }
 
 #[test]

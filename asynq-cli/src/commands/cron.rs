@@ -3,7 +3,7 @@
 use super::Context;
 use crate::cli::{CronCommand, CronHistoryArgs};
 use crate::error::{Batch, CliResult};
-use crate::output::{self, due, past, payload_text, print_json, print_table, rfc3339};
+use crate::output::{self, due, outln, past, payload_text, print_json, print_table, rfc3339};
 use crate::view::{CronEntryView, EnqueueEventView};
 use asynq_client::Page;
 use serde::Serialize;
@@ -20,11 +20,11 @@ async fn list(ctx: &Context) -> CliResult {
     let mut entries = ctx.conn.inspector.scheduler_entries().await?;
     entries.sort_by(|a, b| a.spec.cmp(&b.spec).then(a.id.cmp(&b.id)));
     if ctx.json {
-        print_json(&entries.iter().map(CronEntryView::from).collect::<Vec<_>>());
+        print_json(&entries.iter().map(CronEntryView::from).collect::<Vec<_>>())?;
         return Ok(());
     }
     if entries.is_empty() {
-        println!("No scheduler entries");
+        outln!("No scheduler entries")?;
         return Ok(());
     }
     let mut table = output::table(["EntryID", "Spec", "Type", "Payload", "Options", "Next", "Prev"]);
@@ -39,7 +39,7 @@ async fn list(ctx: &Context) -> CliResult {
             past(e.prev),
         ]);
     }
-    print_table(&table);
+    print_table(&table)?;
     Ok(())
 }
 
@@ -68,21 +68,21 @@ async fn history(ctx: &Context, args: CronHistoryArgs) -> CliResult {
             continue;
         }
         if i > 0 {
-            println!();
+            outln!()?;
         }
-        println!("Entry: {entry}\n");
+        outln!("Entry: {entry}\n")?;
         if events.is_empty() {
-            println!("No scheduler enqueue events found");
+            outln!("No scheduler enqueue events found")?;
             continue;
         }
         let mut table = output::table(["TaskID", "EnqueuedAt"]);
         for ev in &events {
             table.add_row([ev.task_id.clone(), rfc3339(ev.enqueued_at)]);
         }
-        print_table(&table);
+        print_table(&table)?;
     }
     if ctx.json {
-        print_json(&histories);
+        print_json(&histories)?;
     }
     batch.finish()
 }

@@ -11,9 +11,9 @@ mod web;
 
 use crate::cli::{Cli, Command};
 use crate::connect::{self, Connection};
-use crate::duration::duration_flag;
+use crate::duration::{MIN_REFRESH, refresh_flag};
 use crate::error::{CliError, CliResult, Failure};
-use std::time::Duration;
+use crate::output::{errln, outln};
 
 /// What every command needs.
 #[derive(Debug)]
@@ -28,7 +28,7 @@ pub(crate) struct Context {
 
 /// Serves the queue metrics on `listen` until ctrl-c or SIGTERM.
 async fn metrics(inspector: asynq_client::Inspector, listen: std::net::SocketAddr) -> CliResult {
-    eprintln!("serving metrics at http://{listen}/metrics (ctrl-c to stop)");
+    errln!("serving metrics at http://{listen}/metrics (ctrl-c to stop)");
     asynq_metrics::serve_queue_metrics(inspector, listen, shutdown_signal()).await.map_err(|e| {
         CliError::new(
             Failure::Failed,
@@ -54,25 +54,16 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// The shortest refresh interval of `asynq dash`, as in Go's tool.
-const MIN_REFRESH: Duration = Duration::from_secs(1);
-
 /// Runs the command `cli` names.
 pub(crate) async fn run(cli: Cli) -> CliResult {
     let global = cli.global;
     // Check what needs no connection before connecting.
     let refresh = match &cli.command {
         Command::Version => {
-            println!("asynq version {}", env!("CARGO_PKG_VERSION"));
+            outln!("asynq version {}", env!("CARGO_PKG_VERSION"))?;
             return Ok(());
         }
-        Command::Dash(args) => {
-            let refresh = duration_flag("refresh", &args.refresh)?;
-            if refresh < MIN_REFRESH {
-                return Err(CliError::usage(format!("--refresh {} is too short: the minimum is 1s", args.refresh)));
-            }
-            Some(refresh)
-        }
+        Command::Dash(args) => Some(refresh_flag(&args.refresh)?),
         _ => None,
     };
     if let Command::Web(args) = &cli.command {

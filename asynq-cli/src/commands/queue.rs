@@ -3,9 +3,9 @@
 use super::Context;
 use crate::cli::QueueCommand;
 use crate::error::{Batch, CliError, CliResult};
-use crate::output::{self, bytes_text, error_rate, go_duration, heading, print_json, print_table};
+use crate::output::{self, bytes_text, errln, error_rate, go_duration, heading, outln, print_json, print_table};
 use crate::view::{DailyStatsView, NodeView, QueueView};
-use asynq_client::QueueInfo;
+use asynq_client::{Error, QueueInfo};
 use serde::Serialize;
 
 /// What Go's tool prints between the reports of several queues.
@@ -48,7 +48,7 @@ async fn list(ctx: &Context) -> CliResult {
         entries.push(QueueEntry { queue, slot, nodes });
     }
     if ctx.json {
-        print_json(&entries);
+        print_json(&entries)?;
     } else if ctx.cluster {
         let mut table = output::table(["Queue", "Cluster KeySlot", "Cluster Nodes"]);
         for e in &entries {
@@ -56,10 +56,10 @@ async fn list(ctx: &Context) -> CliResult {
                 e.nodes.iter().flatten().map(|n| format!("{} {}", n.addr, n.id).trim().to_owned()).collect();
             table.add_row([e.queue.clone(), e.slot.map(|s| s.to_string()).unwrap_or_default(), nodes.join(", ")]);
         }
-        print_table(&table);
+        print_table(&table)?;
     } else {
         for e in &entries {
-            println!("{}", e.queue);
+            outln!("{}", e.queue)?;
         }
     }
     Ok(())
@@ -73,28 +73,28 @@ async fn inspect(ctx: &Context, queues: &[String]) -> CliResult {
             Ok(info) if ctx.json => views.push(QueueView::from(&info)),
             Ok(info) => {
                 if i > 0 {
-                    println!("\n{SEPARATOR}\n");
+                    outln!("\n{SEPARATOR}\n")?;
                 }
-                print_queue_info(&info);
+                print_queue_info(&info)?;
             }
             Err(e) => batch.fail(e.into()),
         }
     }
     if ctx.json {
-        print_json(&views);
+        print_json(&views)?;
     }
     batch.finish()
 }
 
-fn print_queue_info(info: &QueueInfo) {
-    heading("Queue Info");
-    println!("Name:    {}", info.queue);
-    println!("Size:    {}", info.size);
-    println!("Groups:  {}", info.groups);
-    println!("Latency: {}", go_duration(info.latency));
-    println!("Memory:  {}", bytes_text(info.memory_usage));
-    println!("Paused:  {}\n", info.paused);
-    heading("Task Count by State");
+fn print_queue_info(info: &QueueInfo) -> CliResult {
+    heading("Queue Info")?;
+    outln!("Name:    {}", info.queue)?;
+    outln!("Size:    {}", info.size)?;
+    outln!("Groups:  {}", info.groups)?;
+    outln!("Latency: {}", go_duration(info.latency))?;
+    outln!("Memory:  {}", bytes_text(info.memory_usage))?;
+    outln!("Paused:  {}\n", info.paused)?;
+    heading("Task Count by State")?;
     let mut table = output::table(["active", "pending", "aggregating", "scheduled", "retry", "archived", "completed"]);
     table.add_row([
         info.active,
@@ -105,9 +105,9 @@ fn print_queue_info(info: &QueueInfo) {
         info.archived,
         info.completed,
     ]);
-    print_table(&table);
-    println!();
-    heading(&format!("Daily Stats {} UTC", &crate::output::rfc3339(info.timestamp)[..10]));
+    print_table(&table)?;
+    outln!()?;
+    heading(&format!("Daily Stats {} UTC", &crate::output::rfc3339(info.timestamp)[..10]))?;
     let mut table = output::table(["processed", "failed", "error rate", "processed (total)", "failed (total)"]);
     table.add_row([
         info.processed.to_string(),
@@ -116,7 +116,7 @@ fn print_queue_info(info: &QueueInfo) {
         info.processed_total.to_string(),
         info.failed_total.to_string(),
     ]);
-    print_table(&table);
+    print_table(&table)
 }
 
 async fn history(ctx: &Context, queues: &[String], days: usize) -> CliResult {
@@ -127,21 +127,21 @@ async fn history(ctx: &Context, queues: &[String], days: usize) -> CliResult {
             Ok(stats) if ctx.json => views.extend(stats.iter().map(DailyStatsView::from)),
             Ok(stats) => {
                 if i > 0 {
-                    println!("\n{SEPARATOR}\n");
+                    outln!("\n{SEPARATOR}\n")?;
                 }
-                println!("Queue: {queue}\n");
+                outln!("Queue: {queue}\n")?;
                 let mut table = output::table(["date (UTC)", "processed", "failed", "error rate"]);
                 for s in &stats {
                     let rate = error_rate(s.processed, s.failed);
                     table.add_row([s.date.clone(), s.processed.to_string(), s.failed.to_string(), rate]);
                 }
-                print_table(&table);
+                print_table(&table)?;
             }
             Err(e) => batch.fail(e.into()),
         }
     }
     if ctx.json {
-        print_json(&views);
+        print_json(&views)?;
     }
     batch.finish()
 }
@@ -160,7 +160,7 @@ async fn pause(ctx: &Context, queues: &[String], pause: bool) -> CliResult {
     let known = ctx.conn.inspector.queues().await?;
     for queue in queues {
         if pause && !known.contains(queue) {
-            eprintln!("warning: queue {queue:?} does not exist (yet); it is paused for when it does");
+            errln!("warning: queue {queue:?} does not exist (yet); it is paused for when it does");
         }
         let result = if pause {
             ctx.conn.inspector.pause_queue(queue).await
@@ -171,15 +171,19 @@ async fn pause(ctx: &Context, queues: &[String], pause: bool) -> CliResult {
             Ok(()) => {
                 let action = if pause { "paused" } else { "unpaused" };
                 if !ctx.json {
-                    println!("Successfully {action} queue {queue:?}");
+                    outln!("Successfully {action} queue {queue:?}")?;
                 }
                 done.push(QueueAction { queue: queue.clone(), action });
+            }
+            // Neither there nor paused: there is no queue by that name to resume.
+            Err(Error::FailedPrecondition(_)) if !pause && !known.contains(queue) => {
+                batch.fail(Error::QueueNotFound { queue: queue.clone() }.into())
             }
             Err(e) => batch.fail(e.into()),
         }
     }
     if ctx.json {
-        print_json(&done);
+        print_json(&done)?;
     }
     batch.finish()
 }
@@ -191,7 +195,7 @@ async fn remove(ctx: &Context, queues: &[String], force: bool) -> CliResult {
         match ctx.conn.inspector.delete_queue(queue, force).await {
             Ok(()) => {
                 if !ctx.json {
-                    println!("Successfully removed queue {queue:?}");
+                    outln!("Successfully removed queue {queue:?}")?;
                 }
                 done.push(QueueAction { queue: queue.clone(), action: "removed" });
             }
@@ -199,7 +203,7 @@ async fn remove(ctx: &Context, queues: &[String], force: bool) -> CliResult {
         }
     }
     if ctx.json {
-        print_json(&done);
+        print_json(&done)?;
     }
     batch.finish()
 }

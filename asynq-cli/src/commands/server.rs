@@ -3,7 +3,7 @@
 use super::Context;
 use crate::cli::ServerCommand;
 use crate::error::CliResult;
-use crate::output::{self, print_json, print_table, rfc3339, state_cell};
+use crate::output::{self, outln, print_json, print_table, rfc3339, state_cell};
 use crate::view::ServerView;
 use comfy_table::Cell;
 
@@ -13,11 +13,11 @@ pub(crate) async fn run(ctx: &Context, command: ServerCommand) -> CliResult {
     let mut servers = ctx.conn.inspector.servers().await?;
     servers.sort_by(|a, b| (&a.server.host, a.server.pid).cmp(&(&b.server.host, b.server.pid)));
     if ctx.json {
-        print_json(&servers.iter().map(ServerView::from).collect::<Vec<_>>());
+        print_json(&servers.iter().map(ServerView::from).collect::<Vec<_>>())?;
         return Ok(());
     }
     if servers.is_empty() {
-        println!("No running servers");
+        outln!("No running servers")?;
         return Ok(());
     }
     let mut table = output::table(["Host", "PID", "State", "Active Workers", "Queues", "Started"]);
@@ -35,6 +35,6 @@ pub(crate) async fn run(ctx: &Context, command: ServerCommand) -> CliResult {
             Cell::new(rfc3339(s.started)),
         ]);
     }
-    print_table(&table);
+    print_table(&table)?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use super::Context;
 use crate::error::CliResult;
-use crate::output::{self, error_rate, heading, print_json, print_table, rfc3339, state_cell};
+use crate::output::{self, error_rate, heading, outln, print_json, print_table, rfc3339, state_cell};
 use crate::view::{BackendView, QueueView};
 use asynq_client::QueueInfo;
 use asynq_core::{Clock, SystemClock};
@@ -62,40 +62,40 @@ pub(crate) async fn run(ctx: &Context) -> CliResult {
     let aggregate = Aggregate::of(&queues);
     if ctx.json {
         let queues = queues.iter().map(QueueView::from).collect();
-        print_json(&Stats { aggregate, queues, backend: BackendView::from(&backend) });
+        print_json(&Stats { aggregate, queues, backend: BackendView::from(&backend) })?;
         return Ok(());
     }
 
-    heading("Task Count by State");
+    heading("Task Count by State")?;
     let mut table = output::table(["active", "pending", "aggregating", "scheduled", "retry", "archived", "completed"]);
     let a = &aggregate;
     table.add_row([a.active, a.pending, a.aggregating, a.scheduled, a.retry, a.archived, a.completed]);
-    print_table(&table);
-    println!();
+    print_table(&table)?;
+    outln!()?;
 
-    heading("Task Count by Queue");
+    heading("Task Count by Queue")?;
     let mut table = output::table(["queue", "size", "state"]);
     for q in &queues {
         let state = if q.paused { state_cell("paused") } else { state_cell("running") };
         table.add_row(vec![q.queue.clone().into(), q.size.into(), state]);
     }
-    print_table(&table);
-    println!();
+    print_table(&table)?;
+    outln!()?;
 
-    heading(&format!("Daily Stats {} UTC", &a.timestamp[..10]));
+    heading(&format!("Daily Stats {} UTC", &a.timestamp[..10]))?;
     let mut table = output::table(["processed", "failed", "error rate"]);
     table.add_row([a.processed.to_string(), a.failed.to_string(), error_rate(a.processed, a.failed)]);
-    print_table(&table);
-    println!();
+    print_table(&table)?;
+    outln!()?;
 
     let field = |name: &str| backend.fields.get(name).cloned().unwrap_or_default();
     if backend.kind == "redis-cluster" {
-        heading("Redis Cluster Info");
+        heading("Redis Cluster Info")?;
         let mut table = output::table(["state", "known nodes", "cluster size"]);
         table.add_row([field("cluster_state").to_uppercase(), field("cluster_known_nodes"), field("cluster_size")]);
-        print_table(&table);
+        print_table(&table)?;
     } else {
-        heading("Redis Info");
+        heading("Redis Info")?;
         let mut table = output::table(["version", "uptime", "connections", "memory usage", "peak memory usage"]);
         table.add_row([
             field("redis_version"),
@@ -104,7 +104,7 @@ pub(crate) async fn run(ctx: &Context) -> CliResult {
             format!("{}B", field("used_memory_human")),
             format!("{}B", field("used_memory_peak_human")),
         ]);
-        print_table(&table);
+        print_table(&table)?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use super::Context;
 use crate::cli::{BulkArgs, TaskCommand, TaskEnqueueArgs, TaskListArgs, TaskRef};
 use crate::duration::{duration_flag, time_flag};
 use crate::error::{Batch, CliError, CliResult};
-use crate::output::{self, due, past, payload_text, print_json, print_table, state_cell};
+use crate::output::{self, due, outln, past, payload_text, print_json, print_table, state_cell};
 use crate::view::TaskView;
 use asynq_client::{Page, Task, TaskInfo, TaskOptions, TaskSet, TaskState};
 use comfy_table::Cell;
@@ -45,17 +45,17 @@ async fn list(ctx: &Context, args: TaskListArgs) -> CliResult {
         _ => inspector.list_tasks(&args.queue, state, page).await?,
     };
     if ctx.json {
-        print_json(&tasks.iter().map(TaskView::from).collect::<Vec<_>>());
+        print_json(&tasks.iter().map(TaskView::from).collect::<Vec<_>>())?;
         return Ok(());
     }
     if tasks.is_empty() {
         match &args.group {
-            Some(group) if state == TaskState::Aggregating => println!("No aggregating tasks in group {group:?}"),
-            _ => println!("No {state} tasks in {:?} queue", args.queue),
+            Some(group) if state == TaskState::Aggregating => outln!("No aggregating tasks in group {group:?}")?,
+            _ => outln!("No {state} tasks in {:?} queue", args.queue)?,
         }
         return Ok(());
     }
-    print_table(&task_table(state, &tasks));
+    print_table(&task_table(state, &tasks))?;
     Ok(())
 }
 
@@ -97,10 +97,10 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
 async fn inspect(ctx: &Context, args: TaskRef) -> CliResult {
     let info = ctx.conn.inspector.task_info(&args.queue, &args.id).await?;
     if ctx.json {
-        print_json(&TaskView::from(&info));
+        print_json(&TaskView::from(&info))?;
         return Ok(());
     }
-    output::heading("Task Info");
+    output::heading("Task Info")?;
     let mut table = output::table(["Field", "Value"]);
     let mut row = |name: &str, value: Cell| {
         table.add_row(vec![Cell::new(name), value]);
@@ -146,7 +146,7 @@ async fn inspect(ctx: &Context, args: TaskRef) -> CliResult {
         headers.sort();
         row("Headers", Cell::new(headers.join(", ")));
     }
-    print_table(&table);
+    print_table(&table)?;
     Ok(())
 }
 
@@ -198,12 +198,12 @@ async fn act(ctx: &Context, args: TaskRef, action: Action) -> CliResult {
             group: None,
             action: action.past_tense(),
             count: None,
-        });
+        })?;
     } else {
         match action {
-            Action::Archive => println!("task archived"),
-            Action::Delete => println!("task deleted"),
-            Action::Run => println!("task is now pending"),
+            Action::Archive => outln!("task archived")?,
+            Action::Delete => outln!("task deleted")?,
+            Action::Run => outln!("task is now pending")?,
         }
     }
     Ok(())
@@ -237,12 +237,12 @@ async fn bulk(ctx: &Context, args: BulkArgs, action: Action) -> CliResult {
             group,
             action: action.past_tense(),
             count: Some(count),
-        });
+        })?;
     } else {
         match action {
-            Action::Archive => println!("{count} tasks archived"),
-            Action::Delete => println!("{count} tasks deleted"),
-            Action::Run => println!("{count} tasks are now pending"),
+            Action::Archive => outln!("{count} tasks archived")?,
+            Action::Delete => outln!("{count} tasks deleted")?,
+            Action::Run => outln!("{count} tasks are now pending")?,
         }
     }
     Ok(())
@@ -262,7 +262,7 @@ async fn cancel(ctx: &Context, ids: &[String]) -> CliResult {
         match ctx.conn.inspector.cancel(id).await {
             Ok(()) => {
                 if !ctx.json {
-                    println!("Sent cancelation signal for task {id}");
+                    outln!("Sent cancelation signal for task {id}")?;
                 }
                 sent.push(CancelView { id: id.clone(), cancel_sent: true });
             }
@@ -270,7 +270,7 @@ async fn cancel(ctx: &Context, ids: &[String]) -> CliResult {
         }
     }
     if ctx.json {
-        print_json(&sent);
+        print_json(&sent)?;
     }
     batch.finish()
 }
@@ -316,9 +316,9 @@ async fn enqueue(ctx: &Context, args: TaskEnqueueArgs) -> CliResult {
     let task = Task::new(args.type_name.clone(), args.payload.clone().into_bytes());
     let info = ctx.conn.client.enqueue(&task, options).await?;
     if ctx.json {
-        print_json(&TaskView::from(&info));
+        print_json(&TaskView::from(&info))?;
     } else {
-        println!("Enqueued task {} in queue {:?} ({})", info.id, info.queue, info.state);
+        outln!("Enqueued task {} in queue {:?} ({})", info.id, info.queue, info.state)?;
     }
     Ok(())
 }

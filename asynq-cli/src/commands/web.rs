@@ -3,16 +3,15 @@
 //! would show); a non-loopback `--listen` without one is refused unless `--insecure-no-auth`.
 
 use crate::cli::WebArgs;
-use crate::duration::duration_flag;
+use crate::duration::refresh_flag;
 use crate::error::{CliError, CliResult, Failure};
+use crate::output::errln;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The environment variable holding the dashboard's bearer token.
 const TOKEN_VAR: &str = "ASYNQ_WEB_TOKEN";
-/// The shortest refresh interval.
-const MIN_REFRESH: Duration = Duration::from_secs(1);
 
 /// The checked settings of `asynq web`.
 #[derive(Debug)]
@@ -36,10 +35,7 @@ pub(crate) fn plan(args: &WebArgs) -> Result<WebPlan, CliError> {
 }
 
 fn plan_with(args: &WebArgs, token: Option<String>) -> Result<WebPlan, CliError> {
-    let refresh = duration_flag("refresh", &args.refresh)?;
-    if refresh < MIN_REFRESH {
-        return Err(CliError::usage(format!("--refresh {} is too short: the minimum is 1s", args.refresh)));
-    }
+    let refresh = refresh_flag(&args.refresh)?;
     let auth = match token {
         None => None,
         Some(token) => Some(asynq_web::Auth::bearer(token).map_err(|e| CliError::usage(format!("{TOKEN_VAR}: {e}")))?),
@@ -77,7 +73,7 @@ pub(crate) async fn run(
         "no authentication"
     };
     let mode = if plan.read_only { ", read-only" } else { "" };
-    eprintln!("serving the dashboard at http://{} ({auth}{mode}; ctrl-c to stop)", plan.listen);
+    errln!("serving the dashboard at http://{} ({auth}{mode}; ctrl-c to stop)", plan.listen);
     asynq_web::serve(listener, config, shutdown)
         .await
         .map_err(|e| CliError::new(Failure::Failed, format!("the dashboard stopped: {e}")))
@@ -114,6 +110,8 @@ mod tests {
         fast.refresh = "500ms".into();
         assert!(plan_with(&fast, None).is_err());
         fast.refresh = "soon".into();
+        assert!(plan_with(&fast, None).is_err());
+        fast.refresh = "600h".into();
         assert!(plan_with(&fast, None).is_err());
     }
 }

@@ -10,7 +10,7 @@ use asynq_core::{ServerInfo, ServerStatus, SystemClock, WorkerInfo};
 use asynq_redis::RedisBroker;
 use asynq_tests::{RedisServer, load_fixture, read_fixture};
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// What a run of the binary printed, and how it exited.
@@ -55,6 +55,13 @@ impl Run {
 
 /// Runs `asynq <args>` with no config file, no colour and no `ASYNQ_*` variables.
 pub fn asynq(args: &[&str]) -> Run {
+    asynq_with_stdout(args, Stdio::piped())
+}
+
+/// Runs `asynq <args>` as [`asynq`] does, with `stdout` as its standard output (the returned
+/// stdout is then empty unless `stdout` is [`Stdio::piped`]). A run killed by a signal has
+/// code -1.
+pub fn asynq_with_stdout(args: &[&str], stdout: impl Into<Stdio>) -> Run {
     let home = tempfile::tempdir().expect("a temporary HOME");
     let mut command = Command::new(env!("CARGO_BIN_EXE_asynq"));
     command.args(args).env("HOME", home.path()).env("NO_COLOR", "1");
@@ -63,7 +70,8 @@ pub fn asynq(args: &[&str]) -> Run {
             command.env_remove(name);
         }
     }
-    let output = command.output().expect("the asynq binary runs");
+    command.stdin(Stdio::null()).stdout(stdout).stderr(Stdio::piped());
+    let output = command.spawn().and_then(|child| child.wait_with_output()).expect("the asynq binary runs");
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
