@@ -34,8 +34,8 @@ enum Cmd {
         #[arg(long, default_value = "full")]
         profile: String,
         /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
-        /// sentinel-failover, cluster-failover)
-        /// or `all`.
+        /// sentinel-failover, cluster-failover, redis-frozen, restart-redis-repeatedly,
+        /// kill-prefetching-worker) or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,
     },
@@ -96,6 +96,9 @@ enum Cmd {
         /// Fail when one task cannot be enqueued for this long.
         #[arg(long, default_value_t = 120)]
         give_up_secs: u64,
+        /// Each task's retry limit (default: the client's, 25).
+        #[arg(long)]
+        max_retry: Option<u32>,
     },
 }
 
@@ -138,6 +141,7 @@ fn main() -> ExitCode {
             batch,
             response_timeout_ms,
             give_up_secs,
+            max_retry,
         } => block_on(produce::run(ProduceOptions {
             redis_url,
             queue,
@@ -150,6 +154,7 @@ fn main() -> ExitCode {
             batch,
             response_timeout: Duration::from_millis(response_timeout_ms),
             give_up_after: Duration::from_secs(give_up_secs),
+            max_retry,
         })),
     };
     match result {

@@ -52,6 +52,8 @@ pub struct ProduceOptions {
     pub response_timeout: Duration,
     /// Give up (and fail) when one task could not be enqueued for this long.
     pub give_up_after: Duration,
+    /// Each task's retry limit (`None`: the client's default).
+    pub max_retry: Option<u32>,
 }
 
 /// What a producer did, printed as its last stdout line:
@@ -157,6 +159,9 @@ impl Producer {
         let mut options = TaskOptions::new().queue(self.options.queue.clone());
         if self.options.unique_every > 0 && seq.is_multiple_of(self.options.unique_every) {
             options = options.unique(UNIQUE_TTL);
+        }
+        if let Some(max_retry) = self.options.max_retry {
+            options = options.max_retry(max_retry);
         }
         (task, options)
     }

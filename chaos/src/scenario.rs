@@ -8,10 +8,15 @@
 //! result is a [`Report`] whose first line is the ledger:
 //!
 //! ```text
-//! scenario=kill-worker acknowledged=1200 ran=1200 lost=0 duplicates=0 orphaned_active=0 stale_locks=0
+//! scenario=kill-worker acknowledged=1200 ran=1200 lost=0 failed_unrun=0 duplicates=0 orphaned_active=0 stale_locks=0
 //! ```
 //!
-//! - `lost`: acknowledged IDs no worker ever finished;
+//! - `lost`: acknowledged IDs no worker ever finished (a task archived after a recorded start,
+//!   as a `max_retry(0)` task whose worker was killed mid-attempt is, failed for good and is
+//!   counted in the notes, not here);
+//! - `failed_unrun`: task IDs charged a failure (retried or archived) for an attempt no handler
+//!   started: a task that finally ran at retry count `r` must have a recorded start at each
+//!   retry count below `r`, and an archived task at least one;
 //! - `duplicates`: IDs finished more than once (at-least-once delivery allows it for tasks in
 //!   flight at the fault);
 //! - `orphaned_active`: IDs in `asynq:{q}:active` without an entry in `asynq:{q}:lease`;
@@ -29,7 +34,7 @@ use crate::produce::Summary;
 use crate::worker::LedgerLine;
 use anyhow::{Context as _, bail};
 use asynq_tests::{RedisCluster, RedisSentinel, RedisServer, RespValue};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::fs::File;
 use std::ops::Range;
@@ -98,11 +103,18 @@ pub enum Scenario {
     /// `kill -9` of the Cluster master serving the queue while producers and workers run
     /// through `redis-cluster://`; its replica takes over.
     ClusterFailover,
+    /// Redis frozen (SIGSTOP) past the response timeout under load, tasks with `max_retry(0)`.
+    RedisFrozen,
+    /// Redis killed (`kill -9`, AOF `always`) and restarted again and again under load, tasks
+    /// with `max_retry(0)`.
+    RestartRedisRepeatedly,
+    /// `kill -9` of a worker with a full prefetch buffer, tasks with `max_retry(0)`.
+    KillPrefetchingWorker,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 10] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -110,6 +122,9 @@ impl Scenario {
         Self::ManyWorkers,
         Self::SentinelFailover,
         Self::ClusterFailover,
+        Self::RedisFrozen,
+        Self::RestartRedisRepeatedly,
+        Self::KillPrefetchingWorker,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -122,6 +137,9 @@ impl Scenario {
             Self::ManyWorkers => "many-workers",
             Self::SentinelFailover => "sentinel-failover",
             Self::ClusterFailover => "cluster-failover",
+            Self::RedisFrozen => "redis-frozen",
+            Self::RestartRedisRepeatedly => "restart-redis-repeatedly",
+            Self::KillPrefetchingWorker => "kill-prefetching-worker",
         }
     }
 
@@ -143,6 +161,9 @@ impl Scenario {
             Self::ManyWorkers => many_workers(profile, bin),
             Self::SentinelFailover => sentinel_failover(profile, bin),
             Self::ClusterFailover => cluster_failover(profile, bin),
+            Self::RedisFrozen => redis_frozen(profile, bin),
+            Self::RestartRedisRepeatedly => restart_redis_repeatedly(profile, bin),
+            Self::KillPrefetchingWorker => kill_prefetching_worker(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -159,8 +180,10 @@ pub struct Report {
     pub acknowledged: usize,
     /// Distinct acknowledged task IDs some worker finished.
     pub ran: usize,
-    /// Acknowledged task IDs no worker finished.
+    /// Acknowledged task IDs no worker finished (nor archived after a recorded start).
     pub lost: usize,
+    /// Task IDs charged a failure for an attempt no handler started.
+    pub failed_unrun: usize,
     /// Task IDs finished more than once.
     pub duplicates: usize,
     /// Task IDs in the active list without a lease.
@@ -193,7 +216,11 @@ impl Report {
 
     /// Whether nothing was lost, orphaned or left locked, and every other check held.
     pub fn passed(&self) -> bool {
-        self.lost == 0 && self.orphaned_active == 0 && self.stale_locks == 0 && self.failures.is_empty()
+        self.lost == 0
+            && self.failed_unrun == 0
+            && self.orphaned_active == 0
+            && self.stale_locks == 0
+            && self.failures.is_empty()
     }
 
     /// The ledger line, the notes (indented) and the failures (indented, `FAILED:`).
@@ -214,11 +241,12 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "scenario={} acknowledged={} ran={} lost={} duplicates={} orphaned_active={} stale_locks={}",
+            "scenario={} acknowledged={} ran={} lost={} failed_unrun={} duplicates={} orphaned_active={} stale_locks={}",
             self.scenario,
             self.acknowledged,
             self.ran,
             self.lost,
+            self.failed_unrun,
             self.duplicates,
             self.orphaned_active,
             self.stale_locks
@@ -265,6 +293,7 @@ struct ProducerSpec {
     unique_every: u64,
     rate: Option<u32>,
     response_timeout: Duration,
+    max_retry: Option<u32>,
 }
 
 impl Default for ProducerSpec {
@@ -276,6 +305,7 @@ impl Default for ProducerSpec {
             unique_every: 10,
             rate: None,
             response_timeout: Duration::from_secs(5),
+            max_retry: None,
         }
     }
 }
@@ -494,6 +524,9 @@ impl Stage {
         if let Some(rate) = spec.rate {
             args.push(format!("--rate={rate}"));
         }
+        if let Some(max_retry) = spec.max_retry {
+            args.push(format!("--max-retry={max_retry}"));
+        }
         self.spawn(label, args)
     }
 
@@ -631,11 +664,6 @@ impl Stage {
         Ok(ids)
     }
 
-    /// How many times each task ID was finished, over every worker's ledger.
-    fn runs(&self) -> anyhow::Result<HashMap<String, usize>> {
-        Ok(count_runs(&self.read_all("ledger")?))
-    }
-
     /// One worker's ledger lines.
     fn ledger(&self, label: &str) -> String {
         std::fs::read_to_string(self.path(&format!("{label}.ledger"))).unwrap_or_default()
@@ -643,7 +671,7 @@ impl Stage {
 
     /// How many handlers one worker started.
     fn starts(&self, label: &str) -> usize {
-        self.ledger(label).lines().filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Start(_)))).count()
+        self.ledger(label).lines().filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Start(..)))).count()
     }
 
     /// How many handlers one worker finished.
@@ -715,7 +743,12 @@ impl Stage {
             Err(e) => self.failures.push(format!("{e:#}; left: {:?}", self.queue_counts().ok())),
         }
         let acknowledged = self.acknowledged()?;
-        let runs = self.runs()?;
+        let ledgers = self.read_all("ledger")?;
+        let runs = count_runs(&ledgers);
+        let archived = self.command(&["ZRANGE", &Self::key("archived"), "0", "-1"])?;
+        let archived: Vec<String> =
+            archived.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str).map(str::to_owned).collect();
+        let starts = count_starts(&ledgers);
         let counts = self.queue_counts()?;
         if counts.archived > 0 {
             self.notes.push(format!("{} tasks archived", counts.archived));
@@ -731,8 +764,19 @@ impl Stage {
         let mut report = Report {
             orphaned_active: self.orphaned_active()?,
             stale_locks: self.stale_locks()?,
+            failed_unrun: failed_unrun(&starts, &runs, &archived),
             ..Report::tally(self.scenario, &acknowledged, &runs)
         };
+        let failed_after_start = acknowledged
+            .iter()
+            .filter(|id| !runs.contains_key(*id) && archived.contains(id) && starts.contains_key(*id))
+            .count();
+        if failed_after_start > 0 {
+            report.lost -= failed_after_start;
+            self.notes.push(format!(
+                "{failed_after_start} tasks archived after their handler started (charged for an attempt that ran): failed, not lost"
+            ));
+        }
         if let Some((producer, window)) = self.replication_window.clone() {
             let in_window: Vec<String> = self.read_lines(&format!("{producer}.acked"))?[window.clone()].to_vec();
             let replication_lost = in_window.iter().filter(|id| !runs.contains_key(*id)).count();
@@ -774,6 +818,31 @@ impl Stage {
         }
         Ok(report)
     }
+}
+
+/// The retry counts each task ID's handlers started at, over the text of every worker ledger.
+fn count_starts(ledgers: &[String]) -> HashMap<String, BTreeSet<u32>> {
+    let mut starts: HashMap<String, BTreeSet<u32>> = HashMap::new();
+    for line in ledgers.iter().flat_map(|text| text.lines()) {
+        if let Some(LedgerLine::Start(id, retry)) = LedgerLine::parse(line) {
+            starts.entry(id.to_owned()).or_default().insert(retry);
+        }
+    }
+    starts
+}
+
+/// How many tasks were charged a failure for an attempt no handler started: a task that ran
+/// (last at retry count `r`, the highest it started at) was charged `r` failures, one after a
+/// started attempt at each retry count below `r`; an archived task was charged at least once.
+fn failed_unrun(starts: &HashMap<String, BTreeSet<u32>>, runs: &HashMap<String, usize>, archived: &[String]) -> usize {
+    let no_starts = BTreeSet::new();
+    let ran_unstarted_attempts = runs.keys().filter(|id| {
+        let started = starts.get(*id).unwrap_or(&no_starts);
+        let last = started.last().copied().unwrap_or(0);
+        (0..last).any(|retry| !started.contains(&retry))
+    });
+    let archived_unstarted = archived.iter().filter(|id| !runs.contains_key(*id) && !starts.contains_key(*id));
+    ran_unstarted_attempts.count() + archived_unstarted.count()
 }
 
 /// How many times each task ID was finished, over the text of every worker ledger.
@@ -927,7 +996,7 @@ fn sigterm(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     let after_tstp = ledger
         .lines()
         .skip_while(|line| LedgerLine::parse(line) != Some(LedgerLine::Tstp))
-        .filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Start(_))))
+        .filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Start(..))))
         .count();
     if after_tstp > 0 {
         stage.failures.push(format!("{after_tstp} tasks started after SIGTSTP"));
@@ -1058,6 +1127,108 @@ fn failover_under_load(
     stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
 }
 
+/// Two workers (response timeout 1 s) and a paced producer of `count` tasks that may not fail
+/// even once (`max_retry(0)`); returns the producer once a fifth of the tasks are acknowledged.
+fn unforgiving_load(stage: &mut Stage, count: u64, rate: u32) -> anyhow::Result<ProcId> {
+    let response_timeout = Duration::from_secs(1);
+    let spec = WorkerSpec { concurrency: 10, response_timeout, ..WorkerSpec::default() };
+    stage.worker("worker-1", &spec)?;
+    stage.worker("worker-2", &spec)?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec {
+            count,
+            sleep: Duration::from_millis(5),
+            rate: Some(rate),
+            response_timeout,
+            max_retry: Some(0),
+            ..ProducerSpec::default()
+        },
+    )?;
+    stage.poll("a fifth of the tasks to be acknowledged", Duration::from_secs(120), |stage| {
+        Ok(stage.acknowledged()?.len() as u64 >= count / 5)
+    })?;
+    Ok(producer)
+}
+
+/// Redis frozen with SIGSTOP past every client's response timeout while tasks flow: dequeue
+/// replies are lost with tasks already leased, yet no `max_retry(0)` task is charged a failure
+/// it did not run, and every one runs once Redis is back.
+fn redis_frozen(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let freeze = profile.pick(Duration::from_secs(4), Duration::from_secs(20));
+    let count = profile.pick(1_500, 10_000);
+    let mut stage = Stage::new(Scenario::RedisFrozen, bin, &[])?;
+    let producer = unforgiving_load(&mut stage, count, profile.pick(300, 500))?;
+    let pid = stage.single().pid().context("redis-server is not running")?.to_string();
+    let send = |signal: &str| -> anyhow::Result<()> {
+        let status = Command::new("kill").args(["-s", signal, &pid]).status().context("could not run kill")?;
+        if !status.success() {
+            bail!("kill -s {signal} {pid} (redis-server) failed: {status}");
+        }
+        Ok(())
+    };
+    send("STOP")?;
+    std::thread::sleep(freeze); // The fault: Redis is frozen.
+    send("CONT")?;
+    stage.notes.push(format!("redis-server frozen (SIGSTOP) for {freeze:?} under load; response timeout 1 s"));
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!("producer: {summary}"));
+    stage.finish(profile.pick(Duration::from_secs(150), Duration::from_secs(300)))
+}
+
+/// redis-server killed (`kill -9`, AOF `always`) and restarted on the same port again and
+/// again while tasks that may not fail once (`max_retry(0)`) flow: nothing acknowledged is
+/// lost, and no task is charged a failure it did not run.
+fn restart_redis_repeatedly(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let kills = profile.pick(2, 6);
+    let (down, between) = profile
+        .pick((Duration::from_secs(1), Duration::from_secs(2)), (Duration::from_secs(2), Duration::from_secs(5)));
+    let count = profile.pick(2_000, 15_000);
+    let args = ["--appendonly", "yes", "--appendfsync", "always"];
+    let mut stage = Stage::new(Scenario::RestartRedisRepeatedly, bin, &args)?;
+    let producer = unforgiving_load(&mut stage, count, profile.pick(300, 500))?;
+    for _ in 0..kills {
+        stage.single().kill();
+        std::thread::sleep(down); // The fault: Redis is down.
+        stage.single().restart();
+        std::thread::sleep(between); // Load flows until the next kill.
+    }
+    stage.notes.push(format!("redis-server killed {kills} times, down {down:?} each, {between:?} apart"));
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!("producer: {summary}"));
+    stage.finish(profile.pick(Duration::from_secs(150), Duration::from_secs(300)))
+}
+
+/// `kill -9` of a worker busy with short tasks, so that it holds a full buffer of tasks taken
+/// ahead (the default prefetch) beside those it runs; all may not fail once (`max_retry(0)`).
+/// The ones it only took ahead run on the rescuer charged nothing; the ones it was running are
+/// archived after their recorded start.
+fn kill_prefetching_worker(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let count = profile.pick(3_000, 20_000);
+    let concurrency = 10;
+    let mut stage = Stage::new(Scenario::KillPrefetchingWorker, bin, &[])?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec { count, sleep: Duration::from_millis(2), max_retry: Some(0), ..ProducerSpec::default() },
+    )?;
+    stage.finish_producer(producer, Duration::from_secs(120))?;
+    let doomed = stage.worker("doomed", &WorkerSpec { concurrency, ..WorkerSpec::default() })?;
+    stage.poll("the doomed worker to take tasks ahead", Duration::from_secs(60), |stage| {
+        Ok(stage.finished("doomed") >= 200 && stage.queue_counts()?.active > concurrency as i64)
+    })?;
+    stage.kill9(doomed);
+    let active = stage.queue_counts()?.active;
+    stage.notes.push(format!("kill -9 of a worker of concurrency {concurrency} holding {active} active tasks"));
+    let spec = WorkerSpec {
+        concurrency: 50,
+        max_sleep: Some(Duration::ZERO),
+        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
+        ..WorkerSpec::default()
+    };
+    stage.worker("rescuer", &spec)?;
+    stage.finish(profile.pick(Duration::from_secs(100), Duration::from_secs(300)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1065,8 +1236,8 @@ mod tests {
     #[test]
     fn tally_counts_lost_and_duplicated_tasks() {
         let ledgers = [
-            "start a\nran a\nstart b\ntstp\nran b\nstart c\n".to_owned(),
-            "start b\nran b\nstart x\nran x\n".to_owned(),
+            "start a 0\nran a\nstart b 0\ntstp\nran b\nstart c 0\n".to_owned(),
+            "start b 0\nran b\nstart x 0\nran x\n".to_owned(),
         ];
         let runs = count_runs(&ledgers);
         assert_eq!(runs, HashMap::from([("a".to_owned(), 1), ("b".to_owned(), 2), ("x".to_owned(), 1)]));
@@ -1076,11 +1247,23 @@ mod tests {
         assert!(!report.passed());
         assert_eq!(
             report.to_string(),
-            "scenario=test acknowledged=3 ran=2 lost=1 duplicates=1 orphaned_active=0 stale_locks=0"
+            "scenario=test acknowledged=3 ran=2 lost=1 failed_unrun=0 duplicates=1 orphaned_active=0 stale_locks=0"
         );
         // A failover scenario counts the losses of its replication window apart.
         let failover = Report { lost: 0, replication_lost: Some(1), ..report };
         assert!(failover.passed());
         assert!(failover.to_string().ends_with("stale_locks=0 replication_lost=1"), "{failover}");
+    }
+
+    #[test]
+    fn failed_unrun_counts_charges_without_a_recorded_start() {
+        let ledgers = [
+            // a ran at once; b failed once after a start, then ran; c was charged at retry 0
+            // without a start (its attempt at 1 ran); d was archived after a start, e without.
+            "start a 0\nran a\nstart b 0\nstart b 1\nran b\nstart c 1\nran c\nstart d 0\n".to_owned(),
+        ];
+        let (starts, runs) = (count_starts(&ledgers), count_runs(&ledgers));
+        assert_eq!(failed_unrun(&starts, &runs, &["d".to_owned()]), 1);
+        assert_eq!(failed_unrun(&starts, &runs, &["d".to_owned(), "e".to_owned()]), 2);
     }
 }

@@ -3,9 +3,9 @@
 //!
 //! The ledger is opened with `O_APPEND` and each line is one `write(2)`, so lines never
 //! interleave between tasks, and what was written survives a `kill -9` of the process (the
-//! page cache belongs to the kernel). A handler writes `start <id>` when it begins and
-//! `ran <id>` when it has finished, just before it returns success; a SIGTSTP writes
-//! `tstp`. The handler sleeps as long as the payload says ([`Payload`]), capped by
+//! page cache belongs to the kernel). A handler writes `start <id> <retry count>` when it
+//! begins and `ran <id>` when it has finished, just before it returns success; a SIGTSTP
+//! writes `tstp`. The handler sleeps as long as the payload says ([`Payload`]), capped by
 //! `--max-sleep-ms`.
 
 use anyhow::Context as _;
@@ -49,8 +49,9 @@ impl Payload {
 /// One line of a worker's ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LedgerLine<'a> {
-    /// The handler of this task ID started.
-    Start(&'a str),
+    /// The handler of this task ID started, at this retry count (how many failures the task
+    /// had been charged).
+    Start(&'a str, u32),
     /// The handler of this task ID finished and is about to return success.
     Ran(&'a str),
     /// The worker received SIGTSTP.
@@ -61,7 +62,10 @@ impl<'a> LedgerLine<'a> {
     /// Parses one line; `None` for anything else (such as an empty line).
     pub fn parse(line: &'a str) -> Option<Self> {
         match line.split_once(' ') {
-            Some(("start", id)) if !id.is_empty() => Some(Self::Start(id)),
+            Some(("start", rest)) => {
+                let (id, retry) = rest.split_once(' ')?;
+                (!id.is_empty()).then_some(Self::Start(id, retry.parse().ok()?))
+            }
             Some(("ran", id)) if !id.is_empty() => Some(Self::Ran(id)),
             None if line == "tstp" => Some(Self::Tstp),
             _ => None,
@@ -71,7 +75,7 @@ impl<'a> LedgerLine<'a> {
     /// The line as written, newline included.
     fn render(&self) -> String {
         match self {
-            Self::Start(id) => format!("start {id}\n"),
+            Self::Start(id, retry) => format!("start {id} {retry}\n"),
             Self::Ran(id) => format!("ran {id}\n"),
             Self::Tstp => "tstp\n".to_owned(),
         }
@@ -170,7 +174,7 @@ async fn handle(
         .ok_or_else(|| HandlerError::skip_retry(format!("payload {:?} is not `<sleep_ms> <seq>`", task.payload())))?;
     let write_error =
         |e: std::io::Error| HandlerError::new(format!("could not write the ledger {}: {e}", ledger.path.display()));
-    ledger.append(LedgerLine::Start(id)).map_err(write_error)?;
+    ledger.append(LedgerLine::Start(id, ctx.retry_count())).map_err(write_error)?;
     let mut sleep = Duration::from_millis(payload.sleep_ms);
     if let Some(max) = max_sleep {
         sleep = sleep.min(max);
@@ -218,11 +222,13 @@ mod tests {
 
     #[test]
     fn ledger_lines_round_trip() {
-        for line in [LedgerLine::Start("a-1"), LedgerLine::Ran("b-2"), LedgerLine::Tstp] {
+        for line in [LedgerLine::Start("a-1", 0), LedgerLine::Start("a-1", 3), LedgerLine::Ran("b-2"), LedgerLine::Tstp]
+        {
             let text = line.render();
             assert_eq!(LedgerLine::parse(text.trim_end()), Some(line));
         }
         assert_eq!(LedgerLine::parse(""), None);
         assert_eq!(LedgerLine::parse("ran "), None);
+        assert_eq!(LedgerLine::parse("start a-1"), None);
     }
 }
