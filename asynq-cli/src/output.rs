@@ -95,6 +95,12 @@ pub(crate) fn heading(text: &str) -> CliResult {
     if colour_enabled() { outln!("\x1b[1m{text}\x1b[0m") } else { outln!("{text}") }
 }
 
+/// Prints a line starting with `WARNING:` (bold yellow when colour is on), for what an
+/// operator must act on.
+pub(crate) fn warning(text: &str) -> CliResult {
+    if colour_enabled() { outln!("\x1b[1;33mWARNING:\x1b[0m {text}") } else { outln!("WARNING: {text}") }
+}
+
 /// Prints `value` as pretty JSON.
 pub(crate) fn print_json<T: Serialize>(value: &T) -> CliResult {
     // The views are plain data; serialising them fails only if a view is broken.

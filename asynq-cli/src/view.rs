@@ -265,6 +265,17 @@ pub(crate) struct BackendView {
     kind: String,
     fields: BTreeMap<String, String>,
     nodes: Vec<NodeView>,
+    /// The eviction policies in force that can drop tasks; empty when the backend keeps them.
+    eviction_risks: Vec<EvictionRiskView>,
+}
+
+/// An eviction policy under which the backend can drop tasks without an error.
+#[derive(Debug, Serialize)]
+pub(crate) struct EvictionRiskView {
+    /// The policy, e.g. `allkeys-lru`.
+    policy: String,
+    /// What can happen and what to change.
+    warning: String,
 }
 
 /// One node of the backend.
@@ -282,6 +293,11 @@ impl From<&BackendInfo> for BackendView {
             kind: b.kind.clone(),
             fields: b.fields.clone(),
             nodes: b.nodes.iter().map(|n| NodeView { id: n.id.clone(), addr: n.addr.clone() }).collect(),
+            eviction_risks: b
+                .eviction_risks
+                .iter()
+                .map(|r| EvictionRiskView { policy: r.policy.clone(), warning: r.warning.clone() })
+                .collect(),
         }
     }
 }

@@ -141,6 +141,8 @@ fn stats_and_history_sum_the_queues() {
     assert_eq!(json["queues"].as_array().map(Vec::len), Some(3));
     assert_eq!(json["backend"]["kind"], "redis");
     assert!(json["backend"]["fields"]["redis_version"].is_string(), "{json}");
+    assert_eq!(json["backend"]["eviction_risks"], serde_json::json!([]), "noeviction keeps every task");
+    assert!(!stats.stdout.contains("WARNING"), "{}", stats.stdout);
 
     let history = asynq_at(&server, &["queue", "history", "interop-processed", "-x", "3"]).ok();
     history.shows(&["Queue: interop-processed", "date (UTC)", "error rate"]);
@@ -149,6 +151,23 @@ fn stats_and_history_sum_the_queues() {
     let days: &Vec<Value> = json.as_array().expect("an array");
     assert_eq!(days.len(), 4);
     assert!(days.iter().all(|d| d["date"].as_str().is_some_and(|s| s.len() == 10)), "{json}");
+}
+
+#[test]
+fn stats_warn_when_redis_may_evict_tasks() {
+    let (server, _) = seeded_server();
+    server.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]).unwrap();
+    let stats = asynq_at(&server, &["stats"]).ok();
+    let first = stats.stdout.lines().next().unwrap_or_default();
+    assert!(first.starts_with("WARNING: Redis evicts keys when it is full"), "{}", stats.stdout);
+    assert!(first.contains("maxmemory-policy allkeys-lru") && first.contains("set maxmemory-policy noeviction"));
+    stats.shows(&["Task Count by State", "Redis Info"]);
+
+    let json = asynq_at(&server, &["stats", "--json"]).ok().json();
+    let risks = json["backend"]["eviction_risks"].as_array().expect("an array");
+    assert_eq!(risks.len(), 1, "{json}");
+    assert_eq!(risks[0]["policy"], "allkeys-lru");
+    assert_eq!(risks[0]["warning"].as_str(), first.strip_prefix("WARNING: "));
 }
 
 #[test]

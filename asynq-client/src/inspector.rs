@@ -212,7 +212,8 @@ impl Inspector {
         }
     }
 
-    /// What the backend says about itself: version, memory, clients, nodes.
+    /// What the backend says about itself: version, memory, clients, nodes, and whether its
+    /// eviction policy can drop tasks ([`BackendInfo::eviction_risks`]).
     pub async fn backend_info(&self) -> Result<BackendInfo> {
         self.broker.backend_info().await
     }

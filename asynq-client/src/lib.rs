@@ -29,7 +29,8 @@ mod tracker;
 pub use asynq_core::PayloadError;
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
 pub use asynq_core::{
-    BackendInfo, DailyStats, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet, WorkerInfo,
+    BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet,
+    WorkerInfo,
 };
 pub use asynq_core::{Error, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
 pub use inspector::{Inspector, ServerReport};

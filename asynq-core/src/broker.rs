@@ -277,7 +277,9 @@ pub trait Inspect: Send + Sync {
     /// ([`ServerState::write_server_state`]).
     async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>>;
 
-    /// What the backend says about itself (version, memory, clients, nodes).
+    /// What the backend says about itself (version, memory, clients, nodes), and the eviction
+    /// policies in force that can drop tasks ([`BackendInfo::eviction_risks`]; none on a backend
+    /// that never evicts).
     async fn backend_info(&self) -> Result<BackendInfo>;
 
     /// Where `queue`'s keys live on a Redis Cluster; `None` on other backends.

@@ -199,13 +199,33 @@ pub struct BackendInfo {
     pub fields: BTreeMap<String, String>,
     /// The nodes serving the data (one for a single server; the masters of a Cluster).
     pub nodes: Vec<NodeInfo>,
+    /// The eviction policies in force under which the backend drops data when it is full, so
+    /// tasks can disappear without an error: one per distinct policy, sorted. Empty when the
+    /// backend keeps every task (always, for a backend that never evicts).
+    pub eviction_risks: Vec<EvictionRisk>,
 }
 
 impl BackendInfo {
-    /// Backend information of `kind` with the given facts and nodes.
+    /// Backend information of `kind` with the given facts and nodes, and no eviction risk.
     pub fn new(kind: impl Into<String>, fields: BTreeMap<String, String>, nodes: Vec<NodeInfo>) -> Self {
-        Self { kind: kind.into(), fields, nodes }
+        Self { kind: kind.into(), fields, nodes, eviction_risks: Vec::new() }
     }
+
+    /// This information with [`BackendInfo::eviction_risks`] set to `risks`.
+    pub fn with_eviction_risks(mut self, risks: Vec<EvictionRisk>) -> Self {
+        self.eviction_risks = risks;
+        self
+    }
+}
+
+/// An eviction policy under which the backend drops data when it is full, tasks included,
+/// without an error. The backend decides which policies are risky; this only carries its word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvictionRisk {
+    /// The policy as the backend names it (Redis `maxmemory-policy`), e.g. `allkeys-lru`.
+    pub policy: String,
+    /// What can happen and what to change, in one sentence, for operators.
+    pub warning: String,
 }
 
 /// Where a queue's keys live on a Redis Cluster.

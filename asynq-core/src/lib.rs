@@ -42,7 +42,9 @@ pub use broker::Broker;
 pub use cancel::validate_task_id;
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use error::{BrokerError, Error, Result};
-pub use info::{BackendInfo, DailyStats, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, WorkerInfo};
+pub use info::{
+    BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, WorkerInfo,
+};
 #[cfg(feature = "json")]
 pub use json::PayloadError;
 pub use lease::Lease;

@@ -42,7 +42,7 @@ impl Inspect for MemoryBroker {
     }
 
     /// Kind `memory`, with the fields `queues` (known queues) and `tasks` (task records in
-    /// them, in any state); no nodes.
+    /// them, in any state); no nodes, and no eviction risk: it never drops a task to free memory.
     async fn backend_info(&self) -> Result<asynq_core::BackendInfo> {
         let state = self.state();
         let tasks: usize = state.known.iter().filter_map(|name| state.queues.get(name)).map(Queue::task_count).sum();

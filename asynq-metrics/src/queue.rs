@@ -32,8 +32,14 @@ pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 /// | `asynq_tasks_failed_total` | counter | `queue` |
 /// | `asynq_queue_paused_total` | gauge (1 when paused) | `queue` |
 ///
-/// and one of ours, `asynq_up`: 1 when the last [`refresh`](QueueMetrics::refresh) read every
-/// queue, 0 when it failed (the queue series are then left out rather than shown stale).
+/// and two of ours:
+/// - `asynq_up`: 1 when the last [`refresh`](QueueMetrics::refresh) read every queue, 0 when it
+///   failed (the queue series are then left out rather than shown stale);
+/// - `asynq_redis_eviction_risk`: 1 when the backend's eviction policy lets it drop tasks
+///   without an error when it is full (Redis `maxmemory-policy` other than `noeviction`, on any
+///   master), 0 when it keeps every task (always on the memory broker); left out when the
+///   backend would not say ([`Inspector::backend_info`] failed). `asynq stats` and the
+///   dashboard name the policy.
 ///
 /// The values are read on [`refresh`](QueueMetrics::refresh), which the
 /// [`Exporter`](crate::Exporter) calls before each scrape; encoding the registry shows the last
@@ -51,6 +57,8 @@ struct Snapshot {
     /// Whether it succeeded; false before the first one.
     up: bool,
     queues: Vec<QueueInfo>,
+    /// Whether the backend may evict tasks; `None` when it could not be read.
+    eviction_risk: Option<bool>,
 }
 
 impl QueueMetrics {
@@ -72,10 +80,13 @@ impl QueueMetrics {
     }
 
     /// Reads every queue's statistics from the broker (`queues` then `queue_info` for each,
-    /// as Go does) and keeps them for the next encoding.
+    /// as Go does), and whether its eviction policy can drop tasks
+    /// ([`Inspector::backend_info`]), and keeps them for the next encoding.
     ///
     /// Errors: the broker's error, or [`Error::Broker`] when the refresh takes longer than the
-    /// timeout. On error the snapshot is cleared and `asynq_up` is 0.
+    /// timeout. On error the snapshot is cleared and `asynq_up` is 0. A backend that answers
+    /// for its queues but not about itself (an ACL refusing `INFO`) is no error: the eviction
+    /// series is left out and the failure logged.
     pub async fn refresh(&self) -> asynq_core::Result<()> {
         let read = tokio::time::timeout(self.timeout, self.read()).await.unwrap_or_else(|_| {
             Err(Error::Broker(BrokerError::permanent(format!(
@@ -85,18 +96,18 @@ impl QueueMetrics {
         });
         let mut snapshot = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
         match read {
-            Ok(queues) => {
-                *snapshot = Snapshot { up: true, queues };
+            Ok((queues, eviction_risk)) => {
+                *snapshot = Snapshot { up: true, queues, eviction_risk };
                 Ok(())
             }
             Err(e) => {
-                *snapshot = Snapshot { up: false, queues: Vec::new() };
+                *snapshot = Snapshot::default();
                 Err(e)
             }
         }
     }
 
-    async fn read(&self) -> asynq_core::Result<Vec<QueueInfo>> {
+    async fn read(&self) -> asynq_core::Result<(Vec<QueueInfo>, Option<bool>)> {
         let names = self.inspector.queues().await?;
         let mut queues = Vec::with_capacity(names.len());
         for name in names {
@@ -107,7 +118,14 @@ impl QueueMetrics {
                 Err(e) => return Err(e),
             }
         }
-        Ok(queues)
+        let eviction_risk = match self.inspector.backend_info().await {
+            Ok(info) => Some(!info.eviction_risks.is_empty()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the backend's eviction policy");
+                None
+            }
+        };
+        Ok((queues, eviction_risk))
     }
 }
 
@@ -168,6 +186,16 @@ impl Collector for QueueCollector {
             None,
             up.metric_type(),
         )?)?;
+        if let Some(risk) = snapshot.eviction_risk {
+            let risk = ConstGauge::new(i64::from(risk));
+            risk.encode(encoder.encode_descriptor(
+                "redis_eviction_risk",
+                "Whether the backend's eviction policy lets it drop tasks without an error when it is full (1) or it \
+                 keeps every task (0).",
+                None,
+                risk.metric_type(),
+            )?)?;
+        }
         let queues = &snapshot.queues;
         if queues.is_empty() {
             return Ok(());

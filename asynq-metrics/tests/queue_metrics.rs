@@ -1,5 +1,6 @@
 //! Go asynq's queue metrics, scraped over HTTP from an exporter on loopback and read with a
-//! Prometheus text parser: on the memory broker, on a real Redis, and with the broker down.
+//! Prometheus text parser: on the memory broker, on a real Redis (with and without an
+//! eviction policy that can drop tasks), and with the broker down.
 
 mod support;
 
@@ -85,6 +86,8 @@ async fn queue_metrics_on_the_memory_broker_have_go_names_types_help_and_values(
     assert_default_queue(&scrape);
     assert_eq!(value(&scrape, "asynq_queue_latency_seconds", &[("queue", "default")]), 7.5);
     assert_eq!(value(&scrape, "asynq_queue_latency_seconds", &[("queue", "critical")]), 7.5);
+    assert_eq!(value(&scrape, "asynq_redis_eviction_risk", &[]), 0.0, "the memory broker never evicts");
+    assert!(response.body.contains("\n# TYPE asynq_redis_eviction_risk gauge\n"), "{}", response.body);
     assert!(value(&scrape, "asynq_queue_memory_usage_approx_bytes", &[("queue", "default")]) >= 0.0);
 
     // Go's types and help texts. OpenMetrics names a counter's family without `_total`.
@@ -139,6 +142,13 @@ async fn queue_metrics_on_redis_cover_every_state() {
     assert_default_queue(&scrape);
     assert!(value(&scrape, "asynq_queue_memory_usage_approx_bytes", &[("queue", "default")]) > 0.0);
     assert!(value(&scrape, "asynq_queue_latency_seconds", &[("queue", "default")]) >= 0.0);
+    assert_eq!(value(&scrape, "asynq_redis_eviction_risk", &[]), 0.0, "noeviction keeps every task");
+
+    // The next scrape sees a policy that lets Redis evict tasks.
+    redis.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]).unwrap();
+    let scrape = parse(&served.get("/metrics").await.body);
+    assert_eq!(value(&scrape, "asynq_redis_eviction_risk", &[]), 1.0);
+    assert_default_queue(&scrape);
     served.stop().await;
 }
 

@@ -1,10 +1,12 @@
 //! What Redis says about itself, for operators: `INFO` (or `CLUSTER INFO` on a Cluster) with
 //! the nodes serving the data, and where a queue's slot lives on a Cluster (Go asynq's
-//! `RedisInfo`, `RedisClusterInfo`, `ClusterKeySlot` and `ClusterNodes`).
+//! `RedisInfo`, `RedisClusterInfo`, `ClusterKeySlot` and `ClusterNodes`), and whether the
+//! eviction policy of any master lets Redis drop tasks.
 
 use crate::connection::Connection;
 use crate::error::{broker_error, unexpected};
 use crate::keys::QueueKeys;
+use crate::safety::eviction_risks;
 use asynq_core::{BackendInfo, NodeInfo, QueueLocation, Result};
 use redis::{FromRedisValue, Value};
 use std::collections::BTreeMap;
@@ -19,7 +21,11 @@ pub(crate) const SENTINEL: &str = "redis-sentinel";
 /// The `INFO` fields a Cluster's report takes from one of its nodes, beside `CLUSTER INFO`.
 const CLUSTER_NODE_FIELDS: &[&str] = &["redis_version", "redis_mode", "used_memory_human", "connected_clients"];
 
-/// Reads what the server (or Cluster) of kind `kind` says about itself.
+/// The `INFO` field (section `memory`) naming the eviction policy.
+const POLICY_FIELD: &str = "maxmemory_policy";
+
+/// Reads what the server (or Cluster) of kind `kind` says about itself, with the eviction risks
+/// of the policies its `INFO` reports (every master's, on a Cluster).
 pub(crate) async fn backend_info(conn: &mut Connection, kind: &'static str) -> Result<BackendInfo> {
     if kind == CLUSTER {
         let text: String =
@@ -27,7 +33,9 @@ pub(crate) async fn backend_info(conn: &mut Connection, kind: &'static str) -> R
         let mut fields = parse_info(&text);
         // A Cluster answers INFO once per master; any one tells the version and memory.
         let info: Value = redis::cmd("INFO").query_async(conn).await.map_err(|e| broker_error("info", e))?;
-        let node_info = info_texts(&info).into_iter().next().map(|t| parse_info(&t)).unwrap_or_default();
+        let masters: Vec<BTreeMap<String, String>> = info_texts(&info).iter().map(|t| parse_info(t)).collect();
+        let risks = eviction_risks(masters.iter().filter_map(|m| m.get(POLICY_FIELD).cloned()));
+        let node_info = masters.into_iter().next().unwrap_or_default();
         for name in CLUSTER_NODE_FIELDS {
             if let Some(value) = node_info.get(*name) {
                 fields.insert((*name).to_owned(), value.clone());
@@ -42,7 +50,7 @@ pub(crate) async fn backend_info(conn: &mut Connection, kind: &'static str) -> R
             }
         }
         nodes.sort_by(|a, b| a.addr.cmp(&b.addr));
-        return Ok(BackendInfo::new(kind, fields, nodes));
+        return Ok(BackendInfo::new(kind, fields, nodes).with_eviction_risks(risks));
     }
     let text: String = redis::cmd("INFO").query_async(conn).await.map_err(|e| broker_error("info", e))?;
     // The server's own address as this connection reached it (behind Sentinel: the master).
@@ -52,7 +60,9 @@ pub(crate) async fn backend_info(conn: &mut Connection, kind: &'static str) -> R
         .and_then(|c| c.split_whitespace().find_map(|kv| kv.strip_prefix("laddr=")))
         .map(|addr| vec![NodeInfo { id: String::new(), addr: addr.to_owned() }])
         .unwrap_or_default();
-    Ok(BackendInfo::new(kind, parse_info(&text), nodes))
+    let fields = parse_info(&text);
+    let risks = eviction_risks(fields.get(POLICY_FIELD).cloned());
+    Ok(BackendInfo::new(kind, fields, nodes).with_eviction_risks(risks))
 }
 
 /// The hash slot of the queue `k` and the nodes serving it, the master first.

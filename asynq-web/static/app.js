@@ -275,6 +275,17 @@
 
   // ---- Overview ----------------------------------------------------------------------------
 
+  // A banner saying that the backend can drop tasks (its eviction policy), one line per policy
+  // as the backend words it; hidden while the backend keeps every task.
+  function evictionBanner(id) {
+    return h('div', { id, class: 'banner warn', role: 'alert', hidden: true });
+  }
+
+  function showEvictionRisks(banner, risks) {
+    banner.replaceChildren(...(risks || []).map((r) => h('p', { 'data-policy': r.policy, text: `Warning: ${r.warning}` })));
+    banner.hidden = !risks || risks.length === 0;
+  }
+
   function overviewView(_route, container) {
     const headers = ['Queue', 'Size', 'Pending', 'Active', 'Scheduled', 'Retry', 'Archived', 'Completed',
       'Aggregating', 'Processed', 'Failed', 'Throughput', 'State', 'Latency', 'Memory'];
@@ -284,7 +295,9 @@
       [7, 14, 30, 90].map((d) => h('option', { value: d, text: `${d} days` })));
     days.addEventListener('change', () => refresh());
     const chart = h('div', { id: 'history-chart', class: 'chart', role: 'img', 'aria-label': 'Processed and failed tasks per day' });
+    const banner = evictionBanner('eviction-warning');
     container.append(
+      banner,
       h('section', { class: 'panel' }, [
         h('div', { class: 'panel-head' }, [h('h1', { text: 'Queues' }),
           h('span', { id: 'throughput', class: 'muted', title: 'Tasks processed per second across queues, since the last refresh' })]),
@@ -301,6 +314,7 @@
           api('GET', '/api/queues'),
           api('GET', `/api/history?days=${enc(days.value)}`),
         ]);
+        showEvictionRisks(banner, list.eviction_risks);
         renderQueues(queues.body, list.queues, headers.length);
         renderChart(chart, history.days);
       },
@@ -714,7 +728,9 @@
     const locations = table('queue-locations', ['Queue', 'Slot', 'Nodes']);
     const fields = table('redis-fields', ['Field', 'Value'], 'kv');
     const locationPanel = h('section', { class: 'panel', hidden: true }, [h('h2', { text: 'Queues on the Cluster' }), locations.node]);
+    const banner = evictionBanner('redis-eviction-warning');
     container.append(
+      banner,
       h('section', { class: 'panel' }, [h('h1', { text: 'Redis' }), info.node]),
       h('section', { class: 'panel' }, [h('h2', { text: 'Nodes' }), nodes.node]),
       locationPanel,
@@ -722,6 +738,7 @@
     return {
       async update() {
         const data = await api('GET', '/api/redis');
+        showEvictionRisks(banner, data.eviction_risks);
         const facts = [['kind', 'Kind', data.kind], ['version', 'Version', data.version],
           ['used_memory_human', 'Memory used', data.used_memory_human], ['used_memory_peak_human', 'Memory peak', data.used_memory_peak_human],
           ['connected_clients', 'Connected clients', data.connected_clients], ['uptime_in_seconds', 'Uptime', data.uptime_in_seconds ? fmtMs(Number(data.uptime_in_seconds) * 1000) : null]];

@@ -435,7 +435,7 @@ async fn auth_requires_the_token_or_a_login_session() {
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(attribute), "{cookie} lacks {attribute}");
     }
-    assert_eq!(web.read("/api/queues").await, json!({ "queues": [] }));
+    assert_eq!(web.read("/api/queues").await, json!({ "queues": [], "eviction_risks": [] }));
     assert_eq!(web.read("/api/session").await["authenticated"], true);
 
     // Logging out ends the session.
@@ -646,6 +646,26 @@ async fn the_openapi_description_covers_every_route() {
         let (kind, name) = target.split_once('/').unwrap();
         assert!(doc["components"][kind][name].is_object(), "dangling $ref {target}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_and_the_redis_page_carry_the_eviction_risk() {
+    let memory = Web::new(WebConfig::new(Inspector::new(MemoryBroker::new())));
+    assert_eq!(memory.read("/api/queues").await["eviction_risks"], json!([]), "the memory broker never evicts");
+    assert_eq!(memory.read("/api/redis").await["eviction_risks"], json!([]));
+
+    let fx = fixture().await;
+    let web = Web::new(WebConfig::new(fx.inspector.clone()));
+    assert_eq!(web.read("/api/queues").await["eviction_risks"], json!([]), "noeviction keeps every task");
+    fx.redis.command(&["CONFIG", "SET", "maxmemory-policy", "volatile-lfu"]).unwrap();
+    let overview = web.read("/api/queues").await;
+    let risks = overview["eviction_risks"].as_array().expect("an array");
+    assert_eq!(risks.len(), 1, "{overview}");
+    assert_eq!(risks[0]["policy"], "volatile-lfu");
+    let warning = risks[0]["warning"].as_str().unwrap();
+    assert!(warning.contains("maxmemory-policy volatile-lfu") && warning.contains("noeviction"), "{warning}");
+    assert_eq!(queue(&overview, "web")["size"], 7, "the queues are listed as before");
+    assert_eq!(web.read("/api/redis").await["eviction_risks"], overview["eviction_risks"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,7 +39,7 @@ struct Dashboard {
     welcome: BTreeMap<&'static str, String>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     // Dropped last: the dashboard's connections go first.
-    _redis: RedisServer,
+    redis: RedisServer,
 }
 
 impl Dashboard {
@@ -67,7 +67,7 @@ impl Dashboard {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
         let url = format!("http://{}/", listener.local_addr().expect("bound address"));
         let server = tokio::spawn(asynq_web::serve(listener, config, std::future::pending()));
-        Self { url, inspector, welcome, server, _redis: redis }
+        Self { url, inspector, welcome, server, redis }
     }
 
     /// The URL of hash route `route` (such as `#/servers`).
@@ -236,6 +236,7 @@ async fn operator_walks_through_the_dashboard() {
     assert_eq!(cell_number(&browser, "billing", "active").await, 1);
     browser.wait_for("#history-chart svg").await;
     browser.wait_for_text("#last-updated", "a refresh time", |text| text.starts_with("Updated")).await;
+    assert!(!browser.is_visible("#eviction-warning").await, "noeviction keeps every task: no warning");
     browser.screenshot(&screenshot_path("overview")).await;
     if std::env::var_os("ASYNQ_UPDATE_DOCS_SCREENSHOT").is_some_and(|v| v == "1") {
         browser.screenshot(&docs_screenshot()).await;
@@ -355,4 +356,33 @@ async fn login_form_guards_the_dashboard() {
     // A reload keeps the session.
     browser.goto(&dash.page("#/servers")).await;
     browser.wait_for("#servers tr[data-server-id]").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicting_redis_puts_a_warning_on_the_overview() {
+    let dash = Dashboard::start(None).await;
+    let browser = Browser::start().await;
+    browser.goto(&dash.url).await;
+    browser.wait_for(r#"#queues tr[data-queue="emails"]"#).await;
+    browser.wait_for_text("#last-updated", "a refresh time", |text| text.starts_with("Updated")).await;
+    assert!(!browser.is_visible("#eviction-warning").await);
+
+    // The live refresh brings the warning in, worded as Redis's check words it.
+    dash.redis.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]).expect("CONFIG SET");
+    browser.wait_visible(r#"#eviction-warning p[data-policy="allkeys-lru"]"#).await;
+    let text = browser.text("#eviction-warning").await;
+    assert!(
+        text.contains("maxmemory-policy allkeys-lru") && text.contains("set maxmemory-policy noeviction"),
+        "{text}"
+    );
+    assert!(browser.is_visible(r#"#queues tr[data-queue="emails"]"#).await, "the queues stay shown");
+    browser.screenshot(&screenshot_path("overview-eviction-warning")).await;
+    browser.goto(&dash.page("#/redis")).await;
+    browser.wait_visible(r#"#redis-eviction-warning p[data-policy="allkeys-lru"]"#).await;
+
+    // Fixed, it goes away.
+    browser.goto(&dash.url).await;
+    browser.wait_visible("#eviction-warning").await;
+    dash.redis.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]).expect("CONFIG SET");
+    browser.wait_gone("#eviction-warning:not([hidden])").await;
 }

@@ -1,6 +1,7 @@
 //! A Redis configured to evict keys when full can drop tasks without an error; the broker says
-//! so when it connects.
+//! so when it connects, and the inspector says so to operators' tools whenever they ask.
 
+use asynq_client::Inspector;
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisServer;
 
@@ -28,4 +29,35 @@ async fn every_master_of_a_cluster_is_checked() {
     let broker = RedisBroker::connect(&format!("redis-cluster://{}", cluster.addrs().join(","))).await.unwrap();
     assert_eq!(broker.data_loss_warnings().len(), 1, "{:?}", broker.data_loss_warnings());
     assert!(broker.data_loss_warnings()[0].contains("volatile-ttl"));
+}
+
+#[tokio::test]
+async fn operators_read_the_eviction_risk_through_the_inspector() {
+    let server = RedisServer::start();
+    let inspector = Inspector::new(RedisBroker::connect(&server.url()).await.unwrap());
+    assert_eq!(inspector.backend_info().await.unwrap().eviction_risks, [], "noeviction keeps every task");
+
+    // The inspector reads the policy in force now, not the one seen at connect time.
+    server.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]).unwrap();
+    let info = inspector.backend_info().await.unwrap();
+    let policies: Vec<&str> = info.eviction_risks.iter().map(|r| r.policy.as_str()).collect();
+    assert_eq!(policies, ["allkeys-lru"]);
+    // The same sentence the connect-time check logs.
+    let reconnected = RedisBroker::connect(&server.url()).await.unwrap();
+    assert_eq!(reconnected.data_loss_warnings(), [info.eviction_risks[0].warning.clone()]);
+
+    let memory = Inspector::new(asynq_memory::MemoryBroker::new());
+    assert_eq!(memory.backend_info().await.unwrap().eviction_risks, [], "the memory broker never evicts");
+}
+
+#[tokio::test]
+async fn the_inspector_reports_the_policy_of_every_cluster_master() {
+    let cluster = asynq_tests::RedisCluster::start(3);
+    let url = format!("redis-cluster://{}", cluster.addrs().join(","));
+    let inspector = Inspector::new(RedisBroker::connect(&url).await.unwrap());
+    assert_eq!(inspector.backend_info().await.unwrap().eviction_risks, []);
+
+    cluster.nodes()[2].command(&["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]).unwrap();
+    let risks = inspector.backend_info().await.unwrap().eviction_risks;
+    assert_eq!(risks.iter().map(|r| r.policy.as_str()).collect::<Vec<_>>(), ["volatile-lru"]);
 }

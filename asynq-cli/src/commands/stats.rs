@@ -1,9 +1,9 @@
 //! `asynq stats`: tasks per state and per queue, today's processed and failed counts, and what
-//! Redis says about itself.
+//! Redis says about itself, led by a warning when its eviction policy can drop tasks.
 
 use super::Context;
 use crate::error::CliResult;
-use crate::output::{self, error_rate, heading, outln, print_json, print_table, rfc3339, state_cell};
+use crate::output::{self, error_rate, heading, outln, print_json, print_table, rfc3339, state_cell, warning};
 use crate::view::{BackendView, QueueView};
 use asynq_client::QueueInfo;
 use asynq_core::{Clock, SystemClock};
@@ -64,6 +64,13 @@ pub(crate) async fn run(ctx: &Context) -> CliResult {
         let queues = queues.iter().map(QueueView::from).collect();
         print_json(&Stats { aggregate, queues, backend: BackendView::from(&backend) })?;
         return Ok(());
+    }
+
+    for risk in &backend.eviction_risks {
+        warning(&risk.warning)?;
+    }
+    if !backend.eviction_risks.is_empty() {
+        outln!()?;
     }
 
     heading("Task Count by State")?;

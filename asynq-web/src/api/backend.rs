@@ -1,9 +1,10 @@
-//! The backend: what Redis says about itself (version, memory, clients), its nodes, and on a
-//! Cluster where each queue lives. Values that look like URLs lose their credentials.
+//! The backend: what Redis says about itself (version, memory, clients), its nodes, whether its
+//! eviction policy can drop tasks, and on a Cluster where each queue lives. Values that look like
+//! URLs lose their credentials.
 
 use crate::AppState;
 use crate::error::ApiResult;
-use asynq_core::{NodeInfo, QueueLocation};
+use asynq_core::{EvictionRisk, NodeInfo, QueueLocation};
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
@@ -18,6 +19,20 @@ pub(crate) struct NodeView {
 impl From<NodeInfo> for NodeView {
     fn from(node: NodeInfo) -> Self {
         Self { id: node.id, addr: redact(&node.addr) }
+    }
+}
+
+/// An eviction policy under which the backend can drop tasks without an error, as the backend
+/// judged it ([`asynq_core::BackendInfo::eviction_risks`]).
+#[derive(Debug, Serialize)]
+pub(crate) struct EvictionRiskView {
+    policy: String,
+    warning: String,
+}
+
+impl From<EvictionRisk> for EvictionRiskView {
+    fn from(risk: EvictionRisk) -> Self {
+        Self { policy: risk.policy, warning: risk.warning }
     }
 }
 
@@ -53,6 +68,8 @@ pub(crate) struct BackendView {
     /// Every fact the backend reported.
     fields: BTreeMap<String, String>,
     nodes: Vec<NodeView>,
+    /// The eviction policies in force that can drop tasks; empty when the backend keeps them.
+    eviction_risks: Vec<EvictionRiskView>,
     /// On a Cluster, where each queue lives.
     queue_locations: Vec<QueueLocationView>,
 }
@@ -86,6 +103,7 @@ pub(crate) async fn info(State(app): State<AppState>) -> ApiResult<Json<BackendV
         uptime_in_seconds: field("uptime_in_seconds"),
         kind: info.kind,
         nodes: info.nodes.into_iter().map(Into::into).collect(),
+        eviction_risks: info.eviction_risks.into_iter().map(Into::into).collect(),
         queue_locations,
         fields,
     }))

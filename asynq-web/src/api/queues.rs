@@ -1,5 +1,6 @@
 //! Queues: their sizes and statistics, processed/failed history, pause and unpause, delete.
 
+use super::backend::EvictionRiskView;
 use super::{millis, no_content, parse_optional_body, path, query, queue_name, timestamp};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -13,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The most days of history one request may ask for.
-const MAX_DAYS: usize = 90;
+pub(super) const MAX_DAYS: usize = 90;
+/// The days of history when the request names none.
+pub(super) const DEFAULT_DAYS: usize = 7;
 
 /// A queue's sizes and statistics.
 #[derive(Debug, Serialize)]
@@ -66,11 +69,25 @@ impl From<QueueInfo> for QueueView {
 #[derive(Debug, Serialize)]
 pub(crate) struct QueueList {
     queues: Vec<QueueView>,
+    /// The eviction policies in force that can drop tasks (empty when the backend keeps every
+    /// task); `null` when the backend would not say, which the overview does not take for safe.
+    eviction_risks: Option<Vec<EvictionRiskView>>,
 }
 
-/// `GET /api/queues`: every queue with its sizes and today's counts.
+/// `GET /api/queues`: every queue with its sizes and today's counts, and whether the backend's
+/// eviction policy can drop tasks (the overview's warning banner).
 pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<QueueList>> {
-    let names = state.inspector.queues().await?;
+    let (names, backend) = futures::future::join(state.inspector.queues(), state.inspector.backend_info()).await;
+    let names = names?;
+    let eviction_risks = match backend {
+        Ok(info) => Some(info.eviction_risks.into_iter().map(Into::into).collect()),
+        // The queues are worth showing even when the backend will not describe itself (an
+        // ACL refusing INFO); the Redis page reports the error.
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the backend's eviction policy");
+            None
+        }
+    };
     let infos = futures::future::join_all(names.iter().map(|name| state.inspector.queue_info(name))).await;
     let mut queues = Vec::with_capacity(infos.len());
     for info in infos {
@@ -81,7 +98,7 @@ pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<QueueL
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(Json(QueueList { queues }))
+    Ok(Json(QueueList { queues, eviction_risks }))
 }
 
 #[derive(Debug, Serialize)]
@@ -111,7 +128,7 @@ pub(crate) struct DaysQuery {
 
 impl DaysQuery {
     fn validate(&self) -> ApiResult<usize> {
-        match self.days.unwrap_or(7) {
+        match self.days.unwrap_or(DEFAULT_DAYS) {
             days @ 1..=MAX_DAYS => Ok(days),
             _ => Err(ApiError::bad_request("invalid_days", format!("days must be between 1 and {MAX_DAYS}"))),
         }
