@@ -240,6 +240,46 @@ mod tests {
         assert_eq!(state("bogus").map_err(|e| e.code()), Err("invalid_state"));
     }
 
+    /// The bounds `static/openapi.json` states are the constants the handlers check
+    /// (`tests/openapi.rs` probes the same bounds through the router).
+    #[test]
+    fn the_openapi_file_states_the_bounds_the_handlers_enforce() {
+        let doc: serde_json::Value = serde_json::from_str(crate::openapi::OPENAPI_JSON).expect("JSON");
+        let parameter = |name: &str| doc["components"]["parameters"][name]["schema"].clone();
+        let bounds = |name: &str| {
+            let schema = parameter(name);
+            (schema["minimum"].as_u64(), schema["maximum"].as_u64(), schema["default"].as_u64())
+        };
+        let n = |value: usize| Some(value as u64);
+        assert_eq!(bounds("Size"), (Some(1), n(MAX_PAGE_SIZE), n(DEFAULT_PAGE_SIZE)));
+        assert_eq!(bounds("Page"), (Some(1), n(MAX_PAGE), Some(1)));
+        assert_eq!(bounds("Days"), (Some(1), n(queues::MAX_DAYS), n(queues::DEFAULT_DAYS)));
+        assert_eq!(parameter("Search")["maxLength"].as_u64(), n(tasks::MAX_SEARCH_LEN));
+        let search = doc["components"]["parameters"]["Search"]["description"].as_str().unwrap_or_default();
+        assert!(search.contains(&format!("at most {} tasks", tasks::MAX_SEARCH_SCAN)), "{search}");
+        let ids = &doc["components"]["schemas"]["BatchRequest"]["properties"]["ids"];
+        assert_eq!((ids["minItems"].as_u64(), ids["maxItems"].as_u64()), (Some(1), n(tasks::MAX_BATCH)));
+        for name in ["QueueName", "Name"] {
+            let schema = &doc["components"]["schemas"][name];
+            assert_eq!((schema["minLength"].as_u64(), schema["maxLength"].as_u64()), (Some(1), n(MAX_NAME_LEN)));
+        }
+        let mut states: Vec<&str> = asynq_core::TaskState::ALL.iter().map(|s| s.as_str()).collect();
+        let mut described: Vec<&str> = doc["components"]["schemas"]["TaskState"]["enum"]
+            .as_array()
+            .expect("an enum")
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        states.sort_unstable();
+        described.sort_unstable();
+        assert_eq!(described, states);
+        let actions = doc["components"]["schemas"]["Action"]["enum"].as_array().expect("an enum").clone();
+        for action in &actions {
+            assert!(tasks::Action::parse(action.as_str().unwrap_or_default()).is_ok(), "{action}");
+        }
+        assert_eq!(actions.len(), 4, "run, archive, delete, cancel");
+    }
+
     #[test]
     fn timestamps_are_rfc3339_utc() {
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_305_600);

@@ -15,13 +15,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The most tasks a search looks through.
-const MAX_SEARCH_SCAN: usize = 10_000;
+pub(super) const MAX_SEARCH_SCAN: usize = 10_000;
 /// The page size a search reads the backend with.
 const SEARCH_BATCH: usize = 500;
 /// The longest search text.
-const MAX_SEARCH_LEN: usize = 200;
+pub(super) const MAX_SEARCH_LEN: usize = 200;
 /// The most tasks one batch action names.
-const MAX_BATCH: usize = 1_000;
+pub(super) const MAX_BATCH: usize = 1_000;
 
 /// A task as a list shows it.
 #[derive(Debug, Serialize)]
@@ -217,7 +217,7 @@ pub(crate) enum Action {
 }
 
 impl Action {
-    fn parse(name: &str) -> ApiResult<Self> {
+    pub(super) fn parse(name: &str) -> ApiResult<Self> {
         match name {
             "run" => Ok(Action::Run),
             "archive" => Ok(Action::Archive),
