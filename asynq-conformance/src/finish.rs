@@ -1,10 +1,13 @@
 //! How an attempt ends: each outcome of `finish`, the state and message it leaves and the
-//! counters it moves, and the refusal to finish a task that is not active.
+//! counters it moves, the refusal to finish a task that is not active, and messages whose
+//! fields are corrupt but decode (at the ends of their integer types, or naming a `unique_key`
+//! that is no lock), which settle without overflowing or failing their batch.
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_task_not_found, at, at_secs, every_outcome, millis, names, retry, secs};
 use asynq_core::broker::{Dequeue, Forward, Inspect, Janitor, Outcome};
-use asynq_core::{QueueInfo, Task, TaskInfo, TaskMessage, TaskOptions, TaskState};
+use asynq_core::time::{MIN_UNIX_SECS, from_unix_secs};
+use asynq_core::{MAX_DURATION, QueueInfo, Task, TaskInfo, TaskMessage, TaskOptions, TaskState};
 use bytes::Bytes;
 use std::time::Duration;
 
@@ -213,5 +216,107 @@ pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory
     let other = t.info("other").await;
     assert_eq!((other.processed_total, other.failed_total, other.active), (2, 1, 0));
     // The lock of the successful unique task is released.
+    t.enqueue("u2", &Task::new("report", "nov"), unique).await.unwrap();
+}
+
+/// A retention near `i64::MAX` (a corrupt message's) keeps the completed task for Go's longest
+/// duration, read in whole seconds, instead of overflowing into an expiry in the past: the
+/// janitor leaves it alone until then, and the task reads back with that retention.
+pub async fn case_a_retention_past_gos_longest_duration_is_read_as_it<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let longest = MAX_DURATION.as_secs();
+    for (id, retention) in [("max", i64::MAX), ("near-max", i64::MAX - 1), ("past-longest", longest as i64 + 1)] {
+        let options = TaskOptions::new().queue("q").retention(secs(60));
+        t.enqueue(id, &Task::new("t", id.to_owned()), options).await.unwrap();
+        let msg = TaskMessage { retention, ..t.take("q", id).await.message };
+        t.finish(&msg, Outcome::Complete).await;
+        let info = t.task("q", id).await;
+        assert_eq!((info.state, info.retention), (TaskState::Completed, Some(secs(longest))), "{id}");
+        assert_eq!(info.completed_at, Some(at(0)), "{id}");
+    }
+
+    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 0);
+    t.set(at(longest as i64) - secs(1));
+    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 0);
+    assert_eq!(t.info("q").await.completed, 3);
+    t.set(at(longest as i64));
+    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 3);
+}
+
+/// Messages whose timeout, deadline, retry counts and failure and completion times are at the
+/// ends of their integer types (a corrupt message's) settle like any other: retried, archived
+/// and completed with those fields kept as they are, and read back without overflowing.
+pub async fn case_extreme_message_fields_settle_and_read_back<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let corrupt = |msg: TaskMessage| TaskMessage {
+        timeout: i64::MAX,
+        deadline: i64::MIN,
+        retry: i32::MAX,
+        retried: i32::MAX - 1,
+        last_failed_at: i64::MIN,
+        completed_at: i64::MAX,
+        ..msg
+    };
+    let retried = corrupt(t.activate("q", "retried").await);
+    let archived = corrupt(t.activate("q", "archived").await);
+    let completed = corrupt(t.activate("q", "completed").await);
+    let results = t
+        .broker
+        .finish_batch(vec![
+            (retried.clone(), retry(at(60), "boom", true)),
+            (archived.clone(), archive("gave up")),
+            (TaskMessage { retention: 60, ..completed.clone() }, Outcome::Complete),
+        ])
+        .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+
+    let info = t.task("q", "retried").await;
+    assert_eq!(
+        info,
+        TaskInfo::new(&failed(&retried, "boom", at_secs(0), i32::MAX), TaskState::Retry, Some(at(60)), None)
+    );
+    assert_eq!(info.retried, i32::MAX as u32);
+    let info = t.task("q", "archived").await;
+    assert_eq!(
+        info,
+        TaskInfo::new(&failed(&archived, "gave up", at_secs(0), i32::MAX - 1), TaskState::Archived, None, None)
+    );
+    let info = t.task("q", "completed").await;
+    assert_eq!(info.state, TaskState::Completed);
+    assert_eq!((info.completed_at, info.deadline), (Some(at(0)), Some(from_unix_secs(MIN_UNIX_SECS))));
+    let q = t.info("q").await;
+    assert_eq!((q.retry, q.archived, q.completed, q.active), (1, 1, 1, 0));
+}
+
+/// A success whose message names a `unique_key` that is no lock of the broker's (a corrupt
+/// message's) settles like any other, alone or in a batch, and every other task of the batch
+/// settles too: the unique task's own lock is released.
+pub async fn case_a_unique_key_that_is_no_lock_fails_nothing<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let unique = TaskOptions::new().queue("q").unique(secs(600));
+    t.enqueue("u", &Task::new("report", "nov"), unique.clone()).await.unwrap();
+    let u = t.take("q", "u").await.message;
+    let no_lock = |msg: TaskMessage, key: &str| TaskMessage { unique_key: key.to_owned(), ..msg };
+    let a = no_lock(t.activate("q", "a").await, "not a lock");
+    let b = no_lock(t.activate("q", "b").await, "q");
+    let c = no_lock(t.activate("q", "c").await, &u.unique_key);
+    let alone = no_lock(t.activate("q", "alone").await, "not a lock either");
+    let kept = no_lock(t.activate("q", "kept").await, "no lock");
+
+    t.finish(&alone, Outcome::Done).await;
+    t.finish(&TaskMessage { retention: 60, ..kept }, Outcome::Complete).await;
+    let results = t
+        .broker
+        .finish_batch(vec![(a, Outcome::Done), (c, Outcome::Done), (b, Outcome::Done), (u, Outcome::Done)])
+        .await;
+
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    for id in ["a", "b", "c", "u", "alone"] {
+        assert_task_not_found(t.broker.task_info("q", id).await, "q", id);
+    }
+    assert_eq!(t.task("q", "kept").await.state, TaskState::Completed);
+    let q = t.info("q").await;
+    assert_eq!((q.processed_total, q.active, q.completed), (6, 0, 1));
+    // `c` named the lock `u` holds, but did not hold it; `u` released it.
     t.enqueue("u2", &Task::new("report", "nov"), unique).await.unwrap();
 }

@@ -74,5 +74,10 @@ pub const ARCHIVE_MAX_AGE: Duration = Duration::from_secs(90 * 24 * 60 * 60);
 /// How long a queue's daily processed and failed counters live after their day's first count
 /// (Go asynq's `statsTTL`: 90 days).
 pub const DAILY_STATS_TTL: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+/// The longest duration an option may hold, and the longest a stored timeout or retention is
+/// read as: Go's `time.Duration`, an int64 of nanoseconds (about 292 years). Go servers sharing
+/// the queue turn stored timeouts and retentions back into one, and would overflow past it; a
+/// corrupt message's longer one is read as this (see [`TaskMessage::timeout`]).
+pub const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 /// The error message stored on a task whose lease expired (a dead or stalled worker).
 pub const LEASE_EXPIRED_MESSAGE: &str = "asynq: task lease expired";

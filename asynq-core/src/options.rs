@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::message::TaskMessage;
 use crate::task::Task;
 use crate::time::unix_secs;
-use crate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT};
+use crate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT, MAX_DURATION};
 use std::time::{Duration, SystemTime};
 
 /// When a task becomes ready to run.
@@ -211,11 +211,6 @@ impl EnqueueRequest {
         Task::from_message(&self.message)
     }
 }
-
-/// The longest duration an option may hold: Go's `time.Duration`, an int64 of nanoseconds (about
-/// 292 years). Go servers sharing the queue turn stored timeouts and retentions back into one,
-/// and would overflow past it.
-const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 
 /// Refuses `d` for `field` if it is longer than [`MAX_DURATION`].
 fn check_duration(field: &'static str, d: Duration) -> Result<()> {

@@ -1,8 +1,22 @@
 //! Conversions between [`SystemTime`] and the integer units asynq stores: Unix seconds for scores
 //! and message fields, Unix nanoseconds for `pending_since`, and UTC calendar dates for the daily
 //! statistics counters.
+//!
+//! Instants read from stored data are clamped to [`MIN_UNIX_SECS`]..=[`MAX_UNIX_SECS`] (the
+//! years 1 to 9999), so a corrupt field near the ends of `i64` neither overflows [`SystemTime`]
+//! nor reaches code that formats or adds to it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The latest instant asynq handles, in Unix seconds: 9999-12-31T23:59:59Z, the last second
+/// RFC 3339 can write. A stored instant beyond it is read as it; an expiry that would pass it
+/// (a completed task's, a retry's) is written as it. Redis scores and Lua numbers (doubles)
+/// hold it exactly.
+pub const MAX_UNIX_SECS: i64 = 253_402_300_799;
+
+/// The earliest instant asynq handles, in Unix seconds: 0001-01-01T00:00:00Z. A stored instant
+/// before it is read as it.
+pub const MIN_UNIX_SECS: i64 = -62_135_596_800;
 
 /// Whole Unix seconds of `t`, rounded down (negative before 1970).
 pub fn unix_secs(t: SystemTime) -> i64 {
@@ -24,13 +38,21 @@ pub fn unix_nanos(t: SystemTime) -> i64 {
     }
 }
 
-/// The instant `secs` whole seconds after (or before, if negative) the Unix epoch.
+/// The instant `secs` whole seconds after (or before, if negative) the Unix epoch, clamped to
+/// [`MIN_UNIX_SECS`]..=[`MAX_UNIX_SECS`].
 pub fn from_unix_secs(secs: i64) -> SystemTime {
+    let secs = secs.clamp(MIN_UNIX_SECS, MAX_UNIX_SECS);
     if secs >= 0 {
         UNIX_EPOCH + Duration::from_secs(secs as u64)
     } else {
         UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
     }
+}
+
+/// `t + d`, or [`MAX_UNIX_SECS`] when that is later (or overflows [`SystemTime`]).
+pub fn add_clamped(t: SystemTime, d: Duration) -> SystemTime {
+    let latest = from_unix_secs(MAX_UNIX_SECS);
+    t.checked_add(d).map_or(latest, |sum| sum.min(latest))
 }
 
 /// The instant `nanos` nanoseconds after (or before, if negative) the Unix epoch.
@@ -153,5 +175,28 @@ mod tests {
         assert_eq!(unix_secs(from_unix_secs(-5) + Duration::from_millis(500)), -5);
         assert_eq!(unix_secs(from_unix_secs(-5) - Duration::from_millis(500)), -6);
         assert_eq!(unix_nanos(from_unix_nanos(1_795_317_896_236_443_862)), 1_795_317_896_236_443_862);
+    }
+
+    #[test]
+    fn instants_beyond_the_years_1_to_9999_are_clamped() {
+        assert_eq!(utc_date(from_unix_secs(MAX_UNIX_SECS)), "9999-12-31");
+        assert_eq!(utc_date(from_unix_secs(MIN_UNIX_SECS)), "0001-01-01");
+        for (secs, clamped) in [
+            (i64::MAX, MAX_UNIX_SECS),
+            (MAX_UNIX_SECS + 1, MAX_UNIX_SECS),
+            (i64::MIN, MIN_UNIX_SECS),
+            (MIN_UNIX_SECS - 1, MIN_UNIX_SECS),
+            (-1, -1),
+        ] {
+            assert_eq!(unix_secs(from_unix_secs(secs)), clamped, "{secs}");
+        }
+    }
+
+    #[test]
+    fn clamped_additions_stop_at_the_latest_instant() {
+        let latest = from_unix_secs(MAX_UNIX_SECS);
+        assert_eq!(add_clamped(from_unix_secs(10), Duration::from_secs(5)), from_unix_secs(15));
+        assert_eq!(add_clamped(from_unix_secs(10), Duration::MAX), latest);
+        assert_eq!(add_clamped(latest, Duration::from_secs(1)), latest);
     }
 }

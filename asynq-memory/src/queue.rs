@@ -221,7 +221,7 @@ impl Queue {
             Outcome::Complete => {
                 let state = state_after(from, Event::Complete)?;
                 self.detach_active(position, id);
-                self.completed.insert(id, unix_secs(now).saturating_add(msg.retention));
+                self.completed.insert(id, msg.completed_expiry(now));
                 self.rewrite(id, msg.completed(now), state);
                 self.stats.record_processed(now);
                 self.release_lock(&msg.unique_key, id);

@@ -179,6 +179,14 @@ impl QueueKeys {
         }
         key
     }
+
+    /// `unique_key` if it names one of this queue's uniqueness locks (`asynq:{q}:unique:…`, the
+    /// only keys Go and this broker lock with), `None` otherwise. A corrupt message's
+    /// `unique_key` naming any other key (another queue's, which on a Cluster lies in another
+    /// slot, or a task hash or list of this queue) is not a lock to release.
+    pub fn lock<'a>(&self, unique_key: &'a str) -> Option<&'a str> {
+        unique_key.strip_prefix(self.prefix.as_str()).filter(|rest| rest.starts_with("unique:")).map(|_| unique_key)
+    }
 }
 
 /// `asynq:servers:{<host>:<pid>:<server id>}` — one server's info.
@@ -211,6 +219,18 @@ pub fn scheduler_fire(fire_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_queues_own_uniqueness_locks_are_locks() {
+        let k = QueueKeys::new("q");
+        let own = k.unique("email", b"x");
+        assert_eq!(k.lock(&own), Some(own.as_str()));
+        for other in
+            ["", "asynq:{q}:pending", "asynq:{q}:t:1", "asynq:{other}:unique:email:", "unique:x", "asynq:{q}unique:"]
+        {
+            assert_eq!(k.lock(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn queue_keys_match_go_asynq() {

@@ -71,7 +71,9 @@ impl FailurePolicy {
         }
         let task = Task::from_message(message);
         let delay = (self.retry_delay)(message.retried.max(0) as u32, err, &task);
-        let retry_at = now.checked_add(delay).unwrap_or(now + Duration::from_secs(u64::from(u32::MAX)));
+        // A corrupt `retried` near `i32::MAX` makes the default delay saturate: the retry is
+        // then due at the end of time, not at an overflow.
+        let retry_at = asynq_core::time::add_clamped(now, delay);
         Outcome::Retry { retry_at, error: err.to_string(), is_failure: (self.is_failure)(err) }
     }
 }

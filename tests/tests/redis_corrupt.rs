@@ -9,10 +9,17 @@
 //! alone (nothing but a keyspace scan would find it, and Go's server does not look either). Every
 //! archive or drop is an error log naming the queue, the task ID and what is wrong, the good
 //! tasks all run, and nothing stays active.
+//!
+//! Messages that decode but hold absurd values run too: numbers at the ends of their types
+//! (`timeout`, `deadline`, `retention`, `retry`, `retried`, `completed_at`, `last_failed_at`) are
+//! clamped where they are read (asynq-core's `MAX_DURATION` and `time::MAX_UNIX_SECS`), and a
+//! `unique_key` naming a list, a hash, another queue's key or a non-lock key of the queue fails no
+//! settle (alone or in a `done_batch`) and no operator's delete, and is left as it was; an
+//! enqueue whose lock key holds another type is a typed error that writes nothing.
 
 use asynq_client::{Client, Task, TaskOptions};
-use asynq_core::broker::{Dequeue, Inspect, Recover};
-use asynq_core::{Clock, SystemClock};
+use asynq_core::broker::{Dequeue, Inspect, Janitor, Manage, Outcome, Recover};
+use asynq_core::{Clock, SystemClock, TaskMessage, TaskState};
 use asynq_redis::keys::QueueKeys;
 use asynq_redis::proto;
 use asynq_server::{Config, Server};
@@ -244,4 +251,210 @@ async fn broker_calls_return_only_runnable_tasks_and_settle_the_rest_once() {
     assert_eq!(expired.len(), 2);
     assert_eq!(members(&redis, &k.archived(), false), ["bad"]);
     assert_eq!(errors_naming(queue, "bad").len(), 2);
+}
+
+/// A message stored by hand for task `id` of `queue`, with `fields` applied over a good one.
+fn msg_with(id: &str, queue: &str, type_name: &str, fields: impl FnOnce(&mut proto::TaskMessage)) -> Vec<u8> {
+    let mut msg = proto::TaskMessage {
+        r#type: type_name.into(),
+        id: id.into(),
+        queue: queue.into(),
+        retry: 25,
+        ..Default::default()
+    };
+    fields(&mut msg);
+    msg.encode_to_vec()
+}
+
+/// Stores `msg` as the pending task `id` of `k`'s queue, as `enqueue.lua` does (with the
+/// `unique_key` hash field when the message has one).
+fn store_pending(redis: &RedisServer, k: &QueueKeys, id: &str, msg: &[u8]) {
+    let key = k.task(id);
+    let unique_key = proto::TaskMessage::decode(msg).unwrap().unique_key;
+    let mut args: Vec<&[u8]> = vec![b"HSET", key.as_bytes(), b"msg", msg, b"state", b"pending"];
+    if !unique_key.is_empty() {
+        args.extend([&b"unique_key"[..], unique_key.as_bytes()]);
+    }
+    redis_do(redis, &args);
+    redis_do(redis, &[b"LPUSH", k.pending().as_bytes(), id.as_bytes()]);
+}
+
+/// The encoding of the stored task `id`'s `msg`.
+fn stored_msg(redis: &RedisServer, k: &QueueKeys, id: &str) -> proto::TaskMessage {
+    match redis.command(&["HGET", &k.task(id), "msg"]).unwrap() {
+        asynq_tests::RespValue::Bulk(bytes) => proto::TaskMessage::decode(bytes.as_slice()).unwrap(),
+        other => panic!("no msg for {id}: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_runs_tasks_whose_numbers_are_at_the_ends_of_their_types() {
+    logs();
+    let queue = "extremes";
+    let k = QueueKeys::new(queue);
+    let redis = RedisServer::start();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let broker = redis_broker(&redis.url(), Arc::clone(&clock)).await;
+    let client = Client::new(broker.clone());
+    let start = asynq_core::time::unix_secs(clock.now());
+    // Each once made a worker panic, or a completed task expire at once.
+    let stored = [
+        ("timeout-max", msg_with("timeout-max", queue, "ok", |m| m.timeout = i64::MAX)),
+        ("timeout-near-max", msg_with("timeout-near-max", queue, "ok", |m| m.timeout = i64::MAX - 1)),
+        ("timeout-min", msg_with("timeout-min", queue, "ok", |m| m.timeout = i64::MIN)),
+        ("deadline-max", msg_with("deadline-max", queue, "ok", |m| (m.timeout, m.deadline) = (i64::MAX, i64::MAX))),
+        (
+            "retention-max",
+            msg_with("retention-max", queue, "ok", |m| {
+                (m.timeout, m.retention, m.completed_at, m.last_failed_at) = (i64::MAX, i64::MAX, i64::MIN, i64::MAX)
+            }),
+        ),
+        ("retried-max", msg_with("retried-max", queue, "fail", |m| (m.retry, m.retried) = (i32::MAX, i32::MAX - 1))),
+        // A deadline in the past, however far, ends the attempt at once (as in Go).
+        ("deadline-min", msg_with("deadline-min", queue, "hang", |m| (m.deadline, m.retry) = (i64::MIN, 0))),
+        ("deadline-negative", msg_with("deadline-negative", queue, "hang", |m| (m.deadline, m.retry) = (-1, 0))),
+    ];
+    for (id, msg) in &stored {
+        store_pending(&redis, &k, id, msg);
+    }
+    for i in 0..4 {
+        client.enqueue(&Task::new("ok", format!("{i}")), TaskOptions::new().queue(queue)).await.unwrap();
+    }
+
+    let rec = Recorder::default();
+    let mut server = Server::new(broker.clone(), fast_config(queue)).unwrap();
+    server
+        .start(rec.handler(Arc::clone(&clock), |_, task| async move {
+            match task.type_name() {
+                "fail" => Err(asynq_server::HandlerError::new("boom")),
+                "hang" => std::future::pending().await,
+                _ => Ok(()),
+            }
+        }))
+        .unwrap();
+    wait_for("every task settles", || async {
+        let info = broker.queue_info(queue).await.unwrap();
+        info.processed_total == 12 && info.pending == 0 && info.active == 0
+    })
+    .await;
+
+    let info = broker.queue_info(queue).await.unwrap();
+    assert_eq!((info.completed, info.retry, info.archived, info.failed_total), (1, 1, 2, 3));
+    for id in ["timeout-max", "timeout-near-max", "timeout-min", "deadline-max"] {
+        assert!(!exists(&redis, &k.task(id)), "{id} is done");
+    }
+    // The completed task stays for Go's longest duration, not for a wrapped one.
+    let longest = asynq_core::MAX_DURATION.as_secs() as i64;
+    let score = redis.command(&["ZSCORE", &k.completed(), "retention-max"]).unwrap();
+    let score: i64 = score.as_str().unwrap().parse().unwrap();
+    let completed_at = stored_msg(&redis, &k, "retention-max").completed_at;
+    assert!(completed_at >= start && score == completed_at + longest, "score {score}, completed at {completed_at}");
+    assert_eq!(broker.delete_expired_completed(queue, 100).await.unwrap(), 0);
+    let completed = broker.task_info(queue, "retention-max").await.unwrap();
+    assert_eq!(
+        (completed.state, completed.retention),
+        (TaskState::Completed, Some(Duration::from_secs(longest as u64)))
+    );
+    // The retry count reaches `i32::MAX`: the default delay would overflow, the custom one holds.
+    let retried = broker.task_info(queue, "retried-max").await.unwrap();
+    assert_eq!((retried.state, retried.retried), (TaskState::Retry, i32::MAX as u32));
+    for id in ["deadline-min", "deadline-negative"] {
+        let archived = broker.task_info(queue, id).await.unwrap();
+        assert_eq!(archived.state, TaskState::Archived, "{id}");
+        assert_eq!(archived.last_error.as_deref(), Some("context deadline exceeded"), "{id}");
+    }
+    // The handlers ran (but maybe not those whose deadline had passed before they started).
+    let ran: Vec<String> = rec.calls().into_iter().map(|c| c.id).collect();
+    for (id, _) in stored.iter().filter(|(id, _)| !["deadline-min", "deadline-negative"].contains(id)) {
+        assert!(ran.contains(&id.to_string()), "{id} ran: {ran:?}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_nothing_half() {
+    logs();
+    let queue = "locks";
+    let k = QueueKeys::new(queue);
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
+    let client = Client::new(broker.clone());
+    let list_lock = format!("{}unique:list", k.prefix());
+    let hash_lock = format!("{}unique:hash", k.prefix());
+    redis_do(&redis, &[b"RPUSH", list_lock.as_bytes(), b"x"]);
+    redis_do(&redis, &[b"HSET", hash_lock.as_bytes(), b"f", b"v"]);
+    let other_slot = QueueKeys::new("elsewhere").unique("t", b"");
+    redis_do(&redis, &[b"SET", other_slot.as_bytes(), b"batch-elsewhere"]);
+    let with_lock = |id: &str, lock: &str| msg_with(id, queue, "ok", |m| m.unique_key = lock.to_owned());
+    // A batch of successes: good tasks, a real unique one, and corrupt locks of every kind.
+    let unique = TaskOptions::new().queue(queue).unique(Duration::from_secs(600));
+    client.enqueue(&Task::new("report", "nov"), unique.clone().task_id("real-unique")).await.unwrap();
+    client.enqueue(&Task::new("ok", "1"), TaskOptions::new().queue(queue).task_id("good-1")).await.unwrap();
+    let corrupt = [
+        ("batch-list", list_lock.as_str()),
+        ("batch-hash", hash_lock.as_str()),
+        ("batch-pending", &*k.pending()),
+        ("batch-elsewhere", other_slot.as_str()),
+        ("alone-list", list_lock.as_str()),
+        ("complete-hash", hash_lock.as_str()),
+    ];
+    for (id, lock) in corrupt {
+        store_pending(&redis, &k, id, &with_lock(id, lock));
+    }
+    client.enqueue(&Task::new("ok", "2"), TaskOptions::new().queue(queue).task_id("good-2")).await.unwrap();
+
+    let taken = broker.dequeue(&[queue.to_owned()], 20).await.unwrap();
+    assert_eq!(taken.len(), 9);
+    let (mut batch, mut singles) = (Vec::new(), Vec::new());
+    for task in taken {
+        match task.message.id.as_str() {
+            "alone-list" => singles.push((task.message, Outcome::Done)),
+            "complete-hash" => singles.push((TaskMessage { retention: 60, ..task.message }, Outcome::Complete)),
+            _ => batch.push((task.message, Outcome::Done)),
+        }
+    }
+    // `done_batch.lua` settles the seven together, `done.lua` and `complete.lua` one each.
+    let results = broker.finish_batch(batch).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    for (msg, outcome) in singles {
+        broker.finish(&msg, outcome).await.unwrap_or_else(|e| panic!("{}: {e}", msg.id));
+    }
+
+    let info = broker.queue_info(queue).await.unwrap();
+    assert_eq!((info.processed_total, info.active, info.pending, info.completed), (9, 0, 0, 1));
+    assert_eq!(members(&redis, &k.active(), true), Vec::<String>::new());
+    assert_eq!(members(&redis, &k.lease(), false), Vec::<String>::new());
+    for id in [
+        "real-unique",
+        "good-1",
+        "good-2",
+        "batch-list",
+        "batch-hash",
+        "batch-pending",
+        "batch-elsewhere",
+        "alone-list",
+    ] {
+        assert!(!exists(&redis, &k.task(id)), "{id} is done");
+    }
+    // The keys the corrupt messages named are untouched; the real lock is released.
+    assert_eq!(redis.command(&["LLEN", &list_lock]).unwrap().as_int(), Some(1));
+    assert_eq!(redis.command(&["HLEN", &hash_lock]).unwrap().as_int(), Some(1));
+    assert_eq!(redis.command(&["GET", &other_slot]).unwrap().as_str(), Some("batch-elsewhere"));
+    client.enqueue(&Task::new("report", "nov"), unique.clone().task_id("real-unique-2")).await.unwrap();
+    assert_eq!(members(&redis, &k.pending(), true), ["real-unique-2"]);
+
+    // An operator's delete of a task whose hash names a list as its lock.
+    store_pending(&redis, &k, "delete-me", &with_lock("delete-me", &list_lock));
+    broker.delete_task(queue, "delete-me").await.unwrap();
+    assert!(!exists(&redis, &k.task("delete-me")));
+    assert_eq!(redis.command(&["LLEN", &list_lock]).unwrap().as_int(), Some(1));
+
+    // An enqueue whose lock key holds a list: a typed error, and nothing stored.
+    let lock = k.unique("report", b"dec");
+    redis_do(&redis, &[b"RPUSH", lock.as_bytes(), b"x"]);
+    let err = client.enqueue(&Task::new("report", "dec"), unique.task_id("blocked")).await.unwrap_err();
+    assert!(matches!(&err, asynq_client::Error::FailedPrecondition(m) if m.contains(&lock)), "{err:?}");
+    assert!(!exists(&redis, &k.task("blocked")));
+    assert!(!members(&redis, &k.pending(), true).contains(&"blocked".to_owned()));
+    assert_eq!(redis.command(&["LLEN", &lock]).unwrap().as_int(), Some(1));
 }

@@ -1,9 +1,11 @@
 //! How each way a handler can end moves its task: success, retention and results, failure with
 //! retries and backoff, archive after the last retry, skip-retry, revoke, panic, timeout,
-//! deadline, and an unknown task type.
+//! deadline, an unknown task type, and stored messages whose numbers are at the ends of their
+//! types.
 
 use asynq_client::{Error, Task, TaskOptions, TaskState};
-use asynq_core::broker::Inspect;
+use asynq_core::broker::{Enqueue, Inspect};
+use asynq_core::{EnqueueRequest, Placement, TaskMessage};
 use asynq_server::{Config, HandlerError, ServeMux, Server};
 use asynq_tests::{Harness, Recorder, secs};
 use std::sync::Arc;
@@ -233,5 +235,80 @@ async fn errors_that_are_not_failures_retry_without_counting() {
     assert_eq!(t.retried, 0);
     assert_eq!(h.queue("default").await.failed_total, 0);
     assert_eq!(handled.lock().unwrap()[0], "api:call: rate limited");
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn stored_numbers_at_the_ends_of_their_types_neither_panic_nor_overflow() {
+    let h = Harness::new();
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), h.config("default", 4)).unwrap();
+    server
+        .start(rec.handler(h.clock.clone(), |_, task| async move {
+            match task.type_name() {
+                "fail" => Err(HandlerError::new("boom")),
+                "hang" => std::future::pending().await,
+                _ => Ok(()),
+            }
+        }))
+        .unwrap();
+
+    // Messages as a corrupt store could hold them, written past the client's checks. Each once
+    // made a worker panic (the deadline overflowed) or a completed task expire at once.
+    let message = |id: &str, type_name: &str| TaskMessage {
+        id: id.to_owned(),
+        type_name: type_name.to_owned(),
+        queue: "default".to_owned(),
+        retry: 25,
+        ..Default::default()
+    };
+    let stored = [
+        TaskMessage { timeout: i64::MAX, ..message("timeout-max", "ok") },
+        TaskMessage { timeout: i64::MIN, ..message("timeout-min", "ok") },
+        TaskMessage { timeout: i64::MAX, deadline: i64::MAX, ..message("deadline-max", "ok") },
+        TaskMessage {
+            timeout: i64::MAX,
+            retention: i64::MAX,
+            completed_at: i64::MIN,
+            ..message("retention-max", "ok")
+        },
+        TaskMessage { retry: i32::MAX, retried: i32::MAX - 1, ..message("retried-max", "fail") },
+        TaskMessage { retry: i32::MIN, retried: i32::MIN, ..message("retry-min", "fail") },
+        TaskMessage { deadline: i64::MIN, retry: 0, ..message("deadline-min", "hang") },
+        TaskMessage { deadline: -1, retry: 0, ..message("deadline-negative", "hang") },
+    ];
+    for message in stored {
+        let request = EnqueueRequest { message, placement: Placement::Pending, unique_ttl: None };
+        h.broker.enqueue(request).await.unwrap();
+    }
+    h.eventually(secs(5), "every task settles", || async {
+        let q = h.queue("default").await;
+        q.processed_total == 8 && q.active == 0
+    })
+    .await;
+
+    let q = h.queue("default").await;
+    assert_eq!((q.completed, q.retry, q.archived, q.failed_total), (1, 1, 3, 4));
+    for id in ["timeout-max", "timeout-min", "deadline-max"] {
+        assert!(matches!(h.broker.task_info("default", id).await, Err(Error::TaskNotFound { .. })), "{id} is done");
+    }
+    // Kept for Go's longest duration: the janitor, which runs every few seconds, leaves it.
+    let longest = secs(asynq_core::MAX_DURATION.as_secs());
+    let completed = h.broker.task_info("default", "retention-max").await.unwrap();
+    assert_eq!((completed.state, completed.retention), (TaskState::Completed, Some(longest)));
+    tokio::time::advance(secs(60)).await;
+    assert_eq!(h.broker.task_info("default", "retention-max").await.unwrap().state, TaskState::Completed);
+    // The default retry delay saturates; the retry is due at the end of the year 9999.
+    let retried = h.broker.task_info("default", "retried-max").await.unwrap();
+    assert_eq!((retried.state, retried.retried), (TaskState::Retry, i32::MAX as u32));
+    let latest = asynq_core::time::from_unix_secs(asynq_core::time::MAX_UNIX_SECS);
+    assert_eq!(retried.next_process_at, Some(latest));
+    // A negative retry count means no retries left.
+    assert_eq!(h.broker.task_info("default", "retry-min").await.unwrap().state, TaskState::Archived);
+    for id in ["deadline-min", "deadline-negative"] {
+        let archived = h.broker.task_info("default", id).await.unwrap();
+        assert_eq!(archived.state, TaskState::Archived, "{id}");
+        assert_eq!(archived.last_error.as_deref(), Some("context deadline exceeded"), "{id}");
+    }
     server.shutdown().await;
 }

@@ -10,7 +10,7 @@ impl RedisBroker {
         let date = utc_date(now);
         let stats_expiry = now_secs + STATS_TTL_SECS;
         let id = msg.id.as_str();
-        let unique = (!msg.unique_key.is_empty()).then_some(msg.unique_key.as_str());
+        let unique = lock_of(&k, msg);
         match outcome {
             Outcome::Done => {
                 let mut call = ScriptCall::new(&SCRIPTS.done);
@@ -22,7 +22,7 @@ impl RedisBroker {
                 let mut call = ScriptCall::new(&SCRIPTS.complete);
                 call.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
                 call.key(k.processed_on(&date)).key(k.processed_total()).key(unique);
-                call.arg(id).arg(stats_expiry).arg(now_secs + msg.retention).arg(encode(&msg.completed(now)));
+                call.arg(id).arg(stats_expiry).arg(msg.completed_expiry(now)).arg(encode(&msg.completed(now)));
                 call.arg(k.finished_channel());
                 (call, "complete")
             }
@@ -63,10 +63,29 @@ impl RedisBroker {
             .key(k.waiting());
         call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
         for (_, msg, _) in done {
-            call.arg(&msg.id).arg(&msg.unique_key);
+            call.arg(&msg.id).arg(lock_of(&k, msg).unwrap_or(""));
         }
         call
     }
+}
+
+/// The uniqueness lock the settle scripts may release for `msg`: its `unique_key` if that names
+/// one of the queue's locks. Any other key (a corrupt message's) is left alone, and logged: on a
+/// Cluster it may lie in another slot, which would fail the call.
+fn lock_of<'a>(k: &QueueKeys, msg: &'a TaskMessage) -> Option<&'a str> {
+    if msg.unique_key.is_empty() {
+        return None;
+    }
+    let lock = k.lock(&msg.unique_key);
+    if lock.is_none() {
+        tracing::warn!(
+            queue = %msg.queue,
+            task_id = %msg.id,
+            unique_key = %msg.unique_key,
+            "the task's unique_key is not a uniqueness lock of its queue; leaving that key alone"
+        );
+    }
+    lock
 }
 
 /// The items without their outcomes.

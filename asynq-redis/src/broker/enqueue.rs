@@ -45,6 +45,10 @@ pub(crate) fn enqueue_result(msg: TaskMessage, reply: i64) -> Result<()> {
         1 => Ok(()),
         0 => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
         -1 => Err(Error::DuplicateTask { queue: msg.queue, type_name: msg.type_name }),
+        -3 => Err(Error::FailedPrecondition(format!(
+            "the uniqueness lock key {} holds a value of another type than a lock: nothing was stored",
+            msg.unique_key
+        ))),
         other => Err(unexpected("enqueue", format!("unexpected reply {other}"))),
     }
 }

@@ -80,9 +80,11 @@ local function notify_waiters(task_key, channel, id)
     end
 end
 
--- Deletes the uniqueness lock `key` if task `id` holds it.
+-- Deletes the uniqueness lock `key` if task `id` holds it. Never raises: a key that is not a
+-- string (a corrupt unique_key naming a list or a hash) holds no lock and is left alone, where a
+-- GET would fail the script after its earlier writes.
 local function release_lock(key, id)
-    if key and redis.call("GET", key) == id then
+    if key and redis.call("TYPE", key).ok == "string" and redis.call("GET", key) == id then
         redis.call("DEL", key)
     end
 end

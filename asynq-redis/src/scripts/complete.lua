@@ -8,7 +8,8 @@
 -- KEYS[4] -> asynq:{<q>}:t:<id>
 -- KEYS[5] -> asynq:{<q>}:processed:<YYYY-MM-DD>
 -- KEYS[6] -> asynq:{<q>}:processed
--- KEYS[7] -> the task's uniqueness lock, only if it has one
+-- KEYS[7] -> asynq:{<q>}:unique:<type>:<md5>, the task's uniqueness lock, only if it has one
+--            (released if the task holds it; a key of another type is left alone)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the daily counter's expiry, Unix seconds
 -- ARGV[3] -> when the completed task expires (completion + retention), Unix seconds

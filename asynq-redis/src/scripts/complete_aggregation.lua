@@ -13,7 +13,8 @@
 -- ARGV[1..m-1] -> enqueue.lua's ARGV, for the aggregated task
 -- ARGV[m]      -> the task key prefix, asynq:{<q>}:t:
 -- Returns: -2 the set does not exist; otherwise enqueue.lua's reply (1 stored, 0 task ID
---          conflict, -1 duplicate unique task), the set deleted only on 1
+--          conflict, -1 duplicate unique task, -3 the lock's key is not a string), the set
+--          deleted only on 1
 local n, m = #KEYS, #ARGV
 local set_key, sets_key = KEYS[n - 1], KEYS[n]
 if not redis.call("ZSCORE", sets_key, set_key) then

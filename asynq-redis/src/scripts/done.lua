@@ -6,7 +6,8 @@
 -- KEYS[3] -> asynq:{<q>}:t:<id>
 -- KEYS[4] -> asynq:{<q>}:processed:<YYYY-MM-DD>
 -- KEYS[5] -> asynq:{<q>}:processed
--- KEYS[6] -> the task's uniqueness lock, only if it has one
+-- KEYS[6] -> asynq:{<q>}:unique:<type>:<md5>, the task's uniqueness lock, only if it has one
+--            (released if the task holds it; a key of another type is left alone)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the daily counter's expiry, Unix seconds
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)

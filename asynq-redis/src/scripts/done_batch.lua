@@ -15,7 +15,8 @@
 -- ARGV[1] -> the daily counter's expiry, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
--- ARGV[4..] -> pairs of (task ID, its uniqueness lock key or "")
+-- ARGV[4..] -> pairs of (task ID, its uniqueness lock asynq:{<q>}:unique:<type>:<md5> or ""); a
+--              lock key of another type than string is left alone, failing nothing
 -- Returns: one reply per task, in order: 1 done; 0 the task is not active (nothing written; also
 --          for a second copy of an ID in the same batch)
 local ids = {}

@@ -24,10 +24,14 @@
 -- ARGV[6] -> the wake-up channel, asynq:{<q>}:ready
 -- ARGV[7] -> the uniqueness lock's TTL in whole seconds (only with KEYS[5])
 -- Returns: 1 stored; 0 a task with this ID exists (nothing stored); -1 the uniqueness lock is
---          held by another task (nothing stored). As in Go, a lock taken just before an ID
+--          held by another task (nothing stored); -3 the lock's key holds another type than a
+--          string, so it is no lock (nothing stored). As in Go, a lock taken just before an ID
 --          conflict is kept until its TTL.
 if KEYS[5] then
     if not redis.call("SET", KEYS[5], ARGV[2], "NX", "EX", ARGV[7]) then
+        if redis.call("TYPE", KEYS[5]).ok ~= "string" then
+            return -3
+        end
         return -1
     end
 end

@@ -60,20 +60,24 @@ local function message_unique_key(msg)
     return nil
 end
 
--- The uniqueness-lock key of the task in hash `task_key`: its `unique_key` field, or, for a
--- grouped task (whose hash Go does not give the field), the message's unique_key. Nil if none.
+-- The uniqueness-lock key of the task in hash `task_key` (asynq:{<q>}:t:<id>): its `unique_key`
+-- field, or, for a grouped task (whose hash Go does not give the field), the message's
+-- unique_key. Nil if none, or if it names anything but a lock of the task's queue
+-- (asynq:{<q>}:unique:...): a corrupt key elsewhere, on a Cluster in another slot, would fail
+-- the script after its earlier writes.
 local function unique_key_of(task_key)
     local key, msg = unpack(redis.call("HMGET", task_key, "unique_key", "msg"))
-    if key and key ~= "" then
-        return key
+    if not key or key == "" then
+        key = msg and message_unique_key(msg)
     end
-    if msg then
-        key = message_unique_key(msg)
-        if key and key ~= "" then
-            return key
-        end
+    if not key or key == "" then
+        return nil
     end
-    return nil
+    local locks = string.match(task_key, "^(asynq:{[^}]*}:)") .. "unique:"
+    if string.sub(key, 1, #locks) ~= locks then
+        return nil
+    end
+    return key
 end
 
 -- Takes task `id` out of the container its waiting `state` names: the pending list, the zset of
