@@ -85,7 +85,7 @@ pub async fn case_dequeue_leases_for_thirty_whole_seconds<F: BrokerFactory>(fact
     assert_eq!(t.counts("q").await, want);
     let queues = names(&["q"]);
     assert!(t.broker.list_lease_expired(&queues, at(30) - millis(1)).await.unwrap().is_empty());
-    let expired = ExpiredLease { message: msg, stage: LeaseStage::Taken };
+    let expired = ExpiredLease { message: msg, stage: LeaseStage::Taken, stalls: 0 };
     assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [expired]);
 }
 

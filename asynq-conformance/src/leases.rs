@@ -9,11 +9,11 @@ use asynq_core::{TaskMessage, TaskState};
 use std::time::SystemTime;
 
 fn taken(message: &TaskMessage) -> ExpiredLease {
-    ExpiredLease { message: message.clone(), stage: LeaseStage::Taken }
+    ExpiredLease { message: message.clone(), stage: LeaseStage::Taken, stalls: 0 }
 }
 
 fn started(message: &TaskMessage) -> ExpiredLease {
-    ExpiredLease { message: message.clone(), stage: LeaseStage::Started }
+    ExpiredLease { message: message.clone(), stage: LeaseStage::Started, stalls: 0 }
 }
 
 /// `extend_leases` moves the lease of each listed active task of the queue to now + 30 s (whole
@@ -88,4 +88,25 @@ pub async fn case_lease_stage_is_recorded_and_never_regresses<F: BrokerFactory>(
     let again = t.take("q", "a").await.message;
     assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [taken(&again), taken(&b)]);
     assert_eq!(t.task("q", "a").await.state, TaskState::Active);
+}
+
+/// `Outcome::Stalled` gives a started task whose lease expired back to the front of pending,
+/// charged nothing (its retry count and the failed counters stay), and counts the stall: its
+/// next expired lease reports one stall more.
+pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let a = t.activate("q", "a").await;
+    t.plain("q", "b").await;
+    t.broker.extend_leases("q", &names(&["a"]), LeaseStage::Started).await.unwrap();
+    let queues = names(&["q"]);
+    assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [started(&a)]);
+
+    t.finish(&a, Outcome::Stalled).await;
+    let info = t.info("q").await;
+    assert_eq!((info.active, info.pending, info.failed, info.failed_total), (0, 2, 0, 0));
+    let again = t.take("q", "a").await.message;
+    assert_eq!(again.retried, 0, "a stall uses no retry");
+    t.broker.extend_leases("q", &names(&["a"]), LeaseStage::Started).await.unwrap();
+    let stalled_once = ExpiredLease { message: again, stage: LeaseStage::Started, stalls: 1 };
+    assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [stalled_once]);
 }

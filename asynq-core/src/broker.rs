@@ -96,8 +96,11 @@ pub struct ExpiredLease {
     /// The stored message, unchanged.
     pub message: TaskMessage,
     /// Whether a handler started it: a [`LeaseStage::Taken`] task goes back to pending
-    /// uncharged ([`Outcome::Requeue`]); a started one failed its attempt.
+    /// uncharged ([`Outcome::Requeue`]); a started one stalled ([`Outcome::Stalled`], while it
+    /// has stalled fewer than [`FREE_STALLS`](crate::FREE_STALLS) times) or failed its attempt.
     pub stage: LeaseStage,
+    /// How many times before a started lease of this task expired and was forgiven.
+    pub stalls: u32,
 }
 
 /// A task handed to a worker by [`Dequeue::dequeue`].
@@ -137,6 +140,10 @@ pub enum Outcome {
     /// Unfinished (shutdown), or never started (its lease expired at [`LeaseStage::Taken`]):
     /// the task goes back to the front of its pending list, charged nothing.
     Requeue,
+    /// Started, and its lease expired (its worker died or lost the broker), forgiven: the task
+    /// goes back to the front of its pending list charged nothing, as [`Outcome::Requeue`], and
+    /// its stall count goes up by one (see [`FREE_STALLS`](crate::FREE_STALLS)).
+    Stalled,
 }
 
 /// Hands tasks to workers and records how they ended. Used by the processor.

@@ -65,6 +65,13 @@ pub const DEFAULT_MAX_RETRY: u32 = 25;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// How long a dequeued task is leased to its worker before another server may recover it.
 pub const LEASE_DURATION: Duration = Duration::from_secs(30);
+/// How many times a task a handler started may lose its lease (its worker died, or lost the
+/// broker for longer than a lease) and go back to pending charged nothing, before each further
+/// loss counts as a failed attempt. The first is forgiven because a worker can die in the moment
+/// between recording that a handler starts and the handler's first line, and because a
+/// deployment or a lost node is seldom the task's fault; a task that keeps killing its worker
+/// is still charged and ends in the archive.
+pub const FREE_STALLS: u32 = 1;
 /// The archive keeps fewer than this many tasks: archiving one trims it to the newest
 /// `ARCHIVE_MAX_SIZE - 1` (Go asynq's `maxArchiveSize`).
 pub const ARCHIVE_MAX_SIZE: usize = 10_000;

@@ -39,7 +39,7 @@ impl Dequeue for MemoryBroker {
 
     async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
         let now = self.now();
-        let requeue = outcome == Outcome::Requeue;
+        let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
         let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
         {
             let mut state = self.state();

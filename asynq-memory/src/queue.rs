@@ -39,11 +39,13 @@ struct TaskRecord {
     /// The group, recorded only when the task is enqueued into one (not when scheduled).
     group: Option<String>,
     result: Option<Bytes>,
+    /// How many times a started lease of it expired and was forgiven ([`Outcome::Stalled`]).
+    stalls: u32,
 }
 
 impl TaskRecord {
     fn new(msg: TaskMessage, state: TaskState) -> Self {
-        Self { msg, state, pending_since: None, unique_key: None, group: None, result: None }
+        Self { msg, state, pending_since: None, unique_key: None, group: None, result: None, stalls: 0 }
     }
 }
 
@@ -243,12 +245,15 @@ impl Queue {
                 self.rewrite(id, msg.archived(&error, now), state);
                 self.stats.record_failed(now);
             }
-            Outcome::Requeue => {
+            Outcome::Requeue | Outcome::Stalled => {
                 let state = state_after(from, Event::Requeue)?;
                 self.detach_active(position, id);
                 // The right end: next to be dequeued. No `pending_since`, as in Go.
                 self.pending.push_back(id.to_owned());
                 self.rewrite_state(id, state);
+                if let (Outcome::Stalled, Some(record)) = (outcome, self.tasks.get_mut(id)) {
+                    record.stalls = record.stalls.saturating_add(1);
+                }
             }
         }
         Ok(())
@@ -350,7 +355,8 @@ impl Queue {
             .filter_map(|id| {
                 let stage = if self.unstarted.contains(id) { LeaseStage::Taken } else { LeaseStage::Started };
                 let expiry = self.lease.score(id)?;
-                self.tasks.get(id).map(|record| (expiry, ExpiredLease { message: record.msg.clone(), stage }))
+                let record = self.tasks.get(id)?;
+                Some((expiry, ExpiredLease { message: record.msg.clone(), stage, stalls: record.stalls }))
             })
             .collect();
         expired.sort_by_key(|(expiry, lease)| (*expiry, lease.stage == LeaseStage::Taken));

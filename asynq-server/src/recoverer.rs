@@ -1,7 +1,8 @@
 //! A recoverer finds active tasks whose lease expired (their worker died or lost the broker)
 //! and sends them to retry, or to the archive when they are out of retries; a task no handler
 //! started (a lost dequeue reply, a task taken ahead by a worker that died) goes back to
-//! pending instead, charged nothing. Given the broker's
+//! pending instead, charged nothing, and so does a started one the first
+//! [`FREE_STALLS`](asynq_core::FREE_STALLS) times its lease expires. Given the broker's
 //! [`Aggregate`] role, it also puts the tasks of stale aggregation sets (whose aggregator died)
 //! back in their groups, as Go's recoverer does.
 
@@ -9,7 +10,7 @@ use crate::handler::HandlerError;
 use crate::observe::Observers;
 use crate::processor::FailurePolicy;
 use asynq_core::broker::{Aggregate, Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
-use asynq_core::{Clock, Error, LEASE_DURATION};
+use asynq_core::{Clock, Error, FREE_STALLS, LEASE_DURATION};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
@@ -66,8 +67,9 @@ impl Recoverer {
     }
 
     /// Recovers every task whose lease expired more than [`LEASE_DURATION`] ago (a grace period
-    /// for a worker whose heartbeat is late): a started one fails its attempt, one no handler
-    /// started is requeued; then reclaims stale aggregation sets if asked to;
+    /// for a worker whose heartbeat is late): one no handler started is requeued, a started one
+    /// is requeued as stalled while it has stalled fewer than [`FREE_STALLS`] times and fails
+    /// its attempt after that; then reclaims stale aggregation sets if asked to;
     /// returns how many tasks were recovered.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         let now = self.clock.now();
@@ -75,10 +77,11 @@ impl Recoverer {
         let expired = self.recover.list_lease_expired(&self.config.queues, cutoff).await?;
         let err = HandlerError::lease_expired();
         let mut recovered = 0;
-        for ExpiredLease { message, stage } in expired {
+        for ExpiredLease { message, stage, stalls } in expired {
             let outcome = match stage {
                 // No handler started it: its attempt never happened, so it costs nothing.
                 LeaseStage::Taken => Outcome::Requeue,
+                LeaseStage::Started if stalls < FREE_STALLS => Outcome::Stalled,
                 LeaseStage::Started => self.config.failure_policy.outcome(&message, &err, now),
             };
             match self.finish.finish(&message, outcome).await {
@@ -94,7 +97,8 @@ impl Recoverer {
                             if !self.observers.is_empty() {
                                 self.observers.lease_expired(&message);
                             }
-                            tracing::warn!(task_id = %message.id, queue = %message.queue, "recovered a task whose lease expired");
+                            let forgiven = stalls < FREE_STALLS;
+                            tracing::warn!(task_id = %message.id, queue = %message.queue, stalls, forgiven, "recovered a started task whose lease expired");
                         }
                     }
                 }

@@ -22,7 +22,7 @@ pub use redis_server::{RedisCluster, RedisSentinel, RedisServer, RespConnection,
 pub use tls::CertificateAuthority;
 
 use asynq_client::Client;
-use asynq_core::broker::Inspect;
+use asynq_core::broker::{Dequeue, Dequeued, Inspect, LeaseStage, Outcome};
 use asynq_core::{Clock, QueueInfo};
 use asynq_memory::MemoryBroker;
 use asynq_server::Config;
@@ -176,4 +176,24 @@ impl Recorder {
 /// Shorthand for whole seconds.
 pub fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
+}
+
+/// Takes the next task of `queue` as a worker does and starts its handler (recording
+/// [`LeaseStage::Started`]); the worker then dies, so nobody extends the lease or finishes it.
+/// The task first stalls `stalls_before` times (a worker died running it and the recoverer
+/// forgave it), so with [`asynq_core::FREE_STALLS`] stalls before, its next expired lease is
+/// charged as a failed attempt.
+pub async fn start_and_die(broker: &dyn Dequeue, queue: &str, stalls_before: u32) -> Dequeued {
+    let queues = [queue.to_owned()];
+    for _ in 0..stalls_before {
+        let taken = broker.dequeue(&queues, 1).await.expect("dequeue");
+        let message = &taken.first().expect("a pending task to take").message;
+        broker.extend_leases(queue, std::slice::from_ref(&message.id), LeaseStage::Started).await.expect("start");
+        broker.finish(message, Outcome::Stalled).await.expect("stall");
+    }
+    let mut taken = broker.dequeue(&queues, 1).await.expect("dequeue");
+    assert_eq!(taken.len(), 1, "a pending task to take in {queue:?}");
+    let ids = [taken[0].message.id.clone()];
+    broker.extend_leases(queue, &ids, LeaseStage::Started).await.expect("start");
+    taken.remove(0)
 }

@@ -22,7 +22,7 @@
 //! deletes and forced queue removals release the uniqueness lock each deleted task holds
 //! (including tasks added to a group), and archive trimming deletes the trimmed tasks.
 
-use asynq_core::{Error, TaskSet, TaskState};
+use asynq_core::{Error, FREE_STALLS, TaskSet, TaskState};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::Duration;
@@ -168,9 +168,9 @@ pub enum Op {
     },
     /// The clock moves forward by `wait` seconds (workers that died let their leases lapse),
     /// then the recoverer lists the active tasks of `queues` whose lease expired more than
-    /// [`LEASE_SECS`] ago and finishes each: a task no handler started is requeued; a started
-    /// one retries in [`RECOVER_RETRY_DELAY`] while it has retries left, and is archived
-    /// otherwise.
+    /// [`LEASE_SECS`] ago and finishes each: a task no handler started is requeued, and so is a
+    /// started one the first `FREE_STALLS` times (counting a stall); after that a started one
+    /// retries in [`RECOVER_RETRY_DELAY`] while it has retries left, and is archived otherwise.
     Recover {
         /// The queues.
         queues: Vec<&'static str>,
@@ -463,6 +463,8 @@ struct Task {
     unique: Option<LockKey>,
     /// The `group` field of the stored task: set only when enqueued straight into a group.
     group: Option<String>,
+    /// How many times a started lease of it expired and was forgiven.
+    stalls: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -708,6 +710,7 @@ impl Model {
             retention: retention as i64,
             unique: unique.then_some(lock_key),
             group,
+            stalls: 0,
         };
         q.tasks.insert(id.to_owned(), task);
         Ok(())
@@ -826,7 +829,8 @@ impl Model {
         for (queue, id) in &expired {
             let q = &self.queues[queue];
             let task = &q.tasks[id];
-            let with = if !q.started.contains(id) {
+            let stalled = q.started.contains(id) && task.stalls < FREE_STALLS;
+            let with = if !q.started.contains(id) || stalled {
                 FinishWith::Requeue
             } else if task.retried >= task.retry {
                 FinishWith::Archive
@@ -835,6 +839,9 @@ impl Model {
             };
             if let Err(kind) = self.finish(queue, id, with) {
                 return Reply::Err(kind);
+            }
+            if stalled && let Some(task) = self.queue(queue).tasks.get_mut(id) {
+                task.stalls += 1;
             }
         }
         hand(&mut self.handed, &expired);

@@ -23,7 +23,8 @@ use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    Broker, Clock, EnqueueRequest, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState, resolve_enqueue,
+    Broker, Clock, EnqueueRequest, FREE_STALLS, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState,
+    resolve_enqueue,
 };
 use asynq_memory::MemoryBroker;
 use asynq_tests::model::{
@@ -155,9 +156,11 @@ impl<B: Broker> Backend<B> {
                     Err(e) => return Reply::Err(ErrorKind::of(&e)),
                 };
                 expired.sort_by(|x, y| (&x.message.queue, &x.message.id).cmp(&(&y.message.queue, &y.message.id)));
-                for ExpiredLease { message, stage } in &expired {
+                for ExpiredLease { message, stage, stalls } in &expired {
                     let outcome = if *stage == LeaseStage::Taken {
                         Outcome::Requeue
+                    } else if *stalls < FREE_STALLS {
+                        Outcome::Stalled
                     } else if message.retries_exhausted() {
                         Outcome::Archive { error: "lease expired".into() }
                     } else {

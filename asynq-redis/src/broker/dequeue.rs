@@ -43,10 +43,11 @@ impl RedisBroker {
                 call.arg(k.finished_channel());
                 (call, "archive")
             }
-            Outcome::Requeue => {
+            Outcome::Requeue | Outcome::Stalled => {
+                let stalled = if outcome == Outcome::Stalled { "1" } else { "0" };
                 let mut call = ScriptCall::new(&SCRIPTS.requeue);
                 call.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).key(k.idle_workers());
-                call.arg(id).arg(k.ready_channel());
+                call.arg(id).arg(k.ready_channel()).arg(stalled);
                 (call, "requeue")
             }
         }

@@ -13,14 +13,14 @@ impl Recover for RedisBroker {
             let mut invocation = ScriptCall::new(&SCRIPTS.list_lease_expired);
             // A lease no handler started is scored half a second past its expiry second.
             invocation.key(k.lease()).arg(taken_lease_score(unix_secs(cutoff))).arg(k.task_prefix());
-            let (pairs, unstarted): (Vec<Value>, HashSet<String>) =
+            let (pairs, unstarted, stalls): (Vec<Value>, HashSet<String>, Vec<u32>) =
                 invocation.run(&mut conn, "list lease expired").await?;
-            for stored in read_stored(queue, pairs) {
+            for (stored, stalls) in read_stored(queue, pairs).into_iter().zip(stalls) {
                 match stored {
                     Stored::Task(message) => {
                         let stage =
                             if unstarted.contains(&message.id) { LeaseStage::Taken } else { LeaseStage::Started };
-                        expired.push(ExpiredLease { message, stage });
+                        expired.push(ExpiredLease { message, stage, stalls });
                     }
                     // Settled here, so the recoverer never meets it again; a failure is logged
                     // and retried on the next pass.

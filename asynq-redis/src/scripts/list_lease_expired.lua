@@ -8,18 +8,21 @@
 -- ARGV[1] -> the cutoff: leases scored at or before it have expired, Unix seconds plus 0.5, so
 --            that a lease no handler started expires in the second it names, as a started one
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
--- Returns: two arrays. The first is flat, of pairs: the task ID, then its encoded TaskMessage,
---          or nil when the ID has no task hash or the hash no `msg` (Go skips those, and they
---          stay active for good; the caller settles them with archive_corrupt.lua). The second
---          holds the IDs among them that no handler started.
-local found, unstarted = {}, {}
+-- Returns: three arrays. The first is flat, of pairs: the task ID, then its encoded
+--          TaskMessage, or nil when the ID has no task hash or the hash no `msg` (Go skips those,
+--          and they stay active for good; the caller settles them with archive_corrupt.lua). The
+--          second holds the IDs among them that no handler started. The third holds, for each
+--          pair, the task's stall count (the hash's `stalls`, a field of ours; 0 when absent).
+local found, unstarted, stalls = {}, {}, {}
 local expired = redis.call("ZRANGE", KEYS[1], "-inf", ARGV[1], "BYSCORE", "WITHSCORES")
 for i = 1, #expired, 2 do
     local id = expired[i]
     found[#found + 1] = id
-    found[#found + 1] = redis.call("HGET", ARGV[2] .. id, "msg")
+    local fields = redis.call("HMGET", ARGV[2] .. id, "msg", "stalls")
+    found[#found + 1] = fields[1]
+    stalls[#stalls + 1] = tonumber(fields[2]) or 0
     if tonumber(expired[i + 1]) % 1 ~= 0 then
         unstarted[#unstarted + 1] = id
     end
 end
-return {found, unstarted}
+return {found, unstarted, stalls}

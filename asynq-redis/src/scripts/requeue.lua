@@ -1,6 +1,7 @@
 -- requeue: gives an unfinished active task back to its queue, next in line (Go asynq's
 -- requeue, used at shutdown), and wakes idle Rust servers. No counter changes; pending_since is
--- not set, as in Go.
+-- not set, as in Go. For a started task whose lease expired and is forgiven, it also counts the
+-- stall in the task hash's `stalls`, a field of ours that Go never reads.
 --
 -- KEYS[1] -> asynq:{<q>}:active
 -- KEYS[2] -> asynq:{<q>}:lease
@@ -9,12 +10,16 @@
 -- KEYS[5] -> asynq:{<q>}:idle_workers
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the wake-up channel, asynq:{<q>}:ready
+-- ARGV[3] -> "1" to count a stall, "0" not to
 -- Returns: 1 done; 0 the task is not active (nothing written)
 if not take_active(KEYS[1], KEYS[2], ARGV[1]) then
     return 0
 end
 redis.call("RPUSH", KEYS[3], ARGV[1])
 redis.call("HSET", KEYS[4], "state", "pending")
+if ARGV[3] == "1" then
+    redis.call("HINCRBY", KEYS[4], "stalls", 1)
+end
 if redis.call("DEL", KEYS[5]) == 1 then
     redis.call("PUBLISH", ARGV[2], "")
 end
