@@ -97,7 +97,7 @@ impl CliError {
             Error::FailedPrecondition(_) | Error::DuplicateTask { .. } | Error::TaskIdConflict { .. } => {
                 (Failure::Precondition, None)
             }
-            Error::InvalidArgument { .. } => (Failure::Usage, None),
+            Error::InvalidArgument { .. } | Error::TooLarge { .. } => (Failure::Usage, None),
             Error::Broker(e) if e.is_transient() => {
                 (Failure::Connect, Some("check that Redis is running and reachable, then try again".to_owned()))
             }

@@ -32,7 +32,7 @@ pub use asynq_core::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet,
     WorkerInfo,
 };
-pub use asynq_core::{Error, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
+pub use asynq_core::{Error, FailureKind, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
 pub use inspector::{Inspector, ServerReport};
 pub use tracker::Tracker;
 
@@ -48,9 +48,14 @@ use std::sync::Arc;
 pub struct Client {
     broker: Arc<dyn Enqueue>,
     clock: Arc<dyn Clock>,
-    /// The largest payload accepted, in bytes; `None` for no limit of ours.
-    max_payload: Option<usize>,
+    /// The largest payload accepted, in bytes.
+    max_payload: usize,
 }
+
+/// The largest payload a [`Client`] accepts unless told otherwise ([`Client::with_max_payload`]):
+/// 64 MiB, far above what a task queue should carry (store big data elsewhere and enqueue its
+/// key) and far below Redis's limit on one value (`proto-max-bulk-len`, 512 MiB by default).
+pub const DEFAULT_MAX_PAYLOAD: usize = 64 * 1024 * 1024;
 
 impl Client {
     /// A client that enqueues into `broker`, reading time from the system clock.
@@ -60,7 +65,7 @@ impl Client {
 
     /// A client over a broker shared with other components.
     pub fn from_shared(broker: Arc<dyn Enqueue>) -> Self {
-        Self { broker, clock: Arc::new(SystemClock), max_payload: None }
+        Self { broker, clock: Arc::new(SystemClock), max_payload: DEFAULT_MAX_PAYLOAD }
     }
 
     /// Reads "now" from `clock` instead of the system clock (for tests).
@@ -69,13 +74,13 @@ impl Client {
         self
     }
 
-    /// Refuses tasks whose payload is longer than `bytes` with [`Error::InvalidArgument`] (field
-    /// `"payload"`), before anything is written.
+    /// Refuses tasks whose payload is longer than `bytes` (by default [`DEFAULT_MAX_PAYLOAD`])
+    /// with [`Error::TooLarge`], before anything is sent.
     ///
-    /// By default the client sets no limit of its own, as Go's client does; the broker's still
-    /// holds (Redis refuses a value over its `proto-max-bulk-len`, 512 MiB by default, with
-    /// [`Error::Broker`]). A limit keeps one oversized task from filling Redis's memory, and
-    /// from slowing every worker that dequeues it.
+    /// The limit keeps one oversized task from filling Redis's memory and from slowing every
+    /// worker that dequeues it. Go's client has none. Whatever it is, the Redis broker refuses
+    /// a task whose stored message would exceed Redis's limit on one value (512 MiB) the same
+    /// way, before sending it: Redis would close the connection every role shares.
     ///
     /// ```
     /// use asynq_client::{Client, Error, Task, TaskOptions};
@@ -86,19 +91,19 @@ impl Client {
     /// let client = Client::new(MemoryBroker::new()).with_max_payload(1024);
     /// let big = Task::new("upload", vec![0u8; 2048]);
     /// let refused = client.enqueue(&big, TaskOptions::new()).await;
-    /// assert!(matches!(refused, Err(Error::InvalidArgument { field: "payload", .. })));
+    /// assert!(matches!(refused, Err(Error::TooLarge { what: "payload", size: 2048, limit: 1024, .. })));
     /// # }
     /// ```
     pub fn with_max_payload(mut self, bytes: usize) -> Self {
-        self.max_payload = Some(bytes);
+        self.max_payload = bytes;
         self
     }
 
     /// Validates `task` with `options` applied over its own options and stores it: as pending
     /// when it is ready now, scheduled when it is due later, aggregating when it has a group.
     ///
-    /// Errors: [`Error::InvalidArgument`] for bad input (nothing is written),
-    /// [`Error::DuplicateTask`] when a unique task with the same queue, type and payload exists,
+    /// Errors: [`Error::InvalidArgument`] for bad input and [`Error::TooLarge`] for a payload
+    /// over the limit (nothing is written), [`Error::DuplicateTask`] when a unique task with the same queue, type and payload exists,
     /// [`Error::TaskIdConflict`] when the queue already holds a task with the given ID, and
     /// [`Error::Broker`] when the broker fails.
     pub async fn enqueue(&self, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
@@ -148,11 +153,10 @@ impl Client {
 
     /// The broker request for `task` and the info the caller gets back if it is stored.
     fn prepare(&self, task: &Task, options: &TaskOptions) -> Result<(EnqueueRequest, TaskInfo)> {
-        if let Some(max) = self.max_payload
-            && task.payload().len() > max
-        {
-            let reason = format!("payload of {} bytes is over the client's limit of {max} bytes", task.payload().len());
-            return Err(Error::invalid("payload", reason));
+        let size = task.payload().len();
+        if size > self.max_payload {
+            let limit_by = "Client::with_max_payload";
+            return Err(Error::TooLarge { what: "payload", size, limit: self.max_payload, limit_by });
         }
         let now = self.clock.now();
         let request = resolve_enqueue(task, options, now, || uuid::Uuid::new_v4().to_string())?;

@@ -83,6 +83,19 @@ pub enum Error {
         /// How long the wait lasted.
         timeout: std::time::Duration,
     },
+    /// A value is larger than a limit allows; nothing was written. Retrying the same call fails
+    /// again.
+    #[error("{what} of {size} bytes is over the limit of {limit} bytes ({limit_by}); nothing was written")]
+    TooLarge {
+        /// What is too large, e.g. `"payload"`.
+        what: &'static str,
+        /// Its size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+        /// Who sets the limit, e.g. `"Client::with_max_payload"`.
+        limit_by: &'static str,
+    },
     /// The broker lacks a capability the call needs (see
     /// [`Capabilities`](crate::broker::Capabilities)); nothing was done.
     #[error("the broker does not support {capability}")]
@@ -115,24 +128,64 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(self, Error::Broker(e) if e.is_transient())
     }
+
+    /// What the caller may do about this failure: retry ([`FailureKind::NotApplied`]), retry
+    /// only a call that is safe to repeat ([`FailureKind::OutcomeUnknown`]), or give up
+    /// ([`FailureKind::Permanent`]). Every error but [`Error::Broker`] is permanent: the call
+    /// itself is at fault, and nothing was written.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            Error::Broker(e) => e.kind(),
+            _ => FailureKind::Permanent,
+        }
+    }
+}
+
+/// What a failed call means for whoever made it.
+///
+/// A call whose outcome is unknown may have taken effect. For an enqueue, retry it with the
+/// same task ID ([`TaskOptions::task_id`](crate::TaskOptions::task_id)): if the first attempt
+/// stored the task, the retry fails with [`Error::TaskIdConflict`], which then means "already
+/// stored", and the task is never stored twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The call did not take effect (nothing reached the backend, or it refused the command
+    /// before running it) and may succeed later: retrying is safe.
+    NotApplied,
+    /// The call may have taken effect: no reply came (a timeout, or the connection was lost
+    /// after the command was sent). It may succeed later; retry only what is safe to repeat.
+    OutcomeUnknown,
+    /// Trying again will not help: bad input, a conflict, a bug, corrupt data or a
+    /// misconfiguration.
+    Permanent,
 }
 
 /// A failure inside a broker backend, with the backend's own error as its source.
 pub struct BrokerError {
-    transient: bool,
+    kind: FailureKind,
     message: String,
     source: Option<Box<dyn StdError + Send + Sync>>,
 }
 
 impl BrokerError {
-    /// A failure that may go away by itself (connection lost, timeout, server loading).
+    /// A failure that may go away by itself (a lost connection, a timeout) and whose call may
+    /// have taken effect ([`FailureKind::OutcomeUnknown`]): the safe assumption when the backend
+    /// cannot tell.
     pub fn transient(message: impl Into<String>, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        Self { transient: true, message: message.into(), source: Some(source.into()) }
+        Self { kind: FailureKind::OutcomeUnknown, message: message.into(), source: Some(source.into()) }
+    }
+
+    /// A failure that may go away by itself and whose call certainly did not take effect
+    /// ([`FailureKind::NotApplied`]): the connection was refused, or the backend refused the
+    /// command before running it (Redis loading its data, a Cluster slot moving).
+    pub fn not_applied(message: impl Into<String>, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self { kind: FailureKind::NotApplied, message: message.into(), source: Some(source.into()) }
     }
 
     /// A failure that retrying will not fix (a bug, corrupt data, a misconfiguration).
     pub fn permanent(message: impl Into<String>) -> Self {
-        Self { transient: false, message: message.into(), source: None }
+        Self { kind: FailureKind::Permanent, message: message.into(), source: None }
     }
 
     /// Attaches the backend error that caused this one.
@@ -143,7 +196,12 @@ impl BrokerError {
 
     /// True when retrying later may succeed.
     pub fn is_transient(&self) -> bool {
-        self.transient
+        self.kind != FailureKind::Permanent
+    }
+
+    /// Whether the call took effect, and whether retrying may help.
+    pub fn kind(&self) -> FailureKind {
+        self.kind
     }
 
     /// A copy with the same classification, its source folded into the message: for reporting
@@ -153,7 +211,7 @@ impl BrokerError {
             Some(source) => format!("{}: {source}", self.message),
             None => self.message.clone(),
         };
-        BrokerError { transient: self.transient, message, source: None }
+        BrokerError { kind: self.kind, message, source: None }
     }
 }
 
@@ -164,14 +222,18 @@ impl fmt::Display for BrokerError {
         if let Some(source) = &self.source {
             write!(f, ": {source}")?;
         }
-        Ok(())
+        match self.kind {
+            FailureKind::OutcomeUnknown => f.write_str(" (the command may have run)"),
+            FailureKind::NotApplied => f.write_str(" (the command did not run)"),
+            FailureKind::Permanent => Ok(()),
+        }
     }
 }
 
 impl fmt::Debug for BrokerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BrokerError")
-            .field("transient", &self.transient)
+            .field("kind", &self.kind)
             .field("message", &self.message)
             .field("source", &self.source)
             .finish()

@@ -41,7 +41,7 @@ pub use aggregate::{validate_aggregation_completion, validate_aggregation_set, v
 pub use broker::Broker;
 pub use cancel::validate_task_id;
 pub use clock::{Clock, SimulatedClock, SystemClock};
-pub use error::{BrokerError, Error, Result};
+pub use error::{BrokerError, Error, FailureKind, Result};
 pub use info::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, WorkerInfo,
 };

@@ -36,19 +36,35 @@ pub enum ConnectError {
     },
 }
 
-/// A Redis error as a core broker error: transient when reconnecting or retrying may fix it.
+/// A Redis error as a core broker error, classified by what the caller may do
+/// ([`FailureKind`](asynq_core::FailureKind)): permanent when retrying cannot help; not applied
+/// when the connection was refused or Redis refused the command before running it (loading its
+/// data, a Cluster slot moving or down, a replica that takes no writes); otherwise (a timeout, a
+/// connection lost with the command sent) the command may have run.
 pub(crate) fn broker_error(context: &str, err: redis::RedisError) -> asynq_core::Error {
-    use redis::{ErrorKind, RetryMethod};
+    use redis::{ErrorKind, RetryMethod, ServerErrorKind};
     let permanent = matches!(err.kind(), ErrorKind::AuthenticationFailed | ErrorKind::InvalidClientConfig)
         || matches!(err.retry_method(), RetryMethod::NoRetry);
+    let refused_before_running = err.is_connection_refusal()
+        || matches!(
+            err.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ReadOnly
+                    | ServerErrorKind::Moved
+                    | ServerErrorKind::Ask
+            )
+        );
     let error = if permanent {
         BrokerError::permanent(context.to_owned()).with_source(err)
+    } else if refused_before_running {
+        BrokerError::not_applied(context.to_owned(), err)
     } else if err.is_timeout() {
-        // Whoever retries must know that the first attempt may have taken effect.
-        let message = format!(
-            "{context}: no reply from Redis within the response timeout (RedisConfig::response_timeout); \
-             the command may still have run"
-        );
+        let message =
+            format!("{context}: no reply from Redis within the response timeout (RedisConfig::response_timeout)");
         BrokerError::transient(message, err)
     } else {
         BrokerError::transient(context.to_owned(), err)
@@ -59,4 +75,39 @@ pub(crate) fn broker_error(context: &str, err: redis::RedisError) -> asynq_core:
 /// A reply that does not have the shape the script promises: a bug or corrupt data.
 pub(crate) fn unexpected(context: &str, what: impl std::fmt::Display) -> asynq_core::Error {
     asynq_core::Error::Broker(BrokerError::permanent(format!("{context}: {what}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asynq_core::FailureKind;
+    use redis::{ErrorKind, RedisError, ServerErrorKind};
+
+    fn kind(err: RedisError) -> FailureKind {
+        broker_error("enqueue", err).kind()
+    }
+
+    #[test]
+    fn failures_say_whether_the_command_may_have_run() {
+        let io = |kind| RedisError::from(std::io::Error::from(kind));
+        assert_eq!(kind(io(std::io::ErrorKind::ConnectionRefused)), FailureKind::NotApplied);
+        assert_eq!(
+            kind(RedisError::from((ErrorKind::Server(ServerErrorKind::BusyLoading), "loading"))),
+            FailureKind::NotApplied
+        );
+        assert_eq!(
+            kind(RedisError::from((ErrorKind::Server(ServerErrorKind::ReadOnly), "replica"))),
+            FailureKind::NotApplied
+        );
+        // Sent, and no reply: the command may have run.
+        assert_eq!(kind(io(std::io::ErrorKind::BrokenPipe)), FailureKind::OutcomeUnknown);
+        assert_eq!(kind(io(std::io::ErrorKind::ConnectionReset)), FailureKind::OutcomeUnknown);
+        assert_eq!(kind(io(std::io::ErrorKind::TimedOut)), FailureKind::OutcomeUnknown);
+        assert_eq!(kind(RedisError::from((ErrorKind::AuthenticationFailed, "bad password"))), FailureKind::Permanent);
+
+        let text = broker_error("enqueue", io(std::io::ErrorKind::BrokenPipe)).to_string();
+        assert!(text.ends_with("(the command may have run)"), "{text}");
+        let text = broker_error("enqueue", io(std::io::ErrorKind::ConnectionRefused)).to_string();
+        assert!(text.ends_with("(the command did not run)"), "{text}");
+    }
 }

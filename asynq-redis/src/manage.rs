@@ -158,6 +158,7 @@ impl Manage for RedisBroker {
                 .map_err(|e| unexpected("cannot decode a task message", e))?;
             msg.payload = payload.clone();
             let new = msg.encode_to_vec();
+            crate::broker::check_value_len("task message", new.len())?;
             let mut call = ScriptCall::new(&SCRIPTS.update_task_payload);
             call.key(k.task(id)).arg(new.as_slice()).arg(old.as_slice());
             match call.run::<i64>(&mut self.conn(), "update task payload").await? {

@@ -28,4 +28,23 @@ impl Role {
             tracing::error!(error = %e, "a background role panicked");
         }
     }
+
+    /// Cancels the loop and waits for it to end until `deadline`, then aborts it (a loop stuck in
+    /// a call to a backend that does not answer); returns whether it ended by itself. `name`
+    /// names the loop in the log.
+    pub async fn stop_by(mut self, deadline: tokio::time::Instant, name: &str) -> bool {
+        self.stop.cancel();
+        match tokio::time::timeout_at(deadline, &mut self.handle).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::error!(role = name, error = %e, "a background role panicked");
+                true
+            }
+            Err(_) => {
+                self.handle.abort();
+                tracing::warn!(role = name, "a background role did not stop in time; abandoned it");
+                false
+            }
+        }
+    }
 }

@@ -65,4 +65,4 @@ pub use handler::{Handler, HandlerError, HandlerFn, ResultWriter, TaskContext, h
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};
 pub use observe::{AttemptOutcome, AttemptReport, TASK_SPAN_NAME, TaskObserver};
-pub use server::Server;
+pub use server::{SHUTDOWN_MARGIN, Server};

@@ -336,15 +336,23 @@ impl Processor {
     }
 
     /// Waits up to the shutdown timeout for running tasks, then cancels the rest and gives
-    /// them back to their queues. Call after the fetch loop has stopped.
-    pub(crate) async fn shutdown(&self) {
+    /// them back to their queues, waiting for those writes until `deadline` at the latest (a
+    /// broker that does not answer): what is not written by then is left to lease recovery,
+    /// which gives the tasks back charged nothing. Call after the fetch loop has stopped.
+    pub(crate) async fn shutdown(&self, deadline: tokio::time::Instant) {
         let s = &self.shared;
         s.draining.cancel();
         s.running.close();
-        if tokio::time::timeout(s.config.shutdown_timeout, s.running.wait()).await.is_err() {
+        let drained = tokio::time::Instant::now() + s.config.shutdown_timeout;
+        if tokio::time::timeout_at(drained.min(deadline), s.running.wait()).await.is_err() {
             tracing::warn!(running = s.active.len(), "shutdown timeout reached; requeueing unfinished tasks");
             s.abandon.cancel();
-            s.running.wait().await;
+            if tokio::time::timeout_at(deadline, s.running.wait()).await.is_err() {
+                tracing::warn!(
+                    unwritten = s.active.snapshot().len(),
+                    "the broker did not take the last outcomes in time; leaving those tasks to lease recovery"
+                );
+            }
         }
     }
 

@@ -20,6 +20,7 @@ use asynq_core::{Error, Result, ServerInfo, ServerStatus};
 use asynq_runtime::{Role, hostname};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A worker server: takes tasks from a broker and runs a [`Handler`] on them, with the
 /// background roles that keep the queues healthy (forwarding due tasks, extending leases,
@@ -44,6 +45,14 @@ pub struct Server {
     status: StatusCell,
     running: Option<Running>,
 }
+
+/// How much longer than [`Config::shutdown_timeout`] [`Server::shutdown`] may take at most: for
+/// the fetch loop to stop, the last writes (tasks given back, outcomes, the server's records)
+/// and the roles to end. With a broker that answers, shutdown takes a few round trips of it.
+pub const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
+
+/// How long a fetch in flight may take to finish when shutdown begins.
+const FETCH_STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// The roles of a started server, each with the token that stops it.
 struct Running {
@@ -248,30 +257,43 @@ impl Server {
 
     /// Stops the server: no new tasks are taken, running tasks get up to the shutdown timeout to
     /// finish, and those that do not are given back to the front of their queues.
+    ///
+    /// Returns within the shutdown timeout plus [`SHUTDOWN_MARGIN`], even when the broker does
+    /// not answer (Redis frozen or gone): what could not be written by then (an outcome, the
+    /// give-back of a task, the removal of the server's records) is left to lease recovery and
+    /// to the records' TTL, and no task is lost or charged for it.
     pub async fn shutdown(&mut self) {
         let Some(running) = self.running.take() else { return };
         self.status.set(ServerStatus::Closed);
-        // Order matters. Forwarding and fetching stop first, so no new work starts. Then the
-        // processor drains or requeues what runs, while the heartbeater keeps extending the
-        // leases of tasks still running. The syncer makes a last attempt at failed writes after
-        // every task has settled. The subscriber stops once no task runs that it could cancel.
-        // The heartbeater goes last and removes the server's records.
-        running.forwarder.stop().await;
-        running.fetching.stop().await;
-        running.processor.shutdown().await;
-        running.recoverer.stop().await;
-        running.syncer.stop().await;
-        if let Some(subscriber) = running.subscriber {
-            subscriber.stop().await;
-        }
-        running.janitor.stop().await;
-        if let Some(aggregator) = running.aggregator {
-            aggregator.stop().await;
-        }
-        if let Some(healthcheck) = running.healthcheck {
-            healthcheck.stop().await;
-        }
-        running.heartbeat.stop().await;
+        let started = tokio::time::Instant::now();
+        let deadline = started + self.config.shutdown_timeout + SHUTDOWN_MARGIN;
+        // Order matters. Forwarding and fetching stop first, so no new work starts (a fetch
+        // stuck in a call is abandoned after a second: a dequeue whose reply never comes costs
+        // its tasks nothing). Then the processor drains or requeues what runs, while the
+        // heartbeater keeps extending the leases of tasks still running. The syncer makes a
+        // last attempt at failed writes after every task has settled. The subscriber stops once
+        // no task runs that it could cancel. The heartbeater goes last and removes the server's
+        // records. Every stop ends by the deadline.
+        let fetch_stopped = (started + FETCH_STOP_GRACE).min(deadline);
+        futures::future::join(
+            running.forwarder.stop_by(fetch_stopped, "forwarder"),
+            running.fetching.stop_by(fetch_stopped, "processor's fetch loop"),
+        )
+        .await;
+        running.processor.shutdown(deadline).await;
+        let mut rest = vec![
+            running.recoverer.stop_by(deadline, "recoverer"),
+            running.syncer.stop_by(deadline, "syncer"),
+            running.janitor.stop_by(deadline, "janitor"),
+        ];
+        let optional = [
+            (running.subscriber, "subscriber"),
+            (running.aggregator, "aggregator"),
+            (running.healthcheck, "health checker"),
+        ];
+        rest.extend(optional.into_iter().filter_map(|(role, name)| role.map(|role| role.stop_by(deadline, name))));
+        futures::future::join_all(rest).await;
+        running.heartbeat.stop_by(deadline, "heartbeater").await;
         tracing::info!(server_id = %self.info.server_id, "server shut down");
     }
 

@@ -52,17 +52,24 @@ impl Syncer {
         self.queue().len()
     }
 
-    /// Retries every queued write once; returns how many succeeded. Writes whose lease ran
+    /// Retries every queued write once, all in one batch (so a broker that does not answer
+    /// costs one wait, not one per write); returns how many succeeded. Writes whose lease ran
     /// out are dropped, and transient failures are kept for the next tick.
     pub(crate) async fn tick(&self) -> usize {
-        let due = std::mem::take(&mut *self.queue());
+        let now = self.clock.now();
+        let (due, expired): (Vec<Pending>, Vec<Pending>) =
+            std::mem::take(&mut *self.queue()).into_iter().partition(|p| now <= p.give_up_at);
+        for p in expired {
+            tracing::warn!(task_id = %p.message.id, "lease expired before the outcome could be written; leaving the task to the recoverer");
+        }
+        if due.is_empty() {
+            return 0;
+        }
+        let items = due.iter().map(|p| (p.message.clone(), p.outcome.clone())).collect();
+        let results = self.broker.finish_batch(items).await;
         let mut written = 0;
-        for p in due {
-            if self.clock.now() > p.give_up_at {
-                tracing::warn!(task_id = %p.message.id, "lease expired before the outcome could be written; leaving the task to the recoverer");
-                continue;
-            }
-            match self.broker.finish(&p.message, p.outcome.clone()).await {
+        for (p, result) in due.into_iter().zip(results) {
+            match result {
                 Ok(()) => written += 1,
                 Err(e @ Error::Broker(_)) => {
                     tracing::debug!(task_id = %p.message.id, error = %e, "outcome write failed again");

@@ -64,7 +64,7 @@ impl From<asynq_core::Error> for ApiError {
     fn from(error: asynq_core::Error) -> Self {
         use asynq_core::Error as E;
         match &error {
-            E::InvalidArgument { .. } => Self::bad_request("invalid_argument", error.to_string()),
+            E::InvalidArgument { .. } | E::TooLarge { .. } => Self::bad_request("invalid_argument", error.to_string()),
             E::QueueNotFound { .. } => Self::not_found("queue_not_found", error.to_string()),
             E::TaskNotFound { .. } => Self::not_found("task_not_found", error.to_string()),
             E::QueueNotEmpty { .. } => Self::new(

@@ -21,12 +21,14 @@ pub struct FlakyBroker<B> {
     inner: B,
     down: Arc<AtomicBool>,
     lose_dequeue_reply: Arc<AtomicBool>,
+    /// While set, every call waits this long (a response timeout) and then fails.
+    frozen: Arc<std::sync::Mutex<Option<Duration>>>,
 }
 
 impl<B> FlakyBroker<B> {
     /// Wraps `inner`, up.
     pub fn new(inner: B) -> Self {
-        Self { inner, down: Arc::default(), lose_dequeue_reply: Arc::default() }
+        Self { inner, down: Arc::default(), lose_dequeue_reply: Arc::default(), frozen: Arc::default() }
     }
 
     /// Makes the next dequeue run on the inner broker and then fail as if its reply were lost
@@ -40,12 +42,25 @@ impl<B> FlakyBroker<B> {
         self.down.store(true, Ordering::SeqCst);
     }
 
-    /// Makes calls succeed again.
+    /// Makes calls succeed again (after [`go_down`](Self::go_down) or [`freeze`](Self::freeze)).
     pub fn come_back(&self) {
         self.down.store(false, Ordering::SeqCst);
+        *self.frozen.lock().expect("frozen lock poisoned") = None;
     }
 
-    fn check(&self) -> Result<()> {
+    /// Makes every following call hang for `response_timeout` and then fail with a transient
+    /// timeout, as calls to a frozen Redis do.
+    pub fn freeze(&self, response_timeout: Duration) {
+        *self.frozen.lock().expect("frozen lock poisoned") = Some(response_timeout);
+    }
+
+    async fn check(&self) -> Result<()> {
+        let frozen = *self.frozen.lock().expect("frozen lock poisoned");
+        if let Some(timeout) = frozen {
+            tokio::time::sleep(timeout).await;
+            let cause = std::io::Error::new(std::io::ErrorKind::TimedOut, "no reply within the response timeout");
+            return Err(Error::Broker(BrokerError::transient("broker frozen", cause)));
+        }
         if self.down.load(Ordering::SeqCst) {
             let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
             return Err(Error::Broker(BrokerError::transient("broker unreachable", cause)));
@@ -57,7 +72,7 @@ impl<B> FlakyBroker<B> {
 #[async_trait]
 impl<B: Enqueue> Enqueue for FlakyBroker<B> {
     async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.enqueue(request).await
     }
 }
@@ -65,7 +80,7 @@ impl<B: Enqueue> Enqueue for FlakyBroker<B> {
 #[async_trait]
 impl<B: Dequeue> Dequeue for FlakyBroker<B> {
     async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
-        self.check()?;
+        self.check().await?;
         let taken = self.inner.dequeue(queues, max).await?;
         if !taken.is_empty() && self.lose_dequeue_reply.swap(false, Ordering::SeqCst) {
             let cause = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by peer");
@@ -79,17 +94,17 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
     }
 
     async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.finish(message, outcome).await
     }
 
     async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
-        self.check()?;
+        self.check().await?;
         self.inner.extend_leases(queue, ids, stage).await
     }
 
     async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.write_result(queue, id, result).await
     }
 }
@@ -97,7 +112,7 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
 #[async_trait]
 impl<B: Forward> Forward for FlakyBroker<B> {
     async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
-        self.check()?;
+        self.check().await?;
         self.inner.forward_ready(queues).await
     }
 }
@@ -105,7 +120,7 @@ impl<B: Forward> Forward for FlakyBroker<B> {
 #[async_trait]
 impl<B: Recover> Recover for FlakyBroker<B> {
     async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
-        self.check()?;
+        self.check().await?;
         self.inner.list_lease_expired(queues, cutoff).await
     }
 }
@@ -113,7 +128,7 @@ impl<B: Recover> Recover for FlakyBroker<B> {
 #[async_trait]
 impl<B: Janitor> Janitor for FlakyBroker<B> {
     async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize> {
-        self.check()?;
+        self.check().await?;
         self.inner.delete_expired_completed(queue, batch_size).await
     }
 }
@@ -121,12 +136,12 @@ impl<B: Janitor> Janitor for FlakyBroker<B> {
 #[async_trait]
 impl<B: ServerState> ServerState for FlakyBroker<B> {
     async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.write_server_state(server, workers, ttl).await
     }
 
     async fn clear_server_state(&self, server: &ServerInfo) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.clear_server_state(server).await
     }
 }
@@ -153,7 +168,7 @@ impl<B: asynq_core::Broker> asynq_core::broker::Capabilities for FlakyBroker<B> 
 #[async_trait]
 impl<B: Health> Health for FlakyBroker<B> {
     async fn ping(&self) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.ping().await
     }
 }
@@ -161,57 +176,57 @@ impl<B: Health> Health for FlakyBroker<B> {
 #[async_trait]
 impl<B: Inspect> Inspect for FlakyBroker<B> {
     async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
-        self.check()?;
+        self.check().await?;
         self.inner.servers().await
     }
 
     async fn queues(&self) -> Result<Vec<String>> {
-        self.check()?;
+        self.check().await?;
         self.inner.queues().await
     }
 
     async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
-        self.check()?;
+        self.check().await?;
         self.inner.queue_info(queue).await
     }
 
     async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
-        self.check()?;
+        self.check().await?;
         self.inner.task_info(queue, id).await
     }
 
     async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
-        self.check()?;
+        self.check().await?;
         self.inner.list_tasks(queue, state, page).await
     }
 
     async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
-        self.check()?;
+        self.check().await?;
         self.inner.list_group_tasks(queue, group, page).await
     }
 
     async fn history(&self, queue: &str, days: usize) -> Result<Vec<asynq_core::DailyStats>> {
-        self.check()?;
+        self.check().await?;
         self.inner.history(queue, days).await
     }
 
     async fn backend_info(&self) -> Result<asynq_core::BackendInfo> {
-        self.check()?;
+        self.check().await?;
         self.inner.backend_info().await
     }
 
     async fn queue_location(&self, queue: &str) -> Result<Option<asynq_core::QueueLocation>> {
-        self.check()?;
+        self.check().await?;
         self.inner.queue_location(queue).await
     }
 
     async fn pause_queue(&self, queue: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.pause_queue(queue).await
     }
 
     async fn unpause_queue(&self, queue: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.unpause_queue(queue).await
     }
 }
@@ -219,42 +234,42 @@ impl<B: Inspect> Inspect for FlakyBroker<B> {
 #[async_trait]
 impl<B: asynq_core::broker::Manage> asynq_core::broker::Manage for FlakyBroker<B> {
     async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.run_task(queue, id).await
     }
 
     async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.archive_task(queue, id).await
     }
 
     async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.delete_task(queue, id).await
     }
 
     async fn run_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
-        self.check()?;
+        self.check().await?;
         self.inner.run_all(queue, set).await
     }
 
     async fn archive_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
-        self.check()?;
+        self.check().await?;
         self.inner.archive_all(queue, set).await
     }
 
     async fn delete_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
-        self.check()?;
+        self.check().await?;
         self.inner.delete_all(queue, set).await
     }
 
     async fn update_task_payload(&self, queue: &str, id: &str, payload: bytes::Bytes) -> Result<TaskInfo> {
-        self.check()?;
+        self.check().await?;
         self.inner.update_task_payload(queue, id, payload).await
     }
 
     async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.delete_queue(queue, force).await
     }
 }
@@ -262,12 +277,12 @@ impl<B: asynq_core::broker::Manage> asynq_core::broker::Manage for FlakyBroker<B
 #[async_trait]
 impl<B: asynq_core::broker::Cancel> asynq_core::broker::Cancel for FlakyBroker<B> {
     async fn cancel(&self, id: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.cancel(id).await
     }
 
     async fn cancellations(&self) -> Result<futures::stream::BoxStream<'static, String>> {
-        self.check()?;
+        self.check().await?;
         self.inner.cancellations().await
     }
 }
@@ -275,7 +290,7 @@ impl<B: asynq_core::broker::Cancel> asynq_core::broker::Cancel for FlakyBroker<B
 #[async_trait]
 impl<B: asynq_core::broker::Wait> asynq_core::broker::Wait for FlakyBroker<B> {
     async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<asynq_core::TaskOutcome> {
-        self.check()?;
+        self.check().await?;
         self.inner.wait_for_outcome(queue, id, timeout).await
     }
 }
@@ -283,7 +298,7 @@ impl<B: asynq_core::broker::Wait> asynq_core::broker::Wait for FlakyBroker<B> {
 #[async_trait]
 impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBroker<B> {
     async fn groups(&self, queue: &str) -> Result<Vec<asynq_core::broker::GroupInfo>> {
-        self.check()?;
+        self.check().await?;
         self.inner.groups(queue).await
     }
 
@@ -293,7 +308,7 @@ impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBr
         group: &str,
         limits: asynq_core::broker::AggregationLimits,
     ) -> Result<Option<String>> {
-        self.check()?;
+        self.check().await?;
         self.inner.aggregation_check(queue, group, limits).await
     }
 
@@ -303,7 +318,7 @@ impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBr
         group: &str,
         set_id: &str,
     ) -> Result<asynq_core::broker::AggregationSet> {
-        self.check()?;
+        self.check().await?;
         self.inner.read_aggregation_set(queue, group, set_id).await
     }
 
@@ -314,17 +329,17 @@ impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBr
         set_id: &str,
         request: EnqueueRequest,
     ) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.complete_aggregation(queue, group, set_id, request).await
     }
 
     async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.delete_aggregation_set(queue, group, set_id).await
     }
 
     async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize> {
-        self.check()?;
+        self.check().await?;
         self.inner.reclaim_stale_aggregation_sets(queue).await
     }
 }
@@ -337,17 +352,17 @@ impl<B: asynq_core::broker::SchedulerState> asynq_core::broker::SchedulerState f
         entries: &[asynq_core::broker::SchedulerEntry],
         ttl: Duration,
     ) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.write_scheduler_entries(scheduler_id, entries, ttl).await
     }
 
     async fn clear_scheduler_entries(&self, scheduler_id: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.clear_scheduler_entries(scheduler_id).await
     }
 
     async fn scheduler_entries(&self) -> Result<Vec<asynq_core::broker::SchedulerEntry>> {
-        self.check()?;
+        self.check().await?;
         self.inner.scheduler_entries().await
     }
 
@@ -356,12 +371,12 @@ impl<B: asynq_core::broker::SchedulerState> asynq_core::broker::SchedulerState f
         entry_id: &str,
         event: &asynq_core::broker::SchedulerEnqueueEvent,
     ) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.record_scheduler_enqueue(entry_id, event).await
     }
 
     async fn clear_scheduler_history(&self, entry_id: &str) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.clear_scheduler_history(entry_id).await
     }
 
@@ -370,17 +385,17 @@ impl<B: asynq_core::broker::SchedulerState> asynq_core::broker::SchedulerState f
         entry_id: &str,
         page: Page,
     ) -> Result<Vec<asynq_core::broker::SchedulerEnqueueEvent>> {
-        self.check()?;
+        self.check().await?;
         self.inner.scheduler_history(entry_id, page).await
     }
 
     async fn mark_fire_enqueued(&self, fire_id: &str, ttl: Duration) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.mark_fire_enqueued(fire_id, ttl).await
     }
 
     async fn fire_enqueued(&self, fire_id: &str) -> Result<bool> {
-        self.check()?;
+        self.check().await?;
         self.inner.fire_enqueued(fire_id).await
     }
 }
@@ -394,12 +409,12 @@ impl<B: asynq_core::rate_limit::RateLimiter> asynq_core::rate_limit::RateLimiter
         wanted: u32,
         now: SystemTime,
     ) -> Result<u32> {
-        self.check()?;
+        self.check().await?;
         self.inner.take_tokens(queue, limit, wanted, now).await
     }
 
     async fn give_back_tokens(&self, queue: &str, limit: &asynq_core::rate_limit::RateLimit, count: u32) -> Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.give_back_tokens(queue, limit, count).await
     }
 }

@@ -46,14 +46,15 @@ async fn a_payload_over_the_clients_limit_is_refused_before_anything_is_written(
     let h = Harness::new();
     let client = h.client.clone().with_max_payload(16);
     let big = Task::new("t", vec![7u8; 17]);
-    match client.enqueue(&big, TaskOptions::new()).await {
-        Err(Error::InvalidArgument { field: "payload", reason }) => assert!(reason.contains("17 bytes"), "{reason}"),
-        other => panic!("expected the payload to be refused, got {other:?}"),
-    }
+    let refused = client.enqueue(&big, TaskOptions::new()).await.unwrap_err();
+    assert!(matches!(refused, Error::TooLarge { what: "payload", size: 17, limit: 16, .. }), "{refused:?}");
+    assert!(!refused.is_transient(), "retrying cannot help");
+    let message = refused.to_string();
+    assert!(message.contains("17 bytes") && message.contains("16 bytes"), "{message}");
     let batch = client.enqueue_batch(&[(big.clone(), TaskOptions::new())]).await;
-    assert!(matches!(batch[0], Err(Error::InvalidArgument { field: "payload", .. })), "{batch:?}");
+    assert!(matches!(batch[0], Err(Error::TooLarge { what: "payload", .. })), "{batch:?}");
     assert!(h.broker.queues().await.unwrap().is_empty(), "nothing was written");
-    // At the limit, and without one (the default), the task is stored.
+    // At the limit, and under the default limit, the task is stored.
     client.enqueue(&Task::new("t", vec![7u8; 16]), TaskOptions::new()).await.unwrap();
     h.client.enqueue(&big, TaskOptions::new()).await.unwrap();
     assert_eq!(h.queue("default").await.pending, 2);
@@ -106,4 +107,14 @@ async fn an_invalid_server_configuration_is_refused() {
     for config in bad {
         assert!(matches!(Server::new(h.broker.clone(), config), Err(Error::InvalidArgument { .. })));
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_payload_limit_is_64_mib() {
+    let h = Harness::new();
+    assert_eq!(asynq_client::DEFAULT_MAX_PAYLOAD, 64 * 1024 * 1024);
+    let over = Task::new("t", vec![0u8; asynq_client::DEFAULT_MAX_PAYLOAD + 1]);
+    let refused = h.client.enqueue(&over, TaskOptions::new()).await.unwrap_err();
+    assert!(matches!(refused, Error::TooLarge { limit: asynq_client::DEFAULT_MAX_PAYLOAD, .. }), "{refused:?}");
+    assert!(h.broker.queues().await.unwrap().is_empty(), "nothing was written");
 }

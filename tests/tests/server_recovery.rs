@@ -257,3 +257,40 @@ async fn the_server_publishes_itself_and_its_workers_while_running() {
     server.shutdown().await;
     assert!(h.broker.servers().await.unwrap().is_empty(), "shutdown removes the server's records");
 }
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_ends_within_its_bound_while_the_broker_is_frozen_and_loses_nothing() {
+    let h = Harness::new();
+    let flaky = FlakyBroker::new(h.broker.clone());
+    let rec = Recorder::default();
+    let config = Config { shutdown_timeout: secs(8), ..h.config("default", 2) };
+    let mut server = Server::new(flaky.clone(), config).unwrap();
+    server
+        .start(rec.handler(h.clock.clone(), |_, _| async {
+            tokio::time::sleep(secs(3600)).await;
+            Ok(())
+        }))
+        .unwrap();
+    for _ in 0..4 {
+        h.client.enqueue(&Task::new("long", ""), TaskOptions::new()).await.unwrap();
+    }
+    h.eventually(secs(5), "two tasks run", || async { rec.len() == 2 }).await;
+
+    // Every call now waits out a 5 s response timeout and fails, as with a frozen Redis.
+    flaky.freeze(secs(5));
+    let before = tokio::time::Instant::now();
+    server.shutdown().await;
+    let took = before.elapsed();
+    assert!(took <= secs(8) + asynq_server::SHUTDOWN_MARGIN, "shutdown took {took:?}");
+
+    // Nothing is lost or charged: another server gets the two tasks back once their leases
+    // expire (a first stall is forgiven), and runs them with the two that never started.
+    let after = Recorder::default();
+    let mut survivor = Server::new(h.broker.clone(), h.config("default", 2)).unwrap();
+    survivor.start(after.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    h.eventually(secs(300), "the four tasks run", || async { h.queue("default").await.processed_total == 4 }).await;
+    let q = h.queue("default").await;
+    assert_eq!((q.failed_total, q.size), (0, 0));
+    assert!(after.calls().iter().all(|c| c.retry_count == 0));
+    survivor.shutdown().await;
+}

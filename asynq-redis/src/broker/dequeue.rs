@@ -344,6 +344,7 @@ impl Dequeue for RedisBroker {
     }
 
     async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+        check_value_len("result", result.len())?;
         let mut invocation = ScriptCall::new(&SCRIPTS.write_result);
         invocation.key(QueueKeys::new(queue).task(id)).arg(result.as_ref());
         match invocation.run::<i64>(&mut self.conn(), "write result").await? {

@@ -18,6 +18,7 @@ impl RedisBroker {
     ) -> Result<(ScriptCall, TaskMessage)> {
         let mut msg = request.message;
         validate_queue_name(&msg.queue)?;
+        checked_message_len(&msg)?;
         let k = QueueKeys::new(&msg.queue);
         let unique_key = request.unique_ttl.map(|_| k.unique(&msg.type_name, &msg.payload));
         if let Some(key) = &unique_key {
@@ -75,7 +76,7 @@ impl Enqueue for RedisBroker {
         for (index, request) in requests.into_iter().enumerate() {
             results.push(None);
             if request.placement == Placement::Pending && request.unique_ttl.is_none() {
-                if let Err(e) = validate_queue_name(&request.message.queue) {
+                if let Err(e) = validate_queue_name(&request.message.queue).and(checked_message_len(&request.message)) {
                     results[index] = Some(Err(e));
                     continue;
                 }
@@ -124,7 +125,18 @@ impl QueueCalls {
             return;
         }
         let k = QueueKeys::new(queue);
-        for chunk in self.plain.chunks(ENQUEUE_BATCH) {
+        let mut chunks: Vec<&[(usize, TaskMessage)]> = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (end, (_, msg)) in self.plain.iter().enumerate() {
+            let len = proto::TaskMessage::from(msg).encoded_len();
+            if end > start && (end - start == ENQUEUE_BATCH || bytes + len > ENQUEUE_BATCH_BYTES) {
+                chunks.push(&self.plain[start..end]);
+                (start, bytes) = (end, 0);
+            }
+            bytes += len;
+        }
+        chunks.push(&self.plain[start..]);
+        for chunk in chunks {
             let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
             call.key(k.pending()).key(k.idle_workers());
             call.arg(unix_nanos(now)).arg(k.task_prefix()).arg(k.ready_channel());
