@@ -35,7 +35,7 @@ enum Cmd {
         profile: String,
         /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
         /// sentinel-failover, cluster-failover, redis-frozen, restart-redis-repeatedly,
-        /// kill-prefetching-worker) or `all`.
+        /// kill-prefetching-worker, oversized-enqueue) or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,
     },
@@ -64,6 +64,9 @@ enum Cmd {
         retry_delay_ms: u64,
         #[arg(long, default_value_t = 5_000)]
         response_timeout_ms: u64,
+        /// Enqueue one 600 MiB task through the server's own broker this long after starting.
+        #[arg(long)]
+        oversized_enqueue_after_ms: Option<u64>,
     },
     /// Enqueue tasks, appending each acknowledged ID to a file.
     Produce {
@@ -117,6 +120,7 @@ fn main() -> ExitCode {
             delayed_task_check_interval_ms,
             retry_delay_ms,
             response_timeout_ms,
+            oversized_enqueue_after_ms,
         } => block_on(worker::run(WorkerOptions {
             redis_url,
             queue,
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
             delayed_task_check_interval: Duration::from_millis(delayed_task_check_interval_ms),
             retry_delay: Duration::from_millis(retry_delay_ms),
             response_timeout: Duration::from_millis(response_timeout_ms),
+            oversized_enqueue_after: oversized_enqueue_after_ms.map(Duration::from_millis),
         })),
         Cmd::Produce {
             redis_url,

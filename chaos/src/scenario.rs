@@ -110,11 +110,13 @@ pub enum Scenario {
     RestartRedisRepeatedly,
     /// `kill -9` of a worker with a full prefetch buffer, tasks with `max_retry(0)`.
     KillPrefetchingWorker,
+    /// A 600 MiB enqueue through the broker a running server uses, tasks with `max_retry(0)`.
+    OversizedEnqueue,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 10] = [
+    pub const ALL: [Scenario; 11] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -125,6 +127,7 @@ impl Scenario {
         Self::RedisFrozen,
         Self::RestartRedisRepeatedly,
         Self::KillPrefetchingWorker,
+        Self::OversizedEnqueue,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -140,6 +143,7 @@ impl Scenario {
             Self::RedisFrozen => "redis-frozen",
             Self::RestartRedisRepeatedly => "restart-redis-repeatedly",
             Self::KillPrefetchingWorker => "kill-prefetching-worker",
+            Self::OversizedEnqueue => "oversized-enqueue",
         }
     }
 
@@ -164,6 +168,7 @@ impl Scenario {
             Self::RedisFrozen => redis_frozen(profile, bin),
             Self::RestartRedisRepeatedly => restart_redis_repeatedly(profile, bin),
             Self::KillPrefetchingWorker => kill_prefetching_worker(profile, bin),
+            Self::OversizedEnqueue => oversized_enqueue(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -268,6 +273,7 @@ struct WorkerSpec {
     delayed_task_check_interval: Duration,
     retry_delay: Duration,
     response_timeout: Duration,
+    oversized_enqueue_after: Option<Duration>,
 }
 
 impl Default for WorkerSpec {
@@ -280,6 +286,7 @@ impl Default for WorkerSpec {
             delayed_task_check_interval: Duration::from_secs(1),
             retry_delay: Duration::from_secs(1),
             response_timeout: Duration::from_secs(5),
+            oversized_enqueue_after: None,
         }
     }
 }
@@ -488,6 +495,9 @@ impl Stage {
         ];
         if let Some(max) = spec.max_sleep {
             args.push(format!("--max-sleep-ms={}", max.as_millis()));
+        }
+        if let Some(after) = spec.oversized_enqueue_after {
+            args.push(format!("--oversized-enqueue-after-ms={}", after.as_millis()));
         }
         self.spawn(label, args)
     }
@@ -1127,12 +1137,18 @@ fn failover_under_load(
     stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
 }
 
-/// Two workers (response timeout 1 s) and a paced producer of `count` tasks that may not fail
-/// even once (`max_retry(0)`); returns the producer once a fifth of the tasks are acknowledged.
-fn unforgiving_load(stage: &mut Stage, count: u64, rate: u32) -> anyhow::Result<ProcId> {
+/// Two workers (response timeout 1 s; the first as `first` adjusts it) and a paced producer of
+/// `count` tasks that may not fail even once (`max_retry(0)`); returns the producer once a
+/// fifth of the tasks are acknowledged.
+fn unforgiving_load(
+    stage: &mut Stage,
+    count: u64,
+    rate: u32,
+    first: impl FnOnce(WorkerSpec) -> WorkerSpec,
+) -> anyhow::Result<ProcId> {
     let response_timeout = Duration::from_secs(1);
     let spec = WorkerSpec { concurrency: 10, response_timeout, ..WorkerSpec::default() };
-    stage.worker("worker-1", &spec)?;
+    stage.worker("worker-1", &first(spec.clone()))?;
     stage.worker("worker-2", &spec)?;
     let producer = stage.producer(
         "producer",
@@ -1158,7 +1174,7 @@ fn redis_frozen(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     let freeze = profile.pick(Duration::from_secs(4), Duration::from_secs(20));
     let count = profile.pick(1_500, 10_000);
     let mut stage = Stage::new(Scenario::RedisFrozen, bin, &[])?;
-    let producer = unforgiving_load(&mut stage, count, profile.pick(300, 500))?;
+    let producer = unforgiving_load(&mut stage, count, profile.pick(300, 500), |spec| spec)?;
     let pid = stage.single().pid().context("redis-server is not running")?.to_string();
     let send = |signal: &str| -> anyhow::Result<()> {
         let status = Command::new("kill").args(["-s", signal, &pid]).status().context("could not run kill")?;
@@ -1186,7 +1202,7 @@ fn restart_redis_repeatedly(profile: Profile, bin: &Path) -> anyhow::Result<Repo
     let count = profile.pick(2_000, 15_000);
     let args = ["--appendonly", "yes", "--appendfsync", "always"];
     let mut stage = Stage::new(Scenario::RestartRedisRepeatedly, bin, &args)?;
-    let producer = unforgiving_load(&mut stage, count, profile.pick(300, 500))?;
+    let producer = unforgiving_load(&mut stage, count, profile.pick(300, 500), |spec| spec)?;
     for _ in 0..kills {
         stage.single().kill();
         std::thread::sleep(down); // The fault: Redis is down.
@@ -1227,6 +1243,33 @@ fn kill_prefetching_worker(profile: Profile, bin: &Path) -> anyhow::Result<Repor
     };
     stage.worker("rescuer", &spec)?;
     stage.finish(profile.pick(Duration::from_secs(100), Duration::from_secs(300)))
+}
+
+/// A 600 MiB enqueue through the very broker (and connection) a running worker's server uses,
+/// while tasks that may not fail once (`max_retry(0)`) flow: the broker refuses it with
+/// `Error::TooLarge` before sending anything, and the server goes on as if nothing happened.
+fn oversized_enqueue(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let count = profile.pick(1_500, 10_000);
+    let mut stage = Stage::new(Scenario::OversizedEnqueue, bin, &[])?;
+    let after = Duration::from_secs(2);
+    let producer = unforgiving_load(&mut stage, count, profile.pick(300, 500), |spec| WorkerSpec {
+        oversized_enqueue_after: Some(after),
+        ..spec
+    })?;
+    let out = stage.path("worker-1.out");
+    stage.poll("the oversized enqueue to end", Duration::from_secs(120), |_| {
+        Ok(std::fs::read_to_string(&out).is_ok_and(|text| text.contains("oversized=")))
+    })?;
+    let text = std::fs::read_to_string(&out)?;
+    let line = text.lines().find(|line| line.starts_with("oversized=")).unwrap_or_default().to_owned();
+    if line.starts_with("oversized=refused") {
+        stage.notes.push(format!("a 600 MiB enqueue on worker-1's broker: {line}"));
+    } else {
+        stage.failures.push(format!("the 600 MiB enqueue was not refused as too large: {line}"));
+    }
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!("producer: {summary}"));
+    stage.finish(profile.pick(Duration::from_secs(90), Duration::from_secs(300)))
 }
 
 #[cfg(test)]

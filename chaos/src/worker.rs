@@ -128,7 +128,15 @@ pub struct WorkerOptions {
     pub retry_delay: Duration,
     /// [`RedisConfig::response_timeout`].
     pub response_timeout: Duration,
+    /// When set, this long after starting, enqueue one task of [`OVERSIZED_PAYLOAD`] bytes
+    /// through the broker the server uses (no client limit), and print how it ended on stdout:
+    /// `oversized=refused error=...` when the broker refused it with `Error::TooLarge`,
+    /// `oversized=UNEXPECTED ...` otherwise.
+    pub oversized_enqueue_after: Option<Duration>,
 }
+
+/// The payload size of the oversized enqueue: over Redis's limit on one value (512 MiB).
+pub const OVERSIZED_PAYLOAD: usize = 600 * 1024 * 1024;
 
 /// Runs the worker until SIGTERM (or Ctrl-C), as [`Server::run`] does; each SIGTSTP also
 /// writes `tstp` to the ledger.
@@ -151,6 +159,9 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
         retry_delay: Arc::new(move |_, _, _| retry_delay),
         ..Config::default()
     };
+    if let Some(after) = options.oversized_enqueue_after {
+        spawn_oversized_enqueue(broker.clone(), options.queue.clone(), after);
+    }
     let server = Server::new(broker, config)?;
     spawn_tstp_marker(ledger.clone())?;
     let max_sleep = options.max_sleep;
@@ -160,6 +171,21 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
     });
     server.run(handler).await?;
     Ok(())
+}
+
+/// Enqueues one task of [`OVERSIZED_PAYLOAD`] bytes through `broker`, shared with the running
+/// server, after `after`; prints the outcome (see [`WorkerOptions::oversized_enqueue_after`]).
+fn spawn_oversized_enqueue(broker: RedisBroker, queue: String, after: Duration) {
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await; // The fault's timing: while the server works.
+        let client = asynq_client::Client::new(broker).with_max_payload(usize::MAX);
+        let task = Task::new(TASK_TYPE, vec![b'0'; OVERSIZED_PAYLOAD]);
+        let line = match client.enqueue(&task, asynq_client::TaskOptions::new().queue(queue)).await {
+            Err(e @ asynq_core::Error::TooLarge { .. }) => format!("oversized=refused error={e}"),
+            other => format!("oversized=UNEXPECTED {other:?}"),
+        };
+        println!("{line}");
+    });
 }
 
 /// The handler: ledger `start`, sleep, ledger `ran`.
