@@ -891,17 +891,21 @@ fn kill_worker(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     stage.kill9(doomed);
     let active = stage.queue_counts()?.active;
     stage.notes.push(format!("kill -9 of a worker running {active} tasks"));
-    let recoverer_interval = profile.pick(Duration::from_secs(1), Duration::from_secs(60));
+    rescue_and_finish(stage, profile)
+}
+
+/// Starts a rescuer (concurrency 50, handlers that do not sleep) for the tasks of a killed
+/// worker, then waits for the queue to drain and counts: the lease (30 s, extended every 5 s)
+/// lapses, the recoverer waits 30 s more before taking a task back, a retry is due after 1 s.
+fn rescue_and_finish(mut stage: Stage, profile: Profile) -> anyhow::Result<Report> {
     let spec = WorkerSpec {
         concurrency: 50,
         max_sleep: Some(Duration::ZERO),
-        recoverer_interval,
+        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
         delayed_task_check_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(5)),
         ..WorkerSpec::default()
     };
     stage.worker("rescuer", &spec)?;
-    // The lease (30 s, extended every 5 s) lapses, the recoverer waits 30 s more before taking
-    // a task back, the retry is due after 1 s.
     stage.finish(profile.pick(Duration::from_secs(100), Duration::from_secs(300)))
 }
 
@@ -1235,14 +1239,7 @@ fn kill_prefetching_worker(profile: Profile, bin: &Path) -> anyhow::Result<Repor
     stage.kill9(doomed);
     let active = stage.queue_counts()?.active;
     stage.notes.push(format!("kill -9 of a worker of concurrency {concurrency} holding {active} active tasks"));
-    let spec = WorkerSpec {
-        concurrency: 50,
-        max_sleep: Some(Duration::ZERO),
-        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
-        ..WorkerSpec::default()
-    };
-    stage.worker("rescuer", &spec)?;
-    stage.finish(profile.pick(Duration::from_secs(100), Duration::from_secs(300)))
+    rescue_and_finish(stage, profile)
 }
 
 /// A 600 MiB enqueue through the very broker (and connection) a running worker's server uses,
