@@ -73,18 +73,18 @@ impl Heartbeater {
         let workers = self.active.worker_infos(&server.host, server.pid, &server.server_id);
         let state_written = self.state.write_server_state(&server, &workers, self.config.interval * 2).await;
 
-        // Tasks taken ahead keep the stage of a task no handler started.
-        let mut by_queue: BTreeMap<(String, LeaseStage), Vec<_>> = BTreeMap::new();
+        // Every task held had its start recorded before it was held.
+        let mut by_queue: BTreeMap<String, Vec<_>> = BTreeMap::new();
         for task in self.active.snapshot() {
             if task.lease.is_valid() {
-                by_queue.entry((task.message.queue.clone(), task.phase.lease_stage())).or_default().push(task);
+                by_queue.entry(task.message.queue.clone()).or_default().push(task);
             } else {
                 task.lease.notify_expired();
             }
         }
-        for ((queue, stage), tasks) in by_queue {
+        for (queue, tasks) in by_queue {
             let ids: Vec<String> = tasks.iter().map(|t| t.message.id.clone()).collect();
-            match self.leases.extend_leases(&queue, &ids, stage).await {
+            match self.leases.extend_leases(&queue, &ids, LeaseStage::Started).await {
                 Ok(expiry) => tasks.iter().for_each(|t| {
                     if !t.lease.extend(expiry) {
                         t.lease.notify_expired();

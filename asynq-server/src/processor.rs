@@ -252,14 +252,14 @@ impl Processor {
         let ran_short = tasks.len() < wanted;
         let mut started = 0;
         let mut slots = slots.into_iter();
-        let mut ready: BTreeMap<String, Vec<Ready>> = BTreeMap::new();
+        let mut taken: BTreeMap<String, Vec<Taken>> = BTreeMap::new();
         for task in tasks {
             let shared = Arc::clone(s);
             let Some(slot) = slots.next() else {
                 // Taken ahead: `may_prefetch` rules out limits to admit it by.
                 let hold = ahead.pop().expect("no more tasks are dequeued than slots and holds");
                 started += 1;
-                s.running.spawn(async move { shared.wait_for_slot(task, hold).await });
+                taken.entry(task.message.queue.clone()).or_default().push(Taken::Ahead(task, hold));
                 continue;
             };
             let type_permit = match s.type_limits.admit(&task.message.type_name, now) {
@@ -273,10 +273,10 @@ impl Processor {
             };
             started += 1;
             let held = Held::new(&task, &s.clock);
-            let queue = ready.entry(task.message.queue.clone()).or_default();
-            queue.push(Ready { task, permits: slot, type_permit, held });
+            let queue = taken.entry(task.message.queue.clone()).or_default();
+            queue.push(Taken::Now(Ready { task, permits: slot, type_permit, held }));
         }
-        for (queue, tasks) in ready {
+        for (queue, tasks) in taken {
             let shared = Arc::clone(s);
             s.running.spawn(async move { shared.start_then_run(queue, tasks).await });
         }
@@ -389,11 +389,12 @@ impl Shared {
         self.average_attempt_nanos.store(updated, Ordering::Relaxed);
     }
 
-    /// Holds a task taken ahead until a worker slot frees up, then runs it; gives it back to
-    /// its queue if shutdown begins first. Meanwhile it is leased and cancellable like a
-    /// running task.
-    async fn wait_for_slot(self: Arc<Self>, task: Dequeued, hold: OwnedSemaphorePermit) {
+    /// Holds a task taken ahead (its start recorded, its lease renewed to `expiry`) until a
+    /// worker slot frees up, then runs it; gives it back to its queue if shutdown begins first.
+    /// Meanwhile it is leased and cancellable like a running task.
+    async fn wait_for_slot(self: Arc<Self>, task: Dequeued, hold: OwnedSemaphorePermit, expiry: SystemTime) {
         let held = Held::new(&task, &self.clock);
+        held.lease.extend(expiry);
         let now = self.clock.now();
         self.active.insert(ActiveTask {
             message: task.message.clone(),
@@ -409,11 +410,13 @@ impl Shared {
             slot = Arc::clone(&self.slots).acquire_owned() => Some(slot.expect("the processor's semaphores are never closed")),
         };
         match slot {
-            Some(slot) => {
-                let queue = task.message.queue.clone();
-                let permits = TaskPermits { slot, hold };
-                self.start_then_run(queue, vec![Ready { task, permits, type_permit: None, held }]).await
+            // Its lease lapsed while it waited (the broker was out of reach): like a running task
+            // whose lease lapses, it writes nothing and is left to lease recovery.
+            Some(_) if !held.lease.is_valid() => {
+                tracing::warn!(task_id = %task.message.id, queue = %task.message.queue, "the lease of a task taken ahead expired before it could run; leaving the task to the recoverer");
+                self.active.remove(&task.message.id);
             }
+            Some(slot) => self.run(Ready { task, permits: TaskPermits { slot, hold }, type_permit: None, held }).await,
             None => {
                 tracing::debug!(task_id = %task.message.id, queue = %task.message.queue, "shutting down; giving back a task taken ahead");
                 self.write(&task.message, Outcome::Requeue, &held.lease).await;
@@ -429,30 +432,35 @@ impl Shared {
         self.write(&task.message, outcome, &lease).await;
     }
 
-    /// Records that handlers start `tasks` (of `queue`), then runs them; gives them back to the
-    /// queue, uncharged, if the record cannot be written.
-    async fn start_then_run(self: Arc<Self>, queue: String, tasks: Vec<Ready>) {
-        let ids = tasks.iter().map(|ready| ready.task.message.id.clone()).collect();
+    /// Records that this server starts `tasks` (of one fetch, of `queue`), then runs those with
+    /// a slot and holds the ones taken ahead until a slot frees up; gives them all back to the
+    /// queue, uncharged, if the record cannot be written. Tasks taken ahead count as started:
+    /// the worker committed to them, and if it dies holding them, their first stall is
+    /// forgiven (see [`asynq_core::FREE_STALLS`]).
+    async fn start_then_run(self: Arc<Self>, queue: String, tasks: Vec<Taken>) {
+        let ids = tasks.iter().map(|taken| taken.task().message.id.clone()).collect();
         match self.starter.start(&queue, ids).await {
             Ok(expiry) => {
-                let mut tasks = tasks;
-                let last = tasks.pop();
-                for ready in tasks {
-                    ready.held.lease.extend(expiry);
+                for taken in tasks {
                     let shared = Arc::clone(&self);
-                    self.running.spawn(async move { shared.run(ready).await });
-                }
-                if let Some(ready) = last {
-                    ready.held.lease.extend(expiry);
-                    self.run(ready).await;
+                    match taken {
+                        Taken::Now(ready) => {
+                            ready.held.lease.extend(expiry);
+                            self.running.spawn(async move { shared.run(ready).await });
+                        }
+                        Taken::Ahead(task, hold) => {
+                            self.running.spawn(async move { shared.wait_for_slot(task, hold, expiry).await });
+                        }
+                    }
                 }
             }
             Err(e) => {
                 tracing::warn!(queue = %queue, tasks = tasks.len(), error = %e, "could not record that handlers start; giving the tasks back to their queue");
                 let this = &self;
-                let give_back = tasks.iter().map(|ready| async move {
-                    this.write(&ready.task.message, Outcome::Requeue, &ready.held.lease).await;
-                    this.active.remove(&ready.task.message.id);
+                let give_back = tasks.iter().map(|taken| {
+                    let task = taken.task();
+                    let lease = Lease::new(task.lease_expiry, Arc::clone(&this.clock));
+                    async move { this.write(&task.message, Outcome::Requeue, &lease).await }
                 });
                 futures::future::join_all(give_back).await;
             }
@@ -568,7 +576,23 @@ struct FetchReport {
     rate_limited_for: Option<Duration>,
 }
 
-/// A task with what it needs to run, waiting for its start to be recorded.
+/// A task a fetch took, waiting for its start to be recorded: to run at once, or held until a
+/// worker slot frees up.
+enum Taken {
+    Now(Ready),
+    Ahead(Dequeued, OwnedSemaphorePermit),
+}
+
+impl Taken {
+    fn task(&self) -> &Dequeued {
+        match self {
+            Taken::Now(ready) => &ready.task,
+            Taken::Ahead(task, _) => task,
+        }
+    }
+}
+
+/// A task with what it needs to run.
 struct Ready {
     task: Dequeued,
     permits: TaskPermits,

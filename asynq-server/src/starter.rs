@@ -1,11 +1,12 @@
-//! A starter records that handlers are about to start tasks ([`LeaseStage::Started`]) before they
-//! run, batching the tasks that start together: a fetch's tasks cost one broker call per queue,
-//! and tasks taken ahead that start while a call is in flight share the next one.
+//! A starter records that this server starts tasks ([`LeaseStage::Started`]) before it runs or
+//! holds them, batching what is recorded together: a fetch's tasks, those it runs at once and
+//! those it takes ahead, cost one broker call per queue.
 //!
 //! Until that record is written a task is only taken, and an expired lease gives it back to its
-//! queue uncharged; once written, an expired lease fails the attempt. So a lost dequeue reply or
-//! a worker killed with tasks taken ahead costs no task a retry, and a handler that kills its
-//! worker is still charged for each attempt.
+//! queue uncharged (a lost dequeue reply). Once written, an expired lease is a stall: the first
+//! is forgiven ([`asynq_core::FREE_STALLS`]; a worker killed holding tasks taken ahead, or in the
+//! moment before a handler's first line), and later ones are failed attempts, so a handler that
+//! keeps killing its worker is still charged.
 
 use asynq_core::broker::{Dequeue, LeaseStage};
 use asynq_core::{BrokerError, Error, Result};

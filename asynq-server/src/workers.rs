@@ -1,32 +1,21 @@
 //! The tasks this server holds, shared by the processor (which adds and removes them), the
 //! heartbeater (which reports the running ones and extends every lease) and cancellation.
 
-use asynq_core::broker::LeaseStage;
 use asynq_core::{Lease, TaskMessage, WorkerInfo};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
 use tokio_util::sync::CancellationToken;
 
-/// Where a held task is in its attempt.
+/// Where a held task is in its attempt. Its start is recorded in every phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
-    /// Taken ahead, waiting for a worker; no handler has started it.
+    /// Taken ahead, waiting for a worker.
     Waiting,
     /// Its handler runs.
     Running,
     /// Its handler returned; its outcome is being written.
     Settling,
-}
-
-impl Phase {
-    /// The stage its lease is at: only a task a handler started is charged when its lease expires.
-    pub(crate) fn lease_stage(self) -> LeaseStage {
-        match self {
-            Phase::Waiting => LeaseStage::Taken,
-            Phase::Running | Phase::Settling => LeaseStage::Started,
-        }
-    }
 }
 
 /// One task this server holds: running, taken ahead and waiting for a worker, or finished
@@ -138,14 +127,14 @@ mod tests {
         assert_eq!(active.len(), 1);
         let workers = active.worker_infos("host", 1, "server");
         assert_eq!(workers.iter().map(|w| w.task_id.as_str()).collect::<Vec<_>>(), ["running"]);
-        let mut stages: Vec<_> = active.snapshot().into_iter().map(|t| (t.message.id, t.phase.lease_stage())).collect();
-        stages.sort();
+        let mut held: Vec<_> = active.snapshot().into_iter().map(|t| (t.message.id, t.phase)).collect();
+        held.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(
-            stages,
+            held,
             [
-                ("ahead".to_owned(), LeaseStage::Taken),
-                ("finished".to_owned(), LeaseStage::Started),
-                ("running".to_owned(), LeaseStage::Started)
+                ("ahead".to_owned(), Phase::Waiting),
+                ("finished".to_owned(), Phase::Settling),
+                ("running".to_owned(), Phase::Running)
             ]
         );
     }
