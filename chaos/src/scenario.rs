@@ -1171,6 +1171,14 @@ fn unforgiving_load(
     Ok(producer)
 }
 
+/// Waits for the producer of [`unforgiving_load`], notes its summary, then waits for the queue
+/// to drain and counts.
+fn finish_unforgiving_load(mut stage: Stage, producer: ProcId, profile: Profile) -> anyhow::Result<Report> {
+    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
+    stage.notes.push(format!("producer: {summary}"));
+    stage.finish(profile.pick(Duration::from_secs(150), Duration::from_secs(300)))
+}
+
 /// Redis frozen with SIGSTOP past every client's response timeout while tasks flow: dequeue
 /// replies are lost with tasks already leased, yet no `max_retry(0)` task is charged a failure
 /// it did not run, and every one runs once Redis is back.
@@ -1191,9 +1199,7 @@ fn redis_frozen(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     std::thread::sleep(freeze); // The fault: Redis is frozen.
     send("CONT")?;
     stage.notes.push(format!("redis-server frozen (SIGSTOP) for {freeze:?} under load; response timeout 1 s"));
-    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
-    stage.notes.push(format!("producer: {summary}"));
-    stage.finish(profile.pick(Duration::from_secs(150), Duration::from_secs(300)))
+    finish_unforgiving_load(stage, producer, profile)
 }
 
 /// redis-server killed (`kill -9`, AOF `always`) and restarted on the same port again and
@@ -1214,9 +1220,7 @@ fn restart_redis_repeatedly(profile: Profile, bin: &Path) -> anyhow::Result<Repo
         std::thread::sleep(between); // Load flows until the next kill.
     }
     stage.notes.push(format!("redis-server killed {kills} times, down {down:?} each, {between:?} apart"));
-    let summary = stage.finish_producer(producer, Duration::from_secs(300))?;
-    stage.notes.push(format!("producer: {summary}"));
-    stage.finish(profile.pick(Duration::from_secs(150), Duration::from_secs(300)))
+    finish_unforgiving_load(stage, producer, profile)
 }
 
 /// `kill -9` of a worker busy with short tasks, so that it holds a full buffer of tasks taken

@@ -121,30 +121,28 @@ struct QueueCalls {
 impl QueueCalls {
     /// Puts the plain pending tasks collected so far into `enqueue_batch.lua` calls.
     fn flush_plain(&mut self, queue: &str, now: SystemTime) {
-        if self.plain.is_empty() {
-            return;
-        }
         let k = QueueKeys::new(queue);
-        let mut chunks: Vec<&[(usize, TaskMessage)]> = Vec::new();
-        let (mut start, mut bytes) = (0, 0);
-        for (end, (_, msg)) in self.plain.iter().enumerate() {
-            let len = proto::TaskMessage::from(msg).encoded_len();
-            if end > start && (end - start == ENQUEUE_BATCH || bytes + len > ENQUEUE_BATCH_BYTES) {
-                chunks.push(&self.plain[start..end]);
-                (start, bytes) = (end, 0);
-            }
-            bytes += len;
-        }
-        chunks.push(&self.plain[start..]);
-        for chunk in chunks {
+        let new_call = || {
             let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
             call.key(k.pending()).key(k.idle_workers());
             call.arg(unix_nanos(now)).arg(k.task_prefix()).arg(k.ready_channel());
-            for (_, msg) in chunk {
-                call.arg(&msg.id).arg(encode(msg));
+            call
+        };
+        // Each message is encoded once; its length decides where a call ends.
+        let (mut call, mut items, mut bytes) = (new_call(), Vec::new(), 0);
+        for (index, msg) in std::mem::take(&mut self.plain) {
+            let encoded = encode(&msg);
+            if !items.is_empty() && (items.len() == ENQUEUE_BATCH || bytes + encoded.len() > ENQUEUE_BATCH_BYTES) {
+                let full = std::mem::replace(&mut call, new_call());
+                self.calls.push(BatchCall { call: full, context: "enqueue batch", items: std::mem::take(&mut items) });
+                bytes = 0;
             }
-            self.calls.push(BatchCall { call, context: "enqueue batch", items: chunk.to_vec() });
+            bytes += encoded.len();
+            call.arg(&msg.id).arg(encoded);
+            items.push((index, msg));
         }
-        self.plain.clear();
+        if !items.is_empty() {
+            self.calls.push(BatchCall { call, context: "enqueue batch", items });
+        }
     }
 }
