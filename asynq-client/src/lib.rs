@@ -22,6 +22,7 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+mod gather;
 mod inspector;
 mod tracker;
 
@@ -38,15 +39,20 @@ pub use tracker::Tracker;
 
 use asynq_core::broker::Enqueue;
 use asynq_core::{Clock, EnqueueRequest, Placement, SystemClock, resolve_enqueue};
+use gather::Gathering;
 use std::fmt;
 use std::sync::Arc;
 
 /// Enqueues tasks into a broker.
 ///
-/// Cheap to clone; clones share the broker connection.
+/// Cheap to clone; clones share the broker connection, and their enqueues are gathered: share
+/// one client among many concurrent producers (the request handlers of a service, say) and
+/// the single enqueues that arrive while a broker call is in flight go together in one batch
+/// call when it returns (one script call per queue on Redis), each caller still getting its
+/// own result. A lone producer's enqueue is sent at once; nothing waits for a timer.
 #[derive(Clone)]
 pub struct Client {
-    broker: Arc<dyn Enqueue>,
+    gathering: Arc<Gathering>,
     clock: Arc<dyn Clock>,
     /// The largest payload accepted, in bytes.
     max_payload: usize,
@@ -65,7 +71,7 @@ impl Client {
 
     /// A client over a broker shared with other components.
     pub fn from_shared(broker: Arc<dyn Enqueue>) -> Self {
-        Self { broker, clock: Arc::new(SystemClock), max_payload: DEFAULT_MAX_PAYLOAD }
+        Self { gathering: Gathering::new(broker), clock: Arc::new(SystemClock), max_payload: DEFAULT_MAX_PAYLOAD }
     }
 
     /// Reads "now" from `clock` instead of the system clock (for tests).
@@ -108,7 +114,7 @@ impl Client {
     /// [`Error::Broker`] when the broker fails.
     pub async fn enqueue(&self, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
         let (request, info) = self.prepare(task, &options)?;
-        self.broker.enqueue(request).await?;
+        self.gathering.enqueue(request).await?;
         Ok(info)
     }
 
@@ -143,7 +149,7 @@ impl Client {
                 Err(e) => results.push(Err(e)),
             }
         }
-        for (index, outcome) in sent.into_iter().zip(self.broker.enqueue_batch(requests).await) {
+        for (index, outcome) in sent.into_iter().zip(self.gathering.broker().enqueue_batch(requests).await) {
             if let Err(e) = outcome {
                 results[index] = Err(e);
             }

@@ -45,6 +45,16 @@ enum Scenario {
         tasks: u64,
         #[arg(long, default_value_t = 100)]
         batch_size: usize,
+        /// Schedule the tasks an hour ahead instead of making them pending.
+        #[arg(long)]
+        scheduled: bool,
+    },
+    /// Enqueue tasks one at a time from many concurrent producers sharing one client.
+    EnqueueConcurrent {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 64)]
+        producers: usize,
     },
     /// Enqueue tasks as fast as possible, to prepare `drain`.
     Fill {
@@ -116,7 +126,10 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
     match scenario {
         Scenario::RedisPing { commands, pipeline } => scenarios::redis_ping(url, commands, pipeline).await,
         Scenario::Enqueue { tasks } => scenarios::enqueue(url, tasks).await,
-        Scenario::EnqueueBatch { tasks, batch_size } => scenarios::enqueue_batch(url, tasks, batch_size).await,
+        Scenario::EnqueueBatch { tasks, batch_size, scheduled } => {
+            scenarios::enqueue_batch(url, tasks, batch_size, scheduled).await
+        }
+        Scenario::EnqueueConcurrent { tasks, producers } => scenarios::enqueue_concurrent(url, tasks, producers).await,
         Scenario::Fill { tasks } => scenarios::fill(url, tasks).await,
         Scenario::Drain { tasks, concurrency, timeout_secs } => {
             scenarios::drain(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await

@@ -25,6 +25,9 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
 /// How many tasks one [`fill`] call sends in one batch.
 const FILL_BATCH: usize = 1_000;
 
+/// How far ahead `enqueue-batch --scheduled` schedules its tasks: past the end of any run.
+const SCHEDULED_AHEAD: Duration = Duration::from_secs(3600);
+
 /// How long `pickup-latency` waits for one task to start before giving up.
 const PICKUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -60,12 +63,44 @@ pub async fn enqueue(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement>
 }
 
 /// Enqueues `tasks` tasks with [`Client::enqueue_batch`], `batch_size` at a time, each batch
-/// awaited before the next is sent.
-pub async fn enqueue_batch(redis_url: &str, tasks: u64, batch_size: usize) -> anyhow::Result<Measurement> {
+/// awaited before the next is sent; `scheduled`, due in an hour instead of pending.
+pub async fn enqueue_batch(
+    redis_url: &str,
+    tasks: u64,
+    batch_size: usize,
+    scheduled: bool,
+) -> anyhow::Result<Measurement> {
     let client = Client::new(connect(redis_url).await?);
+    let options = if scheduled { TaskOptions::new().process_in(SCHEDULED_AHEAD) } else { TaskOptions::new() };
     let timer = Timer::start();
-    enqueue_in_batches(&client, tasks, batch_size).await?;
+    enqueue_in_batches(&client, tasks, batch_size, &options).await?;
     Ok(timer.finish("enqueue-batch", tasks, None, true))
+}
+
+/// Enqueues `tasks` tasks one at a time from `producers` concurrent tasks sharing one
+/// [`Client`], as a service's request handlers do: the client gathers the enqueues that
+/// arrive while a call is in flight into one batch call.
+pub async fn enqueue_concurrent(redis_url: &str, tasks: u64, producers: usize) -> anyhow::Result<Measurement> {
+    ensure!(producers > 0, "there must be at least one producer");
+    let client = Client::new(connect(redis_url).await?);
+    let task = workload::task();
+    let timer = Timer::start();
+    let mut running = tokio::task::JoinSet::new();
+    for producer in 0..producers as u64 {
+        // The first `tasks % producers` producers send one task more.
+        let share = tasks / producers as u64 + u64::from(producer < tasks % producers as u64);
+        let (client, task) = (client.clone(), task.clone());
+        running.spawn(async move {
+            for _ in 0..share {
+                client.enqueue(&task, TaskOptions::new()).await.context("enqueue failed")?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = running.join_next().await {
+        done??;
+    }
+    Ok(timer.finish("enqueue-concurrent", tasks, Some(producers), true))
 }
 
 /// Enqueues `tasks` tasks as fast as the client allows, to prepare a scenario that processes
@@ -73,7 +108,7 @@ pub async fn enqueue_batch(redis_url: &str, tasks: u64, batch_size: usize) -> an
 pub async fn fill(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
     let client = Client::new(connect(redis_url).await?);
     let timer = Timer::start();
-    enqueue_in_batches(&client, tasks, FILL_BATCH).await?;
+    enqueue_in_batches(&client, tasks, FILL_BATCH, &TaskOptions::new()).await?;
     Ok(timer.finish("fill", tasks, None, true))
 }
 
@@ -202,9 +237,14 @@ async fn noop(_ctx: TaskContext, _task: asynq_core::Task) -> Result<(), HandlerE
 
 /// Enqueues `tasks` benchmark tasks in batches of `batch_size`, failing on the first task the
 /// broker refuses.
-async fn enqueue_in_batches(client: &Client, tasks: u64, batch_size: usize) -> anyhow::Result<()> {
+async fn enqueue_in_batches(
+    client: &Client,
+    tasks: u64,
+    batch_size: usize,
+    options: &TaskOptions,
+) -> anyhow::Result<()> {
     ensure!(batch_size > 0, "the batch size must be at least 1");
-    let batch = vec![(workload::task(), TaskOptions::new()); batch_size];
+    let batch = vec![(workload::task(), options.clone()); batch_size];
     let mut left = tasks;
     while left > 0 {
         let size = batch_size.min(usize::try_from(left).unwrap_or(usize::MAX));

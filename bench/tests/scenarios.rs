@@ -29,10 +29,15 @@ async fn enqueue_scenarios_store_every_task() {
     let one_by_one = scenarios::enqueue(&redis.url(), 50).await.unwrap();
     assert_eq!((one_by_one.scenario.as_str(), one_by_one.tasks), ("enqueue", 50));
     assert!(one_by_one.tasks_per_s.is_some_and(|rate| rate > 0.0));
-    let batched = scenarios::enqueue_batch(&redis.url(), 50, 20).await.unwrap();
+    let batched = scenarios::enqueue_batch(&redis.url(), 50, 20, false).await.unwrap();
     assert_eq!(batched.tasks, 50);
+    let concurrent = scenarios::enqueue_concurrent(&redis.url(), 70, 8).await.unwrap();
+    assert_eq!((concurrent.tasks, concurrent.concurrency), (70, Some(8)));
     scenarios::fill(&redis.url(), 30).await.unwrap();
-    assert_eq!(queue_counts(&redis.url()).await, (130, 0));
+    assert_eq!(queue_counts(&redis.url()).await, (200, 0));
+    scenarios::enqueue_batch(&redis.url(), 40, 20, true).await.unwrap();
+    let info = RedisBroker::connect(&redis.url()).await.unwrap().queue_info(QUEUE).await.unwrap();
+    assert_eq!((info.pending, info.scheduled), (200, 40));
 }
 
 #[tokio::test(flavor = "multi_thread")]

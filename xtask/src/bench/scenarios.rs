@@ -62,6 +62,12 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process("baseline-redis-ping-pipelined-100", true, &["redis-ping", "--commands", &tasks, "--pipeline", "100"]),
         process("enqueue", true, &["enqueue", "--tasks", &tasks]),
         process("enqueue-batch-100", true, &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100"]),
+        process(
+            "enqueue-batch-100-scheduled",
+            true,
+            &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100", "--scheduled"],
+        ),
+        process("enqueue-concurrent-64", true, &["enqueue-concurrent", "--tasks", &tasks, "--producers", "64"]),
         Scenario { name: "drain-c10", throughput: true, plan: Plan::Drain { processes: 1, concurrency: 10 } },
         Scenario { name: "drain-c100", throughput: true, plan: Plan::Drain { processes: 1, concurrency: 100 } },
         Scenario {

@@ -198,6 +198,21 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
         None => not_measured("batch enqueue (batches of 100) ≥ 500 000 tasks/s", "enqueue-batch-100"),
     });
 
+    const CONCURRENT: &str =
+        "64 concurrent producers sharing one client ≥ 150 000 tasks/s at ≤ 8 µs Redis CPU per task";
+    checks.push(match (rows.get("enqueue-concurrent-64", tasks_per_s), rows.get("enqueue-concurrent-64", redis_cpu)) {
+        (Some(rate), Some(cpu)) => Check {
+            target: CONCURRENT,
+            measured: format!("{rate:.0}/s at {cpu:.1} µs"),
+            met: Some(rate >= 150_000.0 && cpu <= 8.0),
+            context: rows
+                .get("enqueue", tasks_per_s)
+                .map(|alone| format!("{:.1}× one producer's rate (`enqueue`, {alone:.0}/s)", rate / alone))
+                .unwrap_or_default(),
+        },
+        _ => not_measured(CONCURRENT, "enqueue-concurrent-64"),
+    });
+
     let pickup = |field: fn(&Row) -> Option<f64>| rows.get("pickup-latency-c10", field);
     checks.push(match (pickup(|row| row.pickup_p50_ms), pickup(|row| row.pickup_p99_ms)) {
         (Some(p50), Some(p99)) => Check {
