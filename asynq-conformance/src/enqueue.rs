@@ -175,3 +175,106 @@ pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory>(factory: &F)
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken", "first", "a", "b", "c"]);
     assert_eq!(t.task("q", "b").await.payload, "1");
 }
+
+/// A batch of every placement, unique or not, stores what the same enqueues one by one store
+/// and answers each task as they answer: duplicate IDs within the batch and IDs already taken
+/// conflict, held locks refuse, a lock taken just before an ID conflict is kept, the first of
+/// two tasks with one ID wins, and the pending order is the request order.
+pub async fn case_enqueue_batch_of_every_placement_equals_one_by_one<F: BrokerFactory>(factory: &F) {
+    use asynq_core::broker::{Aggregate, Enqueue, GroupInfo};
+    use asynq_core::{EnqueueRequest, Error, Result};
+    let t = Fixture::new(factory).await;
+    let (pending, scheduled) = (TaskOptions::new(), TaskOptions::new().process_in(secs(30)));
+    let unique = |options: TaskOptions| options.unique(secs(600));
+    let requests = |queue: &str| -> Vec<EnqueueRequest> {
+        [
+            ("p1", "email", "1", pending.clone()),
+            ("s1", "report", "dec", scheduled.clone()),
+            ("g1", "digest", "1", TaskOptions::new().group("g")),
+            ("up", "lock", "up", unique(pending.clone())),
+            ("us", "lock", "us", unique(scheduled.clone())),
+            ("ug", "lock", "ug", unique(TaskOptions::new().group("h"))),
+            ("taken", "email", "2", scheduled.clone()),
+            ("held", "lock", "held", unique(pending.clone())),
+            ("p1", "email", "again", scheduled.clone()),
+            // Takes its lock, then conflicts: the lock stays and refuses the next one.
+            ("s1", "lock", "kept", unique(pending.clone())),
+            ("kept", "lock", "kept", unique(TaskOptions::new().group("g"))),
+            ("up", "lock", "other", unique(scheduled.clone())),
+            ("late", "lock", "up", unique(TaskOptions::new().group("g"))),
+            ("g2", "digest", "2", TaskOptions::new().group("g")),
+            ("p2", "email", "3", pending.clone()),
+            ("p0", "email", "4", unique(pending.clone())),
+        ]
+        .into_iter()
+        .map(|(id, type_name, payload, options)| {
+            let options = options.queue(queue).task_id(id);
+            asynq_core::resolve_enqueue(&Task::new(type_name, payload), &options, t.now(), || unreachable!()).unwrap()
+        })
+        .collect()
+    };
+    // What a result says, with the queue left out.
+    let kind = |result: &Result<()>| match result {
+        Ok(()) => "ok".to_owned(),
+        Err(Error::TaskIdConflict { id, .. }) => format!("conflict {id}"),
+        Err(Error::DuplicateTask { type_name, .. }) => format!("duplicate {type_name}"),
+        Err(other) => format!("{other:?}"),
+    };
+    for queue in ["qa", "qb"] {
+        t.enqueue("taken", &Task::new("email", "0"), TaskOptions::new().queue(queue)).await.unwrap();
+        t.enqueue("first", &Task::new("lock", "held"), unique(TaskOptions::new().queue(queue))).await.unwrap();
+    }
+
+    let mut one_by_one = Vec::new();
+    for request in requests("qa") {
+        one_by_one.push(kind(&t.broker.enqueue(request).await));
+    }
+    let batch: Vec<String> = t.broker.enqueue_batch(requests("qb")).await.iter().map(kind).collect();
+
+    let want = [
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "conflict taken",
+        "duplicate lock",
+        "conflict p1",
+        "conflict s1",
+        "duplicate lock",
+        "conflict up",
+        "duplicate lock",
+        "ok",
+        "ok",
+        "ok",
+    ];
+    assert_eq!(one_by_one, want);
+    assert_eq!(batch, want);
+    // Everything the inspector shows, the queue's name aside.
+    let view = async |queue: &str| {
+        let mut snapshot = t.snapshot(queue).await;
+        (snapshot.info.queue, snapshot.info.memory_usage) = (String::new(), 0);
+        snapshot.tasks.iter_mut().for_each(|task| task.queue = String::new());
+        let groups = t.broker.groups(queue).await.unwrap();
+        let groups: Vec<_> = groups.into_iter().map(|GroupInfo { group, size, .. }| (group, size)).collect();
+        (snapshot, groups)
+    };
+    let (snapshot, groups) = view("qb").await;
+    assert_eq!((snapshot, groups.clone()), view("qa").await);
+    assert_eq!(t.all_ids("qb", TaskState::Pending).await, ["taken", "first", "p1", "up", "p2", "p0"]);
+    assert_eq!(t.all_ids("qb", TaskState::Scheduled).await, ["s1", "us"]);
+    assert_eq!(groups, [("g".to_owned(), 2), ("h".to_owned(), 1)]);
+    assert_eq!(t.task("qb", "p1").await.payload, "1");
+    // Every lock taken is still held, the two taken just before an ID conflict included.
+    for queue in ["qa", "qb"] {
+        for payload in ["held", "up", "us", "ug", "kept", "other"] {
+            let options = unique(TaskOptions::new().queue(queue));
+            super::fixture::assert_duplicate(
+                t.enqueue("new", &Task::new("lock", payload), options).await,
+                queue,
+                "lock",
+            );
+        }
+    }
+}

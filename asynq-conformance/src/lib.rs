@@ -181,6 +181,7 @@ macro_rules! broker_conformance {
             enqueue::case_task_id_conflict_writes_nothing,
             enqueue::case_task_id_conflicts_with_a_task_in_any_state,
             enqueue::case_enqueue_batch_reports_each_task,
+            enqueue::case_enqueue_batch_of_every_placement_equals_one_by_one,
             dequeue::case_dequeue_is_first_in_first_out,
             dequeue::case_dequeue_respects_max,
             dequeue::case_dequeue_drains_queues_in_the_given_order,

@@ -1,8 +1,9 @@
 //! The Lua scripts, one documented file each under `scripts/`, loaded once and called by SHA.
 //!
 //! Every script touches only keys of one queue, all in that queue's `{<queue>}` hash slot, and
-//! receives every key it writes either in KEYS or as a same-slot name built from a prefix in
-//! ARGV (as Go asynq's do), so none fails with CROSSSLOT on a Redis Cluster.
+//! receives every key it writes either in KEYS, as a same-slot name built from a prefix in ARGV
+//! (as Go asynq's do), or as a uniqueness lock's name in ARGV that `keys.rs` built in the
+//! queue's slot, so none fails with CROSSSLOT on a Redis Cluster.
 
 use crate::error::broker_error;
 use redis::aio::ConnectionLike;

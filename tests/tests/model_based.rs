@@ -337,7 +337,7 @@ fn new_task() -> impl Strategy<Value = NewTask> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         22 => new_task().prop_map(Op::Enqueue),
-        3 => proptest::collection::vec(new_task(), 1..5).prop_map(Op::EnqueueBatch),
+        3 => proptest::collection::vec(new_task(), 1..8).prop_map(Op::EnqueueBatch),
         3 => proptest::collection::vec((0usize..4, finish_with()), 1..4).prop_map(Op::FinishBatch),
         14 => (queue_list(), 1usize..4).prop_map(|(queues, max)| Op::Dequeue { queues, max }),
         16 => (0usize..4, finish_with()).prop_map(|(pick, with)| Op::Finish { pick, with }),

@@ -1,4 +1,5 @@
-//! Enqueue for [`RedisBroker`]: one `enqueue.lua` call per task, and batches as a pipeline of script calls per queue.
+//! Enqueue for [`RedisBroker`]: one `enqueue.lua` call per task, and batches as a pipeline of
+//! `enqueue_batch.lua` calls per queue, each storing up to `ENQUEUE_BATCH` tasks of any placement.
 
 use super::*;
 
@@ -68,41 +69,31 @@ impl Enqueue for RedisBroker {
     async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
         let now = self.now();
         let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(requests.len());
-        // Per queue, the calls in request order: runs of plain pending tasks go in one
-        // `enqueue_batch.lua` call each (up to `ENQUEUE_BATCH` tasks), every other task in an
-        // `enqueue.lua` call of its own. Keeping the order keeps a batch's outcome that of the
-        // same enqueues one by one (which of two tasks with one ID wins, the pending order).
+        // Per queue, the tasks in request order, in `enqueue_batch.lua` calls of up to
+        // `ENQUEUE_BATCH` tasks whatever their placement: the script stores them in order, so a
+        // batch's outcome is that of the same enqueues one by one (which of two tasks with one
+        // ID wins, which takes a lock, the pending order).
         let mut by_queue: BTreeMap<String, QueueCalls> = BTreeMap::new();
         for (index, request) in requests.into_iter().enumerate() {
             results.push(None);
-            if request.placement == Placement::Pending && request.unique_ttl.is_none() {
-                if let Err(e) = validate_queue_name(&request.message.queue).and(checked_message_len(&request.message)) {
-                    results[index] = Some(Err(e));
-                    continue;
-                }
-                let msg = request.message;
-                by_queue.entry(msg.queue.clone()).or_default().plain.push((index, msg));
-                continue;
-            }
-            match self.enqueue_call(request) {
-                Ok((call, msg)) => {
-                    let queue = by_queue.entry(msg.queue.clone()).or_default();
-                    queue.flush_plain(&msg.queue, now);
-                    queue.calls.push(BatchCall { call, context: "enqueue", items: vec![(index, msg)] });
+            match BatchTask::new(request) {
+                Ok(task) => {
+                    let queue = task.msg.queue.clone();
+                    by_queue.entry(queue).or_insert_with_key(|queue| QueueCalls::new(queue, now)).push(index, task);
                 }
                 Err(e) => results[index] = Some(Err(e)),
             }
         }
         let mut conn = self.conn();
-        for (queue, mut calls) in by_queue {
-            calls.flush_plain(&queue, now);
+        for (queue, calls) in by_queue {
+            let calls = calls.finish();
             if let Err(e) = self.register_queue(&queue).await {
-                for batch in calls.calls {
+                for batch in calls {
                     batch.items.iter().for_each(|(index, _)| results[*index] = Some(Err(e.duplicate())));
                 }
                 continue;
             }
-            for (index, msg, code) in run_pipeline(&mut conn, calls.calls).await {
+            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
                 results[index] = Some(code.and_then(|code| enqueue_result(msg, code)));
             }
         }
@@ -110,39 +101,99 @@ impl Enqueue for RedisBroker {
     }
 }
 
-/// The script calls of one queue's share of an `enqueue_batch`, in request order.
-#[derive(Default)]
+/// One task of an `enqueue_batch`, checked and encoded for `enqueue_batch.lua`.
+struct BatchTask {
+    /// The message, its `unique_key` filled in for a unique task.
+    msg: TaskMessage,
+    encoded: Vec<u8>,
+    placement: Placement,
+    /// The uniqueness lock's TTL in whole seconds, for a unique task.
+    unique_ttl: Option<u64>,
+}
+
+impl BatchTask {
+    fn new(request: EnqueueRequest) -> Result<Self> {
+        let EnqueueRequest { message: mut msg, placement, unique_ttl } = request;
+        validate_queue_name(&msg.queue)?;
+        if unique_ttl.is_some() {
+            msg.unique_key = QueueKeys::new(&msg.queue).unique(&msg.type_name, &msg.payload);
+        }
+        checked_message_len(&msg)?;
+        let encoded = encode(&msg);
+        Ok(Self { msg, encoded, placement, unique_ttl: unique_ttl.map(|ttl| ttl.as_secs().max(1)) })
+    }
+
+    /// Pending and not unique: a task `enqueue_batch.lua` takes without a placement record.
+    fn is_plain(&self) -> bool {
+        self.placement == Placement::Pending && self.unique_ttl.is_none()
+    }
+}
+
+/// One queue's share of an `enqueue_batch`: its `enqueue_batch.lua` calls, in request order.
 struct QueueCalls {
+    keys: QueueKeys,
+    now: SystemTime,
     calls: Vec<BatchCall>,
-    /// Plain pending tasks not yet in a call.
-    plain: Vec<(usize, TaskMessage)>,
+    /// The tasks of the call being filled, with their request indexes.
+    open: Vec<(usize, BatchTask)>,
+    /// The bytes of task messages in `open`.
+    open_bytes: usize,
 }
 
 impl QueueCalls {
-    /// Puts the plain pending tasks collected so far into `enqueue_batch.lua` calls.
-    fn flush_plain(&mut self, queue: &str, now: SystemTime) {
-        let k = QueueKeys::new(queue);
-        let new_call = || {
-            let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
-            call.key(k.pending()).key(k.idle_workers());
-            call.arg(unix_nanos(now)).arg(k.task_prefix()).arg(k.ready_channel());
-            call
-        };
-        // Each message is encoded once; its length decides where a call ends.
-        let (mut call, mut items, mut bytes) = (new_call(), Vec::new(), 0);
-        for (index, msg) in std::mem::take(&mut self.plain) {
-            let encoded = encode(&msg);
-            if !items.is_empty() && (items.len() == ENQUEUE_BATCH || bytes + encoded.len() > ENQUEUE_BATCH_BYTES) {
-                let full = std::mem::replace(&mut call, new_call());
-                self.calls.push(BatchCall { call: full, context: "enqueue batch", items: std::mem::take(&mut items) });
-                bytes = 0;
+    fn new(queue: &str, now: SystemTime) -> Self {
+        Self { keys: QueueKeys::new(queue), now, calls: Vec::new(), open: Vec::new(), open_bytes: 0 }
+    }
+
+    /// Adds the next task, starting a new call once the open one holds `ENQUEUE_BATCH` tasks or
+    /// would carry more than `ENQUEUE_BATCH_BYTES` of messages.
+    fn push(&mut self, index: usize, task: BatchTask) {
+        let len = task.encoded.len();
+        if !self.open.is_empty() && (self.open.len() == ENQUEUE_BATCH || self.open_bytes + len > ENQUEUE_BATCH_BYTES) {
+            self.close();
+        }
+        self.open_bytes += len;
+        self.open.push((index, task));
+    }
+
+    /// Every call, the open one closed.
+    fn finish(mut self) -> Vec<BatchCall> {
+        if !self.open.is_empty() {
+            self.close();
+        }
+        self.calls
+    }
+
+    /// Turns the open tasks into one `enqueue_batch.lua` call: a pair (ID, message) per task,
+    /// then a placement record per task that is not plain pending.
+    fn close(&mut self) {
+        let (k, now) = (&self.keys, self.now);
+        let tasks = std::mem::take(&mut self.open);
+        self.open_bytes = 0;
+        let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
+        call.key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
+        call.arg(unix_nanos(now)).arg(unix_secs(now)).arg(k.task_prefix()).arg(k.group_prefix());
+        call.arg(k.ready_channel()).arg(tasks.len());
+        let mut records = Vec::new();
+        let mut items = Vec::with_capacity(tasks.len());
+        for (n, (index, task)) in (1usize..).zip(tasks) {
+            let plain = task.is_plain();
+            call.arg(&task.msg.id).arg(task.encoded);
+            if !plain {
+                let lock = task.unique_ttl.map(|ttl| (task.msg.unique_key.clone(), ttl));
+                records.push((n, task.placement, lock));
             }
-            bytes += encoded.len();
-            call.arg(&msg.id).arg(encoded);
-            items.push((index, msg));
+            items.push((index, task.msg));
         }
-        if !items.is_empty() {
-            self.calls.push(BatchCall { call, context: "enqueue batch", items });
+        for (n, placement, lock) in records {
+            let (placement, score, group) = match placement {
+                Placement::Pending => ("pending", String::new(), String::new()),
+                Placement::Scheduled { process_at } => ("scheduled", unix_secs(process_at).to_string(), String::new()),
+                Placement::Grouped { group } => ("group", String::new(), group),
+            };
+            let (lock, ttl) = lock.map_or((String::new(), String::new()), |(key, ttl)| (key, ttl.to_string()));
+            call.arg(n).arg(placement).arg(score).arg(group).arg(lock).arg(ttl);
         }
+        self.calls.push(BatchCall { call, context: "enqueue batch", items });
     }
 }

@@ -1,20 +1,48 @@
--- enqueue_batch: `enqueue` for many ready, non-unique, ungrouped tasks of one queue at once:
--- each is stored as pending exactly as `enqueue` stores it, and idle Rust servers are woken once.
+-- enqueue_batch: `enqueue` for many tasks of one queue at once, whatever their placement
+-- (pending, scheduled or in a group) and whether unique or not: each task, in order, gets
+-- exactly what `enqueue` gives it and the same reply, and idle Rust servers are woken once.
 --
--- One variadic EXISTS per chunk of tasks tells whether any ID is taken; only then is each
--- looked at alone. The IDs go onto the pending list by one LPUSH per chunk.
+-- Most batches are of plain tasks (pending, not unique), so a task is a pair (ID, message) and
+-- only the others add a placement record; a call without records runs a loop of its own that
+-- looks for none. One variadic EXISTS per chunk of tasks tells whether any ID is taken; only
+-- then is each looked at alone (an ID no task had before the call is taken only by a task
+-- stored earlier in the batch, which the script remembers). A unique task takes its lock before
+-- its ID is looked at, as in `enqueue`. The pending IDs go onto the pending list, and the
+-- scheduled ones into the scheduled set, by one LPUSH and one ZADD per chunk after the loop: no
+-- other placement touches those keys, so the end state is that of the tasks enqueued one by
+-- one. Idle servers are woken when any task was stored as pending.
 --
 -- KEYS[1] -> asynq:{<q>}:pending
--- KEYS[2] -> asynq:{<q>}:idle_workers
--- ARGV[1] -> now, Unix nanoseconds (pending_since)
--- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
--- ARGV[3] -> the wake-up channel, asynq:{<q>}:ready
--- ARGV[4..] -> pairs of (task ID, encoded TaskMessage)
--- Returns: one reply per task, in order: 1 stored; 0 a task with this ID exists, or came
---          earlier in the batch (nothing stored)
+-- KEYS[2] -> asynq:{<q>}:scheduled
+-- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
+-- ARGV[1] -> now, Unix nanoseconds (a pending task's pending_since)
+-- ARGV[2] -> now, Unix seconds (a grouped task's score)
+-- ARGV[3] -> the task key prefix, asynq:{<q>}:t:
+-- ARGV[4] -> the group key prefix, asynq:{<q>}:g:
+-- ARGV[5] -> the wake-up channel, asynq:{<q>}:ready
+-- ARGV[6] -> n, the number of tasks
+-- ARGV[7 .. 6+2n] -> n pairs of (task ID, encoded TaskMessage), in request order
+-- ARGV[7+2n ..] -> one record of 6 per task that is not plain pending, in any order:
+--                  (the task's number 1..n,
+--                   "pending", "scheduled" or "group",
+--                   scheduled: the process time in Unix seconds, else "",
+--                   group: the group name, else "",
+--                   unique: its lock asynq:{<q>}:unique:<type>:<md5>, else "",
+--                   unique: the lock's TTL in whole seconds, else "")
+-- Returns: one reply per task, in order, as `enqueue` replies: 1 stored; 0 a task with this ID
+--          exists, or came earlier in the batch (nothing stored); -1 the uniqueness lock is held
+--          by another task (nothing stored); -3 the lock's key holds another type than a
+--          string, so it is no lock (nothing stored). As in Go, a lock taken just before an ID
+--          conflict is kept until its TTL.
+local n_tasks = tonumber(ARGV[6])
+local records = {}
+for r = 7 + 2 * n_tasks, #ARGV, 6 do
+    records[tonumber(ARGV[r])] = r
+end
 local task_keys = {}
-for i = 4, #ARGV, 2 do
-    task_keys[#task_keys + 1] = ARGV[2] .. ARGV[i]
+for n = 1, n_tasks do
+    task_keys[n] = ARGV[3] .. ARGV[5 + 2 * n]
 end
 local some_exist = false
 for first = 1, #task_keys, CHUNK do
@@ -23,20 +51,60 @@ for first = 1, #task_keys, CHUNK do
         break
     end
 end
-local replies, ids, seen = {}, {}, {}
-for n, key in ipairs(task_keys) do
-    local id = ARGV[2 + 2 * n]
-    if seen[id] or (some_exist and redis.call("EXISTS", key) == 1) then
-        replies[n] = 0
-    else
-        seen[id] = true
-        redis.call("HSET", key, "msg", ARGV[3 + 2 * n], "state", "pending", "pending_since", ARGV[1])
-        ids[#ids + 1] = id
-        replies[n] = 1
+local replies, pending, scheduled, seen = {}, {}, {}, {}
+if next(records) == nil then
+    -- Plain tasks only: the loop they had before placement records, without a lookup per task.
+    for n, key in ipairs(task_keys) do
+        local id = ARGV[5 + 2 * n]
+        if seen[id] or (some_exist and redis.call("EXISTS", key) == 1) then
+            replies[n] = 0
+        else
+            seen[id] = true
+            redis.call("HSET", key, "msg", ARGV[6 + 2 * n], "state", "pending", "pending_since", ARGV[1])
+            pending[#pending + 1] = id
+            replies[n] = 1
+        end
+    end
+else
+    for n, key in ipairs(task_keys) do
+        local id, r = ARGV[5 + 2 * n], records[n]
+        local lock = r and ARGV[r + 4] ~= "" and ARGV[r + 4]
+        if lock and not redis.call("SET", lock, id, "NX", "EX", ARGV[r + 5]) then
+            replies[n] = redis.call("TYPE", lock).ok ~= "string" and -3 or -1
+        elseif seen[id] or (some_exist and redis.call("EXISTS", key) == 1) then
+            replies[n] = 0
+        else
+            seen[id] = true
+            local msg, placement = ARGV[6 + 2 * n], r and ARGV[r + 1] or "pending"
+            -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
+            if placement == "pending" then
+                if lock then
+                    redis.call("HSET", key, "msg", msg, "state", "pending", "pending_since", ARGV[1], "unique_key", lock)
+                else
+                    redis.call("HSET", key, "msg", msg, "state", "pending", "pending_since", ARGV[1])
+                end
+                pending[#pending + 1] = id
+            elseif placement == "scheduled" then
+                if lock then
+                    redis.call("HSET", key, "msg", msg, "state", "scheduled", "unique_key", lock)
+                else
+                    redis.call("HSET", key, "msg", msg, "state", "scheduled")
+                end
+                scheduled[#scheduled + 1] = ARGV[r + 2]
+                scheduled[#scheduled + 1] = id
+            else
+                local group = ARGV[r + 3]
+                redis.call("HSET", key, "msg", msg, "state", "aggregating", "group", group)
+                redis.call("ZADD", ARGV[4] .. group, ARGV[2], id)
+                redis.call("SADD", KEYS[3], group)
+            end
+            replies[n] = 1
+        end
     end
 end
-call_chunked("LPUSH", KEYS[1], ids)
-if #ids > 0 and redis.call("DEL", KEYS[2]) == 1 then
-    redis.call("PUBLISH", ARGV[3], "")
+call_chunked("LPUSH", KEYS[1], pending)
+call_chunked("ZADD", KEYS[2], scheduled)
+if #pending > 0 and redis.call("DEL", KEYS[4]) == 1 then
+    redis.call("PUBLISH", ARGV[5], "")
 end
 return replies
