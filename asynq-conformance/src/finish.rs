@@ -219,6 +219,124 @@ pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory
     t.enqueue("u2", &Task::new("report", "nov"), unique).await.unwrap();
 }
 
+/// A batch of every outcome across two queues, some of its tasks no longer active, leaves
+/// exactly what the same finishes one by one leave: the same replies (not-found for a task
+/// whose lease is gone, or that is pending), tasks, sets and their order, counters today and in
+/// total, uniqueness locks (released by successes only) and stall counts.
+pub async fn case_finish_batch_of_every_outcome_equals_one_by_one<F: BrokerFactory>(factory: &F) {
+    use asynq_core::broker::Recover;
+    use asynq_core::{Error, Result};
+    let t = Fixture::new(factory).await;
+    let unique = |queue: &str| TaskOptions::new().queue(queue).unique(secs(600));
+    // Active tasks of `main` and `other`, one more finished already (its lease is gone) and a
+    // pending one; returns the items of the batch, in the batch's order.
+    let setup = async |main: &str, other: &str| -> Vec<(TaskMessage, Outcome)> {
+        let mut active = Vec::new();
+        for id in ["d1", "d2", "r1", "r2", "r3", "a1", "a2", "rq", "st", "gone"] {
+            active.push(t.activate(main, id).await);
+        }
+        let options = unique(main).retention(secs(120));
+        t.enqueue("c", &Task::new("report", "complete"), options).await.unwrap();
+        active.push(t.take(main, "c").await.message);
+        t.enqueue("ru", &Task::new("report", "retry"), unique(main)).await.unwrap();
+        active.push(t.take(main, "ru").await.message);
+        for id in ["od", "or", "oa", "orq"] {
+            active.push(t.activate(other, id).await);
+        }
+        let pending = t.plain(main, "p").await;
+        let gone = active.iter().find(|m| m.id == "gone").unwrap().clone();
+        t.finish(&gone, Outcome::Done).await;
+        let msg = |id: &str| active.iter().find(|m| m.id == id).unwrap().clone();
+        vec![
+            (msg("r1"), retry(at(60) + millis(700), "boom", true)),
+            (msg("od"), Outcome::Done),
+            (msg("a1"), archive("gave up")),
+            (msg("d1"), Outcome::Done),
+            (msg("or"), retry(at(30), "boom", true)),
+            (msg("rq"), Outcome::Requeue),
+            (gone, retry(at(60), "late", true)),
+            (msg("r2"), retry(at(30), "again", true)),
+            (msg("c"), Outcome::Complete),
+            (msg("st"), Outcome::Stalled),
+            (msg("oa"), archive("no")),
+            (msg("r3"), retry(at(90), "rate limited", false)),
+            (pending, archive("not active")),
+            (msg("ru"), retry(at(45), "locked", true)),
+            (msg("a2"), archive("gave up too")),
+            (msg("orq"), Outcome::Requeue),
+            (msg("d2"), Outcome::Done),
+        ]
+    };
+    let kind = |result: &Result<()>| match result {
+        Ok(()) => "ok".to_owned(),
+        Err(Error::TaskNotFound { id, .. }) => format!("not found {id}"),
+        Err(Error::DuplicateTask { type_name, .. }) => format!("duplicate {type_name}"),
+        Err(other) => format!("{other:?}"),
+    };
+    let single_items = setup("qa", "oa").await;
+    let batch_items = setup("qb", "ob").await;
+    t.advance(millis(1_250));
+
+    let mut one_by_one = Vec::new();
+    for (msg, outcome) in single_items {
+        one_by_one.push(kind(&t.broker.finish(&msg, outcome).await));
+    }
+    let results = t.broker.finish_batch(batch_items).await;
+    let batch: Vec<String> = results.iter().map(kind).collect();
+
+    let mut want = vec!["ok"; 17];
+    (want[6], want[12]) = ("not found gone", "not found p");
+    assert_eq!(one_by_one, want);
+    assert_eq!(batch, want);
+    let mut results = results.into_iter();
+    assert_task_not_found(results.nth(6).unwrap(), "qb", "gone");
+    assert_task_not_found(results.nth(5).unwrap(), "qb", "p");
+
+    // Everything the inspector shows, the queue's name aside, and what a second enqueue of each
+    // unique task says of its lock.
+    let view = async |queue: &str| {
+        let mut snapshot = t.snapshot(queue).await;
+        (snapshot.info.queue, snapshot.info.memory_usage) = (String::new(), 0);
+        snapshot.tasks.iter_mut().for_each(|task| task.queue = String::new());
+        let mut history = t.broker.history(queue, 2).await.unwrap();
+        history.iter_mut().for_each(|day| day.queue = String::new());
+        let mut locks = Vec::new();
+        for (id, payload) in [("c2", "complete"), ("ru2", "retry")] {
+            locks.push(kind(&t.enqueue(id, &Task::new("report", payload), unique(queue)).await.map(drop)));
+        }
+        (snapshot, history, locks)
+    };
+    for (single, batched) in [("qa", "qb"), ("oa", "ob")] {
+        let got = view(batched).await;
+        assert_eq!(got, view(single).await, "{batched} against {single}");
+        let (snapshot, _, locks) = got;
+        assert_eq!(snapshot.info.active, 0, "{batched}");
+        if batched == "qb" {
+            // Three counted retries and two archives failed; they, two successes, one completed
+            // task and `gone` were processed.
+            assert_eq!((snapshot.info.processed, snapshot.info.failed), (9, 5));
+            assert_eq!((snapshot.info.processed_total, snapshot.info.failed_total), (9, 5));
+            assert_eq!(locks, ["ok", "duplicate report"], "released by the success, kept by the retry");
+            assert_eq!(t.all_ids("qb", TaskState::Pending).await, ["st", "rq", "p", "c2"]);
+            assert_eq!(t.all_ids("qb", TaskState::Retry).await, ["r2", "ru", "r1", "r3"]);
+            assert_eq!(t.all_ids("qb", TaskState::Archived).await, ["a1", "a2"]);
+            assert_eq!(t.all_ids("qb", TaskState::Completed).await, ["c"]);
+        }
+    }
+
+    // The stall counts, read back from the leases of the requeued tasks taken again.
+    let stalls = async |queues: &[&str]| {
+        t.dequeue(queues, 100).await;
+        let expired = t.broker.list_lease_expired(&names(queues), at(3_600)).await.unwrap();
+        let mut stalls: Vec<(String, u32)> = expired.into_iter().map(|e| (e.message.id, e.stalls)).collect();
+        stalls.sort();
+        stalls
+    };
+    let batched = stalls(&["qb", "ob"]).await;
+    assert_eq!(batched, stalls(&["qa", "oa"]).await);
+    assert!(batched.contains(&("st".to_owned(), 1)) && batched.contains(&("rq".to_owned(), 0)), "{batched:?}");
+}
+
 /// A retention near `i64::MAX` (a corrupt message's) keeps the completed task for Go's longest
 /// duration, read in whole seconds, instead of overflowing into an expiry in the past: the
 /// janitor leaves it alone until then, and the task reads back with that retention.

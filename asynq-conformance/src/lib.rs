@@ -198,6 +198,7 @@ macro_rules! broker_conformance {
             finish::case_finishing_a_task_that_is_not_active_fails,
             finish::case_finishing_twice_fails,
             finish::case_finish_batch_settles_each_task_as_finish_does,
+            finish::case_finish_batch_of_every_outcome_equals_one_by_one,
             finish::case_a_retention_past_gos_longest_duration_is_read_as_it,
             finish::case_extreme_message_fields_settle_and_read_back,
             finish::case_a_unique_key_that_is_no_lock_fails_nothing,

@@ -49,16 +49,18 @@ pub(crate) const ARCHIVE_MAX_SIZE: i64 = asynq_core::ARCHIVE_MAX_SIZE as i64;
 const IDLE_MARK_SECS: u64 = 60;
 /// `enqueue_batch.lua` stores at most this many tasks per call.
 const ENQUEUE_BATCH: usize = 500;
+/// `settle_batch.lua` settles at most this many tasks per call, so that no call holds Redis long.
+const SETTLE_BATCH: usize = 500;
 
 /// Redis's default limit on one value (`proto-max-bulk-len`, 512 MiB). Redis answers a longer
 /// one by closing the connection, which every role of a broker shares, so such a value is
 /// refused before it is sent.
 pub(crate) const MAX_VALUE_LEN: usize = 512 * 1024 * 1024;
 
-/// The most bytes of task messages one `enqueue_batch.lua` call carries: a batch of large tasks
-/// is split so that no command comes near Redis's limit on one client's unread input
-/// (`client-query-buffer-limit`, 1 GiB by default).
-const ENQUEUE_BATCH_BYTES: usize = 64 * 1024 * 1024;
+/// The most bytes of task messages one `enqueue_batch.lua` or `settle_batch.lua` call carries: a
+/// batch of large tasks is split so that no command comes near Redis's limit on one client's
+/// unread input (`client-query-buffer-limit`, 1 GiB by default).
+const BATCH_BYTES: usize = 64 * 1024 * 1024;
 
 /// Refuses a value of `len` bytes (a `what`) that Redis would not take.
 pub(crate) fn check_value_len(what: &'static str, len: usize) -> Result<()> {

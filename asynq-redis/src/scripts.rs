@@ -34,6 +34,7 @@ pub(crate) struct Scripts {
     pub(crate) dequeue: Script,
     pub(crate) done: Script,
     pub(crate) done_batch: Script,
+    pub(crate) settle_batch: Script,
     pub(crate) complete: Script,
     pub(crate) retry: Script,
     pub(crate) archive: Script,
@@ -61,13 +62,14 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 29] {
+    fn all(&self) -> [&Script; 30] {
         [
             &self.enqueue,
             &self.enqueue_batch,
             &self.dequeue,
             &self.done,
             &self.done_batch,
+            &self.settle_batch,
             &self.complete,
             &self.retry,
             &self.archive,
@@ -111,6 +113,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     dequeue: script!(common + "dequeue"),
     done: script!(common + "done"),
     done_batch: script!(common + "done_batch"),
+    settle_batch: script!(common + "settle_batch"),
     complete: script!(common + "complete"),
     retry: script!(common + "retry"),
     archive: script!(common + "archive"),

@@ -68,6 +68,78 @@ impl RedisBroker {
         }
         call
     }
+
+    /// The `settle_batch.lua` calls for `items`, every outcome but [`Outcome::Done`], all of
+    /// queue `queue`, in order: up to `SETTLE_BATCH` tasks and `BATCH_BYTES` of messages
+    /// per call (a call's first task is taken whatever its size).
+    fn settle_batch_calls(
+        &self,
+        queue: &str,
+        items: Vec<(usize, TaskMessage, Outcome)>,
+        now: SystemTime,
+    ) -> Vec<BatchCall> {
+        let k = QueueKeys::new(queue);
+        let now_secs = unix_secs(now);
+        let new_call = || {
+            let mut call = ScriptCall::new(&SCRIPTS.settle_batch);
+            call.key(k.active()).key(k.lease()).key(k.pending()).key(k.retry()).key(k.archived()).key(k.completed());
+            call.key(k.processed_on(&utc_date(now))).key(k.failed_on(&utc_date(now)));
+            call.key(k.processed_total()).key(k.failed_total()).key(k.idle_workers()).key(k.waiting());
+            call.arg(now_secs).arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
+            call.arg(now_secs + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel()).arg(k.ready_channel());
+            BatchCall { call, context: "settle batch", items: Vec::new() }
+        };
+        let mut calls = Vec::new();
+        let mut open = new_call();
+        let mut open_bytes = 0;
+        for (index, msg, outcome) in items {
+            let record = SettleRecord::new(&k, &msg, outcome, now);
+            let len = record.message.len();
+            if !open.items.is_empty() && (open.items.len() == SETTLE_BATCH || open_bytes + len > BATCH_BYTES) {
+                calls.push(std::mem::replace(&mut open, new_call()));
+                open_bytes = 0;
+            }
+            open_bytes += len;
+            open.call.arg(record.kind).arg(&msg.id).arg(record.message).arg(record.score).arg(record.lock);
+            open.items.push((index, msg));
+        }
+        if !open.items.is_empty() {
+            calls.push(open);
+        }
+        calls
+    }
+}
+
+/// One task's record in a `settle_batch.lua` call: what its own script (`retry.lua`,
+/// `archive.lua`, `complete.lua`, `requeue.lua`) would be given.
+struct SettleRecord<'a> {
+    kind: &'static str,
+    /// The message to store, or empty to keep the stored one.
+    message: Vec<u8>,
+    /// The retry time or the completed expiry, Unix seconds, or empty.
+    score: String,
+    /// The uniqueness lock to release, or empty.
+    lock: &'a str,
+}
+
+impl<'a> SettleRecord<'a> {
+    fn new(k: &QueueKeys, msg: &'a TaskMessage, outcome: Outcome, now: SystemTime) -> Self {
+        let (kind, message, score, lock) = match outcome {
+            Outcome::Retry { retry_at, error, is_failure } => {
+                let kind = if is_failure { "retry" } else { "retry_uncounted" };
+                (kind, encode(&msg.failed(&error, now, is_failure)), unix_secs(retry_at).to_string(), "")
+            }
+            Outcome::Archive { error } => ("archive", encode(&msg.archived(&error, now)), String::new(), ""),
+            Outcome::Complete => {
+                let score = msg.completed_expiry(now).to_string();
+                ("complete", encode(&msg.completed(now)), score, lock_of(k, msg).unwrap_or(""))
+            }
+            Outcome::Requeue => ("requeue", Vec::new(), String::new(), ""),
+            Outcome::Stalled => ("stall", Vec::new(), String::new(), ""),
+            Outcome::Done => unreachable!("successes without retention go to done_batch.lua"),
+        };
+        Self { kind, message, score, lock }
+    }
 }
 
 /// The uniqueness lock the settle scripts may release for `msg`: its `unique_key` if that names
@@ -282,8 +354,10 @@ impl Dequeue for RedisBroker {
         }
     }
 
-    /// One pipeline per queue; the successes without retention of a queue share one
-    /// `done_batch.lua` call.
+    /// One pipeline per queue: the successes without retention of a queue share one
+    /// `done_batch.lua` call, its other outcomes one `settle_batch.lua` call (per
+    /// `SETTLE_BATCH` tasks); a queue's only success, or its only other outcome, keeps its own
+    /// script.
     async fn finish_batch(&self, items: Vec<(TaskMessage, Outcome)>) -> Vec<Result<()>> {
         let now = self.now();
         let mut by_queue: BTreeMap<String, Vec<(usize, TaskMessage, Outcome)>> = BTreeMap::new();
@@ -297,13 +371,18 @@ impl Dequeue for RedisBroker {
         for (queue, items) in by_queue {
             let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
             let mut calls = Vec::new();
-            let singles: Vec<_> = if done.len() > 1 {
+            let mut singles = Vec::new();
+            if done.len() > 1 {
                 let call = self.done_batch_call(&queue, &done, now);
                 calls.push(BatchCall { call, context: "done batch", items: strip(done) });
-                others
             } else {
-                done.into_iter().chain(others).collect()
-            };
+                singles.extend(done);
+            }
+            if others.len() > 1 {
+                calls.extend(self.settle_batch_calls(&queue, others, now));
+            } else {
+                singles.extend(others);
+            }
             calls.extend(singles.into_iter().map(|(index, msg, outcome)| {
                 let (call, context) = self.finish_call(&msg, outcome, now);
                 BatchCall { call, context, items: vec![(index, msg)] }

@@ -146,10 +146,10 @@ impl QueueCalls {
     }
 
     /// Adds the next task, starting a new call once the open one holds `ENQUEUE_BATCH` tasks or
-    /// would carry more than `ENQUEUE_BATCH_BYTES` of messages.
+    /// would carry more than `BATCH_BYTES` of messages.
     fn push(&mut self, index: usize, task: BatchTask) {
         let len = task.encoded.len();
-        if !self.open.is_empty() && (self.open.len() == ENQUEUE_BATCH || self.open_bytes + len > ENQUEUE_BATCH_BYTES) {
+        if !self.open.is_empty() && (self.open.len() == ENQUEUE_BATCH || self.open_bytes + len > BATCH_BYTES) {
             self.close();
         }
         self.open_bytes += len;

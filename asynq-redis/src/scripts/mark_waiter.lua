@@ -1,7 +1,7 @@
 -- mark_waiter: records that a Rust client waits for a task to finish, so that the script
--- finishing it for good (done, done_batch, complete, archive) publishes its ID on the queue's
--- finish channel (see notify_waiters in common.lua). Run again while the wait lasts, to renew
--- the queue's mark.
+-- finishing it for good (done, done_batch, complete, archive, settle_batch) publishes its ID on
+-- the queue's finish channel (see notify_waiters in common.lua). Run again while the wait
+-- lasts, to renew the queue's mark.
 --
 -- Two marks: the task hash's field `waiters`, which goes when the hash goes, and the queue's
 -- `waiting` key, which expires unless renewed, so that a script settling many tasks looks for
