@@ -18,7 +18,7 @@ pub use flaky::FlakyBroker;
 pub use go_fixtures::{FixtureKey, load_fixture, read_fixture};
 pub use logs::{CapturedLogs, capture_logs};
 pub use redis_helpers::{redis_broker, wait_for};
-pub use redis_server::{RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
+pub use redis_server::{KeyDump, RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
 pub use tls::CertificateAuthority;
 
 use asynq_client::Client;

@@ -180,6 +180,46 @@ impl RedisServer {
         Ok(resp::parse_info(text))
     }
 
+    /// How many times `command` (lower case, as `INFO commandstats` names it) ran, and the
+    /// microseconds it took, since the server started or the last `CONFIG RESETSTAT`.
+    pub fn command_stat(&self, command: &str) -> (u64, u64) {
+        let stats = self.info("commandstats").unwrap_or_else(|e| panic!("INFO commandstats: {e}"));
+        stats.get(&format!("cmdstat_{command}")).map_or((0, 0), |stat| {
+            let field = |name: &str| -> u64 {
+                let value = stat.split(',').find_map(|pair| pair.strip_prefix(name));
+                value.and_then(|value| value.parse().ok()).unwrap_or_else(|| panic!("no {name} in {stat}"))
+            };
+            (field("calls="), field("usec="))
+        })
+    }
+
+    /// How many times `command` ran: [`command_stat`](Self::command_stat)'s count.
+    pub fn command_calls(&self, command: &str) -> u64 {
+        self.command_stat(command).0
+    }
+
+    /// Every key of the server with its type, its contents (sets and hashes sorted, so that two
+    /// dumps compare) and its TTL in seconds (`-1` without one).
+    pub fn dump(&self) -> KeyDump {
+        let keys = self.command(&["KEYS", "*"]).unwrap();
+        let mut dump = KeyDump::new();
+        for key in keys.as_array().unwrap() {
+            let key = key.as_str().unwrap();
+            let kind = self.command(&["TYPE", key]).unwrap().as_str().unwrap().to_owned();
+            let contents = match kind.as_str() {
+                "string" => self.command(&["GET", key]).unwrap(),
+                "list" => self.command(&["LRANGE", key, "0", "-1"]).unwrap(),
+                "zset" => self.command(&["ZRANGE", key, "0", "-1", "WITHSCORES"]).unwrap(),
+                "set" => sorted_groups(self.command(&["SMEMBERS", key]).unwrap(), 1),
+                "hash" => sorted_groups(self.command(&["HGETALL", key]).unwrap(), 2),
+                other => panic!("unexpected type {other} of {key}"),
+            };
+            let ttl = self.command(&["TTL", key]).unwrap().as_int().unwrap();
+            dump.insert(key.to_owned(), (kind, contents, ttl));
+        }
+        dump
+    }
+
     /// The log, the process's stdout/stderr and its command line, for panic messages.
     pub(crate) fn diagnostics(&self) -> String {
         let argv: Vec<_> = self.argv.iter().map(|arg| arg.to_string_lossy()).collect();
@@ -439,6 +479,16 @@ pub(crate) fn poll_until<T>(limit: Duration, mut check: impl FnMut() -> Result<T
             Err(_) => std::thread::sleep(POLL),
         }
     }
+}
+
+/// A server's keys as [`RedisServer::dump`] reads them: key -> (type, contents, TTL in seconds).
+pub type KeyDump = BTreeMap<String, (String, RespValue, i64)>;
+
+/// An array of elements in groups of `n` (a hash's field-value pairs), sorted by group.
+fn sorted_groups(value: RespValue, n: usize) -> RespValue {
+    let mut groups: Vec<Vec<RespValue>> = value.as_array().unwrap().chunks(n).map(<[_]>::to_vec).collect();
+    groups.sort_by_key(|group| format!("{group:?}"));
+    RespValue::Array(groups.into_iter().flatten().collect())
 }
 
 #[cfg(test)]

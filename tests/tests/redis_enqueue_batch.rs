@@ -8,52 +8,12 @@ use asynq_core::broker::Enqueue;
 use asynq_core::time::from_unix_secs;
 use asynq_core::{EnqueueRequest, Error, SimulatedClock, Task, TaskOptions, resolve_enqueue};
 use asynq_redis::keys::QueueKeys;
-use asynq_tests::{RedisServer, RespValue, redis_broker};
+use asynq_tests::{KeyDump, RedisServer, RespValue, redis_broker};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 const QUEUE: &str = "q";
-
-/// Every key of the server: its type, its contents (sets and hashes sorted) and its TTL in
-/// seconds (`-1` without one).
-type Dump = BTreeMap<String, (String, RespValue, i64)>;
-
-fn dump(redis: &RedisServer) -> Dump {
-    let keys = redis.command(&["KEYS", "*"]).unwrap();
-    let mut dump = Dump::new();
-    for key in keys.as_array().unwrap() {
-        let key = key.as_str().unwrap();
-        let kind = redis.command(&["TYPE", key]).unwrap().as_str().unwrap().to_owned();
-        let contents = match kind.as_str() {
-            "string" => redis.command(&["GET", key]).unwrap(),
-            "list" => redis.command(&["LRANGE", key, "0", "-1"]).unwrap(),
-            "zset" => redis.command(&["ZRANGE", key, "0", "-1", "WITHSCORES"]).unwrap(),
-            "set" => sorted(redis.command(&["SMEMBERS", key]).unwrap(), 1),
-            "hash" => sorted(redis.command(&["HGETALL", key]).unwrap(), 2),
-            other => panic!("unexpected type {other} of {key}"),
-        };
-        let ttl = redis.command(&["TTL", key]).unwrap().as_int().unwrap();
-        dump.insert(key.to_owned(), (kind, contents, ttl));
-    }
-    dump
-}
-
-/// An array of elements in groups of `n` (a hash's field-value pairs), sorted by group.
-fn sorted(value: RespValue, n: usize) -> RespValue {
-    let mut groups: Vec<Vec<RespValue>> = value.as_array().unwrap().chunks(n).map(<[_]>::to_vec).collect();
-    groups.sort_by_key(|group| format!("{group:?}"));
-    RespValue::Array(groups.into_iter().flatten().collect())
-}
-
-/// How many times `command` ran since the last `CONFIG RESETSTAT`.
-fn calls(redis: &RedisServer, command: &str) -> u64 {
-    let stats = redis.info("commandstats").unwrap();
-    stats.get(&format!("cmdstat_{command}")).map_or(0, |stat| {
-        let calls = stat.split(',').find_map(|pair| pair.strip_prefix("calls="));
-        calls.and_then(|calls| calls.parse().ok()).expect("a call count")
-    })
-}
 
 fn request(id: &str, type_name: &str, payload: &str, options: TaskOptions) -> EnqueueRequest {
     let options = options.queue(QUEUE).task_id(id);
@@ -100,7 +60,7 @@ fn kind(result: &asynq_core::Result<()>) -> String {
 /// On an emptied server: a scheduled task `taken`, a scheduled unique task holding the lock of
 /// `lock`/`held` (so that nothing is pending yet), a set where the lock of `wrong`/"" would be, and a waiting server's idle mark; then `requests`
 /// one by one or as one batch. Returns the replies, the keys left and the wake-ups published.
-async fn run(redis: &RedisServer, requests: Vec<EnqueueRequest>, batch: bool) -> (Vec<String>, Dump, u64) {
+async fn run(redis: &RedisServer, requests: Vec<EnqueueRequest>, batch: bool) -> (Vec<String>, KeyDump, u64) {
     redis.command(&["FLUSHALL"]).unwrap();
     let broker = redis_broker(&redis.url(), Arc::new(SimulatedClock::new(from_unix_secs(START_SECS)))).await;
     let k = QueueKeys::new(QUEUE);
@@ -119,7 +79,7 @@ async fn run(redis: &RedisServer, requests: Vec<EnqueueRequest>, batch: bool) ->
         }
         replies
     };
-    (replies, dump(redis), calls(redis, "publish"))
+    (replies, redis.dump(), redis.command_calls("publish"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,7 +111,7 @@ async fn a_mixed_batch_leaves_what_the_same_enqueues_one_by_one_leave() {
     assert_eq!((single_wakes, batch_wakes), (1, 1), "the first pending task wakes the waiting server, once");
 
     // The same keys with the same contents; TTLs read a moment apart may differ by a second.
-    let without_ttls = |dump: &Dump| -> BTreeMap<String, (String, RespValue)> {
+    let without_ttls = |dump: &KeyDump| -> BTreeMap<String, (String, RespValue)> {
         dump.iter().map(|(key, (kind, contents, _))| (key.clone(), (kind.clone(), contents.clone()))).collect()
     };
     assert_eq!(without_ttls(&batch_keys), without_ttls(&single_keys));
@@ -213,7 +173,7 @@ async fn a_batch_is_one_script_call_per_500_tasks_whatever_their_placement() {
         let n = requests.len();
         let results = broker.enqueue_batch(requests).await;
         assert_eq!(results.iter().filter(|r| r.is_ok()).count(), n, "{:?}", results.iter().find(|r| r.is_err()));
-        (calls(&redis, "evalsha"), calls(&redis, "eval"))
+        (redis.command_calls("evalsha"), redis.command_calls("eval"))
     };
 
     assert_eq!(script_calls(batch("s", 100, &|_| scheduled.clone())).await, (1, 0), "100 scheduled tasks");

@@ -11,58 +11,10 @@ use asynq_core::time::{from_unix_secs, utc_date};
 use asynq_core::{Error, SimulatedClock, Task, TaskMessage, TaskOptions, resolve_enqueue};
 use asynq_redis::RedisBroker;
 use asynq_redis::keys::QueueKeys;
-use asynq_tests::{RedisServer, RespValue, redis_broker};
+use asynq_tests::{KeyDump, RedisServer, RespValue, redis_broker};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-/// Every key of the server: its type, its contents (sets and hashes sorted) and its TTL in
-/// seconds (`-1` without one).
-type Dump = BTreeMap<String, (String, RespValue, i64)>;
-
-fn dump(redis: &RedisServer) -> Dump {
-    let keys = redis.command(&["KEYS", "*"]).unwrap();
-    let mut dump = Dump::new();
-    for key in keys.as_array().unwrap() {
-        let key = key.as_str().unwrap();
-        let kind = redis.command(&["TYPE", key]).unwrap().as_str().unwrap().to_owned();
-        let contents = match kind.as_str() {
-            "string" => redis.command(&["GET", key]).unwrap(),
-            "list" => redis.command(&["LRANGE", key, "0", "-1"]).unwrap(),
-            "zset" => redis.command(&["ZRANGE", key, "0", "-1", "WITHSCORES"]).unwrap(),
-            "set" => sorted(redis.command(&["SMEMBERS", key]).unwrap(), 1),
-            "hash" => sorted(redis.command(&["HGETALL", key]).unwrap(), 2),
-            other => panic!("unexpected type {other} of {key}"),
-        };
-        let ttl = redis.command(&["TTL", key]).unwrap().as_int().unwrap();
-        dump.insert(key.to_owned(), (kind, contents, ttl));
-    }
-    dump
-}
-
-/// An array of elements in groups of `n` (a hash's field-value pairs), sorted by group.
-fn sorted(value: RespValue, n: usize) -> RespValue {
-    let mut groups: Vec<Vec<RespValue>> = value.as_array().unwrap().chunks(n).map(<[_]>::to_vec).collect();
-    groups.sort_by_key(|group| format!("{group:?}"));
-    RespValue::Array(groups.into_iter().flatten().collect())
-}
-
-/// How many times `command` ran, and the microseconds it took, since the last `CONFIG
-/// RESETSTAT`.
-fn stat(redis: &RedisServer, command: &str) -> (u64, u64) {
-    let stats = redis.info("commandstats").unwrap();
-    stats.get(&format!("cmdstat_{command}")).map_or((0, 0), |stat| {
-        let field = |name: &str| -> u64 {
-            let value = stat.split(',').find_map(|pair| pair.strip_prefix(name));
-            value.and_then(|value| value.parse().ok()).expect("a number")
-        };
-        (field("calls="), field("usec="))
-    })
-}
-
-fn calls(redis: &RedisServer, command: &str) -> u64 {
-    stat(redis, command).0
-}
 
 fn now() -> SystemTime {
     from_unix_secs(START_SECS)
@@ -165,7 +117,7 @@ fn kind(result: &asynq_core::Result<()>) -> String {
 
 /// [`prepare`], then the batch one by one or as one `finish_batch`. Returns the replies, the
 /// keys left, the finish notifications and wake-ups published, and the script calls made.
-async fn run(redis: &RedisServer, batch: bool) -> (Vec<String>, Dump, u64, u64) {
+async fn run(redis: &RedisServer, batch: bool) -> (Vec<String>, KeyDump, u64, u64) {
     let clock = Arc::new(SimulatedClock::new(now()));
     let broker = redis_broker(&redis.url(), clock.clone()).await;
     let items = prepare(redis, &broker).await;
@@ -180,7 +132,7 @@ async fn run(redis: &RedisServer, batch: bool) -> (Vec<String>, Dump, u64, u64) 
         }
         replies
     };
-    (replies, dump(redis), calls(redis, "publish"), calls(redis, "evalsha"))
+    (replies, redis.dump(), redis.command_calls("publish"), redis.command_calls("evalsha"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,7 +152,7 @@ async fn a_batch_of_every_outcome_leaves_what_the_same_finishes_one_by_one_leave
     assert_eq!(batch_calls, 4);
 
     // The same keys with the same contents; TTLs read a moment apart may differ by a second.
-    let without_ttls = |dump: &Dump| -> BTreeMap<String, (String, RespValue)> {
+    let without_ttls = |dump: &KeyDump| -> BTreeMap<String, (String, RespValue)> {
         dump.iter().map(|(key, (kind, contents, _))| (key.clone(), (kind.clone(), contents.clone()))).collect()
     };
     let (single, batched) = (without_ttls(&single_keys), without_ttls(&batch_keys));
@@ -274,8 +226,8 @@ async fn script_cost(redis: &RedisServer, batch: bool, outcome: impl Fn(usize) -
         results
     };
     assert!(results.iter().all(Result::is_ok), "{:?}", results.iter().find(|r| r.is_err()));
-    assert_eq!(calls(redis, "eval"), 0);
-    stat(redis, "evalsha")
+    assert_eq!(redis.command_calls("eval"), 0);
+    redis.command_stat("evalsha")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

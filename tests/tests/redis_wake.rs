@@ -65,13 +65,7 @@ async fn only_the_enqueue_that_makes_the_queue_non_empty_clears_the_mark() {
     let task = Task::new("t", "");
     let enqueue = || client.enqueue(&task, TaskOptions::new());
     // The wake-ups published so far.
-    let wake_ups = || -> u64 {
-        let stats = redis.info("commandstats").unwrap();
-        stats.get("cmdstat_publish").map_or(0, |stat| {
-            let calls = stat.split(',').find_map(|pair| pair.strip_prefix("calls="));
-            calls.and_then(|calls| calls.parse().ok()).expect("a call count")
-        })
-    };
+    let wake_ups = || redis.command_calls("publish");
 
     // A server found the queue empty and waits: the first task clears the mark and wakes it.
     redis.command(&["SET", MARK, "1"]).unwrap();
