@@ -49,7 +49,7 @@ enum Reply {
     Lead(Box<Lead>),
 }
 
-/// The right to make the next broker call, carrying the requests that call sends: the holder's
+/// The right to make a broker call, carrying the requests that call sends: the holder's
 /// own and those of the callers waiting behind it. Dropped, it passes itself on.
 struct Lead {
     /// `None` once passed on by hand, so that dropping it does nothing more.
@@ -67,8 +67,9 @@ impl Gathering {
         &self.broker
     }
 
-    /// Stores `request`: at once when no call is in flight, otherwise with the others that
-    /// arrive meanwhile, in one batch call sent as soon as the call in flight returns.
+    /// Stores `request`: at once when fewer than [`MAX_IN_FLIGHT`] calls are in flight,
+    /// otherwise with the others that arrive meanwhile, in one batch call sent as soon as one
+    /// of those calls returns.
     ///
     /// Dropping the returned future before it completes may leave the task stored or not, as
     /// with any broker call; if it had become the call carrying other callers' tasks, those
