@@ -76,7 +76,8 @@ impl Recoverer {
         let cutoff = now - LEASE_DURATION;
         let expired = self.recover.list_lease_expired(&self.config.queues, cutoff).await?;
         let err = HandlerError::lease_expired();
-        let mut recovered = 0;
+        let mut stages = Vec::with_capacity(expired.len());
+        let mut items = Vec::with_capacity(expired.len());
         for ExpiredLease { message, stage, stalls } in expired {
             let outcome = match stage {
                 // No handler started it: its attempt never happened, so it costs nothing.
@@ -84,7 +85,16 @@ impl Recoverer {
                 LeaseStage::Started if stalls < FREE_STALLS => Outcome::Stalled,
                 LeaseStage::Started => self.config.failure_policy.outcome(&message, &err, now),
             };
-            match self.finish.finish(&message, outcome).await {
+            stages.push((stage, stalls));
+            items.push((message, outcome));
+        }
+        // One call for them all: on Redis one script call per queue and kind of outcome.
+        let messages: Vec<_> = items.iter().map(|(message, _)| message.clone()).collect();
+        let results = self.finish.finish_batch(items).await;
+        let mut recovered = 0;
+        let mut first_error = None;
+        for ((message, (stage, stalls)), result) in messages.iter().zip(stages).zip(results) {
+            match result {
                 Ok(()) => {
                     recovered += 1;
                     match stage {
@@ -95,7 +105,7 @@ impl Recoverer {
                         ),
                         LeaseStage::Started => {
                             if !self.observers.is_empty() {
-                                self.observers.lease_expired(&message);
+                                self.observers.lease_expired(message);
                             }
                             let forgiven = stalls < FREE_STALLS;
                             tracing::warn!(task_id = %message.id, queue = %message.queue, stalls, forgiven, "recovered a started task whose lease expired");
@@ -104,8 +114,13 @@ impl Recoverer {
                 }
                 // Another server recovered it first.
                 Err(Error::TaskNotFound { .. }) => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
         }
         if let Some(aggregate) = &self.aggregate {
             for queue in &self.config.queues {
