@@ -189,7 +189,7 @@ impl Drop for Lead {
 mod tests {
     use super::*;
     use async_trait::async_trait;
-    use asynq_core::{Placement, TaskMessage};
+    use asynq_core::{Placement, StoredTask};
     use futures::FutureExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::sync::Semaphore;
@@ -236,11 +236,11 @@ mod tests {
     }
 
     fn request(id: &str) -> EnqueueRequest {
-        let message = TaskMessage {
+        let message = StoredTask {
             id: id.to_owned(),
             type_name: "t".to_owned(),
             queue: "default".to_owned(),
-            ..TaskMessage::default()
+            ..StoredTask::default()
         };
         EnqueueRequest { message, placement: Placement::Pending, unique_ttl: None }
     }

@@ -5,7 +5,7 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, assert_id_conflict, assert_task_not_found, at, millis, secs};
 use asynq_core::broker::{Aggregate, AggregationLimits, GroupInfo, Inspect};
-use asynq_core::{Broker, EnqueueRequest, Error, Result, Task, TaskMessage, TaskOptions, TaskState, resolve_enqueue};
+use asynq_core::{Broker, EnqueueRequest, Error, Result, StoredTask, Task, TaskOptions, TaskState, resolve_enqueue};
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ fn limits(grace: u64, max_delay: Option<u64>, max_size: Option<usize>) -> Aggreg
 
 impl<B: Broker + Aggregate + Clone> Fixture<B> {
     /// Enqueues task `id` of type `"t"`, with `id` as payload, into `group` of `queue`.
-    pub async fn grouped(&self, queue: &str, group: &str, id: &str) -> TaskMessage {
+    pub async fn grouped(&self, queue: &str, group: &str, id: &str) -> StoredTask {
         let task = Task::new("t", id.to_owned());
         self.enqueue(id, &task, TaskOptions::new().queue(queue).group(group))
             .await

@@ -8,7 +8,7 @@
 use super::BrokerFactory;
 use super::fixture::{DAY, Fixture, archive, assert_task_not_found, at, millis};
 use asynq_core::broker::{Dequeue, Inspect, Outcome};
-use asynq_core::{Task, TaskMessage, TaskOptions, TaskState};
+use asynq_core::{StoredTask, Task, TaskOptions, TaskState};
 use futures::{StreamExt, TryStreamExt, stream};
 
 /// How many broker calls the count-trim case keeps in flight at once.
@@ -51,7 +51,7 @@ pub async fn case_archive_keeps_the_newest_9999<F: BrokerFactory>(factory: &F) {
         .await
         .expect("enqueue");
     let queues = vec!["q".to_owned()];
-    let taken: Vec<TaskMessage> = stream::iter(0..ARCHIVE_LIMIT.div_ceil(100))
+    let taken: Vec<StoredTask> = stream::iter(0..ARCHIVE_LIMIT.div_ceil(100))
         .map(|_| t.broker.dequeue(&queues, 100))
         .buffer_unordered(CONCURRENCY)
         .try_collect::<Vec<_>>()

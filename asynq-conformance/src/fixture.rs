@@ -5,7 +5,7 @@ use super::BrokerFactory;
 use asynq_core::broker::{Dequeued, Outcome, Page};
 use asynq_core::time::from_unix_secs;
 use asynq_core::{
-    Broker, Clock, Error, QueueInfo, Result, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState,
+    Broker, Clock, Error, QueueInfo, Result, SimulatedClock, StoredTask, Task, TaskInfo, TaskOptions, TaskState,
     resolve_enqueue,
 };
 use std::fmt::Debug;
@@ -25,11 +25,6 @@ pub const DAY: i64 = 86_400;
 /// The instant `offset` whole seconds after the start of every case's clock ([`START_SECS`]).
 pub fn at(offset: i64) -> SystemTime {
     from_unix_secs(START_SECS + offset)
-}
-
-/// Unix seconds of [`at`]`(offset)`, as stored message fields hold instants.
-pub fn at_secs(offset: i64) -> i64 {
-    START_SECS + offset
 }
 
 /// `n` seconds.
@@ -113,7 +108,7 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// Enqueues `task` under the ID `id`, with `options` over the task's own, and returns the
     /// message handed to the broker (whose `unique_key` the broker fills in for unique tasks).
-    pub async fn enqueue(&self, id: &str, task: &Task, options: TaskOptions) -> Result<TaskMessage> {
+    pub async fn enqueue(&self, id: &str, task: &Task, options: TaskOptions) -> Result<StoredTask> {
         let request = resolve_enqueue(task, &options.task_id(id), self.now(), || unreachable!("the ID is given"))?;
         let message = request.message.clone();
         self.broker.enqueue(request).await?;
@@ -121,7 +116,7 @@ impl<B: Broker + Clone> Fixture<B> {
     }
 
     /// Enqueues a pending task `id` of type `"t"`, with `id` as payload, into `queue`.
-    pub async fn plain(&self, queue: &str, id: &str) -> TaskMessage {
+    pub async fn plain(&self, queue: &str, id: &str) -> StoredTask {
         let task = Task::new("t", id.to_owned());
         self.enqueue(id, &task, TaskOptions::new().queue(queue)).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"))
     }
@@ -147,14 +142,14 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// Enqueues a plain task `id` into `queue` and dequeues it, so that it is active; returns
     /// the dequeued message. The queue must have no other pending task.
-    pub async fn activate(&self, queue: &str, id: &str) -> TaskMessage {
+    pub async fn activate(&self, queue: &str, id: &str) -> StoredTask {
         self.plain(queue, id).await;
         self.take(queue, id).await.message
     }
 
     /// Makes a plain task `id` active in `queue` (see [`Fixture::activate`]) and finishes it
     /// with `outcome`; returns the message it was finished with.
-    pub async fn run(&self, queue: &str, id: &str, outcome: Outcome) -> TaskMessage {
+    pub async fn run(&self, queue: &str, id: &str, outcome: Outcome) -> StoredTask {
         let message = self.activate(queue, id).await;
         self.finish(&message, outcome).await;
         message
@@ -162,7 +157,7 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// Enqueues task `id` into `queue` with `retention`, dequeues it and completes it; returns
     /// the dequeued message. The queue must have no other pending task.
-    pub async fn complete(&self, queue: &str, id: &str, retention: Duration) -> TaskMessage {
+    pub async fn complete(&self, queue: &str, id: &str, retention: Duration) -> StoredTask {
         let options = TaskOptions::new().queue(queue).retention(retention);
         self.enqueue(id, &Task::new("t", id.to_owned()), options).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
         let message = self.take(queue, id).await.message;
@@ -171,7 +166,7 @@ impl<B: Broker + Clone> Fixture<B> {
     }
 
     /// Records `outcome` for the active task `message`, which must succeed.
-    pub async fn finish(&self, message: &TaskMessage, outcome: Outcome) {
+    pub async fn finish(&self, message: &StoredTask, outcome: Outcome) {
         let what = format!("finish {} with {outcome:?}", message.id);
         self.broker.finish(message, outcome).await.unwrap_or_else(|e| panic!("{what}: {e}"));
     }

@@ -5,14 +5,14 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, names, secs};
 use asynq_core::broker::{Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
-use asynq_core::{TaskMessage, TaskState};
+use asynq_core::{StoredTask, TaskState};
 use std::time::SystemTime;
 
-fn taken(message: &TaskMessage) -> ExpiredLease {
+fn taken(message: &StoredTask) -> ExpiredLease {
     ExpiredLease { message: message.clone(), stage: LeaseStage::Taken, stalls: 0 }
 }
 
-fn started(message: &TaskMessage) -> ExpiredLease {
+fn started(message: &StoredTask) -> ExpiredLease {
     ExpiredLease { message: message.clone(), stage: LeaseStage::Started, stalls: 0 }
 }
 

@@ -12,7 +12,7 @@ use super::fixture::{
     secs,
 };
 use asynq_core::broker::{Dequeue, GroupInfo, Inspect, Manage, Outcome, Page};
-use asynq_core::{Broker, DailyStats, Error, QueueInfo, Result, Task, TaskMessage, TaskOptions, TaskSet, TaskState};
+use asynq_core::{Broker, DailyStats, Error, QueueInfo, Result, StoredTask, Task, TaskOptions, TaskSet, TaskState};
 use bytes::Bytes;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -60,7 +60,7 @@ async fn groups<B: Broker>(broker: &B, queue: &str) -> Vec<(String, usize)> {
 /// `"retry"` (due at 600 s, error `"boom"`), `"archived"` (error `"x"`), `"completed"`,
 /// `"scheduled"` (due at 120 s), `"aggregating"` (in group `"g"`), `"pending"`. The clock does
 /// not move. Returns the active task's message.
-async fn one_task_per_state<B: Broker + Clone>(t: &Fixture<B>) -> TaskMessage {
+async fn one_task_per_state<B: Broker + Clone>(t: &Fixture<B>) -> StoredTask {
     let active = t.activate("q", "active").await;
     t.run("q", "retry", retry(at(600), "boom", true)).await;
     t.run("q", "archived", archive("x")).await;

@@ -5,7 +5,7 @@
 use super::fixture::{Fixture, archive, assert_duplicate, assert_id_conflict, at, names, retry, secs};
 use super::{BrokerFactory, Capability, lacking};
 use asynq_core::broker::{Forward, Outcome};
-use asynq_core::{Task, TaskMessage, TaskOptions};
+use asynq_core::{StoredTask, Task, TaskOptions};
 
 /// Unique for `ttl_secs` in queue `"q"`.
 fn unique(ttl_secs: u64) -> TaskOptions {
@@ -116,11 +116,11 @@ pub async fn case_dequeued_unique_task_carries_its_lock_key<F: BrokerFactory>(fa
     let b = t.enqueue("b", &Task::new("email", "\x03"), unique(60)).await.unwrap();
     let c = t.enqueue("c", &Task::new("email", "\x04"), TaskOptions::new().queue("q")).await.unwrap();
 
-    let taken: Vec<TaskMessage> = t.dequeue(&["q"], 3).await.into_iter().map(|d| d.message).collect();
+    let taken: Vec<StoredTask> = t.dequeue(&["q"], 3).await.into_iter().map(|d| d.message).collect();
 
     let (key_a, key_b) = (taken[0].unique_key.clone(), taken[1].unique_key.clone());
-    assert!(!key_a.is_empty() && !key_b.is_empty() && key_b != key_a, "{key_a:?}, {key_b:?}");
-    let with_key = |msg: TaskMessage, unique_key: String| TaskMessage { unique_key, ..msg };
+    assert!(key_a.as_ref().zip(key_b.as_ref()).is_some_and(|(a, b)| !a.is_empty() && a != b), "{key_a:?}, {key_b:?}");
+    let with_key = |msg: StoredTask, unique_key: Option<String>| StoredTask { unique_key, ..msg };
     assert_eq!(taken, [with_key(a, key_a), with_key(b, key_b), c]);
 }
 

@@ -43,7 +43,7 @@ async fn assert_still_waiting(waiter: &mut JoinHandle<Result<TaskOutcome>>, what
 }
 
 /// Enqueues task `id` into `queue` with a retention of an hour and dequeues it.
-async fn activate_retained<B: Broker + Clone>(t: &Fixture<B>, queue: &str, id: &str) -> asynq_core::TaskMessage {
+async fn activate_retained<B: Broker + Clone>(t: &Fixture<B>, queue: &str, id: &str) -> asynq_core::StoredTask {
     let options = TaskOptions::new().queue(queue).retention(secs(3600));
     t.enqueue(id, &Task::new("t", id.to_owned()), options).await.unwrap();
     t.take(queue, id).await.message

@@ -11,8 +11,8 @@
 //! members go back to their group and are aggregated again.
 
 use crate::error::{Error, Result};
-use crate::message::TaskMessage;
 use crate::options::EnqueueRequest;
+use crate::stored::StoredTask;
 use async_trait::async_trait;
 use std::time::{Duration, SystemTime};
 
@@ -100,7 +100,7 @@ impl AggregationLimits {
 pub struct AggregationSet {
     /// The members' stored messages, in the order they joined the group (to the second; tasks
     /// that joined in the same second in the order of their IDs).
-    pub messages: Vec<TaskMessage>,
+    pub messages: Vec<StoredTask>,
     /// When the set becomes stale: after it, the recoverer may put its members back in their
     /// group.
     pub deadline: SystemTime,

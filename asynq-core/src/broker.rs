@@ -33,7 +33,7 @@ pub use crate::scheduler::{MAX_SCHEDULER_HISTORY, SchedulerEnqueueEvent, Schedul
 pub use crate::wait::MockWait;
 pub use crate::wait::Wait;
 
-use crate::TaskMessage;
+use crate::StoredTask;
 use crate::error::Result;
 use crate::info::{BackendInfo, DailyStats, QueueInfo, QueueLocation, ServerInfo, WorkerInfo};
 use crate::options::EnqueueRequest;
@@ -94,7 +94,7 @@ pub enum LeaseStage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpiredLease {
     /// The stored message, unchanged.
-    pub message: TaskMessage,
+    pub message: StoredTask,
     /// Whether a handler started it: a [`LeaseStage::Taken`] task goes back to pending
     /// uncharged ([`Outcome::Requeue`]); a started one stalled ([`Outcome::Stalled`], while it
     /// has stalled fewer than [`FREE_STALLS`](crate::FREE_STALLS) times) or failed its attempt.
@@ -107,7 +107,7 @@ pub struct ExpiredLease {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dequeued {
     /// The stored message, unchanged.
-    pub message: TaskMessage,
+    pub message: StoredTask,
     /// When the worker's lease on it expires unless extended.
     pub lease_expiry: SystemTime,
 }
@@ -166,14 +166,14 @@ pub trait Dequeue: Send + Sync {
     ///
     /// Errors: [`Error::TaskNotFound`](crate::Error::TaskNotFound) if the task is not active
     /// (someone else finished or recovered it).
-    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()>;
+    async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()>;
 
     /// Records many outcomes, each exactly as [`Dequeue::finish`] would, in as few round trips
     /// as the backend allows. Each succeeds or fails on its own; the results are in the order
     /// of `items`.
     ///
     /// The default implementation finishes one task after the other.
-    async fn finish_batch(&self, items: Vec<(TaskMessage, Outcome)>) -> Vec<Result<()>> {
+    async fn finish_batch(&self, items: Vec<(StoredTask, Outcome)>) -> Vec<Result<()>> {
         let mut results = Vec::with_capacity(items.len());
         for (message, outcome) in items {
             results.push(self.finish(&message, outcome).await);

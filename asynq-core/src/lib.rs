@@ -26,13 +26,13 @@ mod info;
 mod json;
 mod lease;
 mod manage;
-mod message;
 mod options;
 pub mod queue;
 pub mod rate_limit;
 pub mod retry;
 mod scheduler;
 pub mod state;
+mod stored;
 mod task;
 pub mod time;
 mod wait;
@@ -49,9 +49,9 @@ pub use info::{
 pub use json::PayloadError;
 pub use lease::Lease;
 pub use manage::{BulkAction, TaskSet, validate_bulk};
-pub use message::TaskMessage;
 pub use options::{EnqueueRequest, Placement, ProcessAt, TaskOptions, resolve_enqueue, validate_queue_name};
 pub use state::TaskState;
+pub use stored::StoredTask;
 pub use task::{Task, TaskInfo};
 pub use wait::{TaskOutcome, validate_wait};
 
@@ -84,7 +84,7 @@ pub const DAILY_STATS_TTL: Duration = Duration::from_secs(90 * 24 * 60 * 60);
 /// The longest duration an option may hold, and the longest a stored timeout or retention is
 /// read as: Go's `time.Duration`, an int64 of nanoseconds (about 292 years). Go servers sharing
 /// the queue turn stored timeouts and retentions back into one, and would overflow past it; a
-/// corrupt message's longer one is read as this (see [`TaskMessage::timeout`]).
+/// backend reads a corrupt stored one that is longer as this.
 pub const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 /// The error message stored on a task whose lease expired (a dead or stalled worker).
 pub const LEASE_EXPIRED_MESSAGE: &str = "asynq: task lease expired";

@@ -1,9 +1,9 @@
 //! Task options, their defaults and override rule, and their resolution into a stored message.
 
 use crate::error::{Error, Result};
-use crate::message::TaskMessage;
+use crate::stored::StoredTask;
 use crate::task::Task;
-use crate::time::unix_secs;
+use crate::time::whole_secs;
 use crate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT, MAX_DURATION};
 use std::time::{Duration, SystemTime};
 
@@ -187,7 +187,7 @@ pub enum Placement {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnqueueRequest {
     /// The message to store. Its `unique_key` is filled in by the broker when `unique_ttl` is set.
-    pub message: TaskMessage,
+    pub message: StoredTask,
     /// Where it goes.
     pub placement: Placement,
     /// How long the uniqueness lock is held (whole seconds, at least one), if the task is unique.
@@ -256,8 +256,9 @@ pub fn resolve_enqueue(
         None => new_id(),
     };
     let max_retry = opts.max_retry.unwrap_or(DEFAULT_MAX_RETRY);
-    let retry = i32::try_from(max_retry)
-        .map_err(|_| Error::invalid("max retry", format!("{max_retry} is more than {}", i32::MAX)))?;
+    if i32::try_from(max_retry).is_err() {
+        return Err(Error::invalid("max retry", format!("{max_retry} is more than Go's limit of {}", i32::MAX)));
+    }
     if let Some(timeout) = opts.timeout
         && timeout < Duration::from_secs(1)
     {
@@ -309,22 +310,22 @@ pub fn resolve_enqueue(
         (None, None) => Some(DEFAULT_TIMEOUT),
         (t, _) => t,
     };
-    let message = TaskMessage {
+    let message = StoredTask {
         type_name: task.type_name().to_owned(),
         payload: task.payload().clone(),
         headers: task.headers().clone(),
         id,
         queue,
-        retry,
+        max_retry,
         retried: 0,
-        error_msg: String::new(),
-        last_failed_at: 0,
-        timeout: timeout.map_or(0, |t| t.as_secs() as i64),
-        deadline: opts.deadline.map_or(0, unix_secs),
-        unique_key: String::new(),
-        group_key: opts.group.clone().unwrap_or_default(),
-        retention: opts.retention.map_or(0, |r| r.as_secs() as i64),
-        completed_at: 0,
+        last_error: None,
+        last_failed_at: None,
+        timeout: timeout.map(|t| Duration::from_secs(t.as_secs())),
+        deadline: opts.deadline.map(whole_secs),
+        unique_key: None,
+        group: opts.group.clone(),
+        retention: opts.retention.map(|r| Duration::from_secs(r.as_secs())),
+        completed_at: None,
     };
     let placement = if process_at > now {
         Placement::Scheduled { process_at }
@@ -360,8 +361,11 @@ mod tests {
     fn defaults_follow_go_asynq() {
         let req = resolve(&Task::new("t", "p"), &TaskOptions::new()).unwrap();
         let m = &req.message;
-        assert_eq!((m.queue.as_str(), m.retry, m.timeout, m.deadline), ("default", 25, 1800, 0));
-        assert_eq!((m.id.as_str(), m.retention, m.group_key.as_str()), ("generated", 0, ""));
+        assert_eq!(
+            (m.queue.as_str(), m.max_retry, m.timeout, m.deadline),
+            ("default", 25, Some(DEFAULT_TIMEOUT), None)
+        );
+        assert_eq!((m.id.as_str(), m.retention, m.group.as_deref()), ("generated", None, None));
         assert_eq!(req.placement, Placement::Pending);
         assert_eq!(req.unique_ttl, None);
     }
@@ -371,17 +375,18 @@ mod tests {
         let task = Task::new("t", "p")
             .with_options(TaskOptions::new().queue("a").max_retry(3).retention(Duration::from_secs(60)));
         let req = resolve(&task, &TaskOptions::new().queue("b")).unwrap();
-        assert_eq!((req.message.queue.as_str(), req.message.retry, req.message.retention), ("b", 3, 60));
+        let m = &req.message;
+        assert_eq!((m.queue.as_str(), m.max_retry, m.retention), ("b", 3, Some(Duration::from_secs(60))));
     }
 
     #[test]
     fn a_deadline_alone_means_no_default_timeout() {
         let deadline = now() + Duration::from_secs(90);
         let req = resolve(&Task::new("t", ""), &TaskOptions::new().deadline(deadline)).unwrap();
-        assert_eq!((req.message.timeout, req.message.deadline), (0, 1_000_090));
+        assert_eq!((req.message.timeout, req.message.deadline), (None, Some(deadline)));
         let req = resolve(&Task::new("t", ""), &TaskOptions::new().deadline(deadline).timeout(Duration::from_secs(10)))
             .unwrap();
-        assert_eq!((req.message.timeout, req.message.deadline), (10, 1_000_090));
+        assert_eq!((req.message.timeout, req.message.deadline), (Some(Duration::from_secs(10)), Some(deadline)));
     }
 
     #[test]
@@ -442,7 +447,8 @@ mod tests {
         // The longest durations themselves are accepted, and stored in whole seconds.
         let req =
             resolve(&Task::new("t", ""), &TaskOptions::new().timeout(MAX_DURATION).retention(MAX_DURATION)).unwrap();
-        assert_eq!((req.message.timeout, req.message.retention), (9_223_372_036, 9_223_372_036));
+        let longest = Some(Duration::from_secs(9_223_372_036));
+        assert_eq!((req.message.timeout, req.message.retention), (longest, longest));
         assert!(resolve(&Task::new("t", ""), &TaskOptions::new().process_in(MAX_DURATION)).is_ok());
     }
 }

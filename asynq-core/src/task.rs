@@ -1,9 +1,8 @@
 //! What a producer creates ([`Task`]) and what it gets back ([`TaskInfo`]).
 
-use crate::TaskMessage;
+use crate::StoredTask;
 use crate::options::TaskOptions;
 use crate::state::TaskState;
-use crate::time::from_unix_secs;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -71,7 +70,7 @@ impl Task {
     }
 
     /// The task a handler sees for a stored message.
-    pub fn from_message(msg: &TaskMessage) -> Self {
+    pub fn from_message(msg: &StoredTask) -> Self {
         Self {
             type_name: msg.type_name.clone(),
             payload: msg.payload.clone(),
@@ -127,14 +126,7 @@ pub struct TaskInfo {
 
 impl TaskInfo {
     /// Builds the snapshot of `msg` in `state`.
-    pub fn new(
-        msg: &TaskMessage,
-        state: TaskState,
-        next_process_at: Option<SystemTime>,
-        result: Option<Bytes>,
-    ) -> Self {
-        let non_zero = |secs: i64| (secs != 0).then(|| from_unix_secs(secs));
-        let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    pub fn new(msg: &StoredTask, state: TaskState, next_process_at: Option<SystemTime>, result: Option<Bytes>) -> Self {
         Self {
             id: msg.id.clone(),
             queue: msg.queue.clone(),
@@ -142,17 +134,17 @@ impl TaskInfo {
             payload: msg.payload.clone(),
             headers: msg.headers.clone(),
             state,
-            max_retry: msg.retry.max(0) as u32,
-            retried: msg.retried.max(0) as u32,
-            last_error: non_empty(&msg.error_msg),
-            last_failed_at: non_zero(msg.last_failed_at),
-            timeout: msg.timeout(),
-            deadline: msg.deadline(),
-            group: non_empty(&msg.group_key),
+            max_retry: msg.max_retry,
+            retried: msg.retried,
+            last_error: msg.last_error.clone(),
+            last_failed_at: msg.last_failed_at,
+            timeout: msg.timeout,
+            deadline: msg.deadline,
+            group: msg.group.clone(),
             next_process_at,
             is_orphaned: false,
-            retention: msg.retention(),
-            completed_at: non_zero(msg.completed_at),
+            retention: msg.retention,
+            completed_at: msg.completed_at,
             result: result.filter(|r| !r.is_empty()),
         }
     }

@@ -49,6 +49,12 @@ pub fn from_unix_secs(secs: i64) -> SystemTime {
     }
 }
 
+/// `t` rounded down to its whole second, the precision at which tasks store instants (clamped
+/// as [`from_unix_secs`] clamps).
+pub fn whole_secs(t: SystemTime) -> SystemTime {
+    from_unix_secs(unix_secs(t))
+}
+
 /// `t + d`, or [`MAX_UNIX_SECS`] when that is later (or overflows [`SystemTime`]).
 pub fn add_clamped(t: SystemTime, d: Duration) -> SystemTime {
     let latest = from_unix_secs(MAX_UNIX_SECS);

@@ -111,10 +111,15 @@ pub fn validate_wait(queue: &str, id: &str, timeout: Duration) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TaskMessage;
+    use crate::StoredTask;
 
     fn info(state: TaskState, error: &str, result: Option<&'static str>) -> TaskInfo {
-        let msg = TaskMessage { id: "a".into(), queue: "q".into(), error_msg: error.into(), ..TaskMessage::default() };
+        let msg = StoredTask {
+            id: "a".into(),
+            queue: "q".into(),
+            last_error: (!error.is_empty()).then(|| error.into()),
+            ..StoredTask::default()
+        };
         TaskInfo::new(&msg, state, None, result.map(Bytes::from))
     }
 

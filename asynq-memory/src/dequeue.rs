@@ -37,7 +37,7 @@ impl Dequeue for MemoryBroker {
         }
     }
 
-    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
+    async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()> {
         let now = self.now();
         let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
         let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });

@@ -52,7 +52,7 @@ use asynq_core::broker::{
 };
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    Clock, EnqueueRequest, Error, Placement, QueueInfo, Result, ServerInfo, SystemClock, TaskInfo, TaskMessage,
+    Clock, EnqueueRequest, Error, Placement, QueueInfo, Result, ServerInfo, StoredTask, SystemClock, TaskInfo,
     TaskState, WorkerInfo, validate_queue_name,
 };
 use bytes::Bytes;

@@ -21,7 +21,7 @@ use asynq_core::broker::{Dequeued, ExpiredLease, LeaseStage, Outcome};
 use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
 use asynq_core::{
-    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, LEASE_DURATION, Placement, Result, TaskMessage, TaskState,
+    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, LEASE_DURATION, Placement, Result, StoredTask, TaskState,
 };
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 /// A task's record: the fields of Go's task hash `asynq:{q}:t:<id>`.
 #[derive(Debug)]
 struct TaskRecord {
-    msg: TaskMessage,
+    msg: StoredTask,
     state: TaskState,
     /// Unix nanoseconds when it became pending; set only by enqueue and forward.
     pending_since: Option<i64>,
@@ -44,7 +44,7 @@ struct TaskRecord {
 }
 
 impl TaskRecord {
-    fn new(msg: TaskMessage, state: TaskState) -> Self {
+    fn new(msg: StoredTask, state: TaskState) -> Self {
         Self { msg, state, pending_since: None, unique_key: None, group: None, result: None, stalls: 0 }
     }
 }
@@ -141,7 +141,7 @@ impl Queue {
             let expires_at = now.checked_add(ttl).ok_or_else(|| too_long("unique", ttl))?;
             // Taken before the ID check and kept on a conflict, as in Go.
             self.locks.insert(key.clone(), UniqueLock { owner: message.id.clone(), expires_at });
-            message.unique_key.clone_from(&key);
+            message.unique_key = Some(key.clone());
             lock_key = Some(key);
         }
         if self.tasks.contains_key(&message.id) {
@@ -205,7 +205,7 @@ impl Queue {
     }
 
     /// Records how an attempt at the active task `msg` ended (scripts 5.8–5.12).
-    pub(crate) fn finish(&mut self, msg: &TaskMessage, outcome: Outcome, now: SystemTime) -> Result<()> {
+    pub(crate) fn finish(&mut self, msg: &StoredTask, outcome: Outcome, now: SystemTime) -> Result<()> {
         let id = msg.id.as_str();
         let not_found = || Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() };
         // Searched from the back: tasks tend to finish in the order they were dequeued.
@@ -218,15 +218,15 @@ impl Queue {
                 self.detach_active(position, id);
                 self.tasks.remove(id);
                 self.stats.record_processed(now);
-                self.release_lock(&msg.unique_key, id);
+                self.release_lock(msg.unique_key.as_deref(), id);
             }
             Outcome::Complete => {
                 let state = state_after(from, Event::Complete)?;
                 self.detach_active(position, id);
-                self.completed.insert(id, msg.completed_expiry(now));
+                self.completed.insert(id, unix_secs(msg.completed_expiry(now)));
                 self.rewrite(id, msg.completed(now), state);
                 self.stats.record_processed(now);
-                self.release_lock(&msg.unique_key, id);
+                self.release_lock(msg.unique_key.as_deref(), id);
             }
             Outcome::Retry { retry_at, error, is_failure } => {
                 let state = state_after(from, Event::Retry)?;
@@ -268,7 +268,7 @@ impl Queue {
 
     /// Sets the message and state of `id` (Go's `HSET msg … state …`), creating a bare record if
     /// there is none: the archive trim may just have deleted the very task being archived.
-    fn rewrite(&mut self, id: &str, msg: TaskMessage, state: TaskState) {
+    fn rewrite(&mut self, id: &str, msg: StoredTask, state: TaskState) {
         match self.tasks.get_mut(id) {
             Some(record) => (record.msg, record.state) = (msg, state),
             None => {
@@ -296,7 +296,8 @@ impl Queue {
     }
 
     /// Releases the lock `key` if task `id` holds it.
-    fn release_lock(&mut self, key: &str, id: &str) {
+    fn release_lock(&mut self, key: Option<&str>, id: &str) {
+        let Some(key) = key else { return };
         if self.locks.get(key).is_some_and(|lock| lock.owner == id) {
             self.locks.remove(key);
         }

@@ -57,7 +57,7 @@ pub use observer::TraceContextObserver;
 #[cfg(feature = "server")]
 mod observer {
     use super::extract_context;
-    use asynq_core::TaskMessage;
+    use asynq_core::StoredTask;
     use asynq_server::TaskObserver;
     use opentelemetry::trace::TraceContextExt;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -69,7 +69,7 @@ mod observer {
     pub struct TraceContextObserver;
 
     impl TaskObserver for TraceContextObserver {
-        fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+        fn task_started(&self, task: &StoredTask, span: &tracing::Span) {
             let cx = extract_context(&task.headers);
             if !cx.span().span_context().is_valid() {
                 return;

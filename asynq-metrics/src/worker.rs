@@ -1,7 +1,7 @@
 //! Worker metrics: what one server's workers did, which Go asynq does not export. A
 //! [`TaskObserver`] to install in [`asynq_server::Config::task_observers`].
 
-use asynq_core::TaskMessage;
+use asynq_core::StoredTask;
 use asynq_server::{AttemptOutcome, AttemptReport, TaskObserver};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -130,16 +130,16 @@ impl Default for WorkerMetrics {
     }
 }
 
-fn labels(task: &TaskMessage) -> TaskLabels {
+fn labels(task: &StoredTask) -> TaskLabels {
     TaskLabels { queue: task.queue.clone(), task_type: task.type_name.clone() }
 }
 
 impl TaskObserver for WorkerMetrics {
-    fn task_started(&self, task: &TaskMessage, _span: &tracing::Span) {
+    fn task_started(&self, task: &StoredTask, _span: &tracing::Span) {
         self.in_flight.get_or_create(&labels(task)).inc();
     }
 
-    fn task_finished(&self, task: &TaskMessage, report: &AttemptReport<'_>) {
+    fn task_finished(&self, task: &StoredTask, report: &AttemptReport<'_>) {
         let labels = labels(task);
         self.in_flight.get_or_create(&labels).dec();
         self.duration.get_or_create(&labels).observe(report.duration.as_secs_f64());
@@ -157,7 +157,7 @@ impl TaskObserver for WorkerMetrics {
         self.finished.get_or_create(&OutcomeLabels { queue, task_type, outcome: report.outcome.as_str() }).inc();
     }
 
-    fn lease_expired(&self, task: &TaskMessage) {
+    fn lease_expired(&self, task: &StoredTask) {
         self.lease_expiries.get_or_create(&labels(task)).inc();
     }
 }

@@ -4,7 +4,7 @@
 use crate::connection::Connection;
 use crate::error::{broker_error, unexpected};
 use crate::scripts::ScriptCall;
-use asynq_core::{Result, TaskMessage};
+use asynq_core::{Result, StoredTask};
 use redis::{FromRedisValue, Value};
 
 /// One call of a pipeline and the items its reply answers for: a script that returns an
@@ -12,7 +12,7 @@ use redis::{FromRedisValue, Value};
 pub(crate) struct BatchCall {
     pub(crate) call: ScriptCall,
     pub(crate) context: &'static str,
-    pub(crate) items: Vec<(usize, TaskMessage)>,
+    pub(crate) items: Vec<(usize, StoredTask)>,
 }
 
 /// Runs `calls` as one pipeline and returns every item with its reply code, or the error that
@@ -21,7 +21,7 @@ pub(crate) struct BatchCall {
 pub(crate) async fn run_pipeline(
     conn: &mut Connection,
     calls: Vec<BatchCall>,
-) -> Vec<(usize, TaskMessage, Result<i64>)> {
+) -> Vec<(usize, StoredTask, Result<i64>)> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for batch in &calls {

@@ -17,7 +17,7 @@ use asynq_core::broker::{
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_nanos, unix_secs, utc_date};
 use asynq_core::{
     BackendInfo, Clock, DailyStats, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo, QueueLocation, Result,
-    ServerInfo, SystemClock, TaskInfo, TaskMessage, TaskState, WorkerInfo, validate_queue_name,
+    ServerInfo, StoredTask, SystemClock, TaskInfo, TaskState, WorkerInfo, validate_queue_name,
 };
 use bytes::Bytes;
 use prost::Message;
@@ -71,7 +71,7 @@ pub(crate) fn check_value_len(what: &'static str, len: usize) -> Result<()> {
 }
 
 /// The length of `msg` encoded, once checked against [`MAX_VALUE_LEN`].
-fn checked_message_len(msg: &TaskMessage) -> Result<usize> {
+fn checked_message_len(msg: &StoredTask) -> Result<usize> {
     let len = proto::TaskMessage::from(msg).encoded_len();
     check_value_len("task message", len)?;
     Ok(len)
@@ -260,10 +260,10 @@ impl RedisBroker {
     }
 }
 
-fn encode(msg: &TaskMessage) -> Vec<u8> {
+fn encode(msg: &StoredTask) -> Vec<u8> {
     proto::TaskMessage::from(msg).encode_to_vec()
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> Result<TaskMessage> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<StoredTask> {
     proto::TaskMessage::decode(bytes).map(Into::into).map_err(|e| unexpected("cannot decode a task message", e))
 }

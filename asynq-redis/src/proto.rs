@@ -4,10 +4,9 @@
 //! The messages are declared with prost's derive rather than generated from a `.proto` file,
 //! so building needs no `protoc`; the golden tests pin every field number.
 
-use asynq_core::time::from_unix_secs;
-use asynq_core::{
-    ServerInfo as CoreServerInfo, ServerStatus, TaskMessage as CoreTaskMessage, WorkerInfo as CoreWorkerInfo,
-};
+use asynq_core::MAX_DURATION;
+use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::{ServerInfo as CoreServerInfo, ServerStatus, StoredTask, WorkerInfo as CoreWorkerInfo};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -208,46 +207,73 @@ pub struct SchedulerEnqueueEvent {
     pub enqueue_time: Option<Timestamp>,
 }
 
-impl From<&CoreTaskMessage> for TaskMessage {
-    fn from(m: &CoreTaskMessage) -> Self {
+/// Whole seconds of `d` as Go stores a duration (`int64(d.Seconds())`), saturating.
+fn go_secs(d: Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
+}
+
+/// A stored duration in seconds: `None` unless positive, and no longer than Go's longest
+/// duration ([`MAX_DURATION`]), which Go servers sharing the queue turn it back into.
+fn duration_from_go(secs: i64) -> Option<Duration> {
+    (secs > 0).then(|| Duration::from_secs(secs.min(MAX_DURATION.as_secs() as i64) as u64))
+}
+
+/// A stored instant in Unix seconds: `None` for Go's `0`, clamped to the years 1 to 9999
+/// otherwise (one before 1970 is a real instant, in the past).
+fn instant_from_go(secs: i64) -> Option<SystemTime> {
+    (secs != 0).then(|| from_unix_secs(secs))
+}
+
+/// Go writes `""` for a string that is not set.
+fn string_from_go(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// Go's message in Go's units: whole seconds, Unix seconds, `0` and `""` for "not set"; counts
+/// past `i32` saturate.
+impl From<&StoredTask> for TaskMessage {
+    fn from(m: &StoredTask) -> Self {
         TaskMessage {
             r#type: m.type_name.clone(),
             payload: m.payload.clone(),
             headers: m.headers.clone(),
             id: m.id.clone(),
             queue: m.queue.clone(),
-            retry: m.retry,
-            retried: m.retried,
-            error_msg: m.error_msg.clone(),
-            last_failed_at: m.last_failed_at,
-            timeout: m.timeout,
-            deadline: m.deadline,
-            unique_key: m.unique_key.clone(),
-            group_key: m.group_key.clone(),
-            retention: m.retention,
-            completed_at: m.completed_at,
+            retry: i32::try_from(m.max_retry).unwrap_or(i32::MAX),
+            retried: i32::try_from(m.retried).unwrap_or(i32::MAX),
+            error_msg: m.last_error.clone().unwrap_or_default(),
+            last_failed_at: m.last_failed_at.map_or(0, unix_secs),
+            timeout: m.timeout.map_or(0, go_secs),
+            deadline: m.deadline.map_or(0, unix_secs),
+            unique_key: m.unique_key.clone().unwrap_or_default(),
+            group_key: m.group.clone().unwrap_or_default(),
+            retention: m.retention.map_or(0, go_secs),
+            completed_at: m.completed_at.map_or(0, unix_secs),
         }
     }
 }
 
-impl From<TaskMessage> for CoreTaskMessage {
+/// Go's message read in Rust units. Corrupt but decodable numbers are read into range: a negative
+/// count as 0, a duration that is not positive as none and one past Go's longest as it, an
+/// instant outside the years 1 to 9999 as the nearer end.
+impl From<TaskMessage> for StoredTask {
     fn from(m: TaskMessage) -> Self {
-        CoreTaskMessage {
+        StoredTask {
             type_name: m.r#type,
             payload: m.payload,
             headers: m.headers,
             id: m.id,
             queue: m.queue,
-            retry: m.retry,
-            retried: m.retried,
-            error_msg: m.error_msg,
-            last_failed_at: m.last_failed_at,
-            timeout: m.timeout,
-            deadline: m.deadline,
-            unique_key: m.unique_key,
-            group_key: m.group_key,
-            retention: m.retention,
-            completed_at: m.completed_at,
+            max_retry: m.retry.max(0) as u32,
+            retried: m.retried.max(0) as u32,
+            last_error: string_from_go(m.error_msg),
+            last_failed_at: instant_from_go(m.last_failed_at),
+            timeout: duration_from_go(m.timeout),
+            deadline: instant_from_go(m.deadline),
+            unique_key: string_from_go(m.unique_key),
+            group: string_from_go(m.group_key),
+            retention: duration_from_go(m.retention),
+            completed_at: instant_from_go(m.completed_at),
         }
     }
 }
@@ -460,6 +486,62 @@ mod tests {
         let event = SchedulerEnqueueEvent { task_id: "t".into(), enqueue_time: ts };
         assert_eq!(field_numbers(&event.encode_to_vec()), [1, 2]);
         assert_eq!(field_numbers(&Timestamp { seconds: 1, nanos: 1 }.encode_to_vec()), [1, 2]);
+    }
+
+    #[test]
+    fn a_stored_task_round_trips_through_gos_units() {
+        let at = |secs| from_unix_secs(secs);
+        let task = StoredTask {
+            type_name: "t".into(),
+            payload: Bytes::from_static(b"p"),
+            id: "i".into(),
+            queue: "q".into(),
+            max_retry: 3,
+            retried: 1,
+            last_error: Some("boom".into()),
+            last_failed_at: Some(at(1_700_000_000)),
+            timeout: Some(Duration::from_secs(90)),
+            deadline: Some(at(-5)),
+            unique_key: Some("asynq:{q}:unique:x".into()),
+            group: Some("g".into()),
+            retention: Some(Duration::from_secs(3_600)),
+            completed_at: Some(at(1_700_000_100)),
+            ..Default::default()
+        };
+        let go = TaskMessage::from(&task);
+        assert_eq!((go.retry, go.timeout, go.deadline, go.retention), (3, 90, -5, 3_600));
+        assert_eq!(StoredTask::from(go), task);
+        // "Not set" is Go's zero value both ways.
+        let go = TaskMessage::from(&StoredTask::default());
+        assert_eq!((go.timeout, go.deadline, go.error_msg.as_str(), go.group_key.as_str()), (0, 0, "", ""));
+        assert_eq!(StoredTask::from(go), StoredTask::default());
+    }
+
+    #[test]
+    fn corrupt_numbers_are_read_into_range() {
+        let longest = Some(Duration::from_secs(MAX_DURATION.as_secs()));
+        let read = |retry, timeout, instant| {
+            StoredTask::from(TaskMessage {
+                retry,
+                retried: retry,
+                timeout,
+                retention: timeout,
+                deadline: instant,
+                last_failed_at: instant,
+                completed_at: instant,
+                ..Default::default()
+            })
+        };
+        let task = read(i32::MIN, i64::MAX, i64::MAX);
+        assert_eq!((task.max_retry, task.retried, task.timeout, task.retention), (0, 0, longest, longest));
+        let latest = Some(from_unix_secs(asynq_core::time::MAX_UNIX_SECS));
+        assert_eq!((task.deadline, task.last_failed_at, task.completed_at), (latest, latest, latest));
+        let task = read(-1, i64::MIN, i64::MIN);
+        assert_eq!((task.timeout, task.retention), (None, None));
+        assert_eq!(task.deadline, Some(from_unix_secs(asynq_core::time::MIN_UNIX_SECS)));
+        // Written back, a count past Go's int32 saturates.
+        let many = StoredTask { max_retry: u32::MAX, retried: u32::MAX, ..Default::default() };
+        assert_eq!((TaskMessage::from(&many).retry, TaskMessage::from(&many).retried), (i32::MAX, i32::MAX));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::Dequeue;
-use asynq_core::{Task, TaskMessage};
+use asynq_core::{StoredTask, Task};
 use bytes::Bytes;
 use std::error::Error as StdError;
 use std::fmt;
@@ -233,7 +233,7 @@ impl TaskContext {
     /// through `cancel`, and writes its result through `broker`. The server builds one per
     /// attempt; build one yourself to call a handler directly, e.g. in a unit test.
     pub fn new(
-        message: &TaskMessage,
+        message: &StoredTask,
         deadline: SystemTime,
         broker: Arc<dyn Dequeue>,
         cancel: CancellationToken,
@@ -243,8 +243,8 @@ impl TaskContext {
         Self {
             id: message.id.clone(),
             queue: message.queue.clone(),
-            retry_count: message.retried.max(0) as u32,
-            max_retry: message.retry.max(0) as u32,
+            retry_count: message.retried,
+            max_retry: message.max_retry,
             deadline,
             cancel,
             result_writer,

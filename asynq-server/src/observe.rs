@@ -11,7 +11,7 @@
 //! export them.
 
 use crate::handler::HandlerError;
-use asynq_core::TaskMessage;
+use asynq_core::StoredTask;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,7 +86,7 @@ impl AttemptReport<'_> {
 /// Methods run on the task's worker, synchronously: keep them short and never block.
 ///
 /// ```
-/// use asynq_core::TaskMessage;
+/// use asynq_core::StoredTask;
 /// use asynq_server::{AttemptReport, TaskObserver};
 /// use asynq_server::Config;
 /// use std::sync::Arc;
@@ -96,7 +96,7 @@ impl AttemptReport<'_> {
 /// struct Failures(AtomicU64);
 ///
 /// impl TaskObserver for Failures {
-///     fn task_finished(&self, _task: &TaskMessage, report: &AttemptReport<'_>) {
+///     fn task_finished(&self, _task: &StoredTask, report: &AttemptReport<'_>) {
 ///         if report.is_failure {
 ///             self.0.fetch_add(1, Ordering::Relaxed);
 ///         }
@@ -110,33 +110,33 @@ pub trait TaskObserver: Send + Sync + 'static {
     /// A worker took `task` and is about to run its handler inside `span` (the
     /// [`TASK_SPAN_NAME`] span, not yet entered): the place to record more fields on it or to
     /// set its parent from the task's headers.
-    fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+    fn task_started(&self, task: &StoredTask, span: &tracing::Span) {
         let _ = (task, span);
     }
 
     /// An attempt of `task` ended; `report` says how. Called once for every
     /// [`task_started`](TaskObserver::task_started), before the outcome is written.
-    fn task_finished(&self, task: &TaskMessage, report: &AttemptReport<'_>) {
+    fn task_finished(&self, task: &StoredTask, report: &AttemptReport<'_>) {
         let _ = (task, report);
     }
 
     /// The recoverer found `task` active with a lease that expired (its worker died or lost the
     /// broker) and sent it to retry, or to the archive when it was out of retries.
-    fn lease_expired(&self, task: &TaskMessage) {
+    fn lease_expired(&self, task: &StoredTask) {
         let _ = task;
     }
 }
 
 impl<T: TaskObserver + ?Sized> TaskObserver for Arc<T> {
-    fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+    fn task_started(&self, task: &StoredTask, span: &tracing::Span) {
         (**self).task_started(task, span);
     }
 
-    fn task_finished(&self, task: &TaskMessage, report: &AttemptReport<'_>) {
+    fn task_finished(&self, task: &StoredTask, report: &AttemptReport<'_>) {
         (**self).task_finished(task, report);
     }
 
-    fn lease_expired(&self, task: &TaskMessage) {
+    fn lease_expired(&self, task: &StoredTask) {
         (**self).lease_expired(task);
     }
 }
@@ -154,19 +154,19 @@ impl Observers {
         self.0.is_empty()
     }
 
-    pub(crate) fn task_started(&self, task: &TaskMessage, span: &tracing::Span) {
+    pub(crate) fn task_started(&self, task: &StoredTask, span: &tracing::Span) {
         for observer in self.0.iter() {
             observer.task_started(task, span);
         }
     }
 
-    pub(crate) fn task_finished(&self, task: &TaskMessage, report: &AttemptReport<'_>) {
+    pub(crate) fn task_finished(&self, task: &StoredTask, report: &AttemptReport<'_>) {
         for observer in self.0.iter() {
             observer.task_finished(task, report);
         }
     }
 
-    pub(crate) fn lease_expired(&self, task: &TaskMessage) {
+    pub(crate) fn lease_expired(&self, task: &StoredTask) {
         for observer in self.0.iter() {
             observer.lease_expired(task);
         }

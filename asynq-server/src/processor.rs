@@ -34,7 +34,7 @@ use crate::workers::{ActiveTask, ActiveTasks, Phase};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
-use asynq_core::{Clock, Error, Lease, Task, TaskMessage};
+use asynq_core::{Clock, Error, Lease, StoredTask, Task};
 use futures::FutureExt;
 use rand::Rng;
 use std::any::Any;
@@ -62,7 +62,7 @@ pub(crate) struct FailurePolicy {
 impl FailurePolicy {
     /// The outcome for `message` after `err` at `now`: archived when its retries are used up
     /// or the error says to skip retries, otherwise retried after the retry delay.
-    pub(crate) fn outcome(&self, message: &TaskMessage, err: &HandlerError, now: SystemTime) -> Outcome {
+    pub(crate) fn outcome(&self, message: &StoredTask, err: &HandlerError, now: SystemTime) -> Outcome {
         if err.is_revoke() {
             return Outcome::Done;
         }
@@ -70,7 +70,7 @@ impl FailurePolicy {
             return Outcome::Archive { error: err.to_string() };
         }
         let task = Task::from_message(message);
-        let delay = (self.retry_delay)(message.retried.max(0) as u32, err, &task);
+        let delay = (self.retry_delay)(message.retried, err, &task);
         // A corrupt `retried` near `i32::MAX` makes the default delay saturate: the retry is
         // then due at the end of time, not at an overflow.
         let retry_at = asynq_core::time::add_clamped(now, delay);
@@ -492,7 +492,7 @@ impl Shared {
     /// writes the outcome.
     async fn attempt(
         &self,
-        message: TaskMessage,
+        message: StoredTask,
         running_permits: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>),
         held: Held,
     ) {
@@ -526,7 +526,7 @@ impl Shared {
         self.record_attempt(duration);
         cancel.cancel();
         let outcome = match &attempt {
-            Attempt::Finished(Ok(())) if message.retention > 0 => Some(Outcome::Complete),
+            Attempt::Finished(Ok(())) if message.retention.is_some() => Some(Outcome::Complete),
             Attempt::Finished(Ok(())) => Some(Outcome::Done),
             Attempt::Finished(Err(err)) => {
                 if let Some(on_error) = &self.config.error_handler {
@@ -552,7 +552,7 @@ impl Shared {
         self.active.remove(&message.id);
     }
 
-    async fn write(&self, message: &TaskMessage, outcome: Outcome, lease: &Lease) {
+    async fn write(&self, message: &StoredTask, outcome: Outcome, lease: &Lease) {
         match self.settler.settle(message.clone(), outcome.clone()).await {
             Ok(()) => {}
             Err(Error::TaskNotFound { .. }) => {

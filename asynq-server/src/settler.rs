@@ -3,7 +3,7 @@
 //! queue) settles many tasks; when idle, an outcome is written at once.
 
 use asynq_core::broker::{Dequeue, Outcome};
-use asynq_core::{BrokerError, Error, Result, TaskMessage};
+use asynq_core::{BrokerError, Error, Result, StoredTask};
 use std::fmt;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 const MAX_BATCH: usize = 256;
 
 struct Request {
-    message: TaskMessage,
+    message: StoredTask,
     outcome: Outcome,
     reply: oneshot::Sender<Result<()>>,
 }
@@ -47,7 +47,7 @@ impl Settler {
 
     /// Writes `outcome` for the active task `message`, batched with the outcomes of other
     /// tasks finishing at the same moment.
-    pub(crate) async fn settle(&self, message: TaskMessage, outcome: Outcome) -> Result<()> {
+    pub(crate) async fn settle(&self, message: StoredTask, outcome: Outcome) -> Result<()> {
         let (reply, result) = oneshot::channel();
         let stopped = || Error::Broker(BrokerError::permanent("the outcome writer has stopped"));
         self.requests.send(Request { message, outcome, reply }).map_err(|_| stopped())?;

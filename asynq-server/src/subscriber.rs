@@ -112,7 +112,7 @@ mod tests {
     use super::*;
     use crate::workers::{ActiveTask, Phase};
     use async_trait::async_trait;
-    use asynq_core::{BrokerError, Clock, Error, Lease, Result, SystemClock, TaskMessage};
+    use asynq_core::{BrokerError, Clock, Error, Lease, Result, StoredTask, SystemClock};
     use asynq_memory::MemoryBroker;
     use futures::channel::mpsc::{UnboundedSender, unbounded};
     use futures::stream::{self, BoxStream};
@@ -124,7 +124,7 @@ mod tests {
         let now = clock.now();
         let cancel = CancellationToken::new();
         active.insert(ActiveTask {
-            message: TaskMessage { id: id.to_owned(), queue: "q".to_owned(), ..TaskMessage::default() },
+            message: StoredTask { id: id.to_owned(), queue: "q".to_owned(), ..StoredTask::default() },
             started: now,
             deadline: now + Duration::from_secs(60),
             lease: Lease::new(now + Duration::from_secs(30), clock),

@@ -2,7 +2,7 @@
 //! runs out; after that the task belongs to the recoverer.
 
 use asynq_core::broker::{Dequeue, Outcome};
-use asynq_core::{Clock, Error, TaskMessage};
+use asynq_core::{Clock, Error, StoredTask};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -18,7 +18,7 @@ pub(crate) struct SyncerConfig {
 }
 
 struct Pending {
-    message: TaskMessage,
+    message: StoredTask,
     outcome: Outcome,
     give_up_at: SystemTime,
 }
@@ -43,7 +43,7 @@ impl Syncer {
     }
 
     /// Queues the write of `outcome` for `message`, to be retried until `give_up_at`.
-    pub(crate) fn push(&self, message: TaskMessage, outcome: Outcome, give_up_at: SystemTime) {
+    pub(crate) fn push(&self, message: StoredTask, outcome: Outcome, give_up_at: SystemTime) {
         self.queue().push(Pending { message, outcome, give_up_at });
     }
 

@@ -1,7 +1,7 @@
 //! The tasks this server holds, shared by the processor (which adds and removes them), the
 //! heartbeater (which reports the running ones and extends every lease) and cancellation.
 
-use asynq_core::{Lease, TaskMessage, WorkerInfo};
+use asynq_core::{Lease, StoredTask, WorkerInfo};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -22,7 +22,7 @@ pub(crate) enum Phase {
 /// with its outcome not yet written.
 #[derive(Debug, Clone)]
 pub(crate) struct ActiveTask {
-    pub(crate) message: TaskMessage,
+    pub(crate) message: StoredTask,
     /// When it started, or was taken ahead.
     pub(crate) started: SystemTime,
     pub(crate) deadline: SystemTime,
@@ -107,7 +107,7 @@ mod tests {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let now = clock.now();
         active.insert(ActiveTask {
-            message: TaskMessage { id: id.to_owned(), queue: "q".to_owned(), ..TaskMessage::default() },
+            message: StoredTask { id: id.to_owned(), queue: "q".to_owned(), ..StoredTask::default() },
             started: now,
             deadline: now + Duration::from_secs(60),
             lease: Lease::new(now + Duration::from_secs(30), clock),

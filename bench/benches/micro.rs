@@ -8,7 +8,7 @@
 use asynq_bench::workload::{self, QUEUE};
 use asynq_core::broker::{Dequeue, Enqueue, Outcome};
 use asynq_core::queue::QueuePriorities;
-use asynq_core::{Clock, SystemClock, TaskMessage, TaskOptions, resolve_enqueue};
+use asynq_core::{Clock, StoredTask, SystemClock, TaskOptions, resolve_enqueue};
 use asynq_memory::MemoryBroker;
 use asynq_redis::keys::QueueKeys;
 use asynq_redis::proto;
@@ -22,20 +22,20 @@ use std::time::Duration;
 const TASK_ID: &str = "6f1c2b9e-0d4a-4c57-9a7e-2f3b5c8d1e40";
 
 /// The stored message of one benchmark task, as the client builds it.
-fn benchmark_message() -> TaskMessage {
+fn benchmark_message() -> StoredTask {
     resolve_enqueue(&workload::task(), &TaskOptions::new(), SystemClock.now(), || TASK_ID.to_owned())
         .expect("the benchmark task is valid")
         .message
 }
 
-/// Encoding and decoding the protobuf `TaskMessage`, with the conversions the broker does.
+/// Encoding and decoding the protobuf `StoredTask`, with the conversions the broker does.
 fn task_message(c: &mut Criterion) {
     let message = benchmark_message();
     let bytes = proto::TaskMessage::from(&message).encode_to_vec();
     let mut group = c.benchmark_group("task_message");
     group.bench_function("encode", |b| b.iter(|| proto::TaskMessage::from(black_box(&message)).encode_to_vec()));
     group.bench_function("decode", |b| {
-        b.iter(|| TaskMessage::from(proto::TaskMessage::decode(black_box(bytes.as_slice())).expect("decodes")))
+        b.iter(|| StoredTask::from(proto::TaskMessage::decode(black_box(bytes.as_slice())).expect("decodes")))
     });
     group.finish();
 }

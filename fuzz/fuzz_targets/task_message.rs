@@ -10,7 +10,7 @@ use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(decoded) = proto::TaskMessage::decode(data) else { return };
-    let core: asynq_core::TaskMessage = decoded.clone().into();
+    let core: asynq_core::StoredTask = decoded.clone().into();
     let again = proto::TaskMessage::from(&core).encode_to_vec();
     let redecoded = proto::TaskMessage::decode(again.as_slice()).expect("a re-encoded message decodes");
     assert_eq!(redecoded, decoded);

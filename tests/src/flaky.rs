@@ -7,7 +7,7 @@ use asynq_core::broker::{
     ServerState,
 };
 use asynq_core::{
-    BrokerError, EnqueueRequest, Error, QueueInfo, Result, ServerInfo, TaskInfo, TaskMessage, TaskState, WorkerInfo,
+    BrokerError, EnqueueRequest, Error, QueueInfo, Result, ServerInfo, StoredTask, TaskInfo, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use std::sync::Arc;
@@ -93,7 +93,7 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
         self.inner.wait_for_tasks(queues).await
     }
 
-    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
+    async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()> {
         self.check().await?;
         self.inner.finish(message, outcome).await
     }

@@ -10,7 +10,7 @@ use asynq_core::broker::{
 };
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{
-    BackendInfo, DailyStats, Error, QueueInfo, QueueLocation, Result, ServerInfo, Task, TaskInfo, TaskMessage,
+    BackendInfo, DailyStats, Error, QueueInfo, QueueLocation, Result, ServerInfo, StoredTask, Task, TaskInfo,
     TaskOptions, TaskSet, TaskState, WorkerInfo,
 };
 use asynq_memory::MemoryBroker;
@@ -32,7 +32,7 @@ impl Dequeue for WorkerOnly {
     async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
         self.0.dequeue(queues, max).await
     }
-    async fn finish(&self, message: &TaskMessage, outcome: Outcome) -> Result<()> {
+    async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()> {
         self.0.finish(message, outcome).await
     }
     async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {

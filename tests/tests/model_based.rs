@@ -23,7 +23,7 @@ use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    Broker, Clock, EnqueueRequest, FREE_STALLS, SimulatedClock, Task, TaskInfo, TaskMessage, TaskOptions, TaskState,
+    Broker, Clock, EnqueueRequest, FREE_STALLS, SimulatedClock, StoredTask, Task, TaskInfo, TaskOptions, TaskState,
     resolve_enqueue,
 };
 use asynq_memory::MemoryBroker;
@@ -53,7 +53,7 @@ struct Backend<B> {
     broker: B,
     clock: SimulatedClock,
     handed: Vec<(String, String)>,
-    messages: HashMap<(String, String), TaskMessage>,
+    messages: HashMap<(String, String), StoredTask>,
 }
 
 impl<B: Broker> Backend<B> {
@@ -61,7 +61,7 @@ impl<B: Broker> Backend<B> {
         Self { name, broker, clock, handed: Vec::new(), messages: HashMap::new() }
     }
 
-    fn hand(&mut self, messages: Vec<TaskMessage>) -> Vec<(String, String)> {
+    fn hand(&mut self, messages: Vec<StoredTask>) -> Vec<(String, String)> {
         let keys: Vec<(String, String)> = messages.iter().map(|m| (m.queue.clone(), m.id.clone())).collect();
         hand(&mut self.handed, &keys);
         self.messages.extend(keys.iter().cloned().zip(messages));
@@ -112,7 +112,7 @@ impl<B: Broker> Backend<B> {
                 Reply::Each(b.enqueue_batch(requests).await.into_iter().map(Reply::of_unit).collect())
             }
             Op::FinishBatch(picks) => {
-                let items: Vec<(TaskMessage, Outcome)> = pick_batch(&self.handed, picks)
+                let items: Vec<(StoredTask, Outcome)> = pick_batch(&self.handed, picks)
                     .into_iter()
                     .map(|(key, with)| (self.messages[&key].clone(), self.outcome(with)))
                     .collect();

@@ -151,7 +151,7 @@ fn kind_of(type_name: &str) -> &'static str {
     }
 }
 
-fn asynq_core_msg(bytes: &[u8]) -> asynq_core::TaskMessage {
+fn asynq_core_msg(bytes: &[u8]) -> asynq_core::StoredTask {
     use prost::Message;
     asynq_redis::proto::TaskMessage::decode(bytes).unwrap().into()
 }

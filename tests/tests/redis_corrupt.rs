@@ -19,7 +19,7 @@
 
 use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::{Dequeue, Inspect, Janitor, Manage, Outcome, Recover};
-use asynq_core::{Clock, SystemClock, TaskMessage, TaskState};
+use asynq_core::{Clock, StoredTask, SystemClock, TaskState};
 use asynq_redis::keys::QueueKeys;
 use asynq_redis::proto;
 use asynq_server::{Config, Server};
@@ -409,7 +409,8 @@ async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_noth
     for task in taken {
         match task.message.id.as_str() {
             "alone-list" => singles.push((task.message, Outcome::Done)),
-            "complete-hash" => singles.push((TaskMessage { retention: 60, ..task.message }, Outcome::Complete)),
+            "complete-hash" => singles
+                .push((StoredTask { retention: Some(Duration::from_secs(60)), ..task.message }, Outcome::Complete)),
             _ => batch.push((task.message, Outcome::Done)),
         }
     }

@@ -8,7 +8,7 @@
 use asynq_conformance::fixture::{DAY, START_SECS};
 use asynq_core::broker::{Dequeue, Enqueue, Outcome};
 use asynq_core::time::{from_unix_secs, utc_date};
-use asynq_core::{Error, SimulatedClock, Task, TaskMessage, TaskOptions, resolve_enqueue};
+use asynq_core::{Error, SimulatedClock, StoredTask, Task, TaskOptions, resolve_enqueue};
 use asynq_redis::RedisBroker;
 use asynq_redis::keys::QueueKeys;
 use asynq_tests::{KeyDump, RedisServer, RespValue, redis_broker};
@@ -27,7 +27,7 @@ async fn enqueue(broker: &RedisBroker, id: &str, type_name: &str, options: TaskO
 }
 
 /// Takes every pending task of `queue`, by ID.
-async fn take_all(broker: &RedisBroker, queue: &str) -> BTreeMap<String, TaskMessage> {
+async fn take_all(broker: &RedisBroker, queue: &str) -> BTreeMap<String, StoredTask> {
     let taken = broker.dequeue(&[queue.to_owned()], 1_000).await.unwrap();
     taken.into_iter().map(|d| (d.message.id.clone(), d.message)).collect()
 }
@@ -42,7 +42,7 @@ fn archive(error: &str) -> Outcome {
 
 /// On an emptied server: active tasks of queues `q` and `o` (one of them finished already, so
 /// its lease is gone), a pending one, a full archive of `q` with two tasks past 90 days, a client waiting on three tasks and an idle server on `q`; returns the batch.
-async fn prepare(redis: &RedisServer, broker: &RedisBroker) -> Vec<(TaskMessage, Outcome)> {
+async fn prepare(redis: &RedisServer, broker: &RedisBroker) -> Vec<(StoredTask, Outcome)> {
     redis.command(&["FLUSHALL"]).unwrap();
     let (q, o) = (QueueKeys::new("q"), QueueKeys::new("o"));
     let plain = || TaskOptions::new().queue("q");
@@ -60,7 +60,7 @@ async fn prepare(redis: &RedisServer, broker: &RedisBroker) -> Vec<(TaskMessage,
     let gone = active["gone"].clone();
     broker.finish(&gone, Outcome::Done).await.unwrap();
     enqueue(broker, "p", "t", plain()).await;
-    let pending = TaskMessage { id: "p".to_owned(), ..active["d1"].clone() };
+    let pending = StoredTask { id: "p".to_owned(), ..active["d1"].clone() };
 
     // A full archive: 9 998 tasks archived a minute ago (their hashes left out) and two past the
     // 90 days, with their hashes.

@@ -5,7 +5,8 @@
 
 use asynq_client::{Error, Task, TaskOptions, TaskState};
 use asynq_core::broker::{Enqueue, Inspect};
-use asynq_core::{EnqueueRequest, Placement, TaskMessage};
+use asynq_core::time::{MAX_UNIX_SECS, MIN_UNIX_SECS, from_unix_secs};
+use asynq_core::{EnqueueRequest, Placement, StoredTask};
 use asynq_server::{Config, HandlerError, ServeMux, Server};
 use asynq_tests::{Harness, Recorder, secs};
 use std::sync::Arc;
@@ -253,29 +254,32 @@ async fn stored_numbers_at_the_ends_of_their_types_neither_panic_nor_overflow() 
         }))
         .unwrap();
 
-    // Messages as a corrupt store could hold them, written past the client's checks. Each once
-    // made a worker panic (the deadline overflowed) or a completed task expire at once.
-    let message = |id: &str, type_name: &str| TaskMessage {
+    // Tasks at the ends of what a task holds, as a corrupt Go message is read (and beyond, for
+    // the timeout), written past the client's checks. Each once made a worker panic (the
+    // deadline overflowed) or a completed task expire at once.
+    let (earliest, latest) = (from_unix_secs(MIN_UNIX_SECS), from_unix_secs(MAX_UNIX_SECS));
+    let longest = secs(asynq_core::MAX_DURATION.as_secs());
+    let message = |id: &str, type_name: &str| StoredTask {
         id: id.to_owned(),
         type_name: type_name.to_owned(),
         queue: "default".to_owned(),
-        retry: 25,
+        max_retry: 25,
         ..Default::default()
     };
     let stored = [
-        TaskMessage { timeout: i64::MAX, ..message("timeout-max", "ok") },
-        TaskMessage { timeout: i64::MIN, ..message("timeout-min", "ok") },
-        TaskMessage { timeout: i64::MAX, deadline: i64::MAX, ..message("deadline-max", "ok") },
-        TaskMessage {
-            timeout: i64::MAX,
-            retention: i64::MAX,
-            completed_at: i64::MIN,
+        StoredTask { timeout: Some(Duration::MAX), ..message("timeout-max", "ok") },
+        StoredTask { timeout: Some(longest), ..message("timeout-longest", "ok") },
+        StoredTask { timeout: Some(longest), deadline: Some(latest), ..message("deadline-max", "ok") },
+        StoredTask {
+            timeout: Some(longest),
+            retention: Some(longest),
+            completed_at: Some(earliest),
             ..message("retention-max", "ok")
         },
-        TaskMessage { retry: i32::MAX, retried: i32::MAX - 1, ..message("retried-max", "fail") },
-        TaskMessage { retry: i32::MIN, retried: i32::MIN, ..message("retry-min", "fail") },
-        TaskMessage { deadline: i64::MIN, retry: 0, ..message("deadline-min", "hang") },
-        TaskMessage { deadline: -1, retry: 0, ..message("deadline-negative", "hang") },
+        StoredTask { max_retry: i32::MAX as u32, retried: i32::MAX as u32 - 1, ..message("retried-max", "fail") },
+        StoredTask { max_retry: 0, retried: 0, ..message("retry-min", "fail") },
+        StoredTask { deadline: Some(earliest), max_retry: 0, ..message("deadline-min", "hang") },
+        StoredTask { deadline: Some(from_unix_secs(-1)), max_retry: 0, ..message("deadline-negative", "hang") },
     ];
     for message in stored {
         let request = EnqueueRequest { message, placement: Placement::Pending, unique_ttl: None };
@@ -289,11 +293,10 @@ async fn stored_numbers_at_the_ends_of_their_types_neither_panic_nor_overflow() 
 
     let q = h.queue("default").await;
     assert_eq!((q.completed, q.retry, q.archived, q.failed_total), (1, 1, 3, 4));
-    for id in ["timeout-max", "timeout-min", "deadline-max"] {
+    for id in ["timeout-max", "timeout-longest", "deadline-max"] {
         assert!(matches!(h.broker.task_info("default", id).await, Err(Error::TaskNotFound { .. })), "{id} is done");
     }
     // Kept for Go's longest duration: the janitor, which runs every few seconds, leaves it.
-    let longest = secs(asynq_core::MAX_DURATION.as_secs());
     let completed = h.broker.task_info("default", "retention-max").await.unwrap();
     assert_eq!((completed.state, completed.retention), (TaskState::Completed, Some(longest)));
     tokio::time::advance(secs(60)).await;
@@ -301,9 +304,8 @@ async fn stored_numbers_at_the_ends_of_their_types_neither_panic_nor_overflow() 
     // The default retry delay saturates; the retry is due at the end of the year 9999.
     let retried = h.broker.task_info("default", "retried-max").await.unwrap();
     assert_eq!((retried.state, retried.retried), (TaskState::Retry, i32::MAX as u32));
-    let latest = asynq_core::time::from_unix_secs(asynq_core::time::MAX_UNIX_SECS);
     assert_eq!(retried.next_process_at, Some(latest));
-    // A negative retry count means no retries left.
+    // No retries left.
     assert_eq!(h.broker.task_info("default", "retry-min").await.unwrap().state, TaskState::Archived);
     for id in ["deadline-min", "deadline-negative"] {
         let archived = h.broker.task_info("default", id).await.unwrap();

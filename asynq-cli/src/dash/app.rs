@@ -302,7 +302,7 @@ impl App {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use asynq_core::TaskMessage;
+    use asynq_core::StoredTask;
     use asynq_core::time::from_unix_secs;
 
     /// Two queues with fixed numbers.
@@ -318,14 +318,14 @@ pub(crate) mod tests {
 
     /// A pending task of `queue`.
     pub(crate) fn task(queue: &str, id: &str) -> TaskInfo {
-        let msg = TaskMessage {
+        let msg = StoredTask {
             type_name: "email:welcome".into(),
             payload: r#"{"user":42}"#.into(),
             id: id.into(),
             queue: queue.into(),
-            retry: 25,
-            timeout: 1800,
-            ..TaskMessage::default()
+            max_retry: 25,
+            timeout: Some(std::time::Duration::from_secs(1800)),
+            ..StoredTask::default()
         };
         TaskInfo::new(&msg, TaskState::Pending, Some(from_unix_secs(1_795_317_896)), None)
     }

@@ -22,9 +22,10 @@ const DAY_SECS: i64 = 86_400;
 /// [`NUMERIC_FIELDS_BYTES`] for its numbers, and its result.
 fn task_size(record: &TaskRecord) -> u64 {
     let msg = &record.msg;
-    let strings = [&msg.id, &msg.type_name, &msg.queue, &msg.error_msg, &msg.unique_key, &msg.group_key];
+    let strings = [&msg.id, &msg.type_name, &msg.queue].map(|s| s.len());
+    let optional = [&msg.last_error, &msg.unique_key, &msg.group].map(|s| s.as_ref().map_or(0, String::len));
     let headers = msg.headers.iter().map(|(key, value)| key.len() + value.len());
-    let bytes = strings.iter().map(|s| s.len()).chain(headers).sum::<usize>()
+    let bytes = strings.into_iter().chain(optional).chain(headers).sum::<usize>()
         + msg.payload.len()
         + record.result.as_ref().map_or(0, |result| result.len());
     u64::try_from(bytes).unwrap_or(u64::MAX).saturating_add(NUMERIC_FIELDS_BYTES)

@@ -111,7 +111,7 @@ impl Queue {
     /// The key comes from the message, which carries it for grouped unique tasks too.
     fn forget(&mut self, id: &str) {
         if let Some(record) = self.tasks.remove(id) {
-            self.release_lock(&record.msg.unique_key, id);
+            self.release_lock(record.msg.unique_key.as_deref(), id);
         }
     }
 

@@ -4,7 +4,7 @@ use super::*;
 
 impl RedisBroker {
     /// The script call that records `outcome` for the active task `msg`, and its name.
-    fn finish_call(&self, msg: &TaskMessage, outcome: Outcome, now: SystemTime) -> (ScriptCall, &'static str) {
+    fn finish_call(&self, msg: &StoredTask, outcome: Outcome, now: SystemTime) -> (ScriptCall, &'static str) {
         let now_secs = unix_secs(now);
         let k = QueueKeys::new(&msg.queue);
         let date = utc_date(now);
@@ -22,7 +22,10 @@ impl RedisBroker {
                 let mut call = ScriptCall::new(&SCRIPTS.complete);
                 call.key(k.active()).key(k.lease()).key(k.completed()).key(k.task(id));
                 call.key(k.processed_on(&date)).key(k.processed_total()).key(unique);
-                call.arg(id).arg(stats_expiry).arg(msg.completed_expiry(now)).arg(encode(&msg.completed(now)));
+                call.arg(id)
+                    .arg(stats_expiry)
+                    .arg(unix_secs(msg.completed_expiry(now)))
+                    .arg(encode(&msg.completed(now)));
                 call.arg(k.finished_channel());
                 (call, "complete")
             }
@@ -54,7 +57,7 @@ impl RedisBroker {
     }
 
     /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`.
-    fn done_batch_call(&self, queue: &str, done: &[(usize, TaskMessage, Outcome)], now: SystemTime) -> ScriptCall {
+    fn done_batch_call(&self, queue: &str, done: &[(usize, StoredTask, Outcome)], now: SystemTime) -> ScriptCall {
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&SCRIPTS.done_batch);
         call.key(k.active())
@@ -75,7 +78,7 @@ impl RedisBroker {
     fn settle_batch_calls(
         &self,
         queue: &str,
-        items: Vec<(usize, TaskMessage, Outcome)>,
+        items: Vec<(usize, StoredTask, Outcome)>,
         now: SystemTime,
     ) -> Vec<BatchCall> {
         let k = QueueKeys::new(queue);
@@ -123,7 +126,7 @@ struct SettleRecord<'a> {
 }
 
 impl<'a> SettleRecord<'a> {
-    fn new(k: &QueueKeys, msg: &'a TaskMessage, outcome: Outcome, now: SystemTime) -> Self {
+    fn new(k: &QueueKeys, msg: &'a StoredTask, outcome: Outcome, now: SystemTime) -> Self {
         let (kind, message, score, lock) = match outcome {
             Outcome::Retry { retry_at, error, is_failure } => {
                 let kind = if is_failure { "retry" } else { "retry_uncounted" };
@@ -131,7 +134,7 @@ impl<'a> SettleRecord<'a> {
             }
             Outcome::Archive { error } => ("archive", encode(&msg.archived(&error, now)), String::new(), ""),
             Outcome::Complete => {
-                let score = msg.completed_expiry(now).to_string();
+                let score = unix_secs(msg.completed_expiry(now)).to_string();
                 ("complete", encode(&msg.completed(now)), score, lock_of(k, msg).unwrap_or(""))
             }
             Outcome::Requeue => ("requeue", Vec::new(), String::new(), ""),
@@ -145,16 +148,14 @@ impl<'a> SettleRecord<'a> {
 /// The uniqueness lock the settle scripts may release for `msg`: its `unique_key` if that names
 /// one of the queue's locks. Any other key (a corrupt message's) is left alone, and logged: on a
 /// Cluster it may lie in another slot, which would fail the call.
-fn lock_of<'a>(k: &QueueKeys, msg: &'a TaskMessage) -> Option<&'a str> {
-    if msg.unique_key.is_empty() {
-        return None;
-    }
-    let lock = k.lock(&msg.unique_key);
+fn lock_of<'a>(k: &QueueKeys, msg: &'a StoredTask) -> Option<&'a str> {
+    let unique_key = msg.unique_key.as_deref().filter(|key| !key.is_empty())?;
+    let lock = k.lock(unique_key);
     if lock.is_none() {
         tracing::warn!(
             queue = %msg.queue,
             task_id = %msg.id,
-            unique_key = %msg.unique_key,
+            unique_key,
             "the task's unique_key is not a uniqueness lock of its queue; leaving that key alone"
         );
     }
@@ -162,11 +163,11 @@ fn lock_of<'a>(k: &QueueKeys, msg: &'a TaskMessage) -> Option<&'a str> {
 }
 
 /// The items without their outcomes.
-fn strip(items: Vec<(usize, TaskMessage, Outcome)>) -> Vec<(usize, TaskMessage)> {
+fn strip(items: Vec<(usize, StoredTask, Outcome)>) -> Vec<(usize, StoredTask)> {
     items.into_iter().map(|(index, msg, _)| (index, msg)).collect()
 }
 
-fn not_found(msg: &TaskMessage) -> Error {
+fn not_found(msg: &StoredTask) -> Error {
     Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() }
 }
 
@@ -175,7 +176,7 @@ fn not_found(msg: &TaskMessage) -> Error {
 #[expect(clippy::large_enum_variant, reason = "short-lived, and nearly every value is a `Task`")]
 pub(super) enum Stored {
     /// A message that decodes and names the task it is stored under.
-    Task(TaskMessage),
+    Task(StoredTask),
     /// An ID whose task hash is missing or has no `msg`.
     Missing {
         /// The ID, as stored (not necessarily UTF-8).
@@ -346,7 +347,7 @@ impl Dequeue for RedisBroker {
         notified.await
     }
 
-    async fn finish(&self, msg: &TaskMessage, outcome: Outcome) -> Result<()> {
+    async fn finish(&self, msg: &StoredTask, outcome: Outcome) -> Result<()> {
         let (call, context) = self.finish_call(msg, outcome, self.now());
         match call.run::<i64>(&mut self.conn(), context).await? {
             1 => Ok(()),
@@ -358,9 +359,9 @@ impl Dequeue for RedisBroker {
     /// `done_batch.lua` call, its other outcomes one `settle_batch.lua` call (per
     /// `SETTLE_BATCH` tasks); a queue's only success, or its only other outcome, keeps its own
     /// script.
-    async fn finish_batch(&self, items: Vec<(TaskMessage, Outcome)>) -> Vec<Result<()>> {
+    async fn finish_batch(&self, items: Vec<(StoredTask, Outcome)>) -> Vec<Result<()>> {
         let now = self.now();
-        let mut by_queue: BTreeMap<String, Vec<(usize, TaskMessage, Outcome)>> = BTreeMap::new();
+        let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
         let count = items.len();
         for (index, (msg, outcome)) in items.into_iter().enumerate() {
             by_queue.entry(msg.queue.clone()).or_default().push((index, msg, outcome));

@@ -6,7 +6,7 @@ use super::*;
 impl RedisBroker {
     /// The `enqueue.lua` call that stores `request`, with the message it stores (its
     /// `unique_key` filled in for unique tasks).
-    fn enqueue_call(&self, request: EnqueueRequest) -> Result<(ScriptCall, TaskMessage)> {
+    fn enqueue_call(&self, request: EnqueueRequest) -> Result<(ScriptCall, StoredTask)> {
         self.enqueue_call_with(&SCRIPTS.enqueue, request)
     }
 
@@ -16,15 +16,13 @@ impl RedisBroker {
         &self,
         script: &'static Script,
         request: EnqueueRequest,
-    ) -> Result<(ScriptCall, TaskMessage)> {
+    ) -> Result<(ScriptCall, StoredTask)> {
         let mut msg = request.message;
         validate_queue_name(&msg.queue)?;
         checked_message_len(&msg)?;
         let k = QueueKeys::new(&msg.queue);
         let unique_key = request.unique_ttl.map(|_| k.unique(&msg.type_name, &msg.payload));
-        if let Some(key) = &unique_key {
-            msg.unique_key = key.clone();
-        }
+        msg.unique_key.clone_from(&unique_key);
         let now = self.now();
         let (placement, destination, score, group) = match &request.placement {
             Placement::Pending => ("pending", k.pending(), unix_nanos(now), String::new()),
@@ -42,14 +40,14 @@ impl RedisBroker {
 }
 
 /// What `enqueue.lua` answered for `msg`.
-pub(crate) fn enqueue_result(msg: TaskMessage, reply: i64) -> Result<()> {
+pub(crate) fn enqueue_result(msg: StoredTask, reply: i64) -> Result<()> {
     match reply {
         1 => Ok(()),
         0 => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
         -1 => Err(Error::DuplicateTask { queue: msg.queue, type_name: msg.type_name }),
         -3 => Err(Error::FailedPrecondition(format!(
             "the uniqueness lock key {} holds a value of another type than a lock: nothing was stored",
-            msg.unique_key
+            msg.unique_key.unwrap_or_default()
         ))),
         other => Err(unexpected("enqueue", format!("unexpected reply {other}"))),
     }
@@ -104,7 +102,7 @@ impl Enqueue for RedisBroker {
 /// One task of an `enqueue_batch`, checked and encoded for `enqueue_batch.lua`.
 struct BatchTask {
     /// The message, its `unique_key` filled in for a unique task.
-    msg: TaskMessage,
+    msg: StoredTask,
     encoded: Vec<u8>,
     placement: Placement,
     /// The uniqueness lock's TTL in whole seconds, for a unique task.
@@ -116,7 +114,7 @@ impl BatchTask {
         let EnqueueRequest { message: mut msg, placement, unique_ttl } = request;
         validate_queue_name(&msg.queue)?;
         if unique_ttl.is_some() {
-            msg.unique_key = QueueKeys::new(&msg.queue).unique(&msg.type_name, &msg.payload);
+            msg.unique_key = Some(QueueKeys::new(&msg.queue).unique(&msg.type_name, &msg.payload));
         }
         checked_message_len(&msg)?;
         let encoded = encode(&msg);
@@ -180,7 +178,7 @@ impl QueueCalls {
             let plain = task.is_plain();
             call.arg(&task.msg.id).arg(task.encoded);
             if !plain {
-                let lock = task.unique_ttl.map(|ttl| (task.msg.unique_key.clone(), ttl));
+                let lock = task.unique_ttl.map(|ttl| (task.msg.unique_key.clone().unwrap_or_default(), ttl));
                 records.push((n, task.placement, lock));
             }
             items.push((index, task.msg));
