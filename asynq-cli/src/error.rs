@@ -158,16 +158,17 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use asynq_core::{QueueName, TaskId};
 
     #[test]
     fn errors_map_to_documented_exit_codes() {
         let code = |e: Error| CliError::from_core(e).failure.exit_code();
-        assert_eq!(code(Error::QueueNotFound { queue: "q".into() }), 3);
-        assert_eq!(code(Error::TaskNotFound { queue: "q".into(), id: "i".into() }), 3);
+        assert_eq!(code(Error::QueueNotFound { queue: QueueName::from_static("q") }), 3);
+        assert_eq!(code(Error::TaskNotFound { queue: QueueName::from_static("q"), id: TaskId::from_static("i") }), 3);
         assert_eq!(code(Error::FailedPrecondition("task is already archived".into())), 4);
-        assert_eq!(code(Error::QueueNotEmpty { queue: "q".into() }), 4);
+        assert_eq!(code(Error::QueueNotEmpty { queue: QueueName::from_static("q") }), 4);
         assert_eq!(code(Error::invalid("state", "bad")), 2);
-        let shown = CliError::from_core(Error::QueueNotFound { queue: "q".into() }).to_string();
+        let shown = CliError::from_core(Error::QueueNotFound { queue: QueueName::from_static("q") }).to_string();
         assert!(shown.contains("asynq queue ls"), "{shown}");
     }
 

@@ -56,8 +56,8 @@ impl From<&TaskInfo> for TaskView {
         let result = t.result.as_deref().map(encode);
         let headers: HashMap<_, _> = t.headers.clone();
         Self {
-            id: t.id.clone(),
-            queue: t.queue.clone(),
+            id: t.id.to_string(),
+            queue: t.queue.to_string(),
             type_name: t.type_name.clone(),
             payload,
             payload_encoding,
@@ -69,7 +69,7 @@ impl From<&TaskInfo> for TaskView {
             last_failed_at: time(t.last_failed_at),
             timeout_seconds: t.timeout.map(|d| d.as_secs()),
             deadline: time(t.deadline),
-            group: t.group.clone(),
+            group: t.group.as_ref().map(ToString::to_string),
             next_process_at: time(t.next_process_at),
             is_orphaned: t.is_orphaned,
             retention_seconds: t.retention.map(|d| d.as_secs()),
@@ -106,7 +106,7 @@ pub(crate) struct QueueView {
 impl From<&QueueInfo> for QueueView {
     fn from(q: &QueueInfo) -> Self {
         Self {
-            queue: q.queue.clone(),
+            queue: q.queue.to_string(),
             paused: q.paused,
             size: q.size,
             groups: q.groups,
@@ -139,7 +139,7 @@ pub(crate) struct DailyStatsView {
 
 impl From<&DailyStats> for DailyStatsView {
     fn from(s: &DailyStats) -> Self {
-        Self { queue: s.queue.clone(), date: s.date.clone(), processed: s.processed, failed: s.failed }
+        Self { queue: s.queue.to_string(), date: s.date.clone(), processed: s.processed, failed: s.failed }
     }
 }
 
@@ -152,7 +152,7 @@ pub(crate) struct GroupView {
 
 impl From<&GroupInfo> for GroupView {
     fn from(g: &GroupInfo) -> Self {
-        Self { group: g.group.clone(), size: g.size }
+        Self { group: g.group.to_string(), size: g.size }
     }
 }
 

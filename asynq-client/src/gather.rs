@@ -189,7 +189,7 @@ impl Drop for Lead {
 mod tests {
     use super::*;
     use async_trait::async_trait;
-    use asynq_core::{Placement, StoredTask};
+    use asynq_core::{Placement, QueueName, StoredTask, TaskId};
     use futures::FutureExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::sync::Semaphore;
@@ -230,18 +230,13 @@ mod tests {
 
         async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
             self.permits.acquire().await.unwrap().forget();
-            self.batches.lock().unwrap().push(requests.iter().map(|r| r.message.id.clone()).collect());
+            self.batches.lock().unwrap().push(requests.iter().map(|r| r.message.id.to_string()).collect());
             requests.iter().map(Self::result).collect()
         }
     }
 
     fn request(id: &str) -> EnqueueRequest {
-        let message = StoredTask {
-            id: id.to_owned(),
-            type_name: "t".to_owned(),
-            queue: "default".to_owned(),
-            ..StoredTask::default()
-        };
+        let message = StoredTask::new(TaskId::new(id).unwrap(), QueueName::default(), "t");
         EnqueueRequest { message, placement: Placement::Pending, unique_ttl: None }
     }
 

@@ -3,8 +3,8 @@
 
 use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
 use asynq_core::{
-    BackendInfo, DailyStats, Error, QueueInfo, QueueLocation, Result, ServerInfo, TaskInfo, TaskSet, TaskState,
-    WorkerInfo, validate_task_id,
+    BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, TaskId,
+    TaskInfo, TaskSet, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use std::fmt;
@@ -59,6 +59,9 @@ impl fmt::Debug for Inspector {
     }
 }
 
+/// Queue, task and group names are taken as strings, as an operator types them, and checked
+/// once here ([`QueueName`], [`TaskId`], [`GroupName`]): a name that breaks its rules is an
+/// [`Error::InvalidArgument`] stating the rule, and reaches no broker.
 impl Inspector {
     /// An inspector over `broker`.
     ///
@@ -75,27 +78,27 @@ impl Inspector {
     }
 
     /// The names of every known queue, sorted.
-    pub async fn queues(&self) -> Result<Vec<String>> {
+    pub async fn queues(&self) -> Result<Vec<QueueName>> {
         self.broker.queues().await
     }
 
     /// Sizes per state, memory use, latency of the oldest pending task, processed and failed
     /// counts (today and in total), and whether the queue is paused.
     pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
-        self.broker.queue_info(queue).await
+        self.broker.queue_info(&QueueName::new(queue)?).await
     }
 
     /// Processed and failed counts for the last `days` days (UTC), today first.
     pub async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
         DailyStats::validate_days(days)?;
-        self.broker.history(queue, days).await
+        self.broker.history(&QueueName::new(queue)?, days).await
     }
 
     /// The groups of `queue` with tasks waiting to be aggregated, and their sizes; none on a
     /// broker that does not aggregate groups.
     pub async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
         match self.broker.clone().as_aggregate() {
-            Some(aggregate) => aggregate.groups(queue).await,
+            Some(aggregate) => aggregate.groups(&QueueName::new(queue)?).await,
             None => Ok(Vec::new()),
         }
     }
@@ -103,80 +106,74 @@ impl Inspector {
     /// Removes `queue`. Refused while it holds tasks unless `force`; never while tasks of it
     /// run. See [`Manage::delete_queue`](asynq_core::broker::Manage::delete_queue).
     pub async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
-        self.broker.delete_queue(queue, force).await
+        self.broker.delete_queue(&QueueName::new(queue)?, force).await
     }
 
     /// Stops servers from taking tasks from `queue`.
     pub async fn pause_queue(&self, queue: &str) -> Result<()> {
-        self.broker.pause_queue(queue).await
+        self.broker.pause_queue(&QueueName::new(queue)?).await
     }
 
     /// Lets servers take tasks from `queue` again.
     pub async fn unpause_queue(&self, queue: &str) -> Result<()> {
-        self.broker.unpause_queue(queue).await
+        self.broker.unpause_queue(&QueueName::new(queue)?).await
     }
 
     /// One task, with its result, last error and next process time.
     pub async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
-        validate_task_id(id)?;
-        self.broker.task_info(queue, id).await
+        self.broker.task_info(&QueueName::new(queue)?, &TaskId::new(id)?).await
     }
 
     /// One page of the tasks of `queue` in `state`: pending and active in processing order,
     /// scheduled and retry by due time, archived oldest first, completed by expiry, and
     /// aggregating across all groups.
     pub async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
-        self.broker.list_tasks(queue, state, page).await
+        self.broker.list_tasks(&QueueName::new(queue)?, state, page).await
     }
 
     /// One page of the tasks waiting in `group` of `queue`.
     pub async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
-        asynq_core::validate_group_name(group)?;
-        self.broker.list_group_tasks(queue, group, page).await
+        self.broker.list_group_tasks(&QueueName::new(queue)?, &GroupName::new(group)?, page).await
     }
 
     /// Makes a task that is not active or pending pending now.
     pub async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
-        validate_task_id(id)?;
-        self.broker.run_task(queue, id).await
+        self.broker.run_task(&QueueName::new(queue)?, &TaskId::new(id)?).await
     }
 
     /// Archives a task that is not active.
     pub async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
-        validate_task_id(id)?;
-        self.broker.archive_task(queue, id).await
+        self.broker.archive_task(&QueueName::new(queue)?, &TaskId::new(id)?).await
     }
 
     /// Deletes a task that is not active, releasing its uniqueness lock.
     pub async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
-        validate_task_id(id)?;
-        self.broker.delete_task(queue, id).await
+        self.broker.delete_task(&QueueName::new(queue)?, &TaskId::new(id)?).await
     }
 
     /// Makes every scheduled, retry or archived task, or every task of a group, pending;
     /// returns how many.
     pub async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
         asynq_core::validate_bulk(asynq_core::BulkAction::Run, set)?;
-        self.broker.run_all(queue, set).await
+        self.broker.run_all(&QueueName::new(queue)?, set).await
     }
 
     /// Archives every pending, scheduled or retry task, or every task of a group; returns how
     /// many.
     pub async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
         asynq_core::validate_bulk(asynq_core::BulkAction::Archive, set)?;
-        self.broker.archive_all(queue, set).await
+        self.broker.archive_all(&QueueName::new(queue)?, set).await
     }
 
     /// Deletes every task of a state other than active, or of a group; returns how many.
     pub async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
         asynq_core::validate_bulk(asynq_core::BulkAction::Delete, set)?;
-        self.broker.delete_all(queue, set).await
+        self.broker.delete_all(&QueueName::new(queue)?, set).await
     }
 
     /// Replaces the payload of a scheduled task.
     pub async fn update_task_payload(&self, queue: &str, id: &str, payload: impl Into<Bytes>) -> Result<TaskInfo> {
-        validate_task_id(id)?;
-        self.broker.update_task_payload(queue, id, payload.into()).await
+        self.broker.update_task_payload(&QueueName::new(queue)?, &TaskId::new(id)?, payload.into()).await
     }
 
     /// Asks the server running task `id` to cancel it (its handler's cancellation token fires;
@@ -184,9 +181,8 @@ impl Inspector {
     ///
     /// Errors: [`Error::Unsupported`] on a broker that does not carry cancellation requests.
     pub async fn cancel(&self, id: &str) -> Result<()> {
-        validate_task_id(id)?;
         let cancel = self.broker.clone().as_cancel().ok_or(Error::Unsupported { capability: "cancelling tasks" })?;
-        cancel.cancel(id).await
+        cancel.cancel(&TaskId::new(id)?).await
     }
 
     /// The live servers and the tasks each is running.
@@ -220,6 +216,6 @@ impl Inspector {
 
     /// Where `queue`'s keys live on a Redis Cluster (hash slot and nodes); `None` elsewhere.
     pub async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
-        self.broker.queue_location(queue).await
+        self.broker.queue_location(&QueueName::new(queue)?).await
     }
 }

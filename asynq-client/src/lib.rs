@@ -33,7 +33,9 @@ pub use asynq_core::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet,
     WorkerInfo,
 };
-pub use asynq_core::{Error, FailureKind, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
+pub use asynq_core::{
+    Error, FailureKind, GroupName, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome, TaskState,
+};
 pub use inspector::{Inspector, ServerReport};
 pub use tracker::Tracker;
 

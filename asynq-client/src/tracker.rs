@@ -2,7 +2,7 @@
 //! cancel a running one.
 
 use asynq_core::broker::{Cancel, Wait};
-use asynq_core::{Result, TaskOutcome, validate_task_id, validate_wait};
+use asynq_core::{QueueName, Result, TaskId, TaskOutcome, validate_wait};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,14 +68,15 @@ impl Tracker {
     /// The wait is told when the task finishes where the broker can tell (Redis tells when a
     /// Rust server finishes it, the memory broker always); otherwise it looks now and then.
     ///
-    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad queue name,
-    /// a blank ID or a zero timeout; [`Error::QueueNotFound`](crate::Error::QueueNotFound) for
-    /// a queue that never had a task; [`Error::WaitTimeout`](crate::Error::WaitTimeout) when
-    /// the task has not finished in time; [`Error::Broker`](crate::Error::Broker) when the broker
-    /// fails.
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name that is no
+    /// [`QueueName`] or [`TaskId`], or a zero timeout;
+    /// [`Error::QueueNotFound`](crate::Error::QueueNotFound) for a queue that never had a task;
+    /// [`Error::WaitTimeout`](crate::Error::WaitTimeout) when the task has not finished in time;
+    /// [`Error::Broker`](crate::Error::Broker) when the broker fails.
     pub async fn wait(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome> {
-        validate_wait(queue, id, timeout)?;
-        self.wait.wait_for_outcome(queue, id, timeout).await
+        let (queue, id) = (QueueName::new(queue)?, TaskId::new(id)?);
+        validate_wait(timeout)?;
+        self.wait.wait_for_outcome(&queue, &id, timeout).await
     }
 
     /// Asks the servers to cancel task `id` if one of them is running it (Go asynq's
@@ -83,11 +84,10 @@ impl Tracker {
     /// fails, so the task goes to retry, or to the archive when its retries are used up. Succeeds
     /// whether or not a server runs it; nothing confirms the cancellation.
     ///
-    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a blank ID;
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an ID that is no [`TaskId`];
     /// [`Error::Broker`](crate::Error::Broker) when the broker fails.
     pub async fn cancel(&self, id: &str) -> Result<()> {
-        validate_task_id(id)?;
-        self.cancel.cancel(id).await
+        self.cancel.cancel(&TaskId::new(id)?).await
     }
 }
 

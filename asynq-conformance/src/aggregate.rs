@@ -5,7 +5,10 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, assert_id_conflict, assert_task_not_found, at, millis, secs};
 use asynq_core::broker::{Aggregate, AggregationLimits, GroupInfo, Inspect};
-use asynq_core::{Broker, EnqueueRequest, Error, Result, StoredTask, Task, TaskOptions, TaskState, resolve_enqueue};
+use asynq_core::{
+    Broker, EnqueueRequest, Error, GroupName, QueueName, Result, StoredTask, Task, TaskId, TaskOptions, TaskState,
+    resolve_enqueue,
+};
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -24,22 +27,28 @@ impl<B: Broker + Aggregate + Clone> Fixture<B> {
     }
 
     /// The groups of `queue` as `(name, size)` pairs.
-    pub async fn groups(&self, queue: &str) -> Vec<(String, usize)> {
+    pub async fn groups(&self, queue: &QueueName) -> Vec<(String, usize)> {
         let groups = self.broker.groups(queue).await.unwrap_or_else(|e| panic!("groups({queue:?}): {e}"));
-        groups.into_iter().map(|GroupInfo { group, size, .. }| (group, size)).collect()
+        groups.into_iter().map(|GroupInfo { group, size, .. }| (group.into_string(), size)).collect()
     }
 
     /// Runs the aggregation check of `group` in `queue`, which must not fail.
     pub async fn check(&self, queue: &str, group: &str, limits: AggregationLimits) -> Option<String> {
-        let checked = self.broker.aggregation_check(queue, group, limits).await;
+        let checked = self
+            .broker
+            .aggregation_check(&QueueName::new(queue).unwrap(), &GroupName::new(group).unwrap(), limits)
+            .await;
         checked.unwrap_or_else(|e| panic!("aggregation_check({queue:?}, {group:?}): {e}"))
     }
 
     /// The IDs of the members of set `set_id`, which must exist, in the order they joined.
     pub async fn set_ids(&self, queue: &str, group: &str, set_id: &str) -> Vec<String> {
-        let set = self.broker.read_aggregation_set(queue, group, set_id).await;
+        let set = self
+            .broker
+            .read_aggregation_set(&QueueName::new(queue).unwrap(), &GroupName::new(group).unwrap(), set_id)
+            .await;
         let set = set.unwrap_or_else(|e| panic!("read_aggregation_set({queue:?}, {group:?}, {set_id:?}): {e}"));
-        set.messages.into_iter().map(|m| m.id).collect()
+        set.messages.into_iter().map(|m| m.id.into_string()).collect()
     }
 
     /// The request that stores a pending task `id` of type `"aggregated"` in `queue`.
@@ -76,17 +85,19 @@ where
     F::Broker: Aggregate,
 {
     let t = Fixture::new(factory).await;
-    assert!(t.groups("q").await.is_empty());
+    assert!(t.groups(&QueueName::from_static("q")).await.is_empty());
     for (id, group) in [("h1", "h"), ("g1", "g"), ("h2", "h"), ("x1", "x")] {
         t.grouped("q", group, id).await;
     }
     t.grouped("other", "g", "o1").await;
     t.plain("q", "plain").await;
 
-    assert_eq!(t.groups("q").await, [("g".to_owned(), 1), ("h".to_owned(), 2), ("x".to_owned(), 1)]);
-    assert_eq!(t.groups("other").await, [("g".to_owned(), 1)]);
-    assert!(t.groups("unknown").await.is_empty());
-    assert_invalid(t.broker.groups("").await, "queue");
+    assert_eq!(
+        t.groups(&QueueName::from_static("q")).await,
+        [("g".to_owned(), 1), ("h".to_owned(), 2), ("x".to_owned(), 1)]
+    );
+    assert_eq!(t.groups(&QueueName::from_static("other")).await, [("g".to_owned(), 1)]);
+    assert!(t.groups(&QueueName::from_static("unknown")).await.is_empty());
 }
 
 /// An empty or unknown group is never ready, whatever the limits.
@@ -101,7 +112,7 @@ where
     assert_eq!(t.check("q", "h", eager).await, None);
     t.advance(secs(3_600));
     assert_eq!(t.check("other", "g", eager).await, None);
-    assert_eq!(t.groups("q").await, [("g".to_owned(), 1)]);
+    assert_eq!(t.groups(&QueueName::from_static("q")).await, [("g".to_owned(), 1)]);
 }
 
 /// A group is ready once its newest task has waited the grace period (whole seconds): the whole
@@ -120,10 +131,14 @@ where
     t.advance(millis(1));
     let set_id = t.check("q", "g", limits(10, None, None)).await.expect("b has waited 10 s");
 
-    let set = t.broker.read_aggregation_set("q", "g", &set_id).await.unwrap();
+    let set = t
+        .broker
+        .read_aggregation_set(&QueueName::from_static("q"), &GroupName::from_static("g"), &set_id)
+        .await
+        .unwrap();
     assert_eq!(set.messages.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
     assert_eq!(set.deadline, at(15 + 120));
-    assert!(t.groups("q").await.is_empty());
+    assert!(t.groups(&QueueName::from_static("q")).await.is_empty());
     let info = t.info("q").await;
     assert_eq!((info.aggregating, info.groups), (0, 0), "members of a set are not counted, as in Go");
     assert_eq!(t.task("q", "a").await.state, TaskState::Aggregating);
@@ -145,7 +160,7 @@ where
 
     let first = t.check("q", "g", by_size).await.expect("5 tasks reach the max size of 2");
     assert_eq!(t.set_ids("q", "g", &first).await, ["a", "b"]);
-    assert_eq!(t.groups("q").await, [("g".to_owned(), 3)]);
+    assert_eq!(t.groups(&QueueName::from_static("q")).await, [("g".to_owned(), 3)]);
     let second = t.check("q", "g", by_size).await.expect("3 tasks still reach it");
     assert_ne!(first, second);
     assert_eq!(t.set_ids("q", "g", &second).await, ["c", "d"]);
@@ -154,7 +169,7 @@ where
     t.grouped("q", "g", "f").await;
     let third = t.check("q", "g", by_size).await.expect("2 tasks reach the max size");
     assert_eq!(t.set_ids("q", "g", &third).await, ["e", "f"]);
-    assert!(t.groups("q").await.is_empty(), "a group emptied by the size rule is unlisted");
+    assert!(t.groups(&QueueName::from_static("q")).await.is_empty(), "a group emptied by the size rule is unlisted");
 }
 
 /// A group whose oldest task has waited the max delay is ready, however recently a task joined.
@@ -175,10 +190,11 @@ where
 
     let set_id = t.check("q", "g", busy).await.expect("a has waited 16 s");
     assert_eq!(t.set_ids("q", "g", &set_id).await, ["a", "b", "c", "d"]);
-    assert!(t.groups("q").await.is_empty());
+    assert!(t.groups(&QueueName::from_static("q")).await.is_empty());
 }
 
-/// Invalid limits or names are refused before anything moves.
+/// Invalid limits are refused before anything moves (names cannot be invalid: their types
+/// check them).
 pub async fn case_aggregation_check_refuses_invalid_input<F: BrokerFactory>(factory: &F)
 where
     F::Broker: Aggregate,
@@ -186,13 +202,24 @@ where
     let t = Fixture::new(factory).await;
     t.grouped("q", "g", "a").await;
     t.advance(secs(60));
-    assert_invalid(t.broker.aggregation_check("q", "g", limits(0, None, None)).await, "group grace period");
-    assert_invalid(t.broker.aggregation_check("q", "g", limits(1, None, Some(0))).await, "group max size");
+    assert_invalid(
+        t.broker
+            .aggregation_check(&QueueName::from_static("q"), &GroupName::from_static("g"), limits(0, None, None))
+            .await,
+        "group grace period",
+    );
+    assert_invalid(
+        t.broker
+            .aggregation_check(&QueueName::from_static("q"), &GroupName::from_static("g"), limits(1, None, Some(0)))
+            .await,
+        "group max size",
+    );
     let short_delay = AggregationLimits { max_delay: Some(millis(500)), ..limits(1, None, None) };
-    assert_invalid(t.broker.aggregation_check("q", "g", short_delay).await, "group max delay");
-    assert_invalid(t.broker.aggregation_check("q", " ", limits(1, None, None)).await, "group");
-    assert_invalid(t.broker.aggregation_check("a{b}", "g", limits(1, None, None)).await, "queue");
-    assert_eq!(t.groups("q").await, [("g".to_owned(), 1)]);
+    assert_invalid(
+        t.broker.aggregation_check(&QueueName::from_static("q"), &GroupName::from_static("g"), short_delay).await,
+        "group max delay",
+    );
+    assert_eq!(t.groups(&QueueName::from_static("q")).await, [("g".to_owned(), 1)]);
 }
 
 /// Completing a set stores the aggregated task as an enqueue would and deletes the set and its
@@ -207,14 +234,35 @@ where
     t.advance(secs(1));
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
 
-    t.broker.complete_aggregation("q", "g", &set_id, t.aggregated("q", "sum")).await.unwrap();
+    t.broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            &set_id,
+            t.aggregated("q", "sum"),
+        )
+        .await
+        .unwrap();
 
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["sum"]);
     assert_eq!(t.task("q", "sum").await.type_name, "aggregated");
-    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
-    assert_task_not_found(t.broker.task_info("q", "b").await, "q", "b");
-    assert_set_not_found(t.broker.read_aggregation_set("q", "g", &set_id).await, "q", "g", &set_id);
-    let again = t.broker.complete_aggregation("q", "g", &set_id, t.aggregated("q", "sum2")).await;
+    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
+    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("b")).await, "q", "b");
+    assert_set_not_found(
+        t.broker.read_aggregation_set(&QueueName::from_static("q"), &GroupName::from_static("g"), &set_id).await,
+        "q",
+        "g",
+        &set_id,
+    );
+    let again = t
+        .broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            &set_id,
+            t.aggregated("q", "sum2"),
+        )
+        .await;
     assert_set_not_found(again, "q", "g", &set_id);
     assert_eq!(t.info("q").await.size, 1, "only the aggregated task is left");
     assert_eq!(t.take("q", "sum").await.message.payload, "sum");
@@ -231,17 +279,59 @@ where
     t.advance(secs(1));
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
 
-    let conflict = t.broker.complete_aggregation("q", "g", &set_id, t.aggregated("q", "taken")).await;
+    let conflict = t
+        .broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            &set_id,
+            t.aggregated("q", "taken"),
+        )
+        .await;
     assert_id_conflict(conflict, "q", "taken");
-    let elsewhere = t.broker.complete_aggregation("q", "g", &set_id, t.aggregated("other", "sum")).await;
+    let elsewhere = t
+        .broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            &set_id,
+            t.aggregated("other", "sum"),
+        )
+        .await;
     assert_invalid(elsewhere, "queue");
-    let wrong_group = t.broker.complete_aggregation("q", "h", &set_id, t.aggregated("q", "sum")).await;
+    let wrong_group = t
+        .broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("h"),
+            &set_id,
+            t.aggregated("q", "sum"),
+        )
+        .await;
     assert_set_not_found(wrong_group, "q", "h", &set_id);
-    assert_invalid(t.broker.complete_aggregation("q", "g", "", t.aggregated("q", "sum")).await, "aggregation set ID");
+    assert_invalid(
+        t.broker
+            .complete_aggregation(
+                &QueueName::from_static("q"),
+                &GroupName::from_static("g"),
+                "",
+                t.aggregated("q", "sum"),
+            )
+            .await,
+        "aggregation set ID",
+    );
 
     assert_eq!(t.set_ids("q", "g", &set_id).await, ["a"]);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken"]);
-    t.broker.complete_aggregation("q", "g", &set_id, t.aggregated("q", "sum")).await.unwrap();
+    t.broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            &set_id,
+            t.aggregated("q", "sum"),
+        )
+        .await
+        .unwrap();
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken", "sum"]);
 }
 
@@ -255,7 +345,15 @@ where
     t.enqueue("a", &Task::new("t", "same"), unique()).await.unwrap();
     t.advance(secs(1));
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
-    t.broker.complete_aggregation("q", "g", &set_id, t.aggregated("q", "sum")).await.unwrap();
+    t.broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            &set_id,
+            t.aggregated("q", "sum"),
+        )
+        .await
+        .unwrap();
 
     let again = t.enqueue("b", &Task::new("t", "same"), unique()).await;
     assert!(matches!(again, Err(Error::DuplicateTask { .. })), "the lock outlives its task: {again:?}");
@@ -272,12 +370,21 @@ where
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
     t.grouped("q", "g", "later").await;
 
-    t.broker.delete_aggregation_set("q", "g", &set_id).await.unwrap();
+    t.broker.delete_aggregation_set(&QueueName::from_static("q"), &GroupName::from_static("g"), &set_id).await.unwrap();
 
-    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
-    assert_set_not_found(t.broker.read_aggregation_set("q", "g", &set_id).await, "q", "g", &set_id);
-    assert_eq!(t.groups("q").await, [("g".to_owned(), 1)], "a task that joined later is not in the set");
-    t.broker.delete_aggregation_set("q", "g", &set_id).await.unwrap();
+    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
+    assert_set_not_found(
+        t.broker.read_aggregation_set(&QueueName::from_static("q"), &GroupName::from_static("g"), &set_id).await,
+        "q",
+        "g",
+        &set_id,
+    );
+    assert_eq!(
+        t.groups(&QueueName::from_static("q")).await,
+        [("g".to_owned(), 1)],
+        "a task that joined later is not in the set"
+    );
+    t.broker.delete_aggregation_set(&QueueName::from_static("q"), &GroupName::from_static("g"), &set_id).await.unwrap();
     assert_eq!(t.info("q").await.size, 1);
 }
 
@@ -293,21 +400,42 @@ where
     t.grouped("q", "g", "b").await;
     t.advance(secs(1));
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
-    assert!(t.groups("q").await.is_empty());
+    assert!(t.groups(&QueueName::from_static("q")).await.is_empty());
 
     t.advance(millis(119_999));
-    assert_eq!(t.broker.reclaim_stale_aggregation_sets("q").await.unwrap(), 0, "before the deadline");
+    assert_eq!(
+        t.broker.reclaim_stale_aggregation_sets(&QueueName::from_static("q")).await.unwrap(),
+        0,
+        "before the deadline"
+    );
     assert_eq!(t.set_ids("q", "g", &set_id).await, ["a", "b"]);
     t.advance(millis(1));
-    assert_eq!(t.broker.reclaim_stale_aggregation_sets("q").await.unwrap(), 1, "at the deadline");
+    assert_eq!(
+        t.broker.reclaim_stale_aggregation_sets(&QueueName::from_static("q")).await.unwrap(),
+        1,
+        "at the deadline"
+    );
 
-    assert_set_not_found(t.broker.read_aggregation_set("q", "g", &set_id).await, "q", "g", &set_id);
-    assert_eq!(t.groups("q").await, [("g".to_owned(), 2)]);
+    assert_set_not_found(
+        t.broker.read_aggregation_set(&QueueName::from_static("q"), &GroupName::from_static("g"), &set_id).await,
+        "q",
+        "g",
+        &set_id,
+    );
+    assert_eq!(t.groups(&QueueName::from_static("q")).await, [("g".to_owned(), 2)]);
     assert_eq!(t.all_ids("q", TaskState::Aggregating).await, ["a", "b"]);
-    assert_eq!(t.broker.reclaim_stale_aggregation_sets("q").await.unwrap(), 0);
+    assert_eq!(t.broker.reclaim_stale_aggregation_sets(&QueueName::from_static("q")).await.unwrap(), 0);
     // Back with the scores they joined with: both have waited the grace period long since.
     let again = t.check("q", "g", limits(60, None, None)).await.expect("ready again");
     assert_eq!(t.set_ids("q", "g", &again).await, ["a", "b"]);
-    let completed = t.broker.complete_aggregation("q", "g", &set_id, t.aggregated("q", "late")).await;
+    let completed = t
+        .broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            &set_id,
+            t.aggregated("q", "late"),
+        )
+        .await;
     assert_set_not_found(completed, "q", "g", &set_id);
 }

@@ -8,7 +8,7 @@
 use super::BrokerFactory;
 use super::fixture::{DAY, Fixture, archive, assert_task_not_found, at, millis};
 use asynq_core::broker::{Dequeue, Inspect, Outcome};
-use asynq_core::{StoredTask, Task, TaskOptions, TaskState};
+use asynq_core::{QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState};
 use futures::{StreamExt, TryStreamExt, stream};
 
 /// How many broker calls the count-trim case keeps in flight at once.
@@ -31,7 +31,11 @@ pub async fn case_archive_trims_tasks_archived_90_days_ago<F: BrokerFactory>(fac
     t.run("q", "new", archive("x")).await;
 
     assert_eq!(t.all_ids("q", TaskState::Archived).await, ["mid", "new"]);
-    assert_task_not_found(t.broker.task_info("q", "old").await, "q", "old");
+    assert_task_not_found(
+        t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("old")).await,
+        "q",
+        "old",
+    );
     let info = t.info("q").await;
     assert_eq!((info.archived, info.size, info.processed_total, info.failed_total), (2, 2, 3, 3));
 }
@@ -50,7 +54,7 @@ pub async fn case_archive_keeps_the_newest_9999<F: BrokerFactory>(factory: &F) {
         .try_collect::<Vec<_>>()
         .await
         .expect("enqueue");
-    let queues = vec!["q".to_owned()];
+    let queues = vec![QueueName::from_static("q")];
     let taken: Vec<StoredTask> = stream::iter(0..ARCHIVE_LIMIT.div_ceil(100))
         .map(|_| t.broker.dequeue(&queues, 100))
         .buffer_unordered(CONCURRENCY)
@@ -77,7 +81,11 @@ pub async fn case_archive_keeps_the_newest_9999<F: BrokerFactory>(factory: &F) {
 
     let info = t.info("q").await;
     assert_eq!((info.archived, info.size, info.processed, info.failed), (9_999, 9_999, 10_000, 10_000));
-    assert_task_not_found(t.broker.task_info("q", "t00000").await, "q", "t00000");
+    assert_task_not_found(
+        t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("t00000")).await,
+        "q",
+        "t00000",
+    );
     for id in ["t00001", last.as_str()] {
         let task = t.task("q", id).await;
         assert_eq!((task.state, task.last_error.as_deref()), (TaskState::Archived, Some("gave up")));

@@ -4,7 +4,7 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, names, retry, secs};
 use asynq_core::broker::{ExpiredLease, Forward, Inspect, LeaseStage, Recover};
-use asynq_core::{QueueInfo, Task, TaskInfo, TaskOptions, TaskState};
+use asynq_core::{QueueInfo, QueueName, Task, TaskInfo, TaskOptions, TaskState};
 use bytes::Bytes;
 
 /// Pending tasks come out in the order they went in, also when enqueues and dequeues interleave.
@@ -58,14 +58,14 @@ pub async fn case_dequeue_skips_a_paused_queue<F: BrokerFactory>(factory: &F) {
     t.plain("paused", "p1").await;
     t.plain("paused", "p2").await;
     t.plain("open", "o1").await;
-    t.broker.pause_queue("paused").await.unwrap();
+    t.broker.pause_queue(&QueueName::from_static("paused")).await.unwrap();
 
     assert_eq!(t.dequeue_ids(&["paused", "open"], 5).await, ["o1"]);
     assert!(t.dequeue(&["paused"], 5).await.is_empty());
     let info = t.info("paused").await;
     assert_eq!((info.paused, info.pending, info.active), (true, 2, 0));
 
-    t.broker.unpause_queue("paused").await.unwrap();
+    t.broker.unpause_queue(&QueueName::from_static("paused")).await.unwrap();
     assert_eq!(t.dequeue_ids(&["paused", "open"], 5).await, ["p1", "p2"]);
 }
 
@@ -80,7 +80,7 @@ pub async fn case_dequeue_leases_for_thirty_whole_seconds<F: BrokerFactory>(fact
 
     assert_eq!(taken.lease_expiry, at(30));
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&msg, TaskState::Active, None, None));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.active, want.size) = (1, 1);
     assert_eq!(t.counts("q").await, want);
     let queues = names(&["q"]);

@@ -4,7 +4,7 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_id_conflict, assert_queue_not_found, at, millis, names, retry, secs};
 use asynq_core::broker::{Forward, Inspect, Outcome};
-use asynq_core::{QueueInfo, Task, TaskInfo, TaskOptions, TaskState};
+use asynq_core::{QueueInfo, QueueName, Task, TaskInfo, TaskOptions, TaskState};
 
 /// A task ready now is pending: counted, listed, and due at the current whole second.
 pub async fn case_enqueue_pending_task<F: BrokerFactory>(factory: &F) {
@@ -14,7 +14,7 @@ pub async fn case_enqueue_pending_task<F: BrokerFactory>(factory: &F) {
     let msg = t.enqueue("a", &Task::new("email", "to:ann"), TaskOptions::new().queue("q")).await.unwrap();
 
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&msg, TaskState::Pending, Some(at(0)), None));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.pending, want.size) = (1, 1);
     assert_eq!(t.counts("q").await, want);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["a"]);
@@ -29,7 +29,7 @@ pub async fn case_enqueue_scheduled_task<F: BrokerFactory>(factory: &F) {
     let msg = t.enqueue("s", &Task::new("report", "daily"), options).await.unwrap();
 
     assert_eq!(t.task("q", "s").await, TaskInfo::new(&msg, TaskState::Scheduled, Some(at(90)), None));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.scheduled, want.size) = (1, 1);
     assert_eq!(t.counts("q").await, want);
     assert_eq!(t.all_ids("q", TaskState::Scheduled).await, ["s"]);
@@ -48,7 +48,7 @@ pub async fn case_enqueue_grouped_task<F: BrokerFactory>(factory: &F) {
     let info = t.task("q", "g1").await;
     assert_eq!(info, TaskInfo::new(&g1, TaskState::Aggregating, None, None));
     assert_eq!(info.group.as_deref(), Some("g"));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.aggregating, want.groups, want.size) = (3, 2, 3);
     assert_eq!(t.counts("q").await, want);
 
@@ -63,7 +63,7 @@ pub async fn case_enqueue_grouped_task<F: BrokerFactory>(factory: &F) {
 pub async fn case_enqueue_makes_the_queue_known<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     assert!(t.broker.queues().await.unwrap().is_empty(), "a fresh broker knows no queue");
-    assert_queue_not_found(t.broker.queue_info("b").await, "b");
+    assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("b")).await, "b");
 
     t.plain("b", "x").await;
     t.enqueue("x", &Task::new("t", ""), TaskOptions::new().queue("c").process_in(secs(60))).await.unwrap();
@@ -254,10 +254,12 @@ pub async fn case_enqueue_batch_of_every_placement_equals_one_by_one<F: BrokerFa
     // Everything the inspector shows, the queue's name aside.
     let view = async |queue: &str| {
         let mut snapshot = t.snapshot(queue).await;
-        (snapshot.info.queue, snapshot.info.memory_usage) = (String::new(), 0);
-        snapshot.tasks.iter_mut().for_each(|task| task.queue = String::new());
-        let groups = t.broker.groups(queue).await.unwrap();
-        let groups: Vec<_> = groups.into_iter().map(|GroupInfo { group, size, .. }| (group, size)).collect();
+        let anonymous = QueueName::from_static("_");
+        (snapshot.info.queue, snapshot.info.memory_usage) = (anonymous.clone(), 0);
+        snapshot.tasks.iter_mut().for_each(|task| task.queue = anonymous.clone());
+        let groups = t.broker.groups(&QueueName::new(queue).unwrap()).await.unwrap();
+        let groups: Vec<_> =
+            groups.into_iter().map(|GroupInfo { group, size, .. }| (group.into_string(), size)).collect();
         (snapshot, groups)
     };
     let (snapshot, groups) = view("qb").await;

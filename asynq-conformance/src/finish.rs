@@ -7,7 +7,7 @@ use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_task_not_found, at, every_outcome, millis, names, retry, secs};
 use asynq_core::broker::{Dequeue, Forward, Inspect, Janitor, Outcome};
 use asynq_core::time::{MAX_UNIX_SECS, MIN_UNIX_SECS, from_unix_secs};
-use asynq_core::{MAX_DURATION, QueueInfo, StoredTask, Task, TaskInfo, TaskOptions, TaskState};
+use asynq_core::{MAX_DURATION, QueueInfo, QueueName, StoredTask, Task, TaskId, TaskInfo, TaskOptions, TaskState};
 use bytes::Bytes;
 use std::time::{Duration, SystemTime};
 
@@ -24,8 +24,8 @@ pub async fn case_done_deletes_and_counts_processed<F: BrokerFactory>(factory: &
 
     t.finish(&msg, Outcome::Done).await;
 
-    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
-    let mut want = QueueInfo::empty("q", t.now());
+    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.pending, want.size, want.processed, want.processed_total) = (1, 1, 1, 1);
     assert_eq!(t.counts("q").await, want);
 }
@@ -37,7 +37,10 @@ pub async fn case_complete_keeps_task_and_result_for_the_retention<F: BrokerFact
     let options = TaskOptions::new().queue("q").retention(secs(3_600));
     t.enqueue("a", &Task::new("answer", "p"), options).await.unwrap();
     let msg = t.take("q", "a").await.message;
-    t.broker.write_result("q", "a", Bytes::from_static(b"42")).await.unwrap();
+    t.broker
+        .write_result(&QueueName::from_static("q"), &TaskId::from_static("a"), Bytes::from_static(b"42"))
+        .await
+        .unwrap();
     t.set(at(2) + millis(300));
 
     t.finish(&msg, Outcome::Complete).await;
@@ -45,16 +48,16 @@ pub async fn case_complete_keeps_task_and_result_for_the_retention<F: BrokerFact
     let done = StoredTask { completed_at: Some(at(2)), ..msg };
     let result = Some(Bytes::from_static(b"42"));
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&done, TaskState::Completed, None, result));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.completed, want.size, want.processed, want.processed_total) = (1, 1, 1, 1);
     assert_eq!(t.counts("q").await, want);
     assert_eq!(t.all_ids("q", TaskState::Completed).await, ["a"]);
 
     t.set(at(2 + 3_600) - millis(1));
-    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 0);
+    assert_eq!(t.broker.delete_expired_completed(&QueueName::from_static("q"), 100).await.unwrap(), 0);
     t.set(at(2 + 3_600));
-    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 1);
-    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
+    assert_eq!(t.broker.delete_expired_completed(&QueueName::from_static("q"), 100).await.unwrap(), 1);
+    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
 }
 
 /// A failing retry moves the task to retry at `retry_at` (whole seconds), with `retried` up by
@@ -69,7 +72,7 @@ pub async fn case_retry_as_failure_counts_and_records_the_error<F: BrokerFactory
 
     let stored = failed(&msg, "boom", at(1), 1);
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Retry, Some(at(60)), None));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.retry, want.size, want.processed, want.failed, want.processed_total, want.failed_total) = (1, 1, 1, 1, 1, 1);
     assert_eq!(t.counts("q").await, want);
     assert!(t.dequeue(&["q"], 1).await.is_empty());
@@ -90,7 +93,7 @@ pub async fn case_retry_not_as_failure_counts_nothing<F: BrokerFactory>(factory:
 
     let stored = failed(&msg, "rate limited", at(3), 0);
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Retry, Some(at(30)), None));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.retry, want.size) = (1, 1);
     assert_eq!(t.counts("q").await, want);
 }
@@ -110,7 +113,7 @@ pub async fn case_archive_keeps_retried_and_counts_a_failure<F: BrokerFactory>(f
 
     let stored = failed(&msg, "gave up", at(10), 1);
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&stored, TaskState::Archived, None, None));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.archived, want.size, want.processed, want.failed, want.processed_total, want.failed_total) =
         (1, 1, 2, 2, 2, 2);
     assert_eq!(t.counts("q").await, want);
@@ -143,8 +146,8 @@ pub async fn case_finishing_a_task_that_is_not_active_fails<F: BrokerFactory>(fa
     let pending = t.plain("q", "pending").await;
     let later = TaskOptions::new().queue("q").process_in(secs(60));
     let scheduled = t.enqueue("scheduled", &Task::new("t", ""), later).await.unwrap();
-    let unknown = StoredTask { id: "unknown".into(), ..active.clone() };
-    let elsewhere = StoredTask { queue: "elsewhere".into(), ..active.clone() };
+    let unknown = StoredTask { id: TaskId::from_static("unknown"), ..active.clone() };
+    let elsewhere = StoredTask { queue: QueueName::from_static("elsewhere"), ..active.clone() };
     let before = t.snapshot("q").await;
 
     for msg in [&pending, &scheduled, &unknown, &elsewhere] {
@@ -206,8 +209,8 @@ pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory
 
     assert_eq!(results.iter().map(Result::is_ok).collect::<Vec<_>>(), [true, true, true, false, true, true, true]);
     assert_task_not_found(results.into_iter().nth(3).unwrap(), "q", "p");
-    assert_task_not_found(t.broker.task_info("q", "u").await, "q", "u");
-    assert_task_not_found(t.broker.task_info("q", "a").await, "q", "a");
+    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("u")).await, "q", "u");
+    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
     assert_eq!(t.task("q", "b").await.state, TaskState::Retry);
     assert_eq!(t.task("other", "e").await.state, TaskState::Archived);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["c", "p"]);
@@ -296,10 +299,11 @@ pub async fn case_finish_batch_of_every_outcome_equals_one_by_one<F: BrokerFacto
     // unique task says of its lock.
     let view = async |queue: &str| {
         let mut snapshot = t.snapshot(queue).await;
-        (snapshot.info.queue, snapshot.info.memory_usage) = (String::new(), 0);
-        snapshot.tasks.iter_mut().for_each(|task| task.queue = String::new());
-        let mut history = t.broker.history(queue, 2).await.unwrap();
-        history.iter_mut().for_each(|day| day.queue = String::new());
+        let anonymous = QueueName::from_static("_");
+        (snapshot.info.queue, snapshot.info.memory_usage) = (anonymous.clone(), 0);
+        snapshot.tasks.iter_mut().for_each(|task| task.queue = anonymous.clone());
+        let mut history = t.broker.history(&QueueName::new(queue).unwrap(), 2).await.unwrap();
+        history.iter_mut().for_each(|day| day.queue = anonymous.clone());
         let mut locks = Vec::new();
         for (id, payload) in [("c2", "complete"), ("ru2", "retry")] {
             locks.push(kind(&t.enqueue(id, &Task::new("report", payload), unique(queue)).await.map(drop)));
@@ -328,7 +332,8 @@ pub async fn case_finish_batch_of_every_outcome_equals_one_by_one<F: BrokerFacto
     let stalls = async |queues: &[&str]| {
         t.dequeue(queues, 100).await;
         let expired = t.broker.list_lease_expired(&names(queues), at(3_600)).await.unwrap();
-        let mut stalls: Vec<(String, u32)> = expired.into_iter().map(|e| (e.message.id, e.stalls)).collect();
+        let mut stalls: Vec<(String, u32)> =
+            expired.into_iter().map(|e| (e.message.id.into_string(), e.stalls)).collect();
         stalls.sort();
         stalls
     };
@@ -353,12 +358,12 @@ pub async fn case_the_longest_retention_keeps_a_task_that_long<F: BrokerFactory>
         assert_eq!(info.completed_at, Some(at(0)), "{id}");
     }
 
-    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 0);
+    assert_eq!(t.broker.delete_expired_completed(&QueueName::from_static("q"), 100).await.unwrap(), 0);
     t.set(at(longest as i64) - secs(1));
-    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 0);
+    assert_eq!(t.broker.delete_expired_completed(&QueueName::from_static("q"), 100).await.unwrap(), 0);
     assert_eq!(t.info("q").await.completed, 2);
     t.set(at(longest as i64));
-    assert_eq!(t.broker.delete_expired_completed("q", 100).await.unwrap(), 2);
+    assert_eq!(t.broker.delete_expired_completed(&QueueName::from_static("q"), 100).await.unwrap(), 2);
 }
 
 /// Tasks whose timeout, deadline, retry counts and failure and completion times are at the ends
@@ -430,7 +435,11 @@ pub async fn case_a_unique_key_that_is_no_lock_fails_nothing<F: BrokerFactory>(f
 
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     for id in ["a", "b", "c", "u", "alone"] {
-        assert_task_not_found(t.broker.task_info("q", id).await, "q", id);
+        assert_task_not_found(
+            t.broker.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
+            "q",
+            id,
+        );
     }
     assert_eq!(t.task("q", "kept").await.state, TaskState::Completed);
     let q = t.info("q").await;

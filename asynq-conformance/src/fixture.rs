@@ -5,8 +5,8 @@ use super::BrokerFactory;
 use asynq_core::broker::{Dequeued, Outcome, Page};
 use asynq_core::time::from_unix_secs;
 use asynq_core::{
-    Broker, Clock, Error, QueueInfo, Result, SimulatedClock, StoredTask, Task, TaskInfo, TaskOptions, TaskState,
-    resolve_enqueue,
+    Broker, Clock, Error, QueueInfo, QueueName, Result, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
+    TaskOptions, TaskState, resolve_enqueue,
 };
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -38,8 +38,13 @@ pub fn millis(n: u64) -> Duration {
 }
 
 /// Owned queue names, as the traits take them.
-pub fn names(queues: &[&str]) -> Vec<String> {
-    queues.iter().map(|&q| q.to_owned()).collect()
+pub fn names(queues: &[&str]) -> Vec<QueueName> {
+    queues.iter().map(|q| QueueName::new(*q).expect("a valid queue name")).collect()
+}
+
+/// The task IDs `ids`.
+pub fn ids(ids: &[&str]) -> Vec<TaskId> {
+    ids.iter().map(|id| TaskId::new(*id).expect("a valid task ID")).collect()
 }
 
 /// A retry outcome due at `retry_at`.
@@ -128,7 +133,7 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// The IDs of up to `max` tasks dequeued from `queues`.
     pub async fn dequeue_ids(&self, queues: &[&str], max: usize) -> Vec<String> {
-        self.dequeue(queues, max).await.into_iter().map(|d| d.message.id).collect()
+        self.dequeue(queues, max).await.into_iter().map(|d| d.message.id.into_string()).collect()
     }
 
     /// Dequeues exactly one task from `queue` and checks that it is `id`.
@@ -173,7 +178,10 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// Sizes and statistics of `queue`, which must exist.
     pub async fn info(&self, queue: &str) -> QueueInfo {
-        self.broker.queue_info(queue).await.unwrap_or_else(|e| panic!("queue_info({queue:?}): {e}"))
+        self.broker
+            .queue_info(&QueueName::new(queue).unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("queue_info({queue:?}): {e}"))
     }
 
     /// Sizes and statistics of `queue`, which must exist, with the memory estimate (which
@@ -186,20 +194,23 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// Task `id` of `queue`, which must exist.
     pub async fn task(&self, queue: &str, id: &str) -> TaskInfo {
-        self.broker.task_info(queue, id).await.unwrap_or_else(|e| panic!("task_info({queue:?}, {id:?}): {e}"))
+        self.broker
+            .task_info(&QueueName::new(queue).unwrap(), &TaskId::new(id).unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("task_info({queue:?}, {id:?}): {e}"))
     }
 
     /// One page of the tasks of `queue` in `state`.
     pub async fn list(&self, queue: &str, state: TaskState, size: usize, number: usize) -> Vec<TaskInfo> {
         self.broker
-            .list_tasks(queue, state, Page { size, number })
+            .list_tasks(&QueueName::new(queue).unwrap(), state, Page { size, number })
             .await
             .unwrap_or_else(|e| panic!("list_tasks({queue:?}, {state}): {e}"))
     }
 
     /// The IDs on one page of the tasks of `queue` in `state`.
     pub async fn list_ids(&self, queue: &str, state: TaskState, size: usize, number: usize) -> Vec<String> {
-        self.list(queue, state, size, number).await.into_iter().map(|t| t.id).collect()
+        self.list(queue, state, size, number).await.into_iter().map(|t| t.id.into_string()).collect()
     }
 
     /// The IDs of all tasks of `queue` in `state`, in listing order.

@@ -4,7 +4,7 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, names, retry, secs};
 use asynq_core::broker::{Forward, Inspect};
-use asynq_core::{QueueInfo, Task, TaskInfo, TaskOptions, TaskState};
+use asynq_core::{QueueInfo, QueueName, Task, TaskInfo, TaskOptions, TaskState};
 
 /// Due tasks move to pending, scheduled ones by due time and then retry ones by due time (Go
 /// forwards the scheduled set before the retry set); `forward_ready` returns how many moved; a
@@ -58,7 +58,7 @@ pub async fn case_forward_moves_more_than_one_batch<F: BrokerFactory>(factory: &
 pub async fn case_forward_ignores_pause<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.enqueue("s", &Task::new("t", ""), TaskOptions::new().queue("q").process_in(secs(10))).await.unwrap();
-    t.broker.pause_queue("q").await.unwrap();
+    t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();
     t.advance(secs(10));
 
     assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
@@ -75,7 +75,7 @@ pub async fn case_scheduled_task_with_a_group_becomes_plain_pending<F: BrokerFac
     let t = Fixture::new(factory).await;
     let options = TaskOptions::new().queue("q").group("g").process_in(secs(10));
     let msg = t.enqueue("a", &Task::new("t", "p"), options).await.unwrap();
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.scheduled, want.size) = (1, 1);
     assert_eq!(t.counts("q").await, want);
     t.advance(secs(10));
@@ -85,7 +85,7 @@ pub async fn case_scheduled_task_with_a_group_becomes_plain_pending<F: BrokerFac
     let task = t.task("q", "a").await;
     assert_eq!(task, TaskInfo::new(&msg, TaskState::Pending, Some(at(10)), None));
     assert_eq!(task.group.as_deref(), Some("g"));
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.pending, want.size) = (1, 1);
     assert_eq!(t.counts("q").await, want);
     assert_eq!(t.take("q", "a").await.message, msg);

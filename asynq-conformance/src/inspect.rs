@@ -7,7 +7,7 @@ use super::fixture::{
     secs,
 };
 use asynq_core::broker::{Inspect, Outcome, Page};
-use asynq_core::{QueueInfo, Task, TaskOptions, TaskState};
+use asynq_core::{QueueInfo, QueueName, Task, TaskId, TaskOptions, TaskState};
 use std::time::SystemTime;
 
 /// `queue_info` reports every field: the size of each state and their sum, the groups, today's
@@ -27,10 +27,10 @@ pub async fn case_queue_info_counts_every_state<F: BrokerFactory>(factory: &F) {
     t.advance(millis(250));
     t.plain("q", "pending").await;
     t.plain("other", "x").await;
-    t.broker.pause_queue("q").await.unwrap();
+    t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();
     t.advance(millis(1_500));
 
-    let mut want = QueueInfo::empty("q", t.now());
+    let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.pending, want.active, want.scheduled, want.retry, want.archived, want.completed) = (1, 1, 1, 1, 1, 1);
     (want.aggregating, want.groups, want.size) = (3, 2, 9);
     (want.processed, want.failed, want.processed_total, want.failed_total) = (4, 2, 4, 2);
@@ -40,7 +40,7 @@ pub async fn case_queue_info_counts_every_state<F: BrokerFactory>(factory: &F) {
     assert!(info.memory_usage > 0, "memory usage of a queue with tasks: {info:?}");
     want.memory_usage = info.memory_usage;
     assert_eq!(info, want);
-    let mut other = QueueInfo::empty("other", t.now());
+    let mut other = QueueInfo::empty(&QueueName::from_static("other"), t.now());
     (other.pending, other.size, other.latency) = (1, 1, millis(1_500));
     let info = t.info("other").await;
     assert!(info.memory_usage > 0, "memory usage of a queue with a task: {info:?}");
@@ -78,12 +78,22 @@ pub async fn case_unknown_queue_is_not_found<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
 
-    assert_queue_not_found(t.broker.queue_info("nope").await, "nope");
-    assert_queue_not_found(t.broker.task_info("nope", "a").await, "nope");
+    assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("nope")).await, "nope");
+    assert_queue_not_found(
+        t.broker.task_info(&QueueName::from_static("nope"), &TaskId::from_static("a")).await,
+        "nope",
+    );
     for state in TaskState::ALL {
-        assert_queue_not_found(t.broker.list_tasks("nope", state, Page::default()).await, "nope");
+        assert_queue_not_found(
+            t.broker.list_tasks(&QueueName::from_static("nope"), state, Page::default()).await,
+            "nope",
+        );
     }
-    assert_task_not_found(t.broker.task_info("q", "nope").await, "q", "nope");
+    assert_task_not_found(
+        t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("nope")).await,
+        "q",
+        "nope",
+    );
 }
 
 /// `task_info` gives the next process time by state: the current whole second for a pending
@@ -157,7 +167,7 @@ pub async fn case_list_sorted_states_by_score<F: BrokerFactory>(factory: &F) {
     t.complete("q", "c2", secs(10)).await;
 
     let listed = |tasks: Vec<asynq_core::TaskInfo>| -> Vec<(String, TaskState, Option<SystemTime>)> {
-        tasks.into_iter().map(|task| (task.id, task.state, task.next_process_at)).collect()
+        tasks.into_iter().map(|task| (task.id.into_string(), task.state, task.next_process_at)).collect()
     };
     let scheduled = |id: &str, due| (id.to_owned(), TaskState::Scheduled, Some(at(due)));
     assert_eq!(
@@ -207,7 +217,7 @@ pub async fn case_active_task_past_its_lease_is_orphaned<F: BrokerFactory>(facto
     t.activate("q", "new").await;
     let orphans = || async {
         let tasks = t.list("q", TaskState::Active, 10, 0).await;
-        tasks.into_iter().map(|task| (task.id, task.is_orphaned)).collect::<Vec<_>>()
+        tasks.into_iter().map(|task| (task.id.into_string(), task.is_orphaned)).collect::<Vec<_>>()
     };
 
     t.set(at(30) - millis(1));
@@ -224,13 +234,13 @@ pub async fn case_pause_twice_or_unpause_running_fails<F: BrokerFactory>(factory
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
 
-    assert_failed_precondition(t.broker.unpause_queue("q").await, "q");
+    assert_failed_precondition(t.broker.unpause_queue(&QueueName::from_static("q")).await, "q");
     assert!(!t.info("q").await.paused);
-    t.broker.pause_queue("q").await.unwrap();
-    assert_failed_precondition(t.broker.pause_queue("q").await, "q");
+    t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();
+    assert_failed_precondition(t.broker.pause_queue(&QueueName::from_static("q")).await, "q");
     assert!(t.info("q").await.paused);
-    t.broker.unpause_queue("q").await.unwrap();
-    assert_failed_precondition(t.broker.unpause_queue("q").await, "q");
+    t.broker.unpause_queue(&QueueName::from_static("q")).await.unwrap();
+    assert_failed_precondition(t.broker.unpause_queue(&QueueName::from_static("q")).await, "q");
     assert!(!t.info("q").await.paused);
 }
 
@@ -238,10 +248,10 @@ pub async fn case_pause_twice_or_unpause_running_fails<F: BrokerFactory>(factory
 /// first task arrives.
 pub async fn case_pausing_does_not_make_a_queue_known<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
-    t.broker.pause_queue("later").await.unwrap();
+    t.broker.pause_queue(&QueueName::from_static("later")).await.unwrap();
 
     assert!(t.broker.queues().await.unwrap().is_empty());
-    assert_queue_not_found(t.broker.queue_info("later").await, "later");
+    assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("later")).await, "later");
 
     t.plain("later", "a").await;
     assert_eq!(t.broker.queues().await.unwrap(), ["later"]);

@@ -3,9 +3,9 @@
 //! recoverer's query for leases that ran out by a cutoff.
 
 use super::BrokerFactory;
-use super::fixture::{Fixture, at, millis, names, secs};
+use super::fixture::{Fixture, at, ids, millis, names, secs};
 use asynq_core::broker::{Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
-use asynq_core::{StoredTask, TaskState};
+use asynq_core::{QueueName, StoredTask, TaskState};
 use std::time::SystemTime;
 
 fn taken(message: &StoredTask) -> ExpiredLease {
@@ -27,9 +27,12 @@ pub async fn case_extend_leases_moves_only_active_ids<F: BrokerFactory>(factory:
     t.plain("q", "p").await;
     t.advance(millis(10_600));
 
-    let ids = names(&["a", "p", "gone", "o"]);
-    assert_eq!(t.broker.extend_leases("q", &ids, LeaseStage::Started).await.unwrap(), at(40));
-    assert_eq!(t.broker.extend_leases("unknown", &ids, LeaseStage::Started).await.unwrap(), at(40));
+    let ids = ids(&["a", "p", "gone", "o"]);
+    assert_eq!(t.broker.extend_leases(&QueueName::from_static("q"), &ids, LeaseStage::Started).await.unwrap(), at(40));
+    assert_eq!(
+        t.broker.extend_leases(&QueueName::from_static("unknown"), &ids, LeaseStage::Started).await.unwrap(),
+        at(40)
+    );
 
     let broker = &t.broker;
     let expired =
@@ -79,9 +82,15 @@ pub async fn case_lease_stage_is_recorded_and_never_regresses<F: BrokerFactory>(
     let b = t.activate("q", "b").await;
     let queues = names(&["q"]);
 
-    assert_eq!(t.broker.extend_leases("q", &names(&["a"]), LeaseStage::Started).await.unwrap(), at(30));
+    assert_eq!(
+        t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"]), LeaseStage::Started).await.unwrap(),
+        at(30)
+    );
     t.advance(secs(5));
-    assert_eq!(t.broker.extend_leases("q", &names(&["a", "b"]), LeaseStage::Taken).await.unwrap(), at(35));
+    assert_eq!(
+        t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a", "b"]), LeaseStage::Taken).await.unwrap(),
+        at(35)
+    );
     assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [started(&a), taken(&b)]);
 
     t.finish(&a, Outcome::Requeue).await;
@@ -97,7 +106,7 @@ pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(fa
     let t = Fixture::new(factory).await;
     let a = t.activate("q", "a").await;
     t.plain("q", "b").await;
-    t.broker.extend_leases("q", &names(&["a"]), LeaseStage::Started).await.unwrap();
+    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"]), LeaseStage::Started).await.unwrap();
     let queues = names(&["q"]);
     assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [started(&a)]);
 
@@ -106,7 +115,7 @@ pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(fa
     assert_eq!((info.active, info.pending, info.failed, info.failed_total), (0, 2, 0, 0));
     let again = t.take("q", "a").await.message;
     assert_eq!(again.retried, 0, "a stall uses no retry");
-    t.broker.extend_leases("q", &names(&["a"]), LeaseStage::Started).await.unwrap();
+    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"]), LeaseStage::Started).await.unwrap();
     let stalled_once = ExpiredLease { message: again, stage: LeaseStage::Started, stalls: 1 };
     assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [stalled_once]);
 }

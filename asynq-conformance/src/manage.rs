@@ -12,7 +12,10 @@ use super::fixture::{
     secs,
 };
 use asynq_core::broker::{Dequeue, GroupInfo, Inspect, Manage, Outcome, Page};
-use asynq_core::{Broker, DailyStats, Error, QueueInfo, Result, StoredTask, Task, TaskOptions, TaskSet, TaskState};
+use asynq_core::{
+    Broker, DailyStats, Error, GroupName, QueueInfo, QueueName, Result, StoredTask, Task, TaskId, TaskOptions, TaskSet,
+    TaskState,
+};
 use bytes::Bytes;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -51,9 +54,9 @@ fn sizes(info: &QueueInfo) -> [usize; 8] {
 }
 
 /// `(group, size)` of each group of `queue`.
-async fn groups<B: Broker>(broker: &B, queue: &str) -> Vec<(String, usize)> {
+async fn groups<B: Broker>(broker: &B, queue: &QueueName) -> Vec<(String, usize)> {
     let groups: Vec<GroupInfo> = broker.groups(queue).await.expect("groups");
-    groups.into_iter().map(|g| (g.group, g.size)).collect()
+    groups.into_iter().map(|g| (g.group.into_string(), g.size)).collect()
 }
 
 /// Puts one task in each state into queue `"q"`, each named after its state: `"active"`,
@@ -85,14 +88,17 @@ pub async fn case_run_task_makes_a_task_pending_from_every_runnable_state<F: Bro
     one_task_per_state(&t).await;
 
     for id in ["scheduled", "retry", "archived", "completed", "aggregating"] {
-        t.broker.run_task("q", id).await.unwrap_or_else(|e| panic!("run_task({id}): {e}"));
+        t.broker
+            .run_task(&QueueName::from_static("q"), &TaskId::new(id).unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("run_task({id}): {e}"));
         assert_eq!(t.task("q", id).await.state, TaskState::Pending, "{id}");
     }
 
     let pending = ["pending", "scheduled", "retry", "archived", "completed", "aggregating"];
     assert_eq!(t.all_ids("q", TaskState::Pending).await, pending);
     assert_eq!(sizes(&t.info("q").await), [6, 1, 0, 0, 0, 0, 0, 0]);
-    assert!(groups(&t.broker, "q").await.is_empty(), "the emptied group is gone");
+    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
     assert_eq!(t.dequeue_ids(&["q"], 10).await, pending, "run tasks are dequeued after the ones pending before");
 }
 
@@ -101,7 +107,7 @@ pub async fn case_a_task_run_by_an_operator_has_no_pending_time<F: BrokerFactory
     let t = Fixture::new(factory).await;
     t.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
     t.advance(secs(10));
-    t.broker.run_task("q", "s").await.unwrap();
+    t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("s")).await.unwrap();
     t.advance(secs(5));
     t.plain("q", "b").await;
     t.advance(millis(2_500));
@@ -118,8 +124,14 @@ pub async fn case_run_task_refuses_active_and_pending_tasks<F: BrokerFactory>(fa
     one_task_per_state(&t).await;
     let before = t.snapshot("q").await;
 
-    assert_refused(t.broker.run_task("q", "active").await, "task is already running");
-    assert_refused(t.broker.run_task("q", "pending").await, "task is already in pending state");
+    assert_refused(
+        t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("active")).await,
+        "task is already running",
+    );
+    assert_refused(
+        t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("pending")).await,
+        "task is already in pending state",
+    );
 
     assert_eq!(t.snapshot("q").await, before);
 }
@@ -133,7 +145,10 @@ pub async fn case_archive_task_archives_every_state_but_active<F: BrokerFactory>
 
     for id in ["pending", "scheduled", "retry", "completed", "aggregating"] {
         t.advance(secs(1));
-        t.broker.archive_task("q", id).await.unwrap_or_else(|e| panic!("archive_task({id}): {e}"));
+        t.broker
+            .archive_task(&QueueName::from_static("q"), &TaskId::new(id).unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("archive_task({id}): {e}"));
         assert_eq!(t.task("q", id).await.state, TaskState::Archived, "{id}");
     }
 
@@ -142,7 +157,7 @@ pub async fn case_archive_task_archives_every_state_but_active<F: BrokerFactory>
     let info = t.info("q").await;
     assert_eq!(sizes(&info), [0, 1, 0, 0, 6, 0, 0, 0]);
     assert_eq!((info.processed_total, info.failed_total), (counters.processed_total, counters.failed_total));
-    assert!(groups(&t.broker, "q").await.is_empty(), "the emptied group is gone");
+    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
     assert_eq!(t.task("q", "retry").await.last_error.as_deref(), Some("boom"));
     assert_eq!(t.task("q", "pending").await.last_error, None);
 }
@@ -155,8 +170,11 @@ pub async fn case_archive_task_refuses_active_and_archived_tasks<F: BrokerFactor
     let before = t.snapshot("q").await;
 
     let active = "cannot archive task in active state. use CancelProcessing instead.";
-    assert_refused(t.broker.archive_task("q", "active").await, active);
-    assert_refused(t.broker.archive_task("q", "archived").await, "task is already archived");
+    assert_refused(t.broker.archive_task(&QueueName::from_static("q"), &TaskId::from_static("active")).await, active);
+    assert_refused(
+        t.broker.archive_task(&QueueName::from_static("q"), &TaskId::from_static("archived")).await,
+        "task is already archived",
+    );
 
     assert_eq!(t.snapshot("q").await, before);
 }
@@ -169,19 +187,30 @@ pub async fn case_delete_task_deletes_every_state_but_active<F: BrokerFactory>(f
     let counters = t.info("q").await;
 
     for id in ["pending", "scheduled", "retry", "archived", "completed", "aggregating"] {
-        t.broker.delete_task("q", id).await.unwrap_or_else(|e| panic!("delete_task({id}): {e}"));
-        assert_task_not_found(t.broker.task_info("q", id).await, "q", id);
-        assert_task_not_found(t.broker.delete_task("q", id).await, "q", id);
+        t.broker
+            .delete_task(&QueueName::from_static("q"), &TaskId::new(id).unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("delete_task({id}): {e}"));
+        assert_task_not_found(
+            t.broker.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
+            "q",
+            id,
+        );
+        assert_task_not_found(
+            t.broker.delete_task(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
+            "q",
+            id,
+        );
     }
     let before = t.snapshot("q").await;
     let active = "cannot delete task in active state. use CancelProcessing instead.";
-    assert_refused(t.broker.delete_task("q", "active").await, active);
+    assert_refused(t.broker.delete_task(&QueueName::from_static("q"), &TaskId::from_static("active")).await, active);
 
     assert_eq!(t.snapshot("q").await, before);
     let info = t.info("q").await;
     assert_eq!(sizes(&info), [0, 1, 0, 0, 0, 0, 0, 0]);
     assert_eq!((info.processed_total, info.failed_total), (counters.processed_total, counters.failed_total));
-    assert!(groups(&t.broker, "q").await.is_empty(), "the emptied group is gone");
+    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
 }
 
 /// Every single-task action refuses a task the queue does not hold with TaskNotFound.
@@ -191,10 +220,24 @@ pub async fn case_single_task_actions_refuse_a_missing_task<F: BrokerFactory>(fa
     t.plain("other", "x").await;
     let before = t.snapshot("q").await;
 
-    assert_task_not_found(t.broker.run_task("q", "x").await, "q", "x");
-    assert_task_not_found(t.broker.archive_task("q", "x").await, "q", "x");
-    assert_task_not_found(t.broker.delete_task("q", "x").await, "q", "x");
-    assert_task_not_found(t.broker.update_task_payload("q", "x", Bytes::from_static(b"p")).await, "q", "x");
+    assert_task_not_found(t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("x")).await, "q", "x");
+    assert_task_not_found(
+        t.broker.archive_task(&QueueName::from_static("q"), &TaskId::from_static("x")).await,
+        "q",
+        "x",
+    );
+    assert_task_not_found(
+        t.broker.delete_task(&QueueName::from_static("q"), &TaskId::from_static("x")).await,
+        "q",
+        "x",
+    );
+    assert_task_not_found(
+        t.broker
+            .update_task_payload(&QueueName::from_static("q"), &TaskId::from_static("x"), Bytes::from_static(b"p"))
+            .await,
+        "q",
+        "x",
+    );
 
     assert_eq!(t.snapshot("q").await, before);
 }
@@ -205,21 +248,28 @@ pub async fn case_every_action_refuses_an_unknown_queue<F: BrokerFactory>(factor
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
     let b = &t.broker;
-    let group = TaskSet::Group("g".to_owned());
+    let group = TaskSet::Group(GroupName::from_static("g"));
 
-    assert_queue_not_found(b.run_task("nope", "a").await, "nope");
-    assert_queue_not_found(b.archive_task("nope", "a").await, "nope");
-    assert_queue_not_found(b.delete_task("nope", "a").await, "nope");
+    assert_queue_not_found(b.run_task(&QueueName::from_static("nope"), &TaskId::from_static("a")).await, "nope");
+    assert_queue_not_found(b.archive_task(&QueueName::from_static("nope"), &TaskId::from_static("a")).await, "nope");
+    assert_queue_not_found(b.delete_task(&QueueName::from_static("nope"), &TaskId::from_static("a")).await, "nope");
     for set in [TaskSet::State(TaskState::Scheduled), group.clone()] {
-        assert_queue_not_found(b.run_all("nope", &set).await, "nope");
-        assert_queue_not_found(b.archive_all("nope", &set).await, "nope");
-        assert_queue_not_found(b.delete_all("nope", &set).await, "nope");
+        assert_queue_not_found(b.run_all(&QueueName::from_static("nope"), &set).await, "nope");
+        assert_queue_not_found(b.archive_all(&QueueName::from_static("nope"), &set).await, "nope");
+        assert_queue_not_found(b.delete_all(&QueueName::from_static("nope"), &set).await, "nope");
     }
-    assert_queue_not_found(b.update_task_payload("nope", "a", Bytes::from_static(b"p")).await, "nope");
-    assert_queue_not_found(b.delete_queue("nope", false).await, "nope");
-    assert_queue_not_found(b.delete_queue("nope", true).await, "nope");
-    assert_queue_not_found(b.list_group_tasks("nope", "g", Page::default()).await, "nope");
-    assert_queue_not_found(b.history("nope", 7).await, "nope");
+    assert_queue_not_found(
+        b.update_task_payload(&QueueName::from_static("nope"), &TaskId::from_static("a"), Bytes::from_static(b"p"))
+            .await,
+        "nope",
+    );
+    assert_queue_not_found(b.delete_queue(&QueueName::from_static("nope"), false).await, "nope");
+    assert_queue_not_found(b.delete_queue(&QueueName::from_static("nope"), true).await, "nope");
+    assert_queue_not_found(
+        b.list_group_tasks(&QueueName::from_static("nope"), &GroupName::from_static("g"), Page::default()).await,
+        "nope",
+    );
+    assert_queue_not_found(b.history(&QueueName::from_static("nope"), 7).await, "nope");
     assert_eq!(b.queues().await.unwrap(), ["q"]);
 }
 
@@ -236,11 +286,11 @@ pub async fn case_run_all_makes_every_task_of_a_state_pending<F: BrokerFactory>(
     t.advance(secs(1));
     t.run("q", "a2", archive("x")).await;
 
-    assert_eq!(t.broker.run_all("q", &TaskSet::State(TaskState::Scheduled)).await.unwrap(), 2);
+    assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Scheduled)).await.unwrap(), 2);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["s1", "s2"]);
-    assert_eq!(t.broker.run_all("q", &TaskSet::State(TaskState::Retry)).await.unwrap(), 2);
-    assert_eq!(t.broker.run_all("q", &TaskSet::State(TaskState::Archived)).await.unwrap(), 2);
-    assert_eq!(t.broker.run_all("q", &TaskSet::State(TaskState::Archived)).await.unwrap(), 0);
+    assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Retry)).await.unwrap(), 2);
+    assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Archived)).await.unwrap(), 2);
+    assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Archived)).await.unwrap(), 0);
 
     let pending = ["s1", "s2", "r2", "r1", "a1", "a2"];
     assert_eq!(t.all_ids("q", TaskState::Pending).await, pending);
@@ -264,12 +314,21 @@ pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory>(f
     let counters = t.info("q").await;
 
     t.advance(secs(1));
-    assert_eq!(t.broker.archive_all("q", &TaskSet::State(TaskState::Retry)).await.unwrap(), 1);
+    assert_eq!(t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Retry)).await.unwrap(), 1);
     t.advance(secs(1));
-    assert_eq!(t.broker.archive_all("q", &TaskSet::State(TaskState::Pending)).await.unwrap(), 3);
+    assert_eq!(
+        t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Pending)).await.unwrap(),
+        3
+    );
     t.advance(secs(1));
-    assert_eq!(t.broker.archive_all("q", &TaskSet::State(TaskState::Scheduled)).await.unwrap(), 2);
-    assert_eq!(t.broker.archive_all("q", &TaskSet::State(TaskState::Pending)).await.unwrap(), 0);
+    assert_eq!(
+        t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Scheduled)).await.unwrap(),
+        2
+    );
+    assert_eq!(
+        t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Pending)).await.unwrap(),
+        0
+    );
 
     // By archive time, then by ID.
     assert_eq!(t.all_ids("q", TaskState::Archived).await, ["r1", "p1", "p2", "p3", "s1", "s2"]);
@@ -296,10 +355,22 @@ pub async fn case_delete_all_deletes_every_task_of_a_state<F: BrokerFactory>(fac
         (TaskState::Completed, vec!["completed"]),
     ];
     for (state, ids) in deleted {
-        assert_eq!(t.broker.delete_all("q", &TaskSet::State(state)).await.unwrap(), ids.len(), "{state}");
-        assert_eq!(t.broker.delete_all("q", &TaskSet::State(state)).await.unwrap(), 0, "{state} again");
+        assert_eq!(
+            t.broker.delete_all(&QueueName::from_static("q"), &TaskSet::State(state)).await.unwrap(),
+            ids.len(),
+            "{state}"
+        );
+        assert_eq!(
+            t.broker.delete_all(&QueueName::from_static("q"), &TaskSet::State(state)).await.unwrap(),
+            0,
+            "{state} again"
+        );
         for id in ids {
-            assert_task_not_found(t.broker.task_info("q", id).await, "q", id);
+            assert_task_not_found(
+                t.broker.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
+                "q",
+                id,
+            );
         }
     }
 
@@ -316,22 +387,26 @@ pub async fn case_bulk_actions_on_a_group_empty_it<F: BrokerFactory>(factory: &F
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
         t.advance(secs(1));
     }
-    let group = |name: &str| TaskSet::Group(name.to_owned());
+    let group = |name: &str| TaskSet::Group(GroupName::new(name).unwrap());
 
-    assert_eq!(t.broker.run_all("q", &group("run")).await.unwrap(), 3);
+    assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &group("run")).await.unwrap(), 3);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["r2", "r1", "r3"]);
-    assert_eq!(groups(&t.broker, "q").await, [("arc".to_owned(), 1), ("del".to_owned(), 2)]);
-    assert_eq!(t.broker.archive_all("q", &group("arc")).await.unwrap(), 1);
+    assert_eq!(groups(&t.broker, &QueueName::from_static("q")).await, [("arc".to_owned(), 1), ("del".to_owned(), 2)]);
+    assert_eq!(t.broker.archive_all(&QueueName::from_static("q"), &group("arc")).await.unwrap(), 1);
     assert_eq!(t.all_ids("q", TaskState::Archived).await, ["a1"]);
-    assert_eq!(groups(&t.broker, "q").await, [("del".to_owned(), 2)]);
-    assert_eq!(t.broker.delete_all("q", &group("del")).await.unwrap(), 2);
-    assert_task_not_found(t.broker.task_info("q", "d2").await, "q", "d2");
-    assert!(groups(&t.broker, "q").await.is_empty());
+    assert_eq!(groups(&t.broker, &QueueName::from_static("q")).await, [("del".to_owned(), 2)]);
+    assert_eq!(t.broker.delete_all(&QueueName::from_static("q"), &group("del")).await.unwrap(), 2);
+    assert_task_not_found(
+        t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("d2")).await,
+        "q",
+        "d2",
+    );
+    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty());
 
     for name in ["run", "arc", "del", "nope"] {
-        assert_eq!(t.broker.run_all("q", &group(name)).await.unwrap(), 0, "{name}");
-        assert_eq!(t.broker.archive_all("q", &group(name)).await.unwrap(), 0, "{name}");
-        assert_eq!(t.broker.delete_all("q", &group(name)).await.unwrap(), 0, "{name}");
+        assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &group(name)).await.unwrap(), 0, "{name}");
+        assert_eq!(t.broker.archive_all(&QueueName::from_static("q"), &group(name)).await.unwrap(), 0, "{name}");
+        assert_eq!(t.broker.delete_all(&QueueName::from_static("q"), &group(name)).await.unwrap(), 0, "{name}");
     }
     assert_eq!(sizes(&t.info("q").await), [3, 0, 0, 0, 1, 0, 0, 0]);
 }
@@ -346,18 +421,21 @@ pub async fn case_bulk_actions_refuse_sets_they_do_not_apply_to<F: BrokerFactory
     let state = TaskSet::State;
     let b = &t.broker;
 
-    for set in [state(TaskState::Active), state(TaskState::Aggregating), TaskSet::Group(String::new())] {
-        assert_invalid(b.run_all("q", &set).await, &format!("run_all {set}"));
-        assert_invalid(b.archive_all("q", &set).await, &format!("archive_all {set}"));
-        assert_invalid(b.delete_all("q", &set).await, &format!("delete_all {set}"));
+    for set in [state(TaskState::Active), state(TaskState::Aggregating)] {
+        assert_invalid(b.run_all(&QueueName::from_static("q"), &set).await, &format!("run_all {set}"));
+        assert_invalid(b.archive_all(&QueueName::from_static("q"), &set).await, &format!("archive_all {set}"));
+        assert_invalid(b.delete_all(&QueueName::from_static("q"), &set).await, &format!("delete_all {set}"));
     }
     for s in [TaskState::Pending, TaskState::Completed] {
-        assert_invalid(b.run_all("q", &state(s)).await, &format!("run_all {s}"));
+        assert_invalid(b.run_all(&QueueName::from_static("q"), &state(s)).await, &format!("run_all {s}"));
     }
     for s in [TaskState::Archived, TaskState::Completed] {
-        assert_invalid(b.archive_all("q", &state(s)).await, &format!("archive_all {s}"));
+        assert_invalid(b.archive_all(&QueueName::from_static("q"), &state(s)).await, &format!("archive_all {s}"));
     }
-    assert_invalid(b.run_all("nope", &state(TaskState::Active)).await, "checked before the queue");
+    assert_invalid(
+        b.run_all(&QueueName::from_static("nope"), &state(TaskState::Active)).await,
+        "checked before the queue",
+    );
 
     assert_eq!(t.snapshot("q").await, before);
 }
@@ -379,12 +457,12 @@ pub async fn case_deletes_release_the_unique_lock<F: BrokerFactory>(factory: &F)
         assert_duplicate(t.enqueue(&format!("{name}-again"), &task(name), unique()).await, "q", name);
     }
 
-    t.broker.delete_task("q", "a").await.unwrap();
-    t.broker.delete_all("q", &TaskSet::State(TaskState::Pending)).await.unwrap();
-    t.broker.delete_all("q", &TaskSet::State(TaskState::Scheduled)).await.unwrap();
-    t.broker.delete_all("q", &TaskSet::Group("g".to_owned())).await.unwrap();
-    t.broker.delete_task("q", "e").await.unwrap();
-    t.broker.delete_all("q", &TaskSet::State(TaskState::Retry)).await.unwrap();
+    t.broker.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
+    t.broker.delete_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Pending)).await.unwrap();
+    t.broker.delete_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Scheduled)).await.unwrap();
+    t.broker.delete_all(&QueueName::from_static("q"), &TaskSet::Group(GroupName::from_static("g"))).await.unwrap();
+    t.broker.delete_task(&QueueName::from_static("q"), &TaskId::from_static("e")).await.unwrap();
+    t.broker.delete_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Retry)).await.unwrap();
 
     for name in ["a", "b", "c", "d", "e", "f"] {
         let id = format!("{name}-again");
@@ -400,17 +478,17 @@ pub async fn case_archive_and_run_keep_the_unique_lock<F: BrokerFactory>(factory
     let again = |id: &'static str| t.enqueue(id, &task, unique());
     t.enqueue("a", &task, unique()).await.unwrap();
 
-    t.broker.archive_task("q", "a").await.unwrap();
+    t.broker.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
     assert_duplicate(again("b").await, "q", "email");
-    t.broker.run_task("q", "a").await.unwrap();
+    t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
     assert_duplicate(again("b").await, "q", "email");
-    t.broker.archive_all("q", &TaskSet::State(TaskState::Pending)).await.unwrap();
+    t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Pending)).await.unwrap();
     assert_duplicate(again("b").await, "q", "email");
-    t.broker.run_all("q", &TaskSet::State(TaskState::Archived)).await.unwrap();
+    t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Archived)).await.unwrap();
     assert_duplicate(again("b").await, "q", "email");
-    t.broker.archive_task("q", "a").await.unwrap();
+    t.broker.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
 
-    t.broker.delete_task("q", "a").await.unwrap();
+    t.broker.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
     again("b").await.unwrap();
 }
 
@@ -426,7 +504,11 @@ pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFac
     let mut want = t.task("q", "s").await;
     want.payload = Bytes::from_static(b"new");
 
-    let updated = t.broker.update_task_payload("q", "s", Bytes::from_static(b"new")).await.unwrap();
+    let updated = t
+        .broker
+        .update_task_payload(&QueueName::from_static("q"), &TaskId::from_static("s"), Bytes::from_static(b"new"))
+        .await
+        .unwrap();
 
     assert_eq!(updated, want);
     assert_eq!(t.task("q", "s").await, want);
@@ -435,7 +517,10 @@ pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFac
 
     let before = t.snapshot("q").await;
     for id in ["pending", "active", "retry", "archived", "completed", "aggregating"] {
-        let result = t.broker.update_task_payload("q", id, Bytes::from_static(b"x")).await;
+        let result = t
+            .broker
+            .update_task_payload(&QueueName::from_static("q"), &TaskId::new(id).unwrap(), Bytes::from_static(b"x"))
+            .await;
         assert_refused(result, "cannot update task that is not in scheduled state.");
     }
     assert_eq!(t.snapshot("q").await, before);
@@ -457,20 +542,23 @@ pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory>(fact
 
     for queue in ["active", "retry", "archived", "pending", "scheduled"] {
         let before = t.snapshot(queue).await;
-        match t.broker.delete_queue(queue, false).await {
+        match t.broker.delete_queue(&QueueName::new(queue).unwrap(), false).await {
             Err(Error::QueueNotEmpty { queue: q }) if q == queue => {}
             other => panic!("delete_queue({queue:?}): expected QueueNotEmpty, got {other:?}"),
         }
         assert_eq!(t.snapshot(queue).await, before, "{queue}");
     }
 
-    t.broker.delete_queue("q", false).await.unwrap();
+    t.broker.delete_queue(&QueueName::from_static("q"), false).await.unwrap();
 
     assert_eq!(t.broker.queues().await.unwrap(), ["active", "archived", "pending", "retry", "scheduled"]);
-    assert_queue_not_found(t.broker.queue_info("q").await, "q");
-    assert_queue_not_found(t.broker.task_info("q", "c").await, "q");
-    assert_queue_not_found(t.broker.list_tasks("q", TaskState::Completed, Page::default()).await, "q");
-    assert_queue_not_found(t.broker.delete_queue("q", false).await, "q");
+    assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("q")).await, "q");
+    assert_queue_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("c")).await, "q");
+    assert_queue_not_found(
+        t.broker.list_tasks(&QueueName::from_static("q"), TaskState::Completed, Page::default()).await,
+        "q",
+    );
+    assert_queue_not_found(t.broker.delete_queue(&QueueName::from_static("q"), false).await, "q");
     t.plain("q", "new").await;
     let info = t.info("q").await;
     assert_eq!(sizes(&info), [1, 0, 0, 0, 0, 1, 1, 1]);
@@ -484,21 +572,25 @@ pub async fn case_delete_queue_with_force_deletes_its_tasks<F: BrokerFactory>(fa
     let t = Fixture::new(factory).await;
     let active = one_task_per_state(&t).await;
     t.finish(&active, Outcome::Done).await;
-    t.broker.pause_queue("q").await.unwrap();
+    t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();
     let counters = t.info("q").await;
     t.plain("other", "o").await;
 
-    t.broker.delete_queue("q", true).await.unwrap();
+    t.broker.delete_queue(&QueueName::from_static("q"), true).await.unwrap();
 
     assert_eq!(t.broker.queues().await.unwrap(), ["other"]);
-    assert_queue_not_found(t.broker.queue_info("q").await, "q");
-    assert_queue_not_found(t.broker.task_info("q", "retry").await, "q");
+    assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("q")).await, "q");
+    assert_queue_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("retry")).await, "q");
     t.plain("q", "new").await;
     let info = t.info("q").await;
     assert_eq!(sizes(&info), [1, 0, 0, 0, 0, 1, 1, 1]);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["new"]);
     for id in ["scheduled", "retry", "archived"] {
-        assert_task_not_found(t.broker.task_info("q", id).await, "q", id);
+        assert_task_not_found(
+            t.broker.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
+            "q",
+            id,
+        );
     }
     assert_eq!(t.task("q", "completed").await.state, TaskState::Completed);
     assert_eq!(t.task("q", "aggregating").await.state, TaskState::Aggregating);
@@ -515,7 +607,7 @@ pub async fn case_delete_queue_with_force_releases_unique_locks<F: BrokerFactory
     t.enqueue("p", &pending, unique()).await.unwrap();
     t.enqueue("s", &scheduled, unique().process_in(secs(60))).await.unwrap();
 
-    t.broker.delete_queue("q", true).await.unwrap();
+    t.broker.delete_queue(&QueueName::from_static("q"), true).await.unwrap();
 
     t.enqueue("p-again", &pending, unique()).await.unwrap();
     t.enqueue("s-again", &scheduled, unique()).await.unwrap();
@@ -528,8 +620,14 @@ pub async fn case_delete_queue_with_force_refuses_active_tasks<F: BrokerFactory>
     one_task_per_state(&t).await;
     let before = t.snapshot("q").await;
 
-    assert_refused(t.broker.delete_queue("q", true).await, "cannot remove queue with active tasks");
-    assert!(matches!(t.broker.delete_queue("q", false).await, Err(Error::QueueNotEmpty { .. })));
+    assert_refused(
+        t.broker.delete_queue(&QueueName::from_static("q"), true).await,
+        "cannot remove queue with active tasks",
+    );
+    assert!(matches!(
+        t.broker.delete_queue(&QueueName::from_static("q"), false).await,
+        Err(Error::QueueNotEmpty { .. })
+    ));
 
     assert_eq!(t.snapshot("q").await, before);
     assert_eq!(t.broker.queues().await.unwrap(), ["q"]);
@@ -546,7 +644,10 @@ pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory>(
     let page = |group: &'static str, size, number| {
         let broker = t.broker.clone();
         async move {
-            let tasks = broker.list_group_tasks("q", group, Page { size, number }).await.expect("list_group_tasks");
+            let tasks = broker
+                .list_group_tasks(&QueueName::from_static("q"), &GroupName::new(group).unwrap(), Page { size, number })
+                .await
+                .expect("list_group_tasks");
             tasks.into_iter().map(|task| task.id).collect::<Vec<_>>()
         }
     };
@@ -558,7 +659,11 @@ pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory>(
     assert_eq!(pages, [vec!["a", "b"], vec!["c", "d"], vec!["e"], vec![]]);
     assert_eq!(page("h", 10, 0).await, ["x"]);
     assert!(page("nope", 10, 0).await.is_empty());
-    let tasks = t.broker.list_group_tasks("q", "g", Page { size: 1, number: 0 }).await.unwrap();
+    let tasks = t
+        .broker
+        .list_group_tasks(&QueueName::from_static("q"), &GroupName::from_static("g"), Page { size: 1, number: 0 })
+        .await
+        .unwrap();
     let task = &tasks[0];
     assert_eq!(
         (task.state, task.group.as_deref(), task.next_process_at, task.payload.as_ref()),
@@ -579,15 +684,19 @@ pub async fn case_history_counts_each_utc_day_today_first<F: BrokerFactory>(fact
     t.finish(&late, retry(at(DAY + 60), "boom", true)).await;
     t.set(at(3 * DAY - 1));
 
-    let day =
-        |date: &str, processed, failed| DailyStats { queue: "q".to_owned(), date: date.to_owned(), processed, failed };
-    let history = t.broker.history("q", 4).await.unwrap();
+    let day = |date: &str, processed, failed| DailyStats {
+        queue: QueueName::from_static("q"),
+        date: date.to_owned(),
+        processed,
+        failed,
+    };
+    let history = t.broker.history(&QueueName::from_static("q"), 4).await.unwrap();
     assert_eq!(
         history,
         [day("2126-11-24", 0, 0), day("2126-11-23", 1, 1), day("2126-11-22", 2, 1), day("2126-11-21", 0, 0)]
     );
-    assert_eq!(t.broker.history("q", 1).await.unwrap(), [day("2126-11-24", 0, 0)]);
-    assert_invalid(t.broker.history("q", 0).await, "history of 0 days");
+    assert_eq!(t.broker.history(&QueueName::from_static("q"), 1).await.unwrap(), [day("2126-11-24", 0, 0)]);
+    assert_invalid(t.broker.history(&QueueName::from_static("q"), 0).await, "history of 0 days");
 }
 
 /// `queue_info` estimates the memory the queue's tasks take: more than zero bytes while it holds
@@ -614,11 +723,11 @@ pub async fn case_running_tasks_wakes_a_waiting_worker<F: BrokerFactory>(factory
     };
 
     let waiter = wait(&t.broker);
-    t.broker.run_task("q", "a").await.unwrap();
+    t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
     tokio::time::timeout(DELIVERY, waiter).await.expect("no wake-up after run_task").unwrap();
     t.take("q", "a").await;
 
     let waiter = wait(&t.broker);
-    assert_eq!(t.broker.run_all("q", &TaskSet::State(TaskState::Scheduled)).await.unwrap(), 1);
+    assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Scheduled)).await.unwrap(), 1);
     tokio::time::timeout(DELIVERY, waiter).await.expect("no wake-up after run_all").unwrap();
 }

@@ -3,6 +3,7 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, names, secs};
+use asynq_core::QueueName;
 use asynq_core::Task;
 use asynq_core::TaskOptions;
 use asynq_core::broker::{Dequeue, Forward, Inspect, Outcome};
@@ -83,9 +84,9 @@ pub async fn case_forward_and_requeue_wake_a_waiting_worker<F: BrokerFactory>(fa
 pub async fn case_a_paused_queue_wakes_no_one_until_unpaused<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.enqueue("a", &Task::new("t", ""), TaskOptions::new().queue("q")).await.unwrap();
-    t.broker.pause_queue("q").await.unwrap();
+    t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();
     let mut waiter = wait(&t.broker, &["q"]);
     assert_still_waiting(&mut waiter, "the queue is paused").await;
-    t.broker.unpause_queue("q").await.unwrap();
+    t.broker.unpause_queue(&QueueName::from_static("q")).await.unwrap();
     assert_wakes(waiter, "an unpause").await;
 }

@@ -11,6 +11,7 @@
 //! members go back to their group and are aggregated again.
 
 use crate::error::{Error, Result};
+use crate::names::{GroupName, QueueName};
 use crate::options::EnqueueRequest;
 use crate::stored::StoredTask;
 use async_trait::async_trait;
@@ -28,7 +29,7 @@ pub const DEFAULT_GROUP_GRACE_PERIOD: Duration = Duration::from_secs(60);
 #[non_exhaustive]
 pub struct GroupInfo {
     /// The group name.
-    pub group: String,
+    pub group: GroupName,
     /// How many tasks wait in the group (not counting those already taken into an aggregation
     /// set).
     pub size: usize,
@@ -36,8 +37,8 @@ pub struct GroupInfo {
 
 impl GroupInfo {
     /// Group `group` holding `size` tasks.
-    pub fn new(group: impl Into<String>, size: usize) -> Self {
-        Self { group: group.into(), size }
+    pub fn new(group: GroupName, size: usize) -> Self {
+        Self { group, size }
     }
 }
 
@@ -106,35 +107,20 @@ pub struct AggregationSet {
     pub deadline: SystemTime,
 }
 
-/// Checks that `group` can name a group: not blank.
-pub fn validate_group_name(group: &str) -> Result<()> {
-    if group.trim().is_empty() {
-        return Err(Error::invalid("group", "group name cannot be empty"));
-    }
-    Ok(())
-}
-
-/// Checks the names that identify an aggregation set: a valid queue and group name, and a
-/// non-blank set ID.
-pub fn validate_aggregation_set(queue: &str, group: &str, set_id: &str) -> Result<()> {
-    crate::validate_queue_name(queue)?;
-    validate_group_name(group)?;
+/// Checks the ID of an aggregation set (its queue and group are checked by their types): not
+/// blank.
+pub fn validate_aggregation_set(set_id: &str) -> Result<()> {
     if set_id.trim().is_empty() {
         return Err(Error::invalid("aggregation set ID", "aggregation set ID cannot be empty"));
     }
     Ok(())
 }
 
-/// Checks a request to complete an aggregation: the set's names (as
-/// [`validate_aggregation_set`]) and that the aggregated task goes to the group's own queue.
-pub fn validate_aggregation_completion(
-    queue: &str,
-    group: &str,
-    set_id: &str,
-    request: &crate::EnqueueRequest,
-) -> Result<()> {
-    validate_aggregation_set(queue, group, set_id)?;
-    if request.message.queue != queue {
+/// Checks a request to complete an aggregation: the set's ID (as [`validate_aggregation_set`])
+/// and that the aggregated task goes to the group's own queue.
+pub fn validate_aggregation_completion(queue: &QueueName, set_id: &str, request: &crate::EnqueueRequest) -> Result<()> {
+    validate_aggregation_set(set_id)?;
+    if request.message.queue != *queue {
         return Err(Error::invalid(
             "queue",
             format!("the aggregated task is for queue {:?}, not the group's queue {queue:?}", request.message.queue),
@@ -157,8 +143,8 @@ pub trait Aggregate: Send + Sync {
     /// that only received tasks forwarded from the scheduled or retry set is not listed either
     /// (Go does not register it).
     ///
-    /// Errors: [`Error::InvalidArgument`] for an invalid queue name.
-    async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>>;
+    /// Errors: [`Error::Broker`] when the backend fails.
+    async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>>;
 
     /// Checks whether `group` of `queue` is ready to aggregate, and if so moves the tasks to
     /// aggregate into a new aggregation set and returns its ID (Go's `aggregationCheck`).
@@ -178,17 +164,22 @@ pub trait Aggregate: Send + Sync {
     /// Go passes its aggregator's tick time as "now"; the broker's clock reads the same
     /// instant, up to how long the check waited to run.
     ///
-    /// Errors: [`Error::InvalidArgument`] for an invalid queue or group name, or invalid
-    /// `limits` (see [`AggregationLimits::validate`]); nothing is moved.
-    async fn aggregation_check(&self, queue: &str, group: &str, limits: AggregationLimits) -> Result<Option<String>>;
+    /// Errors: [`Error::InvalidArgument`] for invalid `limits` (see
+    /// [`AggregationLimits::validate`]); nothing is moved.
+    async fn aggregation_check(
+        &self,
+        queue: &QueueName,
+        group: &GroupName,
+        limits: AggregationLimits,
+    ) -> Result<Option<String>>;
 
     /// The members of aggregation set `set_id` of `group` in `queue`, in the order they joined
     /// the group (see [`AggregationSet::messages`]), and the set's deadline. A member whose task
     /// record is missing is left out.
     ///
     /// Errors: [`Error::AggregationSetNotFound`] if the set does not exist (it was completed,
-    /// deleted, or reclaimed after its deadline); [`Error::InvalidArgument`] for blank names.
-    async fn read_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<AggregationSet>;
+    /// deleted, or reclaimed after its deadline); [`Error::InvalidArgument`] for a blank set ID.
+    async fn read_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<AggregationSet>;
 
     /// Enqueues `request`, the task the set's members were aggregated into, exactly as
     /// [`Enqueue::enqueue`](crate::broker::Enqueue::enqueue) would, and deletes the set and its
@@ -201,18 +192,23 @@ pub trait Aggregate: Send + Sync {
     /// twice; here a set that no longer exists is refused and nothing is written.
     ///
     /// Errors, each leaving everything as it was (the set is reclaimed once its deadline passes):
-    /// [`Error::InvalidArgument`] for blank names or a request for another queue than `queue`;
+    /// [`Error::InvalidArgument`] for a blank set ID or a request for another queue than `queue`;
     /// [`Error::AggregationSetNotFound`] if the set does not exist; [`Error::TaskIdConflict`] and
     /// [`Error::DuplicateTask`] as for an enqueue.
-    async fn complete_aggregation(&self, queue: &str, group: &str, set_id: &str, request: EnqueueRequest)
-    -> Result<()>;
+    async fn complete_aggregation(
+        &self,
+        queue: &QueueName,
+        group: &GroupName,
+        set_id: &str,
+        request: EnqueueRequest,
+    ) -> Result<()>;
 
     /// Deletes aggregation set `set_id` of `group` in `queue` and its members' task records, as
     /// Go's `DeleteAggregationSet` does after enqueueing the aggregated task separately. A set
     /// that does not exist is no error. The members' uniqueness locks are kept until their TTL.
     ///
-    /// Errors: [`Error::InvalidArgument`] for blank names.
-    async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()>;
+    /// Errors: [`Error::InvalidArgument`] for a blank set ID.
+    async fn delete_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<()>;
 
     /// Puts the members of every aggregation set of `queue` whose deadline has passed back into
     /// their group, each with the score it had there, and deletes those sets; returns how many
@@ -222,8 +218,8 @@ pub trait Aggregate: Send + Sync {
     /// aggregator checks it anew; Go leaves a group emptied by its check unlisted, so the
     /// reclaimed tasks wait until another task joins the group.
     ///
-    /// Errors: [`Error::InvalidArgument`] for an invalid queue name.
-    async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize>;
+    /// Errors: [`Error::Broker`] when the backend fails.
+    async fn reclaim_stale_aggregation_sets(&self, queue: &QueueName) -> Result<usize>;
 }
 
 #[cfg(test)]
@@ -249,11 +245,8 @@ mod tests {
     }
 
     #[test]
-    fn aggregation_sets_need_every_name() {
-        assert!(validate_aggregation_set("q", "g", "set").is_ok());
-        assert_eq!(field(validate_aggregation_set("", "g", "set")), "queue");
-        assert_eq!(field(validate_aggregation_set("a{b}", "g", "set")), "queue");
-        assert_eq!(field(validate_aggregation_set("q", " ", "set")), "group");
-        assert_eq!(field(validate_aggregation_set("q", "g", "")), "aggregation set ID");
+    fn aggregation_sets_need_an_id() {
+        assert!(validate_aggregation_set("set").is_ok());
+        assert_eq!(field(validate_aggregation_set(" ")), "aggregation set ID");
     }
 }

@@ -36,6 +36,7 @@ pub use crate::wait::Wait;
 use crate::StoredTask;
 use crate::error::Result;
 use crate::info::{BackendInfo, DailyStats, QueueInfo, QueueLocation, ServerInfo, WorkerInfo};
+use crate::names::{GroupName, QueueName, TaskId};
 use crate::options::EnqueueRequest;
 use crate::state::TaskState;
 use crate::task::TaskInfo;
@@ -152,12 +153,12 @@ pub trait Dequeue: Send + Sync {
     /// Takes up to `max` pending tasks, trying `queues` in the given order and skipping paused
     /// ones. Each task becomes active with a lease of [`LEASE_DURATION`](crate::LEASE_DURATION)
     /// from now, at [`LeaseStage::Taken`]. Returns an empty vector when none is ready.
-    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>>;
+    async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>>;
 
     /// Resolves when a task may have become ready in one of `queues`, so an idle processor can
     /// pick it up at once instead of waiting for its next poll. Spurious wake-ups are allowed;
     /// the default never resolves (the processor then relies on polling alone).
-    async fn wait_for_tasks(&self, queues: &[String]) {
+    async fn wait_for_tasks(&self, queues: &[QueueName]) {
         let _ = queues;
         futures::future::pending::<()>().await
     }
@@ -189,10 +190,10 @@ pub trait Dequeue: Send + Sync {
     /// calls it, and waits for it to succeed, before it runs a handler, so that an expired lease
     /// charges only attempts that ran. With [`LeaseStage::Taken`] each lease keeps its stage
     /// (a started task is never taken back to [`LeaseStage::Taken`]).
-    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime>;
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime>;
 
     /// Stores `result` as the result of task `id` in `queue`.
-    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()>;
+    async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()>;
 }
 
 /// Moves due tasks to where workers find them. Used by the forwarder.
@@ -200,7 +201,7 @@ pub trait Dequeue: Send + Sync {
 pub trait Forward: Send + Sync {
     /// Moves every scheduled and retry task of `queues` whose time has come to pending (or to
     /// its group, if it was stored with one). Returns how many moved.
-    async fn forward_ready(&self, queues: &[String]) -> Result<usize>;
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize>;
 }
 
 /// Finds tasks whose worker vanished. Used by the recoverer.
@@ -208,14 +209,14 @@ pub trait Forward: Send + Sync {
 pub trait Recover: Send + Sync {
     /// The active tasks of `queues` whose lease expired at or before `cutoff`, each with the
     /// [`LeaseStage`] it reached.
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>>;
+    async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>>;
 }
 
 /// Deletes completed tasks whose retention ran out. Used by the janitor.
 #[async_trait]
 pub trait Janitor: Send + Sync {
     /// Deletes up to `batch_size` expired completed tasks of `queue`; returns how many.
-    async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize>;
+    async fn delete_expired_completed(&self, queue: &QueueName, batch_size: usize) -> Result<usize>;
 }
 
 /// Publishes which servers are alive and what they run. Used by the heartbeater.
@@ -254,31 +255,31 @@ impl Default for Page {
 #[async_trait]
 pub trait Inspect: Send + Sync {
     /// The names of every known queue, sorted.
-    async fn queues(&self) -> Result<Vec<String>>;
+    async fn queues(&self) -> Result<Vec<QueueName>>;
 
     /// Sizes and statistics of `queue`.
     ///
     /// Errors: [`Error::QueueNotFound`](crate::Error::QueueNotFound).
-    async fn queue_info(&self, queue: &str) -> Result<QueueInfo>;
+    async fn queue_info(&self, queue: &QueueName) -> Result<QueueInfo>;
 
     /// One task.
     ///
     /// Errors: [`Error::QueueNotFound`](crate::Error::QueueNotFound),
     /// [`Error::TaskNotFound`](crate::Error::TaskNotFound).
-    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo>;
+    async fn task_info(&self, queue: &QueueName, id: &TaskId) -> Result<TaskInfo>;
 
     /// The tasks of `queue` in `state`, one page: pending and active in processing order,
     /// the others by score (due time, archive time or expiry), aggregating across all groups.
-    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>>;
+    async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>>;
 
     /// The tasks waiting in `group` of `queue`, one page, oldest first.
-    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>>;
+    async fn list_group_tasks(&self, queue: &QueueName, group: &GroupName, page: Page) -> Result<Vec<TaskInfo>>;
 
     /// Processed and failed counts of `queue` for the last `days` days (UTC), today first.
     ///
     /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `days` is 0,
     /// [`Error::QueueNotFound`](crate::Error::QueueNotFound).
-    async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>>;
+    async fn history(&self, queue: &QueueName, days: usize) -> Result<Vec<DailyStats>>;
 
     /// The servers alive now, with their workers, as their heartbeats last wrote them
     /// ([`ServerState::write_server_state`]).
@@ -290,17 +291,17 @@ pub trait Inspect: Send + Sync {
     async fn backend_info(&self) -> Result<BackendInfo>;
 
     /// Where `queue`'s keys live on a Redis Cluster; `None` on other backends.
-    async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>>;
+    async fn queue_location(&self, queue: &QueueName) -> Result<Option<QueueLocation>>;
 
     /// Stops workers from taking tasks from `queue`; its tasks stay where they are.
     ///
     /// Errors: [`Error::FailedPrecondition`](crate::Error::FailedPrecondition) if already paused.
-    async fn pause_queue(&self, queue: &str) -> Result<()>;
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()>;
 
     /// Lets workers take tasks from `queue` again.
     ///
     /// Errors: [`Error::FailedPrecondition`](crate::Error::FailedPrecondition) if not paused.
-    async fn unpause_queue(&self, queue: &str) -> Result<()>;
+    async fn unpause_queue(&self, queue: &QueueName) -> Result<()>;
 }
 
 /// The opt-in capabilities of a broker: what a server, an inspector or a tool uses when the
@@ -316,7 +317,7 @@ pub trait Inspect: Send + Sync {
 /// # struct MyBroker;
 /// # #[async_trait::async_trait]
 /// # impl Cancel for MyBroker {
-/// #     async fn cancel(&self, _id: &str) -> asynq_core::Result<()> { Ok(()) }
+/// #     async fn cancel(&self, _id: &asynq_core::TaskId) -> asynq_core::Result<()> { Ok(()) }
 /// #     async fn cancellations(&self) -> asynq_core::Result<futures::stream::BoxStream<'static, String>> {
 /// #         Ok(Box::pin(futures::stream::pending()))
 /// #     }

@@ -5,7 +5,8 @@
 //! asynq uses, the memory broker over an in-process channel. Delivery is best effort, as in Go:
 //! a request reaches the servers subscribed when it is published, and nothing acknowledges it.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::names::TaskId;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
@@ -21,8 +22,8 @@ pub trait Cancel: Send + Sync {
     /// Fire and forget: succeeds whether or not any server runs the task, and a server that is
     /// not subscribed at this moment never hears of it.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a blank ID (nothing is published).
-    async fn cancel(&self, id: &str) -> Result<()>;
+    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot publish.
+    async fn cancel(&self, id: &TaskId) -> Result<()>;
 
     /// The IDs of tasks to cancel, as any process publishes them from the moment this returns
     /// (a request published just before may arrive too, if it was still on its way).
@@ -30,27 +31,6 @@ pub trait Cancel: Send + Sync {
     /// The stream ends when the subscription is lost (a broken connection); call again to
     /// subscribe anew. Requests published in between are missed.
     ///
-    /// Errors: [`Error::Broker`] when the backend cannot subscribe now.
+    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot subscribe now.
     async fn cancellations(&self) -> Result<BoxStream<'static, String>>;
-}
-
-/// Checks that `id` can name a task: not blank.
-pub fn validate_task_id(id: &str) -> Result<()> {
-    if id.trim().is_empty() {
-        return Err(Error::invalid("task ID", "task ID cannot be empty"));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blank_ids_are_refused() {
-        for id in ["", " ", "\t"] {
-            assert!(matches!(validate_task_id(id), Err(Error::InvalidArgument { field: "task ID", .. })), "{id:?}");
-        }
-        assert!(validate_task_id("a1").is_ok());
-    }
 }

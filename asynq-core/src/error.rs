@@ -1,5 +1,6 @@
 //! The error type shared by the core model, the broker traits and the client.
 
+use crate::names::{GroupName, QueueName, TaskId};
 use std::error::Error as StdError;
 use std::fmt;
 
@@ -26,16 +27,16 @@ pub enum Error {
     #[error("task ID conflicts with another task: queue {queue:?}, id {id:?}")]
     TaskIdConflict {
         /// The queue the task was enqueued to.
-        queue: String,
+        queue: QueueName,
         /// The conflicting task ID.
-        id: String,
+        id: TaskId,
     },
     /// Another task holds the uniqueness lock for this queue, type and payload (Go's
     /// `ErrDuplicateTask`).
     #[error("task already exists: a unique task of type {type_name:?} with the same payload is in queue {queue:?}")]
     DuplicateTask {
         /// The queue the task was enqueued to.
-        queue: String,
+        queue: QueueName,
         /// The task type.
         type_name: String,
     },
@@ -43,21 +44,21 @@ pub enum Error {
     #[error("task not found: queue {queue:?}, id {id:?}")]
     TaskNotFound {
         /// The queue that was searched.
-        queue: String,
+        queue: QueueName,
         /// The task ID.
-        id: String,
+        id: TaskId,
     },
     /// The queue does not exist.
     #[error("queue not found: {queue:?}")]
     QueueNotFound {
         /// The queue name.
-        queue: String,
+        queue: QueueName,
     },
     /// The queue still holds tasks.
     #[error("queue is not empty: {queue:?}")]
     QueueNotEmpty {
         /// The queue name.
-        queue: String,
+        queue: QueueName,
     },
     /// The operation is not allowed in the current state, e.g. pausing a paused queue.
     #[error("{0}")]
@@ -67,9 +68,9 @@ pub enum Error {
     #[error("aggregation set not found: queue {queue:?}, group {group:?}, set {set_id:?}")]
     AggregationSetNotFound {
         /// The queue.
-        queue: String,
+        queue: QueueName,
         /// The group.
-        group: String,
+        group: GroupName,
         /// The set ID.
         set_id: String,
     },
@@ -77,9 +78,9 @@ pub enum Error {
     #[error("timed out after {timeout:?} waiting for task {id:?} in queue {queue:?} to finish")]
     WaitTimeout {
         /// The task's queue.
-        queue: String,
+        queue: QueueName,
         /// The task ID.
-        id: String,
+        id: TaskId,
         /// How long the wait lasted.
         timeout: std::time::Duration,
     },

@@ -1,5 +1,6 @@
 //! Snapshots of servers, their workers and queues, as brokers store and report them.
 
+use crate::names::QueueName;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -87,7 +88,7 @@ pub struct WorkerInfo {
 #[non_exhaustive]
 pub struct QueueInfo {
     /// The queue name.
-    pub queue: String,
+    pub queue: QueueName,
     /// Time since the oldest pending task became pending (zero when none is pending).
     pub latency: Duration,
     /// Total number of tasks in the queue, in every state.
@@ -132,9 +133,9 @@ impl QueueInfo {
     }
 
     /// An empty queue named `queue` at `timestamp`.
-    pub fn empty(queue: impl Into<String>, timestamp: SystemTime) -> Self {
+    pub fn empty(queue: &QueueName, timestamp: SystemTime) -> Self {
         Self {
-            queue: queue.into(),
+            queue: queue.clone(),
             latency: Duration::ZERO,
             size: 0,
             groups: 0,
@@ -160,7 +161,7 @@ impl QueueInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DailyStats {
     /// The queue name.
-    pub queue: String,
+    pub queue: QueueName,
     /// The day, `YYYY-MM-DD` in UTC.
     pub date: String,
     /// Tasks processed that day, successfully or not.

@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn results_decode_and_a_missing_result_is_none() {
-        let msg = crate::StoredTask { type_name: "image:resize".into(), ..Default::default() };
+        let msg = crate::StoredTask::new(crate::TaskId::from_static("a"), crate::QueueName::default(), "image:resize");
         let mut info = TaskInfo::new(&msg, crate::TaskState::Completed, None, None);
         assert_eq!(info.json_result::<u32>().unwrap(), None);
         info.result = Some(bytes::Bytes::from_static(b"640"));

@@ -26,6 +26,7 @@ mod info;
 mod json;
 mod lease;
 mod manage;
+mod names;
 mod options;
 pub mod queue;
 pub mod rate_limit;
@@ -37,9 +38,8 @@ mod task;
 pub mod time;
 mod wait;
 
-pub use aggregate::{validate_aggregation_completion, validate_aggregation_set, validate_group_name};
+pub use aggregate::{validate_aggregation_completion, validate_aggregation_set};
 pub use broker::Broker;
-pub use cancel::validate_task_id;
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use error::{BrokerError, Error, FailureKind, Result};
 pub use info::{
@@ -49,7 +49,8 @@ pub use info::{
 pub use json::PayloadError;
 pub use lease::Lease;
 pub use manage::{BulkAction, TaskSet, validate_bulk};
-pub use options::{EnqueueRequest, Placement, ProcessAt, TaskOptions, resolve_enqueue, validate_queue_name};
+pub use names::{GroupName, QueueName, TaskId};
+pub use options::{EnqueueRequest, Placement, ProcessAt, TaskOptions, resolve_enqueue};
 pub use state::TaskState;
 pub use stored::StoredTask;
 pub use task::{Task, TaskInfo};

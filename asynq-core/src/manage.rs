@@ -1,7 +1,7 @@
 //! Operator actions on tasks and queues: run, archive or delete tasks one by one or all of a
 //! state, change a scheduled task's payload, remove a queue.
 
-use crate::{Error, Result, TaskInfo, TaskState};
+use crate::{Error, GroupName, QueueName, Result, TaskId, TaskInfo, TaskState};
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::fmt;
@@ -13,7 +13,7 @@ pub enum TaskSet {
     /// Every task of the queue in this state. Aggregating tasks are addressed by group instead.
     State(TaskState),
     /// Every task waiting in this group (state aggregating).
-    Group(String),
+    Group(GroupName),
 }
 
 impl TaskSet {
@@ -71,7 +71,7 @@ impl BulkAction {
 /// archived or deleted; aggregating tasks are named by group), before anything is touched.
 pub fn validate_bulk(action: BulkAction, set: &TaskSet) -> Result<()> {
     match set {
-        TaskSet::Group(group) => crate::validate_group_name(group),
+        TaskSet::Group(_) => Ok(()),
         TaskSet::State(TaskState::Aggregating) => {
             Err(Error::invalid("group", format!("to {} aggregating tasks, name their group", action.verb())))
         }
@@ -98,45 +98,45 @@ pub trait Manage: Send + Sync {
     /// Makes a scheduled, retry, archived, completed or aggregating task pending now.
     ///
     /// Errors: [`Error::FailedPrecondition`] for an active or pending task.
-    async fn run_task(&self, queue: &str, id: &str) -> Result<()>;
+    async fn run_task(&self, queue: &QueueName, id: &TaskId) -> Result<()>;
 
     /// Archives a pending, scheduled, retry, completed or aggregating task.
     ///
     /// Errors: [`Error::FailedPrecondition`] for an active task (cancel it instead) or one
     /// already archived.
-    async fn archive_task(&self, queue: &str, id: &str) -> Result<()>;
+    async fn archive_task(&self, queue: &QueueName, id: &TaskId) -> Result<()>;
 
     /// Deletes a task that is not active, releasing its uniqueness lock when it holds it.
     ///
     /// Errors: [`Error::FailedPrecondition`] for an active task (cancel it instead).
-    async fn delete_task(&self, queue: &str, id: &str) -> Result<()>;
+    async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()>;
 
     /// Makes every task of `set` pending; returns how many. See [`BulkAction::Run`].
     ///
     /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
-    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize>;
+    async fn run_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize>;
 
     /// Archives every task of `set`; returns how many. See [`BulkAction::Archive`].
     ///
     /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
-    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize>;
+    async fn archive_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize>;
 
     /// Deletes every task of `set`, releasing the uniqueness locks they hold; returns how many.
     /// See [`BulkAction::Delete`].
     ///
     /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
-    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize>;
+    async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize>;
 
     /// Replaces the payload of a scheduled task and returns the updated task.
     ///
     /// Errors: [`Error::FailedPrecondition`] when the task is not scheduled.
-    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo>;
+    async fn update_task_payload(&self, queue: &QueueName, id: &TaskId, payload: Bytes) -> Result<TaskInfo>;
 
     /// Removes a queue: refused with [`Error::QueueNotEmpty`] while it holds tasks, unless
     /// `force`, which deletes its pending, scheduled, retry and archived tasks too. A queue with
     /// active tasks is never removed ([`Error::FailedPrecondition`]). As in Go asynq, completed
     /// and aggregating tasks, counters and the paused mark are left alone.
-    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()>;
+    async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()>;
 }
 
 #[cfg(test)]
@@ -151,11 +151,7 @@ mod tests {
                 let result = validate_bulk(action, &TaskSet::State(state));
                 assert_eq!(result.is_ok(), action.states().contains(&state), "{action:?} {state}");
             }
-            assert!(validate_bulk(action, &TaskSet::Group("daily".into())).is_ok());
-            assert!(matches!(
-                validate_bulk(action, &TaskSet::Group(String::new())),
-                Err(Error::InvalidArgument { field: "group", .. })
-            ));
+            assert!(validate_bulk(action, &TaskSet::Group(GroupName::from_static("daily"))).is_ok());
         }
         assert!(validate_bulk(BulkAction::Delete, &TaskSet::State(Active)).is_err());
     }

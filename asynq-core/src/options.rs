@@ -1,6 +1,7 @@
 //! Task options, their defaults and override rule, and their resolution into a stored message.
 
 use crate::error::{Error, Result};
+use crate::names::{GroupName, QueueName, TaskId};
 use crate::stored::StoredTask;
 use crate::task::Task;
 use crate::time::whole_secs;
@@ -178,8 +179,8 @@ pub enum Placement {
     },
     /// Waiting for aggregation in `group`.
     Grouped {
-        /// The group name.
-        group: String,
+        /// The group.
+        group: GroupName,
     },
 }
 
@@ -197,12 +198,12 @@ pub struct EnqueueRequest {
 
 impl EnqueueRequest {
     /// The queue the task goes to.
-    pub fn queue(&self) -> &str {
+    pub fn queue(&self) -> &QueueName {
         &self.message.queue
     }
 
     /// The task ID.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &TaskId {
         &self.message.id
     }
 
@@ -216,18 +217,6 @@ impl EnqueueRequest {
 fn check_duration(field: &'static str, d: Duration) -> Result<()> {
     if d > MAX_DURATION {
         return Err(Error::invalid(field, format!("{d:?} is longer than Go's longest duration ({MAX_DURATION:?})")));
-    }
-    Ok(())
-}
-
-/// Checks that `name` can be used as a queue name: not blank, and free of `{` and `}` (which
-/// would break the Redis Cluster hash tag every queue key carries).
-pub fn validate_queue_name(name: &str) -> Result<()> {
-    if name.trim().is_empty() {
-        return Err(Error::invalid("queue", "queue name cannot be empty"));
-    }
-    if name.contains(['{', '}']) {
-        return Err(Error::invalid("queue", format!("queue name {name:?} must not contain '{{' or '}}'")));
     }
     Ok(())
 }
@@ -248,13 +237,9 @@ pub fn resolve_enqueue(
     if task.type_name().trim().is_empty() {
         return Err(Error::invalid("task type", "task type name cannot be empty"));
     }
-    let queue = opts.queue_name().to_owned();
-    validate_queue_name(&queue)?;
-    let id = match opts.task_id {
-        Some(id) if id.trim().is_empty() => return Err(Error::invalid("task ID", "task ID cannot be empty")),
-        Some(id) => id,
-        None => new_id(),
-    };
+    let queue = QueueName::new(opts.queue_name())?;
+    let id = TaskId::new(opts.task_id.clone().unwrap_or_else(new_id))?;
+    let group = opts.group.clone().map(GroupName::new).transpose()?;
     let max_retry = opts.max_retry.unwrap_or(DEFAULT_MAX_RETRY);
     if i32::try_from(max_retry).is_err() {
         return Err(Error::invalid("max retry", format!("{max_retry} is more than Go's limit of {}", i32::MAX)));
@@ -278,11 +263,6 @@ pub fn resolve_enqueue(
         && ttl < Duration::from_secs(1)
     {
         return Err(Error::invalid("unique", "unique TTL cannot be less than 1s"));
-    }
-    if let Some(group) = &opts.group
-        && group.trim().is_empty()
-    {
-        return Err(Error::invalid("group", "group name cannot be empty"));
     }
     for (field, d) in [("timeout", opts.timeout), ("retention", opts.retention), ("unique", opts.unique)] {
         d.map_or(Ok(()), |d| check_duration(field, d))?;
@@ -323,13 +303,13 @@ pub fn resolve_enqueue(
         timeout: timeout.map(|t| Duration::from_secs(t.as_secs())),
         deadline: opts.deadline.map(whole_secs),
         unique_key: None,
-        group: opts.group.clone(),
+        group: group.clone(),
         retention: opts.retention.map(|r| Duration::from_secs(r.as_secs())),
         completed_at: None,
     };
     let placement = if process_at > now {
         Placement::Scheduled { process_at }
-    } else if let Some(group) = opts.group {
+    } else if let Some(group) = group {
         Placement::Grouped { group }
     } else {
         Placement::Pending
@@ -395,7 +375,7 @@ mod tests {
         let req = resolve(&Task::new("t", ""), &later).unwrap();
         assert_eq!(req.placement, Placement::Scheduled { process_at: now() + Duration::from_secs(30) });
         let req = resolve(&Task::new("t", ""), &TaskOptions::new().group("g")).unwrap();
-        assert_eq!(req.placement, Placement::Grouped { group: "g".into() });
+        assert_eq!(req.placement, Placement::Grouped { group: GroupName::from_static("g") });
         let past = TaskOptions::new().process_at(now() - Duration::from_secs(5));
         assert_eq!(resolve(&Task::new("t", ""), &past).unwrap().placement, Placement::Pending);
     }

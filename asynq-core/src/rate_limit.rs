@@ -7,7 +7,7 @@
 //! simulated clock drives the bucket as it drives everything else. Go asynq has no rate limits
 //! (its issue #609); nothing here is read or written by Go.
 
-use crate::{Error, Result};
+use crate::{Error, QueueName, Result};
 use async_trait::async_trait;
 use std::time::Duration;
 use std::time::SystemTime;
@@ -101,11 +101,11 @@ impl TokenBucket {
 pub trait RateLimiter: Send + Sync {
     /// Refills `queue`'s bucket up to `now` and takes up to `wanted` tokens, atomically, as
     /// [`TokenBucket::take`] does. Returns how many were granted (0 to `wanted`).
-    async fn take_tokens(&self, queue: &str, limit: &RateLimit, wanted: u32, now: SystemTime) -> Result<u32>;
+    async fn take_tokens(&self, queue: &QueueName, limit: &RateLimit, wanted: u32, now: SystemTime) -> Result<u32>;
 
     /// Puts back `count` tokens that [`RateLimiter::take_tokens`] granted but no task used
     /// (the queue had fewer ready tasks), up to the burst.
-    async fn give_back_tokens(&self, queue: &str, limit: &RateLimit, count: u32) -> Result<()>;
+    async fn give_back_tokens(&self, queue: &QueueName, limit: &RateLimit, count: u32) -> Result<()>;
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The stored form of a task: what a broker keeps of it, in Rust units.
 
+use crate::names::{GroupName, QueueName, TaskId};
 use crate::time::{add_clamped, whole_secs};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -13,7 +14,7 @@ use std::time::{Duration, SystemTime};
 /// below store them so). How a backend encodes it is the backend's own business: the Redis
 /// broker writes Go's message, with its units (Unix seconds, `0` or `""` for "not set"), and
 /// reads a corrupt one's numbers clamped into range.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredTask {
     /// The task type name.
     pub type_name: String,
@@ -22,9 +23,9 @@ pub struct StoredTask {
     /// Headers, such as a trace context.
     pub headers: HashMap<String, String>,
     /// The task ID, unique within its queue.
-    pub id: String,
-    /// The queue name.
-    pub queue: String,
+    pub id: TaskId,
+    /// The queue it is in.
+    pub queue: QueueName,
     /// How many times the task may be retried.
     pub max_retry: u32,
     /// How many times it has been retried so far.
@@ -42,7 +43,7 @@ pub struct StoredTask {
     /// ([`Enqueue::enqueue`](crate::broker::Enqueue::enqueue) fills it in).
     pub unique_key: Option<String>,
     /// The group it aggregates in, if grouped.
-    pub group: Option<String>,
+    pub group: Option<GroupName>,
     /// How long it is kept as completed after success; `None` deletes it at once.
     pub retention: Option<Duration>,
     /// When it completed, once it has.
@@ -50,6 +51,28 @@ pub struct StoredTask {
 }
 
 impl StoredTask {
+    /// A task of type `type_name` with an empty payload and no headers, no retries, and no
+    /// other option set: the start of a task built field by field (in a test, a backend).
+    pub fn new(id: TaskId, queue: QueueName, type_name: impl Into<String>) -> Self {
+        StoredTask {
+            type_name: type_name.into(),
+            payload: Bytes::new(),
+            headers: HashMap::new(),
+            id,
+            queue,
+            max_retry: 0,
+            retried: 0,
+            last_error: None,
+            last_failed_at: None,
+            timeout: None,
+            deadline: None,
+            unique_key: None,
+            group: None,
+            retention: None,
+            completed_at: None,
+        }
+    }
+
     /// True when the task has used up its retries.
     pub fn retries_exhausted(&self) -> bool {
         self.retried >= self.max_retry
@@ -110,14 +133,17 @@ mod tests {
         from_unix_secs(secs)
     }
 
+    fn blank() -> StoredTask {
+        StoredTask::new(TaskId::from_static("a"), QueueName::default(), "t")
+    }
+
     fn secs(n: u64) -> Option<Duration> {
         Some(Duration::from_secs(n))
     }
 
     #[test]
     fn handler_deadline_takes_the_earlier_of_timeout_and_deadline() {
-        let task =
-            |timeout, deadline: Option<i64>| StoredTask { timeout, deadline: deadline.map(at), ..Default::default() };
+        let task = |timeout, deadline: Option<i64>| StoredTask { timeout, deadline: deadline.map(at), ..blank() };
         assert_eq!(task(secs(60), Some(1_030)).handler_deadline(at(1_000)), at(1_030));
         assert_eq!(task(secs(20), Some(1_030)).handler_deadline(at(1_000)), at(1_020));
         assert_eq!(task(secs(20), None).handler_deadline(at(1_000)), at(1_020));
@@ -131,21 +157,21 @@ mod tests {
     #[test]
     fn deadlines_and_expiries_saturate_at_the_latest_instant() {
         let latest = at(MAX_UNIX_SECS);
-        let longest = StoredTask { timeout: Some(Duration::MAX), retention: Some(Duration::MAX), ..Default::default() };
+        let longest = StoredTask { timeout: Some(Duration::MAX), retention: Some(Duration::MAX), ..blank() };
         assert_eq!(longest.handler_deadline(at(1_700_000_000)), latest);
         assert_eq!(longest.handler_deadline(latest), latest);
-        assert_eq!(StoredTask::default().handler_deadline(latest), latest);
+        assert_eq!(blank().handler_deadline(latest), latest);
         assert_eq!(longest.completed_expiry(at(1_700_000_000)), latest);
-        let none = StoredTask::default();
+        let none = blank();
         assert_eq!(none.completed_expiry(at(1_700_000_000) + Duration::from_millis(500)), at(1_700_000_000));
-        let minute = StoredTask { retention: secs(60), ..Default::default() };
+        let minute = StoredTask { retention: secs(60), ..blank() };
         assert_eq!(minute.completed_expiry(at(1_700_000_000)), at(1_700_000_060));
         assert_eq!(minute.completed_expiry(at(MAX_UNIX_SECS - 10)), latest);
     }
 
     #[test]
     fn failures_count_only_when_they_are_failures() {
-        let task = StoredTask { max_retry: 3, retried: 1, ..Default::default() };
+        let task = StoredTask { max_retry: 3, retried: 1, ..blank() };
         let failed = task.failed("boom", at(77) + Duration::from_millis(300), true);
         assert_eq!(
             (failed.retried, failed.last_error.as_deref(), failed.last_failed_at),
@@ -154,7 +180,7 @@ mod tests {
         assert_eq!(task.failed("x", at(1), false).retried, 1);
         assert_eq!(task.archived("x", at(1)).retried, 1);
         assert_eq!(task.failed("", at(1), true).last_error, None);
-        let worn = StoredTask { max_retry: u32::MAX, retried: u32::MAX, ..Default::default() };
+        let worn = StoredTask { max_retry: u32::MAX, retried: u32::MAX, ..blank() };
         assert!(worn.retries_exhausted());
         assert_eq!(worn.failed("x", at(5), true).retried, u32::MAX);
     }

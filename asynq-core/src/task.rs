@@ -1,6 +1,7 @@
 //! What a producer creates ([`Task`]) and what it gets back ([`TaskInfo`]).
 
 use crate::StoredTask;
+use crate::names::{GroupName, QueueName, TaskId};
 use crate::options::TaskOptions;
 use crate::state::TaskState;
 use bytes::Bytes;
@@ -86,9 +87,9 @@ impl Task {
 #[non_exhaustive]
 pub struct TaskInfo {
     /// The task ID.
-    pub id: String,
+    pub id: TaskId,
     /// The queue.
-    pub queue: String,
+    pub queue: QueueName,
     /// The type name.
     pub type_name: String,
     /// The payload.
@@ -110,7 +111,7 @@ pub struct TaskInfo {
     /// Its deadline, if any.
     pub deadline: Option<SystemTime>,
     /// Its group, if any.
-    pub group: Option<String>,
+    pub group: Option<GroupName>,
     /// When it will next be processed: now for pending tasks, the due time for scheduled and
     /// retry tasks, none otherwise.
     pub next_process_at: Option<SystemTime>,

@@ -1,6 +1,7 @@
-//! Conversions between [`SystemTime`] and the integer units asynq stores: Unix seconds for scores
-//! and message fields, Unix nanoseconds for `pending_since`, and UTC calendar dates for the daily
-//! statistics counters.
+//! Conversions between [`SystemTime`] and the integer units asynq's stores keep: whole Unix
+//! seconds for the scores both brokers order tasks by (and Go's message fields, which only the
+//! Redis broker encodes), Unix nanoseconds for `pending_since`, and UTC calendar dates for the
+//! daily statistics counters.
 //!
 //! Instants read from stored data are clamped to [`MIN_UNIX_SECS`]..=[`MAX_UNIX_SECS`] (the
 //! years 1 to 9999), so a corrupt field near the ends of `i64` neither overflows [`SystemTime`]

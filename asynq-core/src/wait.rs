@@ -4,9 +4,8 @@
 //! Go asynq has no such call (its users poll the inspector, asynq issues #511 and #851). A
 //! broker waits by notification where it can, so a waiter costs no polling while its task runs.
 
-use crate::cancel::validate_task_id;
 use crate::error::{Error, Result};
-use crate::options::validate_queue_name;
+use crate::names::{QueueName, TaskId};
 use crate::state::TaskState;
 use crate::task::TaskInfo;
 use async_trait::async_trait;
@@ -89,19 +88,17 @@ pub trait Wait: Send + Sync {
     /// once if it already is. A task that is retried is not finished: the wait goes on through
     /// its retries.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a bad queue name, a blank ID or a zero timeout
-    /// (checked with [`validate_wait`] before anything is written);
+    /// Errors: [`Error::InvalidArgument`] for a zero timeout (checked with [`validate_wait`]
+    /// before anything is written);
     /// [`Error::QueueNotFound`] for a queue that never had a task;
     /// [`Error::WaitTimeout`] when the task is still unfinished after `timeout`;
     /// [`Error::Broker`] when the backend fails.
-    async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome>;
+    async fn wait_for_outcome(&self, queue: &QueueName, id: &TaskId, timeout: Duration) -> Result<TaskOutcome>;
 }
 
-/// Checks the arguments of [`Wait::wait_for_outcome`]: a valid queue name, a task ID that is not
-/// blank, and a timeout above zero.
-pub fn validate_wait(queue: &str, id: &str, timeout: Duration) -> Result<()> {
-    validate_queue_name(queue)?;
-    validate_task_id(id)?;
+/// Checks the timeout of [`Wait::wait_for_outcome`] (its queue and task ID are checked by their
+/// types): above zero.
+pub fn validate_wait(timeout: Duration) -> Result<()> {
     if timeout.is_zero() {
         return Err(Error::invalid("timeout", "a wait needs a timeout above zero"));
     }
@@ -115,10 +112,8 @@ mod tests {
 
     fn info(state: TaskState, error: &str, result: Option<&'static str>) -> TaskInfo {
         let msg = StoredTask {
-            id: "a".into(),
-            queue: "q".into(),
             last_error: (!error.is_empty()).then(|| error.into()),
-            ..StoredTask::default()
+            ..StoredTask::new(TaskId::from_static("a"), QueueName::from_static("q"), "t")
         };
         TaskInfo::new(&msg, state, None, result.map(Bytes::from))
     }
@@ -137,9 +132,9 @@ mod tests {
 
     #[test]
     fn a_missing_task_is_deleted_and_other_errors_pass() {
-        let missing = Err(Error::TaskNotFound { queue: "q".into(), id: "a".into() });
+        let missing = Err(Error::TaskNotFound { queue: QueueName::from_static("q"), id: TaskId::from_static("a") });
         assert_eq!(TaskOutcome::from_lookup(missing).unwrap(), Some(TaskOutcome::Deleted));
-        let unknown = TaskOutcome::from_lookup(Err(Error::QueueNotFound { queue: "q".into() }));
+        let unknown = TaskOutcome::from_lookup(Err(Error::QueueNotFound { queue: QueueName::from_static("q") }));
         assert!(matches!(unknown, Err(Error::QueueNotFound { .. })), "{unknown:?}");
         assert_eq!(TaskOutcome::from_lookup(Ok(info(TaskState::Retry, "boom", None))).unwrap(), None);
     }
@@ -158,10 +153,7 @@ mod tests {
     fn bad_wait_arguments_are_refused() {
         let invalid =
             |r: Result<()>, field: &str| matches!(r, Err(Error::InvalidArgument { field: f, .. }) if f == field);
-        assert!(invalid(validate_wait("", "a", Duration::from_secs(1)), "queue"));
-        assert!(invalid(validate_wait("{q}", "a", Duration::from_secs(1)), "queue"));
-        assert!(invalid(validate_wait("q", " ", Duration::from_secs(1)), "task ID"));
-        assert!(invalid(validate_wait("q", "a", Duration::ZERO), "timeout"));
-        assert!(validate_wait("q", "a", Duration::from_millis(1)).is_ok());
+        assert!(invalid(validate_wait(Duration::ZERO), "timeout"));
+        assert!(validate_wait(Duration::from_millis(1)).is_ok());
     }
 }

@@ -5,32 +5,34 @@ use crate::MemoryBroker;
 use async_trait::async_trait;
 use asynq_core::broker::{Aggregate, AggregationLimits, AggregationSet, GroupInfo};
 use asynq_core::{
-    EnqueueRequest, Error, Placement, Result, validate_aggregation_completion, validate_aggregation_set,
-    validate_group_name, validate_queue_name,
+    EnqueueRequest, Error, GroupName, Placement, QueueName, Result, validate_aggregation_completion,
+    validate_aggregation_set,
 };
 
 /// The error for a set that does not exist.
-pub(crate) fn set_not_found(queue: &str, group: &str, set_id: &str) -> Error {
-    Error::AggregationSetNotFound { queue: queue.to_owned(), group: group.to_owned(), set_id: set_id.to_owned() }
+pub(crate) fn set_not_found(queue: &QueueName, group: &GroupName, set_id: &str) -> Error {
+    Error::AggregationSetNotFound { queue: queue.clone(), group: group.clone(), set_id: set_id.to_owned() }
 }
 
 #[async_trait]
 impl Aggregate for MemoryBroker {
-    async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
-        validate_queue_name(queue)?;
+    async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>> {
         Ok(self.state().queues.get(queue).map(|q| q.group_stats()).unwrap_or_default())
     }
 
-    async fn aggregation_check(&self, queue: &str, group: &str, limits: AggregationLimits) -> Result<Option<String>> {
-        validate_queue_name(queue)?;
-        validate_group_name(group)?;
+    async fn aggregation_check(
+        &self,
+        queue: &QueueName,
+        group: &GroupName,
+        limits: AggregationLimits,
+    ) -> Result<Option<String>> {
         limits.validate()?;
         let now = self.now();
         Ok(self.state().queues.get_mut(queue).and_then(|q| q.aggregation_check(group, &limits, now)))
     }
 
-    async fn read_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<AggregationSet> {
-        validate_aggregation_set(queue, group, set_id)?;
+    async fn read_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<AggregationSet> {
+        validate_aggregation_set(set_id)?;
         self.state()
             .queues
             .get(queue)
@@ -40,12 +42,12 @@ impl Aggregate for MemoryBroker {
 
     async fn complete_aggregation(
         &self,
-        queue: &str,
-        group: &str,
+        queue: &QueueName,
+        group: &GroupName,
         set_id: &str,
         request: EnqueueRequest,
     ) -> Result<()> {
-        validate_aggregation_completion(queue, group, set_id, &request)?;
+        validate_aggregation_completion(queue, set_id, &request)?;
         let now = self.now();
         let to_pending = request.placement == Placement::Pending;
         {
@@ -55,7 +57,7 @@ impl Aggregate for MemoryBroker {
                 None => Err(set_not_found(queue, group, set_id)),
             };
             // Registered even when the enqueue then fails, as an enqueue does.
-            state.known.insert(queue.to_owned());
+            state.known.insert(queue.clone());
             completed?;
         }
         if to_pending {
@@ -66,8 +68,8 @@ impl Aggregate for MemoryBroker {
         Ok(())
     }
 
-    async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()> {
-        validate_aggregation_set(queue, group, set_id)?;
+    async fn delete_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<()> {
+        validate_aggregation_set(set_id)?;
         if let Some(q) = self.state().queues.get_mut(queue) {
             q.delete_aggregation_set(group, set_id);
         }
@@ -75,8 +77,7 @@ impl Aggregate for MemoryBroker {
         Ok(())
     }
 
-    async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize> {
-        validate_queue_name(queue)?;
+    async fn reclaim_stale_aggregation_sets(&self, queue: &QueueName) -> Result<usize> {
         let now = self.now();
         Ok(self.state().queues.get_mut(queue).map_or(0, |q| q.reclaim_stale_aggregation_sets(now)))
     }

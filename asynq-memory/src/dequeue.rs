@@ -1,10 +1,11 @@
 //! Dequeue for [`MemoryBroker`]: tasks leased to workers, outcomes recorded, leases extended, results written, and idle waits woken.
 
 use super::*;
+use asynq_core::{QueueName, TaskId};
 
 #[async_trait]
 impl Dequeue for MemoryBroker {
-    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+    async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
         let now = self.now();
         let mut state = self.state();
         let mut taken = Vec::new();
@@ -20,7 +21,7 @@ impl Dequeue for MemoryBroker {
         Ok(taken)
     }
 
-    async fn wait_for_tasks(&self, queues: &[String]) {
+    async fn wait_for_tasks(&self, queues: &[QueueName]) {
         // A `Notified` receives every `notify_waiters` made after its creation, polled or not:
         // creating it before looking means a task enqueued after the look wakes this waiter.
         // Wake-ups for other queues are looked at and slept through.
@@ -58,7 +59,7 @@ impl Dequeue for MemoryBroker {
         Ok(())
     }
 
-    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
         let expiry = lease_expiry(self.now());
         if let Some(queue) = self.state().queues.get_mut(queue) {
             queue.extend_leases(ids, expiry, stage);
@@ -66,7 +67,7 @@ impl Dequeue for MemoryBroker {
         Ok(from_unix_secs(expiry))
     }
 
-    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+    async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         let written = self.state().queues.get_mut(queue).is_some_and(|q| q.write_result(id, result));
         if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
     }

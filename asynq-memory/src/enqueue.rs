@@ -5,7 +5,6 @@ use super::*;
 #[async_trait]
 impl Enqueue for MemoryBroker {
     async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
-        validate_queue_name(&request.message.queue)?;
         let now = self.now();
         let to_pending = request.placement == Placement::Pending;
         {

@@ -1,10 +1,11 @@
 //! Forward for [`MemoryBroker`]: due scheduled and retry tasks moved to pending (or their group).
 
 use super::*;
+use asynq_core::QueueName;
 
 #[async_trait]
 impl Forward for MemoryBroker {
-    async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize> {
         let now = self.now();
         let moved: usize = {
             let mut state = self.state();

@@ -1,6 +1,7 @@
 //! Inspect for [`MemoryBroker`]: queues, tasks, history, servers and backend information for operators.
 
 use super::*;
+use asynq_core::{GroupName, QueueName, TaskId};
 
 #[async_trait]
 impl Inspect for MemoryBroker {
@@ -9,16 +10,16 @@ impl Inspect for MemoryBroker {
         Ok(self.state().servers.alive(now))
     }
 
-    async fn queues(&self) -> Result<Vec<String>> {
+    async fn queues(&self) -> Result<Vec<QueueName>> {
         Ok(self.state().known.iter().cloned().collect())
     }
 
-    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+    async fn queue_info(&self, queue: &QueueName) -> Result<QueueInfo> {
         let now = self.now();
         Ok(self.state().known_queue(queue)?.info(queue, now))
     }
 
-    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+    async fn task_info(&self, queue: &QueueName, id: &TaskId) -> Result<TaskInfo> {
         let now = self.now();
         self.state()
             .known_queue(queue)?
@@ -26,16 +27,16 @@ impl Inspect for MemoryBroker {
             .ok_or_else(|| Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() })
     }
 
-    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+    async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
         let now = self.now();
         Ok(self.state().known_queue(queue)?.list(state, page, now))
     }
 
-    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+    async fn list_group_tasks(&self, queue: &QueueName, group: &GroupName, page: Page) -> Result<Vec<TaskInfo>> {
         Ok(self.state().known_queue(queue)?.group_tasks(group, page))
     }
 
-    async fn history(&self, queue: &str, days: usize) -> Result<Vec<asynq_core::DailyStats>> {
+    async fn history(&self, queue: &QueueName, days: usize) -> Result<Vec<asynq_core::DailyStats>> {
         asynq_core::DailyStats::validate_days(days)?;
         let now = self.now();
         Ok(self.state().known_queue(queue)?.history(queue, days, now))
@@ -54,16 +55,16 @@ impl Inspect for MemoryBroker {
     }
 
     /// Always `None`: there is no cluster.
-    async fn queue_location(&self, _queue: &str) -> Result<Option<asynq_core::QueueLocation>> {
+    async fn queue_location(&self, _queue: &QueueName) -> Result<Option<asynq_core::QueueLocation>> {
         Ok(None)
     }
 
-    async fn pause_queue(&self, queue: &str) -> Result<()> {
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
         let now = self.now();
         self.state().queues.entry(queue.to_owned()).or_default().pause(queue, now)
     }
 
-    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+    async fn unpause_queue(&self, queue: &QueueName) -> Result<()> {
         let unpaused = match self.state().queues.get_mut(queue) {
             Some(q) => q.unpause(queue),
             None => Err(Error::FailedPrecondition(format!("queue {queue:?} is not paused"))),

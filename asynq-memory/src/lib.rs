@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use asynq_core::broker::{Dequeue, Enqueue};
-//! use asynq_core::{Clock, SystemClock, Task, TaskOptions, resolve_enqueue};
+//! use asynq_core::{Clock, QueueName, SystemClock, Task, TaskOptions, resolve_enqueue};
 //! use asynq_memory::MemoryBroker;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -19,7 +19,7 @@
 //! let request = resolve_enqueue(&task, &TaskOptions::new(), SystemClock.now(), || "task-1".to_owned())?;
 //! broker.enqueue(request).await?;
 //!
-//! let taken = broker.dequeue(&["default".to_owned()], 10).await?;
+//! let taken = broker.dequeue(&[QueueName::default()], 10).await?;
 //! assert_eq!(taken.len(), 1);
 //! assert_eq!(taken[0].message.id, "task-1");
 //! # Ok(())
@@ -52,8 +52,8 @@ use asynq_core::broker::{
 };
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    Clock, EnqueueRequest, Error, Placement, QueueInfo, Result, ServerInfo, StoredTask, SystemClock, TaskInfo,
-    TaskState, WorkerInfo, validate_queue_name,
+    Clock, EnqueueRequest, Error, Placement, QueueInfo, QueueName, Result, ServerInfo, StoredTask, SystemClock,
+    TaskInfo, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use queue::{Queue, lease_expiry};
@@ -95,22 +95,22 @@ struct Inner {
 #[derive(Debug, Default)]
 struct State {
     /// The queue names the inspector knows (Go's `asynq:queues`); added on every enqueue.
-    known: BTreeSet<String>,
-    queues: HashMap<String, Queue>,
+    known: BTreeSet<QueueName>,
+    queues: HashMap<QueueName, Queue>,
     servers: Servers,
     /// Periodic-task schedulers' entries, enqueue history and fire marks.
     schedulers: schedulers::Schedulers,
     /// Per-queue rate-limit token buckets.
-    rate_buckets: HashMap<String, asynq_core::rate_limit::TokenBucket>,
+    rate_buckets: HashMap<QueueName, asynq_core::rate_limit::TokenBucket>,
 }
 
 impl State {
     /// The queue `name` for an inspector call, which fails for a queue never enqueued to.
-    fn known_queue(&self, name: &str) -> Result<&Queue> {
+    fn known_queue(&self, name: &QueueName) -> Result<&Queue> {
         self.queues
             .get(name)
             .filter(|_| self.known.contains(name))
-            .ok_or_else(|| Error::QueueNotFound { queue: name.to_owned() })
+            .ok_or_else(|| Error::QueueNotFound { queue: name.clone() })
     }
 }
 

@@ -10,23 +10,23 @@ use crate::queue::Queue;
 use crate::{MemoryBroker, State};
 use async_trait::async_trait;
 use asynq_core::broker::Manage;
-use asynq_core::{BulkAction, Error, Result, TaskInfo, TaskSet, validate_bulk};
+use asynq_core::{BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskSet, validate_bulk};
 use bytes::Bytes;
 
 impl State {
     /// The queue `name` for an operator action, which fails for a queue not known (never
     /// enqueued to, or removed).
-    fn known_queue_mut(&mut self, name: &str) -> Result<&mut Queue> {
+    fn known_queue_mut(&mut self, name: &QueueName) -> Result<&mut Queue> {
         if !self.known.contains(name) {
-            return Err(Error::QueueNotFound { queue: name.to_owned() });
+            return Err(Error::QueueNotFound { queue: name.clone() });
         }
-        self.queues.get_mut(name).ok_or_else(|| Error::QueueNotFound { queue: name.to_owned() })
+        self.queues.get_mut(name).ok_or_else(|| Error::QueueNotFound { queue: name.clone() })
     }
 }
 
 impl MemoryBroker {
     /// Runs `action` on the known queue `queue` under the lock.
-    fn with_queue<T>(&self, queue: &str, action: impl FnOnce(&mut Queue) -> Result<T>) -> Result<T> {
+    fn with_queue<T>(&self, queue: &QueueName, action: impl FnOnce(&mut Queue) -> Result<T>) -> Result<T> {
         action(self.state().known_queue_mut(queue)?)
     }
 
@@ -38,26 +38,26 @@ impl MemoryBroker {
 
 #[async_trait]
 impl Manage for MemoryBroker {
-    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn run_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.with_queue(queue, |q| q.run_task(queue, id))?;
         self.wake_waiters();
         Ok(())
     }
 
-    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn archive_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         let now = self.now();
         self.with_queue(queue, |q| q.archive_task(queue, id, now))?;
         self.tasks_left();
         Ok(())
     }
 
-    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.with_queue(queue, |q| q.delete_task(queue, id))?;
         self.tasks_left();
         Ok(())
     }
 
-    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn run_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Run, set)?;
         let moved = self.with_queue(queue, |q| Ok(q.run_all(set)))?;
         if moved > 0 {
@@ -66,7 +66,7 @@ impl Manage for MemoryBroker {
         Ok(moved)
     }
 
-    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn archive_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Archive, set)?;
         let now = self.now();
         let archived = self.with_queue(queue, |q| Ok(q.archive_all(set, now)))?;
@@ -76,7 +76,7 @@ impl Manage for MemoryBroker {
         Ok(archived)
     }
 
-    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Delete, set)?;
         let deleted = self.with_queue(queue, |q| Ok(q.delete_all(set)))?;
         if deleted > 0 {
@@ -85,7 +85,7 @@ impl Manage for MemoryBroker {
         Ok(deleted)
     }
 
-    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo> {
+    async fn update_task_payload(&self, queue: &QueueName, id: &TaskId, payload: Bytes) -> Result<TaskInfo> {
         let now = self.now();
         self.with_queue(queue, |q| q.update_payload(queue, id, payload, now))
     }
@@ -94,7 +94,7 @@ impl Manage for MemoryBroker {
     /// and every inspector call on it fails with [`Error::QueueNotFound`] until a task is
     /// enqueued to it again, when its surviving completed and grouped tasks, counters and
     /// paused mark show again (as on Redis, where their keys stay).
-    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+    async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()> {
         let deleted = {
             let mut state = self.state();
             let deleted = state.known_queue_mut(queue)?.empty_for_removal(queue, force)?;

@@ -21,7 +21,8 @@ use asynq_core::broker::{Dequeued, ExpiredLease, LeaseStage, Outcome};
 use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
 use asynq_core::{
-    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, LEASE_DURATION, Placement, Result, StoredTask, TaskState,
+    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, GroupName, LEASE_DURATION, Placement, Result, StoredTask,
+    TaskId, TaskState,
 };
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -37,7 +38,7 @@ struct TaskRecord {
     /// The lock key, recorded for pending and scheduled unique tasks only (as Go does).
     unique_key: Option<String>,
     /// The group, recorded only when the task is enqueued into one (not when scheduled).
-    group: Option<String>,
+    group: Option<GroupName>,
     result: Option<Bytes>,
     /// How many times a started lease of it expired and was forgiven ([`Outcome::Stalled`]).
     stalls: u32,
@@ -79,8 +80,8 @@ pub(crate) struct Queue {
     completed: ZSet,
     /// The group names the aggregator scans (Go's `asynq:{q}:groups`); forwarding into a group
     /// does not add to it.
-    groups: BTreeSet<String>,
-    group_sets: HashMap<String, ZSet>,
+    groups: BTreeSet<GroupName>,
+    group_sets: HashMap<GroupName, ZSet>,
     /// The aggregation sets taken out of the groups, with their deadlines.
     aggregation_sets: aggregate::AggregationSets,
     tasks: HashMap<String, TaskRecord>,
@@ -140,11 +141,11 @@ impl Queue {
             }
             let expires_at = now.checked_add(ttl).ok_or_else(|| too_long("unique", ttl))?;
             // Taken before the ID check and kept on a conflict, as in Go.
-            self.locks.insert(key.clone(), UniqueLock { owner: message.id.clone(), expires_at });
+            self.locks.insert(key.clone(), UniqueLock { owner: message.id.to_string(), expires_at });
             message.unique_key = Some(key.clone());
             lock_key = Some(key);
         }
-        if self.tasks.contains_key(&message.id) {
+        if self.tasks.contains_key(message.id.as_str()) {
             return Err(Error::TaskIdConflict { queue: message.queue, id: message.id });
         }
         let event = match placement {
@@ -158,7 +159,7 @@ impl Queue {
             Placement::Pending => {
                 record.pending_since = Some(unix_nanos(now));
                 record.unique_key = lock_key;
-                self.pending.push_front(id.clone());
+                self.pending.push_front(id.to_string());
             }
             // No `group` on the record even if the message has one: when due, the task becomes
             // an ordinary pending task (Go quirk).
@@ -173,7 +174,7 @@ impl Queue {
                 record.group = Some(group);
             }
         }
-        self.tasks.insert(id, record);
+        self.tasks.insert(id.into_string(), record);
         Ok(())
     }
 
@@ -305,10 +306,10 @@ impl Queue {
 
     /// Moves the lease of each of `ids` that is active to `expiry` (Unix seconds); at
     /// [`LeaseStage::Started`], also records that a handler starts it.
-    pub(crate) fn extend_leases(&mut self, ids: &[String], expiry: i64, stage: LeaseStage) {
+    pub(crate) fn extend_leases(&mut self, ids: &[TaskId], expiry: i64, stage: LeaseStage) {
         for id in ids {
             if self.lease.update(id, expiry) && stage == LeaseStage::Started {
-                self.unstarted.remove(id);
+                self.unstarted.remove(id.as_str());
             }
         }
     }

@@ -3,15 +3,15 @@
 
 use crate::MemoryBroker;
 use async_trait::async_trait;
+use asynq_core::QueueName;
+use asynq_core::Result;
 use asynq_core::rate_limit::{RateLimit, RateLimiter, TokenBucket};
 use asynq_core::time::unix_nanos;
-use asynq_core::{Result, validate_queue_name};
 use std::time::SystemTime;
 
 #[async_trait]
 impl RateLimiter for MemoryBroker {
-    async fn take_tokens(&self, queue: &str, limit: &RateLimit, wanted: u32, now: SystemTime) -> Result<u32> {
-        validate_queue_name(queue)?;
+    async fn take_tokens(&self, queue: &QueueName, limit: &RateLimit, wanted: u32, now: SystemTime) -> Result<u32> {
         let mut state = self.state();
         let bucket = state.rate_buckets.get(queue).copied();
         let (bucket, granted) = TokenBucket::take(bucket, limit, wanted, unix_nanos(now) / 1_000);
@@ -19,8 +19,7 @@ impl RateLimiter for MemoryBroker {
         Ok(granted)
     }
 
-    async fn give_back_tokens(&self, queue: &str, limit: &RateLimit, count: u32) -> Result<()> {
-        validate_queue_name(queue)?;
+    async fn give_back_tokens(&self, queue: &QueueName, limit: &RateLimit, count: u32) -> Result<()> {
         if let Some(bucket) = self.state().rate_buckets.get_mut(queue) {
             *bucket = bucket.give_back(limit, count);
         }

@@ -1,10 +1,11 @@
 //! Recover for [`MemoryBroker`]: the active tasks whose lease expired.
 
 use super::*;
+use asynq_core::QueueName;
 
 #[async_trait]
 impl Recover for MemoryBroker {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
+    async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         let cutoff = unix_secs(cutoff);
         let state = self.state();
         Ok(queues

@@ -5,7 +5,7 @@
 use crate::MemoryBroker;
 use async_trait::async_trait;
 use asynq_core::broker::{Cancel, Inspect, Wait};
-use asynq_core::{Error, Result, TaskOutcome, validate_task_id, validate_wait};
+use asynq_core::{Error, QueueName, Result, TaskId, TaskOutcome, validate_wait};
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::stream::BoxStream;
@@ -44,9 +44,8 @@ impl fmt::Debug for Signals {
 
 #[async_trait]
 impl Cancel for MemoryBroker {
-    async fn cancel(&self, id: &str) -> Result<()> {
-        validate_task_id(id)?;
-        self.inner.signals.subscribers().retain(|subscriber| subscriber.unbounded_send(id.to_owned()).is_ok());
+    async fn cancel(&self, id: &TaskId) -> Result<()> {
+        self.inner.signals.subscribers().retain(|subscriber| subscriber.unbounded_send(id.to_string()).is_ok());
         Ok(())
     }
 
@@ -60,8 +59,8 @@ impl Cancel for MemoryBroker {
 
 #[async_trait]
 impl Wait for MemoryBroker {
-    async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome> {
-        validate_wait(queue, id, timeout)?;
+    async fn wait_for_outcome(&self, queue: &QueueName, id: &TaskId, timeout: Duration) -> Result<TaskOutcome> {
+        validate_wait(timeout)?;
         let outcome = async {
             loop {
                 // Created before looking, so a task that finishes after the look wakes this

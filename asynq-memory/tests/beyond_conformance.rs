@@ -6,7 +6,7 @@
 mod support;
 
 use asynq_core::broker::{Dequeue, Forward};
-use asynq_core::{Error, Task, TaskOptions};
+use asynq_core::{Error, QueueName, Task, TaskId, TaskOptions};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,8 +42,15 @@ async fn every_waiter_wakes_on_enqueue() {
 async fn a_result_needs_an_existing_task() {
     let f = Fixture::new();
     f.enqueue_plain("q", "a").await;
-    f.broker.write_result("q", "a", Bytes::from_static(b"r")).await.unwrap();
-    let err = f.broker.write_result("q", "b", Bytes::from_static(b"r")).await.unwrap_err();
+    f.broker
+        .write_result(&QueueName::from_static("q"), &TaskId::from_static("a"), Bytes::from_static(b"r"))
+        .await
+        .unwrap();
+    let err = f
+        .broker
+        .write_result(&QueueName::from_static("q"), &TaskId::from_static("b"), Bytes::from_static(b"r"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::TaskNotFound { .. }), "{err:?}");
 }
 

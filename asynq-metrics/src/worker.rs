@@ -131,7 +131,7 @@ impl Default for WorkerMetrics {
 }
 
 fn labels(task: &StoredTask) -> TaskLabels {
-    TaskLabels { queue: task.queue.clone(), task_type: task.type_name.clone() }
+    TaskLabels { queue: task.queue.to_string(), task_type: task.type_name.clone() }
 }
 
 impl TaskObserver for WorkerMetrics {

@@ -6,7 +6,7 @@ mod support;
 
 use asynq_client::{Client, Inspector, Task, TaskOptions};
 use asynq_core::broker::Outcome;
-use asynq_core::{Broker, SimulatedClock};
+use asynq_core::{Broker, QueueName, SimulatedClock};
 use asynq_memory::MemoryBroker;
 use asynq_metrics::{CONTENT_TYPE, Exporter, QueueMetrics};
 use asynq_tests::{FlakyBroker, RedisServer, redis_broker};
@@ -29,7 +29,7 @@ async fn fill(broker: &(impl Broker + Clone), client: &Client) {
     for (kind, opts) in [("active", &default), ("retry", &default), ("archived", &default)] {
         client.enqueue(&Task::new(kind, ""), opts.clone()).await.unwrap();
     }
-    let queues = ["default".to_owned()];
+    let queues = [QueueName::default()];
     let taken = broker.dequeue(&queues, 3).await.unwrap();
     assert_eq!(taken.len(), 3);
     for t in &taken {

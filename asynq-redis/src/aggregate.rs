@@ -17,8 +17,7 @@ use async_trait::async_trait;
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, GroupInfo};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    EnqueueRequest, Error, Result, validate_aggregation_completion, validate_aggregation_set, validate_group_name,
-    validate_queue_name,
+    EnqueueRequest, Error, GroupName, QueueName, Result, validate_aggregation_completion, validate_aggregation_set,
 };
 use redis::{FromRedisValue, Script, Value};
 use std::sync::LazyLock;
@@ -54,8 +53,8 @@ static AGGREGATION_SCRIPTS: LazyLock<AggregationScripts> = LazyLock::new(|| Aggr
     reclaim_stale_aggregation_sets: Script::new(include_str!("scripts/reclaim_stale_aggregation_sets.lua")),
 });
 
-fn set_not_found(queue: &str, group: &str, set_id: &str) -> Error {
-    Error::AggregationSetNotFound { queue: queue.to_owned(), group: group.to_owned(), set_id: set_id.to_owned() }
+fn set_not_found(queue: &QueueName, group: &GroupName, set_id: &str) -> Error {
+    Error::AggregationSetNotFound { queue: queue.clone(), group: group.clone(), set_id: set_id.to_owned() }
 }
 
 /// Whole seconds of an optional limit, `0` for none (Go's encoding of "no limit").
@@ -65,27 +64,31 @@ fn secs_or_zero(limit: Option<std::time::Duration>) -> u64 {
 
 #[async_trait]
 impl Aggregate for RedisBroker {
-    async fn groups(&self, queue: &str) -> Result<Vec<GroupInfo>> {
-        validate_queue_name(queue)?;
+    async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>> {
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.group_stats);
         call.key(k.groups()).arg(k.group_prefix());
         let flat: Vec<Value> = call.run(&mut self.conn(), "group stats").await?;
-        let mut groups = flat
-            .chunks_exact(2)
-            .map(|pair| {
-                let group = String::from_redis_value_ref(&pair[0]).map_err(|e| unexpected("group stats", e))?;
-                let size = usize::from_redis_value_ref(&pair[1]).map_err(|e| unexpected("group stats", e))?;
-                Ok(GroupInfo::new(group, size))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut groups = Vec::with_capacity(flat.len() / 2);
+        for pair in flat.chunks_exact(2) {
+            let name = String::from_redis_value_ref(&pair[0]).map_err(|e| unexpected("group stats", e))?;
+            let size = usize::from_redis_value_ref(&pair[1]).map_err(|e| unexpected("group stats", e))?;
+            // Go registers any non-blank name; ours cannot address one our rules refuse.
+            match GroupName::new(name.as_str()) {
+                Ok(group) => groups.push(GroupInfo::new(group, size)),
+                Err(e) => tracing::warn!(%queue, group = name, error = %e, "skipping a group whose name is not ours"),
+            }
+        }
         groups.sort_by(|a, b| a.group.cmp(&b.group));
         Ok(groups)
     }
 
-    async fn aggregation_check(&self, queue: &str, group: &str, limits: AggregationLimits) -> Result<Option<String>> {
-        validate_queue_name(queue)?;
-        validate_group_name(group)?;
+    async fn aggregation_check(
+        &self,
+        queue: &QueueName,
+        group: &GroupName,
+        limits: AggregationLimits,
+    ) -> Result<Option<String>> {
         limits.validate()?;
         let set_id = uuid::Uuid::new_v4().to_string();
         let now = self.now();
@@ -93,7 +96,7 @@ impl Aggregate for RedisBroker {
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.aggregation_check);
         call.key(k.group(group)).key(k.aggregation_set(group, &set_id)).key(k.aggregation_sets()).key(k.groups());
         call.arg(limits.max_size.unwrap_or(0)).arg(secs_or_zero(limits.max_delay)).arg(limits.grace_period.as_secs());
-        call.arg(unix_secs(now + AGGREGATION_TIMEOUT)).arg(unix_secs(now)).arg(group);
+        call.arg(unix_secs(now + AGGREGATION_TIMEOUT)).arg(unix_secs(now)).arg(group.as_str());
         match call.run::<i64>(&mut self.conn(), "aggregation check").await? {
             1 => Ok(Some(set_id)),
             0 => Ok(None),
@@ -101,8 +104,8 @@ impl Aggregate for RedisBroker {
         }
     }
 
-    async fn read_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<AggregationSet> {
-        validate_aggregation_set(queue, group, set_id)?;
+    async fn read_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<AggregationSet> {
+        validate_aggregation_set(set_id)?;
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.read_aggregation_set);
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
@@ -124,7 +127,7 @@ impl Aggregate for RedisBroker {
                 Ok(message) => messages.push(message),
                 // Left out of the aggregation and deleted with the set. Go fails the whole read
                 // instead, so the set is reclaimed and fails again every two minutes.
-                Err(e) => tracing::error!(queue, group, set_id, error = %e, "skipping an undecodable task"),
+                Err(e) => tracing::error!(%queue, %group, set_id, error = %e, "skipping an undecodable task"),
             }
         }
         Ok(AggregationSet { messages, deadline: from_unix_secs(deadline) })
@@ -132,12 +135,12 @@ impl Aggregate for RedisBroker {
 
     async fn complete_aggregation(
         &self,
-        queue: &str,
-        group: &str,
+        queue: &QueueName,
+        group: &GroupName,
         set_id: &str,
         request: EnqueueRequest,
     ) -> Result<()> {
-        validate_aggregation_completion(queue, group, set_id, &request)?;
+        validate_aggregation_completion(queue, set_id, &request)?;
         let k = QueueKeys::new(queue);
         let (mut call, msg) = self.enqueue_call_with(&AGGREGATION_SCRIPTS.complete_aggregation, request)?;
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
@@ -148,16 +151,15 @@ impl Aggregate for RedisBroker {
         }
     }
 
-    async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()> {
-        validate_aggregation_set(queue, group, set_id)?;
+    async fn delete_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<()> {
+        validate_aggregation_set(set_id)?;
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.delete_aggregation_set);
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
         call.run::<()>(&mut self.conn(), "delete aggregation set").await
     }
 
-    async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize> {
-        validate_queue_name(queue)?;
+    async fn reclaim_stale_aggregation_sets(&self, queue: &QueueName) -> Result<usize> {
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.reclaim_stale_aggregation_sets);
         call.key(k.aggregation_sets()).key(k.groups()).arg(unix_secs(self.now())).arg(k.group_prefix());

@@ -16,8 +16,8 @@ use asynq_core::broker::{
 };
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_nanos, unix_secs, utc_date};
 use asynq_core::{
-    BackendInfo, Clock, DailyStats, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo, QueueLocation, Result,
-    ServerInfo, StoredTask, SystemClock, TaskInfo, TaskState, WorkerInfo, validate_queue_name,
+    BackendInfo, Clock, DailyStats, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo, QueueLocation,
+    QueueName, Result, ServerInfo, StoredTask, SystemClock, TaskInfo, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use prost::Message;
@@ -253,10 +253,13 @@ impl RedisBroker {
         self.inner.registered.lock().expect("registered lock poisoned").remove(queue);
     }
 
-    pub(crate) async fn require_queue(&self, queue: &str) -> Result<()> {
-        let known: bool =
-            self.conn().sismember(keys::ALL_QUEUES, queue).await.map_err(|e| broker_error("check queue", e))?;
-        if known { Ok(()) } else { Err(Error::QueueNotFound { queue: queue.to_owned() }) }
+    pub(crate) async fn require_queue(&self, queue: &QueueName) -> Result<()> {
+        let known: bool = self
+            .conn()
+            .sismember(keys::ALL_QUEUES, queue.as_str())
+            .await
+            .map_err(|e| broker_error("check queue", e))?;
+        if known { Ok(()) } else { Err(Error::QueueNotFound { queue: queue.clone() }) }
     }
 }
 
@@ -265,5 +268,6 @@ fn encode(msg: &StoredTask) -> Vec<u8> {
 }
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<StoredTask> {
-    proto::TaskMessage::decode(bytes).map(Into::into).map_err(|e| unexpected("cannot decode a task message", e))
+    let msg = proto::TaskMessage::decode(bytes).map_err(|e| unexpected("cannot decode a task message", e))?;
+    StoredTask::try_from(msg).map_err(|e| unexpected("cannot read a task message", e))
 }

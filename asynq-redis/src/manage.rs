@@ -14,7 +14,7 @@ use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
 use asynq_core::broker::Manage;
 use asynq_core::time::{from_unix_secs, unix_secs};
-use asynq_core::{BulkAction, Error, Result, TaskInfo, TaskSet, TaskState, validate_bulk};
+use asynq_core::{BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskSet, TaskState, validate_bulk};
 use bytes::Bytes;
 use prost::Message;
 use redis::{AsyncCommands, FromRedisValue, Value};
@@ -26,22 +26,27 @@ const UPDATE_ATTEMPTS: usize = 3;
 /// How a bulk script reads its source container.
 fn container(k: &QueueKeys, set: &TaskSet) -> (String, &'static str, String) {
     match set {
-        TaskSet::Group(group) => (k.group(group), "zset", group.clone()),
+        TaskSet::Group(group) => (k.group(group), "zset", group.to_string()),
         TaskSet::State(TaskState::Pending) => (k.pending(), "list", String::new()),
         TaskSet::State(state) => (format!("{}{}", k.prefix(), state.as_str()), "zset", String::new()),
     }
 }
 
 impl RedisBroker {
-    fn task_not_found(queue: &str, id: &str) -> Error {
-        Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }
+    fn task_not_found(queue: &QueueName, id: &TaskId) -> Error {
+        Error::TaskNotFound { queue: queue.clone(), id: id.clone() }
     }
 
     /// The raw `task_info.lua` reply for task `id`: its encoded message, state, next process
     /// time (Unix seconds, 0 if none) and result.
-    async fn read_task(&self, k: &QueueKeys, queue: &str, id: &str) -> Result<(Vec<u8>, String, i64, Option<Bytes>)> {
+    async fn read_task(
+        &self,
+        k: &QueueKeys,
+        queue: &QueueName,
+        id: &TaskId,
+    ) -> Result<(Vec<u8>, String, i64, Option<Bytes>)> {
         let mut call = ScriptCall::new(&SCRIPTS.task_info);
-        call.key(k.task(id)).arg(id).arg(unix_secs(self.now())).arg(k.prefix());
+        call.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = call.run(&mut self.conn(), "task info").await?;
         let [msg, state, next, result] = values.as_slice() else {
             return Err(Self::task_not_found(queue, id));
@@ -56,12 +61,12 @@ impl RedisBroker {
 
 #[async_trait]
 impl Manage for RedisBroker {
-    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn run_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&SCRIPTS.run_task);
         call.key(k.task(id)).key(k.pending()).key(k.groups()).key(k.idle_workers());
-        call.arg(id).arg(k.prefix()).arg(k.group_prefix()).arg(k.ready_channel());
+        call.arg(id.as_str()).arg(k.prefix()).arg(k.group_prefix()).arg(k.ready_channel());
         match call.run::<i64>(&mut self.conn(), "run task").await? {
             1 => Ok(()),
             0 => Err(Self::task_not_found(queue, id)),
@@ -71,13 +76,13 @@ impl Manage for RedisBroker {
         }
     }
 
-    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn archive_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
         let now = unix_secs(self.now());
         let mut call = ScriptCall::new(&SCRIPTS.archive_task);
         call.key(k.task(id)).key(k.archived()).key(k.groups());
-        call.arg(id).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
+        call.arg(id.as_str()).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
         call.arg(k.prefix()).arg(k.group_prefix()).arg(k.task_prefix()).arg(k.finished_channel());
         match call.run::<i64>(&mut self.conn(), "archive task").await? {
             1 => Ok(()),
@@ -90,12 +95,12 @@ impl Manage for RedisBroker {
         }
     }
 
-    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&SCRIPTS.delete_task);
         call.key(k.task(id)).key(k.groups());
-        call.arg(id).arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
+        call.arg(id.as_str()).arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
         match call.run::<i64>(&mut self.conn(), "delete task").await? {
             1 => Ok(()),
             0 => Err(Self::task_not_found(queue, id)),
@@ -106,7 +111,7 @@ impl Manage for RedisBroker {
         }
     }
 
-    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn run_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Run, set)?;
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
@@ -118,7 +123,7 @@ impl Manage for RedisBroker {
         Ok(n.max(0) as usize)
     }
 
-    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn archive_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Archive, set)?;
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
@@ -132,7 +137,7 @@ impl Manage for RedisBroker {
         Ok(n.max(0) as usize)
     }
 
-    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Delete, set)?;
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
@@ -146,7 +151,7 @@ impl Manage for RedisBroker {
 
     /// Reads the task, replaces the payload in its message and writes the message back, as Go
     /// does; the write happens only if the message is still the one read (else it reads again).
-    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo> {
+    async fn update_task_payload(&self, queue: &QueueName, id: &TaskId, payload: Bytes) -> Result<TaskInfo> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
         for _ in 0..UPDATE_ATTEMPTS {
@@ -176,7 +181,7 @@ impl Manage for RedisBroker {
         Err(Error::FailedPrecondition(format!("task {id} kept changing while its payload was being updated")))
     }
 
-    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+    async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
         let mut call = ScriptCall::new(&SCRIPTS.delete_queue);
@@ -190,8 +195,10 @@ impl Manage for RedisBroker {
             n => return Err(unexpected("delete queue", format!("the script returned {n}"))),
         }
         // asynq:queues is global: outside the script, which keeps to the queue's slot.
-        let _: i64 =
-            conn.srem(keys::ALL_QUEUES, queue).await.map_err(|e| crate::error::broker_error("delete queue", e))?;
+        let _: i64 = conn
+            .srem(keys::ALL_QUEUES, queue.as_str())
+            .await
+            .map_err(|e| crate::error::broker_error("delete queue", e))?;
         self.forget_queue(queue);
         Ok(())
     }

@@ -6,7 +6,10 @@
 
 use asynq_core::MAX_DURATION;
 use asynq_core::time::{from_unix_secs, unix_secs};
-use asynq_core::{ServerInfo as CoreServerInfo, ServerStatus, StoredTask, WorkerInfo as CoreWorkerInfo};
+use asynq_core::{
+    Error, GroupName, QueueName, ServerInfo as CoreServerInfo, ServerStatus, StoredTask, TaskId,
+    WorkerInfo as CoreWorkerInfo,
+};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -237,8 +240,8 @@ impl From<&StoredTask> for TaskMessage {
             r#type: m.type_name.clone(),
             payload: m.payload.clone(),
             headers: m.headers.clone(),
-            id: m.id.clone(),
-            queue: m.queue.clone(),
+            id: m.id.to_string(),
+            queue: m.queue.to_string(),
             retry: i32::try_from(m.max_retry).unwrap_or(i32::MAX),
             retried: i32::try_from(m.retried).unwrap_or(i32::MAX),
             error_msg: m.last_error.clone().unwrap_or_default(),
@@ -246,7 +249,7 @@ impl From<&StoredTask> for TaskMessage {
             timeout: m.timeout.map_or(0, go_secs),
             deadline: m.deadline.map_or(0, unix_secs),
             unique_key: m.unique_key.clone().unwrap_or_default(),
-            group_key: m.group.clone().unwrap_or_default(),
+            group_key: m.group.as_ref().map_or_else(String::new, ToString::to_string),
             retention: m.retention.map_or(0, go_secs),
             completed_at: m.completed_at.map_or(0, unix_secs),
         }
@@ -256,14 +259,19 @@ impl From<&StoredTask> for TaskMessage {
 /// Go's message read in Rust units. Corrupt but decodable numbers are read into range: a negative
 /// count as 0, a duration that is not positive as none and one past Go's longest as it, an
 /// instant outside the years 1 to 9999 as the nearer end.
-impl From<TaskMessage> for StoredTask {
-    fn from(m: TaskMessage) -> Self {
-        StoredTask {
+///
+/// Errors: [`Error::InvalidArgument`] for a task ID, queue or group name that breaks its rules
+/// (see [`QueueName`]), which Go does not check as strictly: such a message is corrupt to us.
+impl TryFrom<TaskMessage> for StoredTask {
+    type Error = Error;
+
+    fn try_from(m: TaskMessage) -> Result<Self, Error> {
+        Ok(StoredTask {
             type_name: m.r#type,
             payload: m.payload,
             headers: m.headers,
-            id: m.id,
-            queue: m.queue,
+            id: TaskId::new(m.id)?,
+            queue: QueueName::new(m.queue)?,
             max_retry: m.retry.max(0) as u32,
             retried: m.retried.max(0) as u32,
             last_error: string_from_go(m.error_msg),
@@ -271,10 +279,10 @@ impl From<TaskMessage> for StoredTask {
             timeout: duration_from_go(m.timeout),
             deadline: instant_from_go(m.deadline),
             unique_key: string_from_go(m.unique_key),
-            group: string_from_go(m.group_key),
+            group: string_from_go(m.group_key).map(GroupName::new).transpose()?,
             retention: duration_from_go(m.retention),
             completed_at: instant_from_go(m.completed_at),
-        }
+        })
     }
 }
 
@@ -488,14 +496,19 @@ mod tests {
         assert_eq!(field_numbers(&Timestamp { seconds: 1, nanos: 1 }.encode_to_vec()), [1, 2]);
     }
 
+    fn blank() -> StoredTask {
+        StoredTask::new(TaskId::from_static("i"), QueueName::from_static("q"), "t")
+    }
+
+    fn go_blank() -> TaskMessage {
+        TaskMessage { id: "i".into(), queue: "q".into(), r#type: "t".into(), ..Default::default() }
+    }
+
     #[test]
     fn a_stored_task_round_trips_through_gos_units() {
         let at = |secs| from_unix_secs(secs);
         let task = StoredTask {
-            type_name: "t".into(),
             payload: Bytes::from_static(b"p"),
-            id: "i".into(),
-            queue: "q".into(),
             max_retry: 3,
             retried: 1,
             last_error: Some("boom".into()),
@@ -503,25 +516,25 @@ mod tests {
             timeout: Some(Duration::from_secs(90)),
             deadline: Some(at(-5)),
             unique_key: Some("asynq:{q}:unique:x".into()),
-            group: Some("g".into()),
+            group: Some(GroupName::from_static("g")),
             retention: Some(Duration::from_secs(3_600)),
             completed_at: Some(at(1_700_000_100)),
-            ..Default::default()
+            ..blank()
         };
         let go = TaskMessage::from(&task);
         assert_eq!((go.retry, go.timeout, go.deadline, go.retention), (3, 90, -5, 3_600));
-        assert_eq!(StoredTask::from(go), task);
+        assert_eq!(StoredTask::try_from(go).unwrap(), task);
         // "Not set" is Go's zero value both ways.
-        let go = TaskMessage::from(&StoredTask::default());
-        assert_eq!((go.timeout, go.deadline, go.error_msg.as_str(), go.group_key.as_str()), (0, 0, "", ""));
-        assert_eq!(StoredTask::from(go), StoredTask::default());
+        let go = TaskMessage::from(&blank());
+        assert_eq!(go, go_blank());
+        assert_eq!(StoredTask::try_from(go).unwrap(), blank());
     }
 
     #[test]
     fn corrupt_numbers_are_read_into_range() {
         let longest = Some(Duration::from_secs(MAX_DURATION.as_secs()));
         let read = |retry, timeout, instant| {
-            StoredTask::from(TaskMessage {
+            StoredTask::try_from(TaskMessage {
                 retry,
                 retried: retry,
                 timeout,
@@ -529,8 +542,9 @@ mod tests {
                 deadline: instant,
                 last_failed_at: instant,
                 completed_at: instant,
-                ..Default::default()
+                ..go_blank()
             })
+            .unwrap()
         };
         let task = read(i32::MIN, i64::MAX, i64::MAX);
         assert_eq!((task.max_retry, task.retried, task.timeout, task.retention), (0, 0, longest, longest));
@@ -540,8 +554,20 @@ mod tests {
         assert_eq!((task.timeout, task.retention), (None, None));
         assert_eq!(task.deadline, Some(from_unix_secs(asynq_core::time::MIN_UNIX_SECS)));
         // Written back, a count past Go's int32 saturates.
-        let many = StoredTask { max_retry: u32::MAX, retried: u32::MAX, ..Default::default() };
-        assert_eq!((TaskMessage::from(&many).retry, TaskMessage::from(&many).retried), (i32::MAX, i32::MAX));
+        let many = TaskMessage::from(&StoredTask { max_retry: u32::MAX, retried: u32::MAX, ..blank() });
+        assert_eq!((many.retry, many.retried), (i32::MAX, i32::MAX));
+    }
+
+    #[test]
+    fn names_our_rules_refuse_make_a_message_unreadable() {
+        for go in [
+            TaskMessage { id: " ".into(), ..go_blank() },
+            TaskMessage { id: "a\nb".into(), ..go_blank() },
+            TaskMessage { queue: "a{b}".into(), ..go_blank() },
+            TaskMessage { group_key: "g\0".into(), ..go_blank() },
+        ] {
+            assert!(matches!(StoredTask::try_from(go.clone()), Err(Error::InvalidArgument { .. })), "{go:?}");
+        }
     }
 
     #[test]

@@ -6,9 +6,10 @@ use crate::broker::RedisBroker;
 use crate::keys::QueueKeys;
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
+use asynq_core::QueueName;
+use asynq_core::Result;
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use asynq_core::time::unix_nanos;
-use asynq_core::{Result, validate_queue_name};
 use redis::Script;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
@@ -25,7 +26,6 @@ async fn run_bucket_script(
     now: SystemTime,
     context: &str,
 ) -> Result<u32> {
-    validate_queue_name(queue)?;
     let key_lifetime = limit.refill_time().saturating_add(Duration::from_secs(1));
     let mut call = ScriptCall::new(&TAKE_RATE_TOKENS);
     call.key(QueueKeys::new(queue).rate_limit());
@@ -39,11 +39,11 @@ async fn run_bucket_script(
 
 #[async_trait]
 impl RateLimiter for RedisBroker {
-    async fn take_tokens(&self, queue: &str, limit: &RateLimit, wanted: u32, now: SystemTime) -> Result<u32> {
+    async fn take_tokens(&self, queue: &QueueName, limit: &RateLimit, wanted: u32, now: SystemTime) -> Result<u32> {
         run_bucket_script(self, queue, limit, i64::from(wanted), now, "take rate-limit tokens").await
     }
 
-    async fn give_back_tokens(&self, queue: &str, limit: &RateLimit, count: u32) -> Result<()> {
+    async fn give_back_tokens(&self, queue: &QueueName, limit: &RateLimit, count: u32) -> Result<()> {
         run_bucket_script(self, queue, limit, -i64::from(count), self.now(), "give back rate-limit tokens").await?;
         Ok(())
     }

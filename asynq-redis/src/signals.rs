@@ -15,7 +15,7 @@ use crate::keys::{CANCEL_CHANNEL, QueueKeys};
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::{Cancel, Inspect, Wait};
-use asynq_core::{Error, Result, TaskOutcome, validate_task_id, validate_wait};
+use asynq_core::{Error, QueueName, Result, TaskId, TaskOutcome, validate_wait};
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
 use futures::stream::BoxStream;
@@ -42,10 +42,12 @@ static SCRIPTS: LazyLock<SignalScripts> =
 
 #[async_trait]
 impl Cancel for RedisBroker {
-    async fn cancel(&self, id: &str) -> Result<()> {
-        validate_task_id(id)?;
-        let _receivers: i64 =
-            self.conn().publish(CANCEL_CHANNEL, id).await.map_err(|e| broker_error("publish a cancellation", e))?;
+    async fn cancel(&self, id: &TaskId) -> Result<()> {
+        let _receivers: i64 = self
+            .conn()
+            .publish(CANCEL_CHANNEL, id.as_str())
+            .await
+            .map_err(|e| broker_error("publish a cancellation", e))?;
         Ok(())
     }
 
@@ -58,8 +60,8 @@ impl Cancel for RedisBroker {
 
 #[async_trait]
 impl Wait for RedisBroker {
-    async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome> {
-        validate_wait(queue, id, timeout)?;
+    async fn wait_for_outcome(&self, queue: &QueueName, id: &TaskId, timeout: Duration) -> Result<TaskOutcome> {
+        validate_wait(timeout)?;
         tokio::time::timeout(timeout, self.outcome(queue, id))
             .await
             .unwrap_or_else(|_| Err(Error::WaitTimeout { queue: queue.to_owned(), id: id.to_owned(), timeout }))
@@ -68,7 +70,7 @@ impl Wait for RedisBroker {
 
 impl RedisBroker {
     /// Waits without a time limit for task `id` of `queue` to finish.
-    async fn outcome(&self, queue: &str, id: &str) -> Result<TaskOutcome> {
+    async fn outcome(&self, queue: &QueueName, id: &TaskId) -> Result<TaskOutcome> {
         let k = QueueKeys::new(queue);
         let mut notifications: Option<UnboundedReceiver<String>> = None;
         loop {

@@ -637,7 +637,7 @@ impl Shared {
         match result {
             Ok(info) => {
                 self.mark_fire(&fire_id).await;
-                let event = SchedulerEnqueueEvent { task_id: info.id.clone(), enqueued_at: self.clock.now() };
+                let event = SchedulerEnqueueEvent { task_id: info.id.to_string(), enqueued_at: self.clock.now() };
                 if let Err(e) = self.state.record_scheduler_enqueue(&entry.id, &event).await {
                     tracing::warn!(entry_id = %entry.id, task_id = %info.id, error = %e, "could not record the enqueue event");
                 }

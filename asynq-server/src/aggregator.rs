@@ -18,7 +18,7 @@
 
 use crate::processor::panic_message;
 use asynq_core::broker::{Aggregate, AggregationLimits};
-use asynq_core::{Clock, Error, Task, TaskOptions, resolve_enqueue};
+use asynq_core::{Clock, Error, GroupName, QueueName, Task, TaskOptions, resolve_enqueue};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -87,7 +87,7 @@ impl<F> fmt::Debug for GroupAggregatorFn<F> {
 #[derive(Clone)]
 pub(crate) struct AggregatorConfig {
     /// The queues whose groups to check.
-    pub queues: Vec<String>,
+    pub queues: Vec<QueueName>,
     /// How often to check.
     pub interval: Duration,
     /// When a group is ready.
@@ -98,7 +98,7 @@ pub(crate) struct AggregatorConfig {
 
 impl AggregatorConfig {
     /// Settings for `queues`, checked every `min(7 s, grace period)` as Go does.
-    pub(crate) fn new(queues: Vec<String>, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> Self {
+    pub(crate) fn new(queues: Vec<QueueName>, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> Self {
         Self { queues, interval: MAX_CHECK_INTERVAL.min(limits.grace_period), limits, aggregator }
     }
 }
@@ -163,7 +163,7 @@ impl Aggregator {
 
     /// Checks `group` of `queue` and aggregates it if it is ready; true when an aggregated task
     /// was enqueued.
-    async fn aggregate_group(&self, queue: &str, group: &str) -> asynq_core::Result<bool> {
+    async fn aggregate_group(&self, queue: &QueueName, group: &GroupName) -> asynq_core::Result<bool> {
         let Some(set_id) = self.broker.aggregation_check(queue, group, self.config.limits).await? else {
             return Ok(false);
         };

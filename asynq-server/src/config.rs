@@ -4,6 +4,7 @@ use crate::aggregator::GroupAggregator;
 use crate::handler::HandlerError;
 use crate::observe::TaskObserver;
 use asynq_core::broker::{AggregationLimits, DEFAULT_GROUP_GRACE_PERIOD};
+use asynq_core::queue::QueuePriorities;
 use asynq_core::{Clock, SystemClock, Task};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -193,15 +194,14 @@ impl Config {
         }
     }
 
-    /// Checks the configuration; called by [`Server::new`](crate::Server::new).
-    pub(crate) fn validate(&self) -> asynq_core::Result<()> {
+    /// Checks the configuration, and returns its queues' priorities; called by
+    /// [`Server::new`](crate::Server::new).
+    pub(crate) fn validate(&self) -> asynq_core::Result<QueuePriorities> {
         use asynq_core::Error;
         if self.concurrency == 0 {
             return Err(Error::invalid("concurrency", "must be at least 1"));
         }
-        for name in self.queues.keys() {
-            asynq_core::validate_queue_name(name)?;
-        }
+        let priorities = QueuePriorities::new(&self.queues, self.strict_priority)?;
         if !self.queues.values().any(|p| *p > 0) && !self.queues.is_empty() {
             return Err(Error::invalid("queues", "every queue has priority 0; give at least one a positive priority"));
         }
@@ -237,7 +237,7 @@ impl Config {
                 ));
             }
         }
-        Ok(())
+        Ok(priorities)
     }
 
     /// The prefetch when none is set: four times the concurrency, at most 256, which keeps one

@@ -1,5 +1,6 @@
 //! A forwarder moves scheduled and retry tasks whose time has come to pending.
 
+use asynq_core::QueueName;
 use asynq_core::broker::Forward;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
@@ -12,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 pub(crate) struct ForwarderConfig {
     /// The queues to forward.
-    pub queues: Vec<String>,
+    pub queues: Vec<QueueName>,
     /// How often to look for due tasks.
     pub interval: Duration,
 }

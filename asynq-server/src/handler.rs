@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::Dequeue;
-use asynq_core::{StoredTask, Task};
+use asynq_core::{QueueName, StoredTask, Task, TaskId};
 use bytes::Bytes;
 use std::error::Error as StdError;
 use std::fmt;
@@ -219,8 +219,8 @@ impl fmt::Debug for HandlerError {
 /// What a handler knows about the task it runs.
 #[derive(Debug, Clone)]
 pub struct TaskContext {
-    id: String,
-    queue: String,
+    id: TaskId,
+    queue: QueueName,
     retry_count: u32,
     max_retry: u32,
     deadline: SystemTime,
@@ -298,8 +298,8 @@ impl TaskContext {
 #[derive(Clone)]
 pub struct ResultWriter {
     broker: Arc<dyn Dequeue>,
-    queue: String,
-    id: String,
+    queue: QueueName,
+    id: TaskId,
     cancel: CancellationToken,
 }
 

@@ -4,7 +4,7 @@
 
 use crate::workers::ActiveTasks;
 use asynq_core::broker::{Dequeue, LeaseStage, ServerState};
-use asynq_core::{ServerInfo, ServerStatus};
+use asynq_core::{QueueName, ServerInfo, ServerStatus, TaskId};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -74,7 +74,7 @@ impl Heartbeater {
         let state_written = self.state.write_server_state(&server, &workers, self.config.interval * 2).await;
 
         // Every task held had its start recorded before it was held.
-        let mut by_queue: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        let mut by_queue: BTreeMap<QueueName, Vec<_>> = BTreeMap::new();
         for task in self.active.snapshot() {
             if task.lease.is_valid() {
                 by_queue.entry(task.message.queue.clone()).or_default().push(task);
@@ -83,7 +83,7 @@ impl Heartbeater {
             }
         }
         for (queue, tasks) in by_queue {
-            let ids: Vec<String> = tasks.iter().map(|t| t.message.id.clone()).collect();
+            let ids: Vec<TaskId> = tasks.iter().map(|t| t.message.id.clone()).collect();
             match self.leases.extend_leases(&queue, &ids, LeaseStage::Started).await {
                 Ok(expiry) => tasks.iter().for_each(|t| {
                     if !t.lease.extend(expiry) {

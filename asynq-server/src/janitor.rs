@@ -1,5 +1,6 @@
 //! A janitor deletes completed tasks whose retention period has run out.
 
+use asynq_core::QueueName;
 use asynq_core::broker::Janitor as JanitorBroker;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
@@ -12,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 pub(crate) struct JanitorConfig {
     /// The queues to clean.
-    pub queues: Vec<String>,
+    pub queues: Vec<QueueName>,
     /// How often to clean.
     pub interval: Duration,
     /// How many tasks one broker call deletes.

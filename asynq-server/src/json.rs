@@ -115,7 +115,7 @@ impl ResultWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use asynq_core::StoredTask;
+    use asynq_core::{QueueName, StoredTask, TaskId};
     use asynq_memory::MemoryBroker;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -128,7 +128,7 @@ mod tests {
     }
 
     fn context() -> TaskContext {
-        let message = StoredTask { id: "t1".into(), queue: "default".into(), ..Default::default() };
+        let message = StoredTask::new(TaskId::from_static("t1"), QueueName::default(), "t");
         TaskContext::new(&message, SystemTime::UNIX_EPOCH, Arc::new(MemoryBroker::new()), CancellationToken::new())
     }
 

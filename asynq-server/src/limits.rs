@@ -18,6 +18,7 @@
 //! last error reads as the limit, and while a type has a backlog its excess tasks make one
 //! round trip through the retry set per forwarder interval instead of waiting in place.
 
+use asynq_core::QueueName;
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use std::collections::{BTreeMap, HashMap};
@@ -45,7 +46,7 @@ pub(crate) async fn dequeue_within_rate_limits(
     broker: &dyn Dequeue,
     limiter: Option<&dyn RateLimiter>,
     limits: &BTreeMap<String, RateLimit>,
-    order: &[String],
+    order: &[QueueName],
     max: usize,
     now: SystemTime,
 ) -> asynq_core::Result<Fetched> {
@@ -57,14 +58,17 @@ pub(crate) async fn dequeue_within_rate_limits(
     let mut start = 0;
     while start < order.len() && fetched.tasks.len() < max {
         let free = max - fetched.tasks.len();
-        let step = match limits.get(&order[start]) {
+        let step = match limits.get(order[start].as_str()) {
             Some(limit) => {
                 let step = dequeue_limited(broker, limiter, &order[start], limit, free, now, &mut fetched).await;
                 start += 1;
                 step
             }
             None => {
-                let end = order[start..].iter().position(|q| limits.contains_key(q)).map_or(order.len(), |i| start + i);
+                let end = order[start..]
+                    .iter()
+                    .position(|q| limits.contains_key(q.as_str()))
+                    .map_or(order.len(), |i| start + i);
                 let step = broker.dequeue(&order[start..end], free).await.map(|tasks| fetched.tasks.extend(tasks));
                 start = end;
                 step
@@ -85,7 +89,7 @@ pub(crate) async fn dequeue_within_rate_limits(
 async fn dequeue_limited(
     broker: &dyn Dequeue,
     limiter: &dyn RateLimiter,
-    queue: &str,
+    queue: &QueueName,
     limit: &RateLimit,
     free: usize,
     now: SystemTime,
@@ -104,7 +108,7 @@ async fn dequeue_limited(
     if unused > 0
         && let Err(e) = limiter.give_back_tokens(queue, limit, unused).await
     {
-        tracing::warn!(queue, error = %e, "giving back unused rate-limit tokens failed");
+        tracing::warn!(%queue, error = %e, "giving back unused rate-limit tokens failed");
     }
     Ok(())
 }

@@ -140,7 +140,7 @@ impl Handler for NotFound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use asynq_core::StoredTask;
+    use asynq_core::{QueueName, StoredTask, TaskId};
     use asynq_memory::MemoryBroker;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -175,7 +175,7 @@ mod tests {
     }
 
     fn context() -> TaskContext {
-        let message = StoredTask { id: "t".into(), queue: "default".into(), ..Default::default() };
+        let message = StoredTask::new(TaskId::from_static("t"), QueueName::default(), "t");
         TaskContext::new(&message, SystemTime::UNIX_EPOCH, Arc::new(MemoryBroker::new()), CancellationToken::new())
     }
 

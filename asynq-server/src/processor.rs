@@ -34,7 +34,7 @@ use crate::workers::{ActiveTask, ActiveTasks, Phase};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
-use asynq_core::{Clock, Error, Lease, StoredTask, Task};
+use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task};
 use futures::FutureExt;
 use rand::Rng;
 use std::any::Any;
@@ -135,9 +135,9 @@ struct Shared {
     handler: Arc<dyn Handler>,
     clock: Arc<dyn Clock>,
     config: ProcessorConfig,
-    queue_names: Vec<String>,
+    queue_names: Vec<QueueName>,
     /// The queues without a rate limit: an idle wait listens for their wake-ups only.
-    unlimited_queue_names: Vec<String>,
+    unlimited_queue_names: Vec<QueueName>,
     rate_limiter: Option<Arc<dyn RateLimiter>>,
     type_limits: TypeLimits,
     /// One permit per handler that may run.
@@ -184,9 +184,9 @@ impl Processor {
         rate_limiter: Option<Arc<dyn RateLimiter>>,
         config: ProcessorConfig,
     ) -> Self {
-        let queue_names: Vec<String> = config.queues.names().map(str::to_owned).collect();
+        let queue_names: Vec<QueueName> = config.queues.names().cloned().collect();
         let unlimited_queue_names =
-            queue_names.iter().filter(|q| !config.rate_limits.contains_key(*q)).cloned().collect();
+            queue_names.iter().filter(|q| !config.rate_limits.contains_key(q.as_str())).cloned().collect();
         let type_limits = TypeLimits::new(&config.type_concurrency);
         let slots = Arc::new(Semaphore::new(config.concurrency));
         let holds = Arc::new(Semaphore::new(config.concurrency.saturating_mul(2).saturating_add(config.prefetch)));
@@ -252,7 +252,7 @@ impl Processor {
         let ran_short = tasks.len() < wanted;
         let mut started = 0;
         let mut slots = slots.into_iter();
-        let mut taken: BTreeMap<String, Vec<Taken>> = BTreeMap::new();
+        let mut taken: BTreeMap<QueueName, Vec<Taken>> = BTreeMap::new();
         for task in tasks {
             let shared = Arc::clone(s);
             let Some(slot) = slots.next() else {
@@ -437,7 +437,7 @@ impl Shared {
     /// queue, uncharged, if the record cannot be written. Tasks taken ahead count as started:
     /// the worker committed to them, and if it dies holding them, their first stall is
     /// forgiven (see [`asynq_core::FREE_STALLS`]).
-    async fn start_then_run(self: Arc<Self>, queue: String, tasks: Vec<Taken>) {
+    async fn start_then_run(self: Arc<Self>, queue: QueueName, tasks: Vec<Taken>) {
         let ids = tasks.iter().map(|taken| taken.task().message.id.clone()).collect();
         match self.starter.start(&queue, ids).await {
             Ok(expiry) => {

@@ -10,7 +10,7 @@ use crate::handler::HandlerError;
 use crate::observe::Observers;
 use crate::processor::FailurePolicy;
 use asynq_core::broker::{Aggregate, Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
-use asynq_core::{Clock, Error, FREE_STALLS, LEASE_DURATION};
+use asynq_core::{Clock, Error, FREE_STALLS, LEASE_DURATION, QueueName};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 pub(crate) struct RecovererConfig {
     /// The queues to watch.
-    pub queues: Vec<String>,
+    pub queues: Vec<QueueName>,
     /// How often to look.
     pub interval: Duration,
     /// Retry or archive a recovered task.

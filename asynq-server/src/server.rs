@@ -16,7 +16,7 @@ use crate::workers::ActiveTasks;
 use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::RateLimiter;
-use asynq_core::{Error, Result, ServerInfo, ServerStatus};
+use asynq_core::{Error, QueueName, Result, ServerInfo, ServerStatus};
 use asynq_runtime::{Role, hostname};
 use std::fmt;
 use std::sync::Arc;
@@ -41,6 +41,8 @@ pub struct Server {
     broker: Arc<dyn WorkerBroker>,
     capabilities: WorkerCapabilities,
     config: Config,
+    /// The configured queues, checked and normalised.
+    priorities: QueuePriorities,
     info: ServerInfo,
     status: StatusCell,
     running: Option<Running>,
@@ -96,7 +98,7 @@ impl Server {
     ///
     /// Errors: as [`Server::new`].
     pub fn from_shared(broker: Arc<dyn WorkerBroker>, config: Config) -> Result<Self> {
-        config.validate()?;
+        let priorities = config.validate()?;
         let capabilities = WorkerCapabilities {
             cancel: broker.clone().as_cancel(),
             aggregate: broker.clone().as_aggregate(),
@@ -119,7 +121,8 @@ impl Server {
             started: config.clock.now(),
             active_workers: 0,
         };
-        Ok(Self { broker, capabilities, config, info, status: StatusCell::new(ServerStatus::New), running: None })
+        let status = StatusCell::new(ServerStatus::New);
+        Ok(Self { broker, capabilities, config, priorities, info, status, running: None })
     }
 
     /// The server's ID, as its heartbeats report it.
@@ -147,8 +150,7 @@ impl Server {
         let c = &self.config;
         let b = &self.broker;
         let clock = Arc::clone(&c.clock);
-        let queues: Vec<String> =
-            QueuePriorities::new(&c.queues, c.strict_priority).names().map(str::to_owned).collect();
+        let queues: Vec<QueueName> = self.priorities.names().cloned().collect();
         let failure_policy =
             FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
         let active = Arc::new(ActiveTasks::default());
@@ -163,7 +165,7 @@ impl Server {
             self.capabilities.rate_limiter.clone().filter(|_| !c.rate_limits.is_empty()),
             ProcessorConfig {
                 concurrency: c.concurrency,
-                queues: QueuePriorities::new(&c.queues, c.strict_priority),
+                queues: self.priorities.clone(),
                 task_check_interval: c.task_check_interval,
                 shutdown_timeout: c.shutdown_timeout,
                 failure_policy: failure_policy.clone(),

@@ -9,7 +9,7 @@
 //! keeps killing its worker is still charged.
 
 use asynq_core::broker::{Dequeue, LeaseStage};
-use asynq_core::{BrokerError, Error, Result};
+use asynq_core::{BrokerError, Error, QueueName, Result, TaskId};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -20,8 +20,8 @@ use tokio::sync::{mpsc, oneshot};
 const MAX_BATCH: usize = 256;
 
 struct Request {
-    queue: String,
-    ids: Vec<String>,
+    queue: QueueName,
+    ids: Vec<TaskId>,
     reply: oneshot::Sender<Result<SystemTime>>,
 }
 
@@ -38,7 +38,7 @@ impl Starter {
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(MAX_BATCH);
             while incoming.recv_many(&mut batch, MAX_BATCH).await > 0 {
-                let mut by_queue: BTreeMap<String, (Vec<String>, Vec<oneshot::Sender<_>>)> = BTreeMap::new();
+                let mut by_queue: BTreeMap<QueueName, (Vec<TaskId>, Vec<oneshot::Sender<_>>)> = BTreeMap::new();
                 for Request { queue, ids, reply } in batch.drain(..) {
                     let (all_ids, replies) = by_queue.entry(queue).or_default();
                     all_ids.extend(ids);
@@ -61,7 +61,7 @@ impl Starter {
 
     /// Records that handlers start `ids`, active tasks of `queue`, and renews their leases;
     /// returns the new lease expiry. Until it succeeds, none of them may start.
-    pub(crate) async fn start(&self, queue: &str, ids: Vec<String>) -> Result<SystemTime> {
+    pub(crate) async fn start(&self, queue: &QueueName, ids: Vec<TaskId>) -> Result<SystemTime> {
         let (reply, result) = oneshot::channel();
         let stopped = || Error::Broker(BrokerError::permanent("the start recorder has stopped"));
         self.requests.send(Request { queue: queue.to_owned(), ids, reply }).map_err(|_| stopped())?;

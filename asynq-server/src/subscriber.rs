@@ -112,7 +112,7 @@ mod tests {
     use super::*;
     use crate::workers::{ActiveTask, Phase};
     use async_trait::async_trait;
-    use asynq_core::{BrokerError, Clock, Error, Lease, Result, StoredTask, SystemClock};
+    use asynq_core::{BrokerError, Clock, Error, Lease, QueueName, Result, StoredTask, SystemClock, TaskId};
     use asynq_memory::MemoryBroker;
     use futures::channel::mpsc::{UnboundedSender, unbounded};
     use futures::stream::{self, BoxStream};
@@ -124,7 +124,7 @@ mod tests {
         let now = clock.now();
         let cancel = CancellationToken::new();
         active.insert(ActiveTask {
-            message: StoredTask { id: id.to_owned(), queue: "q".to_owned(), ..StoredTask::default() },
+            message: StoredTask::new(TaskId::new(id).unwrap(), QueueName::from_static("q"), "t"),
             started: now,
             deadline: now + Duration::from_secs(60),
             lease: Lease::new(now + Duration::from_secs(30), clock),
@@ -156,7 +156,7 @@ mod tests {
         let stop = CancellationToken::new();
         let handle = subscriber.spawn(stop.clone());
         tokio::task::yield_now().await; // let it subscribe
-        broker.cancel("a").await.unwrap();
+        broker.cancel(&TaskId::from_static("a")).await.unwrap();
         tokio::time::timeout(Duration::from_secs(1), token.cancelled()).await.expect("the task was cancelled");
         stop.cancel();
         handle.await.unwrap();
@@ -174,7 +174,7 @@ mod tests {
 
     #[async_trait]
     impl Cancel for Outage {
-        async fn cancel(&self, _id: &str) -> Result<()> {
+        async fn cancel(&self, _id: &TaskId) -> Result<()> {
             unreachable!("the test publishes through the held subscription")
         }
 
@@ -230,7 +230,7 @@ mod tests {
 
         #[async_trait]
         impl Cancel for Down {
-            async fn cancel(&self, _id: &str) -> Result<()> {
+            async fn cancel(&self, _id: &TaskId) -> Result<()> {
                 unreachable!("nothing is published")
             }
 

@@ -46,7 +46,7 @@ impl ActiveTasks {
     }
 
     pub(crate) fn insert(&self, task: ActiveTask) {
-        self.lock().insert(task.message.id.clone(), task);
+        self.lock().insert(task.message.id.to_string(), task);
     }
 
     pub(crate) fn remove(&self, id: &str) {
@@ -85,10 +85,10 @@ impl ActiveTasks {
                 host: host.to_owned(),
                 pid,
                 server_id: server_id.to_owned(),
-                task_id: t.message.id.clone(),
+                task_id: t.message.id.to_string(),
                 task_type: t.message.type_name.clone(),
                 task_payload: t.message.payload.clone(),
-                queue: t.message.queue.clone(),
+                queue: t.message.queue.to_string(),
                 started: t.started,
                 deadline: t.deadline,
             })
@@ -99,7 +99,7 @@ impl ActiveTasks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use asynq_core::{Clock, SystemClock};
+    use asynq_core::{Clock, QueueName, SystemClock, TaskId};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -107,7 +107,7 @@ mod tests {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let now = clock.now();
         active.insert(ActiveTask {
-            message: StoredTask { id: id.to_owned(), queue: "q".to_owned(), ..StoredTask::default() },
+            message: StoredTask::new(TaskId::new(id).unwrap(), QueueName::from_static("q"), "t"),
             started: now,
             deadline: now + Duration::from_secs(60),
             lease: Lease::new(now + Duration::from_secs(30), clock),
@@ -127,7 +127,7 @@ mod tests {
         assert_eq!(active.len(), 1);
         let workers = active.worker_infos("host", 1, "server");
         assert_eq!(workers.iter().map(|w| w.task_id.as_str()).collect::<Vec<_>>(), ["running"]);
-        let mut held: Vec<_> = active.snapshot().into_iter().map(|t| (t.message.id, t.phase)).collect();
+        let mut held: Vec<_> = active.snapshot().into_iter().map(|t| (t.message.id.into_string(), t.phase)).collect();
         held.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(
             held,

@@ -1,6 +1,6 @@
 //! ServeMux routing and middleware order.
 
-use asynq_core::{StoredTask, Task};
+use asynq_core::{QueueName, StoredTask, Task, TaskId};
 use asynq_memory::MemoryBroker;
 use asynq_server::{Handler, HandlerError, ServeMux, TaskContext, handler_fn};
 use std::sync::{Arc, Mutex};
@@ -18,8 +18,7 @@ fn tagged(log: &Log, tag: &'static str) -> impl Handler {
 }
 
 fn context(type_name: &str) -> TaskContext {
-    let message =
-        StoredTask { id: "id-1".into(), queue: "default".into(), type_name: type_name.into(), ..Default::default() };
+    let message = StoredTask::new(TaskId::from_static("id-1"), QueueName::default(), type_name);
     let deadline = UNIX_EPOCH + Duration::from_secs(2_000_000_000);
     TaskContext::new(&message, deadline, Arc::new(MemoryBroker::new()), CancellationToken::new())
 }

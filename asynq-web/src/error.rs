@@ -120,13 +120,22 @@ pub type ApiResult<T> = Result<T, ApiError>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use asynq_core::QueueName;
 
     #[test]
     fn core_errors_map_to_statuses_and_broker_details_stay_private() {
         let cases = [
             (asynq_core::Error::invalid("queue", "bad"), StatusCode::BAD_REQUEST, "invalid_argument"),
-            (asynq_core::Error::QueueNotFound { queue: "q".into() }, StatusCode::NOT_FOUND, "queue_not_found"),
-            (asynq_core::Error::QueueNotEmpty { queue: "q".into() }, StatusCode::CONFLICT, "queue_not_empty"),
+            (
+                asynq_core::Error::QueueNotFound { queue: QueueName::from_static("q") },
+                StatusCode::NOT_FOUND,
+                "queue_not_found",
+            ),
+            (
+                asynq_core::Error::QueueNotEmpty { queue: QueueName::from_static("q") },
+                StatusCode::CONFLICT,
+                "queue_not_empty",
+            ),
             (asynq_core::Error::FailedPrecondition("x".into()), StatusCode::CONFLICT, "failed_precondition"),
         ];
         for (error, status, code) in cases {

@@ -228,7 +228,8 @@ async fn fixture() -> Fixture {
     broker.record_scheduler_enqueue("entry-1", &event).await.unwrap();
 
     let inspector = Inspector::new(broker.clone());
-    Fixture { redis, inspector, json_task, binary_task, scheduled_task }
+    let (json_task, binary_task) = (json_task.into_string(), binary_task.into_string());
+    Fixture { redis, inspector, json_task, binary_task, scheduled_task: scheduled_task.into_string() }
 }
 
 fn queue<'v>(list: &'v Value, name: &str) -> &'v Value {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use asynq_client::{Client, Inspector, Task, TaskOptions, TaskState};
 use asynq_core::broker::{Dequeue, Outcome, ServerState};
-use asynq_core::{Clock, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_core::{Clock, QueueName, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
 use asynq_redis::RedisBroker;
 use asynq_tests::browser::{Browser, screenshot_dir};
 use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker};
@@ -101,7 +101,7 @@ async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'static str,
         let payload = json!({ "to": format!("{who}@example.com"), "template": "welcome", "locale": "en" });
         let task = Task::new("email:welcome", payload.to_string());
         let info = client.enqueue(&task, TaskOptions::new().queue("emails")).await.expect("enqueue");
-        welcome.insert(who, info.id);
+        welcome.insert(who, info.id.into_string());
     }
     let reminder = Task::new("email:reminder", json!({ "to": "ada@example.com", "days": 3 }).to_string());
     client
@@ -116,7 +116,7 @@ async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'static str,
             .await
             .expect("enqueue");
     }
-    let taken = broker.dequeue(&["billing".to_owned()], 3).await.expect("dequeue");
+    let taken = broker.dequeue(&[QueueName::from_static("billing")], 3).await.expect("dequeue");
     assert_eq!(taken.len(), 3, "the three billing tasks are taken");
     let now = clock.now();
     let retry = Outcome::Retry {
@@ -147,10 +147,10 @@ async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'static str,
         host: server.host.clone(),
         pid: server.pid,
         server_id: server.server_id.clone(),
-        task_id: running.id.clone(),
+        task_id: running.id.to_string(),
         task_type: running.type_name.clone(),
         task_payload: running.payload.clone(),
-        queue: running.queue.clone(),
+        queue: running.queue.to_string(),
         started: now - Duration::from_secs(2),
         deadline: now + Duration::from_secs(1798),
     };

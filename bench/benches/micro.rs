@@ -8,7 +8,7 @@
 use asynq_bench::workload::{self, QUEUE};
 use asynq_core::broker::{Dequeue, Enqueue, Outcome};
 use asynq_core::queue::QueuePriorities;
-use asynq_core::{Clock, StoredTask, SystemClock, TaskOptions, resolve_enqueue};
+use asynq_core::{Clock, QueueName, StoredTask, SystemClock, TaskOptions, resolve_enqueue};
 use asynq_memory::MemoryBroker;
 use asynq_redis::keys::QueueKeys;
 use asynq_redis::proto;
@@ -28,14 +28,17 @@ fn benchmark_message() -> StoredTask {
         .message
 }
 
-/// Encoding and decoding the protobuf `StoredTask`, with the conversions the broker does.
+/// Encoding and decoding the protobuf `TaskMessage`, with the conversions the broker does.
 fn task_message(c: &mut Criterion) {
     let message = benchmark_message();
     let bytes = proto::TaskMessage::from(&message).encode_to_vec();
     let mut group = c.benchmark_group("task_message");
     group.bench_function("encode", |b| b.iter(|| proto::TaskMessage::from(black_box(&message)).encode_to_vec()));
     group.bench_function("decode", |b| {
-        b.iter(|| StoredTask::from(proto::TaskMessage::decode(black_box(bytes.as_slice())).expect("decodes")))
+        b.iter(|| {
+            StoredTask::try_from(proto::TaskMessage::decode(black_box(bytes.as_slice())).expect("decodes"))
+                .expect("reads")
+        })
     });
     group.finish();
 }
@@ -60,10 +63,10 @@ fn queue_selection(c: &mut Criterion) {
     let config = |queues: &[(&str, u32)]| -> BTreeMap<String, u32> {
         queues.iter().map(|(name, priority)| ((*name).to_owned(), *priority)).collect()
     };
-    let one = QueuePriorities::new(&config(&[(QUEUE, 1)]), false);
+    let one = QueuePriorities::new(&config(&[(QUEUE, 1)]), false).expect("valid queues");
     let three = config(&[("critical", 6), ("default", 3), ("low", 1)]);
-    let weighted = QueuePriorities::new(&three, false);
-    let strict = QueuePriorities::new(&three, true);
+    let weighted = QueuePriorities::new(&three, false).expect("valid queues");
+    let strict = QueuePriorities::new(&three, true).expect("valid queues");
     let mut group = c.benchmark_group("queue_order");
     for (name, priorities) in [("one_queue", &one), ("three_weighted", &weighted), ("three_strict", &strict)] {
         group.bench_function(name, |b| b.iter(|| black_box(priorities).order(&mut rand::rng())));
@@ -77,7 +80,7 @@ fn memory_broker(c: &mut Criterion) {
     let broker = MemoryBroker::new();
     let task = workload::task();
     let options = TaskOptions::new();
-    let queues = [QUEUE.to_owned()];
+    let queues = [QueueName::from_static(QUEUE)];
     let mut next_id = 0_u64;
     c.bench_function("memory_broker/enqueue_dequeue_finish", |b| {
         b.iter(|| {

@@ -11,6 +11,7 @@ use crate::measure::{Measurement, Timer, percentile};
 use crate::workload::{self, IDLE_QUEUES, QUEUE};
 use anyhow::{Context as _, bail, ensure};
 use asynq_client::{Client, TaskOptions};
+use asynq_core::QueueName;
 use asynq_core::broker::Inspect;
 use asynq_redis::RedisBroker;
 use asynq_redis::keys::QueueKeys;
@@ -117,7 +118,10 @@ pub async fn fill(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
 /// processes may drain the same queue at once, each waiting for the common total.
 pub async fn drain(redis_url: &str, tasks: u64, concurrency: usize, timeout: Duration) -> anyhow::Result<Measurement> {
     let monitor = connect(redis_url).await?;
-    let info = monitor.queue_info(QUEUE).await.with_context(|| format!("queue {QUEUE:?} is empty; fill it first"))?;
+    let info = monitor
+        .queue_info(&QueueName::from_static(QUEUE))
+        .await
+        .with_context(|| format!("queue {QUEUE:?} is empty; fill it first"))?;
     // Another process may be draining it already: count what it took too.
     let available = (info.pending + info.active) as u64 + info.processed_total;
     ensure!(

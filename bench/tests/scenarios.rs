@@ -3,6 +3,7 @@
 
 use asynq_bench::scenarios;
 use asynq_bench::workload::QUEUE;
+use asynq_core::QueueName;
 use asynq_core::broker::Inspect;
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisServer;
@@ -11,7 +12,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 async fn queue_counts(url: &str) -> (usize, u64) {
-    let info = RedisBroker::connect(url).await.unwrap().queue_info(QUEUE).await.unwrap();
+    let info = RedisBroker::connect(url).await.unwrap().queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
     (info.pending, info.processed_total)
 }
 
@@ -36,7 +37,8 @@ async fn enqueue_scenarios_store_every_task() {
     scenarios::fill(&redis.url(), 30).await.unwrap();
     assert_eq!(queue_counts(&redis.url()).await, (200, 0));
     scenarios::enqueue_batch(&redis.url(), 40, 20, true).await.unwrap();
-    let info = RedisBroker::connect(&redis.url()).await.unwrap().queue_info(QUEUE).await.unwrap();
+    let info =
+        RedisBroker::connect(&redis.url()).await.unwrap().queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
     assert_eq!((info.pending, info.scheduled), (200, 40));
 }
 

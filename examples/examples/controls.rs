@@ -7,9 +7,8 @@
 //! cargo run --example controls
 //! ```
 
-use rasynq::core::broker::Inspect;
 use rasynq::core::rate_limit::RateLimit;
-use rasynq::{Client, Config, Error, MemoryBroker, ServeMux, Server, Task, TaskOptions, TaskState, Tracker};
+use rasynq::{Client, Config, Error, Inspector, MemoryBroker, ServeMux, Server, Task, TaskOptions, TaskState, Tracker};
 use std::time::{Duration, Instant};
 
 #[tokio::main]
@@ -17,6 +16,7 @@ async fn main() -> anyhow::Result<()> {
     let broker = MemoryBroker::new();
     let client = Client::new(broker.clone());
     let tracker = Tracker::new(broker.clone());
+    let inspector = Inspector::new(broker.clone());
 
     // Unique tasks: one report per month while the first is queued.
     let report = Task::new("report:monthly", "2026-11");
@@ -42,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
     println!("batch:    {stored} of {} emails enqueued in one call", emails.len());
 
     // A paused queue keeps its tasks until it is unpaused.
-    broker.pause_queue("bulk").await?;
+    inspector.pause_queue("bulk").await?;
 
     let mut mux = ServeMux::new();
     mux.handle_fn("report:", |_ctx, _task| async { Ok(()) });
@@ -67,25 +67,25 @@ async fn main() -> anyhow::Result<()> {
     server.start(mux)?;
 
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let bulk = broker.queue_info("bulk").await?;
+    let bulk = inspector.queue_info("bulk").await?;
     println!("paused:   bulk holds {} pending tasks while paused", bulk.pending);
 
     // Cancel a running task: its handler sees the cancellation and the task goes to retry.
     let video = client.enqueue(&Task::new("video:encode", "movie.mp4"), TaskOptions::new()).await?;
-    while broker.task_info("default", &video.id).await?.state != TaskState::Active {
+    while inspector.task_info("default", &video.id).await?.state != TaskState::Active {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tracker.cancel(&video.id).await?;
-    while broker.task_info("default", &video.id).await?.state != TaskState::Retry {
+    while inspector.task_info("default", &video.id).await?.state != TaskState::Retry {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let cancelled = broker.task_info("default", &video.id).await?;
+    let cancelled = inspector.task_info("default", &video.id).await?;
     println!("cancel:   the video task is in retry: {}", cancelled.last_error.unwrap_or_default());
 
     // Unpause: the rate limit spaces the 20 emails over about 1.5 s (a burst of 5, then 10/s).
     let started = Instant::now();
-    broker.unpause_queue("bulk").await?;
-    while broker.queue_info("bulk").await?.processed_total < 20 {
+    inspector.unpause_queue("bulk").await?;
+    while inspector.queue_info("bulk").await?.processed_total < 20 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     println!("rate:     20 bulk emails ran in {:.1} s at 10 per second", started.elapsed().as_secs_f64());

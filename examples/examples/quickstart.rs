@@ -13,8 +13,8 @@ use rasynq::TaskState;
 use rasynq::core::Broker;
 use rasynq::core::broker::Page;
 use rasynq::{
-    Client, Config, HandlerError, MemoryBroker, RedisBroker, ServeMux, Server, Task, TaskContext, TaskOptions,
-    aggregator_fn,
+    Client, Config, HandlerError, Inspector, MemoryBroker, RedisBroker, ServeMux, Server, Task, TaskContext,
+    TaskOptions, aggregator_fn,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -117,8 +117,9 @@ async fn main() -> anyhow::Result<()> {
     };
     let started = Instant::now();
     let client = Client::from_shared(broker.clone());
+    let inspector = Inspector::from_shared(broker.clone());
     // Archived and completed tasks of earlier runs stay in Redis; count only this run's.
-    let before = totals(broker.as_ref()).await?;
+    let before = totals(&inspector).await?;
 
     let config = Config {
         concurrency: 10,
@@ -153,7 +154,7 @@ async fn main() -> anyhow::Result<()> {
     bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} settled  {msg}")?);
     let mut last_line = Instant::now();
     loop {
-        let sum = totals(broker.as_ref()).await?.since(&before);
+        let sum = totals(&inspector).await?.since(&before);
         let settled = total.saturating_sub(sum.pending + sum.active + sum.scheduled + sum.retry + sum.aggregating);
         bar.set_position(settled as u64);
         let states = format!(
@@ -191,7 +192,7 @@ async fn main() -> anyhow::Result<()> {
         "failed"
     );
     for (queue, _) in QUEUES {
-        let q = broker.queue_info(queue).await?;
+        let q = inspector.queue_info(queue).await?;
         println!(
             "{:<10} {:>8} {:>7} {:>10} {:>6} {:>12} {:>9} {:>10} {:>10} {:>7}",
             q.queue,
@@ -206,7 +207,7 @@ async fn main() -> anyhow::Result<()> {
             q.failed_total
         );
     }
-    let sum = totals(broker.as_ref()).await?.since(&before);
+    let sum = totals(&inspector).await?.since(&before);
     let grouped = workload().iter().filter(|(name, ..)| *name == "notify:event").map(|(_, n, _)| n).sum::<usize>();
     println!();
     println!(
@@ -216,12 +217,9 @@ async fn main() -> anyhow::Result<()> {
         sum.completed,
         sum.archived
     );
-    let first = |queue, state| {
-        let broker = broker.clone();
-        async move {
-            let page = Page { size: 1, number: 0 };
-            anyhow::Ok(broker.list_tasks(queue, state, page).await?.into_iter().next())
-        }
+    let first = async |queue, state| {
+        let page = Page { size: 1, number: 0 };
+        anyhow::Ok(inspector.list_tasks(queue, state, page).await?.into_iter().next())
     };
     if let Some(task) = first("default", TaskState::Completed).await?
         && let Some(thumbnail) = task.json_result::<Thumbnail>()?
@@ -255,10 +253,10 @@ impl Totals {
     }
 }
 
-async fn totals(broker: &dyn Broker) -> anyhow::Result<Totals> {
+async fn totals(inspector: &Inspector) -> anyhow::Result<Totals> {
     let mut t = Totals::default();
     for (queue, _) in QUEUES {
-        let q = match broker.queue_info(queue).await {
+        let q = match inspector.queue_info(queue).await {
             Ok(q) => q,
             Err(rasynq::Error::QueueNotFound { .. }) => continue,
             Err(e) => return Err(e.into()),

@@ -7,7 +7,7 @@
 
 use clap::Parser;
 use rasynq::core::Broker;
-use rasynq::{Config, HandlerError, RedisBroker, Server, handler_fn};
+use rasynq::{Config, HandlerError, Inspector, RedisBroker, Server, handler_fn};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,7 +60,8 @@ async fn main() -> anyhow::Result<()> {
         return Ok(server.run(handler).await?);
     }
     server.start(handler)?;
-    while has_work(broker.as_ref(), &args.queues).await? {
+    let inspector = Inspector::from_shared(broker.clone());
+    while has_work(&inspector, &args.queues).await? {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     server.shutdown().await;
@@ -68,12 +69,12 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// True while a queue has pending or active tasks, or scheduled or retry tasks due soon.
-async fn has_work(broker: &dyn Broker, queues: &[String]) -> anyhow::Result<bool> {
+async fn has_work(inspector: &Inspector, queues: &[String]) -> anyhow::Result<bool> {
     use rasynq::TaskState;
     use rasynq::core::broker::Page;
     let soon = std::time::SystemTime::now() + SOON; // allow: wall-clock
     for queue in queues {
-        let info = match broker.queue_info(queue).await {
+        let info = match inspector.queue_info(queue).await {
             Ok(info) => info,
             Err(rasynq::Error::QueueNotFound { .. }) => continue,
             Err(e) => return Err(e.into()),
@@ -82,7 +83,7 @@ async fn has_work(broker: &dyn Broker, queues: &[String]) -> anyhow::Result<bool
             return Ok(true);
         }
         for state in [TaskState::Scheduled, TaskState::Retry] {
-            let first = broker.list_tasks(queue, state, Page { size: 1, number: 0 }).await?;
+            let first = inspector.list_tasks(queue, state, Page { size: 1, number: 0 }).await?;
             if first.iter().any(|t| t.next_process_at.is_some_and(|at| at <= soon)) {
                 return Ok(true);
             }

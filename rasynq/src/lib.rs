@@ -5,7 +5,9 @@
 pub use asynq_client::{Client, Inspector, Tracker};
 #[cfg(feature = "json")]
 pub use asynq_core::PayloadError;
-pub use asynq_core::{BrokerError, Error, Result, Task, TaskInfo, TaskOptions, TaskOutcome, TaskState};
+pub use asynq_core::{
+    BrokerError, Error, GroupName, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome, TaskState,
+};
 
 // The worker's side.
 #[cfg(feature = "server")]

@@ -7,7 +7,8 @@ use asynq_core::broker::{
     ServerState,
 };
 use asynq_core::{
-    BrokerError, EnqueueRequest, Error, QueueInfo, Result, ServerInfo, StoredTask, TaskInfo, TaskState, WorkerInfo,
+    BrokerError, EnqueueRequest, Error, GroupName, QueueInfo, QueueName, Result, ServerInfo, StoredTask, TaskId,
+    TaskInfo, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use std::sync::Arc;
@@ -79,7 +80,7 @@ impl<B: Enqueue> Enqueue for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: Dequeue> Dequeue for FlakyBroker<B> {
-    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+    async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
         self.check().await?;
         let taken = self.inner.dequeue(queues, max).await?;
         if !taken.is_empty() && self.lose_dequeue_reply.swap(false, Ordering::SeqCst) {
@@ -89,7 +90,7 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
         Ok(taken)
     }
 
-    async fn wait_for_tasks(&self, queues: &[String]) {
+    async fn wait_for_tasks(&self, queues: &[QueueName]) {
         self.inner.wait_for_tasks(queues).await
     }
 
@@ -98,12 +99,12 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
         self.inner.finish(message, outcome).await
     }
 
-    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
         self.check().await?;
         self.inner.extend_leases(queue, ids, stage).await
     }
 
-    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+    async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         self.check().await?;
         self.inner.write_result(queue, id, result).await
     }
@@ -111,7 +112,7 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: Forward> Forward for FlakyBroker<B> {
-    async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize> {
         self.check().await?;
         self.inner.forward_ready(queues).await
     }
@@ -119,7 +120,7 @@ impl<B: Forward> Forward for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: Recover> Recover for FlakyBroker<B> {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
+    async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         self.check().await?;
         self.inner.list_lease_expired(queues, cutoff).await
     }
@@ -127,7 +128,7 @@ impl<B: Recover> Recover for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: Janitor> Janitor for FlakyBroker<B> {
-    async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize> {
+    async fn delete_expired_completed(&self, queue: &QueueName, batch_size: usize) -> Result<usize> {
         self.check().await?;
         self.inner.delete_expired_completed(queue, batch_size).await
     }
@@ -180,32 +181,32 @@ impl<B: Inspect> Inspect for FlakyBroker<B> {
         self.inner.servers().await
     }
 
-    async fn queues(&self) -> Result<Vec<String>> {
+    async fn queues(&self) -> Result<Vec<QueueName>> {
         self.check().await?;
         self.inner.queues().await
     }
 
-    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+    async fn queue_info(&self, queue: &QueueName) -> Result<QueueInfo> {
         self.check().await?;
         self.inner.queue_info(queue).await
     }
 
-    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+    async fn task_info(&self, queue: &QueueName, id: &TaskId) -> Result<TaskInfo> {
         self.check().await?;
         self.inner.task_info(queue, id).await
     }
 
-    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+    async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
         self.check().await?;
         self.inner.list_tasks(queue, state, page).await
     }
 
-    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+    async fn list_group_tasks(&self, queue: &QueueName, group: &GroupName, page: Page) -> Result<Vec<TaskInfo>> {
         self.check().await?;
         self.inner.list_group_tasks(queue, group, page).await
     }
 
-    async fn history(&self, queue: &str, days: usize) -> Result<Vec<asynq_core::DailyStats>> {
+    async fn history(&self, queue: &QueueName, days: usize) -> Result<Vec<asynq_core::DailyStats>> {
         self.check().await?;
         self.inner.history(queue, days).await
     }
@@ -215,17 +216,17 @@ impl<B: Inspect> Inspect for FlakyBroker<B> {
         self.inner.backend_info().await
     }
 
-    async fn queue_location(&self, queue: &str) -> Result<Option<asynq_core::QueueLocation>> {
+    async fn queue_location(&self, queue: &QueueName) -> Result<Option<asynq_core::QueueLocation>> {
         self.check().await?;
         self.inner.queue_location(queue).await
     }
 
-    async fn pause_queue(&self, queue: &str) -> Result<()> {
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
         self.check().await?;
         self.inner.pause_queue(queue).await
     }
 
-    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+    async fn unpause_queue(&self, queue: &QueueName) -> Result<()> {
         self.check().await?;
         self.inner.unpause_queue(queue).await
     }
@@ -233,42 +234,42 @@ impl<B: Inspect> Inspect for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: asynq_core::broker::Manage> asynq_core::broker::Manage for FlakyBroker<B> {
-    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn run_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.check().await?;
         self.inner.run_task(queue, id).await
     }
 
-    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn archive_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.check().await?;
         self.inner.archive_task(queue, id).await
     }
 
-    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.check().await?;
         self.inner.delete_task(queue, id).await
     }
 
-    async fn run_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
+    async fn run_all(&self, queue: &QueueName, set: &asynq_core::TaskSet) -> Result<usize> {
         self.check().await?;
         self.inner.run_all(queue, set).await
     }
 
-    async fn archive_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
+    async fn archive_all(&self, queue: &QueueName, set: &asynq_core::TaskSet) -> Result<usize> {
         self.check().await?;
         self.inner.archive_all(queue, set).await
     }
 
-    async fn delete_all(&self, queue: &str, set: &asynq_core::TaskSet) -> Result<usize> {
+    async fn delete_all(&self, queue: &QueueName, set: &asynq_core::TaskSet) -> Result<usize> {
         self.check().await?;
         self.inner.delete_all(queue, set).await
     }
 
-    async fn update_task_payload(&self, queue: &str, id: &str, payload: bytes::Bytes) -> Result<TaskInfo> {
+    async fn update_task_payload(&self, queue: &QueueName, id: &TaskId, payload: bytes::Bytes) -> Result<TaskInfo> {
         self.check().await?;
         self.inner.update_task_payload(queue, id, payload).await
     }
 
-    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+    async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()> {
         self.check().await?;
         self.inner.delete_queue(queue, force).await
     }
@@ -276,7 +277,7 @@ impl<B: asynq_core::broker::Manage> asynq_core::broker::Manage for FlakyBroker<B
 
 #[async_trait]
 impl<B: asynq_core::broker::Cancel> asynq_core::broker::Cancel for FlakyBroker<B> {
-    async fn cancel(&self, id: &str) -> Result<()> {
+    async fn cancel(&self, id: &TaskId) -> Result<()> {
         self.check().await?;
         self.inner.cancel(id).await
     }
@@ -289,7 +290,12 @@ impl<B: asynq_core::broker::Cancel> asynq_core::broker::Cancel for FlakyBroker<B
 
 #[async_trait]
 impl<B: asynq_core::broker::Wait> asynq_core::broker::Wait for FlakyBroker<B> {
-    async fn wait_for_outcome(&self, queue: &str, id: &str, timeout: Duration) -> Result<asynq_core::TaskOutcome> {
+    async fn wait_for_outcome(
+        &self,
+        queue: &QueueName,
+        id: &TaskId,
+        timeout: Duration,
+    ) -> Result<asynq_core::TaskOutcome> {
         self.check().await?;
         self.inner.wait_for_outcome(queue, id, timeout).await
     }
@@ -297,48 +303,50 @@ impl<B: asynq_core::broker::Wait> asynq_core::broker::Wait for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBroker<B> {
-    async fn groups(&self, queue: &str) -> Result<Vec<asynq_core::broker::GroupInfo>> {
+    async fn groups(&self, queue: &QueueName) -> Result<Vec<asynq_core::broker::GroupInfo>> {
         self.check().await?;
         self.inner.groups(queue).await
     }
 
     async fn aggregation_check(
         &self,
-        queue: &str,
-        group: &str,
+        queue: &QueueName,
+        group: &GroupName,
         limits: asynq_core::broker::AggregationLimits,
     ) -> Result<Option<String>> {
         self.check().await?;
-        self.inner.aggregation_check(queue, group, limits).await
+        self.inner.aggregation_check(&QueueName::new(queue).unwrap(), &GroupName::new(group).unwrap(), limits).await
     }
 
     async fn read_aggregation_set(
         &self,
-        queue: &str,
-        group: &str,
+        queue: &QueueName,
+        group: &GroupName,
         set_id: &str,
     ) -> Result<asynq_core::broker::AggregationSet> {
         self.check().await?;
-        self.inner.read_aggregation_set(queue, group, set_id).await
+        self.inner.read_aggregation_set(&QueueName::new(queue).unwrap(), &GroupName::new(group).unwrap(), set_id).await
     }
 
     async fn complete_aggregation(
         &self,
-        queue: &str,
-        group: &str,
+        queue: &QueueName,
+        group: &GroupName,
         set_id: &str,
         request: EnqueueRequest,
     ) -> Result<()> {
         self.check().await?;
-        self.inner.complete_aggregation(queue, group, set_id, request).await
+        self.inner
+            .complete_aggregation(&QueueName::new(queue).unwrap(), &GroupName::new(group).unwrap(), set_id, request)
+            .await
     }
 
-    async fn delete_aggregation_set(&self, queue: &str, group: &str, set_id: &str) -> Result<()> {
+    async fn delete_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<()> {
         self.check().await?;
         self.inner.delete_aggregation_set(queue, group, set_id).await
     }
 
-    async fn reclaim_stale_aggregation_sets(&self, queue: &str) -> Result<usize> {
+    async fn reclaim_stale_aggregation_sets(&self, queue: &QueueName) -> Result<usize> {
         self.check().await?;
         self.inner.reclaim_stale_aggregation_sets(queue).await
     }
@@ -404,16 +412,21 @@ impl<B: asynq_core::broker::SchedulerState> asynq_core::broker::SchedulerState f
 impl<B: asynq_core::rate_limit::RateLimiter> asynq_core::rate_limit::RateLimiter for FlakyBroker<B> {
     async fn take_tokens(
         &self,
-        queue: &str,
+        queue: &QueueName,
         limit: &asynq_core::rate_limit::RateLimit,
         wanted: u32,
         now: SystemTime,
     ) -> Result<u32> {
         self.check().await?;
-        self.inner.take_tokens(queue, limit, wanted, now).await
+        self.inner.take_tokens(&QueueName::new(queue).unwrap(), limit, wanted, now).await
     }
 
-    async fn give_back_tokens(&self, queue: &str, limit: &asynq_core::rate_limit::RateLimit, count: u32) -> Result<()> {
+    async fn give_back_tokens(
+        &self,
+        queue: &QueueName,
+        limit: &asynq_core::rate_limit::RateLimit,
+        count: u32,
+    ) -> Result<()> {
         self.check().await?;
         self.inner.give_back_tokens(queue, limit, count).await
     }

@@ -23,7 +23,7 @@ pub use tls::CertificateAuthority;
 
 use asynq_client::Client;
 use asynq_core::broker::{Dequeue, Dequeued, Inspect, LeaseStage, Outcome};
-use asynq_core::{Clock, QueueInfo};
+use asynq_core::{Clock, QueueInfo, QueueName};
 use asynq_memory::MemoryBroker;
 use asynq_server::Config;
 use std::future::Future;
@@ -85,7 +85,7 @@ impl Harness {
 
     /// Sizes and statistics of `queue`.
     pub async fn queue(&self, queue: &str) -> QueueInfo {
-        self.broker.queue_info(queue).await.expect("queue info")
+        self.broker.queue_info(&QueueName::new(queue).unwrap()).await.expect("queue info")
     }
 
     /// Waits (in tokio time) until `done` holds, checking every 10 ms, for at most `limit`.
@@ -184,16 +184,16 @@ pub fn secs(n: u64) -> Duration {
 /// forgave it), so with [`asynq_core::FREE_STALLS`] stalls before, its next expired lease is
 /// charged as a failed attempt.
 pub async fn start_and_die(broker: &dyn Dequeue, queue: &str, stalls_before: u32) -> Dequeued {
-    let queues = [queue.to_owned()];
+    let queues = [QueueName::new(queue).expect("a valid queue name")];
     for _ in 0..stalls_before {
         let taken = broker.dequeue(&queues, 1).await.expect("dequeue");
         let message = &taken.first().expect("a pending task to take").message;
-        broker.extend_leases(queue, std::slice::from_ref(&message.id), LeaseStage::Started).await.expect("start");
+        broker.extend_leases(&queues[0], std::slice::from_ref(&message.id), LeaseStage::Started).await.expect("start");
         broker.finish(message, Outcome::Stalled).await.expect("stall");
     }
     let mut taken = broker.dequeue(&queues, 1).await.expect("dequeue");
     assert_eq!(taken.len(), 1, "a pending task to take in {queue:?}");
     let ids = [taken[0].message.id.clone()];
-    broker.extend_leases(queue, &ids, LeaseStage::Started).await.expect("start");
+    broker.extend_leases(&QueueName::new(queue).unwrap(), &ids, LeaseStage::Started).await.expect("start");
     taken.remove(0)
 }

@@ -22,7 +22,7 @@
 //! deletes and forced queue removals release the uniqueness lock each deleted task holds
 //! (including tasks added to a group), and archive trimming deletes the trimmed tasks.
 
-use asynq_core::{Error, FREE_STALLS, TaskSet, TaskState};
+use asynq_core::{Error, FREE_STALLS, GroupName, TaskSet, TaskState};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::Duration;
@@ -97,7 +97,7 @@ impl Set {
     pub fn task_set(self) -> TaskSet {
         match self {
             Set::State(state) => TaskSet::State(state),
-            Set::Group(group) => TaskSet::Group(group.to_owned()),
+            Set::Group(group) => TaskSet::Group(GroupName::new(group).unwrap()),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! scheduled and grouped tasks land where they belong.
 
 use asynq_client::{Client, Error, Task, TaskOptions};
+use asynq_core::QueueName;
 use asynq_core::broker::{Enqueue, Inspect};
 use asynq_memory::MemoryBroker;
 use asynq_redis::RedisBroker;
@@ -68,7 +69,7 @@ async fn producers_share_one_client(broker: Arc<dyn Enqueue>, inspect: &dyn Insp
     let scheduled = others * (0..PER_PRODUCER).filter(|n| n % 5 == 0).count();
     let grouped = others * (0..PER_PRODUCER).filter(|n| n % 5 != 0 && n % 7 == 0).count();
     let pending = others * PER_PRODUCER - scheduled - grouped + 2 * PER_PRODUCER;
-    let info = inspect.queue_info("gathered").await.unwrap();
+    let info = inspect.queue_info(&QueueName::from_static("gathered")).await.unwrap();
     assert_eq!((info.pending, info.scheduled, info.aggregating), (pending, scheduled, grouped), "{info:?}");
 }
 

@@ -2,6 +2,7 @@
 
 use asynq_client::{Error, Task, TaskOptions, TaskState};
 use asynq_core::broker::Inspect;
+use asynq_core::{QueueName, TaskId};
 use asynq_server::{Config, Server};
 use asynq_tests::{Harness, secs};
 use std::time::{Duration, UNIX_EPOCH};
@@ -76,7 +77,7 @@ async fn a_taken_task_id_and_a_held_unique_lock_are_distinct_errors_and_write_no
 
     let q = h.queue("default").await;
     assert_eq!(q.pending, 3);
-    let stored = h.broker.task_info("default", "order-1").await.unwrap();
+    let stored = h.broker.task_info(&QueueName::from_static("default"), &TaskId::from_static("order-1")).await.unwrap();
     assert_eq!((stored.type_name.as_str(), stored.state), ("t", TaskState::Pending));
 }
 

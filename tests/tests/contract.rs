@@ -10,8 +10,8 @@ use asynq_core::broker::{
 };
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{
-    BackendInfo, DailyStats, Error, QueueInfo, QueueLocation, Result, ServerInfo, StoredTask, Task, TaskInfo,
-    TaskOptions, TaskSet, TaskState, WorkerInfo,
+    BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, StoredTask,
+    Task, TaskId, TaskInfo, TaskOptions, TaskSet, TaskState, WorkerInfo,
 };
 use asynq_memory::MemoryBroker;
 use asynq_server::{Server, aggregator_fn, handler_fn};
@@ -29,37 +29,37 @@ impl Capabilities for WorkerOnly {}
 
 #[async_trait]
 impl Dequeue for WorkerOnly {
-    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+    async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
         self.0.dequeue(queues, max).await
     }
     async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()> {
         self.0.finish(message, outcome).await
     }
-    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
         self.0.extend_leases(queue, ids, stage).await
     }
-    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+    async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         self.0.write_result(queue, id, result).await
     }
 }
 
 #[async_trait]
 impl Forward for WorkerOnly {
-    async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize> {
         self.0.forward_ready(queues).await
     }
 }
 
 #[async_trait]
 impl Recover for WorkerOnly {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
+    async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         self.0.list_lease_expired(queues, cutoff).await
     }
 }
 
 #[async_trait]
 impl Janitor for WorkerOnly {
-    async fn delete_expired_completed(&self, queue: &str, batch_size: usize) -> Result<usize> {
+    async fn delete_expired_completed(&self, queue: &QueueName, batch_size: usize) -> Result<usize> {
         self.0.delete_expired_completed(queue, batch_size).await
     }
 }
@@ -127,22 +127,22 @@ impl Capabilities for OperatorOnly {}
 
 #[async_trait]
 impl Inspect for OperatorOnly {
-    async fn queues(&self) -> Result<Vec<String>> {
+    async fn queues(&self) -> Result<Vec<QueueName>> {
         self.0.queues().await
     }
-    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+    async fn queue_info(&self, queue: &QueueName) -> Result<QueueInfo> {
         self.0.queue_info(queue).await
     }
-    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+    async fn task_info(&self, queue: &QueueName, id: &TaskId) -> Result<TaskInfo> {
         self.0.task_info(queue, id).await
     }
-    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+    async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
         self.0.list_tasks(queue, state, page).await
     }
-    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
+    async fn list_group_tasks(&self, queue: &QueueName, group: &GroupName, page: Page) -> Result<Vec<TaskInfo>> {
         self.0.list_group_tasks(queue, group, page).await
     }
-    async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
+    async fn history(&self, queue: &QueueName, days: usize) -> Result<Vec<DailyStats>> {
         self.0.history(queue, days).await
     }
     async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
@@ -151,41 +151,41 @@ impl Inspect for OperatorOnly {
     async fn backend_info(&self) -> Result<BackendInfo> {
         self.0.backend_info().await
     }
-    async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
+    async fn queue_location(&self, queue: &QueueName) -> Result<Option<QueueLocation>> {
         self.0.queue_location(queue).await
     }
-    async fn pause_queue(&self, queue: &str) -> Result<()> {
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
         self.0.pause_queue(queue).await
     }
-    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+    async fn unpause_queue(&self, queue: &QueueName) -> Result<()> {
         self.0.unpause_queue(queue).await
     }
 }
 
 #[async_trait]
 impl Manage for OperatorOnly {
-    async fn run_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn run_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.0.run_task(queue, id).await
     }
-    async fn archive_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn archive_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.0.archive_task(queue, id).await
     }
-    async fn delete_task(&self, queue: &str, id: &str) -> Result<()> {
+    async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.0.delete_task(queue, id).await
     }
-    async fn run_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn run_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         self.0.run_all(queue, set).await
     }
-    async fn archive_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn archive_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         self.0.archive_all(queue, set).await
     }
-    async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
+    async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         self.0.delete_all(queue, set).await
     }
-    async fn update_task_payload(&self, queue: &str, id: &str, payload: Bytes) -> Result<TaskInfo> {
+    async fn update_task_payload(&self, queue: &QueueName, id: &TaskId, payload: Bytes) -> Result<TaskInfo> {
         self.0.update_task_payload(queue, id, payload).await
     }
-    async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
+    async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()> {
         self.0.delete_queue(queue, force).await
     }
 }

@@ -41,9 +41,9 @@ fn full_message() -> Vec<u8> {
 /// corrupt numbers read into range) is written back as a message that reads as the same task.
 fn check_task_message(data: &[u8]) {
     let Ok(decoded) = proto::TaskMessage::decode(data) else { return };
-    let core: asynq_core::StoredTask = decoded.into();
+    let Ok(core) = asynq_core::StoredTask::try_from(decoded) else { return };
     let again = proto::TaskMessage::from(&core).encode_to_vec();
-    assert_eq!(asynq_core::StoredTask::from(proto::TaskMessage::decode(again.as_slice()).unwrap()), core);
+    assert_eq!(asynq_core::StoredTask::try_from(proto::TaskMessage::decode(again.as_slice()).unwrap()).unwrap(), core);
     let _ = asynq_core::TaskInfo::new(&core, TaskState::Archived, None, None);
 }
 

@@ -23,8 +23,8 @@ use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    Broker, Clock, EnqueueRequest, FREE_STALLS, SimulatedClock, StoredTask, Task, TaskInfo, TaskOptions, TaskState,
-    resolve_enqueue,
+    Broker, Clock, EnqueueRequest, FREE_STALLS, QueueName, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
+    TaskOptions, TaskState, resolve_enqueue,
 };
 use asynq_memory::MemoryBroker;
 use asynq_tests::model::{
@@ -62,7 +62,7 @@ impl<B: Broker> Backend<B> {
     }
 
     fn hand(&mut self, messages: Vec<StoredTask>) -> Vec<(String, String)> {
-        let keys: Vec<(String, String)> = messages.iter().map(|m| (m.queue.clone(), m.id.clone())).collect();
+        let keys: Vec<(String, String)> = messages.iter().map(|m| (m.queue.to_string(), m.id.to_string())).collect();
         hand(&mut self.handed, &keys);
         self.messages.extend(keys.iter().cloned().zip(messages));
         keys
@@ -173,39 +173,67 @@ impl<B: Broker> Backend<B> {
                 }
                 Reply::Tasks(self.hand(expired.into_iter().map(|expired| expired.message).collect()))
             }
-            Op::Janitor { queue, batch } => Reply::of_count(b.delete_expired_completed(queue, *batch).await),
-            Op::RunTask { queue, id } => Reply::of_unit(b.run_task(queue, id).await),
-            Op::ArchiveTask { queue, id } => Reply::of_unit(b.archive_task(queue, id).await),
-            Op::DeleteTask { queue, id } => Reply::of_unit(b.delete_task(queue, id).await),
-            Op::RunAll { queue, set } => Reply::of_count(b.run_all(queue, &set.task_set()).await),
-            Op::ArchiveAll { queue, set } => Reply::of_count(b.archive_all(queue, &set.task_set()).await),
-            Op::DeleteAll { queue, set } => Reply::of_count(b.delete_all(queue, &set.task_set()).await),
-            Op::Pause { queue } => Reply::of_unit(b.pause_queue(queue).await),
-            Op::Unpause { queue } => Reply::of_unit(b.unpause_queue(queue).await),
-            Op::DeleteQueue { queue, force } => Reply::of_unit(b.delete_queue(queue, *force).await),
+            Op::Janitor { queue, batch } => {
+                Reply::of_count(b.delete_expired_completed(&QueueName::new(*queue).unwrap(), *batch).await)
+            }
+            Op::RunTask { queue, id } => {
+                Reply::of_unit(b.run_task(&QueueName::new(*queue).unwrap(), &TaskId::new(*id).unwrap()).await)
+            }
+            Op::ArchiveTask { queue, id } => {
+                Reply::of_unit(b.archive_task(&QueueName::new(*queue).unwrap(), &TaskId::new(*id).unwrap()).await)
+            }
+            Op::DeleteTask { queue, id } => {
+                Reply::of_unit(b.delete_task(&QueueName::new(*queue).unwrap(), &TaskId::new(*id).unwrap()).await)
+            }
+            Op::RunAll { queue, set } => {
+                Reply::of_count(b.run_all(&QueueName::new(*queue).unwrap(), &set.task_set()).await)
+            }
+            Op::ArchiveAll { queue, set } => {
+                Reply::of_count(b.archive_all(&QueueName::new(*queue).unwrap(), &set.task_set()).await)
+            }
+            Op::DeleteAll { queue, set } => {
+                Reply::of_count(b.delete_all(&QueueName::new(*queue).unwrap(), &set.task_set()).await)
+            }
+            Op::Pause { queue } => Reply::of_unit(b.pause_queue(&QueueName::new(*queue).unwrap()).await),
+            Op::Unpause { queue } => Reply::of_unit(b.unpause_queue(&QueueName::new(*queue).unwrap()).await),
+            Op::DeleteQueue { queue, force } => {
+                Reply::of_unit(b.delete_queue(&QueueName::new(*queue).unwrap(), *force).await)
+            }
         }
     }
 
     async fn observe(&self, lookups: bool) -> Observation {
         let b = &self.broker;
-        let queues = b.queues().await.unwrap_or_else(|e| vec![format!("<queues failed: {e}>")]);
+        let queues = match b.queues().await {
+            Ok(queues) => queues.into_iter().map(QueueName::into_string).collect(),
+            Err(e) => vec![format!("<queues failed: {e}>")],
+        };
         let mut views = Vec::new();
         for name in QUEUES {
-            let counts = b.queue_info(name).await.map(|info| (&info).into()).map_err(|e| ErrorKind::of(&e));
+            let counts = b
+                .queue_info(&QueueName::new(name).unwrap())
+                .await
+                .map(|info| (&info).into())
+                .map_err(|e| ErrorKind::of(&e));
             let mut tasks = Vec::new();
             for state in TaskState::ALL {
-                let rows = b.list_tasks(name, state, ALL).await.map_err(|e| ErrorKind::of(&e)).map(|listed| {
-                    let due = |t: &TaskInfo| match state {
-                        TaskState::Scheduled | TaskState::Retry => t.next_process_at.map(unix_secs),
-                        _ => None,
-                    };
-                    let mut rows: Vec<Row> =
-                        listed.into_iter().map(|t| Row { due: due(&t), id: t.id, retried: t.retried }).collect();
-                    if state == TaskState::Aggregating {
-                        rows.sort();
-                    }
-                    rows
-                });
+                let rows =
+                    b.list_tasks(&QueueName::new(name).unwrap(), state, ALL).await.map_err(|e| ErrorKind::of(&e)).map(
+                        |listed| {
+                            let due = |t: &TaskInfo| match state {
+                                TaskState::Scheduled | TaskState::Retry => t.next_process_at.map(unix_secs),
+                                _ => None,
+                            };
+                            let mut rows: Vec<Row> = listed
+                                .into_iter()
+                                .map(|t| Row { due: due(&t), id: t.id.into_string(), retried: t.retried })
+                                .collect();
+                            if state == TaskState::Aggregating {
+                                rows.sort();
+                            }
+                            rows
+                        },
+                    );
                 tasks.push((state, rows));
             }
             views.push((name.to_owned(), QueueView { counts, tasks }));
@@ -214,8 +242,11 @@ impl<B: Broker> Backend<B> {
         if lookups {
             for queue in QUEUES {
                 for id in IDS {
-                    let info =
-                        b.task_info(queue, id).await.map(|t| (t.state, t.retried)).map_err(|e| ErrorKind::of(&e));
+                    let info = b
+                        .task_info(&QueueName::new(queue).unwrap(), &TaskId::new(id).unwrap())
+                        .await
+                        .map(|t| (t.state, t.retried))
+                        .map_err(|e| ErrorKind::of(&e));
                     found.push((queue.to_owned(), id.to_owned(), info));
                 }
             }
@@ -255,8 +286,8 @@ impl fmt::Display for Tally {
     }
 }
 
-fn names(queues: &[&str]) -> Vec<String> {
-    queues.iter().map(|q| q.to_string()).collect()
+fn names(queues: &[&str]) -> Vec<QueueName> {
+    queues.iter().map(|q| QueueName::new(*q).expect("a valid queue name")).collect()
 }
 
 fn queue() -> impl Strategy<Value = &'static str> {

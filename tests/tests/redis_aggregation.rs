@@ -6,7 +6,7 @@
 use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, Inspect};
 use asynq_core::time::{from_unix_secs, unix_secs};
-use asynq_core::{Clock, SimulatedClock, resolve_enqueue};
+use asynq_core::{Clock, GroupName, QueueName, SimulatedClock, resolve_enqueue};
 use asynq_server::{Config, Server, aggregator_fn, handler_fn};
 use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker, wait_for};
 use std::collections::BTreeMap;
@@ -81,7 +81,7 @@ async fn the_task_go_added_to_a_group_is_aggregated_with_ours_and_run_by_our_ser
     assert!(!exists(&redis, "asynq:{interop}:g:g1"));
     assert!(!is_member(&redis, "asynq:{interop}:groups", "g1"));
     assert!(zset(&redis, "asynq:{interop}:aggregation_sets").is_empty());
-    let info = broker.queue_info("interop").await.unwrap();
+    let info = broker.queue_info(&QueueName::from_static("interop")).await.unwrap();
     assert_eq!((info.aggregating, info.groups), (0, 0));
     server.shutdown().await;
 }
@@ -96,12 +96,18 @@ async fn aggregation_sets_follow_go_key_layout_through_check_reclaim_and_complet
     clock.advance(Duration::from_secs(3));
     let second = client.enqueue(&Task::new("t", "2"), TaskOptions::new().queue("q").group("g")).await.unwrap();
     clock.advance(Duration::from_secs(60));
-    let joined =
-        BTreeMap::from([(first.id.clone(), FIXTURE_TIME.to_string()), (second.id, (FIXTURE_TIME + 3).to_string())]);
+    let joined = BTreeMap::from([
+        (first.id.to_string(), FIXTURE_TIME.to_string()),
+        (second.id.into_string(), (FIXTURE_TIME + 3).to_string()),
+    ]);
 
     // The check moves the members, scores kept, into asynq:{q}:g:<group>:<set id>, indexed by
     // its deadline, and unregisters the emptied group.
-    let set_id = broker.aggregation_check("q", "g", AggregationLimits::default()).await.unwrap().expect("ready");
+    let set_id = broker
+        .aggregation_check(&QueueName::from_static("q"), &GroupName::from_static("g"), AggregationLimits::default())
+        .await
+        .unwrap()
+        .expect("ready");
     let set_key = format!("asynq:{{q}}:g:g:{set_id}");
     assert_eq!(zset(&redis, &set_key), joined);
     let deadline = unix_secs(clock.now() + AGGREGATION_TIMEOUT);
@@ -112,7 +118,7 @@ async fn aggregation_sets_follow_go_key_layout_through_check_reclaim_and_complet
 
     // Once stale, the set goes back into the group, scores kept; the group is registered again.
     clock.advance(AGGREGATION_TIMEOUT);
-    assert_eq!(broker.reclaim_stale_aggregation_sets("q").await.unwrap(), 1);
+    assert_eq!(broker.reclaim_stale_aggregation_sets(&QueueName::from_static("q")).await.unwrap(), 1);
     assert!(!exists(&redis, &set_key) && zset(&redis, "asynq:{q}:aggregation_sets").is_empty());
     assert_eq!(zset(&redis, "asynq:{q}:g:g"), joined);
     assert!(is_member(&redis, "asynq:{q}:groups", "g"));
@@ -123,17 +129,36 @@ async fn aggregation_sets_follow_go_key_layout_through_check_reclaim_and_complet
     redis.command(&["ZADD", go_set, &FIXTURE_TIME.to_string(), &first.id]).unwrap();
     redis.command(&["ZREM", "asynq:{q}:g:g", &first.id]).unwrap();
     redis.command(&["ZADD", "asynq:{q}:aggregation_sets", &go_deadline, go_set]).unwrap();
-    let read = broker.read_aggregation_set("q", "g", "0b6f4c6e-8d5e-4a36-9d5a-2a7f4c3c9b11").await.unwrap();
+    let read = broker
+        .read_aggregation_set(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            "0b6f4c6e-8d5e-4a36-9d5a-2a7f4c3c9b11",
+        )
+        .await
+        .unwrap();
     assert_eq!(read.messages.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), [first.id.as_str()]);
     assert_eq!(unix_secs(read.deadline).to_string(), go_deadline);
     let aggregated = Task::new("t:sum", "1");
     let request =
         resolve_enqueue(&aggregated, &TaskOptions::new().queue("q").task_id("sum"), clock.now(), String::new).unwrap();
-    broker.complete_aggregation("q", "g", "0b6f4c6e-8d5e-4a36-9d5a-2a7f4c3c9b11", request).await.unwrap();
+    broker
+        .complete_aggregation(
+            &QueueName::from_static("q"),
+            &GroupName::from_static("g"),
+            "0b6f4c6e-8d5e-4a36-9d5a-2a7f4c3c9b11",
+            request,
+        )
+        .await
+        .unwrap();
     assert!(!exists(&redis, go_set) && zset(&redis, "asynq:{q}:aggregation_sets").is_empty());
     assert!(!exists(&redis, &format!("asynq:{{q}}:t:{}", first.id)));
     let pending = redis.command(&["LRANGE", "asynq:{q}:pending", "0", "-1"]).unwrap();
     assert_eq!(pending.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), ["sum"]);
-    assert_eq!(broker.groups("q").await.unwrap().len(), 1, "the other member still waits in its group");
+    assert_eq!(
+        broker.groups(&QueueName::from_static("q")).await.unwrap().len(),
+        1,
+        "the other member still waits in its group"
+    );
     assert!(is_member(&redis, "asynq:queues", "q"));
 }

@@ -4,7 +4,7 @@
 
 use asynq_client::{Client, Task, TaskOptions, TaskState, Tracker};
 use asynq_core::broker::Inspect;
-use asynq_core::{Clock, SystemClock};
+use asynq_core::{Clock, QueueName, SystemClock, TaskId};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, Server, TaskContext};
 use asynq_tests::{Recorder, RedisServer, RespValue, wait_for};
@@ -52,16 +52,17 @@ fn start(broker: &RedisBroker, cancelled: &Arc<AtomicBool>) -> (Server, Recorder
 async fn run_one(client: &Client, rec: &Recorder) -> String {
     let info = client.enqueue(&Task::new("long", ""), TaskOptions::new()).await.unwrap();
     wait_for("the task runs", || async { rec.len() == 1 }).await;
-    info.id
+    info.id.into_string()
 }
 
 /// Waits until task `id` is back in retry, and checks it was cancelled.
 async fn assert_cancelled_to_retry(broker: &RedisBroker, cancelled: &AtomicBool, id: &str) {
     wait_for("the cancelled task goes to retry", || async {
-        broker.task_info("default", id).await.unwrap().state == TaskState::Retry
+        broker.task_info(&QueueName::from_static("default"), &TaskId::new(id).unwrap()).await.unwrap().state
+            == TaskState::Retry
     })
     .await;
-    let retry = broker.task_info("default", id).await.unwrap();
+    let retry = broker.task_info(&QueueName::from_static("default"), &TaskId::new(id).unwrap()).await.unwrap();
     assert_eq!((retry.retried, retry.last_error.as_deref()), (1, Some("context canceled")));
     assert!(cancelled.load(Ordering::SeqCst), "the handler's context was cancelled");
 }

@@ -5,7 +5,7 @@
 use asynq_client::{Client, Error, Task, TaskOptions, TaskState};
 use asynq_core::broker::Inspect;
 use asynq_core::time::from_unix_secs;
-use asynq_core::{Clock, SimulatedClock};
+use asynq_core::{Clock, QueueName, SimulatedClock, TaskId};
 use asynq_server::{Config, HandlerError, Server};
 use asynq_tests::{
     Recorder, RedisCluster, RedisSentinel, RedisServer, load_fixture, read_fixture, redis_broker, wait_for,
@@ -45,14 +45,14 @@ async fn tasks_a_go_client_enqueued_are_run_by_our_server() {
     let taken = client.enqueue(&Task::new("x", ""), TaskOptions::new().queue("interop").task_id("fixed-id")).await;
     assert!(matches!(taken, Err(Error::TaskIdConflict { .. })), "{taken:?}");
 
-    let info = broker.queue_info("interop").await.unwrap();
+    let info = broker.queue_info(&QueueName::from_static("interop")).await.unwrap();
     assert_eq!((info.pending, info.scheduled, info.aggregating, info.groups), (4, 1, 1, 1));
 
     let rec = Recorder::default();
     let mut server = Server::new(broker.clone(), fast_config(&["interop"], Arc::new(clock.clone()))).unwrap();
     server.start(rec.handler(Arc::new(clock.clone()), |_, _| async { Ok(()) })).unwrap();
     wait_for("Go's four pending tasks run", || async {
-        broker.queue_info("interop").await.unwrap().processed_total == 4
+        broker.queue_info(&QueueName::from_static("interop")).await.unwrap().processed_total == 4
     })
     .await;
     let ran: BTreeSet<String> = rec.calls().into_iter().map(|c| c.type_name).collect();
@@ -62,20 +62,25 @@ async fn tasks_a_go_client_enqueued_are_run_by_our_server() {
     );
 
     // The task with retention is kept as completed; the unique task's lock was released.
-    let completed = broker.list_tasks("interop", TaskState::Completed, Default::default()).await.unwrap();
+    let completed =
+        broker.list_tasks(&QueueName::from_static("interop"), TaskState::Completed, Default::default()).await.unwrap();
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0].type_name, "interop:retention");
     client.enqueue(&unique, TaskOptions::new().queue("interop").unique(Duration::from_secs(3600))).await.unwrap();
-    wait_for("our unique task runs", || async { broker.queue_info("interop").await.unwrap().processed_total == 5 })
-        .await;
+    wait_for("our unique task runs", || async {
+        broker.queue_info(&QueueName::from_static("interop")).await.unwrap().processed_total == 5
+    })
+    .await;
 
     // The scheduled task moves at its time (one hour later); the group member waits for
     // aggregation. (The clock jumps only once nothing runs: a jump of an hour would expire the
     // lease of a running task.)
     clock.advance(Duration::from_secs(3600));
-    wait_for("the scheduled task runs", || async { broker.queue_info("interop").await.unwrap().processed_total == 6 })
-        .await;
-    let info = broker.queue_info("interop").await.unwrap();
+    wait_for("the scheduled task runs", || async {
+        broker.queue_info(&QueueName::from_static("interop")).await.unwrap().processed_total == 6
+    })
+    .await;
+    let info = broker.queue_info(&QueueName::from_static("interop")).await.unwrap();
     assert_eq!((info.scheduled, info.aggregating, info.pending, info.active), (0, 1, 0, 0));
     server.shutdown().await;
 }
@@ -135,7 +140,7 @@ async fn what_our_client_writes_has_the_shape_of_what_go_wrote() {
     ] {
         let payload = format!(r#"{{"k":"{}"}}"#, type_name.trim_start_matches("interop:"));
         let info = client.enqueue(&Task::new(type_name, payload), opts).await.unwrap();
-        our_ids.insert(info.id, kind_of(type_name));
+        our_ids.insert(info.id.into_string(), kind_of(type_name));
     }
     assert_eq!(shape(&ours, &our_ids), shape(&go, &go_ids));
 }
@@ -153,7 +158,7 @@ fn kind_of(type_name: &str) -> &'static str {
 
 fn asynq_core_msg(bytes: &[u8]) -> asynq_core::StoredTask {
     use prost::Message;
-    asynq_redis::proto::TaskMessage::decode(bytes).unwrap().into()
+    asynq_redis::proto::TaskMessage::decode(bytes).unwrap().try_into().unwrap()
 }
 
 /// Our client and server on one queue set: immediate, scheduled and failing-then-passing tasks
@@ -185,7 +190,7 @@ async fn run_end_to_end(url: &str, queues: &[&str]) {
     wait_for("every task finishes", || async {
         let mut done = 0;
         for queue in queues {
-            let info = broker.queue_info(queue).await.unwrap();
+            let info = broker.queue_info(&QueueName::new(*queue).unwrap()).await.unwrap();
             if info.size > 0 {
                 return false;
             }
@@ -240,7 +245,7 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
         client.enqueue(&Task::new("batch", ""), TaskOptions::new().queue("q").task_id(id)).await.unwrap();
     }
 
-    let taken = broker.dequeue(&["q".to_owned()], 3).await.unwrap();
+    let taken = broker.dequeue(&[QueueName::from_static("q")], 3).await.unwrap();
     let taken_ids: Vec<&str> = taken.iter().map(|d| d.message.id.as_str()).collect();
     assert_eq!(taken_ids, ["t1", "t2", "t3"], "oldest first");
     // Go's RPOPLPUSH, three times: the newest taken at the head of the active list.
@@ -258,7 +263,10 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
     };
     assert!(expired(FIXTURE_TIME + 30).is_empty());
     assert_eq!(expired(FIXTURE_TIME + 31), ["t1", "t2", "t3"], "Go's listLeaseExpired a second later");
-    broker.extend_leases("q", &["t2".to_owned()], LeaseStage::Started).await.unwrap();
+    broker
+        .extend_leases(&QueueName::from_static("q"), &[TaskId::from_static("t2")], LeaseStage::Started)
+        .await
+        .unwrap();
     assert_eq!(score("t2").as_str(), Some((FIXTURE_TIME + 30).to_string().as_str()), "started: Go's whole second");
     for id in ["t1", "t2", "t3"] {
         let key = format!("asynq:{{q}}:t:{id}");
@@ -269,7 +277,7 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
     // t1 and t3 succeed; t4 was never dequeued, and t1 comes twice: only the first t1 counts.
     let message = |n: usize| taken.get(n).map(|d| d.message.clone());
     let mut pending_t4 = message(0).unwrap();
-    pending_t4.id = "t4".to_owned();
+    pending_t4.id = TaskId::from_static("t4");
     let items = vec![message(0).unwrap(), message(2).unwrap(), pending_t4, message(0).unwrap()];
     let results = broker.finish_batch(items.into_iter().map(|m| (m, Outcome::Done)).collect()).await;
     let outcomes: Vec<bool> = results.iter().map(Result::is_ok).collect();

@@ -19,7 +19,7 @@
 
 use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::{Dequeue, Inspect, Janitor, Manage, Outcome, Recover};
-use asynq_core::{Clock, StoredTask, SystemClock, TaskState};
+use asynq_core::{Clock, QueueName, StoredTask, SystemClock, TaskId, TaskState};
 use asynq_redis::keys::QueueKeys;
 use asynq_redis::proto;
 use asynq_server::{Config, Server};
@@ -156,7 +156,7 @@ async fn a_server_archives_or_drops_corrupt_tasks_and_runs_the_good_ones() {
     // The 5 good tasks and `no-state` run, and so does `active-good`: its worker died once, which
     // the recoverer forgives (a first stall), so it goes back to pending charged nothing.
     wait_for("the good tasks run and the corrupt ones are settled", || async {
-        let info = broker.queue_info(queue).await.unwrap();
+        let info = broker.queue_info(&QueueName::new(queue).unwrap()).await.unwrap();
         info.processed_total == 7
             && info.scheduled == 0
             && info.pending == 0
@@ -210,7 +210,7 @@ async fn a_server_archives_or_drops_corrupt_tasks_and_runs_the_good_ones() {
     // The server goes on processing.
     client.enqueue(&Task::new("good", "after"), TaskOptions::new().queue(queue).task_id("after")).await.unwrap();
     wait_for("a task enqueued afterwards runs", || async { rec.calls().iter().any(|c| c.id == "after") }).await;
-    let info = broker.task_info(queue, "bad-utf8").await;
+    let info = broker.task_info(&QueueName::new(queue).unwrap(), &TaskId::from_static("bad-utf8")).await;
     assert!(info.is_err(), "an undecodable archived task cannot be read: {info:?}");
     server.shutdown().await;
 }
@@ -230,7 +230,7 @@ async fn broker_calls_return_only_runnable_tasks_and_settle_the_rest_once() {
     client.enqueue(&Task::new("good", "2"), TaskOptions::new().queue(queue).task_id("good-2")).await.unwrap();
 
     // Asking for every slot: the corrupt task in the middle is archived, not returned.
-    let queues = [queue.to_owned()];
+    let queues = [QueueName::new(queue).unwrap()];
     let taken = broker.dequeue(&queues, 10).await.unwrap();
     let ids: Vec<&str> = taken.iter().map(|d| d.message.id.as_str()).collect();
     assert_eq!(ids, ["good-1", "good-2"]);
@@ -244,8 +244,13 @@ async fn broker_calls_return_only_runnable_tasks_and_settle_the_rest_once() {
     redis_do(&redis, &[b"LPUSH", k.active().as_bytes(), b"bad"]);
     redis_do(&redis, &[b"ZADD", k.lease().as_bytes(), b"1", b"bad"]);
     let far = std::time::SystemTime::now() + Duration::from_secs(3600);
-    let expired: Vec<String> =
-        broker.list_lease_expired(&queues, far).await.unwrap().into_iter().map(|m| m.message.id).collect();
+    let expired: Vec<String> = broker
+        .list_lease_expired(&queues, far)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.message.id.into_string())
+        .collect();
     assert_eq!(expired, ["good-1", "good-2"]);
     let expired = broker.list_lease_expired(&queues, far).await.unwrap();
     assert_eq!(expired.len(), 2);
@@ -333,12 +338,12 @@ async fn a_server_runs_tasks_whose_numbers_are_at_the_ends_of_their_types() {
         }))
         .unwrap();
     wait_for("every task settles", || async {
-        let info = broker.queue_info(queue).await.unwrap();
+        let info = broker.queue_info(&QueueName::new(queue).unwrap()).await.unwrap();
         info.processed_total == 12 && info.pending == 0 && info.active == 0
     })
     .await;
 
-    let info = broker.queue_info(queue).await.unwrap();
+    let info = broker.queue_info(&QueueName::new(queue).unwrap()).await.unwrap();
     assert_eq!((info.completed, info.retry, info.archived, info.failed_total), (1, 1, 2, 3));
     for id in ["timeout-max", "timeout-near-max", "timeout-min", "deadline-max"] {
         assert!(!exists(&redis, &k.task(id)), "{id} is done");
@@ -349,17 +354,18 @@ async fn a_server_runs_tasks_whose_numbers_are_at_the_ends_of_their_types() {
     let score: i64 = score.as_str().unwrap().parse().unwrap();
     let completed_at = stored_msg(&redis, &k, "retention-max").completed_at;
     assert!(completed_at >= start && score == completed_at + longest, "score {score}, completed at {completed_at}");
-    assert_eq!(broker.delete_expired_completed(queue, 100).await.unwrap(), 0);
-    let completed = broker.task_info(queue, "retention-max").await.unwrap();
+    assert_eq!(broker.delete_expired_completed(&QueueName::new(queue).unwrap(), 100).await.unwrap(), 0);
+    let completed =
+        broker.task_info(&QueueName::new(queue).unwrap(), &TaskId::from_static("retention-max")).await.unwrap();
     assert_eq!(
         (completed.state, completed.retention),
         (TaskState::Completed, Some(Duration::from_secs(longest as u64)))
     );
     // The retry count reaches `i32::MAX`: the default delay would overflow, the custom one holds.
-    let retried = broker.task_info(queue, "retried-max").await.unwrap();
+    let retried = broker.task_info(&QueueName::new(queue).unwrap(), &TaskId::from_static("retried-max")).await.unwrap();
     assert_eq!((retried.state, retried.retried), (TaskState::Retry, i32::MAX as u32));
     for id in ["deadline-min", "deadline-negative"] {
-        let archived = broker.task_info(queue, id).await.unwrap();
+        let archived = broker.task_info(&QueueName::new(queue).unwrap(), &TaskId::new(id).unwrap()).await.unwrap();
         assert_eq!(archived.state, TaskState::Archived, "{id}");
         assert_eq!(archived.last_error.as_deref(), Some("context deadline exceeded"), "{id}");
     }
@@ -403,7 +409,7 @@ async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_noth
     }
     client.enqueue(&Task::new("ok", "2"), TaskOptions::new().queue(queue).task_id("good-2")).await.unwrap();
 
-    let taken = broker.dequeue(&[queue.to_owned()], 20).await.unwrap();
+    let taken = broker.dequeue(&[QueueName::new(queue).unwrap()], 20).await.unwrap();
     assert_eq!(taken.len(), 9);
     let (mut batch, mut singles) = (Vec::new(), Vec::new());
     for task in taken {
@@ -421,7 +427,7 @@ async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_noth
         broker.finish(&msg, outcome).await.unwrap_or_else(|e| panic!("{}: {e}", msg.id));
     }
 
-    let info = broker.queue_info(queue).await.unwrap();
+    let info = broker.queue_info(&QueueName::new(queue).unwrap()).await.unwrap();
     assert_eq!((info.processed_total, info.active, info.pending, info.completed), (9, 0, 0, 1));
     assert_eq!(members(&redis, &k.active(), true), Vec::<String>::new());
     assert_eq!(members(&redis, &k.lease(), false), Vec::<String>::new());
@@ -446,7 +452,7 @@ async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_noth
 
     // An operator's delete of a task whose hash names a list as its lock.
     store_pending(&redis, &k, "delete-me", &with_lock("delete-me", &list_lock));
-    broker.delete_task(queue, "delete-me").await.unwrap();
+    broker.delete_task(&QueueName::new(queue).unwrap(), &TaskId::from_static("delete-me")).await.unwrap();
     assert!(!exists(&redis, &k.task("delete-me")));
     assert_eq!(redis.command(&["LLEN", &list_lock]).unwrap().as_int(), Some(1));
 

@@ -8,7 +8,7 @@
 use asynq_conformance::fixture::{DAY, START_SECS};
 use asynq_core::broker::{Dequeue, Enqueue, Outcome};
 use asynq_core::time::{from_unix_secs, utc_date};
-use asynq_core::{Error, SimulatedClock, StoredTask, Task, TaskOptions, resolve_enqueue};
+use asynq_core::{Error, QueueName, SimulatedClock, StoredTask, Task, TaskId, TaskOptions, resolve_enqueue};
 use asynq_redis::RedisBroker;
 use asynq_redis::keys::QueueKeys;
 use asynq_tests::{KeyDump, RedisServer, RespValue, redis_broker};
@@ -28,8 +28,8 @@ async fn enqueue(broker: &RedisBroker, id: &str, type_name: &str, options: TaskO
 
 /// Takes every pending task of `queue`, by ID.
 async fn take_all(broker: &RedisBroker, queue: &str) -> BTreeMap<String, StoredTask> {
-    let taken = broker.dequeue(&[queue.to_owned()], 1_000).await.unwrap();
-    taken.into_iter().map(|d| (d.message.id.clone(), d.message)).collect()
+    let taken = broker.dequeue(&[QueueName::new(queue).unwrap()], 1_000).await.unwrap();
+    taken.into_iter().map(|d| (d.message.id.to_string(), d.message)).collect()
 }
 
 fn retry(secs: i64, error: &str, is_failure: bool) -> Outcome {
@@ -60,7 +60,7 @@ async fn prepare(redis: &RedisServer, broker: &RedisBroker) -> Vec<(StoredTask, 
     let gone = active["gone"].clone();
     broker.finish(&gone, Outcome::Done).await.unwrap();
     enqueue(broker, "p", "t", plain()).await;
-    let pending = StoredTask { id: "p".to_owned(), ..active["d1"].clone() };
+    let pending = StoredTask { id: TaskId::from_static("p"), ..active["d1"].clone() };
 
     // A full archive: 9 998 tasks archived a minute ago (their hashes left out) and two past the
     // 90 days, with their hashes.

@@ -3,6 +3,7 @@
 //! describes the backend on a single server, a Cluster and behind Sentinel.
 
 use asynq_client::{Client, Error, Inspector, Page, Task, TaskOptions, TaskSet, TaskState};
+use asynq_core::GroupName;
 use asynq_core::SimulatedClock;
 use asynq_core::time::from_unix_secs;
 use asynq_redis::proto;
@@ -120,7 +121,7 @@ async fn running_a_go_task_leaves_what_gos_run_task_leaves() {
     assert_eq!(inspector.queue_info(q).await.unwrap().completed, 0);
 
     // A whole group: its tasks become pending and the group name leaves the set.
-    assert_eq!(inspector.run_all("interop", &TaskSet::Group("g1".into())).await.unwrap(), 1);
+    assert_eq!(inspector.run_all("interop", &TaskSet::Group(GroupName::from_static("g1"))).await.unwrap(), 1);
     assert_eq!(list(&redis, "asynq:{interop}:pending").first().map(String::as_str), Some(GROUPED));
     assert_eq!(cmd(&redis, &["SCARD", "asynq:{interop}:groups"]).as_int(), Some(0));
     assert_eq!(cmd(&redis, &["EXISTS", "asynq:{interop}:g:g1"]).as_int(), Some(0));

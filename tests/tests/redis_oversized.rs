@@ -5,7 +5,7 @@
 
 use asynq_client::{Client, Error, Task, TaskOptions};
 use asynq_core::broker::Inspect;
-use asynq_core::{Clock, SystemClock};
+use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, Server};
 use asynq_tests::{Recorder, RedisServer, wait_for};
@@ -48,8 +48,10 @@ async fn a_task_over_redis_value_limit_is_refused_and_the_shared_connection_keep
     for i in 10..20 {
         client.enqueue(&Task::new("small", format!("{i}")), TaskOptions::new()).await.unwrap();
     }
-    wait_for("the 20 small tasks run", || async { broker.queue_info("default").await.unwrap().processed_total == 20 })
-        .await;
+    wait_for("the 20 small tasks run", || async {
+        broker.queue_info(&QueueName::from_static("default")).await.unwrap().processed_total == 20
+    })
+    .await;
     assert_eq!(rec.len(), 20);
     assert!(rec.calls().iter().all(|c| c.type_name == "small"));
     server.shutdown().await;
@@ -64,7 +66,7 @@ async fn a_batch_of_large_tasks_is_split_and_every_task_stored() {
     let batch: Vec<_> = (0..40u8).map(|i| (Task::new("blob", vec![i; 3 * MIB]), TaskOptions::new())).collect();
     let results = client.enqueue_batch(&batch).await;
     assert!(results.iter().all(Result::is_ok), "{:?}", results.iter().find(|r| r.is_err()));
-    assert_eq!(broker.queue_info("default").await.unwrap().pending, 40);
+    assert_eq!(broker.queue_info(&QueueName::from_static("default")).await.unwrap().pending, 40);
     // Split by size, each call stays far under Redis's 1 GiB limit on one client's input.
     let count = redis.command_calls("evalsha");
     assert!(count >= 2, "one call would carry 120 MiB: {count} calls");

@@ -4,7 +4,7 @@
 use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::Inspect;
 use asynq_core::rate_limit::RateLimit;
-use asynq_core::{Clock, SystemClock};
+use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, Server};
 use asynq_tests::{Recorder, RedisServer};
@@ -40,7 +40,7 @@ async fn two_servers_share_one_rate_limit() {
         servers.push(server);
     }
     for _ in 0..250 {
-        if broker.queue_info("default").await.unwrap().processed_total as usize >= TASKS {
+        if broker.queue_info(&QueueName::from_static("default")).await.unwrap().processed_total as usize >= TASKS {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -61,6 +61,6 @@ async fn two_servers_share_one_rate_limit() {
             starts[i..].iter().take_while(|s| s.duration_since(*first).unwrap() < Duration::from_secs(1)).count();
         assert!(in_second <= PER_SECOND as usize + BURST as usize, "{in_second} tasks started within one second");
     }
-    let info = broker.queue_info("default").await.unwrap();
+    let info = broker.queue_info(&QueueName::from_static("default")).await.unwrap();
     assert_eq!((info.size, info.failed_total), (0, 0), "no task over the limit failed");
 }

@@ -5,7 +5,7 @@
 use asynq_client::{Task, TaskOptions, TaskState};
 use asynq_core::broker::{Dequeue, Inspect, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
-use asynq_core::{Clock, Error, SimulatedClock, SystemClock};
+use asynq_core::{Clock, Error, QueueName, SimulatedClock, SystemClock};
 use asynq_redis::proto::{SchedulerEnqueueEvent, SchedulerEntry, Timestamp};
 use asynq_scheduler::{FireOutcome, Scheduler, SchedulerConfig};
 use asynq_tests::{RedisServer, RespValue, redis_broker};
@@ -86,7 +86,7 @@ async fn scheduler_records_have_the_shape_go_asynq_writes() {
     let event = SchedulerEnqueueEvent::decode(bulk(member)).unwrap();
     assert_eq!(
         event,
-        SchedulerEnqueueEvent { task_id: info.id.clone(), enqueue_time: Some(Timestamp::from_time(clock.now())) }
+        SchedulerEnqueueEvent { task_id: info.id.to_string(), enqueue_time: Some(Timestamp::from_time(clock.now())) }
     );
     assert_eq!(int(&redis, &["EXISTS", &format!("asynq:{{periodic}}:t:{}", info.id)]), 1);
     let mark = format!("asynq:scheduler_fire:{}", info.id);
@@ -118,16 +118,16 @@ async fn replicas_on_their_own_connections_enqueue_each_fire_once() {
         assert_eq!((enqueued, skipped), (1, 2), "fire {n}: {outcomes:?}");
     }
     let observer = redis_broker(&redis.url(), clock.clone()).await;
-    assert_eq!(observer.queue_info("q").await.unwrap().pending, 5);
+    assert_eq!(observer.queue_info(&QueueName::from_static("q")).await.unwrap().pending, 5);
 
     // A worker runs and deletes the first fire's task; a replica that fires it late finds the
     // mark and enqueues nothing.
-    let taken = observer.dequeue(&["q".to_owned()], 1).await.unwrap();
+    let taken = observer.dequeue(&[QueueName::from_static("q")], 1).await.unwrap();
     observer.finish(&taken[0].message, Outcome::Done).await.unwrap();
     let (late, entry) = &replicas[2];
     let outcome = late.fire(entry, from_unix_secs(START + 10)).await.unwrap();
-    assert_eq!(outcome, FireOutcome::AlreadyEnqueued { fire_id: taken[0].message.id.clone() });
-    let info = observer.queue_info("q").await.unwrap();
+    assert_eq!(outcome, FireOutcome::AlreadyEnqueued { fire_id: taken[0].message.id.to_string() });
+    let info = observer.queue_info(&QueueName::from_static("q")).await.unwrap();
     assert_eq!((info.pending, info.processed_total), (4, 1));
 }
 
@@ -149,7 +149,7 @@ async fn running_replicas_enqueue_each_second_once() {
                 let mut seen = seen.lock().unwrap();
                 let second = seen.entry(unix_secs(at.now())).or_default();
                 match result {
-                    Ok(info) => second.0.push(info.id.clone()),
+                    Ok(info) => second.0.push(info.id.to_string()),
                     Err(Error::TaskIdConflict { .. }) => second.1 += 1,
                     Err(e) => panic!("unexpected enqueue error: {e}"),
                 }
@@ -180,8 +180,13 @@ async fn running_replicas_enqueue_each_second_once() {
     }
     let observer = redis_broker(&redis.url(), clock).await;
     let page = Page { size: 100, number: 0 };
-    let mut stored: Vec<String> =
-        observer.list_tasks("ticks", TaskState::Pending, page).await.unwrap().into_iter().map(|t| t.id).collect();
+    let mut stored: Vec<String> = observer
+        .list_tasks(&QueueName::from_static("ticks"), TaskState::Pending, page)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id.into_string())
+        .collect();
     stored.sort();
     let mut enqueued = enqueued;
     enqueued.sort();

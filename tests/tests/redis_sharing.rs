@@ -3,7 +3,7 @@
 
 use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::Inspect;
-use asynq_core::{Clock, SystemClock};
+use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, Server};
 use asynq_tests::{Recorder, RedisServer};
@@ -35,7 +35,7 @@ async fn two_servers_with_different_batch_sizes_run_every_task_once() {
         servers.push(server);
     }
     for _ in 0..1_000 {
-        if broker.queue_info("default").await.unwrap().processed_total as usize >= TASKS {
+        if broker.queue_info(&QueueName::from_static("default")).await.unwrap().processed_total as usize >= TASKS {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -50,6 +50,6 @@ async fn two_servers_with_different_batch_sizes_run_every_task_once() {
     }
     assert_eq!(runs.len(), TASKS, "every task ran");
     assert!(runs.values().all(|&n| n == 1), "no task ran twice");
-    let info = broker.queue_info("default").await.unwrap();
+    let info = broker.queue_info(&QueueName::from_static("default")).await.unwrap();
     assert_eq!((info.size, info.processed_total, info.failed_total), (0, TASKS as u64, 0));
 }

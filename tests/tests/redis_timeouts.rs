@@ -2,6 +2,7 @@
 //! that says the command may have run, and work goes on once Redis answers again.
 
 use asynq_client::{Client, Error, Task, TaskOptions};
+use asynq_core::QueueName;
 use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
 use asynq_tests::RedisServer;
 use std::time::{Duration, Instant};
@@ -69,5 +70,8 @@ async fn a_connection_dropped_with_a_call_in_flight_says_the_call_may_have_run()
         Ok(_) | Err(Error::TaskIdConflict { .. }) => {}
         other => panic!("the retry should store the task or report it stored, got {other:?}"),
     }
-    assert_eq!(asynq_core::broker::Inspect::queue_info(&broker, "default").await.unwrap().pending, 2);
+    assert_eq!(
+        asynq_core::broker::Inspect::queue_info(&broker, &QueueName::from_static("default")).await.unwrap().pending,
+        2
+    );
 }

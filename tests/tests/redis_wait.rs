@@ -4,7 +4,7 @@
 
 use asynq_client::{Client, Task, TaskOptions, TaskOutcome, TaskState, Tracker};
 use asynq_core::broker::{Dequeue, Outcome};
-use asynq_core::{Clock, SystemClock};
+use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_redis::{RedisBroker, WAIT_POLL_INTERVAL};
 use asynq_server::{Config, Server};
 use asynq_tests::{Recorder, RedisServer, RespValue};
@@ -82,7 +82,7 @@ async fn a_wait_sees_a_task_that_a_go_server_finished_by_looking_again() {
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
     let (client, tracker) = (Client::new(broker.clone()), Tracker::new(broker.clone()));
     let info = client.enqueue(&Task::new("t", "a"), TaskOptions::new()).await.unwrap();
-    let taken = broker.dequeue(&["default".to_owned()], 1).await.unwrap();
+    let taken = broker.dequeue(&[QueueName::from_static("default")], 1).await.unwrap();
     assert_eq!(taken[0].message.id, info.id);
 
     let waiter = tokio::spawn({
@@ -125,7 +125,7 @@ async fn waits_are_told_when_a_batch_settles_their_tasks() {
     for n in 0..6 {
         client.enqueue(&Task::new("t", format!("{n}")), TaskOptions::new()).await.unwrap();
     }
-    let taken = broker.dequeue(&["default".to_owned()], 6).await.unwrap();
+    let taken = broker.dequeue(&[QueueName::from_static("default")], 6).await.unwrap();
     assert_eq!(taken.len(), 6);
     // Before anyone waits, the queue carries no `waiting` mark: a batch then reads no task's mark.
     assert_eq!(redis.command(&["EXISTS", "asynq:{default}:waiting"]).unwrap(), RespValue::Integer(0));

@@ -2,6 +2,7 @@
 //! conformance suite checks that waits wake; this checks the marks that make them wake.
 
 use asynq_client::{Client, Task, TaskOptions};
+use asynq_core::QueueName;
 use asynq_core::broker::Dequeue;
 use asynq_redis::RedisBroker;
 use asynq_tests::{RedisServer, RespValue};
@@ -18,7 +19,7 @@ async fn a_short_fetch_marks_the_queue_idle_once_this_broker_has_waited_on_it() 
     let redis = RedisServer::start();
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
     let client = Client::new(broker.clone());
-    let queues = vec!["default".to_owned()];
+    let queues = vec![QueueName::default()];
     let task = Task::new("t", "");
     let enqueue = || client.enqueue(&task, TaskOptions::new());
 
@@ -81,7 +82,7 @@ async fn only_the_enqueue_that_makes_the_queue_non_empty_clears_the_mark() {
     assert_eq!(wake_ups(), 1, "and published nothing");
 
     // Once the queue is drained, the next task wakes the waiting servers again.
-    let queues = vec!["default".to_owned()];
+    let queues = vec![QueueName::default()];
     assert_eq!(broker.dequeue(&queues, 10).await.unwrap().len(), 3);
     enqueue().await.unwrap();
     assert!(!marked(&redis));

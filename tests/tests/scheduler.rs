@@ -4,6 +4,7 @@
 
 use asynq_client::{Task, TaskOptions, TaskState};
 use asynq_core::Error;
+use asynq_core::QueueName;
 use asynq_core::broker::{Inspect, Page, SchedulerEntry, SchedulerState};
 use asynq_memory::MemoryBroker;
 use asynq_scheduler::{
@@ -39,7 +40,13 @@ async fn fire_times(broker: &MemoryBroker, entry_id: &str) -> Vec<SystemTime> {
 /// The IDs of the pending tasks of `queue`.
 async fn pending_ids(broker: &MemoryBroker, queue: &str) -> Vec<String> {
     let page = Page { size: 10_000, number: 0 };
-    broker.list_tasks(queue, TaskState::Pending, page).await.unwrap().into_iter().map(|t| t.id).collect()
+    broker
+        .list_tasks(&QueueName::new(queue).unwrap(), TaskState::Pending, page)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id.into_string())
+        .collect()
 }
 
 #[tokio::test(start_paused = true)]
@@ -53,7 +60,8 @@ async fn an_every_30s_entry_enqueues_on_time() {
     tokio::time::sleep(secs(95)).await;
 
     assert_eq!(fire_times(&h.broker, &entry).await, [at(30), at(60), at(90)]);
-    let tasks = h.broker.list_tasks("periodic", TaskState::Pending, Page::default()).await.unwrap();
+    let tasks =
+        h.broker.list_tasks(&QueueName::from_static("periodic"), TaskState::Pending, Page::default()).await.unwrap();
     assert_eq!(tasks.len(), 3);
     assert!(tasks.iter().all(|t| t.type_name == "metrics:flush" && t.payload == "p"));
     s.shutdown().await;
@@ -246,7 +254,7 @@ async fn a_second_replica_finds_the_fire_marked_or_its_task_id_taken() {
     let hooked = SchedulerConfig {
         post_enqueue: Some(Arc::new(move |result| {
             if let Err(Error::TaskIdConflict { id, .. }) = result {
-                seen.lock().unwrap().push(id.clone());
+                seen.lock().unwrap().push(id.to_string());
             }
         })),
         ..short_marks.clone()
@@ -260,13 +268,13 @@ async fn a_second_replica_finds_the_fire_marked_or_its_task_id_taken() {
     let first = a.fire(&entry_a, at(86_400)).await.unwrap();
     let FireOutcome::Enqueued(info) = first else { panic!("expected an enqueue, got {first:?}") };
     let marked = b.fire(&entry_b, at(86_400)).await.unwrap();
-    assert_eq!(marked, FireOutcome::AlreadyEnqueued { fire_id: info.id.clone() });
+    assert_eq!(marked, FireOutcome::AlreadyEnqueued { fire_id: info.id.to_string() });
     assert!(conflicts.lock().unwrap().is_empty(), "the mark stopped it before any enqueue");
 
     // Once the mark is gone, the task (still pending) holds its ID.
     tokio::time::sleep(secs(2)).await;
     let conflicting = b.fire(&entry_b, at(86_400)).await.unwrap();
-    assert_eq!(conflicting, FireOutcome::AlreadyEnqueued { fire_id: info.id.clone() });
+    assert_eq!(conflicting, FireOutcome::AlreadyEnqueued { fire_id: info.id.to_string() });
     assert_eq!(*conflicts.lock().unwrap(), [info.id]);
 
     let another_day = b.fire(&entry_b, at(2 * 86_400)).await.unwrap();

@@ -5,7 +5,7 @@
 
 use asynq_client::{Task, TaskOptions, TaskState};
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, Inspect};
-use asynq_core::{Clock, Error};
+use asynq_core::{Clock, Error, GroupName, QueueName, TaskId};
 use asynq_server::{Config, GroupAggregator, Server, aggregator_fn};
 use asynq_tests::{Harness, secs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,7 +60,7 @@ fn start_server(h: &Harness, limits: AggregationLimits, aggregator: Arc<dyn Grou
 /// Enqueues a task with `payload` into `group` of "default".
 async fn add(h: &Harness, group: &str, payload: &str) -> String {
     let task = Task::new("notify", payload.to_owned());
-    h.client.enqueue(&task, TaskOptions::new().group(group)).await.unwrap().id
+    h.client.enqueue(&task, TaskOptions::new().group(group)).await.unwrap().id.into_string()
 }
 
 #[tokio::test(start_paused = true)]
@@ -86,7 +86,13 @@ async fn an_idle_group_is_aggregated_into_one_task_that_a_handler_receives() {
     assert!(*at <= last_joined + secs(10 + 7 + 1), "the checks run every 7 s");
     assert_eq!((received[1].0.as_str(), received[1].1.as_str()), ("z", "user:2"));
     for id in &members {
-        assert!(matches!(h.broker.task_info("default", id).await, Err(Error::TaskNotFound { .. })), "{id} is left");
+        assert!(
+            matches!(
+                h.broker.task_info(&QueueName::from_static("default"), &TaskId::new(id).unwrap()).await,
+                Err(Error::TaskNotFound { .. })
+            ),
+            "{id} is left"
+        );
     }
     let q = h.queue("default").await;
     assert_eq!((q.size, q.groups, q.processed_total), (0, 0, 2));
@@ -107,7 +113,11 @@ async fn a_group_at_its_max_size_is_aggregated_one_batch_per_check() {
 
     h.eventually(secs(15), "two full batches run", || async { digests.len() == 2 }).await;
     assert_eq!(digests.payloads(), ["a,b", "c,d"]);
-    assert_eq!(h.broker.groups("default").await.unwrap().len(), 1, "e waits for the grace period");
+    assert_eq!(
+        h.broker.groups(&QueueName::from_static("default")).await.unwrap().len(),
+        1,
+        "e waits for the grace period"
+    );
     h.eventually(secs(70), "the last task is aggregated", || async { digests.len() == 3 }).await;
     assert_eq!(digests.payloads()[2], "e");
     let times: Vec<Duration> =
@@ -135,14 +145,20 @@ async fn tasks_set_aside_by_a_panicking_aggregator_return_to_their_group_and_are
     add(&h, "g", "b").await;
 
     h.eventually(secs(10), "the aggregator panics", || async { panicked.load(Ordering::SeqCst) }).await;
-    assert!(h.broker.groups("default").await.unwrap().is_empty(), "the tasks are set aside");
-    assert_eq!(h.broker.task_info("default", &a).await.unwrap().state, TaskState::Aggregating);
+    assert!(h.broker.groups(&QueueName::from_static("default")).await.unwrap().is_empty(), "the tasks are set aside");
+    assert_eq!(
+        h.broker.task_info(&QueueName::from_static("default"), &TaskId::new(&*a).unwrap()).await.unwrap().state,
+        TaskState::Aggregating
+    );
     tokio::time::sleep(AGGREGATION_TIMEOUT - secs(10)).await;
     assert_eq!(digests.len(), 0, "nothing is aggregated before the set times out");
 
     h.eventually(secs(120), "the reclaimed tasks are aggregated", || async { digests.len() == 1 }).await;
     assert_eq!(digests.payloads(), ["a,b"]);
-    assert!(matches!(h.broker.task_info("default", &a).await, Err(Error::TaskNotFound { .. })));
+    assert!(matches!(
+        h.broker.task_info(&QueueName::from_static("default"), &TaskId::new(&*a).unwrap()).await,
+        Err(Error::TaskNotFound { .. })
+    ));
     server.shutdown().await;
 }
 
@@ -197,7 +213,13 @@ async fn a_server_configured_with_a_group_aggregator_aggregates_and_reclaims() {
     add(&h, "g", "c").await;
     tokio::time::sleep(secs(1)).await;
     let limits = AggregationLimits { grace_period: secs(1), ..AggregationLimits::default() };
-    assert!(h.broker.aggregation_check("default", "g", limits).await.unwrap().is_some());
+    assert!(
+        h.broker
+            .aggregation_check(&QueueName::from_static("default"), &GroupName::from_static("g"), limits)
+            .await
+            .unwrap()
+            .is_some()
+    );
     h.eventually(secs(200), "the reclaimed set is aggregated", || async { digests.len() == 2 }).await;
     assert_eq!(digests.payloads()[1], "c");
     server.shutdown().await;

@@ -3,6 +3,7 @@
 //! to retry, or to the archive when it has no retries left, as in Go asynq.
 
 use asynq_client::{Task, TaskOptions, TaskState, Tracker};
+use asynq_core::QueueName;
 use asynq_core::broker::Inspect;
 use asynq_server::{Server, TaskContext};
 use asynq_tests::{Harness, Recorder, secs};
@@ -58,13 +59,16 @@ async fn a_cancelled_task_sees_its_context_cancelled_and_goes_to_retry() {
     tracker.cancel(&cancelled.id).await.unwrap();
     h.eventually(secs(5), "the task goes to retry", || async { h.queue("default").await.retry == 1 }).await;
     assert!(observed.saw(&cancelled.id), "the handler's context was cancelled");
-    let retry = h.broker.task_info("default", &cancelled.id).await.unwrap();
+    let retry = h.broker.task_info(&QueueName::from_static("default"), &cancelled.id).await.unwrap();
     assert_eq!((retry.state, retry.retried), (TaskState::Retry, 1));
     assert_eq!(retry.last_error.as_deref(), Some("context canceled"));
 
     // The other task runs on, untouched.
     assert!(!observed.saw(&other.id));
-    assert_eq!(h.broker.task_info("default", &other.id).await.unwrap().state, TaskState::Active);
+    assert_eq!(
+        h.broker.task_info(&QueueName::from_static("default"), &other.id).await.unwrap().state,
+        TaskState::Active
+    );
     assert_eq!(server.running_tasks(), 1);
     server.shutdown().await;
 }
@@ -102,7 +106,13 @@ async fn a_cancellation_for_a_task_not_running_here_changes_nothing() {
     tracker.cancel("no-such-task").await.unwrap();
     tokio::time::sleep(secs(1)).await;
     assert!(!observed.saw(&running.id));
-    assert_eq!(h.broker.task_info("default", &running.id).await.unwrap().state, TaskState::Active);
-    assert_eq!(h.broker.task_info("default", &scheduled.id).await.unwrap().state, TaskState::Scheduled);
+    assert_eq!(
+        h.broker.task_info(&QueueName::from_static("default"), &running.id).await.unwrap().state,
+        TaskState::Active
+    );
+    assert_eq!(
+        h.broker.task_info(&QueueName::from_static("default"), &scheduled.id).await.unwrap().state,
+        TaskState::Scheduled
+    );
     server.shutdown().await;
 }

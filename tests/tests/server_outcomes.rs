@@ -6,7 +6,7 @@
 use asynq_client::{Error, Task, TaskOptions, TaskState};
 use asynq_core::broker::{Enqueue, Inspect};
 use asynq_core::time::{MAX_UNIX_SECS, MIN_UNIX_SECS, from_unix_secs};
-use asynq_core::{EnqueueRequest, Placement, StoredTask};
+use asynq_core::{EnqueueRequest, Placement, QueueName, StoredTask, TaskId};
 use asynq_server::{Config, HandlerError, ServeMux, Server};
 use asynq_tests::{Harness, Recorder, secs};
 use std::sync::Arc;
@@ -26,7 +26,10 @@ async fn a_successful_task_is_deleted_and_counted_as_processed() {
 
     let q = h.queue("default").await;
     assert_eq!((q.size, q.failed_total, q.processed, q.failed), (0, 0, 1, 0));
-    assert!(matches!(h.broker.task_info("default", &info.id).await, Err(Error::TaskNotFound { .. })));
+    assert!(matches!(
+        h.broker.task_info(&QueueName::from_static("default"), &info.id).await,
+        Err(Error::TaskNotFound { .. })
+    ));
     assert_eq!(rec.calls()[0].retry_count, 0);
     server.shutdown().await;
 }
@@ -47,7 +50,7 @@ async fn a_task_with_retention_is_completed_with_its_result_then_expires() {
     let info = h.client.enqueue(&Task::new("answer", ""), TaskOptions::new().retention(secs(60))).await.unwrap();
     h.eventually(secs(5), "the task completes", || async { h.queue("default").await.completed == 1 }).await;
 
-    let done = h.broker.task_info("default", &info.id).await.unwrap();
+    let done = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.result.as_deref(), Some(&b"42"[..]));
     assert!(done.completed_at.is_some_and(|t| t >= started));
@@ -72,7 +75,7 @@ async fn a_failing_task_is_retried_with_backoff_then_archived_after_its_last_ret
 
     let info = h.client.enqueue(&Task::new("fail", ""), TaskOptions::new().max_retry(2)).await.unwrap();
     h.eventually(secs(5), "the first failure", || async { h.queue("default").await.retry == 1 }).await;
-    let retry = h.broker.task_info("default", &info.id).await.unwrap();
+    let retry = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!((retry.state, retry.retried, retry.last_error.as_deref()), (TaskState::Retry, 1, Some("boom")));
     // The default delay for the first retry is 15 to 44 seconds.
     let failed_at = retry.last_failed_at.unwrap();
@@ -80,7 +83,7 @@ async fn a_failing_task_is_retried_with_backoff_then_archived_after_its_last_ret
     assert!((secs(15)..=secs(44)).contains(&delay), "first retry after {delay:?}");
 
     h.eventually(secs(600), "the task is archived", || async { h.queue("default").await.archived == 1 }).await;
-    let archived = h.broker.task_info("default", &info.id).await.unwrap();
+    let archived = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!(
         (archived.state, archived.retried, archived.last_error.as_deref()),
         (TaskState::Archived, 2, Some("boom"))
@@ -104,7 +107,7 @@ async fn skip_retry_archives_at_once() {
 
     let info = h.client.enqueue(&Task::new("t", ""), TaskOptions::new()).await.unwrap();
     h.eventually(secs(5), "the task is archived", || async { h.queue("default").await.archived == 1 }).await;
-    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!((t.retried, t.last_error.as_deref()), (0, Some("bad payload: skip retry for the task")));
     assert_eq!(rec.len(), 1);
     server.shutdown().await;
@@ -120,7 +123,7 @@ async fn a_revoked_task_is_deleted_without_counting_a_failure() {
     h.eventually(secs(5), "the task is gone", || async { h.queue("default").await.size == 0 }).await;
     let q = h.queue("default").await;
     assert_eq!((q.processed_total, q.failed_total), (1, 0));
-    assert!(h.broker.task_info("default", &info.id).await.is_err());
+    assert!(h.broker.task_info(&QueueName::from_static("default"), &info.id).await.is_err());
     server.shutdown().await;
 }
 
@@ -142,7 +145,7 @@ async fn a_panicking_handler_fails_its_task_and_the_server_keeps_going() {
     h.client.enqueue(&Task::new("fine", ""), TaskOptions::new()).await.unwrap();
     h.eventually(secs(5), "both tasks ran", || async { rec.len() >= 2 }).await;
     h.eventually(secs(5), "the good task succeeded", || async { h.queue("default").await.processed_total == 2 }).await;
-    let t = h.broker.task_info("default", &bad.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &bad.id).await.unwrap();
     assert_eq!(t.state, TaskState::Retry);
     assert_eq!(t.last_error.as_deref(), Some("panic error cause by: kaboom"));
     server.shutdown().await;
@@ -169,7 +172,7 @@ async fn a_task_past_its_timeout_is_cancelled_and_retried() {
     let info = h.client.enqueue(&Task::new("slow", ""), TaskOptions::new().timeout(secs(2))).await.unwrap();
     let start = h.now();
     h.eventually(secs(10), "the task times out", || async { h.queue("default").await.retry == 1 }).await;
-    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!(t.last_error.as_deref(), Some("context deadline exceeded"));
     let elapsed = t.last_failed_at.unwrap().duration_since(start).unwrap();
     assert!(elapsed >= secs(1) && elapsed <= secs(3), "failed after {elapsed:?}");
@@ -189,7 +192,7 @@ async fn a_deadline_earlier_than_the_timeout_wins() {
     let opts = TaskOptions::new().timeout(secs(60)).deadline(deadline).max_retry(0);
     let info = h.client.enqueue(&Task::new("slow", ""), opts).await.unwrap();
     h.eventually(secs(10), "the task is archived", || async { h.queue("default").await.archived == 1 }).await;
-    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!(t.last_error.as_deref(), Some("context deadline exceeded"));
     assert!(t.last_failed_at.unwrap() <= deadline + secs(1));
     server.shutdown().await;
@@ -206,7 +209,7 @@ async fn a_task_without_a_handler_fails_and_is_retried() {
     h.client.enqueue(&Task::new("email:welcome", ""), TaskOptions::new()).await.unwrap();
     let unknown = h.client.enqueue(&Task::new("image:resize", ""), TaskOptions::new()).await.unwrap();
     h.eventually(secs(5), "both ran", || async { h.queue("default").await.processed_total == 2 }).await;
-    let t = h.broker.task_info("default", &unknown.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &unknown.id).await.unwrap();
     assert_eq!(t.last_error.as_deref(), Some("handler not found for task \"image:resize\""));
     server.shutdown().await;
 }
@@ -232,7 +235,7 @@ async fn errors_that_are_not_failures_retry_without_counting() {
     let info = h.client.enqueue(&Task::new("api:call", ""), TaskOptions::new().max_retry(1)).await.unwrap();
     h.eventually(secs(5), "the error handler saw the error", || async { !handled.lock().unwrap().is_empty() }).await;
     h.eventually(secs(5), "the task is in retry", || async { h.queue("default").await.retry == 1 }).await;
-    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!(t.retried, 0);
     assert_eq!(h.queue("default").await.failed_total, 0);
     assert_eq!(handled.lock().unwrap()[0], "api:call: rate limited");
@@ -260,11 +263,8 @@ async fn stored_numbers_at_the_ends_of_their_types_neither_panic_nor_overflow() 
     let (earliest, latest) = (from_unix_secs(MIN_UNIX_SECS), from_unix_secs(MAX_UNIX_SECS));
     let longest = secs(asynq_core::MAX_DURATION.as_secs());
     let message = |id: &str, type_name: &str| StoredTask {
-        id: id.to_owned(),
-        type_name: type_name.to_owned(),
-        queue: "default".to_owned(),
         max_retry: 25,
-        ..Default::default()
+        ..StoredTask::new(TaskId::new(id).unwrap(), QueueName::default(), type_name)
     };
     let stored = [
         StoredTask { timeout: Some(Duration::MAX), ..message("timeout-max", "ok") },
@@ -294,21 +294,39 @@ async fn stored_numbers_at_the_ends_of_their_types_neither_panic_nor_overflow() 
     let q = h.queue("default").await;
     assert_eq!((q.completed, q.retry, q.archived, q.failed_total), (1, 1, 3, 4));
     for id in ["timeout-max", "timeout-longest", "deadline-max"] {
-        assert!(matches!(h.broker.task_info("default", id).await, Err(Error::TaskNotFound { .. })), "{id} is done");
+        assert!(
+            matches!(
+                h.broker.task_info(&QueueName::from_static("default"), &TaskId::new(id).unwrap()).await,
+                Err(Error::TaskNotFound { .. })
+            ),
+            "{id} is done"
+        );
     }
     // Kept for Go's longest duration: the janitor, which runs every few seconds, leaves it.
-    let completed = h.broker.task_info("default", "retention-max").await.unwrap();
+    let completed =
+        h.broker.task_info(&QueueName::from_static("default"), &TaskId::from_static("retention-max")).await.unwrap();
     assert_eq!((completed.state, completed.retention), (TaskState::Completed, Some(longest)));
     tokio::time::advance(secs(60)).await;
-    assert_eq!(h.broker.task_info("default", "retention-max").await.unwrap().state, TaskState::Completed);
+    assert_eq!(
+        h.broker
+            .task_info(&QueueName::from_static("default"), &TaskId::from_static("retention-max"))
+            .await
+            .unwrap()
+            .state,
+        TaskState::Completed
+    );
     // The default retry delay saturates; the retry is due at the end of the year 9999.
-    let retried = h.broker.task_info("default", "retried-max").await.unwrap();
+    let retried =
+        h.broker.task_info(&QueueName::from_static("default"), &TaskId::from_static("retried-max")).await.unwrap();
     assert_eq!((retried.state, retried.retried), (TaskState::Retry, i32::MAX as u32));
     assert_eq!(retried.next_process_at, Some(latest));
     // No retries left.
-    assert_eq!(h.broker.task_info("default", "retry-min").await.unwrap().state, TaskState::Archived);
+    assert_eq!(
+        h.broker.task_info(&QueueName::from_static("default"), &TaskId::from_static("retry-min")).await.unwrap().state,
+        TaskState::Archived
+    );
     for id in ["deadline-min", "deadline-negative"] {
-        let archived = h.broker.task_info("default", id).await.unwrap();
+        let archived = h.broker.task_info(&QueueName::from_static("default"), &TaskId::new(id).unwrap()).await.unwrap();
         assert_eq!(archived.state, TaskState::Archived, "{id}");
         assert_eq!(archived.last_error.as_deref(), Some("context deadline exceeded"), "{id}");
     }

@@ -4,7 +4,7 @@
 
 use asynq_client::{Task, TaskOptions, TaskState};
 use asynq_core::broker::{Dequeue, Inspect};
-use asynq_core::{FREE_STALLS, LEASE_DURATION, LEASE_EXPIRED_MESSAGE};
+use asynq_core::{FREE_STALLS, LEASE_DURATION, LEASE_EXPIRED_MESSAGE, QueueName};
 use asynq_server::{Config, Server};
 use asynq_tests::{FlakyBroker, Harness, Recorder, secs, start_and_die};
 use std::sync::Arc;
@@ -21,7 +21,10 @@ async fn a_started_task_whose_worker_died_runs_again_uncharged_the_first_time() 
     let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
     server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
     h.eventually(secs(180), "the task runs again", || async { h.queue("default").await.processed_total == 1 }).await;
-    assert_eq!(rec.calls().iter().map(|c| (c.id.clone(), c.retry_count)).collect::<Vec<_>>(), [(info.id, 0)]);
+    assert_eq!(
+        rec.calls().iter().map(|c| (c.id.clone(), c.retry_count)).collect::<Vec<_>>(),
+        [(info.id.into_string(), 0)]
+    );
     let q = h.queue("default").await;
     assert_eq!((q.failed_total, q.archived, q.size), (0, 0, 0));
     server.shutdown().await;
@@ -41,7 +44,7 @@ async fn the_task_of_a_dead_worker_is_recovered_and_run_again() {
     server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
 
     h.eventually(secs(180), "the task is recovered to retry", || async { h.queue("default").await.retry == 1 }).await;
-    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!((t.retried, t.last_error.as_deref()), (1, Some(LEASE_EXPIRED_MESSAGE)));
     // Recovery waits for the lease plus a grace period of another lease duration.
     assert!(t.last_failed_at.unwrap() >= taken[0].lease_expiry + LEASE_DURATION);
@@ -63,13 +66,17 @@ async fn the_recoverer_archives_a_task_that_is_out_of_retries() {
     let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
     server.start(asynq_server::handler_fn(|_ctx, _task| async { Ok(()) })).unwrap();
     tokio::time::sleep(LEASE_DURATION).await;
-    assert_eq!(h.broker.task_info("default", &info.id).await.unwrap().state, TaskState::Active, "not yet recovered");
+    assert_eq!(
+        h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap().state,
+        TaskState::Active,
+        "not yet recovered"
+    );
     h.eventually(secs(120), "the recoverer archives the task", || async {
-        h.broker.task_info("default", &info.id).await.unwrap().state == TaskState::Archived
+        h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap().state == TaskState::Archived
     })
     .await;
     server.shutdown().await;
-    let t = h.broker.task_info("default", &info.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!((t.state, t.retried, t.last_error.as_deref()), (TaskState::Archived, 0, Some(LEASE_EXPIRED_MESSAGE)));
 }
 
@@ -88,7 +95,10 @@ async fn a_task_whose_dequeue_reply_was_lost_runs_later_charged_nothing() {
     assert!(rec.is_empty());
     // Once its lease expires, the recoverer gives it back; a handler runs it, on its first try.
     h.eventually(secs(180), "the task runs", || async { h.queue("default").await.processed_total == 1 }).await;
-    assert_eq!(rec.calls().iter().map(|c| (c.id.clone(), c.retry_count)).collect::<Vec<_>>(), [(info.id, 0)]);
+    assert_eq!(
+        rec.calls().iter().map(|c| (c.id.clone(), c.retry_count)).collect::<Vec<_>>(),
+        [(info.id.into_string(), 0)]
+    );
     let q = h.queue("default").await;
     assert_eq!((q.failed_total, q.archived, q.size), (0, 0, 0));
     server.shutdown().await;
@@ -189,10 +199,10 @@ async fn shutdown_lets_short_tasks_finish_and_requeues_the_rest_at_the_front() {
 
     let q = h.queue("default").await;
     assert_eq!((q.processed_total, q.failed_total, q.active, q.pending), (1, 0, 0, 2));
-    let t = h.broker.task_info("default", &long.id).await.unwrap();
+    let t = h.broker.task_info(&QueueName::from_static("default"), &long.id).await.unwrap();
     assert_eq!((t.state, t.retried), (TaskState::Pending, 0));
     // The requeued task is the next one to run, ahead of the one that was waiting.
-    let next = h.broker.dequeue(&["default".to_owned()], 1).await.unwrap();
+    let next = h.broker.dequeue(&[QueueName::from_static("default")], 1).await.unwrap();
     assert_eq!(next[0].message.id, long.id);
     assert_eq!(server.status().as_str(), "closed");
 }

@@ -7,6 +7,7 @@ use crate::error::CliResult;
 use crate::output::{self, outln, print_json, print_table};
 use crate::view::GroupView;
 use asynq_client::Error;
+use asynq_core::QueueName;
 
 /// Runs `asynq group <command>`.
 pub(crate) async fn run(ctx: &Context, command: GroupCommand) -> CliResult {
@@ -15,8 +16,8 @@ pub(crate) async fn run(ctx: &Context, command: GroupCommand) -> CliResult {
     let groups = inspector.groups(&args.queue).await?;
     // Listing groups reads only the queue's group keys, which a missing queue lacks as well as
     // a queue without groups; the queue list tells them apart.
-    if groups.is_empty() && !inspector.queues().await?.contains(&args.queue) {
-        return Err(Error::QueueNotFound { queue: args.queue }.into());
+    if groups.is_empty() && !inspector.queues().await?.iter().any(|q| *q == args.queue) {
+        return Err(Error::QueueNotFound { queue: QueueName::new(args.queue)? }.into());
     }
     if ctx.json {
         print_json(&groups.iter().map(GroupView::from).collect::<Vec<_>>())?;
@@ -25,7 +26,7 @@ pub(crate) async fn run(ctx: &Context, command: GroupCommand) -> CliResult {
     } else {
         let mut table = output::table(["Group", "Size"]);
         for g in &groups {
-            table.add_row([g.group.clone(), g.size.to_string()]);
+            table.add_row([g.group.to_string(), g.size.to_string()]);
         }
         print_table(&table)?;
     }

@@ -5,7 +5,7 @@ use crate::cli::QueueCommand;
 use crate::error::{Batch, CliError, CliResult};
 use crate::output::{self, bytes_text, errln, error_rate, go_duration, heading, outln, print_json, print_table};
 use crate::view::{DailyStatsView, NodeView, QueueView};
-use asynq_client::{Error, QueueInfo};
+use asynq_client::{Error, QueueInfo, QueueName};
 use serde::Serialize;
 
 /// What Go's tool prints between the reports of several queues.
@@ -45,7 +45,7 @@ async fn list(ctx: &Context) -> CliResult {
             }
             None => (None, None),
         };
-        entries.push(QueueEntry { queue, slot, nodes });
+        entries.push(QueueEntry { queue: queue.into_string(), slot, nodes });
     }
     if ctx.json {
         print_json(&entries)?;
@@ -159,7 +159,8 @@ async fn pause(ctx: &Context, queues: &[String], pause: bool) -> CliResult {
     // As in Go, a queue may be paused before it exists; say so, as it may be a typo.
     let known = ctx.conn.inspector.queues().await?;
     for queue in queues {
-        if pause && !known.contains(queue) {
+        let is_known = known.iter().any(|k| k == queue);
+        if pause && !is_known {
             errln!("warning: queue {queue:?} does not exist (yet); it is paused for when it does");
         }
         let result = if pause {
@@ -176,9 +177,10 @@ async fn pause(ctx: &Context, queues: &[String], pause: bool) -> CliResult {
                 done.push(QueueAction { queue: queue.clone(), action });
             }
             // Neither there nor paused: there is no queue by that name to resume.
-            Err(Error::FailedPrecondition(_)) if !pause && !known.contains(queue) => {
-                batch.fail(Error::QueueNotFound { queue: queue.clone() }.into())
-            }
+            Err(Error::FailedPrecondition(_)) if !pause && !is_known => match QueueName::new(queue.as_str()) {
+                Ok(queue) => batch.fail(Error::QueueNotFound { queue }.into()),
+                Err(e) => batch.fail(e.into()),
+            },
             Err(e) => batch.fail(e.into()),
         }
     }

@@ -8,6 +8,7 @@ use crate::error::{Batch, CliError, CliResult};
 use crate::output::{self, due, outln, past, payload_text, print_json, print_table, state_cell};
 use crate::view::TaskView;
 use asynq_client::{Page, Task, TaskInfo, TaskOptions, TaskSet, TaskState};
+use asynq_core::GroupName;
 use comfy_table::Cell;
 use serde::Serialize;
 
@@ -71,7 +72,7 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
     };
     let mut table = output::table(["ID", "Type", "Payload"].iter().chain(extra));
     for t in tasks {
-        let mut row = vec![t.id.clone(), t.type_name.clone(), payload_text(&t.payload)];
+        let mut row = vec![t.id.to_string(), t.type_name.clone(), payload_text(&t.payload)];
         let error = t.last_error.clone().unwrap_or_default();
         match state {
             TaskState::Scheduled => row.push(due(t.next_process_at)),
@@ -86,7 +87,7 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
             TaskState::Completed => {
                 row.extend([past(t.completed_at), t.result.as_deref().map(payload_text).unwrap_or_default()])
             }
-            TaskState::Aggregating => row.push(t.group.clone().unwrap_or_default()),
+            TaskState::Aggregating => row.push(t.group.as_ref().map(ToString::to_string).unwrap_or_default()),
             TaskState::Active | TaskState::Pending => {}
         }
         table.add_row(row);
@@ -212,7 +213,7 @@ async fn act(ctx: &Context, args: TaskRef, action: Action) -> CliResult {
 async fn bulk(ctx: &Context, args: BulkArgs, action: Action) -> CliResult {
     let state = parse_state(&args.state)?;
     let set = match (state, &args.group) {
-        (TaskState::Aggregating, Some(group)) => TaskSet::Group(group.clone()),
+        (TaskState::Aggregating, Some(group)) => TaskSet::Group(GroupName::new(group.as_str())?),
         (TaskState::Aggregating, None) => {
             return Err(CliError::usage("--group is required for aggregating tasks")
                 .with_hint(format!("run `asynq group ls -q {}` to see the groups", args.queue)));

@@ -159,10 +159,10 @@ impl App {
     pub(crate) fn refresh(&self) -> Vec<Fetch> {
         let mut fetches = vec![Fetch::Queues];
         match (self.screen, self.queue()) {
-            (Screen::Tasks, Some(q)) => fetches.push(Fetch::Tasks { queue: q.queue.clone(), state: self.state() }),
+            (Screen::Tasks, Some(q)) => fetches.push(Fetch::Tasks { queue: q.queue.to_string(), state: self.state() }),
             (Screen::Task, Some(q)) => {
                 if let Some(task) = &self.task {
-                    fetches.push(Fetch::Task { queue: q.queue.clone(), id: task.id.clone() });
+                    fetches.push(Fetch::Task { queue: q.queue.to_string(), id: task.id.to_string() });
                 }
             }
             _ => {}
@@ -248,7 +248,7 @@ impl App {
             }
             Key::Enter | Key::Right | Key::Char('l') => {
                 if let Some(queue) = self.queue() {
-                    let fetch = Fetch::Tasks { queue: queue.queue.clone(), state: self.state() };
+                    let fetch = Fetch::Tasks { queue: queue.queue.to_string(), state: self.state() };
                     self.screen = Screen::Tasks;
                     self.tasks = None;
                     self.selected_task = 0;
@@ -273,7 +273,7 @@ impl App {
             Key::Enter => {
                 let selected = self.tasks.as_ref().and_then(|tasks| tasks.get(self.selected_task));
                 if let Some(task) = selected {
-                    let fetch = Fetch::Task { queue: task.queue.clone(), id: task.id.clone() };
+                    let fetch = Fetch::Task { queue: task.queue.to_string(), id: task.id.to_string() };
                     self.task = Some(task.clone());
                     self.screen = Screen::Task;
                     return vec![fetch];
@@ -293,7 +293,7 @@ impl App {
         self.tasks = None;
         self.selected_task = 0;
         match self.queue() {
-            Some(q) => vec![Fetch::Tasks { queue: q.queue.clone(), state: self.state() }],
+            Some(q) => vec![Fetch::Tasks { queue: q.queue.to_string(), state: self.state() }],
             None => Vec::new(),
         }
     }
@@ -302,16 +302,16 @@ impl App {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use asynq_core::StoredTask;
     use asynq_core::time::from_unix_secs;
+    use asynq_core::{QueueName, StoredTask, TaskId};
 
     /// Two queues with fixed numbers.
     pub(crate) fn queues() -> Vec<QueueInfo> {
         let at = from_unix_secs(1_795_317_896);
-        let mut critical = QueueInfo::empty("critical", at);
+        let mut critical = QueueInfo::empty(&QueueName::from_static("critical"), at);
         (critical.pending, critical.active, critical.retry, critical.size) = (3, 1, 2, 6);
         (critical.processed, critical.failed) = (40, 10);
-        let mut default = QueueInfo::empty("default", at);
+        let mut default = QueueInfo::empty(&QueueName::default(), at);
         (default.pending, default.size, default.paused) = (7, 7, true);
         vec![default, critical]
     }
@@ -319,13 +319,10 @@ pub(crate) mod tests {
     /// A pending task of `queue`.
     pub(crate) fn task(queue: &str, id: &str) -> TaskInfo {
         let msg = StoredTask {
-            type_name: "email:welcome".into(),
             payload: r#"{"user":42}"#.into(),
-            id: id.into(),
-            queue: queue.into(),
             max_retry: 25,
             timeout: Some(std::time::Duration::from_secs(1800)),
-            ..StoredTask::default()
+            ..StoredTask::new(TaskId::new(id).unwrap(), QueueName::new(queue).unwrap(), "email:welcome")
         };
         TaskInfo::new(&msg, TaskState::Pending, Some(from_unix_secs(1_795_317_896)), None)
     }

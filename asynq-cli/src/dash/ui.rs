@@ -51,7 +51,7 @@ fn draw_queues(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Cell::from("run").style(Style::new().fg(Color::Green))
         };
         Row::new(vec![
-            Cell::from(q.queue.clone()),
+            Cell::from(q.queue.to_string()),
             state,
             Cell::from(q.size.to_string()),
             Cell::from(go_duration(q.latency)),
@@ -155,7 +155,7 @@ fn draw_tasks(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let (extra, width) = extra_column(app.state());
     let header = Row::new(["ID", "Type", "Payload", extra]).style(Style::new().add_modifier(Modifier::BOLD));
     let rows = tasks.iter().map(|t| {
-        Row::new(vec![t.id.clone(), t.type_name.clone(), payload_text(&t.payload), extra_value(app.state(), t)])
+        Row::new(vec![t.id.to_string(), t.type_name.clone(), payload_text(&t.payload), extra_value(app.state(), t)])
     });
     let widths = [Constraint::Length(38), Constraint::Min(12), Constraint::Min(16), Constraint::Length(width)];
     let table = Table::new(rows, widths)
@@ -184,7 +184,7 @@ fn extra_value(state: TaskState, t: &TaskInfo) -> String {
         TaskState::Scheduled => due(t.next_process_at),
         TaskState::Retry | TaskState::Archived => t.last_error.clone().unwrap_or_default(),
         TaskState::Completed => past(t.completed_at),
-        TaskState::Aggregating => t.group.clone().unwrap_or_default(),
+        TaskState::Aggregating => t.group.as_ref().map(ToString::to_string).unwrap_or_default(),
         TaskState::Active | TaskState::Pending => format!("{}/{}", t.retried, t.max_retry),
     }
 }
@@ -199,8 +199,8 @@ fn draw_task(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let field =
         |name: &str, value: String| Line::from(vec![Span::styled(format!("{name:<14}"), bold), Span::raw(value)]);
     let mut lines = vec![
-        field("ID", t.id.clone()),
-        field("Queue", t.queue.clone()),
+        field("ID", t.id.to_string()),
+        field("Queue", t.queue.to_string()),
         field("Type", t.type_name.clone()),
         Line::from(vec![
             Span::styled(format!("{:<14}", "State"), bold),
@@ -212,7 +212,7 @@ fn draw_task(frame: &mut Frame<'_>, area: Rect, app: &App) {
         field("Deadline", past(t.deadline)),
     ];
     if let Some(group) = &t.group {
-        lines.push(field("Group", group.clone()));
+        lines.push(field("Group", group.to_string()));
     }
     if let Some(error) = &t.last_error {
         lines.push(field("Last failed", past(t.last_failed_at)));

@@ -6,7 +6,7 @@
 use asynq_client::{Client, SchedulerEnqueueEvent, SchedulerEntry, Task, TaskOptions};
 use asynq_core::broker::{SchedulerState, ServerState};
 use asynq_core::time::from_unix_secs;
-use asynq_core::{ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_core::{ServerInfo, ServerStatus, SystemClock, TaskId, WorkerInfo};
 use asynq_redis::RedisBroker;
 use asynq_tests::{RedisServer, load_fixture, read_fixture};
 use std::collections::BTreeMap;
@@ -103,11 +103,11 @@ pub async fn broker(server: &RedisServer) -> RedisBroker {
 /// The IDs of the tasks [`seed`] enqueues into queue `critical`.
 pub struct Seeded {
     /// Two pending `email:send` tasks.
-    pub pending: [String; 2],
+    pub pending: [TaskId; 2],
     /// A scheduled `report:build` task, due in an hour.
-    pub scheduled: String,
+    pub scheduled: TaskId,
     /// A pending task whose payload is not text.
-    pub binary: String,
+    pub binary: TaskId,
 }
 
 /// A server with both Go fixtures loaded (queues `interop` and `interop-processed`) and, in

@@ -12,7 +12,7 @@ use crate::zset::ZSet;
 use asynq_core::broker::{AGGREGATION_TIMEOUT, AggregationLimits, AggregationSet, GroupInfo};
 use asynq_core::state::Event;
 use asynq_core::time::{from_unix_secs, unix_secs};
-use asynq_core::{EnqueueRequest, Result};
+use asynq_core::{EnqueueRequest, GroupName, QueueName, Result};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 /// deadline in Unix seconds.
 #[derive(Debug)]
 struct PendingAggregation {
-    group: String,
+    group: GroupName,
     members: ZSet,
     deadline: i64,
 }
@@ -60,7 +60,7 @@ impl Queue {
     /// ID, or returns `None` when the group is not ready (script 5.14). `limits` must be valid.
     pub(crate) fn aggregation_check(
         &mut self,
-        group: &str,
+        group: &GroupName,
         limits: &AggregationLimits,
         now: SystemTime,
     ) -> Option<String> {
@@ -95,7 +95,7 @@ impl Queue {
         sets.created += 1;
         let set_id = sets.created.to_string();
         let deadline = unix_secs(now + AGGREGATION_TIMEOUT);
-        sets.sets.insert(set_id.clone(), PendingAggregation { group: group.to_owned(), members: taken, deadline });
+        sets.sets.insert(set_id.clone(), PendingAggregation { group: group.clone(), members: taken, deadline });
         Some(set_id)
     }
 
@@ -111,8 +111,8 @@ impl Queue {
     /// members, or does nothing and fails (see `Aggregate::complete_aggregation`).
     pub(crate) fn complete_aggregation(
         &mut self,
-        queue: &str,
-        group: &str,
+        queue: &QueueName,
+        group: &GroupName,
         set_id: &str,
         request: EnqueueRequest,
         now: SystemTime,
@@ -188,8 +188,8 @@ mod tests {
         let mut queue = Queue::default();
         add(&mut queue, "a", "g", 100);
         add(&mut queue, "b", "g", 105);
-        assert_eq!(queue.aggregation_check("g", &limits(10, None, None), at(114)), None);
-        let set_id = queue.aggregation_check("g", &limits(10, None, None), at(115)).unwrap();
+        assert_eq!(queue.aggregation_check(&GroupName::from_static("g"), &limits(10, None, None), at(114)), None);
+        let set_id = queue.aggregation_check(&GroupName::from_static("g"), &limits(10, None, None), at(115)).unwrap();
 
         let set = &queue.aggregation_sets.sets[&set_id];
         assert_eq!(set.members.iter().collect::<Vec<_>>(), [("a", 100), ("b", 105)]);
@@ -202,7 +202,7 @@ mod tests {
     fn a_set_is_found_only_under_its_own_group() {
         let mut queue = Queue::default();
         add(&mut queue, "a", "g", 100);
-        let set_id = queue.aggregation_check("g", &limits(1, None, Some(1)), at(100)).unwrap();
+        let set_id = queue.aggregation_check(&GroupName::from_static("g"), &limits(1, None, Some(1)), at(100)).unwrap();
         assert!(queue.read_aggregation_set("h", &set_id).is_none());
         queue.delete_aggregation_set("h", &set_id);
         assert!(queue.read_aggregation_set("g", &set_id).is_some());

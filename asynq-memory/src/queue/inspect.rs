@@ -5,7 +5,7 @@ use super::{Queue, TaskRecord};
 use crate::zset::ZSet;
 use asynq_core::broker::Page;
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_secs, utc_date};
-use asynq_core::{DailyStats, QueueInfo, TaskInfo, TaskState};
+use asynq_core::{DailyStats, QueueInfo, QueueName, TaskInfo, TaskState};
 use std::time::{Duration, SystemTime};
 
 /// How many tasks of each list or sorted set the memory estimate reads (Go's sample size).
@@ -22,8 +22,9 @@ const DAY_SECS: i64 = 86_400;
 /// [`NUMERIC_FIELDS_BYTES`] for its numbers, and its result.
 fn task_size(record: &TaskRecord) -> u64 {
     let msg = &record.msg;
-    let strings = [&msg.id, &msg.type_name, &msg.queue].map(|s| s.len());
-    let optional = [&msg.last_error, &msg.unique_key, &msg.group].map(|s| s.as_ref().map_or(0, String::len));
+    let strings = [msg.id.len(), msg.type_name.len(), msg.queue.len()];
+    let optional =
+        [msg.last_error.as_deref(), msg.unique_key.as_deref(), msg.group.as_deref()].map(|s| s.map_or(0, str::len));
     let headers = msg.headers.iter().map(|(key, value)| key.len() + value.len());
     let bytes = strings.into_iter().chain(optional).chain(headers).sum::<usize>()
         + msg.payload.len()
@@ -33,7 +34,7 @@ fn task_size(record: &TaskRecord) -> u64 {
 
 impl Queue {
     /// Sizes and statistics, as Go's `currentStats`.
-    pub(crate) fn info(&self, name: &str, now: SystemTime) -> QueueInfo {
+    pub(crate) fn info(&self, name: &QueueName, now: SystemTime) -> QueueInfo {
         let mut info = QueueInfo::empty(name, now);
         info.pending = self.pending.len();
         info.active = self.active.len();
@@ -101,14 +102,14 @@ impl Queue {
 
     /// Processed and failed counts for the `days` UTC dates ending with the date of `now`,
     /// today first (Go's `historicalStats`).
-    pub(crate) fn history(&self, name: &str, days: usize, now: SystemTime) -> Vec<DailyStats> {
+    pub(crate) fn history(&self, name: &QueueName, days: usize, now: SystemTime) -> Vec<DailyStats> {
         let today = unix_secs(now);
         (0..days)
             .map(|back| {
                 let back = i64::try_from(back).unwrap_or(i64::MAX).saturating_mul(DAY_SECS);
                 let date = utc_date(from_unix_secs(today.saturating_sub(back)));
                 let (processed, failed) = self.stats.on_date(&date, now);
-                DailyStats { queue: name.to_owned(), date, processed, failed }
+                DailyStats { queue: name.clone(), date, processed, failed }
             })
             .collect()
     }

@@ -14,12 +14,12 @@
 use super::{Queue, check_deletes, state_after};
 use asynq_core::state::Event;
 use asynq_core::time::unix_secs;
-use asynq_core::{Error, Result, TaskInfo, TaskSet, TaskState};
+use asynq_core::{Error, QueueName, Result, TaskId, TaskInfo, TaskSet, TaskState};
 use bytes::Bytes;
 use std::time::SystemTime;
 
-fn not_found(queue: &str, id: &str) -> Error {
-    Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }
+fn not_found(queue: &QueueName, id: &TaskId) -> Error {
+    Error::TaskNotFound { queue: queue.clone(), id: id.clone() }
 }
 
 fn refused(reason: impl Into<String>) -> Error {
@@ -28,8 +28,8 @@ fn refused(reason: impl Into<String>) -> Error {
 
 impl Queue {
     /// The state of task `id`, or `TaskNotFound`.
-    fn state_of(&self, queue: &str, id: &str) -> Result<TaskState> {
-        self.tasks.get(id).map(|record| record.state).ok_or_else(|| not_found(queue, id))
+    fn state_of(&self, queue: &QueueName, id: &TaskId) -> Result<TaskState> {
+        self.tasks.get(id.as_str()).map(|record| record.state).ok_or_else(|| not_found(queue, id))
     }
 
     /// Takes task `id`, in `state`, out of the container that holds it. Fails and changes
@@ -85,8 +85,10 @@ impl Queue {
             // Refused by `validate_bulk` before the queue is touched.
             TaskSet::State(TaskState::Active | TaskState::Aggregating) => Vec::new(),
             TaskSet::Group(group) => {
-                self.groups.remove(group);
-                self.group_sets.remove(group).map_or_else(Vec::new, |mut members| members.take_lowest(usize::MAX))
+                self.groups.remove(group.as_str());
+                self.group_sets
+                    .remove(group.as_str())
+                    .map_or_else(Vec::new, |mut members| members.take_lowest(usize::MAX))
             }
         }
     }
@@ -116,7 +118,7 @@ impl Queue {
     }
 
     /// Makes task `id` pending now (script `runTask`, 6.9).
-    pub(crate) fn run_task(&mut self, queue: &str, id: &str) -> Result<()> {
+    pub(crate) fn run_task(&mut self, queue: &QueueName, id: &TaskId) -> Result<()> {
         let state = self.state_of(queue, id)?;
         match state {
             TaskState::Active => return Err(refused("task is already running")),
@@ -125,13 +127,13 @@ impl Queue {
         }
         let next = state_after(Some(state), Event::Run)?;
         self.detach(id, state)?;
-        self.make_pending(id.to_owned(), next);
+        self.make_pending(id.to_string(), next);
         Ok(())
     }
 
     /// Archives task `id` at `now`, then trims the archive (script `archiveTask`, 6.10). The
     /// message is left as it is.
-    pub(crate) fn archive_task(&mut self, queue: &str, id: &str, now: SystemTime) -> Result<()> {
+    pub(crate) fn archive_task(&mut self, queue: &QueueName, id: &TaskId, now: SystemTime) -> Result<()> {
         let state = self.state_of(queue, id)?;
         match state {
             TaskState::Active => {
@@ -148,7 +150,7 @@ impl Queue {
     }
 
     /// Deletes task `id` and releases its uniqueness lock (script `deleteTask`, 6.11).
-    pub(crate) fn delete_task(&mut self, queue: &str, id: &str) -> Result<()> {
+    pub(crate) fn delete_task(&mut self, queue: &QueueName, id: &TaskId) -> Result<()> {
         let state = self.state_of(queue, id)?;
         if state == TaskState::Active {
             return Err(refused("cannot delete task in active state. use CancelProcessing instead."));
@@ -207,12 +209,12 @@ impl Queue {
     /// message included, stays.
     pub(crate) fn update_payload(
         &mut self,
-        queue: &str,
-        id: &str,
+        queue: &QueueName,
+        id: &TaskId,
         payload: Bytes,
         now: SystemTime,
     ) -> Result<TaskInfo> {
-        let record = self.tasks.get_mut(id).ok_or_else(|| not_found(queue, id))?;
+        let record = self.tasks.get_mut(id.as_str()).ok_or_else(|| not_found(queue, id))?;
         if record.state != TaskState::Scheduled {
             return Err(refused("cannot update task that is not in scheduled state."));
         }
@@ -227,7 +229,7 @@ impl Queue {
     /// archived tasks exist. With it, refuses while tasks are active, else deletes the others.
     /// Completed and aggregating tasks, aggregation sets, counters and the paused mark stay, as
     /// in Go; unlike Go, the deleted tasks' uniqueness locks are released.
-    pub(crate) fn empty_for_removal(&mut self, queue: &str, force: bool) -> Result<usize> {
+    pub(crate) fn empty_for_removal(&mut self, queue: &QueueName, force: bool) -> Result<usize> {
         if force {
             if !self.active.is_empty() {
                 return Err(refused("cannot remove queue with active tasks"));
@@ -238,7 +240,7 @@ impl Queue {
             && self.retry.len() == 0
             && self.archived.len() == 0)
         {
-            return Err(Error::QueueNotEmpty { queue: queue.to_owned() });
+            return Err(Error::QueueNotEmpty { queue: queue.clone() });
         }
         let mut ids: Vec<String> = self.pending.drain(..).collect();
         ids.extend(self.scheduled.take_lowest(usize::MAX));
@@ -256,7 +258,7 @@ impl Queue {
 mod tests {
     use super::*;
     use asynq_core::time::from_unix_secs;
-    use asynq_core::{Task, TaskOptions, resolve_enqueue};
+    use asynq_core::{GroupName, Task, TaskOptions, resolve_enqueue};
 
     fn at(secs: i64) -> SystemTime {
         from_unix_secs(secs)
@@ -276,9 +278,13 @@ mod tests {
             max_delay: None,
             max_size: Some(1),
         };
-        let set_id = queue.aggregation_check("g", &limits, at(100)).unwrap();
+        let set_id = queue.aggregation_check(&GroupName::from_static("g"), &limits, at(100)).unwrap();
 
-        for result in [queue.run_task("q", "a"), queue.archive_task("q", "a", at(100)), queue.delete_task("q", "a")] {
+        for result in [
+            queue.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")),
+            queue.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a"), at(100)),
+            queue.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a")),
+        ] {
             assert!(matches!(result, Err(Error::FailedPrecondition(ref m)) if m.contains("aggregat")), "{result:?}");
         }
         assert_eq!(queue.tasks["a"].state, TaskState::Aggregating);
@@ -297,7 +303,7 @@ mod tests {
         add(&mut queue, "b", TaskOptions::new().group("g"));
         assert!(queue.memory_usage() > one + 8);
         queue.delete_all(&TaskSet::State(TaskState::Pending));
-        queue.delete_all(&TaskSet::Group("g".into()));
+        queue.delete_all(&TaskSet::Group(GroupName::from_static("g")));
         assert_eq!(queue.memory_usage(), 0);
     }
 
@@ -305,9 +311,9 @@ mod tests {
     fn run_clears_a_pending_time_left_from_before_the_archive() {
         let mut queue = Queue::default();
         add(&mut queue, "a", TaskOptions::new());
-        queue.archive_task("q", "a", at(100)).unwrap();
-        queue.run_task("q", "a").unwrap();
+        queue.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a"), at(100)).unwrap();
+        queue.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")).unwrap();
         assert_eq!(queue.tasks["a"].pending_since, None);
-        assert_eq!(queue.info("q", at(200)).latency, std::time::Duration::ZERO);
+        assert_eq!(queue.info(&QueueName::from_static("q"), at(200)).latency, std::time::Duration::ZERO);
     }
 }

@@ -3,7 +3,7 @@
 
 use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect};
 use asynq_core::time::from_unix_secs;
-use asynq_core::{Clock, QueueInfo, Result, SimulatedClock, Task, TaskOptions, resolve_enqueue};
+use asynq_core::{Clock, QueueInfo, QueueName, Result, SimulatedClock, Task, TaskOptions, resolve_enqueue};
 use asynq_memory::MemoryBroker;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -47,10 +47,10 @@ impl Fixture {
     }
 
     pub(crate) async fn info(&self, queue: &str) -> QueueInfo {
-        self.broker.queue_info(queue).await.unwrap()
+        self.broker.queue_info(&QueueName::new(queue).unwrap()).await.unwrap()
     }
 }
 
-pub(crate) fn names(queues: &[&str]) -> Vec<String> {
-    queues.iter().map(|&q| q.to_owned()).collect()
+pub(crate) fn names(queues: &[&str]) -> Vec<QueueName> {
+    queues.iter().map(|q| QueueName::new(*q).expect("a valid queue name")).collect()
 }

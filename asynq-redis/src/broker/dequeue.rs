@@ -1,6 +1,7 @@
 //! Dequeue for [`RedisBroker`]: batched fetches (`dequeue.lua`), outcomes settled one by one or in batches, leases extended, results written, and idle marks for push wake-ups.
 
 use super::*;
+use asynq_core::{QueueName, TaskId};
 
 impl RedisBroker {
     /// The script call that records `outcome` for the active task `msg`, and its name.
@@ -67,7 +68,7 @@ impl RedisBroker {
             .key(k.waiting());
         call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
         for (_, msg, _) in done {
-            call.arg(&msg.id).arg(lock_of(&k, msg).unwrap_or(""));
+            call.arg(msg.id.as_str()).arg(lock_of(&k, msg).unwrap_or(""));
         }
         call
     }
@@ -103,7 +104,7 @@ impl RedisBroker {
                 open_bytes = 0;
             }
             open_bytes += len;
-            open.call.arg(record.kind).arg(&msg.id).arg(record.message).arg(record.score).arg(record.lock);
+            open.call.arg(record.kind).arg(msg.id.as_str()).arg(record.message).arg(record.score).arg(record.lock);
             open.items.push((index, msg));
         }
         if !open.items.is_empty() {
@@ -207,7 +208,10 @@ pub(super) fn read_stored(queue: &str, pairs: Vec<Value>) -> Vec<Stored> {
             Ok(msg) if msg.id.as_bytes() != id.as_slice() || msg.queue != queue => {
                 Stored::Corrupt { id, problem: format!("its msg names task {:?} of queue {:?}", msg.id, msg.queue) }
             }
-            Ok(msg) => Stored::Task(msg.into()),
+            Ok(msg) => match StoredTask::try_from(msg) {
+                Ok(task) => Stored::Task(task),
+                Err(e) => Stored::Corrupt { id, problem: format!("its msg cannot be read: {e}") },
+            },
         });
     }
     found
@@ -256,7 +260,7 @@ pub(super) fn taken_lease_score(expiry_secs: i64) -> String {
 
 #[async_trait]
 impl Dequeue for RedisBroker {
-    async fn dequeue(&self, queues: &[String], max: usize) -> Result<Vec<Dequeued>> {
+    async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
         let expiry = unix_secs(self.now() + LEASE_DURATION);
         let lease_expiry = from_unix_secs(expiry);
         let mut taken = Vec::new();
@@ -271,13 +275,13 @@ impl Dequeue for RedisBroker {
             // the server waits again, so the script sets the idle mark as it finds out. Read
             // before the script runs, the generation makes a wake-up in between void the mark.
             let generation = self.inner.pubsub.wake_generation();
-            let mark_secs = if self.idle_marks().contains_key(queue) { IDLE_MARK_SECS } else { 0 };
+            let mark_secs = if self.idle_marks().contains_key(queue.as_str()) { IDLE_MARK_SECS } else { 0 };
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
             invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(mark_secs);
             let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
             if mark_secs > 0 && pairs.len() / 2 < wanted {
-                self.idle_marks().insert(queue.clone(), (generation, tokio::time::Instant::now()));
+                self.idle_marks().insert(queue.to_string(), (generation, tokio::time::Instant::now()));
             }
             for stored in read_stored(queue, pairs) {
                 match stored {
@@ -310,7 +314,7 @@ impl Dequeue for RedisBroker {
     /// Subscribes to the queues' wake-up channels, marks them as having an idle worker, and
     /// waits for a producer's wake-up; returns at once when a task is already pending. Never
     /// resolves while Redis is unreachable: the processor's poll then takes over.
-    async fn wait_for_tasks(&self, queues: &[String]) {
+    async fn wait_for_tasks(&self, queues: &[QueueName]) {
         let pubsub = &self.inner.pubsub;
         let notified = pubsub.notified();
         tokio::pin!(notified);
@@ -327,7 +331,7 @@ impl Dequeue for RedisBroker {
             let generation = pubsub.wake_generation();
             if self
                 .idle_marks()
-                .get(queue)
+                .get(queue.as_str())
                 .is_some_and(|(g, at)| *g == generation && at.elapsed() < Duration::from_secs(IDLE_MARK_SECS / 2))
             {
                 continue;
@@ -338,7 +342,7 @@ impl Dequeue for RedisBroker {
             match call.run::<i64>(&mut conn, "mark idle").await {
                 Ok(0) => {
                     let mark = (generation, tokio::time::Instant::now());
-                    self.idle_marks().insert(queue.clone(), mark);
+                    self.idle_marks().insert(queue.to_string(), mark);
                 }
                 Ok(_) => return,
                 Err(_) => return std::future::pending().await,
@@ -364,7 +368,7 @@ impl Dequeue for RedisBroker {
         let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
         let count = items.len();
         for (index, (msg, outcome)) in items.into_iter().enumerate() {
-            by_queue.entry(msg.queue.clone()).or_default().push((index, msg, outcome));
+            by_queue.entry(msg.queue.to_string()).or_default().push((index, msg, outcome));
         }
         let mut results: Vec<Option<Result<()>>> = Vec::new();
         results.resize_with(count, || None);
@@ -395,7 +399,7 @@ impl Dequeue for RedisBroker {
         results.into_iter().map(|r| r.expect("every item has a result")).collect()
     }
 
-    async fn extend_leases(&self, queue: &str, ids: &[String], stage: LeaseStage) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
         let expiry = unix_secs(self.now() + LEASE_DURATION);
         if ids.is_empty() {
             return Ok(from_unix_secs(expiry));
@@ -407,7 +411,7 @@ impl Dequeue for RedisBroker {
                 let mut cmd = redis::cmd("ZADD");
                 cmd.arg(lease).arg("XX");
                 for id in ids {
-                    cmd.arg(expiry).arg(id);
+                    cmd.arg(expiry).arg(id.as_str());
                 }
                 let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
             }
@@ -423,7 +427,7 @@ impl Dequeue for RedisBroker {
         Ok(from_unix_secs(expiry))
     }
 
-    async fn write_result(&self, queue: &str, id: &str, result: Bytes) -> Result<()> {
+    async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         check_value_len("result", result.len())?;
         let mut invocation = ScriptCall::new(&SCRIPTS.write_result);
         invocation.key(QueueKeys::new(queue).task(id)).arg(result.as_ref());

@@ -18,7 +18,6 @@ impl RedisBroker {
         request: EnqueueRequest,
     ) -> Result<(ScriptCall, StoredTask)> {
         let mut msg = request.message;
-        validate_queue_name(&msg.queue)?;
         checked_message_len(&msg)?;
         let k = QueueKeys::new(&msg.queue);
         let unique_key = request.unique_ttl.map(|_| k.unique(&msg.type_name, &msg.payload));
@@ -27,11 +26,11 @@ impl RedisBroker {
         let (placement, destination, score, group) = match &request.placement {
             Placement::Pending => ("pending", k.pending(), unix_nanos(now), String::new()),
             Placement::Scheduled { process_at } => ("scheduled", k.scheduled(), unix_secs(*process_at), String::new()),
-            Placement::Grouped { group } => ("group", k.group(group), unix_secs(now), group.clone()),
+            Placement::Grouped { group } => ("group", k.group(group), unix_secs(now), group.to_string()),
         };
         let mut call = ScriptCall::new(script);
         call.key(k.task(&msg.id)).key(destination).key(k.groups()).key(k.idle_workers());
-        call.arg(encode(&msg)).arg(&msg.id).arg(placement).arg(score).arg(group).arg(k.ready_channel());
+        call.arg(encode(&msg)).arg(msg.id.as_str()).arg(placement).arg(score).arg(group).arg(k.ready_channel());
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
             call.key(key).arg(ttl.as_secs().max(1));
         }
@@ -77,7 +76,10 @@ impl Enqueue for RedisBroker {
             match BatchTask::new(request) {
                 Ok(task) => {
                     let queue = task.msg.queue.clone();
-                    by_queue.entry(queue).or_insert_with_key(|queue| QueueCalls::new(queue, now)).push(index, task);
+                    by_queue
+                        .entry(queue.into_string())
+                        .or_insert_with_key(|queue| QueueCalls::new(queue, now))
+                        .push(index, task);
                 }
                 Err(e) => results[index] = Some(Err(e)),
             }
@@ -112,7 +114,6 @@ struct BatchTask {
 impl BatchTask {
     fn new(request: EnqueueRequest) -> Result<Self> {
         let EnqueueRequest { message: mut msg, placement, unique_ttl } = request;
-        validate_queue_name(&msg.queue)?;
         if unique_ttl.is_some() {
             msg.unique_key = Some(QueueKeys::new(&msg.queue).unique(&msg.type_name, &msg.payload));
         }
@@ -176,7 +177,7 @@ impl QueueCalls {
         let mut items = Vec::with_capacity(tasks.len());
         for (n, (index, task)) in (1usize..).zip(tasks) {
             let plain = task.is_plain();
-            call.arg(&task.msg.id).arg(task.encoded);
+            call.arg(task.msg.id.as_str()).arg(task.encoded);
             if !plain {
                 let lock = task.unique_ttl.map(|ttl| (task.msg.unique_key.clone().unwrap_or_default(), ttl));
                 records.push((n, task.placement, lock));
@@ -187,7 +188,7 @@ impl QueueCalls {
             let (placement, score, group) = match placement {
                 Placement::Pending => ("pending", String::new(), String::new()),
                 Placement::Scheduled { process_at } => ("scheduled", unix_secs(process_at).to_string(), String::new()),
-                Placement::Grouped { group } => ("group", String::new(), group),
+                Placement::Grouped { group } => ("group", String::new(), group.into_string()),
             };
             let (lock, ttl) = lock.map_or((String::new(), String::new()), |(key, ttl)| (key, ttl.to_string()));
             call.arg(n).arg(placement).arg(score).arg(group).arg(lock).arg(ttl);

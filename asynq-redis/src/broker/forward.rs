@@ -1,10 +1,11 @@
 //! Forward for [`RedisBroker`]: due scheduled and retry tasks moved to pending (or their group).
 
 use super::*;
+use asynq_core::QueueName;
 
 #[async_trait]
 impl Forward for RedisBroker {
-    async fn forward_ready(&self, queues: &[String]) -> Result<usize> {
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize> {
         let now = self.now();
         let mut conn = self.conn();
         let mut moved = 0;

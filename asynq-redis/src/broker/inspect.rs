@@ -1,6 +1,7 @@
 //! Inspect for [`RedisBroker`]: queues, tasks, history, servers and backend information for operators.
 
 use super::*;
+use asynq_core::{GroupName, QueueName, TaskId};
 
 /// Reads an integer that Redis returned as a number or a decimal string.
 fn int(value: &Value) -> i64 {
@@ -84,14 +85,25 @@ impl Inspect for RedisBroker {
         Ok(servers)
     }
 
-    async fn queues(&self) -> Result<Vec<String>> {
-        let mut queues: Vec<String> =
+    async fn queues(&self) -> Result<Vec<QueueName>> {
+        let names: Vec<String> =
             self.conn().smembers(keys::ALL_QUEUES).await.map_err(|e| broker_error("list queues", e))?;
+        let mut queues: Vec<QueueName> = names
+            .into_iter()
+            .filter_map(|name| {
+                // Go registers any non-blank name; ours cannot address one our rules refuse.
+                QueueName::new(name.as_str())
+                    .inspect_err(
+                        |e| tracing::warn!(queue = name, error = %e, "skipping a queue whose name is not ours"),
+                    )
+                    .ok()
+            })
+            .collect();
         queues.sort();
         Ok(queues)
     }
 
-    async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+    async fn queue_info(&self, queue: &QueueName) -> Result<QueueInfo> {
         self.require_queue(queue).await?;
         let now = self.now();
         let k = QueueKeys::new(queue);
@@ -129,11 +141,11 @@ impl Inspect for RedisBroker {
         Ok(info)
     }
 
-    async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
+    async fn task_info(&self, queue: &QueueName, id: &TaskId) -> Result<TaskInfo> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
         let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
-        invocation.key(k.task(id)).arg(id).arg(unix_secs(self.now())).arg(k.prefix());
+        invocation.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
         let [msg, state, next, result] = values.as_slice() else {
             return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
@@ -146,7 +158,7 @@ impl Inspect for RedisBroker {
         Ok(TaskInfo::new(&msg, state, (next != 0).then(|| from_unix_secs(next)), result))
     }
 
-    async fn list_tasks(&self, queue: &str, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
+    async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
         self.require_queue(queue).await?;
         let now = self.now();
         let k = QueueKeys::new(queue);
@@ -162,14 +174,13 @@ impl Inspect for RedisBroker {
         self.list_page(&k, container, kind, state, page, now).await
     }
 
-    async fn list_group_tasks(&self, queue: &str, group: &str, page: Page) -> Result<Vec<TaskInfo>> {
-        asynq_core::validate_group_name(group)?;
+    async fn list_group_tasks(&self, queue: &QueueName, group: &GroupName, page: Page) -> Result<Vec<TaskInfo>> {
         self.require_queue(queue).await?;
         let k = QueueKeys::new(queue);
         self.list_page(&k, k.group(group), "zset", TaskState::Aggregating, page, self.now()).await
     }
 
-    async fn history(&self, queue: &str, days: usize) -> Result<Vec<DailyStats>> {
+    async fn history(&self, queue: &QueueName, days: usize) -> Result<Vec<DailyStats>> {
         DailyStats::validate_days(days)?;
         self.require_queue(queue).await?;
         let now = self.now();
@@ -190,7 +201,7 @@ impl Inspect for RedisBroker {
             .into_iter()
             .zip(values.chunks_exact(2))
             .map(|(date, pair)| DailyStats {
-                queue: queue.to_owned(),
+                queue: queue.clone(),
                 date,
                 processed: count(&pair[0]),
                 failed: count(&pair[1]),
@@ -202,7 +213,7 @@ impl Inspect for RedisBroker {
         crate::backend::backend_info(&mut self.conn(), self.kind()).await
     }
 
-    async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
+    async fn queue_location(&self, queue: &QueueName) -> Result<Option<QueueLocation>> {
         self.require_queue(queue).await?;
         if self.kind() != crate::backend::CLUSTER {
             return Ok(None);
@@ -210,7 +221,7 @@ impl Inspect for RedisBroker {
         crate::backend::queue_location(&mut self.conn(), &QueueKeys::new(queue)).await.map(Some)
     }
 
-    async fn pause_queue(&self, queue: &str) -> Result<()> {
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
         let set: bool = redis::cmd("SETNX")
             .arg(QueueKeys::new(queue).paused())
             .arg(unix_secs(self.now()))
@@ -220,7 +231,7 @@ impl Inspect for RedisBroker {
         if set { Ok(()) } else { Err(Error::FailedPrecondition(format!("queue {queue:?} is already paused"))) }
     }
 
-    async fn unpause_queue(&self, queue: &str) -> Result<()> {
+    async fn unpause_queue(&self, queue: &QueueName) -> Result<()> {
         let k = QueueKeys::new(queue);
         let mut conn = self.conn();
         let deleted: i64 = conn.del(k.paused()).await.map_err(|e| broker_error("unpause queue", e))?;

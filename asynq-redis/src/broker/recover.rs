@@ -2,10 +2,11 @@
 
 use super::dequeue::{Stored, read_stored, taken_lease_score};
 use super::*;
+use asynq_core::QueueName;
 
 #[async_trait]
 impl Recover for RedisBroker {
-    async fn list_lease_expired(&self, queues: &[String], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
+    async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         let mut conn = self.conn();
         let mut expired = Vec::new();
         for queue in queues {
@@ -18,8 +19,11 @@ impl Recover for RedisBroker {
             for (stored, stalls) in read_stored(queue, pairs).into_iter().zip(stalls) {
                 match stored {
                     Stored::Task(message) => {
-                        let stage =
-                            if unstarted.contains(&message.id) { LeaseStage::Taken } else { LeaseStage::Started };
+                        let stage = if unstarted.contains(message.id.as_str()) {
+                            LeaseStage::Taken
+                        } else {
+                            LeaseStage::Started
+                        };
                         expired.push(ExpiredLease { message, stage, stalls });
                     }
                     // Settled here, so the recoverer never meets it again; a failure is logged

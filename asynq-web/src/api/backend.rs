@@ -90,7 +90,7 @@ pub(crate) async fn info(State(app): State<AppState>) -> ApiResult<Json<BackendV
     if info.kind == "redis-cluster" {
         for queue in app.inspector.queues().await? {
             if let Some(location) = app.inspector.queue_location(&queue).await? {
-                queue_locations.push(QueueLocationView { queue, location: location.into() });
+                queue_locations.push(QueueLocationView { queue: queue.into_string(), location: location.into() });
             }
         }
     }

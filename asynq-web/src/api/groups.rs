@@ -31,7 +31,9 @@ pub(crate) async fn list(
     let queue = path(queue)?;
     queue_name(&queue)?;
     let groups = app.inspector.groups(&queue).await?;
-    Ok(Json(GroupList { groups: groups.into_iter().map(|g| GroupView { group: g.group, size: g.size }).collect() }))
+    Ok(Json(GroupList {
+        groups: groups.into_iter().map(|g| GroupView { group: g.group.into_string(), size: g.size }).collect(),
+    }))
 }
 
 /// `GET /api/queues/{queue}/groups/{group}/tasks?page=&size=`: one page of a group's tasks.
@@ -58,6 +60,5 @@ pub(crate) async fn bulk(
 ) -> ApiResult<Json<super::tasks::BulkResult>> {
     let (queue, group) = path(params)?;
     queue_name(&queue)?;
-    group_name(&group)?;
-    bulk_on(&app, &queue, &TaskSet::Group(group), &body).await
+    bulk_on(&app, &queue, &TaskSet::Group(group_name(&group)?), &body).await
 }

@@ -11,6 +11,7 @@ mod tasks;
 
 use crate::error::{ApiError, ApiResult};
 use crate::{ApiRoute, AppState};
+use asynq_core::{GroupName, QueueName, TaskId};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -133,20 +134,22 @@ fn check_name(kind: &'static str, code: &'static str, name: &str) -> ApiResult<(
     Ok(())
 }
 
-/// Checks a queue name: [`asynq_core::validate_queue_name`], bounded in length.
-pub(crate) fn queue_name(queue: &str) -> ApiResult<()> {
+/// A queue name: a [`QueueName`], bounded in length.
+pub(crate) fn queue_name(queue: &str) -> ApiResult<QueueName> {
     check_name("queue name", "invalid_queue", queue)?;
-    asynq_core::validate_queue_name(queue).map_err(|e| ApiError::bad_request("invalid_queue", e.to_string()))
+    QueueName::new(queue).map_err(|e| ApiError::bad_request("invalid_queue", e.to_string()))
 }
 
-/// Checks a task ID.
-pub(crate) fn task_id(id: &str) -> ApiResult<()> {
-    check_name("task ID", "invalid_task_id", id)
+/// A task ID: a [`TaskId`], bounded in length.
+pub(crate) fn task_id(id: &str) -> ApiResult<TaskId> {
+    check_name("task ID", "invalid_task_id", id)?;
+    TaskId::new(id).map_err(|e| ApiError::bad_request("invalid_task_id", e.to_string()))
 }
 
-/// Checks a group name.
-pub(crate) fn group_name(group: &str) -> ApiResult<()> {
-    check_name("group name", "invalid_group", group)
+/// A group name: a [`GroupName`], bounded in length.
+pub(crate) fn group_name(group: &str) -> ApiResult<GroupName> {
+    check_name("group name", "invalid_group", group)?;
+    GroupName::new(group).map_err(|e| ApiError::bad_request("invalid_group", e.to_string()))
 }
 
 /// Checks a scheduler entry ID.

@@ -61,7 +61,7 @@ impl From<QueueInfo> for QueueView {
             latency_ms: millis(info.latency),
             memory_usage: info.memory_usage,
             timestamp: timestamp(info.timestamp),
-            name: info.queue,
+            name: info.queue.into_string(),
         }
     }
 }

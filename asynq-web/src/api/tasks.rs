@@ -49,8 +49,8 @@ pub(crate) struct TaskSummary {
 impl From<&TaskInfo> for TaskSummary {
     fn from(task: &TaskInfo) -> Self {
         Self {
-            id: task.id.clone(),
-            queue: task.queue.clone(),
+            id: task.id.to_string(),
+            queue: task.queue.to_string(),
             type_name: task.type_name.clone(),
             state: task.state.as_str(),
             payload_preview: preview(&task.payload),
@@ -60,7 +60,7 @@ impl From<&TaskInfo> for TaskSummary {
             last_error: task.last_error.clone(),
             last_failed_at: task.last_failed_at.map(timestamp),
             next_process_at: task.next_process_at.map(timestamp),
-            group: task.group.clone(),
+            group: task.group.as_ref().map(ToString::to_string),
             is_orphaned: task.is_orphaned,
             completed_at: task.completed_at.map(timestamp),
             deadline: task.deadline.map(timestamp),
