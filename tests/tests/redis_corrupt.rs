@@ -465,3 +465,40 @@ async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_noth
     assert!(!members(&redis, &k.pending(), true).contains(&"blocked".to_owned()));
     assert_eq!(redis.command(&["LLEN", &lock]).unwrap().as_int(), Some(1));
 }
+
+/// Go checks only that names are not blank; ours also refuse control characters, and braces in a
+/// queue name. A task Go stored with such an ID or group is corrupt to our servers (archived as
+/// it is, and logged), the good tasks beside it run, and queues and groups so named are left out
+/// of the inspector's listings, with a warning, while Go still sees them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_go_accepts_and_ours_refuse_are_corrupt_to_us_and_left_out_of_listings() {
+    logs();
+    let queue = "names";
+    let k = QueueKeys::new(queue);
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
+    let client = Client::new(broker.clone());
+    client.enqueue(&Task::new("good", "1"), TaskOptions::new().queue(queue).task_id("good-1")).await.unwrap();
+    store_pending(&redis, &k, "bell\u{7}", &msg_with("bell\u{7}", queue, "good", |_| {}));
+    store_pending(&redis, &k, "grouped", &msg_with("grouped", queue, "good", |m| m.group_key = "g\n".into()));
+
+    let queues = [QueueName::new(queue).unwrap()];
+    let taken = broker.dequeue(&queues, 10).await.unwrap();
+    let ids: Vec<&str> = taken.iter().map(|d| d.message.id.as_str()).collect();
+    assert_eq!(ids, ["good-1"]);
+    let mut archived = members(&redis, &k.archived(), false);
+    archived.sort();
+    assert_eq!(archived, ["bell\u{7}", "grouped"]);
+    assert_eq!(errors_naming(queue, "grouped").len(), 1);
+
+    // A queue and a group Go registered under names ours refuse.
+    redis_do(&redis, &[b"SADD", b"asynq:queues", b"a{b}"]);
+    redis_do(&redis, &[b"SADD", k.groups().as_bytes(), b"bad\tgroup", b"fine"]);
+    let listed = broker.queues().await.unwrap();
+    assert_eq!(listed, [QueueName::new(queue).unwrap()]);
+    let groups = asynq_core::broker::Aggregate::groups(&broker, &queues[0]).await.unwrap();
+    assert_eq!(groups.iter().map(|g| g.group.as_str()).collect::<Vec<_>>(), ["fine"]);
+    let warnings = logs().text();
+    assert!(warnings.contains("skipping a queue whose name is not ours"), "{warnings}");
+    assert!(warnings.contains("skipping a group whose name is not ours"), "{warnings}");
+}
