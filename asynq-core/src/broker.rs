@@ -290,7 +290,8 @@ pub trait Inspect: Send + Sync {
     /// that never evicts).
     async fn backend_info(&self) -> Result<BackendInfo>;
 
-    /// Where `queue`'s keys live on a Redis Cluster; `None` on other backends.
+    /// Where a sharded backend keeps `queue` (on a Redis Cluster, its hash slot); `None` on a
+    /// backend that does not shard.
     async fn queue_location(&self, queue: &QueueName) -> Result<Option<QueueLocation>>;
 
     /// Stops workers from taking tasks from `queue`; its tasks stay where they are.

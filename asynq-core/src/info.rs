@@ -229,11 +229,13 @@ pub struct EvictionRisk {
     pub warning: String,
 }
 
-/// Where a queue's keys live on a Redis Cluster.
+/// Where a sharded backend keeps a queue: the shard holding all of its data and the nodes
+/// serving that shard. How shards are numbered is the backend's own (the Redis broker reports
+/// the Cluster hash slot every key of the queue shares).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueLocation {
-    /// The hash slot of the queue's keys (`CLUSTER KEYSLOT asynq:{<queue>}:pending`).
+    /// The shard holding the queue's data.
     pub slot: u16,
-    /// The nodes serving that slot, the master first.
+    /// The nodes serving that shard, the master first.
     pub nodes: Vec<NodeInfo>,
 }

@@ -6,9 +6,9 @@ use crate::error::{ConnectError, broker_error, unexpected};
 use crate::keys::{self, QueueKeys};
 use crate::proto;
 use crate::pubsub::PubSub;
-use crate::safety;
 use crate::scripts::{SCRIPTS, ScriptCall};
 use crate::tls::TlsOptions;
+use crate::{footprint, safety};
 use async_trait::async_trait;
 use asynq_core::broker::{
     Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor,
@@ -145,6 +145,8 @@ struct Inner {
     idle_marks: Mutex<HashMap<String, (u64, tokio::time::Instant)>>,
     /// Settings of the server that can lose task data silently, found at connect time.
     warnings: Vec<String>,
+    /// Settings of the server that make tasks take more memory, found at connect time.
+    footprint_notes: Vec<String>,
     /// What `target` points at, as [`BackendInfo::kind`](asynq_core::BackendInfo) names it.
     kind: &'static str,
 }
@@ -194,6 +196,10 @@ impl RedisBroker {
         for warning in &warnings {
             tracing::warn!(target: "asynq_redis", "{warning}");
         }
+        let footprint_notes = footprint::notes(&mut conn).await;
+        for note in &footprint_notes {
+            tracing::info!(target: "asynq_redis", "{note}");
+        }
         let pubsub = PubSub::new(pubsub, config.response_timeout);
         let kind = match config.target {
             RedisTarget::Server { .. } => crate::backend::SERVER,
@@ -207,6 +213,7 @@ impl RedisBroker {
             pubsub,
             idle_marks: Mutex::default(),
             warnings,
+            footprint_notes,
             kind,
         };
         Ok(Self { inner: Arc::new(inner) })
@@ -217,6 +224,14 @@ impl RedisBroker {
     /// change; they are also logged as warnings. Empty when Redis keeps every task.
     pub fn data_loss_warnings(&self) -> &[String] {
         &self.inner.warnings
+    }
+
+    /// The server settings found at connect time under which tasks take more memory than they
+    /// need (a `hash-max-listpack-value` below 512 bytes, which stores most task hashes as hash
+    /// tables instead of compact listpacks), each as a sentence saying what to change; they are
+    /// also logged, at info level. Empty when tasks are stored compactly.
+    pub fn footprint_notes(&self) -> &[String] {
+        &self.inner.footprint_notes
     }
 
     pub(crate) fn conn(&self) -> Connection {

@@ -61,3 +61,34 @@ async fn the_inspector_reports_the_policy_of_every_cluster_master() {
     let risks = inspector.backend_info().await.unwrap().eviction_risks;
     assert_eq!(risks.iter().map(|r| r.policy.as_str()).collect::<Vec<_>>(), ["volatile-lru"]);
 }
+
+/// With Redis's default `hash-max-listpack-value` (64 bytes) a task's hash, whose `msg` alone is
+/// longer, is stored as a hash table; with the 512 bytes the connect-time note recommends it is
+/// one compact listpack and takes less memory. The note appears only while the limit is lower.
+#[tokio::test]
+async fn a_limit_that_stores_tasks_the_large_way_is_noted_at_connect() {
+    let server = RedisServer::start();
+    let stored = async |id: &str| {
+        let client = asynq_client::Client::new(RedisBroker::connect(&server.url()).await.unwrap());
+        let payload = "x".repeat(40);
+        let options = asynq_client::TaskOptions::new().task_id(id);
+        client.enqueue(&asynq_client::Task::new("email:welcome", payload), options).await.unwrap();
+        let key = format!("asynq:{{default}}:t:{id}");
+        let encoding = server.command(&["OBJECT", "ENCODING", &key]).unwrap();
+        let usage = server.command(&["MEMORY", "USAGE", &key]).unwrap();
+        (encoding.as_str().map(str::to_owned), usage.as_int().expect("MEMORY USAGE is a number"))
+    };
+
+    let broker = RedisBroker::connect(&server.url()).await.unwrap();
+    let notes = broker.footprint_notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("(now 64)") && notes[0].contains("set hash-max-listpack-value 512"), "{}", notes[0]);
+    let (large, large_bytes) = stored("default-limit").await;
+    assert_eq!(large.as_deref(), Some("hashtable"));
+
+    server.command(&["CONFIG", "SET", "hash-max-listpack-value", "512"]).unwrap();
+    assert!(RedisBroker::connect(&server.url()).await.unwrap().footprint_notes().is_empty());
+    let (compact, compact_bytes) = stored("recommended-limit").await;
+    assert_eq!(compact.as_deref(), Some("listpack"));
+    assert!(compact_bytes < large_bytes, "{compact_bytes} < {large_bytes}");
+}
