@@ -28,11 +28,8 @@ pub async fn case_extend_leases_moves_only_active_ids<F: BrokerFactory>(factory:
     t.advance(millis(10_600));
 
     let ids = ids(&["a", "p", "gone", "o"]);
-    assert_eq!(t.broker.extend_leases(&QueueName::from_static("q"), &ids, LeaseStage::Started).await.unwrap(), at(40));
-    assert_eq!(
-        t.broker.extend_leases(&QueueName::from_static("unknown"), &ids, LeaseStage::Started).await.unwrap(),
-        at(40)
-    );
+    assert_eq!(t.broker.extend_leases(&QueueName::from_static("q"), &ids).await.unwrap(), at(40));
+    assert_eq!(t.broker.extend_leases(&QueueName::from_static("unknown"), &ids).await.unwrap(), at(40));
 
     let broker = &t.broker;
     let expired =
@@ -72,30 +69,23 @@ pub async fn case_list_lease_expired_returns_exactly_the_expired<F: BrokerFactor
     assert_eq!(t.info("q").await.active, 2);
 }
 
-/// A lease records whether a handler started its task: a dequeued task is taken; extending at
-/// `LeaseStage::Started` starts it; extending at `LeaseStage::Taken` (the heartbeat of a task
-/// taken ahead) keeps each lease's stage, so a started task never goes back to taken; a task
-/// dequeued again after a requeue is taken again.
+/// A lease records whether a handler started its task: a dequeued task is taken; extending its
+/// lease starts it, and a started task stays started; a task dequeued again after a requeue is
+/// taken again.
 pub async fn case_lease_stage_is_recorded_and_never_regresses<F: BrokerFactory>(factory: &F) {
     let t = Fixture::new(factory).await;
     let a = t.activate("q", "a").await;
     let b = t.activate("q", "b").await;
     let queues = names(&["q"]);
 
-    assert_eq!(
-        t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"]), LeaseStage::Started).await.unwrap(),
-        at(30)
-    );
+    assert_eq!(t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap(), at(30));
     t.advance(secs(5));
-    assert_eq!(
-        t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a", "b"]), LeaseStage::Taken).await.unwrap(),
-        at(35)
-    );
-    assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [started(&a), taken(&b)]);
+    assert_eq!(t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap(), at(35));
+    assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [taken(&b), started(&a)]);
 
     t.finish(&a, Outcome::Requeue).await;
     let again = t.take("q", "a").await.message;
-    assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [taken(&again), taken(&b)]);
+    assert_eq!(t.broker.list_lease_expired(&queues, at(35)).await.unwrap(), [taken(&b), taken(&again)]);
     assert_eq!(t.task("q", "a").await.state, TaskState::Active);
 }
 
@@ -106,7 +96,7 @@ pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(fa
     let t = Fixture::new(factory).await;
     let a = t.activate("q", "a").await;
     t.plain("q", "b").await;
-    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"]), LeaseStage::Started).await.unwrap();
+    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
     let queues = names(&["q"]);
     assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [started(&a)]);
 
@@ -115,7 +105,7 @@ pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(fa
     assert_eq!((info.active, info.pending, info.failed, info.failed_total), (0, 2, 0, 0));
     let again = t.take("q", "a").await.message;
     assert_eq!(again.retried, 0, "a stall uses no retry");
-    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"]), LeaseStage::Started).await.unwrap();
+    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
     let stalled_once = ExpiredLease { message: again, stage: LeaseStage::Started, stalls: 1 };
     assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [stalled_once]);
 }

@@ -186,11 +186,11 @@ pub trait Dequeue: Send + Sync {
     /// [`LEASE_DURATION`](crate::LEASE_DURATION) and returns the new expiry. IDs that are no
     /// longer active are ignored.
     ///
-    /// With [`LeaseStage::Started`] it also records that a handler starts each task: a worker
-    /// calls it, and waits for it to succeed, before it runs a handler, so that an expired lease
-    /// charges only attempts that ran. With [`LeaseStage::Taken`] each lease keeps its stage
-    /// (a started task is never taken back to [`LeaseStage::Taken`]).
-    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime>;
+    /// It also records that a handler starts each task ([`LeaseStage::Started`]): a worker calls
+    /// it for the tasks of a fetch, and waits for it to succeed, before it runs or holds any of
+    /// them, so that an expired lease charges only attempts that ran; later calls (the
+    /// heartbeat's) find them started already.
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime>;
 
     /// Stores `result` as the result of task `id` in `queue`.
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()>;

@@ -59,10 +59,10 @@ impl Dequeue for MemoryBroker {
         Ok(())
     }
 
-    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime> {
         let expiry = lease_expiry(self.now());
         if let Some(queue) = self.state().queues.get_mut(queue) {
-            queue.extend_leases(ids, expiry, stage);
+            queue.extend_leases(ids, expiry);
         }
         Ok(from_unix_secs(expiry))
     }

@@ -48,7 +48,7 @@ mod zset;
 use async_trait::async_trait;
 use asynq_core::broker::{
     Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor,
-    LeaseStage, Outcome, Page, RateLimiter, Recover, SchedulerState, ServerState,
+    Outcome, Page, RateLimiter, Recover, SchedulerState, ServerState,
 };
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{

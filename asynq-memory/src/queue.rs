@@ -306,9 +306,9 @@ impl Queue {
 
     /// Moves the lease of each of `ids` that is active to `expiry` (Unix seconds); at
     /// [`LeaseStage::Started`], also records that a handler starts it.
-    pub(crate) fn extend_leases(&mut self, ids: &[TaskId], expiry: i64, stage: LeaseStage) {
+    pub(crate) fn extend_leases(&mut self, ids: &[TaskId], expiry: i64) {
         for id in ids {
-            if self.lease.update(id, expiry) && stage == LeaseStage::Started {
+            if self.lease.update(id, expiry) {
                 self.unstarted.remove(id.as_str());
             }
         }

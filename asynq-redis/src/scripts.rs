@@ -41,7 +41,6 @@ pub(crate) struct Scripts {
     pub(crate) requeue: Script,
     pub(crate) forward: Script,
     pub(crate) list_lease_expired: Script,
-    pub(crate) extend_taken_leases: Script,
     pub(crate) archive_corrupt: Script,
     pub(crate) delete_expired_completed: Script,
     pub(crate) write_result: Script,
@@ -62,7 +61,7 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 30] {
+    fn all(&self) -> [&Script; 29] {
         [
             &self.enqueue,
             &self.enqueue_batch,
@@ -76,7 +75,6 @@ impl Scripts {
             &self.requeue,
             &self.forward,
             &self.list_lease_expired,
-            &self.extend_taken_leases,
             &self.archive_corrupt,
             &self.delete_expired_completed,
             &self.write_result,
@@ -120,7 +118,6 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     requeue: script!(common + "requeue"),
     forward: script!("forward"),
     list_lease_expired: script!("list_lease_expired"),
-    extend_taken_leases: script!("extend_taken_leases"),
     archive_corrupt: script!(common + "archive_corrupt"),
     delete_expired_completed: script!("delete_expired_completed"),
     write_result: script!("write_result"),

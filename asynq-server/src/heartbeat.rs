@@ -3,7 +3,7 @@
 //! task whose lease could not be extended in time is told to stop.
 
 use crate::workers::ActiveTasks;
-use asynq_core::broker::{Dequeue, LeaseStage, ServerState};
+use asynq_core::broker::{Dequeue, ServerState};
 use asynq_core::{QueueName, ServerInfo, ServerStatus, TaskId};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ impl Heartbeater {
         }
         for (queue, tasks) in by_queue {
             let ids: Vec<TaskId> = tasks.iter().map(|t| t.message.id.clone()).collect();
-            match self.leases.extend_leases(&queue, &ids, LeaseStage::Started).await {
+            match self.leases.extend_leases(&queue, &ids).await {
                 Ok(expiry) => tasks.iter().for_each(|t| {
                     if !t.lease.extend(expiry) {
                         t.lease.notify_expired();

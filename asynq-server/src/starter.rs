@@ -8,7 +8,7 @@
 //! moment before a handler's first line), and later ones are failed attempts, so a handler that
 //! keeps killing its worker is still charged.
 
-use asynq_core::broker::{Dequeue, LeaseStage};
+use asynq_core::broker::Dequeue;
 use asynq_core::{BrokerError, Error, QueueName, Result, TaskId};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,7 +46,7 @@ impl Starter {
                 }
                 let calls = by_queue.into_iter().map(|(queue, (ids, replies))| {
                     let broker = Arc::clone(&broker);
-                    async move { (broker.extend_leases(&queue, &ids, LeaseStage::Started).await, replies) }
+                    async move { (broker.extend_leases(&queue, &ids).await, replies) }
                 });
                 for (result, replies) in futures::future::join_all(calls).await {
                     for reply in replies {

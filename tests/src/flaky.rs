@@ -3,8 +3,7 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor, LeaseStage, Outcome, Page, Recover,
-    ServerState,
+    Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
 };
 use asynq_core::{
     BrokerError, EnqueueRequest, Error, GroupName, QueueInfo, QueueName, Result, ServerInfo, StoredTask, TaskId,
@@ -99,9 +98,9 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
         self.inner.finish(message, outcome).await
     }
 
-    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime> {
         self.check().await?;
-        self.inner.extend_leases(queue, ids, stage).await
+        self.inner.extend_leases(queue, ids).await
     }
 
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {

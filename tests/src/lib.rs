@@ -22,7 +22,7 @@ pub use redis_server::{KeyDump, RedisCluster, RedisSentinel, RedisServer, RespCo
 pub use tls::CertificateAuthority;
 
 use asynq_client::Client;
-use asynq_core::broker::{Dequeue, Dequeued, Inspect, LeaseStage, Outcome};
+use asynq_core::broker::{Dequeue, Dequeued, Inspect, Outcome};
 use asynq_core::{Clock, QueueInfo, QueueName};
 use asynq_memory::MemoryBroker;
 use asynq_server::Config;
@@ -188,12 +188,12 @@ pub async fn start_and_die(broker: &dyn Dequeue, queue: &str, stalls_before: u32
     for _ in 0..stalls_before {
         let taken = broker.dequeue(&queues, 1).await.expect("dequeue");
         let message = &taken.first().expect("a pending task to take").message;
-        broker.extend_leases(&queues[0], std::slice::from_ref(&message.id), LeaseStage::Started).await.expect("start");
+        broker.extend_leases(&queues[0], std::slice::from_ref(&message.id)).await.expect("start");
         broker.finish(message, Outcome::Stalled).await.expect("stall");
     }
     let mut taken = broker.dequeue(&queues, 1).await.expect("dequeue");
     assert_eq!(taken.len(), 1, "a pending task to take in {queue:?}");
     let ids = [taken[0].message.id.clone()];
-    broker.extend_leases(&QueueName::new(queue).unwrap(), &ids, LeaseStage::Started).await.expect("start");
+    broker.extend_leases(&QueueName::new(queue).unwrap(), &ids).await.expect("start");
     taken.remove(0)
 }

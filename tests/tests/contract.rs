@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use asynq_client::Inspector;
 use asynq_core::broker::{
-    Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Health, Inspect, Janitor, LeaseStage, Manage, Outcome,
-    Page, Recover, ServerState,
+    Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Health, Inspect, Janitor, Manage, Outcome, Page, Recover,
+    ServerState,
 };
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{
@@ -35,8 +35,8 @@ impl Dequeue for WorkerOnly {
     async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()> {
         self.0.finish(message, outcome).await
     }
-    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
-        self.0.extend_leases(queue, ids, stage).await
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime> {
+        self.0.extend_leases(queue, ids).await
     }
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         self.0.write_result(queue, id, result).await

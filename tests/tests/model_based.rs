@@ -138,7 +138,7 @@ impl<B: Broker> Backend<B> {
                 };
                 let message = &self.messages[key];
                 let ids = [message.id.clone()];
-                match b.extend_leases(&message.queue, &ids, LeaseStage::Started).await {
+                match b.extend_leases(&message.queue, &ids).await {
                     Ok(_) => Reply::Ok,
                     Err(e) => Reply::Err(ErrorKind::of(&e)),
                 }

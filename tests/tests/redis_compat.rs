@@ -234,7 +234,7 @@ fn members(redis: &RedisServer, command: &str, key: &str) -> Vec<String> {
 /// that a Go server sharing the queue sees nothing unusual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
-    use asynq_core::broker::{Dequeue, LeaseStage, Outcome};
+    use asynq_core::broker::{Dequeue, Outcome};
 
     let redis = RedisServer::start();
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
@@ -263,10 +263,7 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
     };
     assert!(expired(FIXTURE_TIME + 30).is_empty());
     assert_eq!(expired(FIXTURE_TIME + 31), ["t1", "t2", "t3"], "Go's listLeaseExpired a second later");
-    broker
-        .extend_leases(&QueueName::from_static("q"), &[TaskId::from_static("t2")], LeaseStage::Started)
-        .await
-        .unwrap();
+    broker.extend_leases(&QueueName::from_static("q"), &[TaskId::from_static("t2")]).await.unwrap();
     assert_eq!(score("t2").as_str(), Some((FIXTURE_TIME + 30).to_string().as_str()), "started: Go's whole second");
     for id in ["t1", "t2", "t3"] {
         let key = format!("asynq:{{q}}:t:{id}");

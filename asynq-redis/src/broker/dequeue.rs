@@ -399,31 +399,18 @@ impl Dequeue for RedisBroker {
         results.into_iter().map(|r| r.expect("every item has a result")).collect()
     }
 
-    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId], stage: LeaseStage) -> Result<SystemTime> {
+    async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime> {
         let expiry = unix_secs(self.now() + LEASE_DURATION);
         if ids.is_empty() {
             return Ok(from_unix_secs(expiry));
         }
-        let lease = QueueKeys::new(queue).lease();
-        match stage {
-            // A whole-second score: started, as Go writes every lease.
-            LeaseStage::Started => {
-                let mut cmd = redis::cmd("ZADD");
-                cmd.arg(lease).arg("XX");
-                for id in ids {
-                    cmd.arg(expiry).arg(id.as_str());
-                }
-                let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
-            }
-            LeaseStage::Taken => {
-                let mut call = ScriptCall::new(&SCRIPTS.extend_taken_leases);
-                call.key(lease).arg(expiry);
-                for id in ids {
-                    call.arg(id.as_str());
-                }
-                let _: i64 = call.run(&mut self.conn(), "extend leases").await?;
-            }
+        // A whole-second score: started, as Go writes every lease.
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg(QueueKeys::new(queue).lease()).arg("XX");
+        for id in ids {
+            cmd.arg(expiry).arg(id.as_str());
         }
+        let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
         Ok(from_unix_secs(expiry))
     }
 
