@@ -51,6 +51,12 @@ impl<B: Broker + Aggregate + Clone> Fixture<B> {
         set.messages.into_iter().map(|m| m.id.into_string()).collect()
     }
 
+    /// Completes set `set_id` of `group` in `queue` with the aggregated task `request`.
+    pub async fn complete_set(&self, queue: &str, group: &str, set_id: &str, request: EnqueueRequest) -> Result<()> {
+        let (queue, group) = (QueueName::new(queue).unwrap(), GroupName::new(group).unwrap());
+        self.broker.complete_aggregation(&queue, &group, set_id, request).await
+    }
+
     /// The request that stores a pending task `id` of type `"aggregated"` in `queue`.
     pub fn aggregated(&self, queue: &str, id: &str) -> EnqueueRequest {
         let task = Task::new("aggregated", id.to_owned());
@@ -234,15 +240,7 @@ where
     t.advance(secs(1));
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
 
-    t.broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("g"),
-            &set_id,
-            t.aggregated("q", "sum"),
-        )
-        .await
-        .unwrap();
+    t.complete_set("q", "g", &set_id, t.aggregated("q", "sum")).await.unwrap();
 
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["sum"]);
     assert_eq!(t.task("q", "sum").await.type_name, "aggregated");
@@ -254,15 +252,7 @@ where
         "g",
         &set_id,
     );
-    let again = t
-        .broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("g"),
-            &set_id,
-            t.aggregated("q", "sum2"),
-        )
-        .await;
+    let again = t.complete_set("q", "g", &set_id, t.aggregated("q", "sum2")).await;
     assert_set_not_found(again, "q", "g", &set_id);
     assert_eq!(t.info("q").await.size, 1, "only the aggregated task is left");
     assert_eq!(t.take("q", "sum").await.message.payload, "sum");
@@ -279,59 +269,17 @@ where
     t.advance(secs(1));
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
 
-    let conflict = t
-        .broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("g"),
-            &set_id,
-            t.aggregated("q", "taken"),
-        )
-        .await;
+    let conflict = t.complete_set("q", "g", &set_id, t.aggregated("q", "taken")).await;
     assert_id_conflict(conflict, "q", "taken");
-    let elsewhere = t
-        .broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("g"),
-            &set_id,
-            t.aggregated("other", "sum"),
-        )
-        .await;
+    let elsewhere = t.complete_set("q", "g", &set_id, t.aggregated("other", "sum")).await;
     assert_invalid(elsewhere, "queue");
-    let wrong_group = t
-        .broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("h"),
-            &set_id,
-            t.aggregated("q", "sum"),
-        )
-        .await;
+    let wrong_group = t.complete_set("q", "h", &set_id, t.aggregated("q", "sum")).await;
     assert_set_not_found(wrong_group, "q", "h", &set_id);
-    assert_invalid(
-        t.broker
-            .complete_aggregation(
-                &QueueName::from_static("q"),
-                &GroupName::from_static("g"),
-                "",
-                t.aggregated("q", "sum"),
-            )
-            .await,
-        "aggregation set ID",
-    );
+    assert_invalid(t.complete_set("q", "g", "", t.aggregated("q", "sum")).await, "aggregation set ID");
 
     assert_eq!(t.set_ids("q", "g", &set_id).await, ["a"]);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken"]);
-    t.broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("g"),
-            &set_id,
-            t.aggregated("q", "sum"),
-        )
-        .await
-        .unwrap();
+    t.complete_set("q", "g", &set_id, t.aggregated("q", "sum")).await.unwrap();
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["taken", "sum"]);
 }
 
@@ -345,15 +293,7 @@ where
     t.enqueue("a", &Task::new("t", "same"), unique()).await.unwrap();
     t.advance(secs(1));
     let set_id = t.check("q", "g", limits(1, None, None)).await.expect("ready");
-    t.broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("g"),
-            &set_id,
-            t.aggregated("q", "sum"),
-        )
-        .await
-        .unwrap();
+    t.complete_set("q", "g", &set_id, t.aggregated("q", "sum")).await.unwrap();
 
     let again = t.enqueue("b", &Task::new("t", "same"), unique()).await;
     assert!(matches!(again, Err(Error::DuplicateTask { .. })), "the lock outlives its task: {again:?}");
@@ -428,14 +368,6 @@ where
     // Back with the scores they joined with: both have waited the grace period long since.
     let again = t.check("q", "g", limits(60, None, None)).await.expect("ready again");
     assert_eq!(t.set_ids("q", "g", &again).await, ["a", "b"]);
-    let completed = t
-        .broker
-        .complete_aggregation(
-            &QueueName::from_static("q"),
-            &GroupName::from_static("g"),
-            &set_id,
-            t.aggregated("q", "late"),
-        )
-        .await;
+    let completed = t.complete_set("q", "g", &set_id, t.aggregated("q", "late")).await;
     assert_set_not_found(completed, "q", "g", &set_id);
 }

@@ -343,6 +343,35 @@ impl Connection {
             }
         }
     }
+
+    /// The value of the server setting `name` on every master (`CONFIG GET`), one per master
+    /// that answers it. Fails where `CONFIG` is refused (some managed services).
+    pub(crate) async fn config_get(&mut self, name: &str) -> redis::RedisResult<Vec<String>> {
+        let mut query = redis::cmd("CONFIG");
+        query.arg("GET").arg(name);
+        let replies = self.on_every_master(query).await?;
+        Ok(replies.iter().flat_map(|(_, reply)| config_values(reply, name)).collect())
+    }
+}
+
+/// The values of setting `name` in a `CONFIG GET` reply: `[name, value]` on RESP2, a map on
+/// RESP3 (nested per node on a Cluster).
+fn config_values(reply: &Value, name: &str) -> Vec<String> {
+    let text = |v: &Value| String::from_redis_value_ref(v).ok();
+    match reply {
+        Value::Map(pairs) => pairs
+            .iter()
+            .flat_map(|(k, v)| {
+                if text(k).as_deref() == Some(name) { text(v).into_iter().collect() } else { config_values(v, name) }
+            })
+            .collect(),
+        Value::Array(items) => items
+            .chunks(2)
+            .filter(|pair| text(&pair[0]).as_deref() == Some(name))
+            .filter_map(|pair| pair.get(1).and_then(text))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 impl ConnectionLike for Connection {
@@ -379,6 +408,18 @@ impl ConnectionLike for Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_get_replies_are_read_on_resp2_resp3_and_per_cluster_node() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let resp2 = Value::Array(vec![bulk("maxmemory-policy"), bulk("allkeys-lru")]);
+        assert_eq!(config_values(&resp2, "maxmemory-policy"), ["allkeys-lru"]);
+        let resp3 = Value::Map(vec![(bulk("hash-max-ziplist-value"), bulk("64"))]);
+        assert_eq!(config_values(&resp3, "hash-max-ziplist-value"), ["64"]);
+        let per_node = Value::Map(vec![(bulk("10.0.0.1:7000"), resp3.clone()), (bulk("10.0.0.2:7000"), resp3)]);
+        assert_eq!(config_values(&per_node, "hash-max-ziplist-value"), ["64", "64"]);
+        assert!(config_values(&resp2, "other").is_empty());
+    }
 
     #[test]
     fn urls_parse_into_targets() {

@@ -9,7 +9,6 @@
 //! (redis-server 7.0; the README's "Redis settings" section).
 
 use crate::connection::Connection;
-use redis::{FromRedisValue, Value};
 
 /// The setting, by the name every supported Redis (6.2 and later) answers to.
 const SETTING: &str = "hash-max-ziplist-value";
@@ -34,32 +33,10 @@ pub(crate) fn note(limit: u64) -> Option<String> {
 /// Reads the limit on every master and describes what it costs, if anything. A server that
 /// refuses `CONFIG` (some managed services) cannot be checked and yields no note.
 pub(crate) async fn notes(conn: &mut Connection) -> Vec<String> {
-    let mut query = redis::cmd("CONFIG");
-    query.arg("GET").arg(SETTING);
-    let Ok(replies) = conn.on_every_master(query).await else {
+    let Ok(limits) = conn.config_get(SETTING).await else {
         return Vec::new();
     };
-    replies.iter().flat_map(|(_, reply)| limits(reply)).min().and_then(note).into_iter().collect()
-}
-
-/// The limits in a `CONFIG GET` reply: `[name, value]` on RESP2, a map on RESP3.
-fn limits(reply: &Value) -> Vec<u64> {
-    let text = |v: &Value| String::from_redis_value_ref(v).ok();
-    let value = |v: &Value| text(v).and_then(|t| t.trim().parse().ok());
-    match reply {
-        Value::Map(pairs) => pairs
-            .iter()
-            .flat_map(
-                |(k, v)| if text(k).as_deref() == Some(SETTING) { value(v).into_iter().collect() } else { limits(v) },
-            )
-            .collect(),
-        Value::Array(items) => items
-            .chunks(2)
-            .filter(|pair| text(&pair[0]).as_deref() == Some(SETTING))
-            .filter_map(|pair| pair.get(1).and_then(value))
-            .collect(),
-        _ => Vec::new(),
-    }
+    limits.iter().filter_map(|limit| limit.trim().parse().ok()).min().and_then(note).into_iter().collect()
 }
 
 #[cfg(test)]
@@ -72,13 +49,5 @@ mod tests {
         assert!(note.contains("(now 64)") && note.contains("set hash-max-listpack-value 512"), "{note}");
         assert_eq!(super::note(RECOMMENDED_HASH_VALUE_BYTES), None);
         assert_eq!(super::note(4096), None);
-    }
-
-    #[test]
-    fn limits_are_read_from_resp2_and_resp3_replies() {
-        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        assert_eq!(limits(&Value::Array(vec![bulk(SETTING), bulk("64")])), [64]);
-        assert_eq!(limits(&Value::Map(vec![(bulk(SETTING), bulk("512"))])), [512]);
-        assert!(limits(&Value::Array(vec![bulk("other"), bulk("1")])).is_empty());
     }
 }

@@ -4,7 +4,6 @@
 
 use crate::connection::Connection;
 use asynq_core::EvictionRisk;
-use redis::{FromRedisValue, Value};
 
 /// The one policy under which Redis never evicts a key: when full, it refuses writes instead.
 const NO_EVICTION: &str = "noeviction";
@@ -35,33 +34,10 @@ pub(crate) fn eviction_risks(policies: impl IntoIterator<Item = String>) -> Vec<
 /// when none does. A server that refuses `CONFIG` (some managed services) cannot be checked and
 /// yields no warning.
 pub(crate) async fn data_loss_warnings(conn: &mut Connection) -> Vec<String> {
-    let mut query = redis::cmd("CONFIG");
-    query.arg("GET").arg("maxmemory-policy");
-    let Ok(replies) = conn.on_every_master(query).await else {
+    let Ok(policies) = conn.config_get("maxmemory-policy").await else {
         return Vec::new();
     };
-    eviction_risks(replies.iter().flat_map(|(_, reply)| policies(reply))).into_iter().map(|r| r.warning).collect()
-}
-
-/// The policies in a `CONFIG GET maxmemory-policy` reply: `[name, value]` on RESP2, a map on
-/// RESP3.
-fn policies(reply: &Value) -> Vec<String> {
-    const NAME: &str = "maxmemory-policy";
-    let text = |v: &Value| String::from_redis_value_ref(v).ok();
-    match reply {
-        Value::Map(pairs) => pairs
-            .iter()
-            .flat_map(
-                |(k, v)| if text(k).as_deref() == Some(NAME) { text(v).into_iter().collect() } else { policies(v) },
-            )
-            .collect(),
-        Value::Array(items) => items
-            .chunks(2)
-            .filter(|pair| text(&pair[0]).as_deref() == Some(NAME))
-            .filter_map(|pair| pair.get(1).and_then(text))
-            .collect(),
-        _ => Vec::new(),
-    }
+    eviction_risks(policies).into_iter().map(|r| r.warning).collect()
 }
 
 #[cfg(test)]
@@ -77,13 +53,5 @@ mod tests {
         assert_eq!(policies, ["allkeys-lru", "volatile-ttl"]);
         assert!(risks[0].warning.contains("maxmemory-policy allkeys-lru"), "{}", risks[0].warning);
         assert!(risks[0].warning.contains("set maxmemory-policy noeviction"), "{}", risks[0].warning);
-    }
-
-    #[test]
-    fn config_get_replies_name_their_policies() {
-        let name = Value::BulkString(b"maxmemory-policy".to_vec());
-        let value = Value::BulkString(b"allkeys-lru".to_vec());
-        assert_eq!(policies(&Value::Array(vec![name.clone(), value.clone()])), ["allkeys-lru"]);
-        assert_eq!(policies(&Value::Map(vec![(name, value)])), ["allkeys-lru"]);
     }
 }
