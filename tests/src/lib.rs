@@ -179,7 +179,7 @@ pub fn secs(n: u64) -> Duration {
 }
 
 /// Takes the next task of `queue` as a worker does and starts its handler (recording
-/// [`LeaseStage::Started`]); the worker then dies, so nobody extends the lease or finishes it.
+/// [`LeaseStage::Started`](asynq_core::broker::LeaseStage::Started)); the worker then dies, so nobody extends the lease or finishes it.
 /// The task first stalls `stalls_before` times (a worker died running it and the recoverer
 /// forgave it), so with [`asynq_core::FREE_STALLS`] stalls before, its next expired lease is
 /// charged as a failed attempt.
