@@ -524,7 +524,10 @@
           h('span', { text: `failed today ${fmtNumber(q.failed)}` }),
           h('span', { text: `latency ${fmtMs(q.latency_ms)}` }),
           h('span', { text: `memory ${fmtBytes(q.memory_usage)}` }),
-          detail.location ? h('span', { 'data-field': 'slot', text: `slot ${detail.location.slot} on ${detail.location.nodes.map((n) => n.addr).join(', ')}` }) : null,
+          // replaceChildren would print a null as the text "null": leave the slot out instead.
+          ...(detail.location
+            ? [h('span', { 'data-field': 'slot', text: `slot ${detail.location.slot} on ${detail.location.nodes.map((n) => n.addr).join(', ')}` })]
+            : []),
         );
         if (writable()) pauseSlot.replaceChildren(...queueButtons(q).slice(0, 1));
         if (page.tasks.length === 0 && local.page > 1 && page.total > 0) {

@@ -252,6 +252,9 @@ async fn operator_walks_through_the_dashboard() {
     browser
         .wait_for_text(&format!("{grace_row} td[data-field=\"type\"]"), "the task type", |t| t == "email:welcome")
         .await;
+    browser.wait_for_text("#queue-summary", "the queue summary", |t| t.contains("latency")).await;
+    let summary = browser.text("#queue-summary").await;
+    assert!(!summary.contains("null"), "a queue outside a Cluster has no slot to show: {summary:?}");
     browser.screenshot(&screenshot_path("queue")).await;
     browser.click(&format!(r#"{grace_row} button[data-action="archive"]"#)).await;
     browser.wait_gone(&grace_row).await;
