@@ -32,12 +32,18 @@ fn in_range<const MIN: u32, const MAX: u32>(text: &str) -> Result<u32, String> {
     }
 }
 
+/// The help heading of the flags that say how to reach Redis.
+pub(crate) const CONNECTION_HEADING: &str = "Connection";
+/// The help heading of the other flags every command takes.
+pub(crate) const GLOBAL_HEADING: &str = "Global";
+
 /// What `--help` says after the flags: exit codes, JSON conventions, configuration.
 const AFTER_LONG_HELP: &str = "\
 Connection settings come from, in order of precedence: a flag, its environment variable
-(ASYNQ_URI, ASYNQ_DB, ASYNQ_PASSWORD, ...), the config file (YAML, keys named like the long
+(ASYNQ_URI, ASYNQ_DB, ASYNQ_PASSWORD, ...), the config file (YAML, keys named like Go's
 flags: uri, db, password, username, cluster, cluster_addrs, tls, tls_server, insecure,
-tls_ca_cert, tls_cert, tls_key, sentinel_addrs, master), then the default.
+tls_ca_cert, tls_cert, tls_key, sentinel_addrs, master), then the default. Flags are
+kebab-case (--cluster-addrs); Go's snake_case spellings (--cluster_addrs) work too.
 
 --uri takes host:port, or a full URL: redis://[user:password@]host:port[/db],
 rediss://... (TLS), redis-cluster://host:port[,host:port...] (rediss-cluster:// for TLS) or
@@ -80,12 +86,11 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// The flags every command takes (Go's persistent flags).
+/// The flags every command takes (Go's persistent flags), listed apart from each command's own:
+/// how to reach Redis under "Connection", the rest under "Global".
 #[derive(Debug, Args)]
+#[command(next_help_heading = CONNECTION_HEADING)]
 pub(crate) struct GlobalArgs {
-    /// Config file to set flag default values [default: $HOME/.asynq.yaml]
-    #[arg(long, global = true, env = "ASYNQ_CONFIG", value_name = "FILE")]
-    pub(crate) config: Option<std::path::PathBuf>,
     /// Redis server URI: host:port or a redis://, rediss://, redis-cluster://, redis-sentinel:// URL
     #[arg(short = 'u', long, global = true, env = "ASYNQ_URI", default_value = "127.0.0.1:6379")]
     pub(crate) uri: String,
@@ -99,12 +104,13 @@ pub(crate) struct GlobalArgs {
     /// Username to use when connecting to Redis (ACL)
     #[arg(short = 'U', long, global = true, env = "ASYNQ_USERNAME")]
     pub(crate) username: Option<String>,
-    /// Connect to a Redis Cluster (at --cluster_addrs)
+    /// Connect to a Redis Cluster (at --cluster-addrs)
     #[arg(long, global = true, env = "ASYNQ_CLUSTER", value_parser = BoolishValueParser::new())]
     pub(crate) cluster: bool,
     /// Comma-separated addresses of Redis Cluster nodes
     #[arg(
-        long = "cluster_addrs",
+        long = "cluster-addrs",
+        alias = "cluster_addrs",
         global = true,
         env = "ASYNQ_CLUSTER_ADDRS",
         default_value = "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005"
@@ -113,30 +119,53 @@ pub(crate) struct GlobalArgs {
     /// Connect with TLS
     #[arg(long, global = true, env = "ASYNQ_TLS", value_parser = BoolishValueParser::new())]
     pub(crate) tls: bool,
-    /// Server name for TLS validation (implies --tls); must be the host of --uri (not with --cluster or --sentinel_addrs)
-    #[arg(long = "tls_server", global = true, env = "ASYNQ_TLS_SERVER")]
+    /// Server name for TLS validation (implies --tls); must be the host of --uri (not with --cluster or --sentinel-addrs)
+    #[arg(long = "tls-server", alias = "tls_server", global = true, env = "ASYNQ_TLS_SERVER")]
     pub(crate) tls_server: Option<String>,
     /// Allow insecure TLS connection by skipping certificate validation
     #[arg(long, global = true, env = "ASYNQ_INSECURE", value_parser = BoolishValueParser::new())]
     pub(crate) insecure: bool,
     /// PEM file of the certificate authorities to verify the server against, instead of the
     /// system's (implies --tls)
-    #[arg(long = "tls_ca_cert", global = true, env = "ASYNQ_TLS_CA_CERT", value_name = "FILE")]
+    #[arg(long = "tls-ca-cert", alias = "tls_ca_cert", global = true, env = "ASYNQ_TLS_CA_CERT", value_name = "FILE")]
     pub(crate) tls_ca_cert: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate to present (mutual TLS; with --tls_key; implies --tls)
-    #[arg(long = "tls_cert", global = true, env = "ASYNQ_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    /// PEM file of the client certificate to present (mutual TLS; with --tls-key; implies --tls)
+    #[arg(
+        long = "tls-cert",
+        alias = "tls_cert",
+        global = true,
+        env = "ASYNQ_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
     pub(crate) tls_cert: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate's private key (with --tls_cert)
-    #[arg(long = "tls_key", global = true, env = "ASYNQ_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    /// PEM file of the client certificate's private key (with --tls-cert)
+    #[arg(
+        long = "tls-key",
+        alias = "tls_key",
+        global = true,
+        env = "ASYNQ_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
     pub(crate) tls_key: Option<std::path::PathBuf>,
     /// Comma-separated addresses of Redis Sentinels (with --master): connect to the master they name
-    #[arg(long = "sentinel_addrs", global = true, env = "ASYNQ_SENTINEL_ADDRS", requires = "master")]
+    #[arg(
+        long = "sentinel-addrs",
+        alias = "sentinel_addrs",
+        global = true,
+        env = "ASYNQ_SENTINEL_ADDRS",
+        requires = "master"
+    )]
     pub(crate) sentinel_addrs: Option<String>,
-    /// Name of the master the Sentinels monitor (with --sentinel_addrs)
+    /// Name of the master the Sentinels monitor (with --sentinel-addrs)
     #[arg(long, global = true, env = "ASYNQ_MASTER")]
     pub(crate) master: Option<String>,
+    /// Config file to set flag default values [default: $HOME/.asynq.yaml]
+    #[arg(long, global = true, env = "ASYNQ_CONFIG", value_name = "FILE", help_heading = GLOBAL_HEADING)]
+    pub(crate) config: Option<std::path::PathBuf>,
     /// Print machine-readable JSON instead of tables
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL_HEADING)]
     pub(crate) json: bool,
 }
 
@@ -145,6 +174,8 @@ pub(crate) struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// View the current state: tasks per state and queue, today's counts, Redis info
+    #[command(after_help = "Example:\n  asynq stats
+  asynq stats --json -u redis://:secret@10.0.0.5:6379/0")]
     Stats,
     /// Manage queues
     #[command(subcommand)]
@@ -162,10 +193,13 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Cron(CronCommand),
     /// View a live dashboard of queues and tasks in the terminal
+    #[command(after_help = "Example:\n  asynq dash --refresh 2s")]
     Dash(DashArgs),
     /// Serve the queues' Prometheus metrics (Go's names) over HTTP until interrupted
+    #[command(after_help = "Example:\n  asynq metrics --listen 0.0.0.0:9464")]
     Metrics(MetricsArgs),
     /// Serve the web dashboard until interrupted (token from ASYNQ_WEB_TOKEN)
+    #[command(after_help = "Example:\n  ASYNQ_WEB_TOKEN=s3cret asynq web --listen 0.0.0.0:8080 --read-only")]
     Web(WebArgs),
     /// Print the version
     #[command(hide = true)]
@@ -177,18 +211,24 @@ pub(crate) enum Command {
 pub(crate) enum QueueCommand {
     /// List queues
     #[command(visible_alias = "list", name = "ls")]
+    #[command(after_help = "Example:\n  asynq queue ls")]
     List,
     /// Display detailed information on one or more queues
+    #[command(after_help = "Example:\n  asynq queue inspect critical default")]
     Inspect(QueueNames),
     /// Display historical aggregate data from one or more queues
+    #[command(after_help = "Example:\n  asynq queue history critical -x 30")]
     History(QueueHistoryArgs),
     /// Pause one or more queues
+    #[command(after_help = "Example:\n  asynq queue pause emails")]
     Pause(QueueNames),
     /// Resume (unpause) one or more queues
     #[command(visible_alias = "unpause")]
+    #[command(after_help = "Example:\n  asynq queue resume emails")]
     Resume(QueueNames),
     /// Remove one or more queues
     #[command(visible_aliases = ["rm", "delete"])]
+    #[command(after_help = "Example:\n  asynq queue rm old-queue --force")]
     Remove(QueueRemoveArgs),
 }
 
@@ -227,25 +267,37 @@ pub(crate) struct QueueRemoveArgs {
 pub(crate) enum TaskCommand {
     /// List tasks of one state of a queue, one page at a time
     #[command(visible_alias = "list", name = "ls")]
+    #[command(after_help = "Example:\n  asynq task ls -q default -s retry --size 10 --page 2")]
     List(TaskListArgs),
     /// Display detailed information on the specified task
+    #[command(after_help = "Example:\n  asynq task inspect -q default -i 7f7c5f1e-2b8c-4c6e-9d0e-5a1b2c3d4e5f")]
     Inspect(TaskRef),
     /// Cancel one or more active tasks
+    #[command(after_help = "Example:\n  asynq task cancel 7f7c5f1e-2b8c-4c6e-9d0e-5a1b2c3d4e5f")]
     Cancel(TaskCancelArgs),
     /// Archive a task with the given id
+    #[command(after_help = "Example:\n  asynq task archive -q default -i report-q3")]
     Archive(TaskRef),
     /// Delete a task with the given id
     #[command(visible_aliases = ["remove", "rm"])]
+    #[command(after_help = "Example:\n  asynq task delete -q default -i report-q3")]
     Delete(TaskRef),
     /// Run a task with the given id (make it pending now)
+    #[command(after_help = "Example:\n  asynq task run -q default -i report-q3")]
     Run(TaskRef),
     /// Enqueue a task
+    #[command(
+        after_help = "Example:\n  asynq task enqueue -t report:build -l '{\"quarter\":3}' --queue critical --process-in 1h --id report-q3"
+    )]
     Enqueue(Box<TaskEnqueueArgs>),
     /// Archive all tasks in the given state (pending, aggregating, scheduled, retry)
+    #[command(after_help = "Example:\n  asynq task archiveall -q default -s retry")]
     Archiveall(BulkArgs),
     /// Delete all tasks in the given state (pending, aggregating, scheduled, retry, archived, completed)
+    #[command(after_help = "Example:\n  asynq task deleteall -q default -s archived")]
     Deleteall(BulkArgs),
     /// Run all tasks in the given state (scheduled, retry, archived, aggregating)
+    #[command(after_help = "Example:\n  asynq task runall -q default -s aggregating -g daily-digest")]
     Runall(BulkArgs),
 }
 
@@ -292,7 +344,7 @@ pub(crate) struct TaskCancelArgs {
 #[derive(Debug, Args)]
 pub(crate) struct TaskEnqueueArgs {
     /// Type name to enqueue the task as
-    #[arg(short = 't', long = "type_name")]
+    #[arg(short = 't', long = "type-name", alias = "type_name")]
     pub(crate) type_name: String,
     /// Payload to enqueue (taken as text)
     #[arg(short = 'l', long)]
@@ -317,10 +369,10 @@ pub(crate) struct TaskEnqueueArgs {
     #[arg(long)]
     pub(crate) unique: Option<String>,
     /// Process the task at this time, RFC 3339
-    #[arg(long = "process_at")]
+    #[arg(long = "process-at", alias = "process_at")]
     pub(crate) process_at: Option<String>,
     /// Process the task after this delay, a Go duration
-    #[arg(long = "process_in")]
+    #[arg(long = "process-in", alias = "process_in")]
     pub(crate) process_in: Option<String>,
     /// Retention window for the completed task, a Go duration
     #[arg(long)]
@@ -349,6 +401,7 @@ pub(crate) struct BulkArgs {
 pub(crate) enum GroupCommand {
     /// List groups of a queue
     #[command(visible_alias = "list", name = "ls")]
+    #[command(after_help = "Example:\n  asynq group ls -q notifications")]
     List(GroupListArgs),
 }
 
@@ -365,6 +418,7 @@ pub(crate) struct GroupListArgs {
 pub(crate) enum ServerCommand {
     /// List servers
     #[command(visible_alias = "list", name = "ls")]
+    #[command(after_help = "Example:\n  asynq server ls")]
     List,
 }
 
@@ -373,8 +427,10 @@ pub(crate) enum ServerCommand {
 pub(crate) enum CronCommand {
     /// List cron entries
     #[command(visible_alias = "list", name = "ls")]
+    #[command(after_help = "Example:\n  asynq cron ls")]
     List,
     /// Show the tasks one or more cron entries enqueued, newest first
+    #[command(after_help = "Example:\n  asynq cron history 3f9a2c1e-0b7d-4e8f-a1c2-d3e4f5a6b7c8 --size 10")]
     History(CronHistoryArgs),
 }
 
@@ -434,6 +490,95 @@ mod tests {
     #[test]
     fn the_command_tree_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// The commands that do something (no subcommands of their own), with their full names.
+    fn leaves(command: &clap::Command, path: &str) -> Vec<(String, clap::Command)> {
+        let path = format!("{path} {}", command.get_name()).trim().to_owned();
+        let subcommands: Vec<_> = command.get_subcommands().filter(|c| c.get_name() != "help").collect();
+        if subcommands.is_empty() {
+            return vec![(path, command.clone())];
+        }
+        subcommands.into_iter().flat_map(|c| leaves(c, &path)).collect()
+    }
+
+    /// The words of a help example, as a shell would split them (single quotes only), without
+    /// leading `NAME=value` environment settings.
+    fn words(example: &str) -> Vec<String> {
+        let mut words = vec![String::new()];
+        let mut quoted = false;
+        for c in example.chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => words.push(String::new()),
+                c => words.last_mut().expect("one word at least").push(c),
+            }
+        }
+        words.into_iter().skip_while(|w| w.contains('=') && !w.starts_with('-')).collect()
+    }
+
+    #[test]
+    fn every_command_shows_an_example_that_parses() {
+        let mut hidden = 0;
+        for (name, command) in leaves(&Cli::command(), "") {
+            if command.is_hide_set() {
+                hidden += 1;
+                continue;
+            }
+            let help = command.get_after_help().map(ToString::to_string).unwrap_or_default();
+            let examples: Vec<&str> = help.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+            assert!(help.starts_with("Example:") && !examples.is_empty(), "{name} has no example");
+            for example in examples {
+                let matches = Cli::command()
+                    .try_get_matches_from(words(example))
+                    .unwrap_or_else(|e| panic!("{example:?} does not parse: {e}"));
+                let (mut path, mut level) = (vec!["asynq".to_owned()], &matches);
+                while let Some((subcommand, inner)) = level.subcommand() {
+                    path.push(subcommand.to_owned());
+                    level = inner;
+                }
+                assert_eq!(path.join(" "), name, "the example {example:?} runs another command");
+            }
+        }
+        assert_eq!(hidden, 1, "only `version` is hidden");
+    }
+
+    #[test]
+    fn flags_are_kebab_case_and_gos_snake_case_still_parses() {
+        let mut commands = vec![Cli::command()];
+        while let Some(command) = commands.pop() {
+            for arg in command.get_arguments() {
+                if let Some(long) = arg.get_long() {
+                    assert!(!long.contains('_'), "--{long} of {} is not kebab-case", command.get_name());
+                }
+            }
+            commands.extend(command.get_subcommands().cloned());
+        }
+        let go = ["asynq", "--cluster", "--cluster_addrs", "a:1", "--tls_server", "h", "task", "enqueue"];
+        let cli = Cli::parse_from(go.into_iter().chain(["-t", "x", "-l", "", "--process_in", "1m"]));
+        assert_eq!((cli.global.cluster_addrs.as_str(), cli.global.tls_server.as_deref()), ("a:1", Some("h")));
+        let Command::Task(TaskCommand::Enqueue(args)) = cli.command else { panic!("parsed as {:?}", cli.command) };
+        assert_eq!(args.process_in.as_deref(), Some("1m"));
+    }
+
+    #[test]
+    fn connection_flags_are_listed_apart_from_a_commands_own() {
+        let mut cli = Cli::command();
+        cli.build(); // global flags reach the subcommands when the tree is built
+        let help = cli
+            .find_subcommand_mut("task")
+            .and_then(|t| t.find_subcommand_mut("ls"))
+            .expect("task ls")
+            .render_help()
+            .to_string();
+        let (own, rest) = help.split_once(&format!("{CONNECTION_HEADING}:")).expect("a Connection section");
+        assert!(own.contains("--queue") && own.contains("--page") && !own.contains("--uri"), "{help}");
+        let (connection, global) = rest.split_once(&format!("{GLOBAL_HEADING}:")).expect("a Global section");
+        assert!(
+            connection.contains("--uri") && connection.contains("--cluster-addrs") && !connection.contains("--json"),
+            "{help}"
+        );
+        assert!(global.contains("--json") && global.contains("--config"), "{help}");
     }
 
     #[test]

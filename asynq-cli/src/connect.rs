@@ -24,8 +24,8 @@ pub(crate) fn target_url(args: &GlobalArgs) -> Result<String, CliError> {
     let insecure = if tls && args.insecure { "#insecure" } else { "" };
     if (args.cluster || args.sentinel_addrs.is_some()) && args.tls_server.is_some() {
         return Err(CliError::usage(
-            "--tls_server does not apply to a Cluster or Sentinel: each server's certificate is checked \
-             against the address the Cluster or the Sentinels give; drop --tls_server",
+            "--tls-server does not apply to a Cluster or Sentinel: each server's certificate is checked \
+             against the address the Cluster or the Sentinels give; drop --tls-server",
         ));
     }
     let s = if tls { "s" } else { "" };
@@ -43,7 +43,7 @@ pub(crate) fn target_url(args: &GlobalArgs) -> Result<String, CliError> {
         let host = args.uri.rsplit_once(':').map_or(args.uri.as_str(), |(host, _)| host);
         if server != host {
             return Err(CliError::usage(format!(
-                "--tls_server {server:?} differs from the host of --uri ({host:?}); the certificate is \
+                "--tls-server {server:?} differs from the host of --uri ({host:?}); the certificate is \
                  checked against the host of --uri, so connect by that name (e.g. -u {server}:6379) \
                  or add --insecure"
             )));
@@ -86,10 +86,10 @@ fn tls_options(args: &GlobalArgs) -> Result<TlsOptions, CliError> {
     };
     let mut options = TlsOptions::new();
     if let Some(path) = &args.tls_ca_cert {
-        options = options.trust(read(path, "--tls_ca_cert")?);
+        options = options.trust(read(path, "--tls-ca-cert")?);
     }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        options = options.identity(read(cert, "--tls_cert")?, read(key, "--tls_key")?);
+        options = options.identity(read(cert, "--tls-cert")?, read(key, "--tls-key")?);
     }
     Ok(options)
 }
@@ -142,7 +142,7 @@ fn connect_error(error: ConnectError) -> CliError {
     match error {
         ConnectError::InvalidUrl { .. } => CliError::usage(error.to_string()).with_hint(EXPECTED_FORMS),
         ConnectError::Tls { .. } => CliError::usage(error.to_string()).with_hint(
-            "--tls_ca_cert, --tls_cert and --tls_key take PEM files, for a TLS server, Cluster or Sentinel set",
+            "--tls-ca-cert, --tls-cert and --tls-key take PEM files, for a TLS server, Cluster or Sentinel set",
         ),
         ConnectError::Unsupported { .. } => CliError::new(Failure::Connect, error.to_string()),
         _ => CliError::new(Failure::Connect, error.to_string()).with_hint(format!(

@@ -1,5 +1,5 @@
 //! Go's duration syntax (`time.ParseDuration`) for flags such as `--timeout 1m30s` and
-//! `--refresh 8s`, and RFC 3339 times for `--deadline` and `--process_at`.
+//! `--refresh 8s`, and RFC 3339 times for `--deadline` and `--process-at`.
 
 use crate::error::CliError;
 use asynq_core::time::parse_go_duration;

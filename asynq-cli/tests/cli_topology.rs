@@ -82,13 +82,13 @@ fn tls_flags_verify_a_private_authority_and_present_a_client_certificate() {
     let identified = ["--tls_ca_cert", &ca_cert, "--tls_cert", &cert, "--tls_key", &key];
     let queues = asynq(&[&["-u", uri.as_str()][..], &identified, &["queue", "ls", "--json"]].concat()).ok();
     assert_eq!(queues.json(), serde_json::json!([]), "{queues:#?}");
-    let without_identity = asynq(&["-u", &uri, "--tls_ca_cert", &ca_cert, "stats"]);
+    let without_identity = asynq(&["-u", &uri, "--tls-ca-cert", &ca_cert, "stats"]);
     assert_eq!(without_identity.code, 5, "the server asks for a client certificate: {without_identity:#?}");
     let unknown_authority = asynq(&["-u", &uri, "--tls", "stats"]);
     assert_eq!(unknown_authority.code, 5, "{unknown_authority:#?}");
     let missing = asynq(&["-u", &uri, "--tls_ca_cert", "/nonexistent/ca.pem", "stats"]);
     assert_eq!(missing.code, 2, "{missing:#?}");
-    assert!(missing.stderr.contains("--tls_ca_cert"), "{}", missing.stderr);
+    assert!(missing.stderr.contains("--tls-ca-cert"), "{}", missing.stderr);
 }
 
 #[test]
