@@ -237,6 +237,17 @@ async fn operator_walks_through_the_dashboard() {
     browser.wait_for("#history-chart svg").await;
     browser.wait_for_text("#last-updated", "a refresh time", |text| text.starts_with("Updated")).await;
     assert!(!browser.is_visible("#eviction-warning").await, "noeviction keeps every task: no warning");
+    // At 1280 px the queue table fits: nothing is scrolled out of sight, Pause and Delete included.
+    let fit = browser
+        .eval(
+            "const wrap = document.querySelector('#queues').closest('.table-wrap'); \
+             const last = document.querySelector('#queues tbody tr td:last-child'); \
+             return [wrap.scrollWidth, wrap.clientWidth, last.getBoundingClientRect().right, window.innerWidth];",
+            vec![],
+        )
+        .await;
+    let [scroll, client, right, viewport] = [0, 1, 2, 3].map(|i| fit[i].as_f64().expect("a number"));
+    assert!(scroll <= client && right <= viewport, "the queue table overflows at 1280 px: {fit}");
     browser.screenshot(&screenshot_path("overview")).await;
     if std::env::var_os("ASYNQ_UPDATE_DOCS_SCREENSHOT").is_some_and(|v| v == "1") {
         browser.screenshot(&docs_screenshot()).await;
