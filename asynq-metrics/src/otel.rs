@@ -18,6 +18,10 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// The header that carries the W3C trace parent.
 pub const TRACEPARENT_HEADER: &str = "traceparent";
 
+/// The header W3C trace context puts vendor-specific trace state in; written only when there is
+/// some.
+pub const TRACESTATE_HEADER: &str = "tracestate";
+
 /// `task` with the OpenTelemetry context of the current `tracing` span in its headers
 /// (`traceparent`, and `tracestate` when there is one). Unchanged when the current span has no
 /// valid context (no OpenTelemetry layer, or no span).
@@ -42,6 +46,11 @@ pub fn inject_context(cx: &Context, task: Task) -> Task {
     }
     let mut headers = task.headers().clone();
     TraceContextPropagator::new().inject_context(cx, &mut headers);
+    // The propagator writes an empty `tracestate` for a context without one: a header that says
+    // nothing, on every task.
+    if headers.get(TRACESTATE_HEADER).is_some_and(String::is_empty) {
+        headers.remove(TRACESTATE_HEADER);
+    }
     task.with_headers(headers)
 }
 
@@ -78,5 +87,40 @@ mod observer {
                 tracing::debug!(task_id = %task.id, error = %e, "could not continue the task's trace");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+
+    fn context(state: TraceState) -> Context {
+        let trace = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+        let span = SpanId::from_hex("00f067aa0ba902b7").unwrap();
+        Context::new().with_remote_span_context(SpanContext::new(trace, span, TraceFlags::SAMPLED, true, state))
+    }
+
+    #[test]
+    fn tracestate_is_written_only_when_there_is_some() {
+        let plain = inject_context(&context(TraceState::default()), Task::new("t", ""));
+        assert_eq!(
+            plain.headers().get(TRACEPARENT_HEADER).map(String::as_str),
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        );
+        assert_eq!(plain.headers().get(TRACESTATE_HEADER), None, "{:?}", plain.headers());
+
+        let state = TraceState::from_key_value([("vendor", "value")]).unwrap();
+        let stated = inject_context(&context(state), Task::new("t", ""));
+        assert_eq!(stated.headers().get(TRACESTATE_HEADER).map(String::as_str), Some("vendor=value"));
+        // Either way the worker reads back the same trace.
+        let back = extract_context(stated.headers());
+        assert_eq!(
+            back.span().span_context().trace_id(),
+            context(TraceState::default()).span().span_context().trace_id()
+        );
+
+        let none = inject_context(&Context::new(), Task::new("t", ""));
+        assert!(none.headers().is_empty(), "no span context, no headers");
     }
 }
