@@ -153,6 +153,12 @@ pub trait Dequeue: Send + Sync {
     /// Takes up to `max` pending tasks, trying `queues` in the given order and skipping paused
     /// ones. Each task becomes active with a lease of [`LEASE_DURATION`](crate::LEASE_DURATION)
     /// from now, at [`LeaseStage::Taken`]. Returns an empty vector when none is ready.
+    ///
+    /// A backend may skip queues it found empty or paused until its wake-up signal (see
+    /// [`Dequeue::wait_for_tasks`]) says they may have work, so that a server on many quiet
+    /// queues does not ask for each on every fetch. Tasks made pending through the same broker
+    /// value are seen at once; those made pending by another process once the wake-up arrives
+    /// (or, for a producer that sends none, within the backend's own bound, which it documents).
     async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>>;
 
     /// Resolves when a task may have become ready in one of `queues`, so an idle processor can
@@ -217,6 +223,37 @@ pub trait Recover: Send + Sync {
 pub trait Janitor: Send + Sync {
     /// Deletes up to `batch_size` expired completed tasks of `queue`; returns how many.
     async fn delete_expired_completed(&self, queue: &QueueName, batch_size: usize) -> Result<usize>;
+
+    /// Deletes every expired completed task of `queues`, at most `batch_size` per call of
+    /// [`Janitor::delete_expired_completed`]; returns how many. The janitor calls this on every
+    /// pass. The default tries each queue; a backend that can tell cheaply which queues hold
+    /// completed tasks at all skips the others, so that a pass over many idle queues costs
+    /// little.
+    async fn delete_all_expired_completed(&self, queues: &[QueueName], batch_size: usize) -> Result<usize> {
+        delete_expired_completed_each(self, queues, batch_size).await
+    }
+}
+
+/// Calls [`Janitor::delete_expired_completed`] for each of `queues` until it deletes fewer than
+/// `batch_size`; returns how many it deleted in all. What
+/// [`Janitor::delete_all_expired_completed`] does by default, for a backend that overrides it
+/// to choose the queues first.
+pub async fn delete_expired_completed_each<J: Janitor + ?Sized>(
+    janitor: &J,
+    queues: &[QueueName],
+    batch_size: usize,
+) -> Result<usize> {
+    let mut deleted = 0;
+    for queue in queues {
+        loop {
+            let n = janitor.delete_expired_completed(queue, batch_size).await?;
+            deleted += n;
+            if n < batch_size {
+                break;
+            }
+        }
+    }
+    Ok(deleted)
 }
 
 /// Publishes which servers are alive and what they run. Used by the heartbeater.

@@ -34,6 +34,7 @@ mod forward;
 mod health;
 mod inspect;
 mod janitor;
+mod quiet;
 mod recover;
 mod server_state;
 
@@ -45,8 +46,10 @@ const STATS_TTL_SECS: i64 = asynq_core::DAILY_STATS_TTL.as_secs() as i64;
 pub(crate) const ARCHIVE_MAX_AGE_SECS: i64 = asynq_core::ARCHIVE_MAX_AGE.as_secs() as i64;
 /// [`asynq_core::ARCHIVE_MAX_SIZE`], as the scripts take it.
 pub(crate) const ARCHIVE_MAX_SIZE: i64 = asynq_core::ARCHIVE_MAX_SIZE as i64;
-/// How long an idle server's mark on a queue lasts; it renews the mark each time it waits.
-const IDLE_MARK_SECS: u64 = 60;
+/// How long a queue's `idle_workers` mark lasts. A server renews it when it dequeues the queue
+/// again, after half this long at the latest (see `broker::quiet`); a mark left by a server
+/// that went away costs the next producer one publish.
+const IDLE_MARK_SECS: u64 = 3600;
 /// `enqueue_batch.lua` stores at most this many tasks per call.
 const ENQUEUE_BATCH: usize = 500;
 /// `settle_batch.lua` settles at most this many tasks per call, so that no call holds Redis long.
@@ -140,9 +143,8 @@ struct Inner {
     registered: Mutex<HashSet<String>>,
     /// The pub/sub connection: wake-ups, cancellations, finish notifications.
     pubsub: PubSub,
-    /// The queues this broker marked `idle_workers`, with the wake-up generation and the time
-    /// of the mark, so an idle server does not re-mark every poll.
-    idle_marks: Mutex<HashMap<String, (u64, tokio::time::Instant)>>,
+    /// The queues this broker knows to be empty or paused, which a fetch skips.
+    quiet: quiet::QuietQueues,
     /// Settings of the server that can lose task data silently, found at connect time.
     warnings: Vec<String>,
     /// Settings of the server that make tasks take more memory, found at connect time.
@@ -211,7 +213,7 @@ impl RedisBroker {
             clock: config.clock,
             registered: Mutex::default(),
             pubsub,
-            idle_marks: Mutex::default(),
+            quiet: quiet::QuietQueues::default(),
             warnings,
             footprint_notes,
             kind,

@@ -68,7 +68,10 @@ impl Manage for RedisBroker {
         call.key(k.task(id)).key(k.pending()).key(k.groups()).key(k.idle_workers());
         call.arg(id.as_str()).arg(k.prefix()).arg(k.group_prefix()).arg(k.ready_channel());
         match call.run::<i64>(&mut self.conn(), "run task").await? {
-            1 => Ok(()),
+            1 => {
+                self.pubsub().made_pending(queue);
+                Ok(())
+            }
             0 => Err(Self::task_not_found(queue, id)),
             -1 => Err(Error::FailedPrecondition("task is already running".into())),
             -2 => Err(Error::FailedPrecondition("task is already in pending state".into())),
@@ -120,6 +123,9 @@ impl Manage for RedisBroker {
         call.key(source).key(k.pending()).key(k.groups()).key(k.idle_workers());
         call.arg(k.task_prefix()).arg(group).arg(k.ready_channel());
         let n: i64 = call.run(&mut self.conn(), "run all").await?;
+        if n > 0 {
+            self.pubsub().made_pending(queue);
+        }
         Ok(n.max(0) as usize)
     }
 

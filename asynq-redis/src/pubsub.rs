@@ -1,22 +1,27 @@
 //! The broker's one pub/sub connection, shared by everything that listens:
-//! - push wake-ups: an idle server subscribes to its queues' `asynq:{<q>}:ready` channels and
-//!   marks the queues `idle_workers`; the next script that makes a task pending there publishes
-//!   once and clears the mark. Pickup takes a round trip instead of a poll interval, and a busy
-//!   queue costs producers nothing but one `DEL` of a missing key. Go producers do not publish,
-//!   so the processor keeps polling as a fallback;
+//! - push wake-ups: a server subscribes to its queues' `asynq:{<q>}:ready` channels, and a
+//!   dequeue that finds a queue empty marks it `idle_workers`; the next script that makes a task
+//!   pending there publishes once and clears the mark. Pickup takes a round trip instead of a
+//!   poll interval, and a busy queue costs producers nothing but one `DEL` of a missing key. Each
+//!   wake-up is recorded for its queue, so that the broker can tell which quiet queues may have
+//!   work (see `broker::quiet`). Go producers do not publish, so the broker also checks its quiet
+//!   queues for work now and then, and the processor keeps polling as a fallback;
 //! - cancellation requests on `asynq:cancel`, Go asynq's channel;
 //! - finish notifications on `asynq:{<q>}:finished`, for waits on a task's outcome.
 //!
-//! The connection opens on first use. When it drops, every listener hears of it (wake-ups fire,
-//! so idle servers poll; message streams end) and the next subscription connects again.
+//! The connection opens on first use. When it drops, every listener hears of it (wake-ups fire
+//! for every queue, so idle servers poll; message streams end) and the next subscription
+//! connects again.
 
 use crate::connection::PubSubSource;
+use crate::keys::QueueKeys;
+use asynq_core::QueueName;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use redis::aio::PubSubSink;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
 use tokio::sync::{Mutex, Notify, futures::Notified};
@@ -40,24 +45,78 @@ struct Connection {
     routes: Arc<SyncMutex<HashMap<String, Route>>>,
 }
 
-/// The wake-up every idle server of this broker waits on.
+/// The wake-up every idle server of this broker waits on, and when each queue last had one.
+///
+/// Every wake-up, subscription and dropped connection advances one generation counter. A
+/// caller reads the generation before it looks at a queue; if the queue has neither been woken
+/// nor lost its subscription since that generation ([`PubSub::quiet_since`]), every producer of
+/// ours that made a task pending there since has published, and it would have been heard.
 #[derive(Default)]
 struct WakeSignal {
     notify: Notify,
-    generation: AtomicU64,
+    state: SyncMutex<WakeState>,
+}
+
+#[derive(Default)]
+struct WakeState {
+    generation: u64,
+    /// The generation at which each subscribed wake-up channel's subscription took effect.
+    subscribed: HashMap<QueueName, u64>,
+    /// The generation of each queue's last wake-up.
+    woken: HashMap<QueueName, u64>,
 }
 
 impl WakeSignal {
-    fn fire(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+    fn state(&self) -> std::sync::MutexGuard<'_, WakeState> {
+        self.state.lock().expect("wake-up state lock poisoned")
+    }
+
+    /// A wake-up for `queue`: every waiting idle server wakes.
+    fn fire(&self, queue: &QueueName) {
+        let mut state = self.state();
+        state.generation += 1;
+        let generation = state.generation;
+        state.woken.insert(queue.clone(), generation);
+        drop(state);
         self.notify.notify_waiters();
+    }
+
+    /// The connection dropped: every subscription is gone, and idle servers poll until the next
+    /// wait subscribes again.
+    fn dropped(&self) {
+        let mut state = self.state();
+        state.generation += 1;
+        state.subscribed.clear();
+        drop(state);
+        self.notify.notify_waiters();
+    }
+
+    /// A task was made pending in `queue` by this process: the same as a wake-up for it, when
+    /// some server of this broker watches it (nothing otherwise).
+    fn made_pending(&self, queue: &str) {
+        let mut state = self.state();
+        let Some((queue, _)) = state.subscribed.get_key_value(queue) else { return };
+        let queue = queue.clone();
+        state.generation += 1;
+        let generation = state.generation;
+        state.woken.insert(queue, generation);
+        drop(state);
+        self.notify.notify_waiters();
+    }
+
+    /// `queues` are subscribed from now on.
+    fn subscribed(&self, queues: Vec<QueueName>) {
+        let mut state = self.state();
+        state.generation += 1;
+        let generation = state.generation;
+        state.subscribed.extend(queues.into_iter().map(|queue| (queue, generation)));
     }
 }
 
 /// Where the messages of one channel go.
 enum Route {
-    /// A push wake-up: every waiting idle server wakes.
-    Wake,
+    /// A push wake-up for this queue: every waiting idle server wakes.
+    Wake(QueueName),
     /// Each message's payload goes to every live listener; closed ones are dropped on the way.
     Listeners(Vec<UnboundedSender<String>>),
 }
@@ -80,27 +139,63 @@ impl PubSub {
         self.wake.notify.notified()
     }
 
-    /// How many wake-ups (and dropped connections) there have been; unchanged since an idle mark
-    /// was set means the mark is still in place.
-    pub(crate) fn wake_generation(&self) -> u64 {
-        self.wake.generation.load(Ordering::Acquire)
+    /// Records that this broker made a task pending in `queue`: its servers' waits wake and its
+    /// next fetch looks at the queue, without waiting for the wake-up to come back from Redis.
+    pub(crate) fn made_pending(&self, queue: &str) {
+        self.wake.made_pending(queue);
     }
 
-    /// Makes sure the wake-up `channels` are subscribed, connecting (again) if needed.
-    pub(crate) async fn subscribe_wake(&self, channels: &[String]) -> redis::RedisResult<()> {
+    /// The current wake-up generation: read it before looking at a queue, and pass it to
+    /// [`PubSub::quiet_since`] later.
+    pub(crate) fn wake_generation(&self) -> u64 {
+        self.wake.state().generation
+    }
+
+    /// For each of `queues` with `Some(generation)`: whether, since that generation, its
+    /// wake-up channel has been subscribed throughout and no wake-up for it has come.
+    pub(crate) fn quiet_since(&self, queues: &[QueueName], generations: &[Option<u64>]) -> Vec<bool> {
+        let state = self.wake.state();
+        queues
+            .iter()
+            .zip(generations)
+            .map(|(queue, generation)| {
+                generation.is_some_and(|generation| {
+                    state.subscribed.get(queue).is_some_and(|&since| since <= generation)
+                        && state.woken.get(queue).is_none_or(|&woken| woken <= generation)
+                })
+            })
+            .collect()
+    }
+
+    /// Makes sure the wake-up channels of `queues` are subscribed, connecting (again) if
+    /// needed; the new ones are subscribed with one command.
+    pub(crate) async fn subscribe_wake(&self, queues: &[QueueName]) -> redis::RedisResult<()> {
+        let missing: Vec<QueueName> = {
+            let state = self.wake.state();
+            queues.iter().filter(|queue| !state.subscribed.contains_key(*queue)).cloned().collect()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
         let mut connection = self.connected().await?;
-        for channel in channels {
-            let new = match lock(&connection.routes).entry(channel.clone()) {
-                Entry::Vacant(vacant) => {
-                    vacant.insert(Route::Wake);
-                    true
+        let mut channels = Vec::with_capacity(missing.len());
+        {
+            let mut routes = lock(&connection.routes);
+            for queue in &missing {
+                let channel = QueueKeys::new(queue).ready_channel();
+                if let Entry::Vacant(vacant) = routes.entry(channel.clone()) {
+                    vacant.insert(Route::Wake(queue.clone()));
+                    channels.push(channel);
                 }
-                Entry::Occupied(_) => false,
-            };
-            if new {
-                connection.subscribe(channel).await?;
             }
         }
+        if !channels.is_empty()
+            && let Err(e) = connection.subscribe(&channels).await
+        {
+            self.wake.dropped();
+            return Err(e);
+        }
+        self.wake.subscribed(missing);
         Ok(())
     }
 
@@ -121,11 +216,13 @@ impl PubSub {
                     listeners.push(sender);
                     false
                 }
-                Route::Wake => unreachable!("{channel} is a wake-up channel, which carries no payload"),
+                Route::Wake(_) => unreachable!("{channel} is a wake-up channel, which carries no payload"),
             },
         };
-        if new {
-            connection.subscribe(channel).await?;
+        if new && let Err(e) = connection.subscribe(channel).await {
+            // The wake-up subscriptions went with the connection.
+            self.wake.dropped();
+            return Err(e);
         }
         Ok(receiver)
     }
@@ -136,7 +233,10 @@ impl PubSub {
         if connection.sink.is_some() && connection.alive.load(Ordering::Acquire) {
             return Ok(connection);
         }
-        connection.close();
+        if connection.sink.is_some() {
+            connection.close();
+            self.wake.dropped();
+        }
         let pubsub = tokio::time::timeout(self.connect_timeout, self.source.client().get_async_pubsub())
             .await
             .map_err(|_| redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)))??;
@@ -148,7 +248,7 @@ impl PubSub {
             while let Some(message) = stream.next().await {
                 let payload: String = message.get_payload().unwrap_or_default();
                 match lock(&reader_routes).get_mut(message.get_channel_name()) {
-                    Some(Route::Wake) => wake.fire(),
+                    Some(Route::Wake(queue)) => wake.fire(queue),
                     Some(Route::Listeners(listeners)) => {
                         listeners.retain(|listener| listener.unbounded_send(payload.clone()).is_ok())
                     }
@@ -158,7 +258,7 @@ impl PubSub {
             reader_alive.store(false, Ordering::Release);
             lock(&reader_routes).clear();
             // Idle servers fall back to polling until the next wait reconnects.
-            wake.fire();
+            wake.dropped();
         });
         *connection = Connection { sink: Some(sink), alive, routes };
         Ok(connection)
@@ -166,9 +266,9 @@ impl PubSub {
 }
 
 impl Connection {
-    /// Subscribes to `channel`; on failure the connection is closed, so the next subscription
+    /// Subscribes to `channel` (or channels); on failure the connection is closed, so the next subscription
     /// starts afresh rather than missing this channel.
-    async fn subscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+    async fn subscribe(&mut self, channel: impl redis::ToRedisArgs + Send + Sync) -> redis::RedisResult<()> {
         let sink = self.sink.as_mut().expect("a connected connection has a sink");
         let subscribed = sink.subscribe(channel).await;
         if subscribed.is_err() {

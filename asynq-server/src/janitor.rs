@@ -36,17 +36,7 @@ impl Janitor {
     /// Deletes every expired completed task of every queue, a batch at a time; returns how
     /// many were deleted.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
-        let mut deleted = 0;
-        for queue in &self.config.queues {
-            loop {
-                let n = self.broker.delete_expired_completed(queue, self.config.batch_size).await?;
-                deleted += n;
-                if n < self.config.batch_size {
-                    break;
-                }
-            }
-        }
-        Ok(deleted)
+        self.broker.delete_all_expired_completed(&self.config.queues, self.config.batch_size).await
     }
 
     /// Cleans every interval (the first time after one interval) until `stop` is cancelled.

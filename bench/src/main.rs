@@ -71,6 +71,9 @@ enum Scenario {
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 600)]
         timeout_secs: u64,
+        /// Serve this many empty queues beside the busy one, all of the same weight.
+        #[arg(long, default_value_t = 0)]
+        empty_queues: usize,
     },
     /// Run a server while enqueueing tasks one at a time, until all are processed.
     EnqueueAndProcess {
@@ -95,6 +98,9 @@ enum Scenario {
         gap_ms: u64,
         #[arg(long, default_value_t = 10)]
         concurrency: usize,
+        /// Serve this many empty queues beside the sampled one, all of the same weight.
+        #[arg(long, default_value_t = 0)]
+        empty_queues: usize,
     },
     /// Run a server on three empty queues for a while.
     Idle {
@@ -102,6 +108,9 @@ enum Scenario {
         seconds: u64,
         #[arg(long, default_value_t = 10)]
         concurrency: usize,
+        /// Serve this many empty queues of the same weight instead of the three usual ones.
+        #[arg(long)]
+        queues: Option<usize>,
     },
 }
 
@@ -131,18 +140,18 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         }
         Scenario::EnqueueConcurrent { tasks, producers } => scenarios::enqueue_concurrent(url, tasks, producers).await,
         Scenario::Fill { tasks } => scenarios::fill(url, tasks).await,
-        Scenario::Drain { tasks, concurrency, timeout_secs } => {
-            scenarios::drain(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
+        Scenario::Drain { tasks, concurrency, timeout_secs, empty_queues } => {
+            scenarios::drain(url, tasks, concurrency, empty_queues, Duration::from_secs(timeout_secs)).await
         }
         Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
             scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
         }
-        Scenario::PickupLatency { samples, max_secs, gap_ms, concurrency } => {
+        Scenario::PickupLatency { samples, max_secs, gap_ms, concurrency, empty_queues } => {
             let (gap, max) = (Duration::from_millis(gap_ms), Duration::from_secs(max_secs));
-            scenarios::pickup_latency(url, samples, concurrency, gap, max).await
+            scenarios::pickup_latency(url, samples, concurrency, empty_queues, gap, max).await
         }
-        Scenario::Idle { seconds, concurrency } => {
-            scenarios::idle(url, concurrency, Duration::from_secs(seconds)).await
+        Scenario::Idle { seconds, concurrency, queues } => {
+            scenarios::idle(url, concurrency, queues, Duration::from_secs(seconds)).await
         }
     }
 }

@@ -116,7 +116,16 @@ pub async fn fill(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
 /// Runs a server with `concurrency` on the queue until its processed counter reaches `tasks`,
 /// timed from the server's start. The queue must hold the tasks already ([`fill`]); several
 /// processes may drain the same queue at once, each waiting for the common total.
-pub async fn drain(redis_url: &str, tasks: u64, concurrency: usize, timeout: Duration) -> anyhow::Result<Measurement> {
+///
+/// With `empty_queues`, the server serves that many empty queues beside it, all of the same
+/// weight: a fetch finds the busy queue first once in `empty_queues + 1` times.
+pub async fn drain(
+    redis_url: &str,
+    tasks: u64,
+    concurrency: usize,
+    empty_queues: usize,
+    timeout: Duration,
+) -> anyhow::Result<Measurement> {
     let monitor = connect(redis_url).await?;
     let info = monitor
         .queue_info(&QueueName::from_static(QUEUE))
@@ -128,7 +137,8 @@ pub async fn drain(redis_url: &str, tasks: u64, concurrency: usize, timeout: Dur
         available >= tasks,
         "queue {QUEUE:?} holds only {available} tasks (pending, active or processed), not {tasks}; fill it first"
     );
-    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &[(QUEUE, 1)]))?;
+    let config = server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], empty_queues));
+    let mut server = Server::new(connect(redis_url).await?, config)?;
     let timer = Timer::start();
     server.start(handler_fn(noop))?;
     let waited = wait_until_processed(redis_url, tasks, timeout).await;
@@ -146,7 +156,8 @@ pub async fn enqueue_and_process(
     timeout: Duration,
 ) -> anyhow::Result<Measurement> {
     let client = Client::new(connect(redis_url).await?);
-    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &[(QUEUE, 1)]))?;
+    let mut server =
+        Server::new(connect(redis_url).await?, server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], 0)))?;
     let task = workload::task();
     let timer = Timer::start();
     server.start(handler_fn(noop))?;
@@ -165,11 +176,13 @@ pub async fn enqueue_and_process(
 /// With an idle server of `concurrency`, enqueues one task at a time and measures how long it
 /// takes from just before the enqueue to the start of its handler (monotonic clock, one
 /// process). Each sample waits `gap` first, so that the server is idle again; sampling stops
-/// after `samples` samples or once `max_duration` has passed.
+/// after `samples` samples or once `max_duration` has passed. With `empty_queues`, the server
+/// serves that many empty queues of the same weight beside the sampled one.
 pub async fn pickup_latency(
     redis_url: &str,
     samples: u64,
     concurrency: usize,
+    empty_queues: usize,
     gap: Duration,
     max_duration: Duration,
 ) -> anyhow::Result<Measurement> {
@@ -184,7 +197,8 @@ pub async fn pickup_latency(
             Ok(())
         }
     });
-    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &[(QUEUE, 1)]))?;
+    let config = server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], empty_queues));
+    let mut server = Server::new(connect(redis_url).await?, config)?;
     server.start(handler)?;
     let task = workload::task();
     let timer = Timer::start();
@@ -212,10 +226,20 @@ pub async fn pickup_latency(
     Ok(measurement)
 }
 
-/// Runs a server with `concurrency` on three empty queues ([`IDLE_QUEUES`]) for `duration`;
-/// what it costs Redis meanwhile is measured from outside.
-pub async fn idle(redis_url: &str, concurrency: usize, duration: Duration) -> anyhow::Result<Measurement> {
-    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &IDLE_QUEUES))?;
+/// Runs a server with `concurrency` on three empty queues ([`IDLE_QUEUES`]), or on `queues`
+/// empty queues of the same weight, for `duration`; what it costs Redis meanwhile is measured
+/// from outside.
+pub async fn idle(
+    redis_url: &str,
+    concurrency: usize,
+    queues: Option<usize>,
+    duration: Duration,
+) -> anyhow::Result<Measurement> {
+    let queues = match queues {
+        Some(queues) => with_empty_queues(&[], queues),
+        None => with_empty_queues(&IDLE_QUEUES, 0),
+    };
+    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &queues))?;
     let timer = Timer::start();
     server.start(handler_fn(noop))?;
     tokio::time::sleep(duration).await;
@@ -229,9 +253,15 @@ async fn connect(redis_url: &str) -> anyhow::Result<RedisBroker> {
 }
 
 /// The default server configuration, with `concurrency` and `queues`.
-fn server_config(concurrency: usize, queues: &[(&str, u32)]) -> Config {
-    let queues: BTreeMap<String, u32> = queues.iter().map(|(name, priority)| ((*name).to_owned(), *priority)).collect();
-    Config { concurrency, queues, ..Config::default() }
+fn server_config(concurrency: usize, queues: &BTreeMap<String, u32>) -> Config {
+    Config { concurrency, queues: queues.clone(), ..Config::default() }
+}
+
+/// `queues` with their priorities, and `empty` more of priority 1 (`empty-0`, `empty-1`, ...),
+/// which no scenario enqueues into.
+fn with_empty_queues(queues: &[(&str, u32)], empty: usize) -> BTreeMap<String, u32> {
+    let named = queues.iter().map(|(name, priority)| ((*name).to_owned(), *priority));
+    named.chain((0..empty).map(|i| (format!("empty-{i}"), 1))).collect()
 }
 
 /// The benchmark handler: succeeds at once.

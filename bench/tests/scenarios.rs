@@ -45,11 +45,20 @@ async fn enqueue_scenarios_store_every_task() {
 #[tokio::test(flavor = "multi_thread")]
 async fn drain_needs_a_filled_queue_and_empties_it() {
     let redis = RedisServer::start();
-    assert!(scenarios::drain(&redis.url(), 10, 4, TIMEOUT).await.is_err());
+    assert!(scenarios::drain(&redis.url(), 10, 4, 0, TIMEOUT).await.is_err());
     scenarios::fill(&redis.url(), 100).await.unwrap();
-    let drained = scenarios::drain(&redis.url(), 100, 4, TIMEOUT).await.unwrap();
+    let drained = scenarios::drain(&redis.url(), 100, 4, 0, TIMEOUT).await.unwrap();
     assert_eq!((drained.tasks, drained.concurrency), (100, Some(4)));
     assert!(drained.started_unix_us < drained.finished_unix_us);
+    assert_eq!(queue_counts(&redis.url()).await, (0, 100));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drain_beside_empty_queues_empties_the_busy_one() {
+    let redis = RedisServer::start();
+    scenarios::fill(&redis.url(), 100).await.unwrap();
+    let drained = scenarios::drain(&redis.url(), 100, 4, 50, TIMEOUT).await.unwrap();
+    assert_eq!(drained.tasks, 100);
     assert_eq!(queue_counts(&redis.url()).await, (0, 100));
 }
 
@@ -58,7 +67,7 @@ async fn two_drains_share_one_queue() {
     let redis = RedisServer::start();
     let url = redis.url();
     scenarios::fill(&url, 200).await.unwrap();
-    let (a, b) = tokio::join!(scenarios::drain(&url, 200, 3, TIMEOUT), scenarios::drain(&url, 200, 3, TIMEOUT));
+    let (a, b) = tokio::join!(scenarios::drain(&url, 200, 3, 0, TIMEOUT), scenarios::drain(&url, 200, 3, 0, TIMEOUT));
     a.unwrap();
     b.unwrap();
     assert_eq!(queue_counts(&url).await, (0, 200));
@@ -75,8 +84,9 @@ async fn enqueue_and_process_processes_everything_it_enqueues() {
 #[tokio::test(flavor = "multi_thread")]
 async fn pickup_latency_reports_percentiles_of_its_samples() {
     let redis = RedisServer::start();
-    let measured =
-        scenarios::pickup_latency(&redis.url(), 5, 2, Duration::from_millis(5), Duration::from_secs(30)).await.unwrap();
+    let measured = scenarios::pickup_latency(&redis.url(), 5, 2, 0, Duration::from_millis(5), Duration::from_secs(30))
+        .await
+        .unwrap();
     assert_eq!((measured.tasks, measured.tasks_per_s), (5, None));
     let (p50, p99) = (measured.pickup_p50_ms.unwrap(), measured.pickup_p99_ms.unwrap());
     assert!(0.0 < p50 && p50 <= p99, "p50 {p50} ms, p99 {p99} ms");
@@ -85,7 +95,7 @@ async fn pickup_latency_reports_percentiles_of_its_samples() {
 #[tokio::test(flavor = "multi_thread")]
 async fn idle_runs_a_server_for_the_given_time() {
     let redis = RedisServer::start();
-    let measured = scenarios::idle(&redis.url(), 2, Duration::from_millis(300)).await.unwrap();
+    let measured = scenarios::idle(&redis.url(), 2, None, Duration::from_millis(300)).await.unwrap();
     assert_eq!((measured.tasks, measured.tasks_per_s), (0, None));
     assert!(measured.elapsed_s >= 0.3);
 }

@@ -1,5 +1,6 @@
-//! Dequeue for [`RedisBroker`]: batched fetches (`dequeue.lua`), outcomes settled one by one or in batches, leases extended, results written, and idle marks for push wake-ups.
+//! Dequeue for [`RedisBroker`]: batched fetches (`dequeue.lua`), outcomes settled one by one or in batches, leases extended, results written, and idle marks for push wake-ups (skipping quiet queues, see [`super::quiet`]).
 
+use super::quiet::Quietness;
 use super::*;
 use asynq_core::{QueueName, TaskId};
 
@@ -218,11 +219,6 @@ pub(super) fn read_stored(queue: &str, pairs: Vec<Value>) -> Vec<Stored> {
 }
 
 impl RedisBroker {
-    /// The queues this broker marked idle, locked (never across an await).
-    fn idle_marks(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, tokio::time::Instant)>> {
-        self.inner.idle_marks.lock().expect("idle marks lock poisoned")
-    }
-
     /// Runs `archive_corrupt.lua` for the active task `id` of `queue`, which cannot run because
     /// of `problem`, and logs what it did as an error naming the task.
     pub(super) async fn archive_corrupt(
@@ -260,28 +256,43 @@ pub(super) fn taken_lease_score(expiry_secs: i64) -> String {
 
 #[async_trait]
 impl Dequeue for RedisBroker {
+    /// Tries `queues` in order, skipping those known to be quiet (see [`super::quiet`]); every
+    /// queue found empty or paused is marked `idle_workers` in the same script, so that the next
+    /// producer to make a task pending there wakes this broker's servers.
     async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
         let expiry = unix_secs(self.now() + LEASE_DURATION);
         let lease_expiry = from_unix_secs(expiry);
+        // Without wake-ups, nothing is known to stay quiet: every queue is dequeued.
+        let watched = self.pubsub().subscribe_wake(queues).await.is_ok();
+        let generation = self.pubsub().wake_generation();
+        let mut quietness = if watched { self.quietness(queues) } else { vec![Quietness::Unknown; queues.len()] };
+        self.check_quiet(queues, &mut quietness).await;
         let mut taken = Vec::new();
         let mut conn = self.conn();
-        for queue in queues {
+        for (queue, quiet) in queues.iter().zip(quietness) {
             let wanted = max.saturating_sub(taken.len());
             if wanted == 0 {
                 break;
             }
+            if quiet != Quietness::Unknown {
+                continue;
+            }
             let k = QueueKeys::new(queue);
-            // A queue a server of this broker has waited on: should this fetch come up short,
-            // the server waits again, so the script sets the idle mark as it finds out. Read
-            // before the script runs, the generation makes a wake-up in between void the mark.
-            let generation = self.inner.pubsub.wake_generation();
-            let mark_secs = if self.idle_marks().contains_key(queue.as_str()) { IDLE_MARK_SECS } else { 0 };
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
-            invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(mark_secs);
+            invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(IDLE_MARK_SECS);
             let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
-            if mark_secs > 0 && pairs.len() / 2 < wanted {
-                self.idle_marks().insert(queue.to_string(), (generation, tokio::time::Instant::now()));
+            if pairs.len() == 1 {
+                // `dequeue.lua`'s answer for a paused queue.
+                if watched {
+                    self.inner.quiet.found_quiet(queue, generation, true);
+                }
+                continue;
+            }
+            if watched && pairs.len() / 2 < wanted {
+                self.inner.quiet.found_quiet(queue, generation, false);
+            } else {
+                self.inner.quiet.found_busy(queue);
             }
             for stored in read_stored(queue, pairs) {
                 match stored {
@@ -311,39 +322,31 @@ impl Dequeue for RedisBroker {
         Ok(taken)
     }
 
-    /// Subscribes to the queues' wake-up channels, marks them as having an idle worker, and
-    /// waits for a producer's wake-up; returns at once when a task is already pending. Never
-    /// resolves while Redis is unreachable: the processor's poll then takes over.
+    /// Subscribes to the queues' wake-up channels, marks those not known to be quiet as having
+    /// an idle worker, and waits for a producer's wake-up; returns at once when a task is already
+    /// pending. Never resolves while Redis is unreachable: the processor's poll then takes over.
     async fn wait_for_tasks(&self, queues: &[QueueName]) {
-        let pubsub = &self.inner.pubsub;
+        let pubsub = self.pubsub();
         let notified = pubsub.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let channels: Vec<String> = queues.iter().map(|q| QueueKeys::new(q).ready_channel()).collect();
-        if let Err(e) = pubsub.subscribe_wake(&channels).await {
+        if let Err(e) = pubsub.subscribe_wake(queues).await {
             tracing::debug!(error = %e, "cannot subscribe to wake-ups; polling only");
             return std::future::pending().await;
         }
+        let generation = pubsub.wake_generation();
+        let quietness = self.quietness(queues);
         let mut conn = self.conn();
-        for queue in queues {
-            // A mark this broker set recently, with no wake-up since, is still in place: what
-            // clears it publishes a wake-up.
-            let generation = pubsub.wake_generation();
-            if self
-                .idle_marks()
-                .get(queue.as_str())
-                .is_some_and(|(g, at)| *g == generation && at.elapsed() < Duration::from_secs(IDLE_MARK_SECS / 2))
-            {
+        for (queue, quiet) in queues.iter().zip(quietness) {
+            // A quiet queue's mark is in place: what clears it publishes a wake-up.
+            if quiet != Quietness::Unknown {
                 continue;
             }
             let k = QueueKeys::new(queue);
             let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
             call.key(k.idle_workers()).key(k.pending()).key(k.paused()).arg(IDLE_MARK_SECS);
             match call.run::<i64>(&mut conn, "mark idle").await {
-                Ok(0) => {
-                    let mark = (generation, tokio::time::Instant::now());
-                    self.idle_marks().insert(queue.to_string(), mark);
-                }
+                Ok(0) => self.inner.quiet.found_quiet(queue, generation, false),
                 Ok(_) => return,
                 Err(_) => return std::future::pending().await,
             }
@@ -352,8 +355,13 @@ impl Dequeue for RedisBroker {
     }
 
     async fn finish(&self, msg: &StoredTask, outcome: Outcome) -> Result<()> {
+        let requeued = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
         let (call, context) = self.finish_call(msg, outcome, self.now());
-        match call.run::<i64>(&mut self.conn(), context).await? {
+        let reply = call.run::<i64>(&mut self.conn(), context).await?;
+        if requeued {
+            self.pubsub().made_pending(&msg.queue);
+        }
+        match reply {
             1 => Ok(()),
             _ => Err(not_found(msg)),
         }
@@ -374,6 +382,7 @@ impl Dequeue for RedisBroker {
         results.resize_with(count, || None);
         let mut conn = self.conn();
         for (queue, items) in by_queue {
+            let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
             let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
             let mut calls = Vec::new();
             let mut singles = Vec::new();
@@ -394,6 +403,9 @@ impl Dequeue for RedisBroker {
             }));
             for (index, msg, code) in run_pipeline(&mut conn, calls).await {
                 results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
+            }
+            if requeued {
+                self.pubsub().made_pending(&queue);
             }
         }
         results.into_iter().map(|r| r.expect("every item has a result")).collect()

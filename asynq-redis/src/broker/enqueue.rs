@@ -55,9 +55,13 @@ pub(crate) fn enqueue_result(msg: StoredTask, reply: i64) -> Result<()> {
 #[async_trait]
 impl Enqueue for RedisBroker {
     async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+        let pending = request.placement == Placement::Pending;
         let (call, msg) = self.enqueue_call(request)?;
         self.register_queue(&msg.queue).await?;
         let reply = call.run(&mut self.conn(), "enqueue").await?;
+        if pending && reply == 1 {
+            self.pubsub().made_pending(&msg.queue);
+        }
         enqueue_result(msg, reply)
     }
 
@@ -86,6 +90,7 @@ impl Enqueue for RedisBroker {
         }
         let mut conn = self.conn();
         for (queue, calls) in by_queue {
+            let pending = calls.makes_pending;
             let calls = calls.finish();
             if let Err(e) = self.register_queue(&queue).await {
                 for batch in calls {
@@ -95,6 +100,9 @@ impl Enqueue for RedisBroker {
             }
             for (index, msg, code) in run_pipeline(&mut conn, calls).await {
                 results[index] = Some(code.and_then(|code| enqueue_result(msg, code)));
+            }
+            if pending {
+                self.pubsub().made_pending(&queue);
             }
         }
         results.into_iter().map(|r| r.expect("every request has a result")).collect()
@@ -137,11 +145,20 @@ struct QueueCalls {
     open: Vec<(usize, BatchTask)>,
     /// The bytes of task messages in `open`.
     open_bytes: usize,
+    /// Whether some task is to be pending (rather than scheduled or grouped).
+    makes_pending: bool,
 }
 
 impl QueueCalls {
     fn new(queue: &str, now: SystemTime) -> Self {
-        Self { keys: QueueKeys::new(queue), now, calls: Vec::new(), open: Vec::new(), open_bytes: 0 }
+        Self {
+            keys: QueueKeys::new(queue),
+            now,
+            calls: Vec::new(),
+            open: Vec::new(),
+            open_bytes: 0,
+            makes_pending: false,
+        }
     }
 
     /// Adds the next task, starting a new call once the open one holds `ENQUEUE_BATCH` tasks or
@@ -152,6 +169,7 @@ impl QueueCalls {
             self.close();
         }
         self.open_bytes += len;
+        self.makes_pending |= task.placement == Placement::Pending;
         self.open.push((index, task));
     }
 

@@ -1,5 +1,6 @@
 //! Forward for [`RedisBroker`]: due scheduled and retry tasks moved to pending (or their group).
 
+use super::quiet::existing_keys;
 use super::*;
 use asynq_core::QueueName;
 
@@ -9,19 +10,25 @@ impl Forward for RedisBroker {
         let now = self.now();
         let mut conn = self.conn();
         let mut moved = 0;
-        for queue in queues {
+        // Only the sets that hold tasks are looked at: one command finds them when none does.
+        let sources: Vec<(&QueueName, String)> =
+            queues.iter().flat_map(|q| [(q, QueueKeys::new(q).scheduled()), (q, QueueKeys::new(q).retry())]).collect();
+        let keys: Vec<String> = sources.iter().map(|(_, key)| key.clone()).collect();
+        let held = existing_keys(self.conn(), &keys).await.map_err(|e| broker_error("forward", e))?;
+        for (queue, source) in held.into_iter().map(|i| &sources[i]) {
             let k = QueueKeys::new(queue);
-            for source in [k.scheduled(), k.retry()] {
-                loop {
-                    let mut invocation = ScriptCall::new(&SCRIPTS.forward);
-                    invocation.key(&source).key(k.pending()).key(k.idle_workers());
-                    invocation.arg(unix_secs(now)).arg(k.task_prefix()).arg(unix_nanos(now)).arg(k.group_prefix());
-                    invocation.arg(k.ready_channel());
-                    let n: i64 = invocation.run(&mut conn, "forward").await?;
-                    moved += n as usize;
-                    if n < FORWARD_BATCH {
-                        break;
-                    }
+            loop {
+                let mut invocation = ScriptCall::new(&SCRIPTS.forward);
+                invocation.key(source).key(k.pending()).key(k.idle_workers());
+                invocation.arg(unix_secs(now)).arg(k.task_prefix()).arg(unix_nanos(now)).arg(k.group_prefix());
+                invocation.arg(k.ready_channel());
+                let n: i64 = invocation.run(&mut conn, "forward").await?;
+                moved += n as usize;
+                if n > 0 {
+                    self.pubsub().made_pending(queue);
+                }
+                if n < FORWARD_BATCH {
+                    break;
                 }
             }
         }

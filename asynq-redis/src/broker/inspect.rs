@@ -240,6 +240,7 @@ impl Inspect for RedisBroker {
         }
         // Idle servers may be waiting on the queue's pending tasks.
         let _: i64 = conn.publish(k.ready_channel(), "").await.map_err(|e| broker_error("unpause queue", e))?;
+        self.pubsub().made_pending(queue);
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Recover for [`RedisBroker`]: the active tasks whose lease expired.
 
 use super::dequeue::{Stored, read_stored, taken_lease_score};
+use super::quiet::existing_keys;
 use super::*;
 use asynq_core::QueueName;
 
@@ -9,7 +10,10 @@ impl Recover for RedisBroker {
     async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         let mut conn = self.conn();
         let mut expired = Vec::new();
-        for queue in queues {
+        // Only the queues that hold leases are looked at: one command finds them when none does.
+        let leases: Vec<String> = queues.iter().map(|q| QueueKeys::new(q).lease()).collect();
+        let held = existing_keys(self.conn(), &leases).await.map_err(|e| broker_error("list lease expired", e))?;
+        for queue in held.into_iter().map(|i| &queues[i]) {
             let k = QueueKeys::new(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.list_lease_expired);
             // A lease no handler started is scored half a second past its expiry second.

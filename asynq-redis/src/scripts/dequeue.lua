@@ -11,8 +11,9 @@
 -- whole-second cutoffs (ZRANGEBYSCORE), so to Go such a lease expires a second later, well
 -- within its recoverer's 30 s grace; Go reads nothing else of the score.
 --
--- A worker that is about to wait for work when it gets fewer than it asked for may ask for the
--- queue's idle mark (mark_idle.lua's) to be set in the same step, saving that script a call.
+-- A queue that gives fewer tasks than asked for (or none, paused) gets its idle mark
+-- (mark_idle.lua's) in the same step: the server then treats it as quiet and skips it until a
+-- producer's wake-up says otherwise (broker/quiet.rs).
 --
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:paused
@@ -23,20 +24,21 @@
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the most tasks to take, at least 1
 -- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole
---            seconds; "0" for no mark
+--            seconds
 -- Returns: a flat array of pairs, oldest first: the task ID, then its encoded TaskMessage, or
 --          nil when the ID had no task hash or the hash no `msg`; such an ID cannot run, so it
 --          is dropped (never made active) and its stub hash deleted (Go would leave it active
---          for good), and the caller reports it. Empty when the queue is paused or empty.
+--          for good), and the caller reports it. Empty when the queue is empty; the one string
+--          "paused" (never a pair) when it is paused.
 local wanted = tonumber(ARGV[3])
 local function mark_idle_if_short(taken)
-    if taken < wanted and ARGV[4] ~= "0" then
+    if taken < wanted then
         redis.call("SET", KEYS[5], 1, "EX", ARGV[4])
     end
 end
 if redis.call("EXISTS", KEYS[2]) == 1 then
     mark_idle_if_short(0)
-    return {}
+    return {"paused"}
 end
 -- Oldest last: the list's tail is the next task.
 local ids = redis.call("LRANGE", KEYS[1], -wanted, -1)

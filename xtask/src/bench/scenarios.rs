@@ -47,10 +47,25 @@ pub(crate) struct Scenario {
 enum Plan {
     /// One `asynq-bench` process with these arguments, on an empty Redis.
     Process(Vec<String>),
-    /// `asynq-bench fill` (not measured), then `processes` `asynq-bench drain` processes at once.
-    Drain { processes: usize, concurrency: usize },
-    /// `asynq-bench idle`, with Redis measured over a window in the middle of its run.
-    Idle { concurrency: usize },
+    /// `asynq-bench fill` (not measured), then `processes` `asynq-bench drain` processes at once,
+    /// each serving `empty_queues` empty queues beside the filled one.
+    Drain { processes: usize, concurrency: usize, empty_queues: usize },
+    /// `asynq-bench idle` on three queues, or on `queues` queues, with Redis measured over a
+    /// window in the middle of its run.
+    Idle { concurrency: usize, queues: Option<usize> },
+}
+
+/// How many queues the many-queues scenarios serve: one busy, the rest empty.
+pub(crate) const MANY_QUEUES: usize = 1_000;
+/// Draining one busy queue beside [`MANY_QUEUES`]` - 1` empty ones, all of one weight.
+pub(crate) const MANY_QUEUES_DRAIN: &str = "drain-c100-beside-999-empty";
+/// Pickup latency on one queue beside [`MANY_QUEUES`]` - 1` empty ones.
+pub(crate) const MANY_QUEUES_PICKUP: &str = "pickup-latency-c10-beside-999-empty";
+/// An idle server on [`MANY_QUEUES`] queues.
+pub(crate) const MANY_QUEUES_IDLE: &str = "idle-1000-queues";
+
+fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues: usize) -> Scenario {
+    Scenario { name, throughput: true, plan: Plan::Drain { processes, concurrency, empty_queues } }
 }
 
 /// Every scenario, in report order.
@@ -68,13 +83,10 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
             &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100", "--scheduled"],
         ),
         process("enqueue-concurrent-64", true, &["enqueue-concurrent", "--tasks", &tasks, "--producers", "64"]),
-        Scenario { name: "drain-c10", throughput: true, plan: Plan::Drain { processes: 1, concurrency: 10 } },
-        Scenario { name: "drain-c100", throughput: true, plan: Plan::Drain { processes: 1, concurrency: 100 } },
-        Scenario {
-            name: "drain-2-processes-c10",
-            throughput: true,
-            plan: Plan::Drain { processes: 2, concurrency: 10 },
-        },
+        drain("drain-c10", 1, 10, 0),
+        drain("drain-c100", 1, 100, 0),
+        drain("drain-2-processes-c10", 2, 10, 0),
+        drain(MANY_QUEUES_DRAIN, 1, 100, MANY_QUEUES - 1),
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
         process(
             "pickup-latency-c10",
@@ -89,7 +101,27 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
                 "10",
             ],
         ),
-        Scenario { name: "idle-3-queues", throughput: false, plan: Plan::Idle { concurrency: 10 } },
+        process(
+            MANY_QUEUES_PICKUP,
+            false,
+            &[
+                "pickup-latency",
+                "--samples",
+                &sizes.latency_samples.to_string(),
+                "--max-secs",
+                &sizes.latency_max_secs.to_string(),
+                "--concurrency",
+                "10",
+                "--empty-queues",
+                &(MANY_QUEUES - 1).to_string(),
+            ],
+        ),
+        Scenario { name: "idle-3-queues", throughput: false, plan: Plan::Idle { concurrency: 10, queues: None } },
+        Scenario {
+            name: MANY_QUEUES_IDLE,
+            throughput: false,
+            plan: Plan::Idle { concurrency: 10, queues: Some(MANY_QUEUES) },
+        },
     ]
 }
 
@@ -117,13 +149,22 @@ impl<'a> Runner<'a> {
         self.redis.reset()?;
         match plan {
             Plan::Process(args) => self.measured(std::slice::from_ref(args)),
-            Plan::Drain { processes, concurrency } => {
+            Plan::Drain { processes, concurrency, empty_queues } => {
                 let tasks = self.sizes.tasks.to_string();
                 self.launcher.spawn(&[strings(&["fill", "--tasks", &tasks])])?.wait()?;
-                let drain = strings(&["drain", "--tasks", &tasks, "--concurrency", &concurrency.to_string()]);
+                let (concurrency, empty_queues) = (concurrency.to_string(), empty_queues.to_string());
+                let drain = strings(&[
+                    "drain",
+                    "--tasks",
+                    &tasks,
+                    "--concurrency",
+                    &concurrency,
+                    "--empty-queues",
+                    &empty_queues,
+                ]);
                 self.measured(&vec![drain; *processes])
             }
-            Plan::Idle { concurrency } => self.idle(*concurrency),
+            Plan::Idle { concurrency, queues } => self.idle(*concurrency, *queues),
         }
     }
 
@@ -135,9 +176,12 @@ impl<'a> Runner<'a> {
 
     /// An idle server: Redis is measured from [`IDLE_WARMUP`] after its start, for the idle
     /// window, so that start-up and shutdown stay out of the figures.
-    fn idle(&mut self, concurrency: usize) -> anyhow::Result<Run> {
+    fn idle(&mut self, concurrency: usize, queues: Option<usize>) -> anyhow::Result<Run> {
         let seconds = (IDLE_WARMUP + self.sizes.idle_window).as_secs() + 1;
-        let args = strings(&["idle", "--seconds", &seconds.to_string(), "--concurrency", &concurrency.to_string()]);
+        let mut args = strings(&["idle", "--seconds", &seconds.to_string(), "--concurrency", &concurrency.to_string()]);
+        if let Some(queues) = queues {
+            args.extend(strings(&["--queues", &queues.to_string()]));
+        }
         let processes = self.launcher.spawn(&[args])?;
         std::thread::sleep(IDLE_WARMUP);
         let (measurements, usage, window_s) = stats::measure(self.redis, || {

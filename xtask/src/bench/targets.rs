@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::report::Row;
+use super::scenarios::{MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP};
 
 /// How one target fared.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,6 +233,35 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
             context: "`idle-3-queues`, scripts' commands included".to_owned(),
         },
         None => not_measured("idle server with 3 queues ≤ 20 Redis commands/s", "idle-3-queues"),
+    });
+
+    const MANY: &str = "1 000 queues: one busy queue drains at ≥ ½ its rate alone, idle ≤ 50 Redis commands/s, \
+                        pickup p99 ≤ 2 ms";
+    let many = (
+        rows.get(MANY_QUEUES_DRAIN, tasks_per_s),
+        rows.get("drain-c100", tasks_per_s),
+        rows.get(MANY_QUEUES_IDLE, |row| row.redis_cmds_per_s),
+        rows.get(MANY_QUEUES_PICKUP, |row| row.pickup_p99_ms),
+    );
+    checks.push(match many {
+        (Some(beside), Some(alone), Some(idle), Some(p99)) => Check {
+            target: MANY,
+            measured: format!(
+                "{:.2}× ({beside:.0}/s beside 999 empty queues, {alone:.0}/s alone), idle {idle:.1} commands/s, \
+                 p99 {p99:.2} ms",
+                beside / alone
+            ),
+            met: Some(beside >= alone / 2.0 && idle <= 50.0 && p99 <= 2.0),
+            context: format!(
+                "`{MANY_QUEUES_DRAIN}` against `drain-c100`, `{MANY_QUEUES_IDLE}` (scripts' commands included), \
+                 `{MANY_QUEUES_PICKUP}`; every queue of one weight, so the busy one comes first in one fetch of \
+                 1 000"
+            ),
+        },
+        _ => not_measured(
+            MANY,
+            "drain-c100, drain-c100-beside-999-empty, idle-1000-queues and pickup-latency-c10-beside-999-empty",
+        ),
     });
 
     checks.push(match rows.get("drain-c100", |row| row.peak_rss_mb) {

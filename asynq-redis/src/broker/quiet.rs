@@ -1,0 +1,183 @@
+//! Quiet queues: which of its servers' queues this broker knows to be empty or paused, so that
+//! a fetch skips them instead of running a script on each. A server on one busy queue beside a
+//! thousand empty ones costs what a server on the busy queue alone does.
+//!
+//! A queue turns quiet when a dequeue (or an idle wait's `mark_idle.lua`) finds it empty or
+//! paused and sets its `idle_workers` mark in the same script, while its wake-up channel is
+//! subscribed. From then on every producer of ours that makes a task pending there publishes a
+//! wake-up, which ends the quiet (see [`PubSub::quiet_since`](crate::pubsub::PubSub)). Three
+//! more things end it:
+//! - age: after half the mark's lifetime the queue is dequeued again, which renews the mark;
+//! - a lost subscription (the pub/sub connection dropped);
+//! - a check: Go's producers, forwarder and CLI make tasks pending without publishing, and an
+//!   unpause publishes nothing. So at most every [`CHECK_INTERVAL`] a fetch asks Redis, with one
+//!   `EXISTS` over the quiet queues' `pending` keys and one over the paused ones' `paused` keys,
+//!   whether any changed, and narrows down which by halves only when some did.
+//!
+//! Idle on N queues this costs one or two commands per poll (on a Cluster, where `EXISTS` is
+//! split by hash slot, one per queue), plus one dequeue per queue per half mark lifetime.
+
+use super::*;
+use futures::future::try_join_all;
+use std::ops::Range;
+use tokio::time::Instant;
+
+/// How often a fetch checks its quiet queues for work that came without a wake-up. The
+/// processor polls every `task_check_interval` (1 s by default, jittered to 0.5–1.5 s); checking
+/// on any poll at least this far apart finds a Go producer's task on the next poll, as before.
+pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long a queue stays quiet without being dequeued again: half its `idle_workers` mark's
+/// lifetime, so that the mark is renewed well before it expires.
+const QUIET_FOR: Duration = Duration::from_secs(IDLE_MARK_SECS / 2);
+
+/// What this broker knows of its servers' quiet queues.
+#[derive(Default)]
+pub(super) struct QuietQueues {
+    queues: Mutex<HashMap<QueueName, Quiet>>,
+    last_check: Mutex<Option<Instant>>,
+}
+
+/// One quiet queue.
+#[derive(Clone, Copy)]
+struct Quiet {
+    /// The wake-up generation read before the script that found the queue quiet.
+    generation: u64,
+    /// When it was found quiet.
+    at: Instant,
+    /// Paused (it may hold tasks), rather than empty.
+    paused: bool,
+}
+
+/// Whether a queue is quiet, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Quietness {
+    /// It may have work: dequeue it.
+    Unknown,
+    /// Empty, with no wake-up since.
+    Empty,
+    /// Paused, with no wake-up since.
+    Paused,
+}
+
+impl QuietQueues {
+    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<QueueName, Quiet>> {
+        self.queues.lock().expect("quiet queues lock poisoned")
+    }
+
+    /// Records that a script run after wake-up generation `generation` found `queue` empty (or
+    /// paused) and left its `idle_workers` mark set.
+    pub(super) fn found_quiet(&self, queue: &QueueName, generation: u64, paused: bool) {
+        self.queues().insert(queue.clone(), Quiet { generation, at: Instant::now(), paused });
+    }
+
+    /// Records that `queue` may have work.
+    pub(super) fn found_busy(&self, queue: &QueueName) {
+        self.queues().remove(queue);
+    }
+
+    /// Whether it is time to check the quiet queues for work that came without a wake-up; if
+    /// so, the next check is due [`CHECK_INTERVAL`] from now.
+    fn check_due(&self) -> bool {
+        let mut last = self.last_check.lock().expect("quiet check lock poisoned");
+        let due = last.is_none_or(|at| at.elapsed() >= CHECK_INTERVAL);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
+    }
+}
+
+impl RedisBroker {
+    /// How quiet each of `queues` is, as far as this broker knows without asking Redis.
+    pub(super) fn quietness(&self, queues: &[QueueName]) -> Vec<Quietness> {
+        let known: Vec<Option<Quiet>> = {
+            let quiet = self.inner.quiet.queues();
+            queues.iter().map(|queue| quiet.get(queue).copied().filter(|q| q.at.elapsed() < QUIET_FOR)).collect()
+        };
+        let generations: Vec<Option<u64>> = known.iter().map(|q| q.map(|q| q.generation)).collect();
+        let still = self.pubsub().quiet_since(queues, &generations);
+        known
+            .iter()
+            .zip(still)
+            .map(|(known, still)| match known {
+                Some(q) if still && q.paused => Quietness::Paused,
+                Some(_) if still => Quietness::Empty,
+                _ => Quietness::Unknown,
+            })
+            .collect()
+    }
+
+    /// When a check is due, asks Redis whether any of the quiet `queues` (as `quietness` says)
+    /// changed without a wake-up: an empty one that holds pending tasks, a paused one that is no
+    /// longer paused. Those are marked [`Quietness::Unknown`] and forgotten as quiet. On an
+    /// error every queue is treated as unknown: the fetch then dequeues each.
+    pub(super) async fn check_quiet(&self, queues: &[QueueName], quietness: &mut [Quietness]) {
+        if !quietness.iter().any(|q| *q != Quietness::Unknown) || !self.inner.quiet.check_due() {
+            return;
+        }
+        let of = |wanted: Quietness| -> Vec<usize> { (0..queues.len()).filter(|&i| quietness[i] == wanted).collect() };
+        let (empty, paused) = (of(Quietness::Empty), of(Quietness::Paused));
+        let pending_keys: Vec<String> = empty.iter().map(|&i| QueueKeys::new(&queues[i]).pending()).collect();
+        let paused_keys: Vec<String> = paused.iter().map(|&i| QueueKeys::new(&queues[i]).paused()).collect();
+        let changed = futures::future::try_join(
+            changed_keys(self.conn(), &pending_keys, false),
+            changed_keys(self.conn(), &paused_keys, true),
+        )
+        .await;
+        let changed: Vec<usize> = match changed {
+            Ok((now_pending, unpaused)) => {
+                now_pending.into_iter().map(|k| empty[k]).chain(unpaused.into_iter().map(|k| paused[k])).collect()
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot check quiet queues; dequeueing each");
+                empty.into_iter().chain(paused).collect()
+            }
+        };
+        for i in changed {
+            quietness[i] = Quietness::Unknown;
+            self.inner.quiet.found_busy(&queues[i]);
+        }
+    }
+}
+
+/// The indexes of the `keys` that exist, in order, found as [`changed_keys`] does: one command
+/// when none does. How the background loops skip the queues that have nothing for them.
+pub(super) async fn existing_keys(conn: Connection, keys: &[String]) -> redis::RedisResult<Vec<usize>> {
+    let mut found = changed_keys(conn, keys, false).await?;
+    found.sort_unstable();
+    Ok(found)
+}
+
+/// The indexes of the `keys` that exist, when `expected` is false, or that do not, when it is
+/// true: one `EXISTS` over all of them, and then over halves of each part whose count is off,
+/// the halves of one round in parallel.
+async fn changed_keys(conn: Connection, keys: &[String], expected: bool) -> redis::RedisResult<Vec<usize>> {
+    let mut changed = Vec::new();
+    let mut parts: Vec<Range<usize>> = std::iter::once(0..keys.len()).collect();
+    while !parts.is_empty() {
+        parts.retain(|part| !part.is_empty());
+        let counts = try_join_all(parts.iter().map(|part| {
+            let mut conn = conn.clone();
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(&keys[part.clone()]);
+            async move { exists.query_async::<usize>(&mut conn).await }
+        }))
+        .await?;
+        let mut next = Vec::new();
+        for (part, count) in parts.into_iter().zip(counts) {
+            if count == if expected { part.len() } else { 0 } {
+                continue;
+            }
+            if part.len() == 1 {
+                changed.push(part.start);
+            } else {
+                let middle = part.start + part.len() / 2;
+                next.push(part.start..middle);
+                next.push(middle..part.end);
+            }
+        }
+        parts = next;
+    }
+    Ok(changed)
+}
