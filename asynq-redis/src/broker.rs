@@ -22,7 +22,7 @@ use asynq_core::{
 use bytes::Bytes;
 use prost::Message;
 use redis::{AsyncCommands, FromRedisValue, Script, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -143,8 +143,8 @@ struct Inner {
     registered: Mutex<HashSet<String>>,
     /// The pub/sub connection: wake-ups, cancellations, finish notifications.
     pubsub: PubSub,
-    /// The queues this broker knows to be empty or paused, which a fetch skips.
-    quiet: quiet::QuietQueues,
+    /// When the quiet queues (those a fetch skips) were last checked for work.
+    quiet_check: quiet::QuietCheck,
     /// Settings of the server that can lose task data silently, found at connect time.
     warnings: Vec<String>,
     /// Settings of the server that make tasks take more memory, found at connect time.
@@ -213,7 +213,7 @@ impl RedisBroker {
             clock: config.clock,
             registered: Mutex::default(),
             pubsub,
-            quiet: quiet::QuietQueues::default(),
+            quiet_check: quiet::QuietCheck::default(),
             warnings,
             footprint_notes,
             kind,

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
 use tokio::sync::{Mutex, Notify, futures::Notified};
+use tokio::time::Instant;
 
 /// The subscriptions of one broker, over one connection.
 pub(crate) struct PubSub {
@@ -45,12 +46,14 @@ struct Connection {
     routes: Arc<SyncMutex<HashMap<String, Route>>>,
 }
 
-/// The wake-up every idle server of this broker waits on, and when each queue last had one.
+/// The wake-up every idle server of this broker waits on, and what the broker knows of each
+/// queue it watches.
 ///
-/// Every wake-up, subscription and dropped connection advances one generation counter. A
-/// caller reads the generation before it looks at a queue; if the queue has neither been woken
-/// nor lost its subscription since that generation ([`PubSub::quiet_since`]), every producer of
-/// ours that made a task pending there since has published, and it would have been heard.
+/// Every wake-up, subscription and dropped connection advances one generation counter. The
+/// broker reads the generation before a script finds a queue quiet (empty or paused, with its
+/// `idle_workers` mark set), and records it with the queue ([`PubSub::found_quiet`]); while the
+/// queue has neither been woken nor lost its subscription since, every producer of ours that
+/// made a task pending there has published, and it would have been heard.
 #[derive(Default)]
 struct WakeSignal {
     notify: Notify,
@@ -60,10 +63,61 @@ struct WakeSignal {
 #[derive(Default)]
 struct WakeState {
     generation: u64,
-    /// The generation at which each subscribed wake-up channel's subscription took effect.
-    subscribed: HashMap<QueueName, u64>,
-    /// The generation of each queue's last wake-up.
-    woken: HashMap<QueueName, u64>,
+    queues: HashMap<QueueName, Watch>,
+}
+
+/// What the broker knows of one queue's wake-ups.
+#[derive(Default)]
+struct Watch {
+    /// The generation at which its wake-up channel's subscription took effect; `None` while it
+    /// is not subscribed.
+    subscribed_at: Option<u64>,
+    /// The generation of its last wake-up.
+    woken_at: u64,
+    /// When a script last found it quiet.
+    quiet: Option<Quiet>,
+}
+
+/// A script found a queue quiet.
+#[derive(Clone, Copy)]
+struct Quiet {
+    /// The generation read before the script ran.
+    generation: u64,
+    /// When.
+    at: Instant,
+    /// Paused (it may hold tasks), rather than empty.
+    paused: bool,
+}
+
+/// Whether a queue is quiet, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quietness {
+    /// It may have work: dequeue it.
+    Unknown,
+    /// Empty, with no wake-up since.
+    Empty,
+    /// Paused, with no wake-up since.
+    Paused,
+}
+
+impl Watch {
+    /// How quiet the queue is at `now`, if found quiet less than `quiet_for` ago.
+    fn quietness(&self, now: Instant, quiet_for: Duration) -> Quietness {
+        match (self.subscribed_at, self.quiet) {
+            (Some(subscribed_at), Some(quiet))
+                if subscribed_at <= quiet.generation
+                    && self.woken_at <= quiet.generation
+                    && now.saturating_duration_since(quiet.at) < quiet_for =>
+            {
+                if quiet.paused {
+                    Quietness::Paused
+                } else {
+                    Quietness::Empty
+                }
+            }
+            _ => Quietness::Unknown,
+        }
+    }
 }
 
 impl WakeSignal {
@@ -76,7 +130,21 @@ impl WakeSignal {
         let mut state = self.state();
         state.generation += 1;
         let generation = state.generation;
-        state.woken.insert(queue.clone(), generation);
+        if let Some(watch) = state.queues.get_mut(queue) {
+            watch.woken_at = generation;
+        }
+        drop(state);
+        self.notify.notify_waiters();
+    }
+
+    /// A task was made pending in `queue` by this process: the same as a wake-up for it, when
+    /// its channel is subscribed (nothing otherwise).
+    fn made_pending(&self, queue: &str) {
+        let mut state = self.state();
+        let generation = state.generation + 1;
+        let Some(watch) = state.queues.get_mut(queue).filter(|watch| watch.subscribed_at.is_some()) else { return };
+        watch.woken_at = generation;
+        state.generation = generation;
         drop(state);
         self.notify.notify_waiters();
     }
@@ -86,20 +154,7 @@ impl WakeSignal {
     fn dropped(&self) {
         let mut state = self.state();
         state.generation += 1;
-        state.subscribed.clear();
-        drop(state);
-        self.notify.notify_waiters();
-    }
-
-    /// A task was made pending in `queue` by this process: the same as a wake-up for it, when
-    /// some server of this broker watches it (nothing otherwise).
-    fn made_pending(&self, queue: &str) {
-        let mut state = self.state();
-        let Some((queue, _)) = state.subscribed.get_key_value(queue) else { return };
-        let queue = queue.clone();
-        state.generation += 1;
-        let generation = state.generation;
-        state.woken.insert(queue, generation);
+        state.queues.values_mut().for_each(|watch| watch.subscribed_at = None);
         drop(state);
         self.notify.notify_waiters();
     }
@@ -109,7 +164,9 @@ impl WakeSignal {
         let mut state = self.state();
         state.generation += 1;
         let generation = state.generation;
-        state.subscribed.extend(queues.into_iter().map(|queue| (queue, generation)));
+        for queue in queues {
+            state.queues.entry(queue).or_default().subscribed_at = Some(generation);
+        }
     }
 }
 
@@ -145,43 +202,59 @@ impl PubSub {
         self.wake.made_pending(queue);
     }
 
-    /// The current wake-up generation: read it before looking at a queue, and pass it to
-    /// [`PubSub::quiet_since`] later.
+    /// The current wake-up generation: read it before a script that may find a queue quiet,
+    /// and pass it to [`PubSub::found_quiet`].
     pub(crate) fn wake_generation(&self) -> u64 {
         self.wake.state().generation
     }
 
-    /// For each of `queues` with `Some(generation)`: whether, since that generation, its
-    /// wake-up channel has been subscribed throughout and no wake-up for it has come.
-    pub(crate) fn quiet_since(&self, queues: &[QueueName], generations: &[Option<u64>]) -> Vec<bool> {
-        let state = self.wake.state();
-        queues
-            .iter()
-            .zip(generations)
-            .map(|(queue, generation)| {
-                generation.is_some_and(|generation| {
-                    state.subscribed.get(queue).is_some_and(|&since| since <= generation)
-                        && state.woken.get(queue).is_none_or(|&woken| woken <= generation)
-                })
-            })
-            .collect()
+    /// Records that a script run after wake-up generation `generation` found `queue` empty (or
+    /// paused) and left its `idle_workers` mark set.
+    pub(crate) fn found_quiet(&self, queue: &QueueName, generation: u64, paused: bool) {
+        let quiet = Quiet { generation, at: Instant::now(), paused };
+        self.wake.state().queues.entry(queue.clone()).or_default().quiet = Some(quiet);
     }
 
-    /// Makes sure the wake-up channels of `queues` are subscribed, connecting (again) if
-    /// needed; the new ones are subscribed with one command.
-    pub(crate) async fn subscribe_wake(&self, queues: &[QueueName]) -> redis::RedisResult<()> {
-        let missing: Vec<QueueName> = {
-            let state = self.wake.state();
-            queues.iter().filter(|queue| !state.subscribed.contains_key(*queue)).cloned().collect()
-        };
-        if missing.is_empty() {
-            return Ok(());
+    /// Records that `queue` may have work.
+    pub(crate) fn found_busy(&self, queue: &str) {
+        if let Some(watch) = self.wake.state().queues.get_mut(queue) {
+            watch.quiet = None;
         }
+    }
+
+    /// Makes sure the wake-up channels of `queues` are subscribed (connecting again if needed;
+    /// the new ones with one command), and says how quiet each is: quiet when a script found it
+    /// so less than `quiet_for` ago and neither a wake-up nor a lost subscription came since.
+    pub(crate) async fn watch(&self, queues: &[QueueName], quiet_for: Duration) -> redis::RedisResult<Vec<Quietness>> {
+        let now = Instant::now();
+        let mut missing = Vec::new();
+        let quietness = {
+            let state = self.wake.state();
+            queues
+                .iter()
+                .map(|queue| match state.queues.get(queue) {
+                    Some(watch) if watch.subscribed_at.is_some() => watch.quietness(now, quiet_for),
+                    _ => {
+                        missing.push(queue.clone());
+                        Quietness::Unknown
+                    }
+                })
+                .collect()
+        };
+        if !missing.is_empty() {
+            self.subscribe_wake(missing).await?;
+        }
+        Ok(quietness)
+    }
+
+    /// Subscribes to the wake-up channels of `queues` with one command, connecting (again) if
+    /// needed.
+    async fn subscribe_wake(&self, queues: Vec<QueueName>) -> redis::RedisResult<()> {
         let mut connection = self.connected().await?;
-        let mut channels = Vec::with_capacity(missing.len());
+        let mut channels = Vec::with_capacity(queues.len());
         {
             let mut routes = lock(&connection.routes);
-            for queue in &missing {
+            for queue in &queues {
                 let channel = QueueKeys::new(queue).ready_channel();
                 if let Entry::Vacant(vacant) = routes.entry(channel.clone()) {
                     vacant.insert(Route::Wake(queue.clone()));
@@ -195,7 +268,7 @@ impl PubSub {
             self.wake.dropped();
             return Err(e);
         }
-        self.wake.subscribed(missing);
+        self.wake.subscribed(queues);
         Ok(())
     }
 

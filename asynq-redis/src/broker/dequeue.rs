@@ -1,7 +1,7 @@
 //! Dequeue for [`RedisBroker`]: batched fetches (`dequeue.lua`), outcomes settled one by one or in batches, leases extended, results written, and idle marks for push wake-ups (skipping quiet queues, see [`super::quiet`]).
 
-use super::quiet::Quietness;
 use super::*;
+use crate::pubsub::Quietness;
 use asynq_core::{QueueName, TaskId};
 
 impl RedisBroker {
@@ -263,9 +263,11 @@ impl Dequeue for RedisBroker {
         let expiry = unix_secs(self.now() + LEASE_DURATION);
         let lease_expiry = from_unix_secs(expiry);
         // Without wake-ups, nothing is known to stay quiet: every queue is dequeued.
-        let watched = self.pubsub().subscribe_wake(queues).await.is_ok();
+        let (watched, mut quietness) = match self.watch(queues).await {
+            Some(quietness) => (true, quietness),
+            None => (false, vec![Quietness::Unknown; queues.len()]),
+        };
         let generation = self.pubsub().wake_generation();
-        let mut quietness = if watched { self.quietness(queues) } else { vec![Quietness::Unknown; queues.len()] };
         self.check_quiet(queues, &mut quietness).await;
         let mut taken = Vec::new();
         let mut conn = self.conn();
@@ -285,14 +287,14 @@ impl Dequeue for RedisBroker {
             if pairs.len() == 1 {
                 // `dequeue.lua`'s answer for a paused queue.
                 if watched {
-                    self.inner.quiet.found_quiet(queue, generation, true);
+                    self.pubsub().found_quiet(queue, generation, true);
                 }
                 continue;
             }
             if watched && pairs.len() / 2 < wanted {
-                self.inner.quiet.found_quiet(queue, generation, false);
+                self.pubsub().found_quiet(queue, generation, false);
             } else {
-                self.inner.quiet.found_busy(queue);
+                self.pubsub().found_busy(queue);
             }
             for stored in read_stored(queue, pairs) {
                 match stored {
@@ -330,12 +332,8 @@ impl Dequeue for RedisBroker {
         let notified = pubsub.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        if let Err(e) = pubsub.subscribe_wake(queues).await {
-            tracing::debug!(error = %e, "cannot subscribe to wake-ups; polling only");
-            return std::future::pending().await;
-        }
+        let Some(quietness) = self.watch(queues).await else { return std::future::pending().await };
         let generation = pubsub.wake_generation();
-        let quietness = self.quietness(queues);
         let mut conn = self.conn();
         for (queue, quiet) in queues.iter().zip(quietness) {
             // A quiet queue's mark is in place: what clears it publishes a wake-up.
@@ -346,7 +344,7 @@ impl Dequeue for RedisBroker {
             let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
             call.key(k.idle_workers()).key(k.pending()).key(k.paused()).arg(IDLE_MARK_SECS);
             match call.run::<i64>(&mut conn, "mark idle").await {
-                Ok(0) => self.inner.quiet.found_quiet(queue, generation, false),
+                Ok(0) => pubsub.found_quiet(queue, generation, false),
                 Ok(_) => return,
                 Err(_) => return std::future::pending().await,
             }

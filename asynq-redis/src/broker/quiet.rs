@@ -5,8 +5,8 @@
 //! A queue turns quiet when a dequeue (or an idle wait's `mark_idle.lua`) finds it empty or
 //! paused and sets its `idle_workers` mark in the same script, while its wake-up channel is
 //! subscribed. From then on every producer of ours that makes a task pending there publishes a
-//! wake-up, which ends the quiet (see [`PubSub::quiet_since`](crate::pubsub::PubSub)). Three
-//! more things end it:
+//! wake-up, which ends the quiet (the pub/sub module keeps, per queue, its last wake-up and
+//! when a script last found it quiet). Three more things end it:
 //! - age: after half the mark's lifetime the queue is dequeued again, which renews the mark;
 //! - a lost subscription (the pub/sub connection dropped);
 //! - a check: Go's producers, forwarder and CLI make tasks pending without publishing, and an
@@ -18,6 +18,7 @@
 //! split by hash slot, one per queue), plus one dequeue per queue per half mark lifetime.
 
 use super::*;
+use crate::pubsub::Quietness;
 use futures::future::try_join_all;
 use std::ops::Range;
 use tokio::time::Instant;
@@ -25,61 +26,22 @@ use tokio::time::Instant;
 /// How often a fetch checks its quiet queues for work that came without a wake-up. The
 /// processor polls every `task_check_interval` (1 s by default, jittered to 0.5–1.5 s); checking
 /// on any poll at least this far apart finds a Go producer's task on the next poll, as before.
-pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(500);
+const CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How long a queue stays quiet without being dequeued again: half its `idle_workers` mark's
 /// lifetime, so that the mark is renewed well before it expires.
 const QUIET_FOR: Duration = Duration::from_secs(IDLE_MARK_SECS / 2);
 
-/// What this broker knows of its servers' quiet queues.
+/// When the quiet queues were last checked for work that came without a wake-up.
 #[derive(Default)]
-pub(super) struct QuietQueues {
-    queues: Mutex<HashMap<QueueName, Quiet>>,
-    last_check: Mutex<Option<Instant>>,
+pub(super) struct QuietCheck {
+    last: Mutex<Option<Instant>>,
 }
 
-/// One quiet queue.
-#[derive(Clone, Copy)]
-struct Quiet {
-    /// The wake-up generation read before the script that found the queue quiet.
-    generation: u64,
-    /// When it was found quiet.
-    at: Instant,
-    /// Paused (it may hold tasks), rather than empty.
-    paused: bool,
-}
-
-/// Whether a queue is quiet, and how.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Quietness {
-    /// It may have work: dequeue it.
-    Unknown,
-    /// Empty, with no wake-up since.
-    Empty,
-    /// Paused, with no wake-up since.
-    Paused,
-}
-
-impl QuietQueues {
-    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<QueueName, Quiet>> {
-        self.queues.lock().expect("quiet queues lock poisoned")
-    }
-
-    /// Records that a script run after wake-up generation `generation` found `queue` empty (or
-    /// paused) and left its `idle_workers` mark set.
-    pub(super) fn found_quiet(&self, queue: &QueueName, generation: u64, paused: bool) {
-        self.queues().insert(queue.clone(), Quiet { generation, at: Instant::now(), paused });
-    }
-
-    /// Records that `queue` may have work.
-    pub(super) fn found_busy(&self, queue: &QueueName) {
-        self.queues().remove(queue);
-    }
-
-    /// Whether it is time to check the quiet queues for work that came without a wake-up; if
-    /// so, the next check is due [`CHECK_INTERVAL`] from now.
-    fn check_due(&self) -> bool {
-        let mut last = self.last_check.lock().expect("quiet check lock poisoned");
+impl QuietCheck {
+    /// Whether a check is due; if so, the next one is due [`CHECK_INTERVAL`] from now.
+    fn due(&self) -> bool {
+        let mut last = self.last.lock().expect("quiet check lock poisoned");
         let due = last.is_none_or(|at| at.elapsed() >= CHECK_INTERVAL);
         if due {
             *last = Some(Instant::now());
@@ -89,23 +51,17 @@ impl QuietQueues {
 }
 
 impl RedisBroker {
-    /// How quiet each of `queues` is, as far as this broker knows without asking Redis.
-    pub(super) fn quietness(&self, queues: &[QueueName]) -> Vec<Quietness> {
-        let known: Vec<Option<Quiet>> = {
-            let quiet = self.inner.quiet.queues();
-            queues.iter().map(|queue| quiet.get(queue).copied().filter(|q| q.at.elapsed() < QUIET_FOR)).collect()
-        };
-        let generations: Vec<Option<u64>> = known.iter().map(|q| q.map(|q| q.generation)).collect();
-        let still = self.pubsub().quiet_since(queues, &generations);
-        known
-            .iter()
-            .zip(still)
-            .map(|(known, still)| match known {
-                Some(q) if still && q.paused => Quietness::Paused,
-                Some(_) if still => Quietness::Empty,
-                _ => Quietness::Unknown,
-            })
-            .collect()
+    /// Subscribes to the wake-ups of `queues` and says how quiet each is, as far as this broker
+    /// knows without asking Redis; `None` when wake-ups cannot be subscribed (nothing is then
+    /// known to stay quiet).
+    pub(super) async fn watch(&self, queues: &[QueueName]) -> Option<Vec<Quietness>> {
+        match self.pubsub().watch(queues, QUIET_FOR).await {
+            Ok(quietness) => Some(quietness),
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot subscribe to wake-ups; polling only");
+                None
+            }
+        }
     }
 
     /// When a check is due, asks Redis whether any of the quiet `queues` (as `quietness` says)
@@ -113,7 +69,7 @@ impl RedisBroker {
     /// longer paused. Those are marked [`Quietness::Unknown`] and forgotten as quiet. On an
     /// error every queue is treated as unknown: the fetch then dequeues each.
     pub(super) async fn check_quiet(&self, queues: &[QueueName], quietness: &mut [Quietness]) {
-        if !quietness.iter().any(|q| *q != Quietness::Unknown) || !self.inner.quiet.check_due() {
+        if quietness.iter().all(|q| *q == Quietness::Unknown) || !self.inner.quiet_check.due() {
             return;
         }
         let of = |wanted: Quietness| -> Vec<usize> { (0..queues.len()).filter(|&i| quietness[i] == wanted).collect() };
@@ -136,7 +92,7 @@ impl RedisBroker {
         };
         for i in changed {
             quietness[i] = Quietness::Unknown;
-            self.inner.quiet.found_busy(&queues[i]);
+            self.pubsub().found_busy(&queues[i]);
         }
     }
 }
