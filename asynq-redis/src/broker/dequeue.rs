@@ -256,7 +256,7 @@ pub(super) fn taken_lease_score(expiry_secs: i64) -> String {
 
 #[async_trait]
 impl Dequeue for RedisBroker {
-    /// Tries `queues` in order, skipping those known to be quiet (see [`super::quiet`]); every
+    /// Tries `queues` in order, skipping those known to be quiet (see `broker/quiet.rs`); every
     /// queue found empty or paused is marked `idle_workers` in the same script, so that the next
     /// producer to make a task pending there wakes this broker's servers.
     async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
