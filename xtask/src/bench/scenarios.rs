@@ -72,6 +72,12 @@ fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues:
 pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
     let tasks = sizes.tasks.to_string();
     let process = |name, throughput, args: &[&str]| Scenario { name, throughput, plan: Plan::Process(strings(args)) };
+    let (samples, max_secs) = (sizes.latency_samples.to_string(), sizes.latency_max_secs.to_string());
+    let pickup = |name, empty_queues: usize| {
+        let empty_queues = empty_queues.to_string();
+        let args = ["pickup-latency", "--samples", &samples, "--max-secs", &max_secs, "--concurrency", "10"];
+        process(name, false, &[&args[..], &["--empty-queues", &empty_queues]].concat())
+    };
     vec![
         process("baseline-redis-ping", true, &["redis-ping", "--commands", &tasks]),
         process("baseline-redis-ping-pipelined-100", true, &["redis-ping", "--commands", &tasks, "--pipeline", "100"]),
@@ -88,34 +94,8 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         drain("drain-2-processes-c10", 2, 10, 0),
         drain(MANY_QUEUES_DRAIN, 1, 100, MANY_QUEUES - 1),
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
-        process(
-            "pickup-latency-c10",
-            false,
-            &[
-                "pickup-latency",
-                "--samples",
-                &sizes.latency_samples.to_string(),
-                "--max-secs",
-                &sizes.latency_max_secs.to_string(),
-                "--concurrency",
-                "10",
-            ],
-        ),
-        process(
-            MANY_QUEUES_PICKUP,
-            false,
-            &[
-                "pickup-latency",
-                "--samples",
-                &sizes.latency_samples.to_string(),
-                "--max-secs",
-                &sizes.latency_max_secs.to_string(),
-                "--concurrency",
-                "10",
-                "--empty-queues",
-                &(MANY_QUEUES - 1).to_string(),
-            ],
-        ),
+        pickup("pickup-latency-c10", 0),
+        pickup(MANY_QUEUES_PICKUP, MANY_QUEUES - 1),
         Scenario { name: "idle-3-queues", throughput: false, plan: Plan::Idle { concurrency: 10, queues: None } },
         Scenario {
             name: MANY_QUEUES_IDLE,
