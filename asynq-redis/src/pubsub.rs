@@ -211,7 +211,7 @@ impl PubSub {
     /// Records that a script run after wake-up generation `generation` found `queue` empty (or
     /// paused) and left its `idle_workers` mark set.
     pub(crate) fn found_quiet(&self, queue: &QueueName, generation: u64, paused: bool) {
-        let quiet = Quiet { generation, at: Instant::now(), paused };
+        let quiet = Quiet { generation, at: tokio::time::Instant::now(), paused };
         self.wake.state().queues.entry(queue.clone()).or_default().quiet = Some(quiet);
     }
 
@@ -226,7 +226,7 @@ impl PubSub {
     /// the new ones with one command), and says how quiet each is: quiet when a script found it
     /// so less than `quiet_for` ago and neither a wake-up nor a lost subscription came since.
     pub(crate) async fn watch(&self, queues: &[QueueName], quiet_for: Duration) -> redis::RedisResult<Vec<Quietness>> {
-        let now = Instant::now();
+        let now = tokio::time::Instant::now();
         let mut missing = Vec::new();
         let quietness = {
             let state = self.wake.state();

@@ -44,7 +44,7 @@ impl QuietCheck {
         let mut last = self.last.lock().expect("quiet check lock poisoned");
         let due = last.is_none_or(|at| at.elapsed() >= CHECK_INTERVAL);
         if due {
-            *last = Some(Instant::now());
+            *last = Some(tokio::time::Instant::now());
         }
         due
     }
