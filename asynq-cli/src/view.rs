@@ -48,6 +48,15 @@ pub(crate) struct TaskView {
     completed_at: Option<String>,
     result: Option<String>,
     result_encoding: Option<&'static str>,
+    progress: Option<ProgressView>,
+}
+
+/// A handler's last progress report.
+#[derive(Debug, Serialize)]
+pub(crate) struct ProgressView {
+    fraction: f64,
+    message: String,
+    reported_at: String,
 }
 
 impl From<&TaskInfo> for TaskView {
@@ -76,6 +85,11 @@ impl From<&TaskInfo> for TaskView {
             completed_at: time(t.completed_at),
             result_encoding: result.as_ref().map(|(_, e)| *e),
             result: result.map(|(r, _)| r),
+            progress: t.progress.as_ref().map(|p| ProgressView {
+                fraction: p.fraction(),
+                message: p.message().to_owned(),
+                reported_at: rfc3339(p.reported_at()),
+            }),
         }
     }
 }

@@ -34,7 +34,8 @@ pub use asynq_core::{
     WorkerInfo,
 };
 pub use asynq_core::{
-    Error, FailureKind, GroupName, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome, TaskState,
+    Error, FailureKind, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
+    TaskState,
 };
 pub use inspector::{Inspector, ServerReport};
 pub use tracker::Tracker;

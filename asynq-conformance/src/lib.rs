@@ -44,6 +44,7 @@ pub mod inspect;
 pub mod janitor;
 pub mod leases;
 pub mod manage;
+pub mod progress;
 pub mod rate_limit;
 pub mod scheduler_state;
 pub mod servers;
@@ -189,6 +190,9 @@ macro_rules! broker_conformance {
             dequeue::case_dequeue_leases_for_thirty_whole_seconds,
             dequeue::case_dequeued_message_equals_the_enqueued_one,
             dequeue::case_dequeue_returns_nothing_when_nothing_is_pending,
+            progress::case_progress_of_a_running_task_is_shown_and_kept_when_it_completes,
+            progress::case_progress_is_refused_for_a_task_that_is_not_running,
+            progress::case_a_new_attempt_starts_without_progress,
             finish::case_done_deletes_and_counts_processed,
             finish::case_complete_keeps_task_and_result_for_the_retention,
             finish::case_retry_as_failure_counts_and_records_the_error,

@@ -38,6 +38,7 @@ use crate::error::Result;
 use crate::info::{BackendInfo, DailyStats, QueueInfo, QueueLocation, ServerInfo, WorkerInfo};
 use crate::names::{GroupName, QueueName, TaskId};
 use crate::options::EnqueueRequest;
+use crate::progress::Progress;
 use crate::state::TaskState;
 use crate::task::TaskInfo;
 use async_trait::async_trait;
@@ -200,6 +201,18 @@ pub trait Dequeue: Send + Sync {
 
     /// Stores `result` as the result of task `id` in `queue`.
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()>;
+
+    /// Records `progress` for the active task `id` of `queue`, replacing its last report; the
+    /// inspector shows it in [`TaskInfo::progress`](crate::TaskInfo). A dequeue clears it, so
+    /// that each attempt starts with none; it stays with a task that completes.
+    ///
+    /// Errors: [`Error::TaskNotFound`](crate::Error::TaskNotFound) when the task does not exist
+    /// or is not active (nothing is written); [`Error::Unsupported`](crate::Error::Unsupported)
+    /// from a backend that keeps no progress, which is the default.
+    async fn write_progress(&self, queue: &QueueName, id: &TaskId, progress: &Progress) -> Result<()> {
+        let _ = (queue, id, progress);
+        Err(crate::Error::Unsupported { capability: "task progress" })
+    }
 }
 
 /// Moves due tasks to where workers find them. Used by the forwarder.

@@ -3,6 +3,7 @@
 use crate::StoredTask;
 use crate::names::{GroupName, QueueName, TaskId};
 use crate::options::TaskOptions;
+use crate::progress::Progress;
 use crate::state::TaskState;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -123,6 +124,8 @@ pub struct TaskInfo {
     pub completed_at: Option<SystemTime>,
     /// The result its handler wrote, if any.
     pub result: Option<Bytes>,
+    /// How far its handler said it had come in its current (or last) attempt, if it said.
+    pub progress: Option<Progress>,
 }
 
 impl TaskInfo {
@@ -147,6 +150,7 @@ impl TaskInfo {
             retention: msg.retention,
             completed_at: msg.completed_at,
             result: result.filter(|r| !r.is_empty()),
+            progress: None,
         }
     }
 }

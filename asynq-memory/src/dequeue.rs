@@ -1,7 +1,7 @@
 //! Dequeue for [`MemoryBroker`]: tasks leased to workers, outcomes recorded, leases extended, results written, and idle waits woken.
 
 use super::*;
-use asynq_core::{QueueName, TaskId};
+use asynq_core::{Progress, QueueName, TaskId};
 
 #[async_trait]
 impl Dequeue for MemoryBroker {
@@ -69,6 +69,11 @@ impl Dequeue for MemoryBroker {
 
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         let written = self.state().queues.get_mut(queue).is_some_and(|q| q.write_result(id, result));
+        if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
+    }
+
+    async fn write_progress(&self, queue: &QueueName, id: &TaskId, progress: &Progress) -> Result<()> {
+        let written = self.state().queues.get_mut(queue).is_some_and(|q| q.write_progress(id, progress));
         if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
     }
 }

@@ -21,8 +21,8 @@ use asynq_core::broker::{Dequeued, ExpiredLease, LeaseStage, Outcome};
 use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
 use asynq_core::{
-    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, GroupName, LEASE_DURATION, Placement, Result, StoredTask,
-    TaskId, TaskState,
+    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, GroupName, LEASE_DURATION, Placement, Progress, Result,
+    StoredTask, TaskId, TaskInfo, TaskState,
 };
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -40,13 +40,22 @@ struct TaskRecord {
     /// The group, recorded only when the task is enqueued into one (not when scheduled).
     group: Option<GroupName>,
     result: Option<Bytes>,
+    /// Its handler's last progress report in the current (or last) attempt.
+    progress: Option<Progress>,
     /// How many times a started lease of it expired and was forgiven ([`Outcome::Stalled`]).
     stalls: u32,
 }
 
 impl TaskRecord {
     fn new(msg: StoredTask, state: TaskState) -> Self {
-        Self { msg, state, pending_since: None, unique_key: None, group: None, result: None, stalls: 0 }
+        Self { msg, state, pending_since: None, unique_key: None, group: None, result: None, progress: None, stalls: 0 }
+    }
+
+    /// The task's snapshot in `state`, due at `next_process_at`.
+    fn info(&self, state: TaskState, next_process_at: Option<SystemTime>) -> TaskInfo {
+        let mut info = TaskInfo::new(&self.msg, state, next_process_at, self.result.clone());
+        info.progress.clone_from(&self.progress);
+        info
     }
 }
 
@@ -197,6 +206,7 @@ impl Queue {
             let Ok(state) = state_after(Some(record.state), Event::Dequeue) else { continue };
             record.state = state;
             record.pending_since = None;
+            record.progress = None;
             taken.push(Dequeued { message: record.msg.clone(), lease_expiry: from_unix_secs(expiry) });
             self.lease.insert(&id, expiry);
             self.unstarted.insert(id.clone());
@@ -318,6 +328,15 @@ impl Queue {
     pub(crate) fn write_result(&mut self, id: &str, result: Bytes) -> bool {
         let Some(record) = self.tasks.get_mut(id) else { return false };
         record.result = Some(result);
+        true
+    }
+
+    /// Records the progress of the active task `id`; false if there is no such active task.
+    pub(crate) fn write_progress(&mut self, id: &str, progress: &Progress) -> bool {
+        let Some(record) = self.tasks.get_mut(id).filter(|record| record.state == TaskState::Active) else {
+            return false;
+        };
+        record.progress = Some(progress.clone());
         true
     }
 

@@ -23,6 +23,7 @@ mod error;
 mod footprint;
 pub mod keys;
 mod manage;
+mod progress;
 pub mod proto;
 mod pubsub;
 mod rate_limit;

@@ -48,7 +48,7 @@ impl RedisBroker {
         let mut call = ScriptCall::new(&SCRIPTS.task_info);
         call.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = call.run(&mut self.conn(), "task info").await?;
-        let [msg, state, next, result] = values.as_slice() else {
+        let [msg, state, next, result, ..] = values.as_slice() else {
             return Err(Self::task_not_found(queue, id));
         };
         let msg = Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?;

@@ -44,6 +44,7 @@ pub(crate) struct Scripts {
     pub(crate) archive_corrupt: Script,
     pub(crate) delete_expired_completed: Script,
     pub(crate) write_result: Script,
+    pub(crate) write_progress: Script,
     pub(crate) write_server_state: Script,
     pub(crate) queue_stats: Script,
     pub(crate) task_info: Script,
@@ -61,7 +62,7 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 29] {
+    fn all(&self) -> [&Script; 30] {
         [
             &self.enqueue,
             &self.enqueue_batch,
@@ -78,6 +79,7 @@ impl Scripts {
             &self.archive_corrupt,
             &self.delete_expired_completed,
             &self.write_result,
+            &self.write_progress,
             &self.write_server_state,
             &self.queue_stats,
             &self.task_info,
@@ -121,6 +123,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     archive_corrupt: script!(common + "archive_corrupt"),
     delete_expired_completed: script!("delete_expired_completed"),
     write_result: script!("write_result"),
+    write_progress: script!("write_progress"),
     write_server_state: script!("write_server_state"),
     queue_stats: script!("queue_stats"),
     task_info: script!("task_info"),

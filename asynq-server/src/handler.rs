@@ -2,13 +2,13 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::Dequeue;
-use asynq_core::{QueueName, StoredTask, Task, TaskId};
+use asynq_core::{Clock, Progress, QueueName, StoredTask, SystemClock, Task, TaskId};
 use bytes::Bytes;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 /// Runs tasks.
@@ -226,6 +226,7 @@ pub struct TaskContext {
     deadline: SystemTime,
     cancel: CancellationToken,
     result_writer: ResultWriter,
+    progress: ProgressReporter,
 }
 
 impl TaskContext {
@@ -238,6 +239,18 @@ impl TaskContext {
         broker: Arc<dyn Dequeue>,
         cancel: CancellationToken,
     ) -> Self {
+        Self::with_clock(message, deadline, broker, cancel, Arc::new(SystemClock))
+    }
+
+    /// As [`TaskContext::new`], with progress reports stamped by `clock` (the server's).
+    pub(crate) fn with_clock(
+        message: &StoredTask,
+        deadline: SystemTime,
+        broker: Arc<dyn Dequeue>,
+        cancel: CancellationToken,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let progress = ProgressReporter::new(&broker, message, clock);
         let result_writer =
             ResultWriter { broker, queue: message.queue.clone(), id: message.id.clone(), cancel: cancel.clone() };
         Self {
@@ -248,6 +261,7 @@ impl TaskContext {
             deadline,
             cancel,
             result_writer,
+            progress,
         }
     }
 
@@ -291,6 +305,132 @@ impl TaskContext {
     /// Writes the task's result, kept with the task when it has a retention period.
     pub fn result_writer(&self) -> &ResultWriter {
         &self.result_writer
+    }
+
+    /// Reports how far the task has come, for the inspector, `asynq task inspect`, the
+    /// dashboard and `Tracker` to show while it runs.
+    pub fn progress(&self) -> &ProgressReporter {
+        &self.progress
+    }
+}
+
+/// Reports a running task's progress to the broker ([`TaskContext::progress`]), at most one
+/// write per [`ProgressReporter::INTERVAL`] per attempt.
+#[derive(Clone)]
+pub struct ProgressReporter {
+    inner: Arc<ReporterInner>,
+}
+
+struct ReporterInner {
+    broker: Arc<dyn Dequeue>,
+    queue: QueueName,
+    id: TaskId,
+    clock: Arc<dyn Clock>,
+    state: Mutex<ReporterState>,
+}
+
+#[derive(Default)]
+struct ReporterState {
+    /// The report not written yet.
+    latest: Option<Progress>,
+    /// When the last write started.
+    last_write: Option<tokio::time::Instant>,
+    /// Whether a write of `latest` is on its way.
+    scheduled: bool,
+}
+
+impl ProgressReporter {
+    /// The shortest time between two writes of one attempt's progress.
+    pub const INTERVAL: Duration = Duration::from_secs(1);
+
+    fn new(broker: &Arc<dyn Dequeue>, message: &StoredTask, clock: Arc<dyn Clock>) -> Self {
+        let inner = ReporterInner {
+            broker: Arc::clone(broker),
+            queue: message.queue.clone(),
+            id: message.id.clone(),
+            clock,
+            state: Mutex::default(),
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// Reports `fraction` of the work done (0.0 to 1.0) with a short `message` (may be empty).
+    ///
+    /// Reports are coalesced: the first is written at once, and one made within
+    /// [`ProgressReporter::INTERVAL`] of the last write waits for the interval to end, when the
+    /// latest report so far is written. A report still waiting when the handler returns is
+    /// written then, before the task's outcome, so that a task keeps its last report. Writing is
+    /// best effort: a failed write (or a broker that keeps no progress) is
+    /// logged at debug level, and the handler goes on. Call it from within the server's Tokio
+    /// runtime, as a handler runs.
+    ///
+    /// Errors: [`asynq_core::Error::InvalidArgument`] for a fraction outside 0.0..=1.0 or a
+    /// message over [`Progress::MAX_MESSAGE_LEN`] bytes or with control characters; nothing is
+    /// reported.
+    pub fn report(&self, fraction: f64, message: impl Into<String>) -> asynq_core::Result<()> {
+        let progress = Progress::new(fraction, message, self.inner.clock.now())?;
+        let mut state = self.inner.state();
+        state.latest = Some(progress);
+        if state.scheduled {
+            return Ok(());
+        }
+        state.scheduled = true;
+        let now = tokio::time::Instant::now();
+        let due = state.last_write.map_or(now, |last| last + Self::INTERVAL);
+        drop(state);
+        if due <= now {
+            let inner = Arc::clone(&self.inner);
+            tokio::spawn(async move { inner.write_latest().await });
+        } else {
+            // Held weakly: once the attempt is over, the processor has written what was waiting.
+            let inner = Arc::downgrade(&self.inner);
+            tokio::spawn(async move {
+                tokio::time::sleep_until(due).await;
+                if let Some(inner) = Weak::upgrade(&inner) {
+                    inner.write_latest().await;
+                }
+            });
+        }
+        Ok(())
+    }
+}
+
+impl ProgressReporter {
+    /// Writes a report still waiting for its interval, now. The processor calls it when the
+    /// handler returns, before writing the task's outcome.
+    pub(crate) async fn flush(&self) {
+        if self.inner.state().latest.is_some() {
+            self.inner.write_latest().await;
+        }
+    }
+}
+
+impl ReporterInner {
+    fn state(&self) -> std::sync::MutexGuard<'_, ReporterState> {
+        self.state.lock().expect("progress reporter lock poisoned")
+    }
+
+    /// Writes the latest report, if any.
+    async fn write_latest(&self) {
+        let progress = {
+            let mut state = self.state();
+            state.scheduled = false;
+            state.last_write = Some(tokio::time::Instant::now());
+            state.latest.take()
+        };
+        let Some(progress) = progress else { return };
+        if let Err(e) = self.broker.write_progress(&self.queue, &self.id, &progress).await {
+            tracing::debug!(queue = %self.queue, task_id = %self.id, error = %e, "could not write the task's progress");
+        }
+    }
+}
+
+impl fmt::Debug for ProgressReporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProgressReporter")
+            .field("queue", &self.inner.queue)
+            .field("id", &self.inner.id)
+            .finish_non_exhaustive()
     }
 }
 

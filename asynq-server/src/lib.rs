@@ -60,7 +60,7 @@ pub use asynq_core::Task;
 pub use config::{
     Config, ConfigBuilder, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, default_retry_delay,
 };
-pub use handler::{Handler, HandlerError, HandlerFn, ResultWriter, TaskContext, handler_fn};
+pub use handler::{Handler, HandlerError, HandlerFn, ProgressReporter, ResultWriter, TaskContext, handler_fn};
 #[cfg(feature = "json")]
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};

@@ -509,7 +509,14 @@ impl Shared {
             phase: Phase::Running,
         };
         self.active.insert(active);
-        let ctx = TaskContext::new(&message, deadline, Arc::clone(&self.broker), cancel.clone());
+        let ctx = TaskContext::with_clock(
+            &message,
+            deadline,
+            Arc::clone(&self.broker),
+            cancel.clone(),
+            Arc::clone(&self.clock),
+        );
+        let progress = ctx.progress().clone();
         let task = Task::from_message(&message);
         let time_left = deadline.duration_since(self.clock.now()).unwrap_or_default();
         let handler = AssertUnwindSafe(self.handler.process_task(ctx, task.clone())).catch_unwind();
@@ -542,6 +549,9 @@ impl Shared {
         tracing::Span::current().record("outcome", report.outcome.as_str());
         if !self.config.observers.is_empty() {
             self.config.observers.task_finished(&message, &report);
+        }
+        if matches!(attempt, Attempt::Finished(_)) {
+            progress.flush().await;
         }
         match outcome {
             Some(outcome) if lease.is_valid() => self.write(&message, outcome, &lease).await,

@@ -109,6 +109,20 @@
     return h('td', { 'data-field': field }, iso ? h('time', { datetime: iso, text: fmtTime(iso) }) : '–');
   }
 
+  // `42% resizing`: a handler's last progress report.
+  function progressText(progress) {
+    const percent = `${Math.round(progress.fraction * 100)}%`;
+    return progress.message ? `${percent} ${progress.message}` : percent;
+  }
+
+  // A progress bar with its text, or a dash for a task that reported none.
+  function progressCell(progress) {
+    if (!progress) return h('td', { 'data-field': 'progress', class: 'muted', text: '–' });
+    return h('td', { 'data-field': 'progress', title: `reported ${fmtTime(progress.reported_at)}` }, [
+      h('progress', { max: 1, value: progress.fraction }), ' ', h('span', { text: progressText(progress) }),
+    ]);
+  }
+
   const enc = encodeURIComponent;
 
   // ---- API ---------------------------------------------------------------------------------
@@ -440,8 +454,9 @@
       for (const box of document.querySelectorAll('#tasks input[data-select]')) box.checked = selectAll.checked;
       syncBulk();
     });
+    // Active tasks have no next process time; they show how far their handler has come.
     const headers = [h('th', { scope: 'col', class: 'select' }, writable() ? selectAll : null),
-      'ID', 'Type', 'Payload', 'Retried', 'Last error', 'Next process at'];
+      'ID', 'Type', 'Payload', 'Retried', 'Last error', state === 'active' ? 'Progress' : 'Next process at'];
     if (writable()) headers.push('Actions');
     const tasks = table('tasks', headers);
     const bulkButtons = [];
@@ -552,7 +567,7 @@
             h('td', { 'data-field': 'payload', class: 'mono payload', text: task.payload_preview, title: `${task.payload_size} bytes` }),
             h('td', { 'data-field': 'retried', class: 'num', text: `${task.retried}/${task.max_retry}` }),
             h('td', { 'data-field': 'last_error', class: 'error-text', text: task.last_error || '' }),
-            timeCell('next_process_at', task.next_process_at),
+            state === 'active' ? progressCell(task.progress) : timeCell('next_process_at', task.next_process_at),
           ];
           if (writable()) cells.push(h('td', { class: 'actions' }, rowActions(task)));
           tasks.body.append(h('tr', { 'data-task-id': task.id, 'data-state': task.state }, cells));
@@ -616,6 +631,7 @@
           ['retention', 'Retention', task.retention_seconds ? `${task.retention_seconds} s` : '–'],
           ['completed_at', 'Completed', fmtTime(task.completed_at)],
           ['orphaned', 'Orphaned', task.is_orphaned ? 'yes (its worker lost the lease)' : 'no'],
+          ['progress', 'Progress', task.progress ? `${progressText(task.progress)} (reported ${fmtTime(task.progress.reported_at)})` : '–'],
         ];
         const list = h('dl', { class: 'fields' });
         for (const [field, label, value] of fields) {

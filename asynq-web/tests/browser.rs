@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use asynq_client::{Client, Inspector, Task, TaskOptions, TaskState};
 use asynq_core::broker::{Dequeue, Outcome, ServerState};
-use asynq_core::{Clock, QueueName, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_core::{Clock, Progress, QueueName, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
 use asynq_redis::RedisBroker;
 use asynq_tests::browser::{Browser, screenshot_dir};
 use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker};
@@ -155,6 +155,8 @@ async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'static str,
         deadline: now + Duration::from_secs(1798),
     };
     broker.write_server_state(&server, &[worker], Duration::from_secs(3600)).await.expect("server state");
+    let report = Progress::new(0.42, "charging card", now).expect("a valid report");
+    broker.write_progress(&running.queue, &running.id, &report).await.expect("progress");
     welcome
 }
 
@@ -304,6 +306,13 @@ async fn operator_walks_through_the_dashboard() {
     assert_eq!(parsed, json!({ "to": "ada@example.com", "template": "welcome", "locale": "en" }));
     assert!(shown.lines().count() >= 5 && shown.contains("\n  \"to\": "), "pretty-printed: {shown:?}");
     browser.screenshot(&screenshot_path("task")).await;
+
+    // (e) A running task shows its handler's last progress report as a bar.
+    browser.goto(&dash.page("#/queues/billing/active")).await;
+    let progress = r#"#tasks tr[data-state="active"] td[data-field="progress"]"#;
+    browser.wait_for_text(progress, "the progress report", |t| t.trim() == "42% charging card").await;
+    assert_eq!(browser.attr(&format!("{progress} progress"), "value").await.as_deref(), Some("0.42"));
+    browser.screenshot(&screenshot_path("active")).await;
 
     // The other main pages: servers (with the running task) and Redis.
     browser.goto(&dash.page("#/servers")).await;

@@ -6,14 +6,15 @@ pub use asynq_client::{Client, Inspector, Tracker};
 #[cfg(feature = "json")]
 pub use asynq_core::PayloadError;
 pub use asynq_core::{
-    BrokerError, Error, GroupName, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome, TaskState,
+    BrokerError, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
+    TaskState,
 };
 
 // The worker's side.
 #[cfg(feature = "server")]
 pub use asynq_server::{
-    Config, ConfigBuilder, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ResultWriter, ServeMux,
-    Server, TaskContext, aggregator_fn, handler_fn,
+    Config, ConfigBuilder, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ProgressReporter,
+    ResultWriter, ServeMux, Server, TaskContext, aggregator_fn, handler_fn,
 };
 
 // Periodic tasks.

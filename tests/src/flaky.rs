@@ -6,8 +6,8 @@ use asynq_core::broker::{
     Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
 };
 use asynq_core::{
-    BrokerError, EnqueueRequest, Error, GroupName, QueueInfo, QueueName, Result, ServerInfo, StoredTask, TaskId,
-    TaskInfo, TaskState, WorkerInfo,
+    BrokerError, EnqueueRequest, Error, GroupName, Progress, QueueInfo, QueueName, Result, ServerInfo, StoredTask,
+    TaskId, TaskInfo, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use std::sync::Arc;
@@ -106,6 +106,11 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         self.check().await?;
         self.inner.write_result(queue, id, result).await
+    }
+
+    async fn write_progress(&self, queue: &QueueName, id: &TaskId, progress: &Progress) -> Result<()> {
+        self.check().await?;
+        self.inner.write_progress(queue, id, progress).await
     }
 }
 

@@ -68,7 +68,8 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
         TaskState::Archived => &["Last Failed", "Last Error"],
         TaskState::Completed => &["Completed At", "Result"],
         TaskState::Aggregating => &["Group"],
-        TaskState::Active | TaskState::Pending => &[],
+        TaskState::Active => &["Progress"],
+        TaskState::Pending => &[],
     };
     let mut table = output::table(["ID", "Type", "Payload"].iter().chain(extra));
     for t in tasks {
@@ -88,7 +89,8 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
                 row.extend([past(t.completed_at), t.result.as_deref().map(payload_text).unwrap_or_default()])
             }
             TaskState::Aggregating => row.push(t.group.as_ref().map(ToString::to_string).unwrap_or_default()),
-            TaskState::Active | TaskState::Pending => {}
+            TaskState::Active => row.push(t.progress.as_ref().map(ToString::to_string).unwrap_or_default()),
+            TaskState::Pending => {}
         }
         table.add_row(row);
     }
@@ -137,6 +139,9 @@ async fn inspect(ctx: &Context, args: TaskRef) -> CliResult {
     }
     if let Some(result) = &info.result {
         row("Result", Cell::new(payload_text(result)));
+    }
+    if let Some(progress) = &info.progress {
+        row("Progress", Cell::new(format!("{progress} (reported {})", past(Some(progress.reported_at())))));
     }
     if let Some(error) = &info.last_error {
         row("Last failed at", Cell::new(past(info.last_failed_at)));

@@ -123,7 +123,7 @@ impl Queue {
             .skip(page.size.saturating_mul(page.number))
             .take(page.size)
             .filter_map(|id| self.tasks.get(id))
-            .map(|record| TaskInfo::new(&record.msg, TaskState::Aggregating, None, record.result.clone()))
+            .map(|record| record.info(TaskState::Aggregating, None))
             .collect()
     }
 
@@ -137,7 +137,7 @@ impl Queue {
             TaskState::Pending => Some(from_unix_secs(unix_secs(now))),
             _ => None,
         };
-        Some(TaskInfo::new(&record.msg, record.state, next_process_at, record.result.clone()))
+        Some(record.info(record.state, next_process_at))
     }
 
     /// One page of the tasks in `state`: pending and active next-to-run first, the sorted sets
@@ -168,7 +168,7 @@ impl Queue {
                     TaskState::Retry => self.retry.score(id).map(from_unix_secs),
                     _ => None,
                 };
-                let mut info = TaskInfo::new(&record.msg, state, next_process_at, record.result.clone());
+                let mut info = record.info(state, next_process_at);
                 info.is_orphaned =
                     state == TaskState::Active && self.lease.score(id).is_some_and(|expiry| expiry <= now_secs);
                 Some(info)

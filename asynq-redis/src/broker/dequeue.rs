@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::pubsub::Quietness;
-use asynq_core::{QueueName, TaskId};
+use asynq_core::{Progress, QueueName, TaskId};
 
 impl RedisBroker {
     /// The script call that records `outcome` for the active task `msg`, and its name.
@@ -422,6 +422,15 @@ impl Dequeue for RedisBroker {
         }
         let _: i64 = cmd.query_async(&mut self.conn()).await.map_err(|e| broker_error("extend leases", e))?;
         Ok(from_unix_secs(expiry))
+    }
+
+    async fn write_progress(&self, queue: &QueueName, id: &TaskId, progress: &Progress) -> Result<()> {
+        let mut call = ScriptCall::new(&SCRIPTS.write_progress);
+        call.key(QueueKeys::new(queue).task(id)).arg(crate::progress::encode(progress));
+        match call.run::<i64>(&mut self.conn(), "write progress").await? {
+            1 => Ok(()),
+            _ => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
+        }
     }
 
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {

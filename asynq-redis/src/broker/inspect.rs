@@ -1,7 +1,12 @@
 //! Inspect for [`RedisBroker`]: queues, tasks, history, servers and backend information for operators.
 
 use super::*;
-use asynq_core::{GroupName, QueueName, TaskId};
+use asynq_core::{GroupName, Progress, QueueName, TaskId};
+
+/// Reads a task hash's `progress` field, as a script returned it (false when absent).
+fn read_progress(value: &Value) -> Option<Progress> {
+    Option::<Vec<u8>>::from_redis_value_ref(value).ok().flatten().and_then(|bytes| crate::progress::decode(&bytes))
+}
 
 /// Reads an integer that Redis returned as a number or a decimal string.
 fn int(value: &Value) -> i64 {
@@ -25,8 +30,8 @@ impl RedisBroker {
         invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "list tasks").await?;
         let now_secs = unix_secs(now);
-        let mut tasks = Vec::with_capacity(values.len() / 4);
-        for entry in values.chunks_exact(4) {
+        let mut tasks = Vec::with_capacity(values.len() / 5);
+        for entry in values.chunks_exact(5) {
             let Ok(bytes) = Vec::<u8>::from_redis_value_ref(&entry[0]) else { continue };
             let Ok(msg) = decode(&bytes) else { continue };
             let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
@@ -40,6 +45,7 @@ impl RedisBroker {
             };
             let mut info = TaskInfo::new(&msg, state, next_process_at, result);
             info.is_orphaned = state == TaskState::Active && lease.is_some_and(|expiry| expiry <= now_secs);
+            info.progress = read_progress(&entry[4]);
             tasks.push(info);
         }
         Ok(tasks)
@@ -147,7 +153,7 @@ impl Inspect for RedisBroker {
         let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
         invocation.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
-        let [msg, state, next, result] = values.as_slice() else {
+        let [msg, state, next, result, progress] = values.as_slice() else {
             return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
         };
         let msg = decode(&Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?)?;
@@ -155,7 +161,9 @@ impl Inspect for RedisBroker {
         let state = state.parse::<TaskState>().map_err(|e| unexpected("task info", e))?;
         let next = int(next);
         let result = Option::<Vec<u8>>::from_redis_value_ref(result).ok().flatten().map(Bytes::from);
-        Ok(TaskInfo::new(&msg, state, (next != 0).then(|| from_unix_secs(next)), result))
+        let mut info = TaskInfo::new(&msg, state, (next != 0).then(|| from_unix_secs(next)), result);
+        info.progress = read_progress(progress);
+        Ok(info)
     }
 
     async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {

@@ -5,6 +5,9 @@
 -- one LMOVE each, and pushed onto the active list in the order one LMOVE each would leave; the
 -- leases are added by one ZADD. Only the task hashes need a command per task.
 --
+-- Each task's `progress` (write_progress.lua's) goes with its `pending_since`: an attempt starts
+-- with none.
+--
 -- Each lease is scored at ARGV[1], half a second past its whole-second expiry: the half second
 -- says no handler has started the task (LeaseStage::Taken); extend_leases rewrites the score
 -- to the whole second before a handler starts it. Go compares lease scores only with
@@ -55,7 +58,7 @@ for i = #ids, 1, -1 do
     local msg = redis.call("HGET", key, "msg")
     if msg then
         redis.call("HSET", key, "state", "active")
-        redis.call("HDEL", key, "pending_since")
+        redis.call("HDEL", key, "pending_since", "progress")
         active[#active + 1] = id
         leases[#leases + 1] = ARGV[1]
         leases[#leases + 1] = id

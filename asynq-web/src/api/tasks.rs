@@ -44,6 +44,15 @@ pub(crate) struct TaskSummary {
     deadline: Option<String>,
     timeout_seconds: Option<u64>,
     retention_seconds: Option<u64>,
+    progress: Option<ProgressSummary>,
+}
+
+/// A handler's last progress report.
+#[derive(Debug, Serialize)]
+pub(crate) struct ProgressSummary {
+    fraction: f64,
+    message: String,
+    reported_at: String,
 }
 
 impl From<&TaskInfo> for TaskSummary {
@@ -66,6 +75,11 @@ impl From<&TaskInfo> for TaskSummary {
             deadline: task.deadline.map(timestamp),
             timeout_seconds: task.timeout.map(|t| t.as_secs()),
             retention_seconds: task.retention.map(|t| t.as_secs()),
+            progress: task.progress.as_ref().map(|p| ProgressSummary {
+                fraction: p.fraction(),
+                message: p.message().to_owned(),
+                reported_at: timestamp(p.reported_at()),
+            }),
         }
     }
 }
