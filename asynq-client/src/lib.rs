@@ -38,7 +38,7 @@ pub use asynq_core::{
     TaskState,
 };
 pub use inspector::{Inspector, ServerReport};
-pub use tracker::Tracker;
+pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;
 use asynq_core::{Clock, EnqueueRequest, Placement, SystemClock, resolve_enqueue};

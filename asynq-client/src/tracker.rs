@@ -2,10 +2,24 @@
 //! cancel a running one.
 
 use asynq_core::broker::{Cancel, Wait};
-use asynq_core::{QueueName, Result, TaskId, TaskOutcome, validate_wait};
+use asynq_core::{Error, Progress, QueueName, Result, TaskId, TaskOutcome, validate_wait};
+use futures::stream::{self, BoxStream, StreamExt};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How often [`Tracker::watch`] looks for a new progress report while it waits for the outcome.
+pub const WATCH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What [`Tracker::watch`] sees of a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskEvent {
+    /// Its handler made a new progress report.
+    Progress(Progress),
+    /// It finished: the last event of a watch.
+    Finished(TaskOutcome),
+}
 
 /// Follows tasks after they are enqueued: waits for a task's outcome, and asks servers to cancel
 /// a running one.
@@ -79,6 +93,27 @@ impl Tracker {
         self.wait.wait_for_outcome(&queue, &id, timeout).await
     }
 
+    /// Follows task `id` of `queue` for up to `timeout`: yields each new progress report its
+    /// handler makes (looked for every [`WATCH_INTERVAL`], so reports made within one interval
+    /// show as the latest of them), then [`TaskEvent::Finished`] with how it ended, and ends. A
+    /// task that has not finished by `timeout` ends the stream with
+    /// [`Error::WaitTimeout`](crate::Error::WaitTimeout); any other error ends it too.
+    ///
+    /// Errors (at once, before anything is read): [`Error::InvalidArgument`] for a name that is
+    /// no [`QueueName`] or [`TaskId`], or a zero timeout.
+    pub fn watch(&self, queue: &str, id: &str, timeout: Duration) -> Result<BoxStream<'static, Result<TaskEvent>>> {
+        let (queue, id) = (QueueName::new(queue)?, TaskId::new(id)?);
+        validate_wait(timeout)?;
+        let watch = Watch { wait: Arc::clone(&self.wait), queue, id, timeout, left: timeout, last: None };
+        Ok(stream::unfold(Some(watch), |watch| async move {
+            let mut watch = watch?;
+            let event = watch.next().await;
+            let more = matches!(event, Ok(TaskEvent::Progress(_)));
+            Some((event, more.then_some(watch)))
+        })
+        .boxed())
+    }
+
     /// Asks the servers to cancel task `id` if one of them is running it (Go asynq's
     /// `Inspector.CancelProcessing`): its handler's cancellation token fires, and the attempt
     /// fails, so the task goes to retry, or to the archive when its retries are used up. Succeeds
@@ -88,6 +123,42 @@ impl Tracker {
     /// [`Error::Broker`](crate::Error::Broker) when the broker fails.
     pub async fn cancel(&self, id: &str) -> Result<()> {
         self.cancel.cancel(&TaskId::new(id)?).await
+    }
+}
+
+/// The state of one [`Tracker::watch`].
+struct Watch {
+    wait: Arc<dyn Wait>,
+    queue: QueueName,
+    id: TaskId,
+    timeout: Duration,
+    /// The time left to wait; reading progress counts for nothing.
+    left: Duration,
+    /// The last report yielded.
+    last: Option<Progress>,
+}
+
+impl Watch {
+    /// The next event: a new progress report, the outcome, or the error that ends the watch.
+    async fn next(&mut self) -> Result<TaskEvent> {
+        loop {
+            if let Some(progress) = self.wait.task_progress(&self.queue, &self.id).await?
+                && self.last.as_ref() != Some(&progress)
+            {
+                self.last = Some(progress.clone());
+                return Ok(TaskEvent::Progress(progress));
+            }
+            if self.left.is_zero() {
+                let (queue, id, timeout) = (self.queue.clone(), self.id.clone(), self.timeout);
+                return Err(Error::WaitTimeout { queue, id, timeout });
+            }
+            let slice = self.left.min(WATCH_INTERVAL);
+            match self.wait.wait_for_outcome(&self.queue, &self.id, slice).await {
+                Ok(outcome) => return Ok(TaskEvent::Finished(outcome)),
+                Err(Error::WaitTimeout { .. }) => self.left -= slice,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 

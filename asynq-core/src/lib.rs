@@ -56,7 +56,7 @@ pub use progress::Progress;
 pub use state::TaskState;
 pub use stored::StoredTask;
 pub use task::{Task, TaskInfo};
-pub use wait::{TaskOutcome, validate_wait};
+pub use wait::{TaskOutcome, progress_from_lookup, validate_wait};
 
 use std::time::Duration;
 

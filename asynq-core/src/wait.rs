@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::names::{QueueName, TaskId};
+use crate::progress::Progress;
 use crate::state::TaskState;
 use crate::task::TaskInfo;
 use async_trait::async_trait;
@@ -94,6 +95,27 @@ pub trait Wait: Send + Sync {
     /// [`Error::WaitTimeout`] when the task is still unfinished after `timeout`;
     /// [`Error::Broker`] when the backend fails.
     async fn wait_for_outcome(&self, queue: &QueueName, id: &TaskId, timeout: Duration) -> Result<TaskOutcome>;
+
+    /// The last progress report of task `id` of `queue` (see
+    /// [`Dequeue::write_progress`](crate::broker::Dequeue::write_progress)); `None` when it made
+    /// none, when the task is gone, or from a backend that keeps no progress (the default).
+    ///
+    /// Errors: [`Error::QueueNotFound`] for a queue that never had a task; [`Error::Broker`] when
+    /// the backend fails.
+    async fn task_progress(&self, queue: &QueueName, id: &TaskId) -> Result<Option<Progress>> {
+        let _ = (queue, id);
+        Ok(None)
+    }
+}
+
+/// The progress in the answer to a task lookup: what a backend whose task info carries
+/// progress answers [`Wait::task_progress`] with (a task that is gone has none).
+pub fn progress_from_lookup(lookup: Result<TaskInfo>) -> Result<Option<Progress>> {
+    match lookup {
+        Ok(info) => Ok(info.progress),
+        Err(Error::TaskNotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Checks the timeout of [`Wait::wait_for_outcome`] (its queue and task ID are checked by their

@@ -15,7 +15,7 @@ use crate::keys::{CANCEL_CHANNEL, QueueKeys};
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::{Cancel, Inspect, Wait};
-use asynq_core::{Error, QueueName, Result, TaskId, TaskOutcome, validate_wait};
+use asynq_core::{Error, Progress, QueueName, Result, TaskId, TaskOutcome, progress_from_lookup, validate_wait};
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
 use futures::stream::BoxStream;
@@ -65,6 +65,10 @@ impl Wait for RedisBroker {
         tokio::time::timeout(timeout, self.outcome(queue, id))
             .await
             .unwrap_or_else(|_| Err(Error::WaitTimeout { queue: queue.to_owned(), id: id.to_owned(), timeout }))
+    }
+
+    async fn task_progress(&self, queue: &QueueName, id: &TaskId) -> Result<Option<Progress>> {
+        progress_from_lookup(self.task_info(queue, id).await)
     }
 }
 

@@ -2,7 +2,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 // The producer's side, always present: a producer needs a broker and these.
-pub use asynq_client::{Client, Inspector, Tracker};
+pub use asynq_client::{Client, Inspector, TaskEvent, Tracker};
 #[cfg(feature = "json")]
 pub use asynq_core::PayloadError;
 pub use asynq_core::{

@@ -2,11 +2,12 @@
 //! latest one winning, shown while the task runs and kept when it completes; bad reports are
 //! refused.
 
-use asynq_client::{Task, TaskOptions, TaskState};
+use asynq_client::{Task, TaskEvent, TaskOptions, TaskState};
 use asynq_core::broker::Inspect;
 use asynq_core::{Error, QueueName, TaskId};
 use asynq_server::{ProgressReporter, Server, handler_fn};
 use asynq_tests::{Harness, secs};
+use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -63,5 +64,50 @@ async fn reports_are_written_at_most_once_a_second_and_the_last_is_kept() {
     let done = h.broker.task_info(&QueueName::from_static("default"), &info.id).await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.progress.map(|p| p.to_string()).as_deref(), Some("100% done"));
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_yields_each_new_report_then_the_outcome() {
+    let h = Harness::new();
+    let step = Arc::new(Notify::new());
+    let handler = handler_fn({
+        let step = step.clone();
+        move |ctx: asynq_server::TaskContext, _task| {
+            let step = step.clone();
+            async move {
+                ctx.progress().report(0.5, "half").unwrap();
+                step.notified().await;
+                tokio::time::sleep(ProgressReporter::INTERVAL).await;
+                ctx.progress().report(0.9, "nearly").unwrap();
+                step.notified().await;
+                Ok(())
+            }
+        }
+    });
+    let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
+    server.start(handler).unwrap();
+    let info = h.client.enqueue(&Task::new("work", ""), TaskOptions::new().retention(secs(60))).await.unwrap();
+    let tracker = asynq_client::Tracker::new(h.broker.clone());
+    let mut watch = tracker.watch("default", &info.id, secs(60)).unwrap();
+
+    let text = |event: Option<asynq_core::Result<TaskEvent>>| match event {
+        Some(Ok(TaskEvent::Progress(progress))) => progress.to_string(),
+        Some(Ok(TaskEvent::Finished(outcome))) => format!("finished {:?}", outcome.state()),
+        other => panic!("unexpected {other:?}"),
+    };
+    assert_eq!(text(watch.next().await), "50% half");
+    step.notify_one();
+    assert_eq!(text(watch.next().await), "90% nearly");
+    step.notify_one();
+    assert_eq!(text(watch.next().await), "finished Some(Completed)");
+    assert!(watch.next().await.is_none(), "the watch ends with the outcome");
+
+    // A watch on a task that does not finish in time ends with the timeout.
+    let stuck = h.client.enqueue(&Task::new("work", ""), TaskOptions::new().queue("nobody")).await.unwrap();
+    let mut watch = tracker.watch("nobody", &stuck.id, secs(3)).unwrap();
+    assert!(matches!(watch.next().await, Some(Err(Error::WaitTimeout { .. }))));
+    assert!(watch.next().await.is_none());
+    assert!(matches!(tracker.watch("default", &info.id, Duration::ZERO), Err(Error::InvalidArgument { .. })));
     server.shutdown().await;
 }
