@@ -175,7 +175,8 @@ fn extra_column(state: TaskState) -> (&'static str, u16) {
         TaskState::Archived => ("Last Error", 30),
         TaskState::Completed => ("Completed At", 21),
         TaskState::Aggregating => ("Group", 16),
-        TaskState::Active | TaskState::Pending => ("Retried", 8),
+        TaskState::Active => ("Progress", 24),
+        TaskState::Pending => ("Retried", 8),
     }
 }
 
@@ -185,7 +186,8 @@ fn extra_value(state: TaskState, t: &TaskInfo) -> String {
         TaskState::Retry | TaskState::Archived => t.last_error.clone().unwrap_or_default(),
         TaskState::Completed => past(t.completed_at),
         TaskState::Aggregating => t.group.as_ref().map(ToString::to_string).unwrap_or_default(),
-        TaskState::Active | TaskState::Pending => format!("{}/{}", t.retried, t.max_retry),
+        TaskState::Active => t.progress.as_ref().map(ToString::to_string).unwrap_or_default(),
+        TaskState::Pending => format!("{}/{}", t.retried, t.max_retry),
     }
 }
 
@@ -223,6 +225,9 @@ fn draw_task(frame: &mut Frame<'_>, area: Rect, app: &App) {
     }
     if let Some(result) = &t.result {
         lines.push(field("Result", payload_text(result)));
+    }
+    if let Some(progress) = &t.progress {
+        lines.push(field("Progress", format!("{progress} (reported {})", past(Some(progress.reported_at())))));
     }
     lines.push(Line::default());
     lines.push(Line::styled("Payload", bold));
@@ -298,6 +303,24 @@ mod tests {
         let first = screen.iter().find(|l| l.contains("task-1")).expect("task-1 row");
         assert!(first.contains("> ") && first.contains("email:welcome") && first.contains(r#"{"user":42}"#), "{first}");
         assert!(contains(&screen, "0/25"), "{screen:#?}");
+    }
+
+    #[test]
+    fn active_tasks_show_their_progress() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Enter));
+        let mut running = task("critical", "t1");
+        running.state = TaskState::Active;
+        let reported = asynq_core::time::from_unix_secs(1_795_317_800);
+        running.progress = Some(asynq_core::Progress::new(0.42, "resizing", reported).unwrap());
+        app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Active, tasks: Ok(vec![running]) });
+        let screen = render(&app);
+        let row = screen.iter().find(|l| l.contains("t1")).expect("t1 row");
+        assert!(contains(&screen, "Progress") && row.contains("42% resizing"), "{screen:#?}");
+        app.update(Msg::Key(Key::Enter));
+        let screen = render(&app);
+        assert!(screen.iter().any(|l| l.contains("Progress") && l.contains("42% resizing (reported")), "{screen:#?}");
     }
 
     #[test]
