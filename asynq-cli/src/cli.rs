@@ -480,6 +480,9 @@ pub(crate) struct WebArgs {
     /// reach it can delete tasks
     #[arg(long)]
     pub(crate) insecure_no_auth: bool,
+    /// Also serve the queue metrics at /metrics, as `asynq metrics` does, behind the same token
+    #[arg(long)]
+    pub(crate) metrics: bool,
 }
 
 #[cfg(test)]

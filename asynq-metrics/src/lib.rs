@@ -58,8 +58,15 @@ pub async fn serve_queue_metrics(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(address = %listener.local_addr()?, "serving queue metrics at /metrics");
+    serve(listener, queue_exporter(inspector), shutdown).await
+}
+
+/// An exporter of the queue metrics of `inspector`'s broker, read afresh on every scrape: what
+/// `asynq metrics` serves, and `asynq web --metrics` beside the dashboard
+/// ([`Exporter::router`]).
+pub fn queue_exporter(inspector: Inspector) -> Exporter {
     let queue_metrics = QueueMetrics::new(inspector);
     let mut registry = Registry::default();
     queue_metrics.register(&mut registry);
-    serve(listener, Exporter::new(registry).refreshing(queue_metrics), shutdown).await
+    Exporter::new(registry).refreshing(queue_metrics)
 }

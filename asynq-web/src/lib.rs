@@ -62,13 +62,16 @@ pub struct WebConfig {
     pub auth: Option<Auth>,
     /// How often the UI polls the API for fresh data.
     pub refresh: Duration,
+    /// More routes served beside the dashboard, behind its authentication (see
+    /// [`WebConfig::with_metrics`]).
+    metrics: Option<Router>,
 }
 
 impl WebConfig {
     /// A dashboard over `inspector`: writable, without authentication, refreshing every
     /// [`DEFAULT_REFRESH`].
     pub fn new(inspector: Inspector) -> Self {
-        Self { inspector, read_only: false, auth: None, refresh: DEFAULT_REFRESH }
+        Self { inspector, read_only: false, auth: None, refresh: DEFAULT_REFRESH, metrics: None }
     }
 
     /// Requires `auth`'s token.
@@ -86,6 +89,16 @@ impl WebConfig {
     /// Sets [`WebConfig::refresh`]; intervals under a second are raised to one.
     pub fn refresh(mut self, refresh: Duration) -> Self {
         self.refresh = refresh;
+        self
+    }
+
+    /// Also serves `metrics`, a router answering `GET /metrics` (such as
+    /// `asynq_metrics::Exporter::router`), on the dashboard's address and behind its
+    /// authentication: with a token set, a scraper sends it as a bearer token (Prometheus's
+    /// `authorization` setting). Its paths must not be the dashboard's own (`/`, `/assets/`,
+    /// `/api/`).
+    pub fn with_metrics(mut self, metrics: Router) -> Self {
+        self.metrics = Some(metrics);
         self
     }
 }
@@ -136,15 +149,25 @@ pub fn router(config: WebConfig) -> Router {
         refresh: config.refresh.max(Duration::from_secs(1)),
         sessions: auth::Sessions::default(),
     }));
-    let api = api::routes().router.route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard));
-    Router::new()
+    let guard = axum::middleware::from_fn_with_state(state.clone(), auth::guard);
+    let api = api::routes().router.route_layer(guard.clone());
+    let dashboard = Router::new()
         .merge(assets::routes())
         .merge(api)
         .fallback(api::not_found)
-        .method_not_allowed_fallback(api::method_not_allowed)
+        .method_not_allowed_fallback(api::method_not_allowed);
+    let app = shielded(dashboard, &state).with_state(state.clone());
+    match config.metrics {
+        None => app,
+        Some(metrics) => app.merge(shielded(metrics.route_layer(guard), &state)),
+    }
+}
+
+/// `router` with the checks every response gets: the `Host` check and the security headers.
+fn shielded<S: Clone + Send + Sync + 'static>(router: Router<S>, state: &AppState) -> Router<S> {
+    router
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::host_check))
         .layer(axum::middleware::from_fn(assets::security_headers))
-        .with_state(state)
 }
 
 /// Serves the dashboard on `listener` until `shutdown` completes, then lets requests in

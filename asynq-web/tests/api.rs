@@ -687,3 +687,25 @@ async fn on_a_cluster_the_redis_page_lists_nodes_and_queue_slots() {
     assert_eq!(detail["location"]["slot"], location["slot"]);
     assert_eq!(web.read("/api/queues/critical/states/pending/tasks").await["total"], 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_served_beside_the_dashboard_need_its_token() {
+    let scrape = || async { "asynq_tasks_enqueued_total 3\n" };
+    let metrics = Router::new().route("/metrics", axum::routing::get(scrape));
+    let inspector = Inspector::new(MemoryBroker::new());
+    let web = Web::new(WebConfig::new(inspector).with_auth(Auth::bearer(TOKEN).unwrap()).with_metrics(metrics));
+
+    let denied = web.get("/metrics").await;
+    assert_eq!(denied.error(StatusCode::UNAUTHORIZED), "unauthorized");
+    let bearer = Request::get("/metrics").header(header::AUTHORIZATION, format!("Bearer {TOKEN}"));
+    let scraped = web.send(bearer.body(Body::empty()).unwrap()).await;
+    assert_eq!((scraped.status, scraped.text()), (StatusCode::OK, "asynq_tasks_enqueued_total 3\n".to_owned()));
+    assert_eq!(scraped.header(header::X_CONTENT_TYPE_OPTIONS), "nosniff", "the dashboard's headers apply too");
+    // The dashboard itself is unchanged.
+    assert_eq!(web.get("/").await.status, StatusCode::OK);
+    assert_eq!(web.get("/api/queues").await.status, StatusCode::UNAUTHORIZED);
+
+    // Without metrics, /metrics is the dashboard's 404.
+    let plain = Web::new(WebConfig::new(Inspector::new(MemoryBroker::new())));
+    assert_eq!(plain.get("/metrics").await.status, StatusCode::NOT_FOUND);
+}

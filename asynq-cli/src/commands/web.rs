@@ -65,15 +65,22 @@ pub(crate) async fn run(
             format!("cannot serve the dashboard on {}: {e} (is the address in use? try --listen)", plan.listen),
         )
     })?;
-    let mut config = asynq_web::WebConfig::new(inspector).read_only(plan.read_only).refresh(plan.refresh);
-    let auth = if let Some(auth) = plan.auth {
+    let mut config = asynq_web::WebConfig::new(inspector.clone()).read_only(plan.read_only).refresh(plan.refresh);
+    if args.metrics {
+        config = config.with_metrics(asynq_metrics::queue_exporter(inspector).router());
+    }
+    let mut notes = vec!["no authentication"];
+    if let Some(auth) = plan.auth {
         config = config.with_auth(auth);
-        "token required"
-    } else {
-        "no authentication"
-    };
-    let mode = if plan.read_only { ", read-only" } else { "" };
-    errln!("serving the dashboard at http://{} ({auth}{mode}; ctrl-c to stop)", plan.listen);
+        notes[0] = "token required";
+    }
+    if plan.read_only {
+        notes.push("read-only");
+    }
+    if args.metrics {
+        notes.push("metrics at /metrics");
+    }
+    errln!("serving the dashboard at http://{} ({}; ctrl-c to stop)", plan.listen, notes.join(", "));
     asynq_web::serve(listener, config, shutdown)
         .await
         .map_err(|e| CliError::new(Failure::Failed, format!("the dashboard stopped: {e}")))
@@ -89,7 +96,48 @@ mod tests {
             read_only: false,
             refresh: "5s".into(),
             insecure_no_auth,
+            metrics: false,
         }
+    }
+
+    /// The reply to `GET path` on `addr`, retried until the server listens.
+    async fn get(addr: std::net::SocketAddr, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        for _ in 0..500 {
+            let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
+            let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+            stream.write_all(request.as_bytes()).await.expect("a request");
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).await.expect("a reply");
+            return reply;
+        }
+        panic!("nothing listens on {addr}");
+    }
+
+    #[tokio::test]
+    async fn the_metrics_flag_serves_the_queue_metrics_beside_the_dashboard() {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let mut web = args(&addr.to_string(), false);
+        web.metrics = true;
+        let h = asynq_tests::Harness::new();
+        h.client.enqueue(&asynq_client::Task::new("t", ""), asynq_client::TaskOptions::new()).await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let inspector = asynq_client::Inspector::new(h.broker.clone());
+        let server = tokio::spawn(async move {
+            run(inspector, &web, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        let scrape = get(addr, "/metrics").await;
+        assert!(scrape.starts_with("HTTP/1.1 200"), "{scrape}");
+        assert!(scrape.contains(r#"asynq_queue_size{queue="default"} 1"#), "{scrape}");
+        assert!(get(addr, "/").await.starts_with("HTTP/1.1 200"), "the dashboard is still there");
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
     }
 
     #[test]
