@@ -1,6 +1,7 @@
 //! Quiet queues: which of its servers' queues this broker knows to be empty or paused, so that
 //! a fetch skips them instead of running a script on each. A server on one busy queue beside a
-//! thousand empty ones costs what a server on the busy queue alone does.
+//! thousand empty ones drains it at about three quarters of its rate alone (one lookup per queue
+//! per fetch remains), and idles on a few commands a second.
 //!
 //! A queue turns quiet when a dequeue (or an idle wait's `mark_idle.lua`) finds it empty or
 //! paused and sets its `idle_workers` mark in the same script, while its wake-up channel is
