@@ -20,6 +20,12 @@ fn queues(n: usize) -> Vec<QueueName> {
     (0..n).map(|i| QueueName::new(format!("q{i}")).unwrap()).collect()
 }
 
+/// Starts `broker`'s wait for tasks in `queues`.
+fn wait_in_background(broker: &RedisBroker, queues: &[QueueName]) -> tokio::task::JoinHandle<()> {
+    let (broker, queues) = (broker.clone(), queues.to_vec());
+    tokio::spawn(async move { broker.wait_for_tasks(&queues).await })
+}
+
 /// Fetches from `queues` until a fetch takes something. Quiet queues are checked for tasks that
 /// came without a wake-up every half second; this gives up after ten.
 async fn dequeue_until_taken(broker: &RedisBroker, queues: &[QueueName]) -> Vec<Dequeued> {
@@ -47,10 +53,7 @@ async fn a_short_fetch_marks_the_queue_idle() {
     enqueue().await.unwrap();
     assert_eq!(broker.dequeue(&queues, 5).await.unwrap().len(), 1);
     assert!(marked(&redis), "a short fetch marks the queue");
-    let waiter = tokio::spawn({
-        let (broker, queues) = (broker.clone(), queues.clone());
-        async move { broker.wait_for_tasks(&queues).await }
-    });
+    let waiter = wait_in_background(&broker, &queues);
     enqueue().await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("the enqueue woke the wait").unwrap();
     assert!(!marked(&redis));
@@ -118,10 +121,7 @@ async fn a_fetch_skips_quiet_queues_until_a_wake_up_names_one() {
 
     // A producer's task in one of them wakes the wait, and the next fetch dequeues that queue
     // alone.
-    let waiter = tokio::spawn({
-        let (broker, queues) = (broker.clone(), queues.clone());
-        async move { broker.wait_for_tasks(&queues).await }
-    });
+    let waiter = wait_in_background(&broker, &queues);
     client.enqueue(&Task::new("t", ""), TaskOptions::new().queue("q137")).await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("the enqueue woke the wait").unwrap();
     let before = scripts();
