@@ -5,6 +5,8 @@
 //! 3. `RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps`
 //! 4. `cargo package` of every publishable crate (built from its packaged sources)
 //! 5. `cargo xtask test` (run in-process)
+//!
+//! `.ci/run` also sets `CARGO_INCREMENTAL=0`: a clean clone gains nothing from incremental state.
 
 use crate::{cmd, step, test};
 
