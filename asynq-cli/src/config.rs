@@ -4,6 +4,7 @@
 
 use crate::cli::GlobalArgs;
 use crate::error::CliError;
+use asynq_redis::keys::Namespace;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde::Deserialize;
@@ -27,6 +28,7 @@ pub(crate) struct ConfigFile {
     tls_key: Option<PathBuf>,
     sentinel_addrs: Option<String>,
     master: Option<String>,
+    namespace: Option<String>,
 }
 
 impl ConfigFile {
@@ -51,12 +53,16 @@ impl ConfigFile {
         Ok(config)
     }
 
-    /// Checks the values as the flags' parsers would: a `db` within `--db`'s range.
+    /// Checks the values as the flags' parsers would: a `db` within `--db`'s range, a valid
+    /// `namespace`.
     fn check(&self) -> Result<(), String> {
-        match self.db {
-            Some(db) if db > crate::cli::MAX_DB => Err(format!("db {db} is not in 0..={}", crate::cli::MAX_DB)),
-            _ => Ok(()),
+        if let Some(db) = self.db.filter(|&db| db > crate::cli::MAX_DB) {
+            return Err(format!("db {db} is not in 0..={}", crate::cli::MAX_DB));
         }
+        if let Some(namespace) = &self.namespace {
+            Namespace::new(namespace.as_str()).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     /// Parses config file text (an empty file is an empty config).
@@ -90,6 +96,8 @@ impl ConfigFile {
         fill(&mut args.tls_key, unset("tls_key"), self.tls_key.map(Some));
         fill(&mut args.sentinel_addrs, unset("sentinel_addrs"), self.sentinel_addrs.map(Some));
         fill(&mut args.master, unset("master"), self.master.map(Some));
+        // `check` validated it when the file was loaded.
+        fill(&mut args.namespace, unset("namespace"), self.namespace.and_then(|n| Namespace::new(n).ok()).map(Some));
     }
 }
 
@@ -116,6 +124,16 @@ mod tests {
         );
         let args = resolve(&["asynq", "stats", "-u", "flag:1", "-n", "0"], yaml);
         assert_eq!((args.uri.as_str(), args.db), ("flag:1", 0));
+        let args = resolve(&["asynq", "stats"], "namespace: billing\n");
+        assert_eq!(args.namespace.as_ref().map(Namespace::as_str), Some("billing"));
+        let args = resolve(&["asynq", "--namespace", "orders", "stats"], "namespace: billing\n");
+        assert_eq!(args.namespace.as_ref().map(Namespace::as_str), Some("orders"));
+    }
+
+    #[test]
+    fn a_bad_namespace_is_refused() {
+        let err = ConfigFile::parse("namespace: a:b\n").unwrap().check().unwrap_err();
+        assert!(err.contains("invalid namespace"), "{err}");
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! From the connection flags to a Redis broker: the flags are composed into one URL (credentials
-//! percent-encoded) that `asynq_redis::RedisTarget::from_url` parses, so the tool accepts exactly
+//! percent-encoded) that `asynq_redis::RedisConfig::from_url` parses, so the tool accepts exactly
 //! what the library accepts.
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, Failure};
 use asynq_client::{Client, Inspector};
-use asynq_redis::{ConnectError, RedisBroker, RedisConfig, RedisTarget, TlsOptions};
+use asynq_redis::{ConnectError, RedisBroker, RedisConfig, TlsOptions};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use std::sync::Arc;
 
@@ -62,12 +62,22 @@ fn userinfo(username: Option<&str>, password: Option<&str>) -> String {
     }
 }
 
-/// Parses the flags into a target (and the URL it came from, for messages); a URL the library
-/// refuses is a usage error.
-pub(crate) fn target(args: &GlobalArgs) -> Result<(RedisTarget, String), CliError> {
+/// Parses the flags into a broker's settings (and the URL they came from, for messages); a URL
+/// the library refuses is a usage error. The namespace is `--namespace`'s, or the URL's.
+pub(crate) fn config(args: &GlobalArgs) -> Result<(RedisConfig, String), CliError> {
     let url = target_url(args)?;
-    let target = RedisTarget::from_url(&url).map_err(connect_error)?;
-    Ok((target, url))
+    let mut config = RedisConfig::from_url(&url).map_err(connect_error)?;
+    if let Some(namespace) = &args.namespace {
+        if !config.namespace.is_default() && config.namespace != *namespace {
+            return Err(CliError::usage(format!(
+                "--namespace {namespace} differs from the namespace {} in --uri; give one of them",
+                config.namespace
+            )));
+        }
+        config.namespace = namespace.clone();
+    }
+    config.tls = tls_options(args)?;
+    Ok((config, url))
 }
 
 /// What the tool uses to talk to Redis.
@@ -96,8 +106,7 @@ fn tls_options(args: &GlobalArgs) -> Result<TlsOptions, CliError> {
 
 /// Connects as the flags say.
 pub(crate) async fn connect(args: &GlobalArgs) -> Result<Connection, CliError> {
-    let (target, url) = target(args)?;
-    let config = RedisConfig { tls: tls_options(args)?, ..RedisConfig::new(target) };
+    let (config, url) = config(args)?;
     let broker = RedisBroker::connect_with(config).await.map_err(|e| match refused_database(&e, &url) {
         Some(refused) => refused,
         None => connect_error(e),
@@ -145,6 +154,7 @@ fn connect_error(error: ConnectError) -> CliError {
             "--tls-ca-cert, --tls-cert and --tls-key take PEM files, for a TLS server, Cluster or Sentinel set",
         ),
         ConnectError::Unsupported { .. } => CliError::new(Failure::Connect, error.to_string()),
+        ConnectError::InvalidNamespace { .. } => CliError::usage(error.to_string()),
         _ => CliError::new(Failure::Connect, error.to_string()).with_hint(format!(
             "check that Redis runs there and that --uri, --db, --username and --password are right; {EXPECTED_FORMS}"
         )),
@@ -200,9 +210,23 @@ mod tests {
     }
 
     #[test]
+    fn the_namespace_comes_from_the_flag_or_the_url() {
+        let namespace_of = |argv: &[&str]| config(&Cli::parse_from(argv).global).map(|(c, _)| c.namespace.to_string());
+        assert_eq!(namespace_of(&["asynq", "stats"]).unwrap(), "asynq");
+        assert_eq!(namespace_of(&["asynq", "--namespace", "billing", "stats"]).unwrap(), "billing");
+        assert_eq!(namespace_of(&["asynq", "-u", "redis://h:1/0?namespace=billing", "stats"]).unwrap(), "billing");
+        let both = ["asynq", "-u", "redis://h:1/0?namespace=billing", "--namespace", "billing", "stats"];
+        assert_eq!(namespace_of(&both).unwrap(), "billing");
+        let conflict = ["asynq", "-u", "redis://h:1/0?namespace=billing", "--namespace", "orders", "stats"];
+        assert_eq!(namespace_of(&conflict).unwrap_err().failure, Failure::Usage);
+        let bad = Cli::try_parse_from(["asynq", "--namespace", "a:b", "stats"]).unwrap_err();
+        assert!(bad.to_string().contains("invalid namespace"), "{bad}");
+    }
+
+    #[test]
     fn bad_uris_are_usage_errors_that_redact_the_password() {
         let args = Cli::parse_from(["asynq", "-u", "nohost:notaport", "-p", "hunter2", "stats"]).global;
-        let err = target(&args).unwrap_err();
+        let err = config(&args).unwrap_err();
         assert_eq!(err.failure, Failure::Usage);
         let shown = err.to_string();
         assert!(!shown.contains("hunter2"), "{shown}");

@@ -277,6 +277,8 @@ impl From<&SchedulerEnqueueEvent> for EnqueueEventView {
 #[derive(Debug, Serialize)]
 pub(crate) struct BackendView {
     kind: String,
+    /// The key namespace of the queues shown (`asynq`, Go's, by default).
+    namespace: Option<String>,
     fields: BTreeMap<String, String>,
     nodes: Vec<NodeView>,
     /// The eviction policies in force that can drop tasks; empty when the backend keeps them.
@@ -305,6 +307,7 @@ impl From<&BackendInfo> for BackendView {
     fn from(b: &BackendInfo) -> Self {
         Self {
             kind: b.kind.clone(),
+            namespace: b.namespace.clone(),
             fields: b.fields.clone(),
             nodes: b.nodes.iter().map(|n| NodeView { id: n.id.clone(), addr: n.addr.clone() }).collect(),
             eviction_risks: b

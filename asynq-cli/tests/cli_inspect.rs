@@ -189,3 +189,32 @@ fn settings_come_from_flags_env_and_the_config_file() {
     assert_eq!(bad.code, 2, "{bad:#?}");
     assert!(bad.stderr.contains("unknown field `url`"), "{}", bad.stderr);
 }
+
+#[test]
+fn a_namespace_shows_its_own_queues_only() {
+    let (server, _) = seeded_server();
+    common::block_on(async {
+        let url = format!("{}?namespace=billing", server.url());
+        let billing = asynq_redis::RedisBroker::connect(&url).await.expect("the test Redis accepts connections");
+        let client = asynq_client::Client::new(billing);
+        let task = asynq_client::Task::new("invoice:send", "42");
+        client.enqueue(&task, asynq_client::TaskOptions::new().queue("invoices")).await.expect("enqueued");
+    });
+
+    let ls = asynq_at(&server, &["--namespace", "billing", "queue", "ls"]).ok();
+    assert_eq!(ls.stdout.lines().collect::<Vec<_>>(), ["invoices"]);
+    let uri = format!("redis://{}/0?namespace=billing", server.addr());
+    let ls = asynq(&["-u", &uri, "queue", "ls"]).ok();
+    assert_eq!(ls.stdout.lines().collect::<Vec<_>>(), ["invoices"]);
+    let default = asynq_at(&server, &["queue", "ls"]).ok();
+    assert!(!default.stdout.contains("invoices"), "{}", default.stdout);
+
+    asynq_at(&server, &["--namespace", "billing", "stats"]).ok().shows(&["Namespace: billing"]);
+    assert!(!asynq_at(&server, &["stats"]).ok().stdout.contains("Namespace:"), "Go's layout prints as Go's CLI does");
+    let json = asynq_at(&server, &["--namespace", "billing", "stats", "--json"]).ok().json();
+    assert_eq!(json["backend"]["namespace"], "billing");
+
+    let bad = asynq_at(&server, &["--namespace", "a:b", "queue", "ls"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("invalid namespace"), "{}", bad.stderr);
+}

@@ -204,12 +204,22 @@ pub struct BackendInfo {
     /// tasks can disappear without an error: one per distinct policy, sorted. Empty when the
     /// backend keeps every task (always, for a backend that never evicts).
     pub eviction_risks: Vec<EvictionRisk>,
+    /// The prefix that sets this broker's queues apart from others' in the same backend (the
+    /// Redis broker's key namespace, `asynq` by default), or `None` for a backend of one.
+    pub namespace: Option<String>,
 }
 
 impl BackendInfo {
-    /// Backend information of `kind` with the given facts and nodes, and no eviction risk.
+    /// Backend information of `kind` with the given facts and nodes, no eviction risk and no
+    /// namespace.
     pub fn new(kind: impl Into<String>, fields: BTreeMap<String, String>, nodes: Vec<NodeInfo>) -> Self {
-        Self { kind: kind.into(), fields, nodes, eviction_risks: Vec::new() }
+        Self { kind: kind.into(), fields, nodes, eviction_risks: Vec::new(), namespace: None }
+    }
+
+    /// This information with [`BackendInfo::namespace`] set to `namespace`.
+    pub fn with_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
     }
 
     /// This information with [`BackendInfo::eviction_risks`] set to `risks`.

@@ -11,7 +11,7 @@
 
 use crate::broker::{RedisBroker, decode, enqueue_result};
 use crate::error::unexpected;
-use crate::keys::QueueKeys;
+
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::{AGGREGATION_TIMEOUT, Aggregate, AggregationLimits, AggregationSet, GroupInfo};
@@ -65,7 +65,7 @@ fn secs_or_zero(limit: Option<std::time::Duration>) -> u64 {
 #[async_trait]
 impl Aggregate for RedisBroker {
     async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>> {
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.group_stats);
         call.key(k.groups()).arg(k.group_prefix());
         let flat: Vec<Value> = call.run(&mut self.conn(), "group stats").await?;
@@ -92,7 +92,7 @@ impl Aggregate for RedisBroker {
         limits.validate()?;
         let set_id = uuid::Uuid::new_v4().to_string();
         let now = self.now();
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.aggregation_check);
         call.key(k.group(group)).key(k.aggregation_set(group, &set_id)).key(k.aggregation_sets()).key(k.groups());
         call.arg(limits.max_size.unwrap_or(0)).arg(secs_or_zero(limits.max_delay)).arg(limits.grace_period.as_secs());
@@ -106,7 +106,7 @@ impl Aggregate for RedisBroker {
 
     async fn read_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<AggregationSet> {
         validate_aggregation_set(set_id)?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.read_aggregation_set);
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
         let reply: Value = call.run(&mut self.conn(), "read aggregation set").await?;
@@ -141,7 +141,7 @@ impl Aggregate for RedisBroker {
         request: EnqueueRequest,
     ) -> Result<()> {
         validate_aggregation_completion(queue, set_id, &request)?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let (mut call, msg) = self.enqueue_call_with(&AGGREGATION_SCRIPTS.complete_aggregation, request)?;
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
         self.register_queue(queue).await?;
@@ -153,14 +153,14 @@ impl Aggregate for RedisBroker {
 
     async fn delete_aggregation_set(&self, queue: &QueueName, group: &GroupName, set_id: &str) -> Result<()> {
         validate_aggregation_set(set_id)?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.delete_aggregation_set);
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
         call.run::<()>(&mut self.conn(), "delete aggregation set").await
     }
 
     async fn reclaim_stale_aggregation_sets(&self, queue: &QueueName) -> Result<usize> {
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&AGGREGATION_SCRIPTS.reclaim_stale_aggregation_sets);
         call.key(k.aggregation_sets()).key(k.groups()).arg(unix_secs(self.now())).arg(k.group_prefix());
         let reclaimed: i64 = call.run(&mut self.conn(), "reclaim stale aggregation sets").await?;

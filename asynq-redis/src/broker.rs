@@ -3,7 +3,7 @@
 use crate::batch::{BatchCall, run_pipeline};
 use crate::connection::{Connection, RedisTarget};
 use crate::error::{ConnectError, broker_error, unexpected};
-use crate::keys::{self, QueueKeys};
+use crate::keys::{Namespace, QueueKeys};
 use crate::proto;
 use crate::pubsub::PubSub;
 use crate::scripts::{SCRIPTS, ScriptCall};
@@ -99,12 +99,29 @@ pub struct RedisConfig {
     /// Sentinels and master alike): the authorities to trust and the client's certificate.
     /// Default: the system's roots, no client certificate.
     pub tls: TlsOptions,
+    /// The prefix of every key and channel. Default: [`Namespace::DEFAULT`], Go asynq's `asynq`.
+    pub namespace: Namespace,
 }
 
 impl RedisConfig {
     /// Defaults for `target`.
     pub fn new(target: RedisTarget) -> Self {
-        Self { target, clock: Arc::new(SystemClock), response_timeout: Duration::from_secs(5), tls: TlsOptions::new() }
+        Self {
+            target,
+            clock: Arc::new(SystemClock),
+            response_timeout: Duration::from_secs(5),
+            tls: TlsOptions::new(),
+            namespace: Namespace::DEFAULT,
+        }
+    }
+
+    /// Defaults for the target at `url` (see [`RedisTarget::from_url`] for the forms), in the
+    /// namespace its `namespace` query parameter names, if any:
+    /// `redis://127.0.0.1:6379/0?namespace=billing`.
+    pub fn from_url(url: &str) -> Result<Self, ConnectError> {
+        let (url, namespace) = crate::connection::take_namespace(url)?;
+        let config = Self::new(RedisTarget::from_url(&url)?);
+        Ok(Self { namespace: namespace.unwrap_or_default(), ..config })
     }
 }
 
@@ -115,6 +132,7 @@ impl fmt::Debug for RedisConfig {
             .field("clock", &self.clock)
             .field("response_timeout", &self.response_timeout)
             .field("tls", &self.tls)
+            .field("namespace", &self.namespace)
             .finish()
     }
 }
@@ -138,8 +156,9 @@ pub struct RedisBroker {
 
 struct Inner {
     conn: Connection,
+    namespace: Namespace,
     clock: Arc<dyn Clock>,
-    /// Queues this process has added to `asynq:queues` (Go v0.25+ caches the same way).
+    /// Queues this process has added to `<ns>:queues` (Go v0.25+ caches the same way).
     registered: Mutex<HashSet<String>>,
     /// The pub/sub connection: wake-ups, cancellations, finish notifications.
     pubsub: PubSub,
@@ -155,7 +174,10 @@ struct Inner {
 
 impl fmt::Debug for RedisBroker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisBroker").field("clock", &self.inner.clock).finish_non_exhaustive()
+        f.debug_struct("RedisBroker")
+            .field("namespace", &self.inner.namespace)
+            .field("clock", &self.inner.clock)
+            .finish_non_exhaustive()
     }
 }
 
@@ -163,9 +185,9 @@ impl fmt::Debug for RedisBroker {
 const MIN_REDIS_VERSION: (u32, u32) = (6, 2);
 
 impl RedisBroker {
-    /// Connects to the Redis at `url` (see [`RedisTarget::from_url`] for the forms).
+    /// Connects to the Redis at `url` (see [`RedisConfig::from_url`] for the forms).
     pub async fn connect(url: &str) -> Result<Self, ConnectError> {
-        Self::connect_with(RedisConfig::new(RedisTarget::from_url(url)?)).await
+        Self::connect_with(RedisConfig::from_url(url)?).await
     }
 
     /// Connects as `config` says, and checks that the server is recent enough.
@@ -202,7 +224,7 @@ impl RedisBroker {
         for note in &footprint_notes {
             tracing::info!(target: "asynq_redis", "{note}");
         }
-        let pubsub = PubSub::new(pubsub, config.response_timeout);
+        let pubsub = PubSub::new(pubsub, config.response_timeout, config.namespace.clone());
         let kind = match config.target {
             RedisTarget::Server { .. } => crate::backend::SERVER,
             RedisTarget::Cluster { .. } => crate::backend::CLUSTER,
@@ -210,6 +232,7 @@ impl RedisBroker {
         };
         let inner = Inner {
             conn,
+            namespace: config.namespace,
             clock: config.clock,
             registered: Mutex::default(),
             pubsub,
@@ -236,6 +259,16 @@ impl RedisBroker {
         &self.inner.footprint_notes
     }
 
+    /// The namespace every key and channel of this broker is in.
+    pub fn namespace(&self) -> &Namespace {
+        &self.inner.namespace
+    }
+
+    /// The keys of `queue`, in this broker's namespace.
+    pub(crate) fn queue_keys(&self, queue: &str) -> QueueKeys {
+        self.inner.namespace.queue(queue)
+    }
+
     pub(crate) fn conn(&self) -> Connection {
         self.inner.conn.clone()
     }
@@ -253,18 +286,22 @@ impl RedisBroker {
         self.inner.kind
     }
 
-    /// Adds `queue` to `asynq:queues` once per process: without it, Go's inspector and CLI
+    /// Adds `queue` to `<ns>:queues` once per process: without it, Go's inspector and CLI
     /// report the queue as not found.
     pub(crate) async fn register_queue(&self, queue: &str) -> Result<()> {
         if self.inner.registered.lock().expect("registered lock poisoned").contains(queue) {
             return Ok(());
         }
-        let _: i64 = self.conn().sadd(keys::ALL_QUEUES, queue).await.map_err(|e| broker_error("register queue", e))?;
+        let _: i64 = self
+            .conn()
+            .sadd(self.namespace().all_queues(), queue)
+            .await
+            .map_err(|e| broker_error("register queue", e))?;
         self.inner.registered.lock().expect("registered lock poisoned").insert(queue.to_owned());
         Ok(())
     }
 
-    /// Forgets that `queue` was registered, after it was removed from `asynq:queues`, so the
+    /// Forgets that `queue` was registered, after it was removed from `<ns>:queues`, so the
     /// next task enqueued there registers it again.
     pub(crate) fn forget_queue(&self, queue: &str) {
         self.inner.registered.lock().expect("registered lock poisoned").remove(queue);
@@ -273,7 +310,7 @@ impl RedisBroker {
     pub(crate) async fn require_queue(&self, queue: &QueueName) -> Result<()> {
         let known: bool = self
             .conn()
-            .sismember(keys::ALL_QUEUES, queue.as_str())
+            .sismember(self.namespace().all_queues(), queue.as_str())
             .await
             .map_err(|e| broker_error("check queue", e))?;
         if known { Ok(()) } else { Err(Error::QueueNotFound { queue: queue.clone() }) }

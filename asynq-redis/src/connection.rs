@@ -3,6 +3,7 @@
 //! the master through Sentinel failovers.
 
 use crate::error::ConnectError;
+use crate::keys::Namespace;
 use crate::sentinel::SentinelMaster;
 use crate::tls::TlsOptions;
 use percent_encoding::percent_decode_str;
@@ -93,8 +94,16 @@ pub(crate) fn redact(url: &str) -> String {
 impl RedisTarget {
     /// Parses a `redis://`, `rediss://`, `redis-cluster://`, `rediss-cluster://`,
     /// `redis-sentinel://` or `rediss-sentinel://` URL.
+    ///
+    /// A `namespace` query parameter is refused: it is not a property of the server but of the
+    /// broker, which [`RedisConfig::from_url`](crate::RedisConfig::from_url) reads it for.
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
         let invalid = |reason: &str| ConnectError::InvalidUrl { url: redact(url), reason: reason.to_owned() };
+        if take_namespace(url)?.1.is_some() {
+            return Err(invalid(
+                "a namespace is the broker's setting: use RedisConfig::from_url or RedisBroker::connect",
+            ));
+        }
         let (scheme, rest) =
             url.split_once("://").ok_or_else(|| invalid("missing scheme, e.g. redis://127.0.0.1:6379"))?;
         match scheme {
@@ -182,6 +191,38 @@ impl RedisTarget {
             ))),
         }
     }
+}
+
+/// `url` without its `namespace=<name>` query parameter, and the namespace that parameter names.
+/// A URL of any scheme takes it: `redis://host/0?namespace=billing`,
+/// `redis-cluster://h1:7000,h2:7000?namespace=billing#insecure`.
+pub(crate) fn take_namespace(url: &str) -> Result<(String, Option<Namespace>), ConnectError> {
+    let (rest, fragment) = url.split_once('#').map_or((url, None), |(rest, fragment)| (rest, Some(fragment)));
+    let Some((base, query)) = rest.split_once('?') else { return Ok((url.to_owned(), None)) };
+    let mut namespace = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.strip_prefix("namespace=") {
+            Some(name) if namespace.is_none() => namespace = Some(Namespace::new(name)?),
+            Some(_) => {
+                return Err(ConnectError::InvalidUrl {
+                    url: redact(url),
+                    reason: "the namespace is given twice".to_owned(),
+                });
+            }
+            None => kept.push(pair),
+        }
+    }
+    let mut stripped = base.to_owned();
+    if !kept.is_empty() {
+        stripped.push('?');
+        stripped.push_str(&kept.join("&"));
+    }
+    if let Some(fragment) = fragment {
+        stripped.push('#');
+        stripped.push_str(fragment);
+    }
+    Ok((stripped, namespace))
 }
 
 fn split_userinfo(rest: &str) -> (Option<&str>, &str) {
@@ -408,6 +449,29 @@ impl ConnectionLike for Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namespace_parameter_comes_off_any_url() {
+        let cases = [
+            ("redis://h:6379/0", "redis://h:6379/0", None),
+            ("redis://h:6379/0?namespace=billing", "redis://h:6379/0", Some("billing")),
+            ("redis://h/0?protocol=resp3&namespace=b.2&x=1", "redis://h/0?protocol=resp3&x=1", Some("b.2")),
+            (
+                "rediss-cluster://h1:7000,h2:7000?namespace=n#insecure",
+                "rediss-cluster://h1:7000,h2:7000#insecure",
+                Some("n"),
+            ),
+            ("redis-sentinel://s:26379?master=m&namespace=n", "redis-sentinel://s:26379?master=m", Some("n")),
+        ];
+        for (url, stripped, namespace) in cases {
+            let (rest, found) = take_namespace(url).unwrap();
+            assert_eq!((rest.as_str(), found.as_ref().map(Namespace::as_str)), (stripped, namespace), "{url}");
+        }
+        assert!(matches!(take_namespace("redis://h?namespace=a:b"), Err(ConnectError::InvalidNamespace { .. })));
+        assert!(matches!(take_namespace("redis://h?namespace="), Err(ConnectError::InvalidNamespace { .. })));
+        assert!(matches!(take_namespace("redis://h?namespace=a&namespace=b"), Err(ConnectError::InvalidUrl { .. })));
+        assert!(matches!(RedisTarget::from_url("redis://h?namespace=a"), Err(ConnectError::InvalidUrl { .. })));
+    }
 
     #[test]
     fn config_get_replies_are_read_on_resp2_resp3_and_per_cluster_node() {

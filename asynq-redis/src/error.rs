@@ -28,6 +28,15 @@ pub enum ConnectError {
         /// What is wrong.
         reason: String,
     },
+    /// The namespace cannot be used; `reason` says why (see
+    /// [`Namespace`](crate::keys::Namespace) for the rules).
+    #[error("invalid namespace {namespace:?}: {reason}")]
+    InvalidNamespace {
+        /// The name given.
+        namespace: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// The server is older than the scripts need.
     #[error("Redis {version} is too old: asynq needs Redis 6.2 or newer (for ZRANGE … BYSCORE and LMOVE)")]
     Unsupported {

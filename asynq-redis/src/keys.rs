@@ -1,21 +1,175 @@
-//! Every Redis key name asynq uses, built in one place, exactly as Go asynq v0.26 builds them.
+//! Every Redis key name asynq uses, built in one place, exactly as Go asynq v0.26 builds them in
+//! the default namespace.
 //!
-//! Every per-queue key carries the queue name in braces, `asynq:{<queue>}:…`: the Redis Cluster
-//! hash tag that puts all of a queue's keys in one slot, so each script touches one slot only.
+//! Every key starts with the [`Namespace`]: `asynq`, Go's only one, unless the broker is given
+//! another. Every per-queue key carries the queue name in braces, `<namespace>:{<queue>}:…`: the
+//! Redis Cluster hash tag that puts all of a queue's keys in one slot, so each script touches one
+//! slot only.
 
+use crate::error::ConnectError;
 use md5::{Digest, Md5};
-use std::fmt::Write;
+use std::borrow::Cow;
+use std::fmt::{self, Write};
+use std::str::FromStr;
 
-/// The set of every queue that ever received a task.
-pub const ALL_QUEUES: &str = "asynq:queues";
-/// The sorted set of live servers' keys, scored by expiry.
-pub const ALL_SERVERS: &str = "asynq:servers";
-/// The sorted set of live servers' workers keys, scored by expiry.
-pub const ALL_WORKERS: &str = "asynq:workers";
-/// The sorted set of live schedulers' entry keys, scored by expiry.
-pub const ALL_SCHEDULERS: &str = "asynq:schedulers";
-/// The pub/sub channel that carries the IDs of tasks to cancel.
-pub const CANCEL_CHANNEL: &str = "asynq:cancel";
+/// The prefix of every key and pub/sub channel a broker uses, so that several services (or
+/// tenants, or environments) share one Redis or one Cluster without seeing each other's queues,
+/// servers, schedulers or signals.
+///
+/// The default, [`Namespace::DEFAULT`] (`asynq`), is Go asynq's layout exactly: Go's servers,
+/// its `asynq` CLI and asynqmon see only that namespace. A name is 1 to 64 ASCII letters,
+/// digits, `_`, `-` or `.`: no `:`, so that no namespace's keys can be another's (`a:b`'s would
+/// be `a`'s, and `asynq:x`'s Go's), no braces, which would move the Cluster hash tag off the
+/// queue name, and no glob characters.
+///
+/// ```
+/// use asynq_redis::keys::Namespace;
+///
+/// let orders: Namespace = "orders".parse()?;
+/// assert_eq!(orders.queue("default").pending(), "orders:{default}:pending");
+/// assert_eq!(Namespace::DEFAULT.queue("default").pending(), "asynq:{default}:pending");
+/// assert!("team:orders".parse::<Namespace>().is_err());
+/// # Ok::<(), asynq_redis::ConnectError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Namespace(Cow<'static, str>);
+
+impl Namespace {
+    /// `asynq`: Go asynq's keys, which Go's servers and tools read.
+    pub const DEFAULT: Namespace = Namespace(Cow::Borrowed("asynq"));
+
+    /// The longest name, in bytes.
+    pub const MAX_LEN: usize = 64;
+
+    /// Checks `name` against the rules above.
+    pub fn new(name: impl Into<String>) -> Result<Self, ConnectError> {
+        let name = name.into();
+        let invalid = |reason: &'static str| ConnectError::InvalidNamespace { namespace: name.clone(), reason };
+        if name.is_empty() {
+            return Err(invalid("it is empty"));
+        }
+        if name.len() > Self::MAX_LEN {
+            return Err(invalid("it is longer than 64 bytes"));
+        }
+        if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) {
+            return Err(invalid(
+                "only ASCII letters, digits, '_', '-' and '.' are allowed (no ':', which would let one \
+                 namespace's keys be another's, and no braces, which would break Cluster hash tags)",
+            ));
+        }
+        if name == Self::DEFAULT.as_str() {
+            return Ok(Self::DEFAULT);
+        }
+        Ok(Self(Cow::Owned(name)))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this is Go asynq's namespace, [`Namespace::DEFAULT`].
+    pub fn is_default(&self) -> bool {
+        *self == Self::DEFAULT
+    }
+
+    /// The keys of queue `queue` in this namespace.
+    pub fn queue(&self, queue: &str) -> QueueKeys {
+        QueueKeys { prefix: format!("{self}:{{{queue}}}:") }
+    }
+
+    /// `<ns>:queues` — the set of every queue that ever received a task.
+    pub fn all_queues(&self) -> String {
+        format!("{self}:queues")
+    }
+
+    /// `<ns>:servers` — the sorted set of live servers' keys, scored by expiry.
+    pub fn all_servers(&self) -> String {
+        format!("{self}:servers")
+    }
+
+    /// `<ns>:workers` — the sorted set of live servers' workers keys, scored by expiry.
+    pub fn all_workers(&self) -> String {
+        format!("{self}:workers")
+    }
+
+    /// `<ns>:schedulers` — the sorted set of live schedulers' entry keys, scored by expiry.
+    pub fn all_schedulers(&self) -> String {
+        format!("{self}:schedulers")
+    }
+
+    /// `<ns>:cancel` — the pub/sub channel that carries the IDs of tasks to cancel.
+    pub fn cancel_channel(&self) -> String {
+        format!("{self}:cancel")
+    }
+
+    /// `<ns>:servers:{<host>:<pid>:<server id>}` — one server's info.
+    pub fn server_info(&self, host: &str, pid: u32, server_id: &str) -> String {
+        format!("{self}:servers:{{{host}:{pid}:{server_id}}}")
+    }
+
+    /// `<ns>:workers:{<host>:<pid>:<server id>}` — one server's running tasks.
+    pub fn workers(&self, host: &str, pid: u32, server_id: &str) -> String {
+        format!("{self}:workers:{{{host}:{pid}:{server_id}}}")
+    }
+
+    /// The [`Namespace::workers`] key of the server whose [`Namespace::server_info`] key is
+    /// `server_key`, or `None` if `server_key` is not one of this namespace's.
+    pub fn workers_of(&self, server_key: &str) -> Option<String> {
+        let server = server_key.strip_prefix(self.as_str())?.strip_prefix(":servers:")?;
+        Some(format!("{self}:workers:{server}"))
+    }
+
+    /// `<ns>:schedulers:{<scheduler id>}` — one scheduler's entries.
+    pub fn scheduler_entries(&self, scheduler_id: &str) -> String {
+        format!("{self}:schedulers:{{{scheduler_id}}}")
+    }
+
+    /// The scheduler ID inside a [`Namespace::scheduler_entries`] key, or `None` if `key` has
+    /// another shape.
+    pub fn scheduler_id_of<'a>(&self, key: &'a str) -> Option<&'a str> {
+        key.strip_prefix(self.as_str())?.strip_prefix(":schedulers:{")?.strip_suffix('}')
+    }
+
+    /// `<ns>:scheduler_history:<entry id>` — one cron entry's enqueue events (no hash tag, as in
+    /// Go).
+    pub fn scheduler_history(&self, entry_id: &str) -> String {
+        format!("{self}:scheduler_history:{entry_id}")
+    }
+
+    /// `<ns>:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task
+    /// was enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither
+    /// writes nor reads it.
+    pub fn scheduler_fire(&self, fire_id: &str) -> String {
+        format!("{self}:scheduler_fire:{fire_id}")
+    }
+}
+
+impl Default for Namespace {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl fmt::Display for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Namespace({:?})", self.as_str())
+    }
+}
+
+impl FromStr for Namespace {
+    type Err = ConnectError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::new(name)
+    }
+}
 
 /// The key names of one queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,123 +178,118 @@ pub struct QueueKeys {
 }
 
 impl QueueKeys {
-    /// The keys of queue `queue`.
-    pub fn new(queue: &str) -> Self {
-        Self { prefix: format!("asynq:{{{queue}}}:") }
-    }
-
     fn key(&self, suffix: &str) -> String {
         format!("{}{suffix}", self.prefix)
     }
 
-    /// `asynq:{q}:` — the prefix of every key of the queue.
+    /// `<ns>:{q}:` — the prefix of every key of the queue.
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
 
-    /// `asynq:{q}:t:` — the prefix of task hashes.
+    /// `<ns>:{q}:t:` — the prefix of task hashes.
     pub fn task_prefix(&self) -> String {
         self.key("t:")
     }
 
-    /// `asynq:{q}:t:<id>` — the hash holding one task.
+    /// `<ns>:{q}:t:<id>` — the hash holding one task.
     pub fn task(&self, id: &str) -> String {
         format!("{}t:{id}", self.prefix)
     }
 
-    /// `asynq:{q}:pending` — list of ready task IDs.
+    /// `<ns>:{q}:pending` — list of ready task IDs.
     pub fn pending(&self) -> String {
         self.key("pending")
     }
 
-    /// `asynq:{q}:active` — list of leased task IDs.
+    /// `<ns>:{q}:active` — list of leased task IDs.
     pub fn active(&self) -> String {
         self.key("active")
     }
 
-    /// `asynq:{q}:lease` — sorted set of active task IDs by lease expiry.
+    /// `<ns>:{q}:lease` — sorted set of active task IDs by lease expiry.
     pub fn lease(&self) -> String {
         self.key("lease")
     }
 
-    /// `asynq:{q}:scheduled` — sorted set by process time.
+    /// `<ns>:{q}:scheduled` — sorted set by process time.
     pub fn scheduled(&self) -> String {
         self.key("scheduled")
     }
 
-    /// `asynq:{q}:retry` — sorted set by retry time.
+    /// `<ns>:{q}:retry` — sorted set by retry time.
     pub fn retry(&self) -> String {
         self.key("retry")
     }
 
-    /// `asynq:{q}:archived` — sorted set by archive time.
+    /// `<ns>:{q}:archived` — sorted set by archive time.
     pub fn archived(&self) -> String {
         self.key("archived")
     }
 
-    /// `asynq:{q}:completed` — sorted set by expiry.
+    /// `<ns>:{q}:completed` — sorted set by expiry.
     pub fn completed(&self) -> String {
         self.key("completed")
     }
 
-    /// `asynq:{q}:paused` — exists while the queue is paused.
+    /// `<ns>:{q}:paused` — exists while the queue is paused.
     pub fn paused(&self) -> String {
         self.key("paused")
     }
 
-    /// `asynq:{q}:processed` — total processed counter.
+    /// `<ns>:{q}:processed` — total processed counter.
     pub fn processed_total(&self) -> String {
         self.key("processed")
     }
 
-    /// `asynq:{q}:failed` — total failed counter.
+    /// `<ns>:{q}:failed` — total failed counter.
     pub fn failed_total(&self) -> String {
         self.key("failed")
     }
 
-    /// `asynq:{q}:processed:<YYYY-MM-DD>` — processed counter of one UTC day.
+    /// `<ns>:{q}:processed:<YYYY-MM-DD>` — processed counter of one UTC day.
     pub fn processed_on(&self, date: &str) -> String {
         format!("{}processed:{date}", self.prefix)
     }
 
-    /// `asynq:{q}:failed:<YYYY-MM-DD>` — failed counter of one UTC day.
+    /// `<ns>:{q}:failed:<YYYY-MM-DD>` — failed counter of one UTC day.
     pub fn failed_on(&self, date: &str) -> String {
         format!("{}failed:{date}", self.prefix)
     }
 
-    /// `asynq:{q}:groups` — set of groups with aggregating tasks.
+    /// `<ns>:{q}:groups` — set of groups with aggregating tasks.
     pub fn groups(&self) -> String {
         self.key("groups")
     }
 
-    /// `asynq:{q}:g:` — the prefix of group sorted sets.
+    /// `<ns>:{q}:g:` — the prefix of group sorted sets.
     pub fn group_prefix(&self) -> String {
         self.key("g:")
     }
 
-    /// `asynq:{q}:g:<group>` — sorted set of a group's task IDs by time added.
+    /// `<ns>:{q}:g:<group>` — sorted set of a group's task IDs by time added.
     pub fn group(&self, group: &str) -> String {
         format!("{}g:{group}", self.prefix)
     }
 
-    /// `asynq:{q}:g:<group>:<set id>` — one aggregation set.
+    /// `<ns>:{q}:g:<group>:<set id>` — one aggregation set.
     pub fn aggregation_set(&self, group: &str, set_id: &str) -> String {
         format!("{}g:{group}:{set_id}", self.prefix)
     }
 
-    /// `asynq:{q}:aggregation_sets` — sorted set of aggregation set keys by deadline.
+    /// `<ns>:{q}:aggregation_sets` — sorted set of aggregation set keys by deadline.
     pub fn aggregation_sets(&self) -> String {
         self.key("aggregation_sets")
     }
 
-    /// `asynq:{q}:idle_workers` — set (with a short TTL) while some Rust server serving the queue
+    /// `<ns>:{q}:idle_workers` — set (with a short TTL) while some Rust server serving the queue
     /// waits for work; a producer that sees it publishes on [`QueueKeys::ready_channel`] and
     /// clears it. Ours only; Go asynq neither writes nor reads it.
     pub fn idle_workers(&self) -> String {
         self.key("idle_workers")
     }
 
-    /// `asynq:{q}:waiting` — set (with a short TTL, renewed while the wait lasts) while some Rust
+    /// `<ns>:{q}:waiting` — set (with a short TTL, renewed while the wait lasts) while some Rust
     /// client waits for a task of the queue to finish; the scripts that settle many tasks at
     /// once look for the tasks' `waiters` marks only while it exists. Ours only; Go asynq
     /// neither writes nor reads it.
@@ -148,27 +297,27 @@ impl QueueKeys {
         self.key("waiting")
     }
 
-    /// `asynq:{q}:rate` — the queue's rate-limit token bucket, a hash of `tokens` (a decimal
+    /// `<ns>:{q}:rate` — the queue's rate-limit token bucket, a hash of `tokens` (a decimal
     /// number) and `updated_at` (Unix microseconds), expiring once a full bucket would have
     /// refilled. Ours only; Go asynq neither writes nor reads it.
     pub fn rate_limit(&self) -> String {
         self.key("rate")
     }
 
-    /// `asynq:{q}:ready` — the pub/sub channel that wakes idle Rust servers when a task becomes
+    /// `<ns>:{q}:ready` — the pub/sub channel that wakes idle Rust servers when a task becomes
     /// pending. Ours only.
     pub fn ready_channel(&self) -> String {
         self.key("ready")
     }
 
-    /// `asynq:{q}:finished` — the pub/sub channel on which the scripts that finish a task for
+    /// `<ns>:{q}:finished` — the pub/sub channel on which the scripts that finish a task for
     /// good (done, complete, archive) publish its ID, when a Rust client waits for it (marked by
     /// the task hash's `waiters` field). Ours only.
     pub fn finished_channel(&self) -> String {
         self.key("finished")
     }
 
-    /// `asynq:{q}:unique:<type>:<md5 hex of payload>` — the uniqueness lock of a task; an
+    /// `<ns>:{q}:unique:<type>:<md5 hex of payload>` — the uniqueness lock of a task; an
     /// empty payload gives the trailing-colon form Go writes for a `nil` payload.
     pub fn unique(&self, type_name: &str, payload: &[u8]) -> String {
         let mut key = format!("{}unique:{type_name}:", self.prefix);
@@ -180,7 +329,7 @@ impl QueueKeys {
         key
     }
 
-    /// `unique_key` if it names one of this queue's uniqueness locks (`asynq:{q}:unique:…`, the
+    /// `unique_key` if it names one of this queue's uniqueness locks (`<ns>:{q}:unique:…`, the
     /// only keys Go and this broker lock with), `None` otherwise. A corrupt message's
     /// `unique_key` naming any other key (another queue's, which on a Cluster lies in another
     /// slot, or a task hash or list of this queue) is not a lock to release.
@@ -189,40 +338,13 @@ impl QueueKeys {
     }
 }
 
-/// `asynq:servers:{<host>:<pid>:<server id>}` — one server's info.
-pub fn server_info(host: &str, pid: u32, server_id: &str) -> String {
-    format!("asynq:servers:{{{host}:{pid}:{server_id}}}")
-}
-
-/// `asynq:workers:{<host>:<pid>:<server id>}` — one server's running tasks.
-pub fn workers(host: &str, pid: u32, server_id: &str) -> String {
-    format!("asynq:workers:{{{host}:{pid}:{server_id}}}")
-}
-
-/// `asynq:schedulers:{<scheduler id>}` — one scheduler's entries.
-pub fn scheduler_entries(scheduler_id: &str) -> String {
-    format!("asynq:schedulers:{{{scheduler_id}}}")
-}
-
-/// `asynq:scheduler_history:<entry id>` — one cron entry's enqueue events (no hash tag, as in Go).
-pub fn scheduler_history(entry_id: &str) -> String {
-    format!("asynq:scheduler_history:{entry_id}")
-}
-
-/// `asynq:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task was
-/// enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither writes nor
-/// reads it.
-pub fn scheduler_fire(fire_id: &str) -> String {
-    format!("asynq:scheduler_fire:{fire_id}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn only_the_queues_own_uniqueness_locks_are_locks() {
-        let k = QueueKeys::new("q");
+        let k = Namespace::DEFAULT.queue("q");
         let own = k.unique("email", b"x");
         assert_eq!(k.lock(&own), Some(own.as_str()));
         for other in
@@ -234,7 +356,7 @@ mod tests {
 
     #[test]
     fn queue_keys_match_go_asynq() {
-        let k = QueueKeys::new("interop");
+        let k = Namespace::DEFAULT.queue("interop");
         let pairs = [
             (k.task("fixed-id"), "asynq:{interop}:t:fixed-id"),
             (k.task_prefix(), "asynq:{interop}:t:"),
@@ -268,26 +390,71 @@ mod tests {
 
     #[test]
     fn unique_keys_match_the_fixtures() {
-        let k = QueueKeys::new("interop");
+        let k = Namespace::DEFAULT.queue("interop");
         // From ../shared/fixtures/go-asynq/v0.26.0-enqueued.txt.
         assert_eq!(
             k.unique("interop:unique", br#"{"k":"unique"}"#),
             "asynq:{interop}:unique:interop:unique:e34bfc4fa54af4601f41bd50b9214f56"
         );
-        let u = QueueKeys::new("u");
+        let u = Namespace::DEFAULT.queue("u");
         assert_eq!(u.unique("u:nil", b""), "asynq:{u}:unique:u:nil:");
     }
 
     #[test]
     fn global_keys_match_go_asynq() {
-        assert_eq!(server_info("host", 42, "sid"), "asynq:servers:{host:42:sid}");
-        assert_eq!(workers("host", 42, "sid"), "asynq:workers:{host:42:sid}");
-        assert_eq!(scheduler_entries("h:1:u"), "asynq:schedulers:{h:1:u}");
-        assert_eq!(scheduler_history("e"), "asynq:scheduler_history:e");
-        assert_eq!(scheduler_fire("f"), "asynq:scheduler_fire:f");
+        let ns = Namespace::DEFAULT;
+        assert_eq!(ns.server_info("host", 42, "sid"), "asynq:servers:{host:42:sid}");
+        assert_eq!(ns.workers("host", 42, "sid"), "asynq:workers:{host:42:sid}");
+        assert_eq!(ns.workers_of("asynq:servers:{host:42:sid}").unwrap(), "asynq:workers:{host:42:sid}");
+        assert_eq!(ns.scheduler_entries("h:1:u"), "asynq:schedulers:{h:1:u}");
+        assert_eq!(ns.scheduler_id_of("asynq:schedulers:{h:1:u}"), Some("h:1:u"));
+        assert_eq!(ns.scheduler_history("e"), "asynq:scheduler_history:e");
+        assert_eq!(ns.scheduler_fire("f"), "asynq:scheduler_fire:f");
         assert_eq!(
-            (ALL_QUEUES, ALL_SERVERS, ALL_WORKERS, ALL_SCHEDULERS, CANCEL_CHANNEL),
-            ("asynq:queues", "asynq:servers", "asynq:workers", "asynq:schedulers", "asynq:cancel")
+            (ns.all_queues(), ns.all_servers(), ns.all_workers(), ns.all_schedulers(), ns.cancel_channel()),
+            (
+                "asynq:queues".to_owned(),
+                "asynq:servers".to_owned(),
+                "asynq:workers".to_owned(),
+                "asynq:schedulers".to_owned(),
+                "asynq:cancel".to_owned()
+            )
         );
+    }
+
+    #[test]
+    fn another_namespace_prefixes_every_key_and_channel() {
+        let ns = Namespace::new("billing-v2.eu_1").unwrap();
+        assert!(!ns.is_default());
+        let k = ns.queue("q");
+        assert_eq!(
+            (k.prefix(), k.pending(), k.ready_channel()),
+            ("billing-v2.eu_1:{q}:", "billing-v2.eu_1:{q}:pending".to_owned(), "billing-v2.eu_1:{q}:ready".to_owned())
+        );
+        assert_eq!(ns.all_queues(), "billing-v2.eu_1:queues");
+        assert_eq!(ns.cancel_channel(), "billing-v2.eu_1:cancel");
+        assert_eq!(ns.server_info("h", 1, "s"), "billing-v2.eu_1:servers:{h:1:s}");
+        assert_eq!(ns.workers_of("billing-v2.eu_1:servers:{h:1:s}").unwrap(), "billing-v2.eu_1:workers:{h:1:s}");
+        assert_eq!(ns.workers_of("asynq:servers:{h:1:s}"), None);
+        assert_eq!(ns.scheduler_id_of("asynq:schedulers:{x}"), None);
+        assert_eq!(ns.scheduler_history("e"), "billing-v2.eu_1:scheduler_history:e");
+        assert!(k.lock(&ns.queue("q").unique("t", b"p")).is_some());
+        assert!(k.lock(&Namespace::DEFAULT.queue("q").unique("t", b"p")).is_none());
+    }
+
+    #[test]
+    fn namespaces_that_could_meet_other_keys_are_refused() {
+        let long = "n".repeat(Namespace::MAX_LEN + 1);
+        for bad in ["", "a:b", "asynq:x", "{tag}", "tag}", "a*", "a?", "a[b]", "a b", "a\nb", "é", long.as_str()] {
+            let err = Namespace::new(bad).unwrap_err();
+            assert!(
+                matches!(err, ConnectError::InvalidNamespace { ref namespace, .. } if namespace == bad),
+                "{bad:?}: {err}"
+            );
+        }
+        assert_eq!(Namespace::new("asynq").unwrap(), Namespace::DEFAULT);
+        assert!(Namespace::new("asynq").unwrap().is_default());
+        assert_eq!(Namespace::new("n".repeat(Namespace::MAX_LEN)).unwrap().as_str().len(), Namespace::MAX_LEN);
+        assert_eq!("orders".parse::<Namespace>().unwrap().to_string(), "orders");
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, RedisBroker, decode};
 use crate::error::unexpected;
-use crate::keys::{self, QueueKeys};
+use crate::keys::QueueKeys;
 use crate::proto;
 use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
@@ -63,7 +63,7 @@ impl RedisBroker {
 impl Manage for RedisBroker {
     async fn run_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.run_task);
         call.key(k.task(id)).key(k.pending()).key(k.groups()).key(k.idle_workers());
         call.arg(id.as_str()).arg(k.prefix()).arg(k.group_prefix()).arg(k.ready_channel());
@@ -81,7 +81,7 @@ impl Manage for RedisBroker {
 
     async fn archive_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let now = unix_secs(self.now());
         let mut call = ScriptCall::new(&SCRIPTS.archive_task);
         call.key(k.task(id)).key(k.archived()).key(k.groups());
@@ -100,7 +100,7 @@ impl Manage for RedisBroker {
 
     async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.delete_task);
         call.key(k.task(id)).key(k.groups());
         call.arg(id.as_str()).arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
@@ -117,7 +117,7 @@ impl Manage for RedisBroker {
     async fn run_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Run, set)?;
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let (source, _, group) = container(&k, set);
         let mut call = ScriptCall::new(&SCRIPTS.run_all);
         call.key(source).key(k.pending()).key(k.groups()).key(k.idle_workers());
@@ -132,7 +132,7 @@ impl Manage for RedisBroker {
     async fn archive_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Archive, set)?;
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let (source, kind, group) = container(&k, set);
         let now = unix_secs(self.now());
         let mut call = ScriptCall::new(&SCRIPTS.archive_all);
@@ -146,7 +146,7 @@ impl Manage for RedisBroker {
     async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Delete, set)?;
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let (source, kind, group) = container(&k, set);
         let mut call = ScriptCall::new(&SCRIPTS.delete_all);
         call.key(source).key(k.groups());
@@ -159,7 +159,7 @@ impl Manage for RedisBroker {
     /// does; the write happens only if the message is still the one read (else it reads again).
     async fn update_task_payload(&self, queue: &QueueName, id: &TaskId, payload: Bytes) -> Result<TaskInfo> {
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         for _ in 0..UPDATE_ATTEMPTS {
             let (old, state, next, result) = self.read_task(&k, queue, id).await?;
             if state != TaskState::Scheduled.as_str() {
@@ -189,7 +189,7 @@ impl Manage for RedisBroker {
 
     async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()> {
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.delete_queue);
         call.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived()).key(k.lease());
         call.arg(k.task_prefix()).arg(if force { "1" } else { "0" }).arg(k.finished_channel());
@@ -202,7 +202,7 @@ impl Manage for RedisBroker {
         }
         // asynq:queues is global: outside the script, which keeps to the queue's slot.
         let _: i64 = conn
-            .srem(keys::ALL_QUEUES, queue.as_str())
+            .srem(self.namespace().all_queues(), queue.as_str())
             .await
             .map_err(|e| crate::error::broker_error("delete queue", e))?;
         self.forget_queue(queue);

@@ -14,7 +14,7 @@
 //! connects again.
 
 use crate::connection::PubSubSource;
-use crate::keys::QueueKeys;
+use crate::keys::Namespace;
 use asynq_core::QueueName;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
@@ -31,6 +31,8 @@ use tokio::time::Instant;
 pub(crate) struct PubSub {
     source: PubSubSource,
     connect_timeout: Duration,
+    /// The namespace of the queues' wake-up channels.
+    namespace: Namespace,
     wake: Arc<WakeSignal>,
     connection: Mutex<Connection>,
 }
@@ -186,8 +188,8 @@ fn lock(routes: &SyncMutex<HashMap<String, Route>>) -> std::sync::MutexGuard<'_,
 impl PubSub {
     /// Subscriptions over connections to `source` (opened on first use, each within
     /// `connect_timeout`; behind Sentinel, to the master of the moment).
-    pub(crate) fn new(source: PubSubSource, connect_timeout: Duration) -> Self {
-        Self { source, connect_timeout, wake: Arc::default(), connection: Mutex::default() }
+    pub(crate) fn new(source: PubSubSource, connect_timeout: Duration, namespace: Namespace) -> Self {
+        Self { source, connect_timeout, namespace, wake: Arc::default(), connection: Mutex::default() }
     }
 
     /// A future that resolves at the next wake-up; enable it before checking for work so that a
@@ -255,7 +257,7 @@ impl PubSub {
         {
             let mut routes = lock(&connection.routes);
             for queue in &queues {
-                let channel = QueueKeys::new(queue).ready_channel();
+                let channel = self.namespace.queue(queue).ready_channel();
                 if let Entry::Vacant(vacant) = routes.entry(channel.clone()) {
                     vacant.insert(Route::Wake(queue.clone()));
                     channels.push(channel);

@@ -3,7 +3,7 @@
 //! the caller's, in microseconds; the key expires once an unused bucket would be full again.
 
 use crate::broker::RedisBroker;
-use crate::keys::QueueKeys;
+
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::QueueName;
@@ -28,7 +28,7 @@ async fn run_bucket_script(
 ) -> Result<u32> {
     let key_lifetime = limit.refill_time().saturating_add(Duration::from_secs(1));
     let mut call = ScriptCall::new(&TAKE_RATE_TOKENS);
-    call.key(QueueKeys::new(queue).rate_limit());
+    call.key(broker.queue_keys(queue).rate_limit());
     call.arg(unix_nanos(now) / 1_000);
     call.arg(limit.per_second());
     call.arg(limit.burst());

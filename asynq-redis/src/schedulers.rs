@@ -9,7 +9,6 @@
 
 use crate::broker::RedisBroker;
 use crate::error::{broker_error, unexpected};
-use crate::keys;
 use crate::proto;
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
@@ -32,12 +31,6 @@ static SCHEDULER_SCRIPTS: LazyLock<SchedulerScripts> = LazyLock::new(|| Schedule
     record_enqueue: Script::new(include_str!("scripts/record_scheduler_enqueue.lua")),
 });
 
-/// The scheduler ID inside an `asynq:schedulers:{<id>}` key, or the whole key if it has another
-/// shape.
-fn scheduler_id_of(key: &str) -> &str {
-    key.strip_prefix("asynq:schedulers:{").and_then(|rest| rest.strip_suffix('}')).unwrap_or(key)
-}
-
 /// A TTL in whole seconds, at least one (Redis refuses `EXPIRE key 0` as a TTL).
 fn ttl_secs(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
@@ -51,11 +44,11 @@ impl SchedulerState for RedisBroker {
         entries: &[SchedulerEntry],
         ttl: Duration,
     ) -> Result<()> {
-        let key = keys::scheduler_entries(scheduler_id);
+        let key = self.namespace().scheduler_entries(scheduler_id);
         let expiry = unix_secs(self.now() + ttl);
         let mut conn = self.conn();
         let _: i64 = conn
-            .zadd(keys::ALL_SCHEDULERS, &key, expiry)
+            .zadd(self.namespace().all_schedulers(), &key, expiry)
             .await
             .map_err(|e| broker_error("write scheduler entries", e))?;
         let mut call = ScriptCall::new(&SCHEDULER_SCRIPTS.write_entries);
@@ -68,10 +61,10 @@ impl SchedulerState for RedisBroker {
     }
 
     async fn clear_scheduler_entries(&self, scheduler_id: &str) -> Result<()> {
-        let key = keys::scheduler_entries(scheduler_id);
+        let key = self.namespace().scheduler_entries(scheduler_id);
         let mut conn = self.conn();
         let fail = |e| broker_error("clear scheduler entries", e);
-        let _: i64 = conn.zrem(keys::ALL_SCHEDULERS, &key).await.map_err(fail)?;
+        let _: i64 = conn.zrem(self.namespace().all_schedulers(), &key).await.map_err(fail)?;
         let _: i64 = conn.del(&key).await.map_err(fail)?;
         Ok(())
     }
@@ -80,9 +73,12 @@ impl SchedulerState for RedisBroker {
         let now = unix_secs(self.now());
         let mut conn = self.conn();
         let fail = |e| broker_error("list scheduler entries", e);
-        let mut live: Vec<String> = conn.zrangebyscore(keys::ALL_SCHEDULERS, now, "+inf").await.map_err(fail)?;
-        let _: i64 = conn.zrembyscore(keys::ALL_SCHEDULERS, "-inf", now - 1).await.map_err(fail)?;
-        live.sort_by(|a, b| scheduler_id_of(a).cmp(scheduler_id_of(b)));
+        let mut live: Vec<String> =
+            conn.zrangebyscore(self.namespace().all_schedulers(), now, "+inf").await.map_err(fail)?;
+        let _: i64 = conn.zrembyscore(self.namespace().all_schedulers(), "-inf", now - 1).await.map_err(fail)?;
+        // By scheduler ID; a key of another shape sorts by itself.
+        let namespace = self.namespace();
+        live.sort_by(|a, b| namespace.scheduler_id_of(a).unwrap_or(a).cmp(namespace.scheduler_id_of(b).unwrap_or(b)));
         let mut entries = Vec::new();
         for key in live {
             let values: Vec<Vec<u8>> = conn.lrange(&key, 0, -1).await.map_err(fail)?;
@@ -99,7 +95,7 @@ impl SchedulerState for RedisBroker {
 
     async fn record_scheduler_enqueue(&self, entry_id: &str, event: &SchedulerEnqueueEvent) -> Result<()> {
         let mut call = ScriptCall::new(&SCHEDULER_SCRIPTS.record_enqueue);
-        call.key(keys::scheduler_history(entry_id));
+        call.key(self.namespace().scheduler_history(entry_id));
         call.arg(unix_secs(event.enqueued_at));
         call.arg(proto::SchedulerEnqueueEvent::from(event).encode_to_vec());
         call.arg(MAX_SCHEDULER_HISTORY);
@@ -110,7 +106,7 @@ impl SchedulerState for RedisBroker {
     async fn clear_scheduler_history(&self, entry_id: &str) -> Result<()> {
         let _: i64 = self
             .conn()
-            .del(keys::scheduler_history(entry_id))
+            .del(self.namespace().scheduler_history(entry_id))
             .await
             .map_err(|e| broker_error("clear scheduler history", e))?;
         Ok(())
@@ -121,7 +117,7 @@ impl SchedulerState for RedisBroker {
         let start = size.saturating_mul(page.number);
         let stop = start.saturating_add(size - 1);
         let (start, stop) = (isize::try_from(start).unwrap_or(isize::MAX), isize::try_from(stop).unwrap_or(isize::MAX));
-        let key = keys::scheduler_history(entry_id);
+        let key = self.namespace().scheduler_history(entry_id);
         let members: Vec<Vec<u8>> =
             self.conn().zrevrange(&key, start, stop).await.map_err(|e| broker_error("list scheduler history", e))?;
         members
@@ -139,26 +135,18 @@ impl SchedulerState for RedisBroker {
         // Redis keeps the key a second longer than the mark lasts, so the broker's clock decides.
         let _: () = self
             .conn()
-            .set_ex(keys::scheduler_fire(fire_id), expiry, ttl_secs(ttl) + 1)
+            .set_ex(self.namespace().scheduler_fire(fire_id), expiry, ttl_secs(ttl) + 1)
             .await
             .map_err(|e| broker_error("mark fire enqueued", e))?;
         Ok(())
     }
 
     async fn fire_enqueued(&self, fire_id: &str) -> Result<bool> {
-        let expiry: Option<i64> =
-            self.conn().get(keys::scheduler_fire(fire_id)).await.map_err(|e| broker_error("check fire", e))?;
+        let expiry: Option<i64> = self
+            .conn()
+            .get(self.namespace().scheduler_fire(fire_id))
+            .await
+            .map_err(|e| broker_error("check fire", e))?;
         Ok(expiry.is_some_and(|expiry| unix_secs(self.now()) <= expiry))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scheduler_ids_come_out_of_their_keys() {
-        assert_eq!(scheduler_id_of(&keys::scheduler_entries("host:42:uuid")), "host:42:uuid");
-        assert_eq!(scheduler_id_of("asynq:schedulers:odd"), "asynq:schedulers:odd");
     }
 }

@@ -11,7 +11,8 @@
 
 use crate::RedisBroker;
 use crate::error::broker_error;
-use crate::keys::{CANCEL_CHANNEL, QueueKeys};
+use crate::keys::QueueKeys;
+
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::{Cancel, Inspect, Wait};
@@ -45,7 +46,7 @@ impl Cancel for RedisBroker {
     async fn cancel(&self, id: &TaskId) -> Result<()> {
         let _receivers: i64 = self
             .conn()
-            .publish(CANCEL_CHANNEL, id.as_str())
+            .publish(self.namespace().cancel_channel(), id.as_str())
             .await
             .map_err(|e| broker_error("publish a cancellation", e))?;
         Ok(())
@@ -53,7 +54,7 @@ impl Cancel for RedisBroker {
 
     /// Ends when the pub/sub connection drops (a Redis restart or a network failure).
     async fn cancellations(&self) -> Result<BoxStream<'static, String>> {
-        let listener = self.pubsub().listen(CANCEL_CHANNEL).await;
+        let listener = self.pubsub().listen(&self.namespace().cancel_channel()).await;
         Ok(listener.map_err(|e| broker_error("subscribe to cancellations", e))?.boxed())
     }
 }
@@ -75,7 +76,7 @@ impl Wait for RedisBroker {
 impl RedisBroker {
     /// Waits without a time limit for task `id` of `queue` to finish.
     async fn outcome(&self, queue: &QueueName, id: &TaskId) -> Result<TaskOutcome> {
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut notifications: Option<UnboundedReceiver<String>> = None;
         loop {
             if notifications.is_none() {

@@ -758,7 +758,7 @@
       async update() {
         const data = await api('GET', '/api/redis');
         showEvictionRisks(banner, data.eviction_risks);
-        const facts = [['kind', 'Kind', data.kind], ['version', 'Version', data.version],
+        const facts = [['kind', 'Kind', data.kind], ['namespace', 'Namespace', data.namespace], ['version', 'Version', data.version],
           ['used_memory_human', 'Memory used', data.used_memory_human], ['used_memory_peak_human', 'Memory peak', data.used_memory_peak_human],
           ['connected_clients', 'Connected clients', data.connected_clients], ['uptime_in_seconds', 'Uptime', data.uptime_in_seconds ? fmtMs(Number(data.uptime_in_seconds) * 1000) : null]];
         info.body.replaceChildren(...facts.map(([field, label, value]) => h('tr', { 'data-field': field },

@@ -339,6 +339,7 @@ async fn every_read_endpoint_shows_our_tasks_and_go_asynqs() {
     assert_eq!(events["events"][0]["task_id"], "enqueued-1");
     let redis = web.read("/api/redis").await;
     assert_eq!(redis["kind"], "redis");
+    assert_eq!(redis["namespace"], "asynq");
     assert!(
         redis["version"].is_string()
             && redis["used_memory_human"].is_string()
@@ -654,6 +655,7 @@ async fn the_overview_and_the_redis_page_carry_the_eviction_risk() {
     let memory = Web::new(WebConfig::new(Inspector::new(MemoryBroker::new())));
     assert_eq!(memory.read("/api/queues").await["eviction_risks"], json!([]), "the memory broker never evicts");
     assert_eq!(memory.read("/api/redis").await["eviction_risks"], json!([]));
+    assert_eq!(memory.read("/api/redis").await["namespace"], json!(null));
 
     let fx = fixture().await;
     let web = Web::new(WebConfig::new(fx.inspector.clone()));

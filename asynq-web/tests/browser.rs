@@ -321,6 +321,7 @@ async fn operator_walks_through_the_dashboard() {
     browser.screenshot(&screenshot_path("servers")).await;
     browser.goto(&dash.page("#/redis")).await;
     browser.wait_for("#redis-info tr").await;
+    browser.wait_for_text(r#"#redis-info tr[data-field="namespace"] td"#, "the namespace", |t| t == "asynq").await;
     browser.wait_for("#redis-nodes tr").await;
     browser.screenshot(&screenshot_path("redis")).await;
 

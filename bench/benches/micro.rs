@@ -10,7 +10,7 @@ use asynq_core::broker::{Dequeue, Enqueue, Outcome};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::{Clock, QueueName, StoredTask, SystemClock, TaskOptions, resolve_enqueue};
 use asynq_memory::MemoryBroker;
-use asynq_redis::keys::QueueKeys;
+use asynq_redis::keys::Namespace;
 use asynq_redis::proto;
 use criterion::{Criterion, criterion_group, criterion_main};
 use prost::Message;
@@ -46,12 +46,12 @@ fn task_message(c: &mut Criterion) {
 /// Building key names: per queue, and the set one dequeue call needs.
 fn keys(c: &mut Criterion) {
     let mut group = c.benchmark_group("keys");
-    group.bench_function("queue_keys_new", |b| b.iter(|| QueueKeys::new(black_box(QUEUE))));
-    let keys = QueueKeys::new(QUEUE);
+    group.bench_function("namespace_queue_keys", |b| b.iter(|| Namespace::DEFAULT.queue(black_box(QUEUE))));
+    let keys = Namespace::DEFAULT.queue(QUEUE);
     group.bench_function("task_key", |b| b.iter(|| black_box(&keys).task(black_box(TASK_ID))));
     group.bench_function("dequeue_keys", |b| {
         b.iter(|| {
-            let keys = QueueKeys::new(black_box(QUEUE));
+            let keys = Namespace::DEFAULT.queue(black_box(QUEUE));
             (keys.pending(), keys.paused(), keys.active(), keys.lease(), keys.task_prefix())
         })
     });

@@ -14,7 +14,7 @@ use asynq_client::{Client, TaskOptions};
 use asynq_core::QueueName;
 use asynq_core::broker::Inspect;
 use asynq_redis::RedisBroker;
-use asynq_redis::keys::QueueKeys;
+use asynq_redis::keys::Namespace;
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -296,7 +296,7 @@ async fn wait_until_processed(redis_url: &str, target: u64, timeout: Duration) -
     let client = redis::Client::open(redis_url).with_context(|| format!("bad Redis URL {redis_url}"))?;
     let mut connection =
         client.get_multiplexed_async_connection().await.with_context(|| format!("could not connect to {redis_url}"))?;
-    let keys = QueueKeys::new(QUEUE);
+    let keys = Namespace::DEFAULT.queue(QUEUE);
     let mut read = redis::cmd("MGET");
     read.arg(keys.processed_total()).arg(keys.failed_total());
     let deadline = Instant::now() + timeout;

@@ -2,14 +2,15 @@
 //! bounded wait for a condition that real network IO makes true.
 
 use asynq_core::Clock;
-use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
+use asynq_redis::{RedisBroker, RedisConfig};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A `RedisBroker` on the Redis at `url` that reads time from `clock`.
+/// A `RedisBroker` on the Redis at `url` (in the namespace the URL names, if any) that reads time
+/// from `clock`.
 pub async fn redis_broker(url: &str, clock: Arc<dyn Clock>) -> RedisBroker {
-    let config = RedisConfig { clock, ..RedisConfig::new(RedisTarget::from_url(url).expect("a valid test URL")) };
+    let config = RedisConfig { clock, ..RedisConfig::from_url(url).expect("a valid test URL") };
     RedisBroker::connect_with(config).await.expect("the test Redis accepts connections")
 }
 

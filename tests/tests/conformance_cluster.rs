@@ -1,5 +1,7 @@
 //! The broker conformance suite against `RedisBroker` on a 3-master Redis Cluster: every script
-//! keeps to one hash slot, so every case behaves as on a single server.
+//! keeps to one hash slot, so every case behaves as on a single server. The brokers work in a
+//! namespace of their own (`tenant-a`), so the suite also shows that every script and every
+//! key works under another prefix; the single-server and Sentinel suites use Go's, `asynq`.
 
 use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::Clock;
@@ -24,7 +26,7 @@ impl BrokerFactory for ClusterFactory {
     }
 
     async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
-        let url = format!("redis-cluster://{}", self.0.addrs().join(","));
+        let url = format!("redis-cluster://{}?namespace=tenant-a", self.0.addrs().join(","));
         redis_broker(&url, clock).await
     }
 }

@@ -20,7 +20,7 @@
 use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::{Dequeue, Inspect, Janitor, Manage, Outcome, Recover};
 use asynq_core::{Clock, QueueName, StoredTask, SystemClock, TaskId, TaskState};
-use asynq_redis::keys::QueueKeys;
+use asynq_redis::keys::{Namespace, QueueKeys};
 use asynq_redis::proto;
 use asynq_server::{Config, Server};
 use asynq_tests::{CapturedLogs, Recorder, RedisServer, capture_logs, redis_broker, wait_for};
@@ -107,7 +107,7 @@ fn a_string_field_with_invalid_utf8_does_not_decode() {
 async fn a_server_archives_or_drops_corrupt_tasks_and_runs_the_good_ones() {
     logs();
     let queue = "corrupt";
-    let k = QueueKeys::new(queue);
+    let k = Namespace::DEFAULT.queue(queue);
     let redis = RedisServer::start();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let broker = redis_broker(&redis.url(), Arc::clone(&clock)).await;
@@ -219,7 +219,7 @@ async fn a_server_archives_or_drops_corrupt_tasks_and_runs_the_good_ones() {
 async fn broker_calls_return_only_runnable_tasks_and_settle_the_rest_once() {
     logs();
     let queue = "direct";
-    let k = QueueKeys::new(queue);
+    let k = Namespace::DEFAULT.queue(queue);
     let redis = RedisServer::start();
     let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
     let client = Client::new(broker.clone());
@@ -296,7 +296,7 @@ fn stored_msg(redis: &RedisServer, k: &QueueKeys, id: &str) -> proto::TaskMessag
 async fn a_server_runs_tasks_whose_numbers_are_at_the_ends_of_their_types() {
     logs();
     let queue = "extremes";
-    let k = QueueKeys::new(queue);
+    let k = Namespace::DEFAULT.queue(queue);
     let redis = RedisServer::start();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let broker = redis_broker(&redis.url(), Arc::clone(&clock)).await;
@@ -381,7 +381,7 @@ async fn a_server_runs_tasks_whose_numbers_are_at_the_ends_of_their_types() {
 async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_nothing_half() {
     logs();
     let queue = "locks";
-    let k = QueueKeys::new(queue);
+    let k = Namespace::DEFAULT.queue(queue);
     let redis = RedisServer::start();
     let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
     let client = Client::new(broker.clone());
@@ -389,7 +389,7 @@ async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_noth
     let hash_lock = format!("{}unique:hash", k.prefix());
     redis_do(&redis, &[b"RPUSH", list_lock.as_bytes(), b"x"]);
     redis_do(&redis, &[b"HSET", hash_lock.as_bytes(), b"f", b"v"]);
-    let other_slot = QueueKeys::new("elsewhere").unique("t", b"");
+    let other_slot = Namespace::DEFAULT.queue("elsewhere").unique("t", b"");
     redis_do(&redis, &[b"SET", other_slot.as_bytes(), b"batch-elsewhere"]);
     let with_lock = |id: &str, lock: &str| msg_with(id, queue, "ok", |m| m.unique_key = lock.to_owned());
     // A batch of successes: good tasks, a real unique one, and corrupt locks of every kind.
@@ -474,7 +474,7 @@ async fn a_unique_key_naming_a_key_of_another_type_fails_nothing_and_writes_noth
 async fn names_go_accepts_and_ours_refuse_are_corrupt_to_us_and_left_out_of_listings() {
     logs();
     let queue = "names";
-    let k = QueueKeys::new(queue);
+    let k = Namespace::DEFAULT.queue(queue);
     let redis = RedisServer::start();
     let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
     let client = Client::new(broker.clone());

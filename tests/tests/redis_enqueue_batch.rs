@@ -7,7 +7,7 @@ use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::Enqueue;
 use asynq_core::time::from_unix_secs;
 use asynq_core::{EnqueueRequest, Error, SimulatedClock, Task, TaskOptions, resolve_enqueue};
-use asynq_redis::keys::QueueKeys;
+use asynq_redis::keys::Namespace;
 use asynq_tests::{KeyDump, RedisServer, RespValue, redis_broker};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -63,7 +63,7 @@ fn kind(result: &asynq_core::Result<()>) -> String {
 async fn run(redis: &RedisServer, requests: Vec<EnqueueRequest>, batch: bool) -> (Vec<String>, KeyDump, u64) {
     redis.command(&["FLUSHALL"]).unwrap();
     let broker = redis_broker(&redis.url(), Arc::new(SimulatedClock::new(from_unix_secs(START_SECS)))).await;
-    let k = QueueKeys::new(QUEUE);
+    let k = Namespace::DEFAULT.queue(QUEUE);
     let later = TaskOptions::new().process_in(Duration::from_secs(90));
     broker.enqueue(request("taken", "email", "0", later.clone())).await.unwrap();
     broker.enqueue(request("first", "lock", "held", later.unique(Duration::from_secs(900)))).await.unwrap();
@@ -121,7 +121,7 @@ async fn a_mixed_batch_leaves_what_the_same_enqueues_one_by_one_leave() {
     }
 
     // What both left, spelled out.
-    let k = QueueKeys::new(QUEUE);
+    let k = Namespace::DEFAULT.queue(QUEUE);
     let text = |key: &str| format!("{:?}", batch_keys[key].1);
     assert_eq!(text(&k.pending()), r#"Array([Bulk("p2"), Bulk("up"), Bulk("p1")])"#);
     let (due, later) = (START_SECS + 30, START_SECS + 90);
@@ -188,7 +188,7 @@ async fn a_batch_is_one_script_call_per_500_tasks_whatever_their_placement() {
     assert_eq!(script_calls(batch("m", 100, &every_placement)).await, (1, 0), "100 tasks of every placement");
     assert_eq!(script_calls(batch("l", 1_001, &every_placement)).await, (3, 0), "1001 tasks: 500, 500 and 1");
 
-    let k = QueueKeys::new(QUEUE);
+    let k = Namespace::DEFAULT.queue(QUEUE);
     let count = |command: &str, key: String| redis.command(&[command, &key]).unwrap().as_int().unwrap();
     // Of every six tasks, two are scheduled and two pending: 17 + 16 and 167 + 167 of each.
     assert_eq!(count("ZCARD", k.scheduled()), 100 + 33 + 334);

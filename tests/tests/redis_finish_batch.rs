@@ -10,7 +10,7 @@ use asynq_core::broker::{Dequeue, Enqueue, Outcome};
 use asynq_core::time::{from_unix_secs, utc_date};
 use asynq_core::{Error, QueueName, SimulatedClock, StoredTask, Task, TaskId, TaskOptions, resolve_enqueue};
 use asynq_redis::RedisBroker;
-use asynq_redis::keys::QueueKeys;
+use asynq_redis::keys::Namespace;
 use asynq_tests::{KeyDump, RedisServer, RespValue, redis_broker};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,7 +44,7 @@ fn archive(error: &str) -> Outcome {
 /// its lease is gone), a pending one, a full archive of `q` with two tasks past 90 days, a client waiting on three tasks and an idle server on `q`; returns the batch.
 async fn prepare(redis: &RedisServer, broker: &RedisBroker) -> Vec<(StoredTask, Outcome)> {
     redis.command(&["FLUSHALL"]).unwrap();
-    let (q, o) = (QueueKeys::new("q"), QueueKeys::new("o"));
+    let (q, o) = (Namespace::DEFAULT.queue("q"), Namespace::DEFAULT.queue("o"));
     let plain = || TaskOptions::new().queue("q");
     for id in ["d1", "d2", "r1", "r2", "r3", "a1", "a2", "rq", "st", "gone"] {
         enqueue(broker, id, "t", plain()).await;
@@ -166,7 +166,7 @@ async fn a_batch_of_every_outcome_leaves_what_the_same_finishes_one_by_one_leave
     }
 
     // What both left, spelled out.
-    let q = QueueKeys::new("q");
+    let q = Namespace::DEFAULT.queue("q");
     let text = |key: &str| format!("{:?}", batch_keys[key].1);
     let secs = |offset: i64| (START_SECS + offset).to_string();
     assert_eq!(text(&q.pending()), r#"Array([Bulk("p"), Bulk("rq"), Bulk("st")])"#);

@@ -144,12 +144,7 @@ fn only_the_redis_broker_knows_redis_key_names() {
     let mut offenders = Vec::new();
     for dir in ["asynq-core/src", "asynq-memory/src"] {
         for path in files_with_extension(&root.join(dir), "rs") {
-            for (index, line) in read(&path).lines().enumerate() {
-                // Comments may name the Redis key a structure stands for.
-                if !line.trim_start().starts_with("//") && redis_key_names(line) {
-                    offenders.push(format!("{}:{}: {}", relative(&root, &path), index + 1, line.trim()));
-                }
-            }
+            offenders.extend(key_names_in_code(&root, &path, "//"));
         }
     }
     assert!(
@@ -158,6 +153,39 @@ fn only_the_redis_broker_knows_redis_key_names() {
          not in the code of the core or the memory broker:\n  {}",
         offenders.join("\n  ")
     );
+}
+
+#[test]
+fn the_redis_broker_builds_every_key_in_its_namespace() {
+    let root = workspace_root();
+    let src = root.join("asynq-redis/src");
+    let mut offenders = Vec::new();
+    for path in files_with_extension(&src, "rs") {
+        if path != src.join("keys.rs") {
+            offenders.extend(key_names_in_code(&root, &path, "//"));
+        }
+    }
+    for path in files_with_extension(&src, "lua") {
+        offenders.extend(key_names_in_code(&root, &path, "--"));
+    }
+    assert!(
+        offenders.is_empty(),
+        "the Redis broker spells a key of Go's namespace: build it from the broker's `Namespace` \
+         (asynq-redis/src/keys.rs), or pass it to the script, so that other namespaces get their own:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+/// The lines of `path` that spell a Redis key of Go's layout in code: comments (starting with
+/// `comment`) may name the key a structure stands for, and a Rust file's tests may use real keys.
+fn key_names_in_code(root: &Path, path: &Path, comment: &str) -> Vec<String> {
+    read(path)
+        .lines()
+        .enumerate()
+        .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+        .filter(|(_, line)| !line.trim_start().starts_with(comment) && redis_key_names(line))
+        .map(|(index, line)| format!("{}:{}: {}", relative(root, path), index + 1, line.trim()))
+        .collect()
 }
 
 /// True when `line` spells a Redis key of Go's layout: `asynq:` followed by a key part (an error

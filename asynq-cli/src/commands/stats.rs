@@ -66,6 +66,13 @@ pub(crate) async fn run(ctx: &Context) -> CliResult {
         return Ok(());
     }
 
+    // Go's layout, the default namespace, prints as Go's `asynq stats` does.
+    if let Some(namespace) =
+        backend.namespace.as_deref().filter(|&n| n != asynq_redis::keys::Namespace::DEFAULT.as_str())
+    {
+        outln!("Namespace: {namespace}")?;
+        outln!()?;
+    }
     for risk in &backend.eviction_risks {
         warning(&risk.warning)?;
     }

@@ -8,7 +8,7 @@ impl RedisBroker {
     /// The script call that records `outcome` for the active task `msg`, and its name.
     fn finish_call(&self, msg: &StoredTask, outcome: Outcome, now: SystemTime) -> (ScriptCall, &'static str) {
         let now_secs = unix_secs(now);
-        let k = QueueKeys::new(&msg.queue);
+        let k = self.queue_keys(&msg.queue);
         let date = utc_date(now);
         let stats_expiry = now_secs + STATS_TTL_SECS;
         let id = msg.id.as_str();
@@ -60,7 +60,7 @@ impl RedisBroker {
 
     /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`.
     fn done_batch_call(&self, queue: &str, done: &[(usize, StoredTask, Outcome)], now: SystemTime) -> ScriptCall {
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.done_batch);
         call.key(k.active())
             .key(k.lease())
@@ -83,7 +83,7 @@ impl RedisBroker {
         items: Vec<(usize, StoredTask, Outcome)>,
         now: SystemTime,
     ) -> Vec<BatchCall> {
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let now_secs = unix_secs(now);
         let new_call = || {
             let mut call = ScriptCall::new(&SCRIPTS.settle_batch);
@@ -228,7 +228,7 @@ impl RedisBroker {
         id: &[u8],
         problem: &str,
     ) -> Result<()> {
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut task_key = k.task_prefix().into_bytes();
         task_key.extend_from_slice(id);
         let mut call = ScriptCall::new(&SCRIPTS.archive_corrupt);
@@ -279,7 +279,7 @@ impl Dequeue for RedisBroker {
             if quiet != Quietness::Unknown {
                 continue;
             }
-            let k = QueueKeys::new(queue);
+            let k = self.queue_keys(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
             invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(IDLE_MARK_SECS);
@@ -340,7 +340,7 @@ impl Dequeue for RedisBroker {
             if quiet != Quietness::Unknown {
                 continue;
             }
-            let k = QueueKeys::new(queue);
+            let k = self.queue_keys(queue);
             let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
             call.key(k.idle_workers()).key(k.pending()).key(k.paused()).arg(IDLE_MARK_SECS);
             match call.run::<i64>(&mut conn, "mark idle").await {
@@ -416,7 +416,7 @@ impl Dequeue for RedisBroker {
         }
         // A whole-second score: started, as Go writes every lease.
         let mut cmd = redis::cmd("ZADD");
-        cmd.arg(QueueKeys::new(queue).lease()).arg("XX");
+        cmd.arg(self.queue_keys(queue).lease()).arg("XX");
         for id in ids {
             cmd.arg(expiry).arg(id.as_str());
         }
@@ -426,7 +426,7 @@ impl Dequeue for RedisBroker {
 
     async fn write_progress(&self, queue: &QueueName, id: &TaskId, progress: &Progress) -> Result<()> {
         let mut call = ScriptCall::new(&SCRIPTS.write_progress);
-        call.key(QueueKeys::new(queue).task(id)).arg(crate::progress::encode(progress));
+        call.key(self.queue_keys(queue).task(id)).arg(crate::progress::encode(progress));
         match call.run::<i64>(&mut self.conn(), "write progress").await? {
             1 => Ok(()),
             _ => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
@@ -436,7 +436,7 @@ impl Dequeue for RedisBroker {
     async fn write_result(&self, queue: &QueueName, id: &TaskId, result: Bytes) -> Result<()> {
         check_value_len("result", result.len())?;
         let mut invocation = ScriptCall::new(&SCRIPTS.write_result);
-        invocation.key(QueueKeys::new(queue).task(id)).arg(result.as_ref());
+        invocation.key(self.queue_keys(queue).task(id)).arg(result.as_ref());
         match invocation.run::<i64>(&mut self.conn(), "write result").await? {
             1 => Ok(()),
             _ => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),

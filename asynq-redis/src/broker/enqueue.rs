@@ -19,7 +19,7 @@ impl RedisBroker {
     ) -> Result<(ScriptCall, StoredTask)> {
         let mut msg = request.message;
         checked_message_len(&msg)?;
-        let k = QueueKeys::new(&msg.queue);
+        let k = self.queue_keys(&msg.queue);
         let unique_key = request.unique_ttl.map(|_| k.unique(&msg.type_name, &msg.payload));
         msg.unique_key.clone_from(&unique_key);
         let now = self.now();
@@ -77,12 +77,12 @@ impl Enqueue for RedisBroker {
         let mut by_queue: BTreeMap<String, QueueCalls> = BTreeMap::new();
         for (index, request) in requests.into_iter().enumerate() {
             results.push(None);
-            match BatchTask::new(request) {
+            match BatchTask::new(request, self.namespace()) {
                 Ok(task) => {
                     let queue = task.msg.queue.clone();
                     by_queue
                         .entry(queue.into_string())
-                        .or_insert_with_key(|queue| QueueCalls::new(queue, now))
+                        .or_insert_with_key(|queue| QueueCalls::new(self.queue_keys(queue), now))
                         .push(index, task);
                 }
                 Err(e) => results[index] = Some(Err(e)),
@@ -120,10 +120,10 @@ struct BatchTask {
 }
 
 impl BatchTask {
-    fn new(request: EnqueueRequest) -> Result<Self> {
+    fn new(request: EnqueueRequest, namespace: &Namespace) -> Result<Self> {
         let EnqueueRequest { message: mut msg, placement, unique_ttl } = request;
         if unique_ttl.is_some() {
-            msg.unique_key = Some(QueueKeys::new(&msg.queue).unique(&msg.type_name, &msg.payload));
+            msg.unique_key = Some(namespace.queue(&msg.queue).unique(&msg.type_name, &msg.payload));
         }
         checked_message_len(&msg)?;
         let encoded = encode(&msg);
@@ -150,15 +150,8 @@ struct QueueCalls {
 }
 
 impl QueueCalls {
-    fn new(queue: &str, now: SystemTime) -> Self {
-        Self {
-            keys: QueueKeys::new(queue),
-            now,
-            calls: Vec::new(),
-            open: Vec::new(),
-            open_bytes: 0,
-            makes_pending: false,
-        }
+    fn new(keys: QueueKeys, now: SystemTime) -> Self {
+        Self { keys, now, calls: Vec::new(), open: Vec::new(), open_bytes: 0, makes_pending: false }
     }
 
     /// Adds the next task, starting a new call once the open one holds `ENQUEUE_BATCH` tasks or

@@ -11,12 +11,14 @@ impl Forward for RedisBroker {
         let mut conn = self.conn();
         let mut moved = 0;
         // Only the sets that hold tasks are looked at: one command finds them when none does.
-        let sources: Vec<(&QueueName, String)> =
-            queues.iter().flat_map(|q| [(q, QueueKeys::new(q).scheduled()), (q, QueueKeys::new(q).retry())]).collect();
+        let sources: Vec<(&QueueName, String)> = queues
+            .iter()
+            .flat_map(|q| [(q, self.queue_keys(q).scheduled()), (q, self.queue_keys(q).retry())])
+            .collect();
         let keys: Vec<String> = sources.iter().map(|(_, key)| key.clone()).collect();
         let held = existing_keys(self.conn(), &keys).await.map_err(|e| broker_error("forward", e))?;
         for (queue, source) in held.into_iter().map(|i| &sources[i]) {
-            let k = QueueKeys::new(queue);
+            let k = self.queue_keys(queue);
             loop {
                 let mut invocation = ScriptCall::new(&SCRIPTS.forward);
                 invocation.key(source).key(k.pending()).key(k.idle_workers());

@@ -69,8 +69,8 @@ impl Inspect for RedisBroker {
         let now = unix_secs(self.now());
         let mut conn = self.conn();
         let fail = |e| broker_error("list servers", e);
-        let live: Vec<String> = conn.zrangebyscore(keys::ALL_SERVERS, now, "+inf").await.map_err(fail)?;
-        let _: i64 = conn.zrembyscore(keys::ALL_SERVERS, "-inf", now - 1).await.map_err(fail)?;
+        let live: Vec<String> = conn.zrangebyscore(self.namespace().all_servers(), now, "+inf").await.map_err(fail)?;
+        let _: i64 = conn.zrembyscore(self.namespace().all_servers(), "-inf", now - 1).await.map_err(fail)?;
         let mut servers = Vec::new();
         for server_key in live {
             let Some(info): Option<Vec<u8>> = conn.get(&server_key).await.map_err(fail)? else { continue };
@@ -78,8 +78,11 @@ impl Inspect for RedisBroker {
                 tracing::warn!(key = %server_key, "skipping an undecodable server record");
                 continue;
             };
-            let workers_key = server_key.replacen("asynq:servers:", "asynq:workers:", 1);
-            let values: Vec<Vec<u8>> = conn.hvals(&workers_key).await.map_err(fail)?;
+            // A server key of another shape (written by hand) has no workers key to read.
+            let values: Vec<Vec<u8>> = match self.namespace().workers_of(&server_key) {
+                Some(workers_key) => conn.hvals(&workers_key).await.map_err(fail)?,
+                None => Vec::new(),
+            };
             let workers = values
                 .iter()
                 .filter_map(|v| proto::WorkerInfo::decode(v.as_slice()).ok())
@@ -93,7 +96,7 @@ impl Inspect for RedisBroker {
 
     async fn queues(&self) -> Result<Vec<QueueName>> {
         let names: Vec<String> =
-            self.conn().smembers(keys::ALL_QUEUES).await.map_err(|e| broker_error("list queues", e))?;
+            self.conn().smembers(self.namespace().all_queues()).await.map_err(|e| broker_error("list queues", e))?;
         let mut queues: Vec<QueueName> = names
             .into_iter()
             .filter_map(|name| {
@@ -112,7 +115,7 @@ impl Inspect for RedisBroker {
     async fn queue_info(&self, queue: &QueueName) -> Result<QueueInfo> {
         self.require_queue(queue).await?;
         let now = self.now();
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let date = utc_date(now);
         let mut invocation = ScriptCall::new(&SCRIPTS.queue_stats);
         invocation.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived());
@@ -149,7 +152,7 @@ impl Inspect for RedisBroker {
 
     async fn task_info(&self, queue: &QueueName, id: &TaskId) -> Result<TaskInfo> {
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
         invocation.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
@@ -169,7 +172,7 @@ impl Inspect for RedisBroker {
     async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {
         self.require_queue(queue).await?;
         let now = self.now();
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let (container, kind) = match state {
             TaskState::Pending => (k.pending(), "list"),
             TaskState::Active => (k.active(), "list"),
@@ -184,7 +187,7 @@ impl Inspect for RedisBroker {
 
     async fn list_group_tasks(&self, queue: &QueueName, group: &GroupName, page: Page) -> Result<Vec<TaskInfo>> {
         self.require_queue(queue).await?;
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         self.list_page(&k, k.group(group), "zset", TaskState::Aggregating, page, self.now()).await
     }
 
@@ -192,7 +195,7 @@ impl Inspect for RedisBroker {
         DailyStats::validate_days(days)?;
         self.require_queue(queue).await?;
         let now = self.now();
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let dates: Vec<String> =
             (0..days as u64).map(|day| utc_date(now - Duration::from_secs(day * 24 * 60 * 60))).collect();
         // All the keys share the queue's slot, so one MGET serves a Cluster too.
@@ -218,7 +221,8 @@ impl Inspect for RedisBroker {
     }
 
     async fn backend_info(&self) -> Result<BackendInfo> {
-        crate::backend::backend_info(&mut self.conn(), self.kind()).await
+        let info = crate::backend::backend_info(&mut self.conn(), self.kind()).await?;
+        Ok(info.with_namespace(self.namespace().as_str()))
     }
 
     async fn queue_location(&self, queue: &QueueName) -> Result<Option<QueueLocation>> {
@@ -226,12 +230,12 @@ impl Inspect for RedisBroker {
         if self.kind() != crate::backend::CLUSTER {
             return Ok(None);
         }
-        crate::backend::queue_location(&mut self.conn(), &QueueKeys::new(queue)).await.map(Some)
+        crate::backend::queue_location(&mut self.conn(), &self.queue_keys(queue)).await.map(Some)
     }
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
         let set: bool = redis::cmd("SETNX")
-            .arg(QueueKeys::new(queue).paused())
+            .arg(self.queue_keys(queue).paused())
             .arg(unix_secs(self.now()))
             .query_async(&mut self.conn())
             .await
@@ -240,7 +244,7 @@ impl Inspect for RedisBroker {
     }
 
     async fn unpause_queue(&self, queue: &QueueName) -> Result<()> {
-        let k = QueueKeys::new(queue);
+        let k = self.queue_keys(queue);
         let mut conn = self.conn();
         let deleted: i64 = conn.del(k.paused()).await.map_err(|e| broker_error("unpause queue", e))?;
         if deleted != 1 {

@@ -75,8 +75,8 @@ impl RedisBroker {
         }
         let of = |wanted: Quietness| -> Vec<usize> { (0..queues.len()).filter(|&i| quietness[i] == wanted).collect() };
         let (empty, paused) = (of(Quietness::Empty), of(Quietness::Paused));
-        let pending_keys: Vec<String> = empty.iter().map(|&i| QueueKeys::new(&queues[i]).pending()).collect();
-        let paused_keys: Vec<String> = paused.iter().map(|&i| QueueKeys::new(&queues[i]).paused()).collect();
+        let pending_keys: Vec<String> = empty.iter().map(|&i| self.queue_keys(&queues[i]).pending()).collect();
+        let paused_keys: Vec<String> = paused.iter().map(|&i| self.queue_keys(&queues[i]).paused()).collect();
         let changed = futures::future::try_join(
             changed_keys(self.conn(), &pending_keys, false),
             changed_keys(self.conn(), &paused_keys, true),

@@ -11,10 +11,10 @@ impl Recover for RedisBroker {
         let mut conn = self.conn();
         let mut expired = Vec::new();
         // Only the queues that hold leases are looked at: one command finds them when none does.
-        let leases: Vec<String> = queues.iter().map(|q| QueueKeys::new(q).lease()).collect();
+        let leases: Vec<String> = queues.iter().map(|q| self.queue_keys(q).lease()).collect();
         let held = existing_keys(self.conn(), &leases).await.map_err(|e| broker_error("list lease expired", e))?;
         for queue in held.into_iter().map(|i| &queues[i]) {
-            let k = QueueKeys::new(queue);
+            let k = self.queue_keys(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.list_lease_expired);
             // A lease no handler started is scored half a second past its expiry second.
             invocation.key(k.lease()).arg(taken_lease_score(unix_secs(cutoff))).arg(k.task_prefix());

@@ -5,13 +5,13 @@ use super::*;
 #[async_trait]
 impl ServerState for RedisBroker {
     async fn write_server_state(&self, server: &ServerInfo, workers: &[WorkerInfo], ttl: Duration) -> Result<()> {
-        let server_key = keys::server_info(&server.host, server.pid, &server.server_id);
-        let workers_key = keys::workers(&server.host, server.pid, &server.server_id);
+        let server_key = self.namespace().server_info(&server.host, server.pid, &server.server_id);
+        let workers_key = self.namespace().workers(&server.host, server.pid, &server.server_id);
         let expiry = unix_secs(self.now() + ttl);
         let mut conn = self.conn();
         let fail = |e| broker_error("write server state", e);
-        let _: i64 = conn.zadd(keys::ALL_SERVERS, &server_key, expiry).await.map_err(fail)?;
-        let _: i64 = conn.zadd(keys::ALL_WORKERS, &workers_key, expiry).await.map_err(fail)?;
+        let _: i64 = conn.zadd(self.namespace().all_servers(), &server_key, expiry).await.map_err(fail)?;
+        let _: i64 = conn.zadd(self.namespace().all_workers(), &workers_key, expiry).await.map_err(fail)?;
         let mut invocation = ScriptCall::new(&SCRIPTS.write_server_state);
         invocation.key(server_key).key(workers_key);
         invocation.arg(ttl.as_secs().max(1)).arg(proto::ServerInfo::from(server).encode_to_vec());
@@ -23,12 +23,12 @@ impl ServerState for RedisBroker {
     }
 
     async fn clear_server_state(&self, server: &ServerInfo) -> Result<()> {
-        let server_key = keys::server_info(&server.host, server.pid, &server.server_id);
-        let workers_key = keys::workers(&server.host, server.pid, &server.server_id);
+        let server_key = self.namespace().server_info(&server.host, server.pid, &server.server_id);
+        let workers_key = self.namespace().workers(&server.host, server.pid, &server.server_id);
         let mut conn = self.conn();
         let fail = |e| broker_error("clear server state", e);
-        let _: i64 = conn.zrem(keys::ALL_SERVERS, &server_key).await.map_err(fail)?;
-        let _: i64 = conn.zrem(keys::ALL_WORKERS, &workers_key).await.map_err(fail)?;
+        let _: i64 = conn.zrem(self.namespace().all_servers(), &server_key).await.map_err(fail)?;
+        let _: i64 = conn.zrem(self.namespace().all_workers(), &workers_key).await.map_err(fail)?;
         let _: i64 = conn.del(&[&server_key, &workers_key]).await.map_err(fail)?;
         Ok(())
     }

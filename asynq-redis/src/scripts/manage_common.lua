@@ -63,7 +63,7 @@ end
 -- The uniqueness-lock key of the task in hash `task_key` (asynq:{<q>}:t:<id>): its `unique_key`
 -- field, or, for a grouped task (whose hash Go does not give the field), the message's
 -- unique_key. Nil if none, or if it names anything but a lock of the task's queue
--- (asynq:{<q>}:unique:...): a corrupt key elsewhere, on a Cluster in another slot, would fail
+-- (<ns>:{<q>}:unique:...; a namespace holds no braces): a corrupt key elsewhere, on a Cluster in another slot, would fail
 -- the script after its earlier writes.
 local function unique_key_of(task_key)
     local key, msg = unpack(redis.call("HMGET", task_key, "unique_key", "msg"))
@@ -73,7 +73,7 @@ local function unique_key_of(task_key)
     if not key or key == "" then
         return nil
     end
-    local locks = string.match(task_key, "^(asynq:{[^}]*}:)") .. "unique:"
+    local locks = string.match(task_key, "^([^{]*{[^}]*}:)") .. "unique:"
     if string.sub(key, 1, #locks) ~= locks then
         return nil
     end

@@ -60,6 +60,9 @@ pub(crate) struct QueueLocationView {
 pub(crate) struct BackendView {
     /// `memory`, `redis`, `redis-cluster` or `redis-sentinel`.
     kind: String,
+    /// The key namespace the dashboard shows (`asynq`, Go's, by default); `null` for a backend of
+    /// one (memory).
+    namespace: Option<String>,
     version: Option<String>,
     used_memory_human: Option<String>,
     used_memory_peak_human: Option<String>,
@@ -102,6 +105,7 @@ pub(crate) async fn info(State(app): State<AppState>) -> ApiResult<Json<BackendV
         connected_clients: field("connected_clients"),
         uptime_in_seconds: field("uptime_in_seconds"),
         kind: info.kind,
+        namespace: info.namespace,
         nodes: info.nodes.into_iter().map(Into::into).collect(),
         eviction_risks: info.eviction_risks.into_iter().map(Into::into).collect(),
         queue_locations,
