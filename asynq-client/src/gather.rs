@@ -237,7 +237,7 @@ mod tests {
 
     fn request(id: &str) -> EnqueueRequest {
         let message = StoredTask::new(TaskId::new(id).unwrap(), QueueName::default(), "t");
-        EnqueueRequest { message, placement: Placement::Pending, unique_ttl: None }
+        EnqueueRequest::new(message, Placement::Pending)
     }
 
     /// Polls `future` once: true while it waits.

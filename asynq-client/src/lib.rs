@@ -41,7 +41,7 @@ pub use inspector::{Inspector, ServerReport};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;
-use asynq_core::{Clock, EnqueueRequest, Placement, SystemClock, resolve_enqueue};
+use asynq_core::{Clock, EnqueueRequest, Placement, Replace, SystemClock, resolve_enqueue};
 use gather::Gathering;
 use std::fmt;
 use std::sync::Arc;
@@ -111,6 +111,10 @@ impl Client {
     /// Validates `task` with `options` applied over its own options and stores it: as pending
     /// when it is ready now, scheduled when it is due later, aggregating when it has a group.
     ///
+    /// With [`TaskOptions::debounce`], the task is scheduled its window ahead and takes the
+    /// place of the task last enqueued with the same key in the queue while that one is still
+    /// scheduled (see there).
+    ///
     /// Errors: [`Error::InvalidArgument`] for bad input and [`Error::TooLarge`] for a payload
     /// over the limit (nothing is written), [`Error::DuplicateTask`] when a unique task with the same queue, type and payload exists,
     /// [`Error::TaskIdConflict`] when the queue already holds a task with the given ID, and
@@ -118,6 +122,45 @@ impl Client {
     pub async fn enqueue(&self, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
         let (request, info) = self.prepare(task, &options)?;
         self.gathering.enqueue(request).await?;
+        Ok(info)
+    }
+
+    /// Replaces the waiting task `id` (pending or scheduled) in the queue `options` name with
+    /// `task`, in one atomic step: the task keeps its ID and takes `task`'s type, payload and
+    /// headers and `options` (retries, timeout, deadline, retention), placed as an enqueue with
+    /// these options would place it: pending, or scheduled when it is due later. A uniqueness
+    /// lock the old task held is released. A client waiting for the ID waits on for the
+    /// replacement.
+    ///
+    /// ```
+    /// use asynq_client::{Client, Task, TaskOptions, TaskState};
+    /// use asynq_memory::MemoryBroker;
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), asynq_client::Error> {
+    /// let client = Client::new(MemoryBroker::new());
+    /// let later = TaskOptions::new().process_in(Duration::from_secs(3600));
+    /// let reminder = client.enqueue(&Task::new("remind", "v1"), later).await?;
+    /// let sooner = TaskOptions::new().process_in(Duration::from_secs(60));
+    /// let replaced = client.replace(&reminder.id, &Task::new("remind", "v2"), sooner).await?;
+    /// assert_eq!((replaced.id, replaced.state), (reminder.id, TaskState::Scheduled));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Errors: [`Error::TaskNotFound`]; [`Error::FailedPrecondition`] when the task is running
+    /// or done (nothing is written); [`Error::InvalidArgument`] for bad input and for
+    /// `unique`, `group` or `debounce` options, which a replacement cannot take;
+    /// [`Error::Unsupported`] from a broker that cannot replace tasks.
+    pub async fn replace(&self, id: &str, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
+        let (mut request, info) = self.prepare(task, &options.task_id(id))?;
+        if request.replace.is_some() {
+            return Err(Error::invalid("debounce", "a replacement by ID cannot be debounced"));
+        }
+        request.replace = Some(Replace::Waiting);
+        request.check_replacement()?;
+        self.gathering.broker().enqueue(request).await?;
         Ok(info)
     }
 

@@ -46,6 +46,7 @@ pub mod leases;
 pub mod manage;
 pub mod progress;
 pub mod rate_limit;
+pub mod replace;
 pub mod scheduler_state;
 pub mod servers;
 pub mod stats;
@@ -193,6 +194,11 @@ macro_rules! broker_conformance {
             progress::case_progress_of_a_running_task_is_shown_and_kept_when_it_completes,
             progress::case_progress_is_refused_for_a_task_that_is_not_running,
             progress::case_a_new_attempt_starts_without_progress,
+            replace::case_debounce_keeps_the_last_task_of_a_burst,
+            replace::case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue,
+            replace::case_debounce_with_a_taken_id_writes_nothing,
+            replace::case_replace_by_id_moves_a_waiting_task,
+            replace::case_replace_refuses_what_is_not_waiting,
             finish::case_done_deletes_and_counts_processed,
             finish::case_complete_keeps_task_and_result_for_the_retention,
             finish::case_retry_as_failure_counts_and_records_the_error,

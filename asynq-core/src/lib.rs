@@ -51,7 +51,9 @@ pub use json::PayloadError;
 pub use lease::Lease;
 pub use manage::{BulkAction, TaskSet, validate_bulk};
 pub use names::{GroupName, QueueName, TaskId};
-pub use options::{EnqueueRequest, Placement, ProcessAt, TaskOptions, resolve_enqueue};
+pub use options::{
+    Debounce, EnqueueRequest, MAX_DEBOUNCE_KEY_LEN, Placement, ProcessAt, Replace, TaskOptions, resolve_enqueue,
+};
 pub use progress::Progress;
 pub use state::TaskState;
 pub use stored::StoredTask;

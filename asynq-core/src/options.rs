@@ -36,6 +36,7 @@ pub struct TaskOptions {
     task_id: Option<String>,
     retention: Option<Duration>,
     group: Option<String>,
+    debounce: Option<(String, Duration)>,
 }
 
 impl TaskOptions {
@@ -106,6 +107,24 @@ impl TaskOptions {
         self
     }
 
+    /// Debounce the task: run it `window` after it is enqueued, unless another task is enqueued
+    /// with the same `key` in the same queue before then, which takes its place (payload,
+    /// options and due time, under its own ID) and waits a whole `window` again. So a burst
+    /// of enqueues a shorter time apart than `window` runs once, with the last one's payload,
+    /// `window` after the last one.
+    ///
+    /// Only a task still scheduled is replaced: once it is due (pending) or running, the next
+    /// enqueue with the key starts a new window. A replaced task is deleted: a client waiting
+    /// for it learns so. The due time has the scheduled set's resolution, whole seconds. Not
+    /// with [`process_at`](Self::process_at), [`process_in`](Self::process_in),
+    /// [`unique`](Self::unique) or [`group`](Self::group) (an
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)). Ours: Go asynq has no such
+    /// option, and its servers run a debounced task as any scheduled one.
+    pub fn debounce(mut self, key: impl Into<String>, window: Duration) -> Self {
+        self.debounce = Some((key.into(), window));
+        self
+    }
+
     /// These options with every option set in `overrides` replaced by the override.
     pub fn merge(&self, overrides: &TaskOptions) -> TaskOptions {
         TaskOptions {
@@ -118,6 +137,7 @@ impl TaskOptions {
             task_id: overrides.task_id.clone().or_else(|| self.task_id.clone()),
             retention: overrides.retention.or(self.retention),
             group: overrides.group.clone().or_else(|| self.group.clone()),
+            debounce: overrides.debounce.clone().or_else(|| self.debounce.clone()),
         }
     }
 
@@ -130,7 +150,8 @@ impl TaskOptions {
     /// `Queue("critical")`, `MaxRetry(5)`, `Timeout(1m30s)`, `Deadline(Sun Nov 22 00:00:00 UTC
     /// 2026)`, `ProcessAt(…)` or `ProcessIn(5m0s)`, `Unique(1h0m0s)`, `TaskID("id")`,
     /// `Retention(24h0m0s)`, `Group("g")`. Go's scheduler stores these in its entries, and Go's
-    /// inspector (`asynq cron ls`) parses them back.
+    /// inspector (`asynq cron ls`) parses them back. [`debounce`](Self::debounce), which Go
+    /// does not know, is left out.
     pub fn go_option_strings(&self) -> Vec<String> {
         use crate::go_format::{go_duration, go_quote, go_unix_date};
         let mut strings = Vec::new();
@@ -184,6 +205,61 @@ pub enum Placement {
     },
 }
 
+/// The longest debounce key, in bytes.
+pub const MAX_DEBOUNCE_KEY_LEN: usize = 1024;
+
+/// A checked [`TaskOptions::debounce`]: a key (not blank, at most [`MAX_DEBOUNCE_KEY_LEN`]
+/// bytes, no control characters) and a window (more than zero, at most Go's longest duration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Debounce {
+    key: String,
+    window: Duration,
+}
+
+impl Debounce {
+    /// Checks `key` and `window`.
+    pub fn new(key: impl Into<String>, window: Duration) -> Result<Self> {
+        let key = key.into();
+        if key.trim().is_empty() {
+            return Err(Error::invalid("debounce key", "debounce key cannot be blank"));
+        }
+        if key.len() > MAX_DEBOUNCE_KEY_LEN {
+            let why = format!("debounce key is {} bytes, more than {MAX_DEBOUNCE_KEY_LEN}", key.len());
+            return Err(Error::invalid("debounce key", why));
+        }
+        if key.chars().any(char::is_control) {
+            return Err(Error::invalid("debounce key", "debounce key cannot hold control characters"));
+        }
+        if window.is_zero() {
+            return Err(Error::invalid("debounce window", "a debounce window of zero debounces nothing"));
+        }
+        check_duration("debounce window", window)?;
+        Ok(Self { key, window })
+    }
+
+    /// The key that tasks replacing each other share, within one queue.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// How long after the last enqueue the task runs.
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+}
+
+/// What a new task takes the place of, if anything (ours; Go asynq has no such option).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Replace {
+    /// The task last stored with this debounce key in the queue, if it is still scheduled
+    /// ([`TaskOptions::debounce`]); it is deleted in the same step as the new task is stored.
+    Debounced(Debounce),
+    /// The pending or scheduled task with the request's own ID, which keeps the ID and takes
+    /// the request's message and placement (`Client::replace`).
+    Waiting,
+}
+
 /// A fully validated request to store a new task, as [`crate::broker::Enqueue`] takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnqueueRequest {
@@ -194,9 +270,17 @@ pub struct EnqueueRequest {
     /// How long the uniqueness lock is held (whole seconds, at least one), if the task is unique.
     /// For a scheduled task this already includes the time until it is due.
     pub unique_ttl: Option<Duration>,
+    /// The task it replaces, if any. A backend that cannot replace refuses such a request with
+    /// [`Error::Unsupported`](crate::Error::Unsupported).
+    pub replace: Option<Replace>,
 }
 
 impl EnqueueRequest {
+    /// A request to store `message` at `placement`, not unique, replacing nothing.
+    pub fn new(message: StoredTask, placement: Placement) -> Self {
+        Self { message, placement, unique_ttl: None, replace: None }
+    }
+
     /// The queue the task goes to.
     pub fn queue(&self) -> &QueueName {
         &self.message.queue
@@ -205,6 +289,22 @@ impl EnqueueRequest {
     /// The task ID.
     pub fn id(&self) -> &TaskId {
         &self.message.id
+    }
+
+    /// Refuses a request that replaces a task ([`EnqueueRequest::replace`]) and is unique or
+    /// grouped: a replacement waits as a pending or scheduled task, holding no lock. What
+    /// [`resolve_enqueue`] makes passes; a backend checks requests made by hand before writing.
+    pub fn check_replacement(&self) -> Result<()> {
+        if self.replace.is_none() {
+            return Ok(());
+        }
+        if self.unique_ttl.is_some() {
+            return Err(Error::invalid("unique", "a task that replaces another cannot be unique"));
+        }
+        if let Placement::Grouped { .. } = self.placement {
+            return Err(Error::invalid("group", "a task that replaces another cannot be grouped"));
+        }
+        Ok(())
     }
 
     /// The task as its handler will see it (type, payload, headers): what a test double checks.
@@ -275,13 +375,30 @@ pub fn resolve_enqueue(
     {
         return Err(Error::invalid("deadline", "deadline is more than Go's longest duration away"));
     }
-    let process_at = match opts.process_at {
-        None => now,
-        Some(ProcessAt::At(t)) if latest.is_none_or(|latest| t > latest) => {
+    let debounce = opts.debounce.clone().map(|(key, window)| Debounce::new(key, window)).transpose()?;
+    if debounce.is_some() {
+        let clash = [
+            ("process at", opts.process_at.is_some()),
+            ("unique", opts.unique.is_some()),
+            ("group", opts.group.is_some()),
+        ];
+        if let Some((option, _)) = clash.iter().find(|(_, set)| *set) {
+            return Err(Error::invalid(
+                "debounce",
+                format!("a debounced task runs its window after the last enqueue; it cannot take the {option} option"),
+            ));
+        }
+    }
+    let process_at = match (&debounce, opts.process_at) {
+        (Some(debounce), _) => now
+            .checked_add(debounce.window)
+            .ok_or_else(|| Error::invalid("debounce window", format!("now + {:?} overflows", debounce.window)))?,
+        (None, None) => now,
+        (None, Some(ProcessAt::At(t))) if latest.is_none_or(|latest| t > latest) => {
             return Err(Error::invalid("process at", "process time is more than Go's longest duration away"));
         }
-        Some(ProcessAt::At(t)) => t,
-        Some(ProcessAt::In(d)) => {
+        (None, Some(ProcessAt::At(t))) => t,
+        (None, Some(ProcessAt::In(d))) => {
             check_duration("process in", d)?;
             now.checked_add(d).ok_or_else(|| Error::invalid("process in", format!("now + {d:?} overflows")))?
         }
@@ -321,7 +438,7 @@ pub fn resolve_enqueue(
         };
         Duration::from_secs(lock.as_secs().max(1))
     });
-    Ok(EnqueueRequest { message, placement, unique_ttl })
+    Ok(EnqueueRequest { message, placement, unique_ttl, replace: debounce.map(Replace::Debounced) })
 }
 
 #[cfg(test)]
@@ -404,6 +521,48 @@ mod tests {
         assert_eq!(field(Task::new("t", ""), TaskOptions::new().unique(Duration::from_millis(10))), "unique");
         assert_eq!(field(Task::new("t", ""), TaskOptions::new().retention(Duration::from_millis(10))), "retention");
         assert_eq!(field(Task::new("t", ""), TaskOptions::new().group("")), "group");
+    }
+
+    #[test]
+    fn a_debounced_task_is_scheduled_its_window_ahead_and_replaces_by_key() {
+        let window = Duration::from_secs(30);
+        let req = resolve(&Task::new("t", ""), &TaskOptions::new().debounce("user:42", window)).unwrap();
+        assert_eq!(req.placement, Placement::Scheduled { process_at: now() + window });
+        let Some(Replace::Debounced(debounce)) = &req.replace else { panic!("{:?}", req.replace) };
+        assert_eq!((debounce.key(), debounce.window()), ("user:42", window));
+        let defaulted = Task::new("t", "").with_options(TaskOptions::new().debounce("k", window));
+        assert!(resolve(&defaulted, &TaskOptions::new()).unwrap().replace.is_some(), "a task's own option counts");
+        assert_eq!(resolve(&Task::new("t", ""), &TaskOptions::new()).unwrap().replace, None);
+    }
+
+    #[test]
+    fn bad_debounces_are_refused() {
+        let field = |opts: TaskOptions| match resolve(&Task::new("t", ""), &opts) {
+            Err(Error::InvalidArgument { field, .. }) => field,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        };
+        let window = Duration::from_secs(5);
+        let long = "k".repeat(MAX_DEBOUNCE_KEY_LEN + 1);
+        assert_eq!(field(TaskOptions::new().debounce(" ", window)), "debounce key");
+        assert_eq!(field(TaskOptions::new().debounce(long, window)), "debounce key");
+        assert_eq!(field(TaskOptions::new().debounce("a\nb", window)), "debounce key");
+        assert_eq!(field(TaskOptions::new().debounce("k", Duration::ZERO)), "debounce window");
+        assert_eq!(field(TaskOptions::new().debounce("k", MAX_DURATION + Duration::from_secs(1))), "debounce window");
+        assert_eq!(field(TaskOptions::new().debounce("k", window).process_in(window)), "debounce");
+        assert_eq!(field(TaskOptions::new().debounce("k", window).unique(window)), "debounce");
+        assert_eq!(field(TaskOptions::new().debounce("k", window).group("g")), "debounce");
+        assert!(TaskOptions::new().debounce("k", window).go_option_strings().is_empty(), "Go cannot read it");
+    }
+
+    #[test]
+    fn a_replacement_cannot_be_unique_or_grouped() {
+        let mut req = resolve(&Task::new("t", ""), &TaskOptions::new().unique(Duration::from_secs(5))).unwrap();
+        assert!(req.check_replacement().is_ok(), "replacing nothing, anything goes");
+        req.replace = Some(Replace::Waiting);
+        assert!(matches!(req.check_replacement(), Err(Error::InvalidArgument { field: "unique", .. })));
+        let mut req = resolve(&Task::new("t", ""), &TaskOptions::new().group("g")).unwrap();
+        req.replace = Some(Replace::Waiting);
+        assert!(matches!(req.check_replacement(), Err(Error::InvalidArgument { field: "group", .. })));
     }
 
     #[test]

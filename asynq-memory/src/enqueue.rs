@@ -7,6 +7,8 @@ impl Enqueue for MemoryBroker {
     async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
         let now = self.now();
         let to_pending = request.placement == Placement::Pending;
+        // A debounced task may delete the task it replaces: waits on its outcome look again.
+        let may_delete = request.replace.is_some();
         {
             let mut state = self.state();
             // Registered even when the enqueue then fails, as Go's `SADD` runs first.
@@ -15,6 +17,9 @@ impl Enqueue for MemoryBroker {
         }
         if to_pending {
             self.wake_waiters();
+        }
+        if may_delete {
+            self.inner.signals.task_finished();
         }
         Ok(())
     }

@@ -98,6 +98,11 @@ pub(crate) struct Queue {
     /// Unix seconds of the pause, while paused.
     paused: Option<i64>,
     stats: Stats,
+    /// Per debounce key, the ID of the task last enqueued with it (Redis's
+    /// `<ns>:{q}:debounce:<key>`, which expires an hour after the task was due instead).
+    debounce_marks: HashMap<String, String>,
+    /// The size of `debounce_marks` at which its expired marks are swept next.
+    debounce_sweep_at: usize,
 }
 
 /// The Unix second at which a lease taken or extended at `now` expires.
@@ -140,8 +145,12 @@ fn too_long(field: &'static str, d: Duration) -> Error {
 
 impl Queue {
     /// Stores a new task (scripts 5.1–5.6).
-    pub(crate) fn enqueue(&mut self, request: EnqueueRequest, now: SystemTime) -> Result<()> {
-        let EnqueueRequest { mut message, placement, unique_ttl } = request;
+    pub(crate) fn enqueue(&mut self, mut request: EnqueueRequest, now: SystemTime) -> Result<()> {
+        request.check_replacement()?;
+        if let Some(replace) = request.replace.take() {
+            return self.enqueue_replacing(request, replace, now);
+        }
+        let EnqueueRequest { mut message, placement, unique_ttl, .. } = request;
         let mut lock_key = None;
         if let Some(ttl) = unique_ttl {
             let key = unique_key(&message.type_name, &message.payload);

@@ -304,6 +304,13 @@ impl QueueKeys {
         self.key("rate")
     }
 
+    /// `<ns>:{q}:debounce:<key>` — the ID of the task last enqueued with debounce key `key`,
+    /// expiring some time after that task was due. Ours only; Go asynq neither writes nor reads
+    /// it.
+    pub fn debounce(&self, key: &str) -> String {
+        format!("{}debounce:{key}", self.prefix)
+    }
+
     /// `<ns>:{q}:ready` — the pub/sub channel that wakes idle Rust servers when a task becomes
     /// pending. Ours only.
     pub fn ready_channel(&self) -> String {
@@ -379,6 +386,7 @@ mod tests {
             (k.aggregation_sets(), "asynq:{interop}:aggregation_sets"),
             (k.idle_workers(), "asynq:{interop}:idle_workers"),
             (k.waiting(), "asynq:{interop}:waiting"),
+            (k.debounce("user:42"), "asynq:{interop}:debounce:user:42"),
             (k.ready_channel(), "asynq:{interop}:ready"),
             (k.finished_channel(), "asynq:{interop}:finished"),
         ];

@@ -31,6 +31,7 @@ macro_rules! script {
 pub(crate) struct Scripts {
     pub(crate) enqueue: Script,
     pub(crate) enqueue_batch: Script,
+    pub(crate) enqueue_replacing: Script,
     pub(crate) dequeue: Script,
     pub(crate) done: Script,
     pub(crate) done_batch: Script,
@@ -62,10 +63,11 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 30] {
+    fn all(&self) -> [&Script; 31] {
         [
             &self.enqueue,
             &self.enqueue_batch,
+            &self.enqueue_replacing,
             &self.dequeue,
             &self.done,
             &self.done_batch,
@@ -110,6 +112,7 @@ impl Scripts {
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("enqueue"),
     enqueue_batch: script!(common + "enqueue_batch"),
+    enqueue_replacing: script!(common + manage + "enqueue_replacing"),
     dequeue: script!(common + "dequeue"),
     done: script!(common + "done"),
     done_batch: script!(common + "done_batch"),

@@ -282,7 +282,7 @@ async fn stored_numbers_at_the_ends_of_their_types_neither_panic_nor_overflow() 
         StoredTask { deadline: Some(from_unix_secs(-1)), max_retry: 0, ..message("deadline-negative", "hang") },
     ];
     for message in stored {
-        let request = EnqueueRequest { message, placement: Placement::Pending, unique_ttl: None };
+        let request = EnqueueRequest::new(message, Placement::Pending);
         h.broker.enqueue(request).await.unwrap();
     }
     h.eventually(secs(5), "every task settles", || async {

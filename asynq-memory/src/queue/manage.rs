@@ -14,7 +14,7 @@
 use super::{Queue, check_deletes, state_after};
 use asynq_core::state::Event;
 use asynq_core::time::unix_secs;
-use asynq_core::{Error, QueueName, Result, TaskId, TaskInfo, TaskSet, TaskState};
+use asynq_core::{EnqueueRequest, Error, QueueName, Replace, Result, TaskId, TaskInfo, TaskSet, TaskState};
 use bytes::Bytes;
 use std::time::SystemTime;
 
@@ -115,6 +115,64 @@ impl Queue {
         if let Some(record) = self.tasks.remove(id) {
             self.release_lock(record.msg.unique_key.as_deref(), id);
         }
+    }
+
+    /// Stores `request` in place of the task `replace` names (`enqueue_replacing.lua`): for a
+    /// debounce, the task the key's mark names if it is still scheduled (deleted, and the new
+    /// task stored under its own ID); for [`Replace::Waiting`], the pending or scheduled task
+    /// with the request's ID, which keeps the ID. `request` has passed
+    /// [`EnqueueRequest::check_replacement`] and has no `replace` of its own left.
+    pub(crate) fn enqueue_replacing(
+        &mut self,
+        request: EnqueueRequest,
+        replace: Replace,
+        now: SystemTime,
+    ) -> Result<()> {
+        let (queue, id) = (request.message.queue.clone(), request.message.id.clone());
+        match replace {
+            Replace::Debounced(debounce) => {
+                let old = self.debounce_marks.get(debounce.key()).filter(|old| self.is_scheduled(old)).cloned();
+                match old {
+                    Some(old) if old == id.as_str() => self.take_out_waiting(&old, TaskState::Scheduled)?,
+                    _ if self.tasks.contains_key(id.as_str()) => return Err(Error::TaskIdConflict { queue, id }),
+                    Some(old) => self.take_out_waiting(&old, TaskState::Scheduled)?,
+                    None => {}
+                }
+                self.enqueue(request, now)?;
+                self.debounce_marks.insert(debounce.key().to_owned(), id.to_string());
+                // A mark counts only while its task is scheduled; the others go when the map
+                // has doubled since they last went, so each enqueue costs O(1) amortized.
+                if self.debounce_marks.len() >= self.debounce_sweep_at {
+                    let marks = std::mem::take(&mut self.debounce_marks);
+                    self.debounce_marks = marks.into_iter().filter(|(_, id)| self.is_scheduled(id)).collect();
+                    self.debounce_sweep_at = (self.debounce_marks.len() * 2).max(64);
+                }
+            }
+            Replace::Waiting => {
+                let state = self.state_of(&queue, &id)?;
+                if !matches!(state, TaskState::Pending | TaskState::Scheduled) {
+                    return Err(refused(format!(
+                        "task {id} is neither pending nor scheduled: only a waiting task can be replaced"
+                    )));
+                }
+                self.take_out_waiting(id.as_str(), state)?;
+                self.enqueue(request, now)?;
+            }
+            _ => return Err(Error::Unsupported { capability: "this kind of replacement" }),
+        }
+        Ok(())
+    }
+
+    fn is_scheduled(&self, id: &str) -> bool {
+        self.tasks.get(id).is_some_and(|record| record.state == TaskState::Scheduled)
+    }
+
+    /// Takes waiting task `id`, in `state`, out of its container and forgets it (releasing its
+    /// lock), for a replacement to take its place.
+    fn take_out_waiting(&mut self, id: &str, state: TaskState) -> Result<()> {
+        self.detach(id, state)?;
+        self.forget(id);
+        Ok(())
     }
 
     /// Makes task `id` pending now (script `runTask`, 6.9).

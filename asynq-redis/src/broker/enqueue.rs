@@ -2,6 +2,7 @@
 //! `enqueue_batch.lua` calls per queue, each storing up to `ENQUEUE_BATCH` tasks of any placement.
 
 use super::*;
+use asynq_core::Replace;
 
 impl RedisBroker {
     /// The `enqueue.lua` call that stores `request`, with the message it stores (its
@@ -38,6 +39,53 @@ impl RedisBroker {
     }
 }
 
+/// How long a debounce mark outlives its task's due time. The mark counts only while the task it
+/// names is still scheduled, so a longer life costs nothing but the key; this one lets a
+/// forwarder up to an hour late still find the task to replace.
+const DEBOUNCE_MARK_GRACE: Duration = Duration::from_secs(3600);
+
+impl RedisBroker {
+    /// Stores `request` in place of the task `replace` names, with `enqueue_replacing.lua`.
+    /// `request` has passed [`EnqueueRequest::check_replacement`].
+    async fn enqueue_replacing(&self, request: EnqueueRequest, replace: &Replace) -> Result<()> {
+        let msg = request.message;
+        checked_message_len(&msg)?;
+        let k = self.queue_keys(&msg.queue);
+        let (placement, score) = match request.placement {
+            Placement::Scheduled { process_at } => ("scheduled", unix_secs(process_at)),
+            _ => ("pending", unix_nanos(self.now())),
+        };
+        let mut call = ScriptCall::new(&SCRIPTS.enqueue_replacing);
+        call.key(k.task(&msg.id)).key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
+        let (mode, mark_lifetime) = match replace {
+            Replace::Debounced(debounce) => {
+                call.key(k.debounce(debounce.key()));
+                ("debounce", debounce.window().saturating_add(DEBOUNCE_MARK_GRACE))
+            }
+            Replace::Waiting => ("replace", Duration::ZERO),
+            _ => return Err(Error::Unsupported { capability: "this kind of replacement" }),
+        };
+        call.arg(encode(&msg)).arg(msg.id.as_str()).arg(mode).arg(placement).arg(score).arg(k.ready_channel());
+        call.arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
+        call.arg(u64::try_from(mark_lifetime.as_millis()).unwrap_or(u64::MAX));
+        self.register_queue(&msg.queue).await?;
+        let reply: i64 = call.run(&mut self.conn(), "enqueue replacing").await?;
+        if placement == "pending" && reply == 1 {
+            self.pubsub().made_pending(&msg.queue);
+        }
+        match (mode, reply) {
+            ("debounce", 1 | 2) | ("replace", 1) => Ok(()),
+            ("debounce", 0) => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
+            ("replace", 0) => Err(Error::TaskNotFound { queue: msg.queue, id: msg.id }),
+            ("replace", -1) => Err(Error::FailedPrecondition(format!(
+                "task {} is neither pending nor scheduled: only a waiting task can be replaced",
+                msg.id
+            ))),
+            (_, other) => Err(unexpected("enqueue replacing", format!("unexpected reply {other}"))),
+        }
+    }
+}
+
 /// What `enqueue.lua` answered for `msg`.
 pub(crate) fn enqueue_result(msg: StoredTask, reply: i64) -> Result<()> {
     match reply {
@@ -54,7 +102,11 @@ pub(crate) fn enqueue_result(msg: StoredTask, reply: i64) -> Result<()> {
 
 #[async_trait]
 impl Enqueue for RedisBroker {
-    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+    async fn enqueue(&self, mut request: EnqueueRequest) -> Result<()> {
+        request.check_replacement()?;
+        if let Some(replace) = request.replace.take() {
+            return self.enqueue_replacing(request, &replace).await;
+        }
         let pending = request.placement == Placement::Pending;
         let (call, msg) = self.enqueue_call(request)?;
         self.register_queue(&msg.queue).await?;
@@ -75,8 +127,15 @@ impl Enqueue for RedisBroker {
         // batch's outcome is that of the same enqueues one by one (which of two tasks with one
         // ID wins, which takes a lock, the pending order).
         let mut by_queue: BTreeMap<String, QueueCalls> = BTreeMap::new();
+        // Tasks that replace others (debounced, or replacing one by ID) each take a script call
+        // of their own, after the rest.
+        let mut replacing = Vec::new();
         for (index, request) in requests.into_iter().enumerate() {
             results.push(None);
+            if request.replace.is_some() {
+                replacing.push((index, request));
+                continue;
+            }
             match BatchTask::new(request, self.namespace()) {
                 Ok(task) => {
                     let queue = task.msg.queue.clone();
@@ -105,6 +164,9 @@ impl Enqueue for RedisBroker {
                 self.pubsub().made_pending(&queue);
             }
         }
+        for (index, request) in replacing {
+            results[index] = Some(self.enqueue(request).await);
+        }
         results.into_iter().map(|r| r.expect("every request has a result")).collect()
     }
 }
@@ -121,7 +183,7 @@ struct BatchTask {
 
 impl BatchTask {
     fn new(request: EnqueueRequest, namespace: &Namespace) -> Result<Self> {
-        let EnqueueRequest { message: mut msg, placement, unique_ttl } = request;
+        let EnqueueRequest { message: mut msg, placement, unique_ttl, .. } = request;
         if unique_ttl.is_some() {
             msg.unique_key = Some(namespace.queue(&msg.queue).unique(&msg.type_name, &msg.payload));
         }

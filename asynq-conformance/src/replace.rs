@@ -1,0 +1,173 @@
+//! Debounce and replace: a debounced task takes the place of the task last enqueued with its key
+//! while that one is still scheduled; a waiting task replaced by its ID keeps the ID and takes
+//! the new message and placement. Each in one step, writing nothing when it is refused.
+
+use super::BrokerFactory;
+use super::fixture::{Fixture, assert_id_conflict, assert_task_not_found, at, names, retry, secs};
+use asynq_core::broker::{Enqueue, Forward};
+use asynq_core::{
+    EnqueueRequest, Error, QueueName, Replace, Result, StoredTask, Task, TaskId, TaskOptions, TaskState,
+    resolve_enqueue,
+};
+use std::fmt::Debug;
+use std::time::Duration;
+
+const WINDOW: Duration = Duration::from_secs(10);
+
+/// Enqueues task `id` with `payload` into `q`, debounced with `key`.
+async fn debounced<B>(t: &Fixture<B>, id: &str, key: &str, payload: &str) -> Result<StoredTask>
+where
+    B: asynq_core::Broker + Clone,
+{
+    t.enqueue(id, &Task::new("t", payload.to_owned()), TaskOptions::new().queue("q").debounce(key, WINDOW)).await
+}
+
+/// Replaces task `id` of `q` with `payload` and `options`, as `Client::replace` does.
+async fn replace<B>(t: &Fixture<B>, id: &str, payload: &str, options: TaskOptions) -> Result<()>
+where
+    B: asynq_core::Broker + Clone,
+{
+    let task = Task::new("t", payload.to_owned());
+    let mut request = resolve_enqueue(&task, &options.queue("q").task_id(id), t.now(), || unreachable!())?;
+    request.replace = Some(Replace::Waiting);
+    t.broker.enqueue(request).await
+}
+
+/// Checks that task `id` of `q` is gone.
+async fn assert_gone<B: asynq_core::Broker + Clone>(t: &Fixture<B>, id: &str) {
+    let found = t.broker.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await;
+    assert_task_not_found(found, "q", id);
+}
+
+#[track_caller]
+fn assert_invalid<T: Debug>(result: Result<T>, field: &str) {
+    match result {
+        Err(Error::InvalidArgument { field: f, .. }) if f == field => {}
+        other => panic!("expected InvalidArgument for {field:?}, got {other:?}"),
+    }
+}
+
+/// A burst of debounced enqueues leaves one task, the last one's, due a window after it; the
+/// tasks it replaced are gone.
+pub async fn case_debounce_keeps_the_last_task_of_a_burst<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    debounced(&t, "a", "user:42", "v1").await.unwrap();
+    t.advance(secs(4));
+    debounced(&t, "b", "user:42", "v2").await.unwrap();
+    t.advance(secs(4));
+    debounced(&t, "c", "user:42", "v3").await.unwrap();
+    assert_gone(&t, "a").await;
+    assert_gone(&t, "b").await;
+    let c = t.task("q", "c").await;
+    assert_eq!((c.state, c.next_process_at, &c.payload[..]), (TaskState::Scheduled, Some(at(18)), &b"v3"[..]));
+    assert_eq!(t.info("q").await.scheduled, 1);
+
+    t.set(at(17));
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 0, "due a window after the last enqueue");
+    t.set(at(18));
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    let taken = t.take("q", "c").await;
+    assert_eq!(&taken.message.payload[..], b"v3");
+}
+
+/// Once the debounced task is due (pending) or running, the next enqueue with the key starts a
+/// new window beside it; other keys and other queues never replace each other.
+pub async fn case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    debounced(&t, "a", "k", "v1").await.unwrap();
+    t.set(at(10));
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    debounced(&t, "b", "k", "v2").await.unwrap();
+    assert_eq!(
+        (t.task("q", "a").await.state, t.task("q", "b").await.state),
+        (TaskState::Pending, TaskState::Scheduled)
+    );
+
+    t.take("q", "a").await;
+    debounced(&t, "c", "other key", "v3").await.unwrap();
+    let elsewhere = TaskOptions::new().queue("elsewhere").debounce("k", WINDOW);
+    t.enqueue("d", &Task::new("t", "v4"), elsewhere).await.unwrap();
+    assert_eq!(t.task("q", "a").await.state, TaskState::Active);
+    assert_eq!(t.task("q", "b").await.state, TaskState::Scheduled);
+    assert_eq!(t.task("q", "c").await.state, TaskState::Scheduled);
+    assert_eq!(t.task("elsewhere", "d").await.state, TaskState::Scheduled);
+
+    debounced(&t, "e", "k", "v5").await.unwrap();
+    assert_gone(&t, "b").await;
+    assert_eq!(t.task("q", "a").await.state, TaskState::Active, "a running task is never replaced");
+}
+
+/// A debounced task whose ID is taken is refused with `TaskIdConflict`, and the task it would
+/// have replaced stays; a debounced task with the same ID as the one waiting replaces it where it
+/// is.
+pub async fn case_debounce_with_a_taken_id_writes_nothing<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    t.plain("q", "taken").await;
+    debounced(&t, "a", "k", "v1").await.unwrap();
+    assert_id_conflict(debounced(&t, "taken", "k", "v2").await, "q", "taken");
+    assert_eq!(t.task("q", "a").await.state, TaskState::Scheduled);
+    assert_eq!(&t.task("q", "taken").await.payload[..], b"taken");
+
+    t.advance(secs(3));
+    debounced(&t, "a", "k", "v3").await.unwrap();
+    let a = t.task("q", "a").await;
+    assert_eq!((a.state, a.next_process_at, &a.payload[..]), (TaskState::Scheduled, Some(at(13)), &b"v3"[..]));
+    assert_eq!(t.info("q").await.scheduled, 1);
+}
+
+/// A waiting task replaced by its ID keeps the ID and takes the new payload and placement: a
+/// pending task stays pending or is scheduled, a scheduled one moves or becomes pending; the
+/// uniqueness lock the old task held is released.
+pub async fn case_replace_by_id_moves_a_waiting_task<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    t.plain("q", "p").await;
+    t.plain("q", "p2").await;
+    t.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("q").process_at(at(100))).await.unwrap();
+    let unique = TaskOptions::new().queue("q").unique(secs(3600));
+    t.enqueue("u", &Task::new("t", "locked"), unique.clone()).await.unwrap();
+
+    replace(&t, "p", "p-new", TaskOptions::new()).await.unwrap();
+    let p = t.task("q", "p").await;
+    assert_eq!((p.state, &p.payload[..]), (TaskState::Pending, &b"p-new"[..]));
+    replace(&t, "p2", "p2-later", TaskOptions::new().process_at(at(50))).await.unwrap();
+    assert_eq!(t.task("q", "p2").await.next_process_at, Some(at(50)));
+    assert_eq!(t.task("q", "p2").await.state, TaskState::Scheduled);
+    replace(&t, "s", "s-sooner", TaskOptions::new().process_at(at(20))).await.unwrap();
+    assert_eq!(t.task("q", "s").await.next_process_at, Some(at(20)));
+    replace(&t, "u", "unlocked", TaskOptions::new()).await.unwrap();
+    t.enqueue("u2", &Task::new("t", "locked"), unique).await.expect("the replaced task's lock was released");
+
+    let info = t.info("q").await;
+    assert_eq!((info.pending, info.scheduled), (3, 2), "p, u and u2 pending; p2 and s scheduled");
+    assert_eq!(t.dequeue_ids(&["q"], 10).await, ["p", "u", "u2"], "a replaced pending task joins the back");
+}
+
+/// Only a pending or scheduled task can be replaced: a running, retrying, archived or completed
+/// one is refused with `FailedPrecondition` and an unknown one with `TaskNotFound`, nothing
+/// written; a replacement that is unique or grouped is refused before anything is written.
+pub async fn case_replace_refuses_what_is_not_waiting<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    t.activate("q", "active").await;
+    t.run("q", "retry", retry(at(60), "boom", true)).await;
+    t.complete("q", "completed", secs(600)).await;
+    for id in ["active", "retry", "completed"] {
+        let before = t.task("q", id).await;
+        match replace(&t, id, "new", TaskOptions::new()).await {
+            Err(Error::FailedPrecondition(message)) if message.contains(id) => {}
+            other => panic!("replacing {id}: expected FailedPrecondition, got {other:?}"),
+        }
+        assert_eq!(t.task("q", id).await, before, "{id} is unchanged");
+    }
+    assert_task_not_found(replace(&t, "nope", "new", TaskOptions::new()).await, "q", "nope");
+
+    t.plain("q", "p").await;
+    let task = Task::new("t", "new");
+    for (options, field) in [(TaskOptions::new().unique(secs(60)), "unique"), (TaskOptions::new().group("g"), "group")]
+    {
+        let mut request: EnqueueRequest =
+            resolve_enqueue(&task, &options.queue("q").task_id("p"), t.now(), || unreachable!()).unwrap();
+        request.replace = Some(Replace::Waiting);
+        assert_invalid(t.broker.enqueue(request).await, field);
+    }
+    assert_eq!(&t.task("q", "p").await.payload[..], b"p");
+}

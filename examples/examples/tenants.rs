@@ -1,0 +1,75 @@
+//! Many tenants on one broker: two services in namespaces of their own, a debounced search-index
+//! refresh (five quick edits, one refresh with the last text) and a reminder replaced by its ID.
+//! Runs on the embedded memory broker, where each broker value is a namespace of its own, and
+//! exits by itself; with `REDIS_URL` the two services share one Redis, each under its own prefix.
+//!
+//! ```text
+//! cargo run --example tenants
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example tenants
+//! ```
+
+use rasynq::core::Broker;
+use rasynq::{Client, Config, Inspector, MemoryBroker, RedisBroker, ServeMux, Server, Task, TaskOptions};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A broker for service `namespace`: on Redis, in that namespace; in memory, one of its own.
+async fn broker_for(namespace: &str) -> anyhow::Result<Arc<dyn Broker>> {
+    Ok(match std::env::var("REDIS_URL") {
+        Ok(url) => {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            Arc::new(RedisBroker::connect(&format!("{url}{separator}namespace={namespace}")).await?)
+        }
+        Err(_) => Arc::new(MemoryBroker::new()),
+    })
+}
+
+/// Prints every task it runs, naming the service.
+fn handlers(service: &'static str) -> ServeMux {
+    let mut mux = ServeMux::new();
+    for task_type in ["invoice:send", "index:refresh", "remind"] {
+        mux.handle_fn(task_type, move |ctx, task| async move {
+            let payload = String::from_utf8_lossy(task.payload());
+            println!("{service}: ran {} {} ({payload})", task.type_name(), ctx.task_id());
+            Ok(())
+        });
+    }
+    mux
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let (billing, search) = (broker_for("billing").await?, broker_for("search").await?);
+    // Each service sees its own queues only, though both use `default`.
+    let billing_client = Client::from_shared(billing.clone());
+    billing_client.enqueue(&Task::new("invoice:send", "invoice 7"), TaskOptions::new()).await?;
+
+    // Debounce: each edit of document 42 replaces the refresh still waiting, so a burst of
+    // edits a shorter time apart than the window refreshes the index once, with the last text.
+    let search_client = Client::from_shared(search.clone());
+    let window = Duration::from_secs(1);
+    for edit in 1..=5 {
+        let refresh = Task::new("index:refresh", format!("doc 42, edit {edit}"));
+        search_client.enqueue(&refresh, TaskOptions::new().debounce("doc:42", window)).await?;
+    }
+    // Replace by ID: the reminder keeps its ID and takes the new text and due time.
+    let later = TaskOptions::new().process_in(Duration::from_secs(3600));
+    let reminder = search_client.enqueue(&Task::new("remind", "in an hour"), later).await?;
+    let sooner = TaskOptions::new().process_in(window);
+    search_client.replace(&reminder.id, &Task::new("remind", "in a second, replaced"), sooner).await?;
+    let queue = Inspector::from_shared(search.clone()).queue_info("default").await?;
+    println!("search: {} tasks scheduled of 6 enqueued", queue.scheduled);
+
+    let fast = || Config { delayed_task_check_interval: Duration::from_millis(200), ..Config::default() };
+    let mut billing_server = Server::from_shared(billing, fast())?;
+    billing_server.start(handlers("billing"))?;
+    let mut search_server = Server::from_shared(search.clone(), fast())?;
+    search_server.start(handlers("search"))?;
+    let search_inspector = Inspector::from_shared(search);
+    while search_inspector.queue_info("default").await?.size > 0 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    billing_server.shutdown().await;
+    search_server.shutdown().await;
+    Ok(())
+}
