@@ -196,6 +196,7 @@ macro_rules! broker_conformance {
             progress::case_a_new_attempt_starts_without_progress,
             replace::case_debounce_keeps_the_last_task_of_a_burst,
             replace::case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue,
+            replace::case_debounce_replaces_only_a_task_debounced_with_its_key,
             replace::case_debounce_with_a_taken_id_writes_nothing,
             replace::case_replace_by_id_moves_a_waiting_task,
             replace::case_replace_refuses_what_is_not_waiting,

@@ -4,7 +4,7 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, assert_id_conflict, assert_task_not_found, at, names, retry, secs};
-use asynq_core::broker::{Enqueue, Forward};
+use asynq_core::broker::{Enqueue, Forward, Manage};
 use asynq_core::{
     EnqueueRequest, Error, QueueName, Replace, Result, StoredTask, Task, TaskId, TaskOptions, TaskState,
     resolve_enqueue,
@@ -95,6 +95,24 @@ pub async fn case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue<F
     debounced(&t, "e", "k", "v5").await.unwrap();
     assert_gone(&t, "b").await;
     assert_eq!(t.task("q", "a").await.state, TaskState::Active, "a running task is never replaced");
+}
+
+/// The mark counts only for a task still debounced with its key: a task stored again under the
+/// same ID without the key, or replaced by its ID, is not replaced by the next debounce.
+pub async fn case_debounce_replaces_only_a_task_debounced_with_its_key<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let (q, later) = (QueueName::from_static("q"), TaskOptions::new().queue("q").process_in(secs(100)));
+    debounced(&t, "a", "k1", "v1").await.unwrap();
+    t.broker.delete_task(&q, &TaskId::from_static("a")).await.unwrap();
+    t.enqueue("a", &Task::new("t", "plain"), later.clone()).await.unwrap();
+    debounced(&t, "b", "k1", "v2").await.unwrap();
+    assert_eq!(&t.task("q", "a").await.payload[..], b"plain", "a task of the same ID, not debounced, stays");
+
+    debounced(&t, "c", "k2", "v3").await.unwrap();
+    replace(&t, "c", "replaced", later).await.unwrap();
+    debounced(&t, "d", "k2", "v4").await.unwrap();
+    assert_eq!(&t.task("q", "c").await.payload[..], b"replaced", "a task replaced by ID is no longer debounced");
+    assert_eq!(t.info("q").await.scheduled, 4);
 }
 
 /// A debounced task whose ID is taken is refused with `TaskIdConflict`, and the task it would

@@ -44,11 +44,23 @@ struct TaskRecord {
     progress: Option<Progress>,
     /// How many times a started lease of it expired and was forgiven ([`Outcome::Stalled`]).
     stalls: u32,
+    /// The debounce key it was enqueued with, if any (Redis's `debounce` hash field).
+    debounce: Option<String>,
 }
 
 impl TaskRecord {
     fn new(msg: StoredTask, state: TaskState) -> Self {
-        Self { msg, state, pending_since: None, unique_key: None, group: None, result: None, progress: None, stalls: 0 }
+        Self {
+            msg,
+            state,
+            pending_since: None,
+            unique_key: None,
+            group: None,
+            result: None,
+            progress: None,
+            stalls: 0,
+            debounce: None,
+        }
     }
 
     /// The task's snapshot in `state`, due at `next_process_at`.

@@ -243,6 +243,21 @@ pub enum Op {
         /// Whether to delete its tasks too.
         force: bool,
     },
+    /// A client enqueues `task` debounced with `key`: scheduled `window` seconds ahead, in
+    /// place of the task last enqueued with the key in its queue while that one is still
+    /// scheduled with the key. The task's `when` and `unique` are not used.
+    Debounce {
+        /// The task.
+        task: NewTask,
+        /// The debounce key.
+        key: &'static str,
+        /// The window, seconds.
+        window: u64,
+    },
+    /// A client replaces the waiting (pending or scheduled) task `task.id` of `task.queue`
+    /// with `task`, pending or scheduled as its `when` says (`Now` or `In`); `unique` is not
+    /// used.
+    Replace(NewTask),
 }
 
 /// The kind of error a call returned: what callers match on, without the message.
@@ -465,6 +480,8 @@ struct Task {
     group: Option<String>,
     /// How many times a started lease of it expired and was forgiven.
     stalls: u32,
+    /// The debounce key it was enqueued with.
+    debounce: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -559,13 +576,22 @@ pub struct Model {
     locks: BTreeMap<LockKey, Lock>,
     /// The `(queue, id)` pairs a processor was ever handed a message for, most recent last.
     handed: Vec<(String, String)>,
+    /// Per `(queue, debounce key)`, the ID of the task last enqueued with the key.
+    debounce_marks: BTreeMap<(String, String), String>,
 }
 
 impl Model {
     /// An empty broker whose clock reads `now` (Unix seconds).
     pub fn new(now: i64) -> Self {
         let queues = QUEUES.iter().map(|q| (q.to_string(), Queue::default())).collect();
-        Model { now, known: BTreeSet::new(), queues, locks: BTreeMap::new(), handed: Vec::new() }
+        Model {
+            now,
+            known: BTreeSet::new(),
+            queues,
+            locks: BTreeMap::new(),
+            handed: Vec::new(),
+            debounce_marks: BTreeMap::new(),
+        }
     }
 
     /// The clock, Unix seconds.
@@ -662,6 +688,8 @@ impl Model {
                 }
             }
             Op::DeleteQueue { queue, force } => self.delete_queue(queue, *force).map(|()| Reply::Ok),
+            Op::Debounce { task, key, window } => self.debounce(task, key, *window).map(|()| Reply::Ok),
+            Op::Replace(task) => self.replace(task).map(|()| Reply::Ok),
         };
         result.unwrap_or_else(Reply::Err)
     }
@@ -711,9 +739,81 @@ impl Model {
             unique: unique.then_some(lock_key),
             group,
             stalls: 0,
+            debounce: None,
         };
         q.tasks.insert(id.to_owned(), task);
         Ok(())
+    }
+
+    fn debounce(&mut self, task: &NewTask, key: &str, window: u64) -> Result<(), ErrorKind> {
+        let (queue, id) = (task.queue, task.id);
+        self.known.insert(queue.to_owned());
+        let mark = (queue.to_owned(), key.to_owned());
+        let tasks = &self.queues.entry(queue.to_owned()).or_default().tasks;
+        let old = self.debounce_marks.get(&mark).filter(|old| {
+            tasks
+                .get(old.as_str())
+                .is_some_and(|t| t.state == TaskState::Scheduled && t.debounce.as_deref() == Some(key))
+        });
+        match old.cloned() {
+            Some(old) if old == id => self.forget_waiting(queue, id),
+            _ if self.queue(queue).tasks.contains_key(id) => return Err(ErrorKind::TaskIdConflict),
+            Some(old) => self.forget_waiting(queue, &old),
+            None => {}
+        }
+        self.store_waiting(task, Some(window), Some(key));
+        self.debounce_marks.insert(mark, id.to_owned());
+        Ok(())
+    }
+
+    fn replace(&mut self, task: &NewTask) -> Result<(), ErrorKind> {
+        // The queue is registered before the replacement is attempted, whatever its outcome.
+        self.known.insert(task.queue.to_owned());
+        let state = self.task_state(task.queue, task.id)?;
+        if !matches!(state, TaskState::Pending | TaskState::Scheduled) {
+            return Err(ErrorKind::FailedPrecondition);
+        }
+        self.forget_waiting(task.queue, task.id);
+        let delay = match task.when {
+            When::In(secs) => Some(secs),
+            _ => None,
+        };
+        self.store_waiting(task, delay, None);
+        Ok(())
+    }
+
+    /// Takes waiting task `id` out of its container and forgets it, releasing its lock.
+    fn forget_waiting(&mut self, queue: &str, id: &str) {
+        self.queue(queue).detach(id);
+        self.release(queue, id);
+        self.queue(queue).tasks.remove(id);
+    }
+
+    /// Stores `task` as pending, or scheduled `delay` seconds ahead, holding no lock.
+    fn store_waiting(&mut self, task: &NewTask, delay: Option<u64>, debounce: Option<&str>) {
+        let now = self.now;
+        let q = self.queue(task.queue);
+        let state = match delay {
+            Some(secs) => {
+                q.scheduled.insert((now + secs as i64, task.id.to_owned()));
+                TaskState::Scheduled
+            }
+            None => {
+                q.pending.push_back(task.id.to_owned());
+                TaskState::Pending
+            }
+        };
+        let stored = Task {
+            state,
+            retry: task.max_retry,
+            retried: 0,
+            retention: task.retention as i64,
+            unique: None,
+            group: None,
+            stalls: 0,
+            debounce: debounce.map(str::to_owned),
+        };
+        q.tasks.insert(task.id.to_owned(), stored);
     }
 
     fn dequeue(&mut self, queues: &[&'static str], max: usize) -> Vec<(String, String)> {

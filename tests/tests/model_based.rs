@@ -23,7 +23,7 @@ use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    Broker, Clock, EnqueueRequest, FREE_STALLS, QueueName, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
+    Broker, Clock, EnqueueRequest, FREE_STALLS, QueueName, Replace, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
     TaskOptions, TaskState, resolve_enqueue,
 };
 use asynq_memory::MemoryBroker;
@@ -73,12 +73,9 @@ impl<B: Broker> Backend<B> {
     }
 
     fn request(&self, new: &NewTask) -> EnqueueRequest {
-        let mut options = TaskOptions::new().queue(new.queue).task_id(new.id).max_retry(new.max_retry);
+        let mut options = TaskOptions::new();
         if new.unique {
             options = options.unique(UNIQUE_TTL);
-        }
-        if new.retention > 0 {
-            options = options.retention(Duration::from_secs(new.retention));
         }
         options = match new.when {
             When::Now => options,
@@ -86,8 +83,17 @@ impl<B: Broker> Backend<B> {
             When::Group(group) => options.group(group),
             When::GroupIn(group, secs) => options.group(group).process_in(Duration::from_secs(secs)),
         };
-        let task = Task::new(TASK_TYPE, new.payload.as_bytes().to_vec());
-        resolve_enqueue(&task, &options, self.clock.now(), || unreachable!("the ID is given"))
+        self.resolve(new, options)
+    }
+
+    /// The request for `task` with `options` (queue, ID, retries and retention are the task's).
+    fn resolve(&self, task: &NewTask, options: TaskOptions) -> EnqueueRequest {
+        let mut options = options.queue(task.queue).task_id(task.id).max_retry(task.max_retry);
+        if task.retention > 0 {
+            options = options.retention(Duration::from_secs(task.retention));
+        }
+        let payload = Task::new(TASK_TYPE, task.payload.as_bytes().to_vec());
+        resolve_enqueue(&payload, &options, self.clock.now(), || unreachable!("the ID is given"))
             .expect("generated options are valid")
     }
 
@@ -198,6 +204,19 @@ impl<B: Broker> Backend<B> {
             Op::Unpause { queue } => Reply::of_unit(b.unpause_queue(&QueueName::new(*queue).unwrap()).await),
             Op::DeleteQueue { queue, force } => {
                 Reply::of_unit(b.delete_queue(&QueueName::new(*queue).unwrap(), *force).await)
+            }
+            Op::Debounce { task, key, window } => {
+                let options = TaskOptions::new().debounce(*key, Duration::from_secs(*window));
+                Reply::of_unit(b.enqueue(self.resolve(task, options)).await)
+            }
+            Op::Replace(task) => {
+                let options = match task.when {
+                    When::In(secs) => TaskOptions::new().process_in(Duration::from_secs(secs)),
+                    _ => TaskOptions::new(),
+                };
+                let mut request = self.resolve(task, options);
+                request.replace = Some(Replace::Waiting);
+                Reply::of_unit(b.enqueue(request).await)
             }
         }
     }
@@ -387,6 +406,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => queue().prop_map(|queue| Op::Pause { queue }),
         4 => queue().prop_map(|queue| Op::Unpause { queue }),
         2 => (queue(), any::<bool>()).prop_map(|(queue, force)| Op::DeleteQueue { queue, force }),
+        4 => (new_task(), proptest::sample::select(&["k1", "k2"][..]), 1u64..600)
+            .prop_map(|(task, key, window)| Op::Debounce { task, key, window }),
+        3 => new_task().prop_map(Op::Replace),
     ]
 }
 

@@ -131,7 +131,8 @@ impl Queue {
         let (queue, id) = (request.message.queue.clone(), request.message.id.clone());
         match replace {
             Replace::Debounced(debounce) => {
-                let old = self.debounce_marks.get(debounce.key()).filter(|old| self.is_scheduled(old)).cloned();
+                let key = debounce.key();
+                let old = self.debounce_marks.get(key).filter(|old| self.debounced_here(old, key)).cloned();
                 match old {
                     Some(old) if old == id.as_str() => self.take_out_waiting(&old, TaskState::Scheduled)?,
                     _ if self.tasks.contains_key(id.as_str()) => return Err(Error::TaskIdConflict { queue, id }),
@@ -139,12 +140,15 @@ impl Queue {
                     None => {}
                 }
                 self.enqueue(request, now)?;
-                self.debounce_marks.insert(debounce.key().to_owned(), id.to_string());
-                // A mark counts only while its task is scheduled; the others go when the map
-                // has doubled since they last went, so each enqueue costs O(1) amortized.
+                if let Some(record) = self.tasks.get_mut(id.as_str()) {
+                    record.debounce = Some(key.to_owned());
+                }
+                self.debounce_marks.insert(key.to_owned(), id.to_string());
+                // A mark counts only while its task is scheduled with its key; the others go when
+                // the map has doubled since they last went, so each enqueue costs O(1) amortized.
                 if self.debounce_marks.len() >= self.debounce_sweep_at {
                     let marks = std::mem::take(&mut self.debounce_marks);
-                    self.debounce_marks = marks.into_iter().filter(|(_, id)| self.is_scheduled(id)).collect();
+                    self.debounce_marks = marks.into_iter().filter(|(key, id)| self.debounced_here(id, key)).collect();
                     self.debounce_sweep_at = (self.debounce_marks.len() * 2).max(64);
                 }
             }
@@ -163,8 +167,11 @@ impl Queue {
         Ok(())
     }
 
-    fn is_scheduled(&self, id: &str) -> bool {
-        self.tasks.get(id).is_some_and(|record| record.state == TaskState::Scheduled)
+    /// Whether task `id` is scheduled, debounced with `key`.
+    fn debounced_here(&self, id: &str, key: &str) -> bool {
+        self.tasks
+            .get(id)
+            .is_some_and(|record| record.state == TaskState::Scheduled && record.debounce.as_deref() == Some(key))
     }
 
     /// Takes waiting task `id`, in `state`, out of its container and forgets it (releasing its

@@ -57,17 +57,17 @@ impl RedisBroker {
         };
         let mut call = ScriptCall::new(&SCRIPTS.enqueue_replacing);
         call.key(k.task(&msg.id)).key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
-        let (mode, mark_lifetime) = match replace {
+        let (mode, mark_lifetime, key) = match replace {
             Replace::Debounced(debounce) => {
                 call.key(k.debounce(debounce.key()));
-                ("debounce", debounce.window().saturating_add(DEBOUNCE_MARK_GRACE))
+                ("debounce", debounce.window().saturating_add(DEBOUNCE_MARK_GRACE), debounce.key())
             }
-            Replace::Waiting => ("replace", Duration::ZERO),
+            Replace::Waiting => ("replace", Duration::ZERO, ""),
             _ => return Err(Error::Unsupported { capability: "this kind of replacement" }),
         };
         call.arg(encode(&msg)).arg(msg.id.as_str()).arg(mode).arg(placement).arg(score).arg(k.ready_channel());
         call.arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
-        call.arg(u64::try_from(mark_lifetime.as_millis()).unwrap_or(u64::MAX));
+        call.arg(u64::try_from(mark_lifetime.as_millis()).unwrap_or(u64::MAX)).arg(key);
         self.register_queue(&msg.queue).await?;
         let reply: i64 = call.run(&mut self.conn(), "enqueue replacing").await?;
         if placement == "pending" && reply == 1 {

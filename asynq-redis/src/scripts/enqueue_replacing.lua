@@ -2,10 +2,12 @@
 -- step, so that two producers racing never leave two tasks or none (ours; Go asynq has neither
 -- mode). Two modes:
 --
---   "debounce": the task the debounce mark names, if it is still scheduled, is deleted (its
---               uniqueness lock released, a waiting Rust client told) and the new task stored
---               under its own ID; the mark then names the new task. A task that is no longer
---               scheduled (due, running, gone) is left alone: the new task starts a new window.
+--   "debounce": the task the debounce mark names, if it is still scheduled with this key (its
+--               hash's `debounce` field), is deleted (its uniqueness lock released, a waiting
+--               Rust client told) and the new task stored under its own ID, its hash naming the
+--               key; the mark then names the new task. A task that is no longer scheduled (due,
+--               running, gone, or replaced by ID) is left alone: the new task starts a new
+--               window.
 --   "replace":  the pending or scheduled task with the new task's ID is taken out of its
 --               container (its lock released) and the new message stored under the same ID, in
 --               the new placement; a Rust client waiting for the ID keeps waiting, for the
@@ -29,6 +31,7 @@
 -- ARGV[8] -> the group key prefix, <ns>:{<q>}:g:
 -- ARGV[9] -> the finish channel, <ns>:{<q>}:finished
 -- ARGV[10] -> "debounce": how long the mark lives, milliseconds (past the task's due time)
+-- ARGV[11] -> "debounce": the debounce key
 -- Returns: "debounce": 1 stored, 2 stored in place of a scheduled task, 0 a task with this ID
 --          exists (nothing written);
 --          "replace": 1 replaced, 0 no such task, -1 the task is neither pending nor scheduled
@@ -45,6 +48,15 @@ local function store()
         redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "scheduled")
         redis.call("ZADD", KEYS[3], ARGV[5], ARGV[2])
     end
+    if ARGV[3] == "debounce" then
+        redis.call("HSET", KEYS[1], "debounce", ARGV[11])
+    end
+end
+
+-- Whether the task at `key` is scheduled, debounced with this call's key.
+local function debounced_here(key)
+    local state, debounce = unpack(redis.call("HMGET", key, "state", "debounce"))
+    return state == "scheduled" and debounce == ARGV[11]
 end
 
 -- Takes the task at KEYS[1], in `state`, out of its container and stores the new message there
@@ -68,7 +80,7 @@ end
 if ARGV[3] == "debounce" then
     local old = redis.call("GET", KEYS[6])
     local replaced = 1
-    if old == ARGV[2] and redis.call("HGET", KEYS[1], "state") == "scheduled" then
+    if old == ARGV[2] and debounced_here(KEYS[1]) then
         -- The same ID again (a fixed task ID): the task is replaced where it is.
         local replace_error = replace_in_place("scheduled")
         if replace_error then
@@ -80,7 +92,7 @@ if ARGV[3] == "debounce" then
             return 0
         end
         local old_key = old and ARGV[7] .. "t:" .. old
-        if old and redis.call("HGET", old_key, "state") == "scheduled" then
+        if old and debounced_here(old_key) then
             local detach_error = detach_waiting(old, "scheduled", nil, ARGV[7], ARGV[8], KEYS[4])
             if detach_error then
                 return detach_error
