@@ -384,6 +384,16 @@ pub(crate) struct TaskEnqueueArgs {
     /// Group for the task (to be aggregated)
     #[arg(long)]
     pub(crate) group: Option<String>,
+    /// Debounce key: the task takes the place of the task last enqueued with this key into the
+    /// queue while that one is still scheduled (with --debounce-window)
+    #[arg(long, requires = "debounce_window")]
+    pub(crate) debounce: Option<String>,
+    /// How long after the last enqueue with --debounce the task runs, a Go duration
+    #[arg(long = "debounce-window", alias = "debounce_window", requires = "debounce")]
+    pub(crate) debounce_window: Option<String>,
+    /// Replace the waiting (pending or scheduled) task with this ID instead of adding one
+    #[arg(long, value_name = "TASK_ID", conflicts_with_all = ["id", "debounce"])]
+    pub(crate) replace: Option<String>,
 }
 
 /// `asynq task archiveall|deleteall|runall`

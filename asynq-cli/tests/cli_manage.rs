@@ -87,6 +87,29 @@ fn tasks_are_enqueued_with_go_style_options() {
 }
 
 #[test]
+fn tasks_are_debounced_and_replaced() {
+    let (server, _) = seeded_server();
+    let debounced = |payload: &str| {
+        let args = ["task", "enqueue", "-t", "sync", "-l", payload, "--queue", "docs", "--debounce", "doc:42"];
+        asynq_at(&server, &[&args[..], &["--debounce-window", "1m", "--json"]].concat()).ok().json()
+    };
+    let first = debounced("edit 1");
+    let last = debounced("edit 2");
+    assert_eq!(last["state"], "scheduled");
+    let scheduled = asynq_at(&server, &["task", "ls", "-q", "docs", "-s", "scheduled", "--json"]).ok().json();
+    let ids: Vec<&str> = scheduled.as_array().unwrap().iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, [last["id"].as_str().unwrap()], "the second took the place of the first ({first})");
+
+    let id = last["id"].as_str().unwrap();
+    let replace = ["task", "enqueue", "-t", "sync", "-l", "now", "--queue", "docs", "--replace", id];
+    asynq_at(&server, &replace).ok().shows(&[&format!("Replaced task {id} in queue \"docs\" (pending)")]);
+    let gone = asynq_at(&server, &["task", "enqueue", "-t", "sync", "-l", "x", "--queue", "docs", "--replace", "nope"]);
+    assert_eq!(gone.code, 3, "{gone:#?}");
+    let alone = asynq_at(&server, &["task", "enqueue", "-t", "sync", "-l", "x", "--debounce", "k"]);
+    assert_eq!(alone.code, 2, "--debounce needs --debounce-window: {alone:#?}");
+}
+
+#[test]
 fn queues_are_paused_resumed_and_removed() {
     let (server, _) = seeded_server();
     asynq_at(&server, &["queue", "pause", "critical"]).ok().shows(&[r#"Successfully paused queue "critical""#]);

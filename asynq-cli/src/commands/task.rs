@@ -314,17 +314,23 @@ fn enqueue_options(args: &TaskEnqueueArgs) -> Result<TaskOptions, CliError> {
     if let Some(group) = &args.group {
         options = options.group(group);
     }
+    if let (Some(key), Some(window)) = (&args.debounce, &args.debounce_window) {
+        options = options.debounce(key, duration_flag("debounce_window", window)?);
+    }
     Ok(options)
 }
 
 async fn enqueue(ctx: &Context, args: TaskEnqueueArgs) -> CliResult {
     let options = enqueue_options(&args)?;
     let task = Task::new(args.type_name.clone(), args.payload.clone().into_bytes());
-    let info = ctx.conn.client.enqueue(&task, options).await?;
+    let (info, done) = match &args.replace {
+        Some(id) => (ctx.conn.client.replace(id, &task, options).await?, "Replaced"),
+        None => (ctx.conn.client.enqueue(&task, options).await?, "Enqueued"),
+    };
     if ctx.json {
         print_json(&TaskView::from(&info))?;
     } else {
-        outln!("Enqueued task {} in queue {:?} ({})", info.id, info.queue, info.state)?;
+        outln!("{done} task {} in queue {:?} ({})", info.id, info.queue, info.state)?;
     }
     Ok(())
 }
