@@ -45,6 +45,54 @@ use asynq_core::{Clock, EnqueueRequest, Placement, Replace, SystemClock, resolve
 use gather::Gathering;
 use std::fmt;
 use std::sync::Arc;
+use tracing::Instrument;
+
+/// The name of the span of each enqueue (and of each batch), a child of the caller's span. Its
+/// fields follow OpenTelemetry's messaging conventions: `messaging.system` (`asynq`),
+/// `messaging.operation.type` (`send`), `messaging.destination.name` (the queue) and
+/// `messaging.message.id` (the task ID), or `messaging.batch.message_count` for a batch; with
+/// `otel.kind` `producer` and `otel.name` `send <queue>`. Built with the `opentelemetry`
+/// feature, the client writes this span's context into each task's `traceparent` header, so the
+/// worker's task span joins the trace.
+pub const ENQUEUE_SPAN_NAME: &str = "asynq.enqueue";
+
+/// The enqueue span of `request` (see [`ENQUEUE_SPAN_NAME`]), its context written into the
+/// request's headers with the `opentelemetry` feature.
+fn enqueue_span(request: &mut EnqueueRequest) -> tracing::Span {
+    let span = tracing::info_span!(
+        ENQUEUE_SPAN_NAME,
+        otel.name = %format_args!("send {}", request.queue()),
+        otel.kind = "producer",
+        messaging.system = "asynq",
+        messaging.operation.type = "send",
+        messaging.operation.name = "send",
+        messaging.destination.name = %request.queue(),
+        messaging.message.id = %request.id(),
+    );
+    propagate(&span, request);
+    span
+}
+
+/// The enqueue span of a batch of `count` tasks (see [`ENQUEUE_SPAN_NAME`]).
+fn batch_span(count: usize) -> tracing::Span {
+    tracing::info_span!(
+        ENQUEUE_SPAN_NAME,
+        otel.name = "send",
+        otel.kind = "producer",
+        messaging.system = "asynq",
+        messaging.operation.type = "send",
+        messaging.operation.name = "send",
+        messaging.batch.message_count = count,
+    )
+}
+
+/// With the `opentelemetry` feature, writes `span`'s trace context into `request`'s headers
+/// (unless they carry one already).
+#[cfg_attr(not(feature = "opentelemetry"), expect(unused_variables))]
+fn propagate(span: &tracing::Span, request: &mut EnqueueRequest) {
+    #[cfg(feature = "opentelemetry")]
+    asynq_core::trace_context::inject_span(span, &mut request.message.headers);
+}
 
 /// Enqueues tasks into a broker.
 ///
@@ -120,8 +168,9 @@ impl Client {
     /// [`Error::TaskIdConflict`] when the queue already holds a task with the given ID, and
     /// [`Error::Broker`] when the broker fails.
     pub async fn enqueue(&self, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
-        let (request, info) = self.prepare(task, &options)?;
-        self.gathering.enqueue(request).await?;
+        let (mut request, info) = self.prepare(task, &options)?;
+        let span = enqueue_span(&mut request);
+        self.gathering.enqueue(request).instrument(span).await?;
         Ok(info)
     }
 
@@ -160,7 +209,8 @@ impl Client {
         }
         request.replace = Some(Replace::Waiting);
         request.check_replacement()?;
-        self.gathering.broker().enqueue(request).await?;
+        let span = enqueue_span(&mut request);
+        self.gathering.broker().enqueue(request).instrument(span).await?;
         Ok(info)
     }
 
@@ -185,9 +235,11 @@ impl Client {
         let mut results: Vec<Result<TaskInfo>> = Vec::with_capacity(tasks.len());
         let mut requests = Vec::with_capacity(tasks.len());
         let mut sent = Vec::with_capacity(tasks.len());
+        let span = batch_span(tasks.len());
         for (index, (task, options)) in tasks.iter().enumerate() {
             match self.prepare(task, options) {
-                Ok((request, info)) => {
+                Ok((mut request, info)) => {
+                    propagate(&span, &mut request);
                     requests.push(request);
                     sent.push(index);
                     results.push(Ok(info));
@@ -195,7 +247,8 @@ impl Client {
                 Err(e) => results.push(Err(e)),
             }
         }
-        for (index, outcome) in sent.into_iter().zip(self.gathering.broker().enqueue_batch(requests).await) {
+        let stored = self.gathering.broker().enqueue_batch(requests).instrument(span).await;
+        for (index, outcome) in sent.into_iter().zip(stored) {
             if let Err(e) = outcome {
                 results[index] = Err(e);
             }

@@ -37,6 +37,8 @@ pub mod state;
 mod stored;
 mod task;
 pub mod time;
+#[cfg(feature = "opentelemetry")]
+pub mod trace_context;
 mod wait;
 
 pub use aggregate::{validate_aggregation_completion, validate_aggregation_set};

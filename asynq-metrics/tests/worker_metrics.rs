@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{Served, buckets, find, parse, value};
+use tracing::Instrument;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -211,4 +212,54 @@ async fn the_trace_context_travels_from_the_producer_to_the_handler_in_the_trace
     assert_eq!(traced, producer_trace, "the handler's span joins the producer's trace");
     assert_ne!(alone, producer_trace, "a task without the header starts a trace of its own");
     assert_ne!(alone, opentelemetry::trace::TraceId::INVALID);
+}
+
+/// Keeps every span the SDK finishes, for the test to read.
+#[derive(Debug, Clone, Default)]
+struct FinishedSpans(Arc<Mutex<Vec<opentelemetry_sdk::trace::SpanData>>>);
+
+impl opentelemetry_sdk::trace::SpanExporter for FinishedSpans {
+    async fn export(&self, batch: Vec<opentelemetry_sdk::trace::SpanData>) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_enqueue_span_and_a_task_span_make_one_trace_with_no_call_per_task() {
+    let finished = FinishedSpans::default();
+    let provider =
+        opentelemetry_sdk::trace::SdkTracerProvider::builder().with_simple_exporter(finished.clone()).build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("asynq-metrics-test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let h = Harness::new();
+    // No observer: the server continues the trace itself.
+    let mut server = Server::new(h.broker.clone(), h.config("default", 1)).unwrap();
+    server.start(handler_fn(|_ctx, _task: Task| async { Ok(()) })).unwrap();
+
+    let request = tracing::info_span!("http.request");
+    let producer_trace = request.context().span().span_context().trace_id();
+    let info = h.client.enqueue(&Task::new("auto", ""), TaskOptions::new()).instrument(request.clone()).await.unwrap();
+    drop(request);
+    h.eventually(secs(10), "the task ran", || async { h.queue("default").await.processed_total == 1 }).await;
+    server.shutdown().await;
+
+    let spans = finished.0.lock().unwrap().clone();
+    let named = |name: &str| spans.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}: {spans:#?}"));
+    let attribute = |span: &opentelemetry_sdk::trace::SpanData, key: &str| {
+        span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
+    };
+    let send = named("send default");
+    let process = named("process default");
+    assert_eq!(send.span_kind, opentelemetry::trace::SpanKind::Producer);
+    assert_eq!(process.span_kind, opentelemetry::trace::SpanKind::Consumer);
+    for (span, operation) in [(send, "send"), (process, "process")] {
+        assert_eq!(attribute(span, "messaging.system").as_deref(), Some("asynq"));
+        assert_eq!(attribute(span, "messaging.operation.type").as_deref(), Some(operation));
+        assert_eq!(attribute(span, "messaging.destination.name").as_deref(), Some("default"));
+        assert_eq!(attribute(span, "messaging.message.id").as_deref(), Some(info.id.as_str()));
+        assert_eq!(span.span_context.trace_id(), producer_trace, "{} is in the request's trace", span.name);
+    }
+    assert_eq!(process.parent_span_id, send.span_context.span_id(), "the task span continues the enqueue span");
 }

@@ -6,9 +6,14 @@
 //!
 //! Every task attempt runs inside a `tracing` span named [`TASK_SPAN_NAME`] with the fields
 //! `task_type`, `queue`, `task_id`, `retry_count` and, once the attempt ends, `outcome`
-//! ([`AttemptOutcome::as_str`]). The handler's future runs in that span, so the events it logs
-//! and the spans it opens are its children; a subscriber such as `tracing-opentelemetry` can
-//! export them.
+//! ([`AttemptOutcome::as_str`]), and those of OpenTelemetry's messaging conventions:
+//! `messaging.system` (`asynq`), `messaging.operation.type` (`process`),
+//! `messaging.destination.name` (the queue), `messaging.message.id` (the task ID), `otel.kind`
+//! `consumer` and `otel.name` `process <queue>`. The handler's future runs in that span, so the
+//! events it logs and the spans it opens are its children; a subscriber such as
+//! `tracing-opentelemetry` can export them. Built with the `opentelemetry` feature, the server
+//! makes the trace context in a task's `traceparent` header the span's parent, so the task
+//! joins the trace of the enqueue that made it.
 
 use crate::handler::HandlerError;
 use asynq_core::StoredTask;

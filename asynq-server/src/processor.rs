@@ -479,7 +479,16 @@ impl Shared {
             task_id = %task.message.id,
             retry_count = task.message.retried,
             outcome = tracing::field::Empty,
+            otel.name = %format_args!("process {}", task.message.queue),
+            otel.kind = "consumer",
+            messaging.system = "asynq",
+            messaging.operation.type = "process",
+            messaging.operation.name = "process",
+            messaging.destination.name = %task.message.queue,
+            messaging.message.id = %task.message.id,
         );
+        #[cfg(feature = "opentelemetry")]
+        asynq_core::trace_context::continue_trace(&task.message.headers, &span);
         if !self.config.observers.is_empty() {
             self.config.observers.task_started(&task.message, &span);
         }
