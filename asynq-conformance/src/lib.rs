@@ -49,6 +49,7 @@ pub mod rate_limit;
 pub mod replace;
 pub mod scheduler_state;
 pub mod servers;
+pub mod slots;
 pub mod stats;
 pub mod uniqueness;
 pub mod wait;
@@ -215,6 +216,8 @@ macro_rules! broker_conformance {
             finish::case_a_unique_key_that_is_no_lock_fails_nothing,
             archive::case_archive_trims_tasks_archived_90_days_ago,
             archive::case_archive_keeps_the_newest_9999,
+            slots::case_slots_admit_up_to_the_limit,
+            slots::case_a_slot_comes_back_when_its_hold_expires,
             rate_limit::case_rate_bucket_refills_at_the_rate,
             rate_limit::case_rate_bucket_caps_at_the_burst,
             rate_limit::case_rate_bucket_is_shared_by_every_handle,

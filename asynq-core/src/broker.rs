@@ -406,6 +406,11 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_scheduler_state(self: Arc<Self>) -> Option<Arc<dyn SchedulerState>> {
         None
     }
+
+    /// Concurrency limits shared by every server. Without it a server refuses them.
+    fn as_concurrency_slots(self: Arc<Self>) -> Option<Arc<dyn crate::slots::ConcurrencySlots>> {
+        None
+    }
 }
 
 /// What a worker server needs of its broker: the roles it always runs, plus the

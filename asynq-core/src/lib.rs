@@ -33,6 +33,7 @@ pub mod queue;
 pub mod rate_limit;
 pub mod retry;
 mod scheduler;
+pub mod slots;
 pub mod state;
 mod stored;
 mod task;

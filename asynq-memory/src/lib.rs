@@ -42,6 +42,7 @@ mod schedulers;
 mod server_state;
 mod servers;
 mod signals;
+mod slots;
 mod stats;
 mod zset;
 
@@ -102,6 +103,8 @@ struct State {
     schedulers: schedulers::Schedulers,
     /// Per-queue rate-limit token buckets.
     rate_buckets: HashMap<QueueName, asynq_core::rate_limit::TokenBucket>,
+    /// Shared concurrency slots.
+    slots: slots::Slots,
 }
 
 impl State {

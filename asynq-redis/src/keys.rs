@@ -137,6 +137,13 @@ impl Namespace {
         format!("{self}:scheduler_history:{entry_id}")
     }
 
+    /// `<ns>:slots:<key>` — the holders of slots of a shared concurrency limit, a sorted set of
+    /// task IDs scored by hold expiry (Unix milliseconds). No hash tag: one command or script
+    /// touches it alone. Ours only; Go asynq neither writes nor reads it.
+    pub fn slots(&self, key: &str) -> String {
+        format!("{self}:slots:{key}")
+    }
+
     /// `<ns>:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task
     /// was enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither
     /// writes nor reads it.
@@ -418,6 +425,7 @@ mod tests {
         assert_eq!(ns.scheduler_id_of("asynq:schedulers:{h:1:u}"), Some("h:1:u"));
         assert_eq!(ns.scheduler_history("e"), "asynq:scheduler_history:e");
         assert_eq!(ns.scheduler_fire("f"), "asynq:scheduler_fire:f");
+        assert_eq!(ns.slots("type:resize"), "asynq:slots:type:resize");
         assert_eq!(
             (ns.all_queues(), ns.all_servers(), ns.all_workers(), ns.all_schedulers(), ns.cancel_channel()),
             (

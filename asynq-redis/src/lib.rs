@@ -32,6 +32,7 @@ mod schedulers;
 mod scripts;
 mod sentinel;
 mod signals;
+mod slots;
 mod tls;
 
 pub use broker::{RedisBroker, RedisConfig};

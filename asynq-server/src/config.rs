@@ -19,6 +19,8 @@ pub type IsFailureFn = Arc<dyn Fn(&HandlerError) -> bool + Send + Sync>;
 pub type ErrorHandlerFn = Arc<dyn Fn(&Task, &HandlerError) + Send + Sync>;
 /// Called after every health check with its result.
 pub type HealthCheckFn = Arc<dyn Fn(Result<(), &asynq_core::Error>) + Send + Sync>;
+/// Names the shared concurrency limit a task counts against, if any (a tenant's, say).
+pub type SharedLimitFn = Arc<dyn Fn(&Task) -> Option<asynq_core::slots::SharedLimit> + Send + Sync>;
 
 /// Go asynq's default retry delay ([`asynq_core::retry::default_retry_delay`]).
 pub fn default_retry_delay(retried: u32, _err: &HandlerError, _task: &Task) -> Duration {
@@ -103,6 +105,19 @@ pub struct Config {
     /// others. The price: an over-limit task is delayed by up to a second plus the forwarder's
     /// interval, and its last error reads as the limit.
     pub type_concurrency: BTreeMap<String, usize>,
+    /// Per-type limits on tasks running at once across every server of the broker (which must
+    /// support shared concurrency slots), by exact type name; each at least 1. Default: none.
+    ///
+    /// A running task holds a slot of the key `type:<type name>` in the broker, renewed with
+    /// its lease and given back when its outcome is written; a task that finds every slot held
+    /// is deferred as a task over `type_concurrency` is. A slot held by a worker that died comes
+    /// back when the task's lease would have run out (30 s at most). Every server running the
+    /// type should set the same limit: each counts against the limit it is given.
+    pub shared_type_concurrency: BTreeMap<String, u32>,
+    /// The shared limit each task counts against, derived from the task, for tasks whose type
+    /// is not in `shared_type_concurrency`: say, at most 5 running tasks per tenant, keyed by a
+    /// header. Works as `shared_type_concurrency` does. Default: none.
+    pub shared_limit: Option<SharedLimitFn>,
     /// How many tasks beyond `concurrency` the server may take ahead of time, so that under
     /// load one broker call fetches many tasks and the next batch is ready when workers free
     /// up. It takes tasks ahead only while its attempts are short (under 10 ms on average) and
@@ -147,6 +162,8 @@ impl Default for Config {
             group_max_size: None,
             rate_limits: BTreeMap::new(),
             type_concurrency: BTreeMap::new(),
+            shared_type_concurrency: BTreeMap::new(),
+            shared_limit: None,
             prefetch: None,
             task_observers: Vec::new(),
             clock: Arc::new(SystemClock),
@@ -177,6 +194,8 @@ impl fmt::Debug for Config {
             .field("group_max_size", &self.group_max_size)
             .field("rate_limits", &self.rate_limits)
             .field("type_concurrency", &self.type_concurrency)
+            .field("shared_type_concurrency", &self.shared_type_concurrency)
+            .field("shared_limit", &self.shared_limit.is_some())
             .field("prefetch", &self.prefetch)
             .field("task_observers", &self.task_observers.len())
             .field("clock", &self.clock)
@@ -237,7 +256,31 @@ impl Config {
                 ));
             }
         }
+        self.shared_type_limits()?;
         Ok(priorities)
+    }
+
+    /// `shared_type_concurrency` as checked limits, by type name.
+    pub(crate) fn shared_type_limits(&self) -> asynq_core::Result<BTreeMap<String, asynq_core::slots::SharedLimit>> {
+        let mut limits = BTreeMap::new();
+        for (type_name, limit) in &self.shared_type_concurrency {
+            if type_name.is_empty() {
+                return Err(asynq_core::Error::invalid(
+                    "shared_type_concurrency",
+                    "a task type name must not be empty",
+                ));
+            }
+            let shared = asynq_core::slots::SharedLimit::new(format!("type:{type_name}"), *limit).map_err(|e| {
+                asynq_core::Error::invalid("shared_type_concurrency", format!("the limit of {type_name:?}: {e}"))
+            })?;
+            limits.insert(type_name.clone(), shared);
+        }
+        Ok(limits)
+    }
+
+    /// Whether any limit is shared across servers.
+    pub(crate) fn has_shared_limits(&self) -> bool {
+        !self.shared_type_concurrency.is_empty() || self.shared_limit.is_some()
     }
 
     /// The prefetch when none is set: four times the concurrency, at most 256, which keeps one
@@ -363,6 +406,23 @@ impl ConfigBuilder {
     /// [`Config::type_concurrency`]).
     pub fn type_concurrency(mut self, type_name: impl Into<String>, limit: usize) -> Self {
         self.config.type_concurrency.insert(type_name.into(), limit);
+        self
+    }
+
+    /// Runs at most `limit` tasks of type `type_name` at once across every server of the broker
+    /// (see [`Config::shared_type_concurrency`]).
+    pub fn shared_type_concurrency(mut self, type_name: impl Into<String>, limit: u32) -> Self {
+        self.config.shared_type_concurrency.insert(type_name.into(), limit);
+        self
+    }
+
+    /// Counts each task against the shared limit `limit` names, if any (see
+    /// [`Config::shared_limit`]).
+    pub fn shared_limit(
+        mut self,
+        limit: impl Fn(&Task) -> Option<asynq_core::slots::SharedLimit> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.shared_limit = Some(Arc::new(limit));
         self
     }
 

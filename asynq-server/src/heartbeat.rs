@@ -1,7 +1,9 @@
 //! A heartbeater tells the broker this server is alive and what it runs (its running handlers
-//! only, never more than its concurrency), and extends the leases of every task it holds. A
-//! task whose lease could not be extended in time is told to stop.
+//! only, never more than its concurrency), and extends the leases of every task it holds, and
+//! the shared concurrency slots they hold with them. A task whose lease could not be extended
+//! in time is told to stop.
 
+use crate::shared_limits::SharedLimits;
 use crate::workers::ActiveTasks;
 use asynq_core::broker::{Dequeue, ServerState};
 use asynq_core::{QueueName, ServerInfo, ServerStatus, TaskId};
@@ -47,6 +49,8 @@ pub(crate) struct Heartbeater {
     server: ServerInfo,
     status: StatusCell,
     active: Arc<ActiveTasks>,
+    /// The shared concurrency slots the running tasks hold, renewed with their leases.
+    shared_limits: Option<Arc<SharedLimits>>,
     config: HeartbeatConfig,
 }
 
@@ -57,9 +61,10 @@ impl Heartbeater {
         server: ServerInfo,
         status: StatusCell,
         active: Arc<ActiveTasks>,
+        shared_limits: Option<Arc<SharedLimits>>,
         config: HeartbeatConfig,
     ) -> Self {
-        Self { state, leases, server, status, active, config }
+        Self { state, leases, server, status, active, shared_limits, config }
     }
 
     fn server_info(&self) -> ServerInfo {
@@ -85,11 +90,16 @@ impl Heartbeater {
         for (queue, tasks) in by_queue {
             let ids: Vec<TaskId> = tasks.iter().map(|t| t.message.id.clone()).collect();
             match self.leases.extend_leases(&queue, &ids).await {
-                Ok(expiry) => tasks.iter().for_each(|t| {
-                    if !t.lease.extend(expiry) {
-                        t.lease.notify_expired();
+                Ok(expiry) => {
+                    tasks.iter().for_each(|t| {
+                        if !t.lease.extend(expiry) {
+                            t.lease.notify_expired();
+                        }
+                    });
+                    if let Some(shared_limits) = &self.shared_limits {
+                        shared_limits.extend(&ids, expiry).await;
                     }
-                }),
+                }
                 Err(e) => tracing::warn!(queue = %queue, error = %e, "could not extend leases"),
             }
         }

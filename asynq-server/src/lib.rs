@@ -50,6 +50,7 @@ mod processor;
 mod recoverer;
 mod server;
 mod settler;
+mod shared_limits;
 mod starter;
 mod subscriber;
 mod syncer;
@@ -58,7 +59,7 @@ mod workers;
 pub use aggregator::{GroupAggregator, aggregator_fn};
 pub use asynq_core::Task;
 pub use config::{
-    Config, ConfigBuilder, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, default_retry_delay,
+    Config, ConfigBuilder, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay,
 };
 pub use handler::{Handler, HandlerError, HandlerFn, ProgressReporter, ResultWriter, TaskContext, handler_fn};
 #[cfg(feature = "json")]

@@ -28,12 +28,14 @@ use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
 use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
 use crate::settler::Settler;
+use crate::shared_limits::{SharedAdmission, SharedLimits};
 use crate::starter::Starter;
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks, Phase};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
+use asynq_core::slots::SlotKey;
 use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task};
 use futures::FutureExt;
 use rand::Rng;
@@ -103,6 +105,8 @@ pub(crate) struct ProcessorConfig {
     pub rate_limits: BTreeMap<String, RateLimit>,
     /// Per-type limits on tasks running at once on this server.
     pub type_concurrency: BTreeMap<String, usize>,
+    /// Limits shared by every server, and the slots this server's tasks hold.
+    pub shared_limits: Option<Arc<SharedLimits>>,
     /// The most tasks taken ahead of free slots (see the module docs).
     pub prefetch: usize,
     /// Told when each task starts and finishes.
@@ -118,6 +122,7 @@ impl fmt::Debug for ProcessorConfig {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("rate_limits", &self.rate_limits)
             .field("type_concurrency", &self.type_concurrency)
+            .field("shared_limits", &self.shared_limits)
             .field("prefetch", &self.prefetch)
             .field("observers", &self.observers)
             .finish_non_exhaustive()
@@ -190,7 +195,10 @@ impl Processor {
         let type_limits = TypeLimits::new(&config.type_concurrency);
         let slots = Arc::new(Semaphore::new(config.concurrency));
         let holds = Arc::new(Semaphore::new(config.concurrency.saturating_mul(2).saturating_add(config.prefetch)));
-        let may_prefetch = config.prefetch > 0 && config.rate_limits.is_empty() && config.type_concurrency.is_empty();
+        let may_prefetch = config.prefetch > 0
+            && config.rate_limits.is_empty()
+            && config.type_concurrency.is_empty()
+            && config.shared_limits.is_none();
         let shared = Shared {
             settler: Settler::spawn(Arc::clone(&broker)),
             starter: Starter::spawn(Arc::clone(&broker)),
@@ -271,10 +279,23 @@ impl Processor {
                     continue;
                 }
             };
+            let shared_slot = match &s.config.shared_limits {
+                None => None,
+                Some(limits) => match limits.admit(&task, now).await {
+                    SharedAdmission::Unlimited => None,
+                    SharedAdmission::Admitted(key) => Some(key),
+                    SharedAdmission::Deferred(outcome) => {
+                        drop(type_permit);
+                        let hold = slot.hold;
+                        s.running.spawn(async move { shared.defer(task, outcome, hold).await });
+                        continue;
+                    }
+                },
+            };
             started += 1;
             let held = Held::new(&task, &s.clock);
             let queue = taken.entry(task.message.queue.clone()).or_default();
-            queue.push(Taken::Now(Ready { task, permits: slot, type_permit, held }));
+            queue.push(Taken::Now(Ready { task, permits: slot, type_permit, shared_slot, held }));
         }
         for (queue, tasks) in taken {
             let shared = Arc::clone(s);
@@ -416,7 +437,10 @@ impl Shared {
                 tracing::warn!(task_id = %task.message.id, queue = %task.message.queue, "the lease of a task taken ahead expired before it could run; leaving the task to the recoverer");
                 self.active.remove(&task.message.id);
             }
-            Some(slot) => self.run(Ready { task, permits: TaskPermits { slot, hold }, type_permit: None, held }).await,
+            Some(slot) => {
+                let permits = TaskPermits { slot, hold };
+                self.run(Ready { task, permits, type_permit: None, shared_slot: None, held }).await;
+            }
             None => {
                 tracing::debug!(task_id = %task.message.id, queue = %task.message.queue, "shutting down; giving back a task taken ahead");
                 self.write(&task.message, Outcome::Requeue, &held.lease).await;
@@ -428,7 +452,7 @@ impl Shared {
     /// Sends a task its type's concurrency limit turned away back through the retry set.
     async fn defer(self: Arc<Self>, task: Dequeued, outcome: Outcome, _hold: OwnedSemaphorePermit) {
         let lease = Lease::new(task.lease_expiry, Arc::clone(&self.clock));
-        tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "type concurrency limit reached; deferring");
+        tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "concurrency limit reached; deferring");
         self.write(&task.message, outcome, &lease).await;
     }
 
@@ -460,7 +484,14 @@ impl Shared {
                 let give_back = tasks.iter().map(|taken| {
                     let task = taken.task();
                     let lease = Lease::new(task.lease_expiry, Arc::clone(&this.clock));
-                    async move { this.write(&task.message, Outcome::Requeue, &lease).await }
+                    async move {
+                        this.write(&task.message, Outcome::Requeue, &lease).await;
+                        if let (Taken::Now(Ready { shared_slot: Some(key), .. }), Some(limits)) =
+                            (taken, &this.config.shared_limits)
+                        {
+                            limits.release(key, &task.message.id).await;
+                        }
+                    }
                 });
                 futures::future::join_all(give_back).await;
             }
@@ -471,7 +502,8 @@ impl Shared {
     /// concurrency limit, its type permit until the handler returns, and its hold until the
     /// outcome is written. The attempt runs in a [`TASK_SPAN_NAME`] span.
     async fn run(self: Arc<Self>, ready: Ready) {
-        let Ready { task, permits, type_permit, held } = ready;
+        let Ready { task, permits, type_permit, shared_slot, held } = ready;
+        let id = task.message.id.clone();
         let span = tracing::info_span!(
             TASK_SPAN_NAME,
             task_type = %task.message.type_name,
@@ -494,6 +526,9 @@ impl Shared {
         }
         let TaskPermits { slot, hold } = permits;
         self.attempt(task.message, (slot, type_permit), held).instrument(span).await;
+        if let (Some(key), Some(limits)) = (shared_slot, &self.config.shared_limits) {
+            limits.release(&key, &id).await;
+        }
         drop(hold);
     }
 
@@ -616,6 +651,8 @@ struct Ready {
     task: Dequeued,
     permits: TaskPermits,
     type_permit: Option<OwnedSemaphorePermit>,
+    /// The shared concurrency slot it holds, to give back when its outcome is written.
+    shared_slot: Option<SlotKey>,
     held: Held,
 }
 

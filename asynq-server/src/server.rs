@@ -10,6 +10,7 @@ use crate::janitor::{Janitor, JanitorConfig};
 use crate::observe::Observers;
 use crate::processor::{FailurePolicy, Processor, ProcessorConfig};
 use crate::recoverer::{Recoverer, RecovererConfig};
+use crate::shared_limits::SharedLimits;
 use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
 use crate::workers::ActiveTasks;
@@ -78,6 +79,8 @@ struct WorkerCapabilities {
     aggregate: Option<Arc<dyn Aggregate>>,
     /// Takes rate-limit tokens, when the configuration sets rate limits.
     rate_limiter: Option<Arc<dyn RateLimiter>>,
+    /// Takes shared concurrency slots, when the configuration sets shared limits.
+    slots: Option<Arc<dyn asynq_core::slots::ConcurrencySlots>>,
 }
 
 impl Server {
@@ -103,12 +106,18 @@ impl Server {
             cancel: broker.clone().as_cancel(),
             aggregate: broker.clone().as_aggregate(),
             rate_limiter: broker.clone().as_rate_limiter(),
+            slots: broker.clone().as_concurrency_slots(),
         };
         if config.group_aggregator.is_some() && capabilities.aggregate.is_none() {
             return Err(Error::Unsupported { capability: "aggregating groups (Config::group_aggregator)" });
         }
         if !config.rate_limits.is_empty() && capabilities.rate_limiter.is_none() {
             return Err(Error::Unsupported { capability: "rate limits (Config::rate_limits)" });
+        }
+        if config.has_shared_limits() && capabilities.slots.is_none() {
+            return Err(Error::Unsupported {
+                capability: "shared concurrency limits (Config::shared_type_concurrency, Config::shared_limit)",
+            });
         }
         let info = ServerInfo {
             host: hostname(),
@@ -156,6 +165,13 @@ impl Server {
         let active = Arc::new(ActiveTasks::default());
         let observers = Observers::new(&c.task_observers);
         let syncer = Syncer::new(b.clone(), clock.clone(), SyncerConfig { interval: c.syncer_interval });
+        let shared_limits = match (&self.capabilities.slots, c.has_shared_limits()) {
+            (Some(slots), true) => {
+                Some(Arc::new(SharedLimits::new(slots.clone(), c.shared_type_limits()?, c.shared_limit.clone())))
+            }
+            // `from_shared` refused shared limits without slots.
+            _ => None,
+        };
         let processor = Processor::new(
             b.clone(),
             Arc::new(handler),
@@ -172,6 +188,7 @@ impl Server {
                 error_handler: c.error_handler.clone(),
                 rate_limits: c.rate_limits.clone(),
                 type_concurrency: c.type_concurrency.clone(),
+                shared_limits: shared_limits.clone(),
                 prefetch: c.prefetch.unwrap_or_else(|| c.default_prefetch()),
                 observers: observers.clone(),
             },
@@ -187,6 +204,7 @@ impl Server {
             self.info.clone(),
             self.status.clone(),
             active,
+            shared_limits,
             HeartbeatConfig { interval: c.heartbeat_interval },
         );
         let mut recoverer = Recoverer::new(

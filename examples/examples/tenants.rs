@@ -1,5 +1,6 @@
 //! Many tenants on one broker: two services in namespaces of their own, a debounced search-index
-//! refresh (five quick edits, one refresh with the last text) and a reminder replaced by its ID.
+//! refresh (five quick edits, one refresh with the last text), a reminder replaced by its ID, and
+//! a concurrency limit the search service's servers share.
 //! Runs on the embedded memory broker, where each broker value is a namespace of its own, and
 //! exits by itself; with `REDIS_URL` the two services share one Redis, each under its own prefix.
 //!
@@ -63,7 +64,9 @@ async fn main() -> anyhow::Result<()> {
     let fast = || Config { delayed_task_check_interval: Duration::from_millis(200), ..Config::default() };
     let mut billing_server = Server::from_shared(billing, fast())?;
     billing_server.start(handlers("billing"))?;
-    let mut search_server = Server::from_shared(search.clone(), fast())?;
+    // At most one index refresh runs at once across every server of the search service.
+    let shared = Config { shared_type_concurrency: [("index:refresh".to_owned(), 1)].into(), ..fast() };
+    let mut search_server = Server::from_shared(search.clone(), shared)?;
     search_server.start(handlers("search"))?;
     let search_inspector = Inspector::from_shared(search);
     while search_inspector.queue_info("default").await?.size > 0 {

@@ -1,6 +1,8 @@
-//! Rate limits and per-type concurrency limits, observed from when handlers start: a limited
-//! queue starts no more tasks a second than its bucket allows and none of them fails; a limited
-//! type never runs more tasks at once than its limit while other types keep running.
+//! Rate limits and concurrency limits, observed from when handlers start: a limited queue starts
+//! no more tasks a second than its bucket allows and none of them fails; a limited type never
+//! runs more tasks at once than its limit while other types keep running; a limit shared by
+//! eight servers on one Redis holds across all of them, and a slot held by a worker that died
+//! comes back when its lease would have run out.
 //!
 //! Time is tokio's paused time; a processor that polled a rate-limited queue in a loop would
 //! never let it advance, so these tests finishing shows the processor sleeps instead.
@@ -107,6 +109,93 @@ async fn a_type_limit_caps_that_type_while_others_keep_running() {
     assert_eq!((info.failed, info.archived), (0, 0), "deferring is not a failure: {info:?}");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_shared_slot_held_by_a_dead_worker_comes_back_within_its_lease() {
+    use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+    let h = Harness::new();
+    // Two workers took both slots of "video:encode" and died: nobody renews their holds.
+    let limit = SharedLimit::new("type:video:encode", 2).unwrap();
+    let taken_at = h.now();
+    for dead in ["dead-1", "dead-2"] {
+        let holder = asynq_core::TaskId::new(dead).unwrap();
+        assert!(h.broker.take_slot(&limit, &holder, taken_at, taken_at + asynq_core::LEASE_DURATION).await.unwrap());
+    }
+    h.client.enqueue(&Task::new("video:encode", ""), TaskOptions::new()).await.unwrap();
+    let config = Config {
+        shared_type_concurrency: [("video:encode".to_owned(), 2)].into(),
+        delayed_task_check_interval: Duration::from_millis(200),
+        ..h.config("default", 4)
+    };
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    h.eventually(secs(120), "the task ran", || async { h.queue("default").await.processed == 1 }).await;
+    server.shutdown().await;
+
+    let started = rec.calls()[0].at.duration_since(taken_at).unwrap();
+    assert!(
+        (asynq_core::LEASE_DURATION..asynq_core::LEASE_DURATION + secs(3)).contains(&started),
+        "the task waited for the dead holds to expire, no longer: it started after {started:?}"
+    );
+    assert_eq!(rec.calls()[0].retry_count, 0, "waiting for a slot uses no retry");
+    let holders = h.broker.slot_holders(limit.key(), h.now()).await.unwrap();
+    assert!(holders.is_empty(), "the task gave its slot back: {holders:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_limit_holds_across_eight_servers() {
+    let redis = asynq_tests::RedisServer::start();
+    let client = asynq_client::Client::new(asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap());
+    const HEAVY: usize = 24;
+    for _ in 0..HEAVY {
+        client.enqueue(&Task::new("heavy", ""), TaskOptions::new()).await.unwrap();
+    }
+    for _ in 0..40 {
+        client.enqueue(&Task::new("light", ""), TaskOptions::new()).await.unwrap();
+    }
+    let (heavy, light) = (Arc::new(Peak::default()), Arc::new(Peak::default()));
+    let rec = Recorder::default();
+    let clock: Arc<dyn asynq_core::Clock> = Arc::new(asynq_core::SystemClock);
+    let mut servers = Vec::new();
+    for _ in 0..8 {
+        // Each server has its own connection, as separate processes would.
+        let broker = asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap();
+        let config = Config {
+            concurrency: 4,
+            shared_type_concurrency: [("heavy".to_owned(), 2)].into(),
+            task_check_interval: Duration::from_millis(20),
+            delayed_task_check_interval: Duration::from_millis(100),
+            ..Config::default()
+        };
+        let (h, l) = (heavy.clone(), light.clone());
+        let mut server = Server::new(broker, config).unwrap();
+        server
+            .start(rec.handler(clock.clone(), move |_, task| {
+                let peak = if task.type_name() == "heavy" { h.clone() } else { l.clone() };
+                async move {
+                    peak.around(Duration::from_millis(40)).await;
+                    Ok(())
+                }
+            }))
+            .unwrap();
+        servers.push(server);
+    }
+    asynq_tests::wait_for("every task ran", || {
+        let done = rec.len() >= HEAVY + 40;
+        async move { done }
+    })
+    .await;
+    for server in &mut servers {
+        server.shutdown().await;
+    }
+    assert_eq!(heavy.max(), 2, "at most 2 heavy tasks ran at once across the 8 servers, and 2 did");
+    assert!(light.max() > 2, "light tasks ran beside them, {} at once", light.max());
+    assert_eq!(rec.len(), HEAVY + 40, "each task ran once");
+    assert!(rec.calls().iter().all(|c| c.retry_count == 0), "deferring a task does not use a retry");
+    let slots = redis.command(&["EXISTS", "asynq:slots:type:heavy"]).unwrap().as_int();
+    assert_eq!(slots, Some(0), "every slot was given back");
+}
+
 #[tokio::test]
 async fn limits_that_cannot_apply_are_refused() {
     let h = Harness::new();
@@ -114,7 +203,9 @@ async fn limits_that_cannot_apply_are_refused() {
     let unknown_queue = Config { rate_limits: [("elsewhere".to_owned(), limit)].into(), ..h.config("default", 1) };
     let zero_type_limit = Config { type_concurrency: [("video".to_owned(), 0)].into(), ..h.config("default", 1) };
     let empty_type = Config { type_concurrency: [(String::new(), 1)].into(), ..h.config("default", 1) };
-    for config in [unknown_queue, zero_type_limit, empty_type] {
+    let zero_shared = Config { shared_type_concurrency: [("video".to_owned(), 0)].into(), ..h.config("default", 1) };
+    let empty_shared = Config { shared_type_concurrency: [(String::new(), 1)].into(), ..h.config("default", 1) };
+    for config in [unknown_queue, zero_type_limit, empty_type, zero_shared, empty_shared] {
         let result = Server::new(h.broker.clone(), config);
         assert!(matches!(result, Err(Error::InvalidArgument { .. })), "{:?}", result.err());
     }

@@ -19,4 +19,8 @@ impl Capabilities for RedisBroker {
     fn as_scheduler_state(self: Arc<Self>) -> Option<Arc<dyn SchedulerState>> {
         Some(self)
     }
+
+    fn as_concurrency_slots(self: Arc<Self>) -> Option<Arc<dyn asynq_core::slots::ConcurrencySlots>> {
+        Some(self)
+    }
 }
