@@ -196,6 +196,10 @@ pub(crate) enum Command {
     /// Manage cron (periodic task) entries
     #[command(subcommand)]
     Cron(CronCommand),
+    /// List the tasks holding slots of shared concurrency limits (`type:<type name>` for a
+    /// per-type limit)
+    #[command(after_help = "Example:\n  asynq slots type:video:encode tenant:42")]
+    Slots(SlotKeys),
     /// View a live dashboard of queues and tasks in the terminal
     #[command(after_help = "Example:\n  asynq dash --refresh 2s")]
     Dash(DashArgs),
@@ -208,6 +212,14 @@ pub(crate) enum Command {
     /// Print the version
     #[command(hide = true)]
     Version,
+}
+
+/// `asynq slots`
+#[derive(Debug, Args)]
+pub(crate) struct SlotKeys {
+    /// Keys of shared concurrency limits
+    #[arg(required = true, value_name = "KEY")]
+    pub(crate) keys: Vec<String>,
 }
 
 /// `asynq queue ...`

@@ -218,3 +218,21 @@ fn a_namespace_shows_its_own_queues_only() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("invalid namespace"), "{}", bad.stderr);
 }
+
+#[test]
+fn slots_of_shared_limits_are_listed_with_their_holders() {
+    use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+    let (server, _) = seeded_server();
+    common::block_on(async {
+        let broker = common::broker(&server).await;
+        let limit = SharedLimit::new("type:video:encode", 2).unwrap();
+        let now = std::time::SystemTime::now();
+        let holder = asynq_core::TaskId::new("t-1").unwrap();
+        assert!(broker.take_slot(&limit, &holder, now, now + std::time::Duration::from_secs(60)).await.unwrap());
+    });
+    asynq_at(&server, &["slots", "type:video:encode"]).ok().shows(&["type:video:encode", "t-1"]);
+    let json = asynq_at(&server, &["slots", "type:video:encode", "tenant:7", "--json"]).ok().json();
+    assert_eq!(json.as_array().map(Vec::len), Some(1), "{json}");
+    assert_eq!((json[0]["key"].as_str(), json[0]["task_id"].as_str()), (Some("type:video:encode"), Some("t-1")));
+    asynq_at(&server, &["slots", "tenant:7"]).ok().shows(&["No slots held"]);
+}

@@ -208,6 +208,18 @@ impl Inspector {
         }
     }
 
+    /// The tasks holding a slot of the shared concurrency limit `key` now (by the system clock),
+    /// with when each hold expires, soonest first: what `Config::shared_type_concurrency`
+    /// (key `type:<type name>`) or `Config::shared_limit` counts. None on a broker without
+    /// shared limits.
+    pub async fn slot_holders(&self, key: &str) -> Result<Vec<(TaskId, std::time::SystemTime)>> {
+        let key = asynq_core::slots::SlotKey::new(key)?;
+        match self.broker.clone().as_concurrency_slots() {
+            Some(slots) => slots.slot_holders(&key, asynq_core::Clock::now(&asynq_core::SystemClock)).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// What the backend says about itself: version, memory, clients, nodes, and whether its
     /// eviction policy can drop tasks ([`BackendInfo::eviction_risks`]).
     pub async fn backend_info(&self) -> Result<BackendInfo> {

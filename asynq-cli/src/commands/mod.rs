@@ -5,6 +5,7 @@ mod cron;
 mod group;
 mod queue;
 mod server;
+mod slots;
 mod stats;
 mod task;
 mod web;
@@ -79,6 +80,7 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         Command::Group(command) => group::run(&ctx, command).await,
         Command::Server(command) => server::run(&ctx, command).await,
         Command::Cron(command) => cron::run(&ctx, command).await,
+        Command::Slots(args) => slots::run(&ctx, args).await,
         Command::Dash(_) => crate::dash::run(ctx.conn.inspector, refresh.unwrap_or(MIN_REFRESH)).await,
         Command::Metrics(args) => metrics(ctx.conn.inspector, args.listen).await,
         Command::Web(args) => web::run(ctx.conn.inspector, &args, shutdown_signal()).await,
