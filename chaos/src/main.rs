@@ -67,6 +67,9 @@ enum Cmd {
         /// Enqueue one 600 MiB task through the server's own broker this long after starting.
         #[arg(long)]
         oversized_enqueue_after_ms: Option<u64>,
+        /// At most this many chaos tasks run at once across every worker (a shared limit).
+        #[arg(long)]
+        shared_limit: Option<u32>,
     },
     /// Enqueue tasks, appending each acknowledged ID to a file.
     Produce {
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
             retry_delay_ms,
             response_timeout_ms,
             oversized_enqueue_after_ms,
+            shared_limit,
         } => block_on(worker::run(WorkerOptions {
             redis_url,
             queue,
@@ -133,6 +137,7 @@ fn main() -> ExitCode {
             retry_delay: Duration::from_millis(retry_delay_ms),
             response_timeout: Duration::from_millis(response_timeout_ms),
             oversized_enqueue_after: oversized_enqueue_after_ms.map(Duration::from_millis),
+            shared_limit,
         })),
         Cmd::Produce {
             redis_url,

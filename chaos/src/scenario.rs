@@ -112,11 +112,14 @@ pub enum Scenario {
     KillPrefetchingWorker,
     /// A 600 MiB enqueue through the broker a running server uses, tasks with `max_retry(0)`.
     OversizedEnqueue,
+    /// `kill -9` of a worker holding slots of a limit shared by every worker: the others never
+    /// run more than the limit at once, and the dead worker's slots come back with its leases.
+    KillWorkerHoldingSlots,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 11] = [
+    pub const ALL: [Scenario; 12] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -128,6 +131,7 @@ impl Scenario {
         Self::RestartRedisRepeatedly,
         Self::KillPrefetchingWorker,
         Self::OversizedEnqueue,
+        Self::KillWorkerHoldingSlots,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -144,6 +148,7 @@ impl Scenario {
             Self::RestartRedisRepeatedly => "restart-redis-repeatedly",
             Self::KillPrefetchingWorker => "kill-prefetching-worker",
             Self::OversizedEnqueue => "oversized-enqueue",
+            Self::KillWorkerHoldingSlots => "kill-worker-holding-slots",
         }
     }
 
@@ -169,6 +174,7 @@ impl Scenario {
             Self::RestartRedisRepeatedly => restart_redis_repeatedly(profile, bin),
             Self::KillPrefetchingWorker => kill_prefetching_worker(profile, bin),
             Self::OversizedEnqueue => oversized_enqueue(profile, bin),
+            Self::KillWorkerHoldingSlots => kill_worker_holding_slots(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -274,6 +280,7 @@ struct WorkerSpec {
     retry_delay: Duration,
     response_timeout: Duration,
     oversized_enqueue_after: Option<Duration>,
+    shared_limit: Option<u32>,
 }
 
 impl Default for WorkerSpec {
@@ -287,6 +294,7 @@ impl Default for WorkerSpec {
             retry_delay: Duration::from_secs(1),
             response_timeout: Duration::from_secs(5),
             oversized_enqueue_after: None,
+            shared_limit: None,
         }
     }
 }
@@ -498,6 +506,9 @@ impl Stage {
         }
         if let Some(after) = spec.oversized_enqueue_after {
             args.push(format!("--oversized-enqueue-after-ms={}", after.as_millis()));
+        }
+        if let Some(limit) = spec.shared_limit {
+            args.push(format!("--shared-limit={limit}"));
         }
         self.spawn(label, args)
     }
@@ -892,6 +903,58 @@ fn kill_worker(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     let active = stage.queue_counts()?.active;
     stage.notes.push(format!("kill -9 of a worker running {active} tasks"));
     rescue_and_finish(stage, profile)
+}
+
+/// Workers of concurrency 5 under a shared limit of 3: one is killed (`kill -9`) while its
+/// handlers hold slots, three others drain the queue. Sampling the live workers' ledgers while
+/// they do, no more than 3 handlers ever run at once; the dead worker's slots and tasks come back
+/// once their leases expire.
+fn kill_worker_holding_slots(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    const LIMIT: usize = 3;
+    let count = profile.pick(60, 600);
+    let mut stage = Stage::new(Scenario::KillWorkerHoldingSlots, bin, &[])?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec { count, sleep: Duration::from_millis(200), unique_every: 0, ..ProducerSpec::default() },
+    )?;
+    stage.finish_producer(producer, Duration::from_secs(120))?;
+    let spec = WorkerSpec {
+        concurrency: 5,
+        shared_limit: Some(LIMIT as u32),
+        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
+        delayed_task_check_interval: Duration::from_millis(200),
+        ..WorkerSpec::default()
+    };
+    let doomed = stage.worker("doomed", &spec)?;
+    stage.poll("the doomed worker to run a handler", Duration::from_secs(60), |stage| {
+        Ok(stage.starts("doomed") > stage.finished("doomed"))
+    })?;
+    stage.kill9(doomed);
+    let held = stage.command(&["ZCARD", "asynq:slots:type:chaos:sleep"])?.as_int().unwrap_or_default();
+    stage.notes.push(format!("kill -9 of a worker holding {held} of {LIMIT} shared slots"));
+    let survivors = ["worker-1", "worker-2", "worker-3"];
+    for label in survivors {
+        stage.worker(label, &spec)?;
+    }
+    let mut peak = 0;
+    let drained = stage.poll(
+        "the queue to drain under the shared limit",
+        profile.pick(Duration::from_secs(120), Duration::from_secs(600)),
+        |stage| {
+            let running: usize =
+                survivors.iter().map(|label| stage.starts(label).saturating_sub(stage.finished(label))).sum();
+            peak = peak.max(running);
+            Ok(stage.queue_counts()?.unfinished() == 0)
+        },
+    );
+    if let Err(e) = drained {
+        stage.failures.push(format!("{e:#}"));
+    }
+    stage.notes.push(format!("at most {peak} handlers ran at once across the live workers (limit {LIMIT})"));
+    if peak > LIMIT {
+        stage.failures.push(format!("{peak} handlers ran at once under a shared limit of {LIMIT}"));
+    }
+    stage.finish(Duration::from_secs(60))
 }
 
 /// Starts a rescuer (concurrency 50, handlers that do not sleep) for the tasks of a killed

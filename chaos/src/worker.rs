@@ -133,6 +133,9 @@ pub struct WorkerOptions {
     /// `oversized=refused error=...` when the broker refused it with `Error::TooLarge`,
     /// `oversized=UNEXPECTED ...` otherwise.
     pub oversized_enqueue_after: Option<Duration>,
+    /// At most this many tasks of [`TASK_TYPE`] run at once across every worker
+    /// ([`Config::shared_type_concurrency`]).
+    pub shared_limit: Option<u32>,
 }
 
 /// The payload size of the oversized enqueue: over Redis's limit on one value (512 MiB).
@@ -157,6 +160,7 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
         recoverer_interval: options.recoverer_interval,
         delayed_task_check_interval: options.delayed_task_check_interval,
         retry_delay: Arc::new(move |_, _, _| retry_delay),
+        shared_type_concurrency: options.shared_limit.map(|limit| (TASK_TYPE.to_owned(), limit)).into_iter().collect(),
         ..Config::default()
     };
     if let Some(after) = options.oversized_enqueue_after {
