@@ -1,7 +1,7 @@
 //! The dashboard's model and its update function: what is shown, and how keys and fetched data
 //! change it. Pure: no terminal, no IO; `update` returns the fetches the runner must do.
 
-use asynq_client::{QueueInfo, TaskInfo, TaskState};
+use asynq_client::{QueueInfo, ServerReport, TaskInfo, TaskState};
 use std::time::SystemTime;
 
 /// The task states in the order the dashboard's tabs show them (Go's dashboard order).
@@ -58,11 +58,68 @@ pub(crate) enum Msg {
         queue: String,
         /// The state.
         state: TaskState,
+        /// The page number, from 0.
+        page: usize,
         /// The tasks, or why they could not be fetched.
         tasks: Result<Vec<TaskInfo>, String>,
     },
     /// One task, or why it could not be fetched.
     Task(Result<Box<TaskInfo>, String>),
+    /// The live servers, or why they could not be fetched.
+    Servers(Result<Vec<ServerReport>, String>),
+    /// What an action on a task did: a sentence to show, or why it failed.
+    Acted(Result<String, String>),
+}
+
+/// What an operator can do to one task from the dashboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Make it pending now (`r`).
+    Run,
+    /// Archive it (`a`, pressed twice).
+    Archive,
+    /// Delete it (`d`, pressed twice).
+    Delete,
+    /// Ask the server running it to cancel it (`c`).
+    Cancel,
+}
+
+impl Action {
+    /// The action a key asks for.
+    fn of_key(key: Key) -> Option<Self> {
+        match key {
+            Key::Char('r') => Some(Self::Run),
+            Key::Char('a') => Some(Self::Archive),
+            Key::Char('d') => Some(Self::Delete),
+            Key::Char('c') => Some(Self::Cancel),
+            _ => None,
+        }
+    }
+
+    /// The verb, as the status line says it.
+    pub(crate) fn verb(self) -> &'static str {
+        match self {
+            Self::Run => "run",
+            Self::Archive => "archive",
+            Self::Delete => "delete",
+            Self::Cancel => "cancel",
+        }
+    }
+
+    /// Whether it applies to a task in `state`; the server refuses it otherwise.
+    fn applies_to(self, state: TaskState) -> bool {
+        match self {
+            Self::Run => !matches!(state, TaskState::Active | TaskState::Pending),
+            Self::Archive => !matches!(state, TaskState::Active | TaskState::Archived),
+            Self::Delete => state != TaskState::Active,
+            Self::Cancel => state == TaskState::Active,
+        }
+    }
+
+    /// Whether it loses something, and so is asked for twice.
+    fn needs_confirmation(self) -> bool {
+        matches!(self, Self::Archive | Self::Delete)
+    }
 }
 
 /// Data the runner must fetch and hand back as a [`Msg`].
@@ -70,15 +127,28 @@ pub(crate) enum Msg {
 pub(crate) enum Fetch {
     /// Every queue's statistics.
     Queues,
-    /// The first page of tasks of `queue` in `state`.
+    /// Page `page` (from 0) of the tasks of `queue` in `state`.
     Tasks {
         /// The queue.
         queue: String,
         /// The state.
         state: TaskState,
+        /// The page number, from 0.
+        page: usize,
     },
     /// One task.
     Task {
+        /// The queue.
+        queue: String,
+        /// The task ID.
+        id: String,
+    },
+    /// The live servers and what they run.
+    Servers,
+    /// Do `action` to task `id` of `queue`.
+    Act {
+        /// What to do.
+        action: Action,
         /// The queue.
         queue: String,
         /// The task ID.
@@ -95,6 +165,8 @@ pub(crate) enum Screen {
     Tasks,
     /// One task in full.
     Task,
+    /// The live servers.
+    Servers,
 }
 
 /// Everything the dashboard shows.
@@ -112,6 +184,16 @@ pub(crate) struct App {
     pub(crate) state_tab: usize,
     /// The tasks shown, `None` until they arrive.
     pub(crate) tasks: Option<Vec<TaskInfo>>,
+    /// The page of tasks shown, from 0.
+    pub(crate) page: usize,
+    /// The live servers, `None` until they arrive.
+    pub(crate) servers: Option<Vec<ServerReport>>,
+    /// The selected server.
+    pub(crate) selected_server: usize,
+    /// An action asked for once that must be asked for again: the action and the task's ID.
+    pub(crate) confirm: Option<(Action, String)>,
+    /// What the last action did, shown until the next key.
+    pub(crate) notice: Option<String>,
     /// The index of the selected task.
     pub(crate) selected_task: usize,
     /// The task shown in full, `None` until it arrives.
@@ -136,6 +218,11 @@ impl App {
             selected_queue: 0,
             state_tab: 0,
             tasks: None,
+            page: 0,
+            servers: None,
+            selected_server: 0,
+            confirm: None,
+            notice: None,
             selected_task: 0,
             task: None,
             error: None,
@@ -159,7 +246,8 @@ impl App {
     pub(crate) fn refresh(&self) -> Vec<Fetch> {
         let mut fetches = vec![Fetch::Queues];
         match (self.screen, self.queue()) {
-            (Screen::Tasks, Some(q)) => fetches.push(Fetch::Tasks { queue: q.queue.to_string(), state: self.state() }),
+            (Screen::Servers, _) => fetches.push(Fetch::Servers),
+            (Screen::Tasks, Some(q)) => fetches.push(self.tasks_fetch(q)),
             (Screen::Task, Some(q)) => {
                 if let Some(task) = &self.task {
                     fetches.push(Fetch::Task { queue: q.queue.to_string(), id: task.id.to_string() });
@@ -168,6 +256,11 @@ impl App {
             _ => {}
         }
         fetches
+    }
+
+    /// The fetch of the current page of tasks of `queue` in the state shown.
+    fn tasks_fetch(&self, queue: &QueueInfo) -> Fetch {
+        Fetch::Tasks { queue: queue.queue.to_string(), state: self.state(), page: self.page }
     }
 
     /// Applies `msg`; returns what to fetch next.
@@ -187,9 +280,9 @@ impl App {
                 self.error = None;
                 Vec::new()
             }
-            Msg::Tasks { queue, state, tasks } => {
+            Msg::Tasks { queue, state, page, tasks } => {
                 // Ignore a page that arrives after the user moved on.
-                if self.queue().is_some_and(|q| q.queue == queue) && self.state() == state {
+                if self.queue().is_some_and(|q| q.queue == queue) && self.state() == state && self.page == page {
                     match tasks {
                         Ok(tasks) => {
                             self.selected_task = self.selected_task.min(tasks.len().saturating_sub(1));
@@ -206,7 +299,18 @@ impl App {
                 self.error = None;
                 Vec::new()
             }
-            Msg::Queues(Err(e)) | Msg::Task(Err(e)) => {
+            Msg::Servers(Ok(servers)) => {
+                self.selected_server = self.selected_server.min(servers.len().saturating_sub(1));
+                self.servers = Some(servers);
+                self.error = None;
+                Vec::new()
+            }
+            Msg::Acted(Ok(notice)) => {
+                self.notice = Some(notice);
+                self.error = None;
+                self.refresh()
+            }
+            Msg::Queues(Err(e)) | Msg::Task(Err(e)) | Msg::Servers(Err(e)) | Msg::Acted(Err(e)) => {
                 self.error = Some(e);
                 Vec::new()
             }
@@ -227,6 +331,11 @@ impl App {
             self.show_help = true;
             return Vec::new();
         }
+        self.notice = None;
+        let confirm = self.confirm.take();
+        if let (Some(action), Screen::Tasks | Screen::Task) = (Action::of_key(key), self.screen) {
+            return self.on_action(action, confirm);
+        }
         match self.screen {
             Screen::Queues => self.on_queues_key(key),
             Screen::Tasks => self.on_tasks_key(key),
@@ -237,7 +346,48 @@ impl App {
                 }
                 Vec::new()
             }
+            Screen::Servers => {
+                let count = self.servers.as_ref().map_or(0, Vec::len);
+                match key {
+                    Key::Up | Key::Char('k') => self.selected_server = self.selected_server.saturating_sub(1),
+                    Key::Down | Key::Char('j') => {
+                        self.selected_server = (self.selected_server + 1).min(count.saturating_sub(1));
+                    }
+                    Key::Esc | Key::Char('q') => {
+                        self.screen = Screen::Queues;
+                        self.servers = None;
+                    }
+                    _ => {}
+                }
+                Vec::new()
+            }
         }
+    }
+
+    /// The task an action applies to: the one shown in full, or the one selected in the list.
+    fn target(&self) -> Option<&TaskInfo> {
+        match self.screen {
+            Screen::Task => self.task.as_ref(),
+            _ => self.tasks.as_ref().and_then(|tasks| tasks.get(self.selected_task)),
+        }
+    }
+
+    /// `action` on the target task: refused with a notice when it does not apply, asked for
+    /// again when it loses something (`confirm` holds what the previous key asked for).
+    fn on_action(&mut self, action: Action, confirm: Option<(Action, String)>) -> Vec<Fetch> {
+        let Some(task) = self.target() else { return Vec::new() };
+        let (queue, id, state) = (task.queue.to_string(), task.id.to_string(), task.state);
+        if !action.applies_to(state) {
+            self.notice = Some(format!("cannot {} a task that is {state}", action.verb()));
+            return Vec::new();
+        }
+        if action.needs_confirmation() && confirm.as_ref() != Some(&(action, id.clone())) {
+            let key = action.verb().chars().next().unwrap_or('?');
+            self.notice = Some(format!("{} task {id}? press {key} again to confirm", action.verb()));
+            self.confirm = Some((action, id));
+            return Vec::new();
+        }
+        vec![Fetch::Act { action, queue, id }]
     }
 
     fn on_queues_key(&mut self, key: Key) -> Vec<Fetch> {
@@ -246,14 +396,17 @@ impl App {
             Key::Down | Key::Char('j') => {
                 self.selected_queue = (self.selected_queue + 1).min(self.queues.len().saturating_sub(1));
             }
-            Key::Enter | Key::Right | Key::Char('l') => {
-                if let Some(queue) = self.queue() {
-                    let fetch = Fetch::Tasks { queue: queue.queue.to_string(), state: self.state() };
-                    self.screen = Screen::Tasks;
-                    self.tasks = None;
-                    self.selected_task = 0;
-                    return vec![fetch];
-                }
+            Key::Enter | Key::Right | Key::Char('l') if self.queue().is_some() => {
+                self.screen = Screen::Tasks;
+                self.tasks = None;
+                self.selected_task = 0;
+                self.page = 0;
+                return self.queue().map(|q| self.tasks_fetch(q)).into_iter().collect();
+            }
+            Key::Char('s') => {
+                self.screen = Screen::Servers;
+                self.servers = None;
+                return vec![Fetch::Servers];
             }
             Key::Esc | Key::Char('q') => self.quit = true,
             _ => {}
@@ -279,6 +432,9 @@ impl App {
                     return vec![fetch];
                 }
             }
+            // A full page may have a next one; the first has no previous.
+            Key::Char(']' | 'n') if count == TASK_PAGE_SIZE => return self.turn_page(self.page + 1),
+            Key::Char('[' | 'p') if self.page > 0 => return self.turn_page(self.page - 1),
             Key::Esc | Key::Char('q') => {
                 self.screen = Screen::Queues;
                 self.tasks = None;
@@ -288,14 +444,16 @@ impl App {
         Vec::new()
     }
 
-    fn switch_state(&mut self, tab: usize) -> Vec<Fetch> {
-        self.state_tab = tab;
+    fn turn_page(&mut self, page: usize) -> Vec<Fetch> {
+        self.page = page;
         self.tasks = None;
         self.selected_task = 0;
-        match self.queue() {
-            Some(q) => vec![Fetch::Tasks { queue: q.queue.to_string(), state: self.state() }],
-            None => Vec::new(),
-        }
+        self.queue().map(|q| self.tasks_fetch(q)).into_iter().collect()
+    }
+
+    fn switch_state(&mut self, tab: usize) -> Vec<Fetch> {
+        self.state_tab = tab;
+        self.turn_page(0)
     }
 }
 
@@ -339,16 +497,16 @@ pub(crate) mod tests {
         app.update(Msg::Key(Key::Up));
         let fetches = app.update(Msg::Key(Key::Enter));
         assert_eq!(app.screen, Screen::Tasks);
-        assert_eq!(fetches, vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Active }]);
+        assert_eq!(fetches, vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Active, page: 0 }]);
         let fetches = app.update(Msg::Key(Key::Tab));
-        assert_eq!(fetches, vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Pending }]);
+        assert_eq!(fetches, vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Pending, page: 0 }]);
         assert_eq!(
             app.update(Msg::Key(Key::Left)),
-            vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Active }]
+            vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Active, page: 0 }]
         );
         app.update(Msg::Key(Key::Right));
         let tasks = vec![task("critical", "a"), task("critical", "b")];
-        app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Pending, tasks: Ok(tasks) });
+        app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Pending, page: 0, tasks: Ok(tasks) });
         app.update(Msg::Key(Key::Char('j')));
         let fetches = app.update(Msg::Key(Key::Enter));
         assert_eq!(fetches, vec![Fetch::Task { queue: "critical".into(), id: "b".into() }]);
@@ -379,6 +537,7 @@ pub(crate) mod tests {
         app.update(Msg::Tasks {
             queue: "critical".into(),
             state: TaskState::Retry,
+            page: 0,
             tasks: Ok(vec![task("critical", "x")]),
         });
         assert!(app.tasks.is_none());
@@ -386,7 +545,98 @@ pub(crate) mod tests {
         assert_eq!(app.error.as_deref(), Some("connection refused"));
         assert_eq!(
             app.refresh(),
-            vec![Fetch::Queues, Fetch::Tasks { queue: "critical".into(), state: TaskState::Active }]
+            vec![Fetch::Queues, Fetch::Tasks { queue: "critical".into(), state: TaskState::Active, page: 0 }]
         );
+    }
+
+    /// `n` tasks of `state` in `critical`, IDs `t0`, `t1`, ...
+    fn page_of(state: TaskState, n: usize) -> Vec<TaskInfo> {
+        (0..n)
+            .map(|i| {
+                let mut t = task("critical", &format!("t{i}"));
+                t.state = state;
+                t
+            })
+            .collect()
+    }
+
+    /// An app on the tasks of `critical` in `state`, showing `tasks`.
+    fn on_tasks(state: TaskState, tasks: Vec<TaskInfo>) -> App {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Enter));
+        app.switch_state(STATES.iter().position(|s| *s == state).unwrap());
+        app.update(Msg::Tasks { queue: "critical".into(), state, page: 0, tasks: Ok(tasks) });
+        app
+    }
+
+    #[test]
+    fn a_full_page_turns_to_the_next_and_back() {
+        let mut app = on_tasks(TaskState::Pending, page_of(TaskState::Pending, TASK_PAGE_SIZE));
+        let next = app.update(Msg::Key(Key::Char(']')));
+        assert_eq!(next, vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Pending, page: 1 }]);
+        assert_eq!(app.refresh()[1], next[0], "a refresh fetches the page shown");
+        let late = Msg::Tasks { queue: "critical".into(), state: TaskState::Pending, page: 0, tasks: Ok(Vec::new()) };
+        app.update(late);
+        assert!(app.tasks.is_none(), "a page arriving after the user turned it is ignored");
+        app.update(Msg::Tasks {
+            queue: "critical".into(),
+            state: TaskState::Pending,
+            page: 1,
+            tasks: Ok(page_of(TaskState::Pending, 3)),
+        });
+        assert!(app.update(Msg::Key(Key::Char('n'))).is_empty(), "a short page is the last");
+        let back = app.update(Msg::Key(Key::Char('[')));
+        assert_eq!(back, vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Pending, page: 0 }]);
+        assert!(app.update(Msg::Key(Key::Char('p'))).is_empty(), "the first page has no previous");
+        app.update(Msg::Key(Key::Tab));
+        assert_eq!(app.page, 0, "another state starts on its first page");
+    }
+
+    #[test]
+    fn actions_apply_to_the_selected_task_and_losing_ones_are_asked_twice() {
+        let mut app = on_tasks(TaskState::Retry, page_of(TaskState::Retry, 2));
+        app.update(Msg::Key(Key::Down));
+        assert_eq!(
+            app.update(Msg::Key(Key::Char('r'))),
+            vec![Fetch::Act { action: Action::Run, queue: "critical".into(), id: "t1".into() }]
+        );
+        assert!(app.update(Msg::Key(Key::Char('d'))).is_empty(), "a delete is asked for twice");
+        assert!(app.notice.as_deref().is_some_and(|n| n.contains("press d again")), "{:?}", app.notice);
+        assert_eq!(
+            app.update(Msg::Key(Key::Char('d'))),
+            vec![Fetch::Act { action: Action::Delete, queue: "critical".into(), id: "t1".into() }]
+        );
+        app.update(Msg::Key(Key::Char('a')));
+        app.update(Msg::Key(Key::Up));
+        assert!(app.update(Msg::Key(Key::Char('a'))).is_empty(), "another key in between asks again");
+        let refreshed = app.update(Msg::Acted(Ok("task t1 deleted".into())));
+        assert_eq!(app.notice.as_deref(), Some("task t1 deleted"));
+        assert!(refreshed.contains(&Fetch::Queues), "an action refreshes what is shown");
+
+        let mut app = on_tasks(TaskState::Active, page_of(TaskState::Active, 1));
+        assert!(app.update(Msg::Key(Key::Char('d'))).is_empty());
+        assert_eq!(app.notice.as_deref(), Some("cannot delete a task that is active"));
+        assert_eq!(
+            app.update(Msg::Key(Key::Char('c'))),
+            vec![Fetch::Act { action: Action::Cancel, queue: "critical".into(), id: "t0".into() }]
+        );
+        app.update(Msg::Acted(Err("cannot cancel task t0: no such task".into())));
+        assert_eq!(app.error.as_deref(), Some("cannot cancel task t0: no such task"));
+    }
+
+    #[test]
+    fn the_servers_view_opens_from_the_queue_list() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        assert_eq!(app.update(Msg::Key(Key::Char('s'))), vec![Fetch::Servers]);
+        assert_eq!(app.screen, Screen::Servers);
+        assert_eq!(app.refresh(), vec![Fetch::Queues, Fetch::Servers]);
+        app.update(Msg::Servers(Ok(Vec::new())));
+        assert_eq!(app.servers.as_ref().map(Vec::len), Some(0));
+        app.update(Msg::Key(Key::Char('r')));
+        assert!(app.notice.is_none(), "no task actions on the servers view");
+        app.update(Msg::Key(Key::Esc));
+        assert_eq!(app.screen, Screen::Queues);
     }
 }

@@ -1,4 +1,4 @@
-//! `asynq dash`: a live terminal dashboard of queues and tasks. [`app`] is the model and its
+//! `asynq dash`: a live terminal dashboard of queues, tasks and servers, with actions on tasks. [`app`] is the model and its
 //! update function, [`ui`] draws it; this module runs the loop: it reads keys and refresh ticks,
 //! feeds them to the model, and does the fetches the model asks for.
 
@@ -6,7 +6,7 @@ pub(crate) mod app;
 pub(crate) mod ui;
 
 use crate::error::{CliError, CliResult, Failure};
-use app::{App, Fetch, Key, Msg, TASK_PAGE_SIZE};
+use app::{Action, App, Fetch, Key, Msg, TASK_PAGE_SIZE};
 use asynq_client::{Inspector, Page};
 use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
 use futures::StreamExt;
@@ -85,13 +85,28 @@ async fn fetch_msg(inspector: &Inspector, fetch: Fetch) -> Msg {
             .await;
             Msg::Queues(result.map_err(|e| e.to_string()))
         }
-        Fetch::Tasks { queue, state } => {
-            let page = Page { size: TASK_PAGE_SIZE, number: 0 };
-            let tasks = inspector.list_tasks(&queue, state, page).await.map_err(|e| e.to_string());
-            Msg::Tasks { queue, state, tasks }
+        Fetch::Tasks { queue, state, page } => {
+            let tasks = inspector
+                .list_tasks(&queue, state, Page { size: TASK_PAGE_SIZE, number: page })
+                .await
+                .map_err(|e| e.to_string());
+            Msg::Tasks { queue, state, page, tasks }
         }
         Fetch::Task { queue, id } => {
             Msg::Task(inspector.task_info(&queue, &id).await.map(Box::new).map_err(|e| e.to_string()))
+        }
+        Fetch::Servers => Msg::Servers(inspector.servers().await.map_err(|e| e.to_string())),
+        Fetch::Act { action, queue, id } => {
+            let done = match action {
+                Action::Run => inspector.run_task(&queue, &id).await.map(|()| "is now pending"),
+                Action::Archive => inspector.archive_task(&queue, &id).await.map(|()| "archived"),
+                Action::Delete => inspector.delete_task(&queue, &id).await.map(|()| "deleted"),
+                Action::Cancel => inspector.cancel(&id).await.map(|()| "asked to cancel"),
+            };
+            Msg::Acted(
+                done.map(|what| format!("task {id} {what}"))
+                    .map_err(|e| format!("cannot {} task {id}: {e}", action.verb())),
+            )
         }
     }
 }

@@ -12,9 +12,12 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Table
 /// The keys each screen takes, for its footer.
 fn footer_keys(screen: Screen) -> &'static str {
     match screen {
-        Screen::Queues => "↑/k ↓/j: select   Enter: tasks   ?: help   q/Esc: quit",
-        Screen::Tasks => "↑/k ↓/j: select   Tab/←/→: state   Enter: details   ?: help   q/Esc: back",
-        Screen::Task => "q/Esc: back   ?: help",
+        Screen::Queues => "↑/k ↓/j: select   Enter: tasks   s: servers   ?: help   q/Esc: quit",
+        Screen::Tasks => {
+            "↑↓: select  Tab/←→: state  [/]: page  Enter: details  r/a/d/c: run/archive/delete/cancel  ?: help"
+        }
+        Screen::Task => "r/a/d/c: run/archive/delete/cancel   ?: help   q/Esc: back",
+        Screen::Servers => "↑/k ↓/j: select   ?: help   q/Esc: back",
     }
 }
 
@@ -29,10 +32,12 @@ pub(crate) fn draw(frame: &mut Frame<'_>, app: &App) {
         Screen::Queues => draw_queues(frame, body, app),
         Screen::Tasks => draw_tasks(frame, body, app),
         Screen::Task => draw_task(frame, body, app),
+        Screen::Servers => draw_servers(frame, body, app),
     }
-    let footer_line = match &app.error {
-        Some(e) => Line::from(Span::styled(format!(" error: {e}"), Style::new().fg(Color::Red))),
-        None => Line::from(format!(" {}", footer_keys(app.screen))),
+    let footer_line = match (&app.error, &app.notice) {
+        (Some(e), _) => Line::from(Span::styled(format!(" error: {e}"), Style::new().fg(Color::Red))),
+        (None, Some(notice)) => Line::from(Span::styled(format!(" {notice}"), Style::new().fg(Color::Yellow))),
+        (None, None) => Line::from(format!(" {}", footer_keys(app.screen))),
     };
     frame.render_widget(Paragraph::new(footer_line), footer);
     if app.show_help {
@@ -143,7 +148,7 @@ fn draw_tasks(frame: &mut Frame<'_>, area: Rect, app: &App) {
         .highlight_style(Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED));
     frame.render_widget(tabs, tabs_area);
 
-    let block = Block::default().borders(Borders::ALL).title(format!(" {} tasks ", app.state()));
+    let block = Block::default().borders(Borders::ALL).title(format!(" {} tasks, page {} ", app.state(), app.page + 1));
     let Some(tasks) = &app.tasks else {
         frame.render_widget(Paragraph::new("Loading…").block(block), table_area);
         return;
@@ -235,16 +240,68 @@ fn draw_task(frame: &mut Frame<'_>, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
+fn draw_servers(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let block = Block::default().borders(Borders::ALL).title(" Servers ");
+    let Some(servers) = &app.servers else {
+        frame.render_widget(Paragraph::new("Loading…").block(block), area);
+        return;
+    };
+    if servers.is_empty() {
+        frame.render_widget(Paragraph::new("No running servers").block(block), area);
+        return;
+    }
+    let header = Row::new(["Host", "PID", "State", "Workers", "Queues", "Started"])
+        .style(Style::new().add_modifier(Modifier::BOLD));
+    let rows = servers.iter().map(|r| {
+        let s = &r.server;
+        let mut queues: Vec<_> = s.queues.iter().collect();
+        queues.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let queues: Vec<String> = queues.into_iter().map(|(q, p)| format!("{q}:{p}")).collect();
+        Row::new(vec![
+            Cell::from(s.host.clone()),
+            Cell::from(s.pid.to_string()),
+            Cell::from(s.status.as_str()).style(state_style(if s.status.as_str() == "active" {
+                "active"
+            } else {
+                "retry"
+            })),
+            Cell::from(format!("{}/{}", r.workers.len(), s.concurrency)),
+            Cell::from(queues.join(", ")),
+            Cell::from(rfc3339(s.started)),
+        ])
+    });
+    let widths = [
+        Constraint::Min(16),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Min(16),
+        Constraint::Length(21),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .highlight_symbol("> ");
+    let mut state = TableState::default().with_selected(Some(app.selected_server));
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
 fn draw_help(frame: &mut Frame<'_>, area: Rect) {
     let lines = vec![
         Line::from("↑ ↓ / k j     move the selection"),
         Line::from("Enter         open the queue's tasks, or the task"),
         Line::from("Tab ← →       switch task state (h l too)"),
+        Line::from("[ ] / p n     previous and next page of tasks"),
+        Line::from("r             run the task now"),
+        Line::from("a, d          archive, delete the task (press twice)"),
+        Line::from("c             cancel the running task"),
+        Line::from("s             the servers (from the queue list)"),
         Line::from("q / Esc       back; quit from the queue list"),
         Line::from("Ctrl-C        quit"),
         Line::from("?             this help (any key closes it)"),
     ];
-    let width = 54.min(area.width);
+    let width = 56.min(area.width);
     let height = (lines.len() as u16 + 2).min(area.height);
     let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
     frame.render_widget(Clear, popup);
@@ -296,7 +353,7 @@ mod tests {
         assert!(contains(&render(&app), "Loading…"));
         app.update(Msg::Key(Key::Tab));
         let tasks = vec![task("critical", "task-1"), task("critical", "task-2")];
-        app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Pending, tasks: Ok(tasks) });
+        app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Pending, page: 0, tasks: Ok(tasks) });
         let screen = render(&app);
         assert!(contains(&screen, "Queue critical"), "{screen:#?}");
         assert!(contains(&screen, "pending (3)") && contains(&screen, "retry (2)"), "{screen:#?}");
@@ -314,7 +371,12 @@ mod tests {
         running.state = TaskState::Active;
         let reported = asynq_core::time::from_unix_secs(1_795_317_800);
         running.progress = Some(asynq_core::Progress::new(0.42, "resizing", reported).unwrap());
-        app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Active, tasks: Ok(vec![running]) });
+        app.update(Msg::Tasks {
+            queue: "critical".into(),
+            state: TaskState::Active,
+            page: 0,
+            tasks: Ok(vec![running]),
+        });
         let screen = render(&app);
         let row = screen.iter().find(|l| l.contains("t1")).expect("t1 row");
         assert!(contains(&screen, "Progress") && row.contains("42% resizing"), "{screen:#?}");
@@ -332,6 +394,7 @@ mod tests {
         app.update(Msg::Tasks {
             queue: "critical".into(),
             state: TaskState::Pending,
+            page: 0,
             tasks: Ok(vec![task("critical", "t1")]),
         });
         app.update(Msg::Key(Key::Enter));
@@ -343,5 +406,49 @@ mod tests {
         assert!(contains(&screen, "Help") && contains(&screen, "switch task state"), "{screen:#?}");
         app.update(Msg::Queues(Err("cannot reach Redis".into())));
         assert!(contains(&render(&app), "error: cannot reach Redis"));
+    }
+
+    #[test]
+    fn the_servers_view_lists_each_server() {
+        use asynq_client::{ServerInfo, ServerReport, ServerStatus};
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Char('s')));
+        assert!(contains(&render(&app), "Loading…"));
+        let server = ServerInfo {
+            host: "worker-1.internal".into(),
+            pid: 4242,
+            server_id: "s-1".into(),
+            concurrency: 10,
+            queues: [("critical".to_owned(), 6), ("default".to_owned(), 3)].into(),
+            strict_priority: false,
+            status: ServerStatus::Active,
+            started: asynq_core::time::from_unix_secs(1_795_317_000),
+            active_workers: 0,
+        };
+        app.update(Msg::Servers(Ok(vec![ServerReport { server, workers: Vec::new() }])));
+        let screen = render(&app);
+        let row = screen.iter().find(|l| l.contains("worker-1.internal")).expect("the server's row");
+        assert!(row.contains("4242") && row.contains("active") && row.contains("0/10"), "{row}");
+        assert!(row.contains("critical:6, default:3"), "{row}");
+    }
+
+    #[test]
+    fn the_task_list_names_its_page_and_the_footer_says_what_an_action_did() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Enter));
+        app.update(Msg::Key(Key::Tab));
+        app.update(Msg::Tasks {
+            queue: "critical".into(),
+            state: TaskState::Pending,
+            page: 0,
+            tasks: Ok(vec![task("critical", "t1")]),
+        });
+        assert!(contains(&render(&app), "pending tasks, page 1"));
+        app.update(Msg::Key(Key::Char('d')));
+        assert!(contains(&render(&app), "delete task t1? press d again to confirm"));
+        app.update(Msg::Acted(Ok("task t1 deleted".into())));
+        assert!(contains(&render(&app), "task t1 deleted"));
     }
 }
