@@ -99,10 +99,11 @@
     return `${(s / 3600).toFixed(1)} h`;
   }
 
+  // Times are shown in the browser's time zone, always named (`UTC`, `GMT+1`, `PST`).
   function fmtTime(iso) {
     if (!iso) return '–';
     const date = new Date(iso);
-    return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+    return Number.isNaN(date.getTime()) ? iso : date.toLocaleString(undefined, { timeZoneName: 'short' });
   }
 
   function timeCell(field, iso) {
@@ -266,7 +267,7 @@
         clearError(true);
         const now = new Date();
         const stamp = byId('last-updated');
-        stamp.textContent = `Updated ${now.toLocaleTimeString()}`;
+        stamp.textContent = `Updated ${now.toLocaleTimeString(undefined, { timeZoneName: 'short' })}`;
         stamp.setAttribute('data-time', now.toISOString());
       }
     } catch (e) {
@@ -775,6 +776,28 @@
     };
   }
 
+  // ---- Theme -------------------------------------------------------------------------------
+
+  // Light or dark: the system's choice until the button picks one, which is remembered.
+  function setUpTheme() {
+    const root = document.documentElement;
+    const button = byId('theme');
+    const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
+    const current = () => root.getAttribute('data-theme') || (systemDark.matches ? 'dark' : 'light');
+    const show = () => { button.textContent = current() === 'dark' ? 'Light' : 'Dark'; };
+    let saved = null;
+    try { saved = window.localStorage.getItem('asynq-theme'); } catch (e) { /* storage blocked */ }
+    if (saved === 'dark' || saved === 'light') root.setAttribute('data-theme', saved);
+    show();
+    systemDark.addEventListener('change', show);
+    button.addEventListener('click', () => {
+      const next = current() === 'dark' ? 'light' : 'dark';
+      root.setAttribute('data-theme', next);
+      try { window.localStorage.setItem('asynq-theme', next); } catch (e) { /* storage blocked */ }
+      show();
+    });
+  }
+
   // ---- Start -------------------------------------------------------------------------------
 
   async function start() {
@@ -799,6 +822,7 @@
     byId('login').addEventListener('submit', onLogin);
     byId('logout').addEventListener('click', onLogout);
     byId('refresh-now').addEventListener('click', () => refresh());
+    setUpTheme();
     window.addEventListener('hashchange', () => { if (app.session && byId('login').hidden) mount(); });
     start();
   });

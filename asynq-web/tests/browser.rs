@@ -325,6 +325,23 @@ async fn operator_walks_through_the_dashboard() {
     browser.wait_for("#redis-nodes tr").await;
     browser.screenshot(&screenshot_path("redis")).await;
 
+    // Dark mode: the theme button switches the page, the choice outlives a reload, and times
+    // name their time zone.
+    let background = "return getComputedStyle(document.documentElement).backgroundColor;";
+    let light = browser.eval(background, vec![]).await;
+    browser.click("#theme").await;
+    assert_eq!(browser.attr("html", "data-theme").await.as_deref(), Some("dark"));
+    let dark = browser.eval(background, vec![]).await;
+    assert_ne!(light, dark, "the page's background changes");
+    browser.goto(&dash.url).await;
+    browser.wait_for_text("#last-updated", "a refresh time", |text| text.starts_with("Updated")).await;
+    assert_eq!(browser.attr("html", "data-theme").await.as_deref(), Some("dark"), "the choice is remembered");
+    let stamp = browser.text("#last-updated").await;
+    assert!(stamp.contains("UTC") || stamp.contains("GMT"), "the time names its zone: {stamp}");
+    browser.screenshot(&screenshot_path("overview-dark")).await;
+    browser.click("#theme").await;
+    assert_eq!(browser.attr("html", "data-theme").await.as_deref(), Some("light"));
+
     // (f) A phone-sized window still shows the queues, without the page scrolling sideways.
     browser.set_viewport(390, 844).await;
     browser.goto(&dash.url).await;
