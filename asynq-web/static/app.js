@@ -106,9 +106,40 @@
     return Number.isNaN(date.getTime()) ? iso : date.toLocaleString(undefined, { timeZoneName: 'short' });
   }
 
-  function timeCell(field, iso) {
-    return h('td', { 'data-field': field }, iso ? h('time', { datetime: iso, text: fmtTime(iso) }) : '–');
+  // `12.0 s ago`, `in 29.8 min`: a time relative to now, for table cells that must stay narrow.
+  function fmtRelative(iso) {
+    const ms = new Date(iso).getTime() - Date.now();
+    if (Number.isNaN(ms)) return iso;
+    return ms >= 0 ? `in ${fmtMs(ms)}` : `${fmtMs(-ms)} ago`;
   }
+
+  // A table cell showing a time relative to now; the time itself, zone named, on hover.
+  function timeCell(field, iso) {
+    return h('td', { 'data-field': field },
+      iso ? h('time', { datetime: iso, title: fmtTime(iso), text: fmtRelative(iso) }) : '–');
+  }
+
+  // The columns of a state's task list after ID, type and payload: what matters in that state.
+  const retriedCell = (t) => h('td', { 'data-field': 'retried', class: 'num', text: `${t.retried}/${t.max_retry}` });
+  const errorCell = (t) => h('td', { 'data-field': 'last_error', class: 'error-text', text: t.last_error || '' });
+  const failedAtCell = (t) => timeCell('last_failed_at', t.last_failed_at);
+  const STATE_COLUMNS = {
+    active: [
+      ['Started', (t) => timeCell('started', t.worker && t.worker.started)],
+      ['Deadline', (t) => timeCell('deadline', t.worker ? t.worker.deadline : t.deadline)],
+      ['Worker', (t) => h('td', { 'data-field': 'worker', class: 'mono', text: t.worker ? t.worker.server : '–',
+        title: t.worker ? `${t.worker.server} (server ${t.worker.server_id})` : null })],
+      ['Progress', (t) => progressCell(t.progress)],
+    ],
+    pending: [['Retried', retriedCell], ['Last error', errorCell]],
+    scheduled: [['Due', (t) => timeCell('next_process_at', t.next_process_at)], ['Retried', retriedCell]],
+    retry: [['Next attempt', (t) => timeCell('next_process_at', t.next_process_at)], ['Retried', retriedCell],
+      ['Failed at', failedAtCell], ['Last error', errorCell]],
+    archived: [['Failed at', failedAtCell], ['Last error', errorCell], ['Retried', retriedCell]],
+    completed: [['Completed at', (t) => timeCell('completed_at', t.completed_at)],
+      ['Result', (t) => h('td', { 'data-field': 'result', class: 'mono payload', text: t.result_preview || '–' })]],
+    aggregating: [['Group', (t) => h('td', { 'data-field': 'group', text: t.group || '–' })], ['Retried', retriedCell]],
+  };
 
   // `42% resizing`: a handler's last progress report.
   function progressText(progress) {
@@ -455,9 +486,9 @@
       for (const box of document.querySelectorAll('#tasks input[data-select]')) box.checked = selectAll.checked;
       syncBulk();
     });
-    // Active tasks have no next process time; they show how far their handler has come.
+    const columns = STATE_COLUMNS[state];
     const headers = [h('th', { scope: 'col', class: 'select' }, writable() ? selectAll : null),
-      'ID', 'Type', 'Payload', 'Retried', 'Last error', state === 'active' ? 'Progress' : 'Next process at'];
+      'ID', 'Type', 'Payload', ...columns.map(([title]) => title)];
     if (writable()) headers.push('Actions');
     const tasks = table('tasks', headers);
     const bulkButtons = [];
@@ -566,9 +597,7 @@
             h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(queue)}/tasks/${enc(task.id)}`, text: task.id })),
             h('td', { 'data-field': 'type', text: task.type }),
             h('td', { 'data-field': 'payload', class: 'mono payload', text: task.payload_preview, title: `${task.payload_size} bytes` }),
-            h('td', { 'data-field': 'retried', class: 'num', text: `${task.retried}/${task.max_retry}` }),
-            h('td', { 'data-field': 'last_error', class: 'error-text', text: task.last_error || '' }),
-            state === 'active' ? progressCell(task.progress) : timeCell('next_process_at', task.next_process_at),
+            ...columns.map(([, cell]) => cell(task)),
           ];
           if (writable()) cells.push(h('td', { class: 'actions' }, rowActions(task)));
           tasks.body.append(h('tr', { 'data-task-id': task.id, 'data-state': task.state }, cells));

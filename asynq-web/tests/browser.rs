@@ -312,7 +312,34 @@ async fn operator_walks_through_the_dashboard() {
     let progress = r#"#tasks tr[data-state="active"] td[data-field="progress"]"#;
     browser.wait_for_text(progress, "the progress report", |t| t.trim() == "42% charging card").await;
     assert_eq!(browser.attr(&format!("{progress} progress"), "value").await.as_deref(), Some("0.42"));
+    // Each state has the columns that matter in it: an active task its worker, start and
+    // deadline; a retrying or archived one when it failed and why.
+    let worker = r#"#tasks tr[data-state="active"] td[data-field="worker"]"#;
+    browser.wait_for_text(worker, "the task's worker", |t| t == "worker-1.internal:4242").await;
+    let started = r#"#tasks tr[data-state="active"] td[data-field="started"] time"#;
+    assert!(browser.text(started).await.ends_with(" ago"), "a start is shown relative to now");
+    assert!(
+        browser.attr(started, "title").await.is_some_and(|t| t.contains("UTC")),
+        "and in full, zone named, on hover"
+    );
+    let headers = "return [...document.querySelectorAll('#tasks thead th')].map((th) => th.textContent);";
+    let active = browser.eval(headers, vec![]).await;
+    for title in ["Started", "Deadline", "Worker", "Progress"] {
+        assert!(active.as_array().unwrap().iter().any(|t| t == title), "{title} among {active}");
+    }
+    let fit = "const wrap = document.querySelector('#tasks').closest('.table-wrap'); \
+               return [wrap.scrollWidth, wrap.clientWidth];";
+    let fit = browser.eval(fit, vec![]).await;
+    assert!(fit[0].as_f64() <= fit[1].as_f64(), "the active tasks fit 1280 px: {fit}");
     browser.screenshot(&screenshot_path("active")).await;
+    browser.goto(&dash.page("#/queues/billing/archived")).await;
+    let error = r#"#tasks tr[data-state="archived"] td[data-field="last_error"]"#;
+    browser.wait_for_text(error, "the archived task's error", |t| t == "customer account closed").await;
+    let failed_at = r#"#tasks tr[data-state="archived"] td[data-field="last_failed_at"] time"#;
+    assert!(browser.attr(failed_at, "title").await.is_some_and(|t| t.contains("UTC")));
+    let archived = browser.eval(headers, vec![]).await;
+    browser.screenshot(&screenshot_path("archived")).await;
+    assert!(!archived.as_array().unwrap().iter().any(|t| t == "Progress" || t == "Due"), "{archived}");
 
     // The other main pages: servers (with the running task) and Redis.
     browser.goto(&dash.page("#/servers")).await;

@@ -12,7 +12,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The most tasks a search looks through.
 pub(super) const MAX_SEARCH_SCAN: usize = 10_000;
@@ -45,6 +45,21 @@ pub(crate) struct TaskSummary {
     timeout_seconds: Option<u64>,
     retention_seconds: Option<u64>,
     progress: Option<ProgressSummary>,
+    /// The start of the result its handler wrote, if any.
+    result_preview: Option<String>,
+    /// For an active task in a listing: the server running it and when the attempt started
+    /// and must end, from the servers' worker records.
+    worker: Option<WorkerSummary>,
+}
+
+/// Where and since when an active task runs.
+#[derive(Debug, Serialize)]
+pub(crate) struct WorkerSummary {
+    /// `host:pid` of the server.
+    server: String,
+    server_id: String,
+    started: String,
+    deadline: String,
 }
 
 /// A handler's last progress report.
@@ -80,6 +95,8 @@ impl From<&TaskInfo> for TaskSummary {
                 message: p.message().to_owned(),
                 reported_at: timestamp(p.reported_at()),
             }),
+            result_preview: task.result.as_deref().map(preview),
+            worker: None,
         }
     }
 }
@@ -130,6 +147,27 @@ impl TaskPage {
             search_truncated: false,
         }
     }
+
+    /// Names the server running each task of the page, as the servers' worker records say.
+    async fn add_workers(&mut self, app: &AppState) -> ApiResult<()> {
+        let mut running = HashMap::new();
+        for report in app.inspector.servers().await? {
+            let server = format!("{}:{}", report.server.host, report.server.pid);
+            for worker in report.workers {
+                let summary = WorkerSummary {
+                    server: server.clone(),
+                    server_id: report.server.server_id.clone(),
+                    started: timestamp(worker.started),
+                    deadline: timestamp(worker.deadline),
+                };
+                running.insert(worker.task_id, summary);
+            }
+        }
+        for task in &mut self.tasks {
+            task.worker = running.remove(&task.id);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,7 +207,11 @@ pub(crate) async fn list(
     let search = search.map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
     let Some(needle) = search else {
         let tasks = app.inspector.list_tasks(&queue, state, page.to_core()).await?;
-        return Ok(Json(TaskPage::of(&tasks, page, count(&info, state))));
+        let mut result = TaskPage::of(&tasks, page, count(&info, state));
+        if state == TaskState::Active {
+            result.add_workers(&app).await?;
+        }
+        return Ok(Json(result));
     };
     if needle.len() > MAX_SEARCH_LEN {
         return Err(ApiError::bad_request("invalid_search", format!("search is longer than {MAX_SEARCH_LEN} bytes")));
@@ -180,6 +222,9 @@ pub(crate) async fn list(
     let shown = &shown[..shown.len().min(page.size)];
     let mut result = TaskPage::of(shown, page, matches.len());
     result.search_truncated = truncated;
+    if state == TaskState::Active {
+        result.add_workers(&app).await?;
+    }
     Ok(Json(result))
 }
 
