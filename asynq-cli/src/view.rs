@@ -49,6 +49,8 @@ pub(crate) struct TaskView {
     result: Option<String>,
     result_encoding: Option<&'static str>,
     progress: Option<ProgressView>,
+    /// The debounce key the task was enqueued with.
+    debounce_key: Option<String>,
 }
 
 /// A handler's last progress report.
@@ -90,6 +92,7 @@ impl From<&TaskInfo> for TaskView {
                 message: p.message().to_owned(),
                 reported_at: rfc3339(p.reported_at()),
             }),
+            debounce_key: t.debounce_key.clone(),
         }
     }
 }

@@ -101,6 +101,8 @@ fn tasks_are_debounced_and_replaced() {
     assert_eq!(ids, [last["id"].as_str().unwrap()], "the second took the place of the first ({first})");
 
     let id = last["id"].as_str().unwrap();
+    assert_eq!(last["debounce_key"], "doc:42");
+    asynq_at(&server, &["task", "inspect", "-q", "docs", "-i", id]).ok().shows(&["Debounce key", "doc:42"]);
     let replace = ["task", "enqueue", "-t", "sync", "-l", "now", "--queue", "docs", "--replace", id];
     asynq_at(&server, &replace).ok().shows(&[&format!("Replaced task {id} in queue \"docs\" (pending)")]);
     let gone = asynq_at(&server, &["task", "enqueue", "-t", "sync", "-l", "x", "--queue", "docs", "--replace", "nope"]);

@@ -270,7 +270,10 @@ impl Client {
             Placement::Scheduled { process_at } => (TaskState::Scheduled, Some(*process_at)),
             Placement::Grouped { .. } => (TaskState::Aggregating, None),
         };
-        let info = TaskInfo::new(&request.message, state, next_process_at, None);
+        let mut info = TaskInfo::new(&request.message, state, next_process_at, None);
+        if let Some(Replace::Debounced(debounce)) = &request.replace {
+            info.debounce_key = Some(debounce.key().to_owned());
+        }
         Ok((request, info))
     }
 }

@@ -60,6 +60,8 @@ pub async fn case_debounce_keeps_the_last_task_of_a_burst<F: BrokerFactory>(fact
     assert_gone(&t, "b").await;
     let c = t.task("q", "c").await;
     assert_eq!((c.state, c.next_process_at, &c.payload[..]), (TaskState::Scheduled, Some(at(18)), &b"v3"[..]));
+    assert_eq!(c.debounce_key.as_deref(), Some("user:42"), "the task names its debounce key");
+    assert_eq!(t.list("q", TaskState::Scheduled, 10, 0).await[0].debounce_key.as_deref(), Some("user:42"));
     assert_eq!(t.info("q").await.scheduled, 1);
 
     t.set(at(17));
@@ -112,6 +114,7 @@ pub async fn case_debounce_replaces_only_a_task_debounced_with_its_key<F: Broker
     replace(&t, "c", "replaced", later).await.unwrap();
     debounced(&t, "d", "k2", "v4").await.unwrap();
     assert_eq!(&t.task("q", "c").await.payload[..], b"replaced", "a task replaced by ID is no longer debounced");
+    assert_eq!(t.task("q", "c").await.debounce_key, None);
     assert_eq!(t.info("q").await.scheduled, 4);
 }
 

@@ -126,6 +126,9 @@ pub struct TaskInfo {
     pub result: Option<Bytes>,
     /// How far its handler said it had come in its current (or last) attempt, if it said.
     pub progress: Option<Progress>,
+    /// The debounce key it was enqueued with ([`TaskOptions::debounce`](crate::TaskOptions::debounce)),
+    /// if any.
+    pub debounce_key: Option<String>,
 }
 
 impl TaskInfo {
@@ -151,6 +154,7 @@ impl TaskInfo {
             completed_at: msg.completed_at,
             result: result.filter(|r| !r.is_empty()),
             progress: None,
+            debounce_key: None,
         }
     }
 }

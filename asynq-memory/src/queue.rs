@@ -67,6 +67,7 @@ impl TaskRecord {
     fn info(&self, state: TaskState, next_process_at: Option<SystemTime>) -> TaskInfo {
         let mut info = TaskInfo::new(&self.msg, state, next_process_at, self.result.clone());
         info.progress.clone_from(&self.progress);
+        info.debounce_key.clone_from(&self.debounce);
         info
     }
 }

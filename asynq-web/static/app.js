@@ -657,7 +657,7 @@
           ['last_error', 'Last error', task.last_error || '–'], ['last_failed_at', 'Last failed', fmtTime(task.last_failed_at)],
           ['next_process_at', 'Next process at', fmtTime(task.next_process_at)], ['group', 'Group', task.group || '–'],
           ['timeout', 'Timeout', task.timeout_seconds ? `${task.timeout_seconds} s` : '–'],
-          ['deadline', 'Deadline', fmtTime(task.deadline)],
+          ['deadline', 'Deadline', fmtTime(task.deadline)], ['debounce_key', 'Debounce key', task.debounce_key || '–'],
           ['retention', 'Retention', task.retention_seconds ? `${task.retention_seconds} s` : '–'],
           ['completed_at', 'Completed', fmtTime(task.completed_at)],
           ['orphaned', 'Orphaned', task.is_orphaned ? 'yes (its worker lost the lease)' : 'no'],

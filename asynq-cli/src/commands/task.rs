@@ -143,6 +143,9 @@ async fn inspect(ctx: &Context, args: TaskRef) -> CliResult {
     if let Some(progress) = &info.progress {
         row("Progress", Cell::new(format!("{progress} (reported {})", past(Some(progress.reported_at())))));
     }
+    if let Some(key) = &info.debounce_key {
+        row("Debounce key", Cell::new(key));
+    }
     if let Some(error) = &info.last_error {
         row("Last failed at", Cell::new(past(info.last_failed_at)));
         row("Last error", Cell::new(error));

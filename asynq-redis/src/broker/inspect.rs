@@ -3,6 +3,11 @@
 use super::*;
 use asynq_core::{GroupName, Progress, QueueName, TaskId};
 
+/// Reads a text field of a task hash, as a script returned it (false when absent).
+fn read_text(value: &Value) -> Option<String> {
+    Option::<String>::from_redis_value_ref(value).ok().flatten()
+}
+
 /// Reads a task hash's `progress` field, as a script returned it (false when absent).
 fn read_progress(value: &Value) -> Option<Progress> {
     Option::<Vec<u8>>::from_redis_value_ref(value).ok().flatten().and_then(|bytes| crate::progress::decode(&bytes))
@@ -30,8 +35,8 @@ impl RedisBroker {
         invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "list tasks").await?;
         let now_secs = unix_secs(now);
-        let mut tasks = Vec::with_capacity(values.len() / 5);
-        for entry in values.chunks_exact(5) {
+        let mut tasks = Vec::with_capacity(values.len() / 6);
+        for entry in values.chunks_exact(6) {
             let Ok(bytes) = Vec::<u8>::from_redis_value_ref(&entry[0]) else { continue };
             let Ok(msg) = decode(&bytes) else { continue };
             let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
@@ -46,6 +51,7 @@ impl RedisBroker {
             let mut info = TaskInfo::new(&msg, state, next_process_at, result);
             info.is_orphaned = state == TaskState::Active && lease.is_some_and(|expiry| expiry <= now_secs);
             info.progress = read_progress(&entry[4]);
+            info.debounce_key = read_text(&entry[5]);
             tasks.push(info);
         }
         Ok(tasks)
@@ -156,7 +162,7 @@ impl Inspect for RedisBroker {
         let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
         invocation.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
-        let [msg, state, next, result, progress] = values.as_slice() else {
+        let [msg, state, next, result, progress, debounce] = values.as_slice() else {
             return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
         };
         let msg = decode(&Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?)?;
@@ -166,6 +172,7 @@ impl Inspect for RedisBroker {
         let result = Option::<Vec<u8>>::from_redis_value_ref(result).ok().flatten().map(Bytes::from);
         let mut info = TaskInfo::new(&msg, state, (next != 0).then(|| from_unix_secs(next)), result);
         info.progress = read_progress(progress);
+        info.debounce_key = read_text(debounce);
         Ok(info)
     }
 

@@ -10,7 +10,7 @@
 -- ARGV[4] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[5] -> the group key prefix, asynq:{<q>}:g:
 -- Returns: a flat array of {msg, result or false, score or false, lease expiry or false, progress
---          (write_progress.lua's) or false} per
+--          (write_progress.lua's) or false, debounce key (enqueue_replacing.lua's) or false} per
 --          task; tasks without a msg are skipped
 local first, size = tonumber(ARGV[2]), tonumber(ARGV[3])
 local ids, scores = {}, {}
@@ -45,13 +45,14 @@ else
 end
 local out = {}
 for i, id in ipairs(ids) do
-    local fields = redis.call("HMGET", ARGV[4] .. id, "msg", "result", "progress")
+    local fields = redis.call("HMGET", ARGV[4] .. id, "msg", "result", "progress", "debounce")
     if fields[1] then
         out[#out + 1] = fields[1]
         out[#out + 1] = fields[2]
         out[#out + 1] = scores[i] or false
         out[#out + 1] = redis.call("ZSCORE", KEYS[2], id)
         out[#out + 1] = fields[3]
+        out[#out + 1] = fields[4]
     end
 end
 return out

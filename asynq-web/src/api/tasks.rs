@@ -47,6 +47,8 @@ pub(crate) struct TaskSummary {
     progress: Option<ProgressSummary>,
     /// The start of the result its handler wrote, if any.
     result_preview: Option<String>,
+    /// The debounce key it was enqueued with, if any.
+    debounce_key: Option<String>,
     /// For an active task in a listing: the server running it and when the attempt started
     /// and must end, from the servers' worker records.
     worker: Option<WorkerSummary>,
@@ -96,6 +98,7 @@ impl From<&TaskInfo> for TaskSummary {
                 reported_at: timestamp(p.reported_at()),
             }),
             result_preview: task.result.as_deref().map(preview),
+            debounce_key: task.debounce_key.clone(),
             worker: None,
         }
     }
