@@ -121,7 +121,7 @@ pub struct Config {
     /// How many tasks beyond `concurrency` the server may take ahead of time, so that under
     /// load one broker call fetches many tasks and the next batch is ready when workers free
     /// up. It takes tasks ahead only while its attempts are short (under 10 ms on average) and
-    /// no rate or per-type limit is set, so a long task never holds others back from other
+    /// no rate, per-type or shared limit is set, so a long task never holds others back from other
     /// servers. Tasks taken ahead are leased like running ones, can be cancelled, and go back
     /// to their queue at once on shutdown. A fetch takes its tasks in one weighted order of the
     /// queues, so with weighted priorities the shares hold on average over many fetches, in
