@@ -36,6 +36,7 @@ mod api;
 mod assets;
 mod auth;
 mod error;
+mod history;
 mod openapi;
 
 pub use auth::{Auth, InvalidToken};
@@ -114,6 +115,8 @@ pub(crate) struct Shared {
     pub(crate) auth: Option<Auth>,
     pub(crate) refresh: Duration,
     pub(crate) sessions: auth::Sessions,
+    /// The last hour of every queue, sampled from the first request on.
+    pub(crate) history: history::History,
 }
 
 impl std::ops::Deref for AppState {
@@ -148,6 +151,7 @@ pub fn router(config: WebConfig) -> Router {
         auth: config.auth,
         refresh: config.refresh.max(Duration::from_secs(1)),
         sessions: auth::Sessions::default(),
+        history: history::History::default(),
     }));
     let guard = axum::middleware::from_fn_with_state(state.clone(), auth::guard);
     let api = api::routes().router.route_layer(guard.clone());
@@ -163,11 +167,24 @@ pub fn router(config: WebConfig) -> Router {
     }
 }
 
-/// `router` with the checks every response gets: the `Host` check and the security headers.
+/// `router` with the checks every response gets: the `Host` check and the security headers;
+/// the first request also starts the history sampler (see [`history`]), inside the runtime
+/// that serves it.
 fn shielded<S: Clone + Send + Sync + 'static>(router: Router<S>, state: &AppState) -> Router<S> {
     router
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::host_check))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), start_history))
         .layer(axum::middleware::from_fn(assets::security_headers))
+}
+
+/// Starts the history sampler, once, then passes the request on.
+async fn start_history(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    history::History::start_sampling(&state.0);
+    next.run(request).await
 }
 
 /// Serves the dashboard on `listener` until `shutdown` completes, then lets requests in

@@ -427,6 +427,38 @@
     app.samples.delete(name);
   }
 
+  // A line chart of `points` (each with `at` and a value per series key) over time: one
+  // polyline per series, the largest value and zero on the axis, a legend below. Points whose
+  // value is null break nothing: the line skips them.
+  function lineChart(container, points, series, format) {
+    const width = 420;
+    const height = 160;
+    const pad = { left: 48, right: 8, top: 10, bottom: 22 };
+    const plotW = width - pad.left - pad.right;
+    const plotH = height - pad.top - pad.bottom;
+    const times = points.map((p) => new Date(p.at).getTime());
+    const [t0, t1] = [Math.min(...times), Math.max(...times)];
+    const max = Math.max(1e-9, ...points.flatMap((p) => series.map((s) => p[s.key] || 0)));
+    const x = (t) => pad.left + (t1 > t0 ? ((t - t0) / (t1 - t0)) * plotW : plotW);
+    const y = (v) => pad.top + plotH - (v / max) * plotH;
+    const nodes = [
+      svg('line', { x1: pad.left, y1: pad.top + plotH, x2: width - pad.right, y2: pad.top + plotH, class: 'axis' }),
+      svg('text', { x: pad.left - 6, y: pad.top + 10, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode(format(max))]),
+      svg('text', { x: pad.left - 6, y: pad.top + plotH, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode('0')]),
+    ];
+    for (const s of series) {
+      const coords = points.filter((p) => typeof p[s.key] === 'number')
+        .map((p) => `${x(new Date(p.at).getTime()).toFixed(1)},${y(p[s.key]).toFixed(1)}`);
+      if (coords.length === 0) continue;
+      nodes.push(svg('polyline', { points: coords.join(' '), class: `line line-${s.key}`, 'data-series': s.key }));
+      // The latest value, marked: a lone sample is a dot.
+      const [cx, cy] = coords[coords.length - 1].split(',');
+      nodes.push(svg('circle', { cx, cy, r: 2.5, class: `dot line-${s.key}` }));
+    }
+    const legend = h('div', { class: 'legend' }, series.map((s) => h('span', { class: `key line-${s.key}`, text: s.label })));
+    container.replaceChildren(svg('svg', { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'xMidYMid meet' }, nodes), legend);
+  }
+
   function renderChart(container, days) {
     const width = 640;
     const height = 220;
@@ -513,6 +545,8 @@
       onclick: () => { if (local.hasNext) { local.page += 1; refresh(); } } });
     const groupsList = h('ul', { id: 'groups', class: 'groups' });
     const summary = h('div', { id: 'queue-summary', class: 'summary' });
+    const charts = ['sizes', 'throughput', 'latency'].map((name) => h('div', { id: `series-${name}`, class: 'chart', role: 'img' }));
+    const seriesNote = h('p', { id: 'series-note', class: 'muted' });
     const pauseSlot = h('span', { class: 'actions' });
     container.append(h('section', { class: 'panel' }, [
       h('div', { class: 'panel-head' }, [h('h1', {}, [h('a', { href: '#/', text: 'Queues' }), ' / ', h('span', { id: 'queue-name', text: queue })]), pauseSlot]),
@@ -520,7 +554,26 @@
       state === 'aggregating' ? h('div', {}, [h('h2', { text: 'Groups' }), groupsList]) : null,
       toolbar, tasks.node,
       h('div', { class: 'pager' }, [prev, pageInfo, next]),
+    ]), h('section', { class: 'panel' }, [
+      h('h2', { text: 'Last hour' }), seriesNote,
+      h('div', { class: 'series' }, [
+        h('figure', {}, [h('figcaption', { text: 'Tasks by state' }), charts[0]]),
+        h('figure', {}, [h('figcaption', { text: 'Processed and failed per second' }), charts[1]]),
+        h('figure', {}, [h('figcaption', { text: 'Latency' }), charts[2]]),
+      ]),
     ]));
+
+    function renderSeries(series) {
+      const points = series.samples;
+      seriesNote.textContent = points.length < 2
+        ? `Sampled every ${series.interval_seconds} s since the dashboard started; the charts fill in as samples come.`
+        : `${points.length} samples, every ${series.interval_seconds} s, since ${fmtTime(points[0].at)}.`;
+      if (points.length === 0) { for (const chart of charts) chart.replaceChildren(); return; }
+      lineChart(charts[0], points, ['active', 'pending', 'scheduled', 'retry', 'archived'].map((key) => ({ key, label: key })), fmtNumber);
+      lineChart(charts[1], points, [{ key: 'processed_per_second', label: 'processed/s' }, { key: 'failed_per_second', label: 'failed/s' }],
+        (v) => v.toFixed(1));
+      lineChart(charts[2], points, [{ key: 'latency_ms', label: 'latency' }], fmtMs);
+    }
 
     function syncBulk() {
       for (const button of bulkButtons) button.disabled = local.selected.size === 0;
@@ -554,11 +607,13 @@
       async update() {
         const params = new URLSearchParams({ page: local.page, size: local.size });
         if (local.search) params.set('search', local.search);
-        const [detail, page, groups] = await Promise.all([
+        const [detail, page, groups, series] = await Promise.all([
           api('GET', `/api/queues/${enc(queue)}`),
           api('GET', `/api/queues/${enc(queue)}/states/${state}/tasks?${params}`),
           state === 'aggregating' ? api('GET', `/api/queues/${enc(queue)}/groups`) : Promise.resolve(null),
+          api('GET', `/api/queues/${enc(queue)}/series`),
         ]);
+        renderSeries(series);
         const q = detail.queue;
         for (const s of STATES) {
           const count = tabs.querySelector(`[data-count="${s}"]`);

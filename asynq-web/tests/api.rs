@@ -711,3 +711,36 @@ async fn metrics_served_beside_the_dashboard_need_its_token() {
     let plain = Web::new(WebConfig::new(Inspector::new(MemoryBroker::new())));
     assert_eq!(plain.get("/metrics").await.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_queue_s_last_hour_is_sampled_from_the_first_request() {
+    use asynq_core::broker::{Dequeue, Outcome};
+    let clock = Arc::new(asynq_tests::TokioClock::new(std::time::UNIX_EPOCH + Duration::from_secs(1_795_000_000)));
+    let broker = MemoryBroker::with_clock(clock.clone());
+    let client = Client::new(broker.clone()).with_clock(clock.clone());
+    for i in 0..10 {
+        client.enqueue(&Task::new("job", i.to_string()), TaskOptions::new().queue("q")).await.unwrap();
+    }
+    let web = Web::new(WebConfig::new(Inspector::new(broker.clone())));
+    let series = web.read("/api/queues/q/series").await;
+    assert_eq!(series["interval_seconds"], 10);
+    // The first request started the sampler: its first sample is taken at once.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let first = web.read("/api/queues/q/series").await;
+    assert_eq!(first["samples"].as_array().map(Vec::len), Some(1), "{first}");
+    assert_eq!(first["samples"][0]["pending"], 10);
+    assert_eq!(first["samples"][0]["processed_per_second"], Value::Null, "no rate before a second sample");
+
+    let taken = broker.dequeue(&[asynq_core::QueueName::from_static("q")], 5).await.unwrap();
+    for task in &taken {
+        broker.finish(&task.message, Outcome::Done).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let second = web.read("/api/queues/q/series").await;
+    let samples = second["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2, "{second}");
+    assert_eq!((samples[1]["pending"].as_u64(), samples[1]["active"].as_u64()), (Some(5), Some(0)));
+    assert_eq!(samples[1]["processed_per_second"].as_f64(), Some(0.5), "5 tasks in 10 s");
+    assert_eq!(samples[1]["failed_per_second"].as_f64(), Some(0.0));
+    assert_eq!(web.get("/api/queues/nope/series").await.status, StatusCode::NOT_FOUND);
+}

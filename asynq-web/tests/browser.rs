@@ -268,6 +268,9 @@ async fn operator_walks_through_the_dashboard() {
     browser.wait_for_text("#queue-summary", "the queue summary", |t| t.contains("latency")).await;
     let summary = browser.text("#queue-summary").await;
     assert!(!summary.contains("null"), "a queue outside a Cluster has no slot to show: {summary:?}");
+    // The last hour, sampled by the dashboard since its first request: a line per state.
+    browser.wait_for(r#"#series-sizes svg polyline[data-series="pending"]"#).await;
+    browser.wait_for_text("#series-note", "how the history is sampled", |t| t.contains("every 10 s")).await;
     browser.screenshot(&screenshot_path("queue")).await;
     browser.click(&format!(r#"{grace_row} button[data-action="archive"]"#)).await;
     browser.wait_gone(&grace_row).await;

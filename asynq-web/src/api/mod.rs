@@ -62,6 +62,7 @@ pub(crate) fn routes() -> Routes {
         .get("/api/history", queues::history_all)
         .get("/api/queues/{queue}", queues::get_one)
         .get("/api/queues/{queue}/history", queues::history)
+        .get("/api/queues/{queue}/series", queues::series)
         .post("/api/queues/{queue}/pause", queues::pause)
         .post("/api/queues/{queue}/unpause", queues::unpause)
         .post("/api/queues/{queue}/delete", queues::delete)

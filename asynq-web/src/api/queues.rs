@@ -120,6 +120,71 @@ pub(crate) async fn get_one(
     Ok(Json(QueueDetail { queue: info.into(), location }))
 }
 
+/// The last hour of a queue, as the dashboard sampled it.
+#[derive(Debug, Serialize)]
+pub(crate) struct Series {
+    /// Seconds between samples.
+    interval_seconds: u64,
+    samples: Vec<SeriesPoint>,
+}
+
+/// One sample: sizes by state, the rate of tasks processed and failed since the previous one,
+/// and the latency.
+#[derive(Debug, Serialize)]
+pub(crate) struct SeriesPoint {
+    at: String,
+    active: u64,
+    pending: u64,
+    scheduled: u64,
+    retry: u64,
+    archived: u64,
+    completed: u64,
+    aggregating: u64,
+    /// Tasks processed (succeeded or failed) per second since the previous sample; `null` for the
+    /// first sample, and after the counters went back (a queue removed and made again).
+    processed_per_second: Option<f64>,
+    /// Tasks failed per second since the previous sample; `null` as `processed_per_second` is.
+    failed_per_second: Option<f64>,
+    latency_ms: u64,
+}
+
+/// `GET /api/queues/{queue}/series`: the last hour of the queue, sampled every 10 s since the
+/// dashboard started; empty until the first sample.
+pub(crate) async fn series(
+    State(state): State<AppState>,
+    queue: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<Series>> {
+    let queue = path(queue)?;
+    queue_name(&queue)?;
+    state.inspector.queue_info(&queue).await?;
+    let samples = state.history.of(&queue);
+    let rate =
+        |now: u64, before: u64, seconds: f64| (now >= before && seconds > 0.0).then(|| (now - before) as f64 / seconds);
+    let points = samples
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let previous = i.checked_sub(1).map(|p| &samples[p]);
+            let seconds = previous.map_or(0.0, |p| s.at.duration_since(p.at).unwrap_or_default().as_secs_f64());
+            let [active, pending, scheduled, retry, archived, completed, aggregating] = s.sizes;
+            SeriesPoint {
+                at: timestamp(s.at),
+                active,
+                pending,
+                scheduled,
+                retry,
+                archived,
+                completed,
+                aggregating,
+                processed_per_second: previous.and_then(|p| rate(s.processed_total, p.processed_total, seconds)),
+                failed_per_second: previous.and_then(|p| rate(s.failed_total, p.failed_total, seconds)),
+                latency_ms: u64::try_from(s.latency.as_millis()).unwrap_or(u64::MAX),
+            }
+        })
+        .collect();
+    Ok(Json(Series { interval_seconds: crate::history::SAMPLE_INTERVAL.as_secs(), samples: points }))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DaysQuery {
