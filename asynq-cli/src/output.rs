@@ -172,6 +172,13 @@ pub(crate) fn bytes_text(n: u64) -> String {
     format!("{value:.2}{}", UNITS[unit])
 }
 
+/// A server's queues and their weights, heaviest first: `critical:6, default:3`.
+pub(crate) fn queue_weights(queues: &std::collections::BTreeMap<String, u32>) -> String {
+    let mut queues: Vec<_> = queues.iter().collect();
+    queues.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    queues.into_iter().map(|(queue, weight)| format!("{queue}:{weight}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Failed over processed, as Go's tool shows it: `12.50%`, or `N/A` when nothing was processed.
 pub(crate) fn error_rate(processed: u64, failed: u64) -> String {
     if processed == 0 { "N/A".to_owned() } else { format!("{:.2}%", failed as f64 / processed as f64 * 100.0) }

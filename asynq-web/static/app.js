@@ -862,23 +862,25 @@
 
   // ---- Theme -------------------------------------------------------------------------------
 
-  // Light or dark: the system's choice until the button picks one, which is remembered.
+  // Light or dark: the system's choice (followed as it changes) until the button picks one,
+  // which is remembered.
   function setUpTheme() {
     const root = document.documentElement;
     const button = byId('theme');
     const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
-    const current = () => root.getAttribute('data-theme') || (systemDark.matches ? 'dark' : 'light');
-    const show = () => { button.textContent = current() === 'dark' ? 'Light' : 'Dark'; };
     let saved = null;
     try { saved = window.localStorage.getItem('asynq-theme'); } catch (e) { /* storage blocked */ }
-    if (saved === 'dark' || saved === 'light') root.setAttribute('data-theme', saved);
-    show();
-    systemDark.addEventListener('change', show);
+    const apply = (theme) => {
+      root.setAttribute('data-theme', theme);
+      button.textContent = theme === 'dark' ? 'Light' : 'Dark';
+    };
+    const system = () => (systemDark.matches ? 'dark' : 'light');
+    apply(saved === 'dark' || saved === 'light' ? saved : system());
+    systemDark.addEventListener('change', () => { if (saved === null) apply(system()); });
     button.addEventListener('click', () => {
-      const next = current() === 'dark' ? 'light' : 'dark';
-      root.setAttribute('data-theme', next);
-      try { window.localStorage.setItem('asynq-theme', next); } catch (e) { /* storage blocked */ }
-      show();
+      saved = root.getAttribute('data-theme') === 'dark' ? 'light' : 'dark';
+      try { window.localStorage.setItem('asynq-theme', saved); } catch (e) { /* storage blocked */ }
+      apply(saved);
     });
   }
 

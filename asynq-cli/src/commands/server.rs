@@ -23,15 +23,12 @@ pub(crate) async fn run(ctx: &Context, command: ServerCommand) -> CliResult {
     let mut table = output::table(["Host", "PID", "State", "Active Workers", "Queues", "Started"]);
     for r in &servers {
         let s = &r.server;
-        let mut queues: Vec<_> = s.queues.iter().collect();
-        queues.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let queues: Vec<String> = queues.into_iter().map(|(q, p)| format!("{q}:{p}")).collect();
         table.add_row(vec![
             Cell::new(&s.host),
             Cell::new(s.pid),
             state_cell(s.status.as_str()),
             Cell::new(format!("{}/{}", r.workers.len(), s.concurrency)),
-            Cell::new(queues.join(", ")),
+            Cell::new(output::queue_weights(&s.queues)),
             Cell::new(rfc3339(s.started)),
         ]);
     }

@@ -1,7 +1,7 @@
 //! The dashboard's view: draws an [`App`] into a ratatui frame. Nothing here changes the model.
 
 use super::app::{App, STATES, Screen};
-use crate::output::{bytes_text, due, error_rate, go_duration, past, payload_text, rfc3339};
+use crate::output::{bytes_text, due, error_rate, go_duration, past, payload_text, queue_weights, rfc3339};
 use asynq_client::{TaskInfo, TaskState};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -254,9 +254,6 @@ fn draw_servers(frame: &mut Frame<'_>, area: Rect, app: &App) {
         .style(Style::new().add_modifier(Modifier::BOLD));
     let rows = servers.iter().map(|r| {
         let s = &r.server;
-        let mut queues: Vec<_> = s.queues.iter().collect();
-        queues.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let queues: Vec<String> = queues.into_iter().map(|(q, p)| format!("{q}:{p}")).collect();
         Row::new(vec![
             Cell::from(s.host.clone()),
             Cell::from(s.pid.to_string()),
@@ -266,7 +263,7 @@ fn draw_servers(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 "retry"
             })),
             Cell::from(format!("{}/{}", r.workers.len(), s.concurrency)),
-            Cell::from(queues.join(", ")),
+            Cell::from(queue_weights(&s.queues)),
             Cell::from(rfc3339(s.started)),
         ])
     });
