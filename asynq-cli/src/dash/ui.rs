@@ -327,6 +327,21 @@ mod tests {
         screen.iter().any(|line| line.contains(text))
     }
 
+    /// The dashboard on the pending tasks of `critical`: one task, `t1`.
+    fn pending_list_of_t1() -> App {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Enter));
+        app.update(Msg::Key(Key::Tab));
+        app.update(Msg::Tasks {
+            queue: "critical".into(),
+            state: TaskState::Pending,
+            page: 0,
+            tasks: Ok(vec![task("critical", "t1")]),
+        });
+        app
+    }
+
     #[test]
     fn the_queue_table_shows_every_queue_and_the_selected_ones_counts() {
         let mut app = App::new("8s");
@@ -384,16 +399,7 @@ mod tests {
 
     #[test]
     fn the_task_view_shows_the_task_and_help_overlays_it() {
-        let mut app = App::new("8s");
-        app.update(Msg::Queues(Ok(queues())));
-        app.update(Msg::Key(Key::Enter));
-        app.update(Msg::Key(Key::Tab));
-        app.update(Msg::Tasks {
-            queue: "critical".into(),
-            state: TaskState::Pending,
-            page: 0,
-            tasks: Ok(vec![task("critical", "t1")]),
-        });
+        let mut app = pending_list_of_t1();
         app.update(Msg::Key(Key::Enter));
         let screen = render(&app);
         assert!(contains(&screen, "email:welcome") && contains(&screen, "30m0s"), "{screen:#?}");
@@ -432,16 +438,7 @@ mod tests {
 
     #[test]
     fn the_task_list_names_its_page_and_the_footer_says_what_an_action_did() {
-        let mut app = App::new("8s");
-        app.update(Msg::Queues(Ok(queues())));
-        app.update(Msg::Key(Key::Enter));
-        app.update(Msg::Key(Key::Tab));
-        app.update(Msg::Tasks {
-            queue: "critical".into(),
-            state: TaskState::Pending,
-            page: 0,
-            tasks: Ok(vec![task("critical", "t1")]),
-        });
+        let mut app = pending_list_of_t1();
         assert!(contains(&render(&app), "pending tasks, page 1"));
         app.update(Msg::Key(Key::Char('d')));
         assert!(contains(&render(&app), "delete task t1? press d again to confirm"));
