@@ -389,6 +389,24 @@ async fn operator_walks_through_the_dashboard() {
     assert!(layout["left"].as_f64().is_some_and(|x| x >= 0.0), "the queue name is on screen: {layout}");
     assert!(layout["right"].as_f64().is_some_and(|x| x <= 390.0), "the queue name is on screen: {layout}");
     browser.screenshot(&screenshot_path("overview-narrow")).await;
+
+    // Every other page fits a phone too: wide tables scroll inside their panel, not the page.
+    let task_page = format!("#/queues/emails/tasks/{ada}");
+    let pages = [
+        ("task-narrow", task_page.as_str(), r#"#task [data-field="id"]"#),
+        ("queue-narrow", "#/queues/emails/pending", "#tasks tr[data-task-id]"),
+        ("active-narrow", "#/queues/billing/active", r#"#tasks tr[data-state="active"]"#),
+        ("servers-narrow", "#/servers", "#servers tr[data-server-id]"),
+        ("schedulers-narrow", "#/schedulers", "#schedulers"),
+        ("redis-narrow", "#/redis", "#redis-info tr"),
+    ];
+    for (name, page, ready) in pages {
+        browser.goto(&dash.page(page)).await;
+        browser.wait_for(ready).await;
+        let width = browser.eval("return document.documentElement.scrollWidth;", vec![]).await;
+        assert!(width.as_f64().is_some_and(|w| w <= 390.0), "{page} fits 390 px: {width}");
+        browser.screenshot(&screenshot_path(name)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
