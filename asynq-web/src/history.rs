@@ -69,7 +69,8 @@ impl History {
     /// and the queues that are gone.
     pub(crate) fn record(&self, infos: &[QueueInfo]) {
         let mut samples = self.samples();
-        samples.retain(|queue, _| infos.iter().any(|info| info.queue.as_str() == queue));
+        let current: std::collections::HashSet<&str> = infos.iter().map(|info| info.queue.as_str()).collect();
+        samples.retain(|queue, _| current.contains(queue.as_str()));
         for info in infos.iter().take(MAX_QUEUES) {
             let queue = samples.entry(info.queue.to_string()).or_default();
             let sample = Sample::of(info);

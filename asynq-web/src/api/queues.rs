@@ -155,9 +155,13 @@ pub(crate) async fn series(
     queue: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<Series>> {
     let queue = path(queue)?;
-    queue_name(&queue)?;
-    state.inspector.queue_info(&queue).await?;
+    let name = queue_name(&queue)?;
     let samples = state.history.of(&queue);
+    // A queue with samples is known; only one without is looked up (not its full statistics,
+    // which the queue page reads beside this anyway).
+    if samples.is_empty() && !state.inspector.queues().await?.contains(&name) {
+        return Err(asynq_core::Error::QueueNotFound { queue: name }.into());
+    }
     let rate =
         |now: u64, before: u64, seconds: f64| (now >= before && seconds > 0.0).then(|| (now - before) as f64 / seconds);
     let points = samples
