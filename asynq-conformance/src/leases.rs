@@ -5,7 +5,7 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, ids, millis, names, secs};
 use asynq_core::broker::{Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
-use asynq_core::{QueueName, StoredTask, TaskState};
+use asynq_core::{Error, QueueName, StoredTask, TaskState};
 use std::time::SystemTime;
 
 fn taken(message: &StoredTask) -> ExpiredLease {
@@ -108,4 +108,35 @@ pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(fa
     t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
     let stalled_once = ExpiredLease { message: again, stage: LeaseStage::Started, stalls: 1 };
     assert_eq!(t.broker.list_lease_expired(&queues, at(30)).await.unwrap(), [stalled_once]);
+}
+
+/// `recover` settles a listed task only while its lease is still one that expired by the
+/// cutoff: a task another server recovered, and a worker took again, since the listing is left
+/// alone (`TaskNotFound`, nothing written: it stays active under its new lease, its stall
+/// uncounted), while the batch's other tasks are settled.
+pub async fn case_recover_leaves_a_task_leased_again_since_it_was_listed<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let a = t.activate("q", "a").await;
+    let b = t.activate("q", "b").await;
+    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
+    t.advance(secs(61));
+    let queues = names(&["q"]);
+    let cutoff = at(31);
+    assert_eq!(t.broker.list_lease_expired(&queues, cutoff).await.unwrap(), [started(&a), taken(&b)]);
+
+    // Another server recovers `a` first, and a worker takes it again.
+    let first = t.broker.recover(vec![(a.clone(), Outcome::Stalled)], cutoff).await;
+    assert!(matches!(first[..], [Ok(())]), "{first:?}");
+    let again = t.take("q", "a").await;
+    assert_eq!(again.lease_expiry, at(91));
+
+    let retry = Outcome::Retry { retry_at: at(100), error: "lease expired".into(), is_failure: true };
+    let late = t.broker.recover(vec![(a.clone(), Outcome::Stalled), (b.clone(), retry)], cutoff).await;
+    assert!(matches!(late[..], [Err(Error::TaskNotFound { .. }), Ok(())]), "{late:?}");
+    assert_eq!(t.task("q", "a").await.state, TaskState::Active);
+    assert_eq!(t.task("q", "b").await.state, TaskState::Retry);
+    let info = t.info("q").await;
+    assert_eq!((info.active, info.pending, info.retry), (1, 0, 1));
+    let stalled_once = ExpiredLease { message: again.message, stage: LeaseStage::Taken, stalls: 1 };
+    assert_eq!(t.broker.list_lease_expired(&queues, at(91)).await.unwrap(), [stalled_once]);
 }

@@ -229,6 +229,19 @@ pub trait Recover: Send + Sync {
     /// The active tasks of `queues` whose lease expired at or before `cutoff`, each with the
     /// [`LeaseStage`] it reached.
     async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>>;
+
+    /// Records the outcome of each recovered task of `items`, as [`Dequeue::finish_batch`]
+    /// would, but only while its lease is still one that expired at or before `cutoff` (the
+    /// cutoff it was listed with). A task whose lease moved on since it was listed (another
+    /// server recovered it and a worker took it again) is left alone with
+    /// [`Error::TaskNotFound`](crate::Error::TaskNotFound), as one no longer active is: without
+    /// the check, a slow recoverer would take a task back from the worker now running it, and
+    /// two workers would run it at once. The results are in the order of `items`.
+    ///
+    /// The outcomes are a recovery's: [`Outcome::Requeue`], [`Outcome::Stalled`],
+    /// [`Outcome::Retry`] or [`Outcome::Archive`]; a backend may refuse others with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>>;
 }
 
 /// Deletes completed tasks whose retention ran out. Used by the janitor.

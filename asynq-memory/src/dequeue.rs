@@ -39,24 +39,7 @@ impl Dequeue for MemoryBroker {
     }
 
     async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()> {
-        let now = self.now();
-        let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
-        let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
-        {
-            let mut state = self.state();
-            let queue = state
-                .queues
-                .get_mut(&message.queue)
-                .ok_or_else(|| Error::TaskNotFound { queue: message.queue.clone(), id: message.id.clone() })?;
-            queue.finish(message, outcome, now)?;
-        }
-        if requeue {
-            self.wake_waiters();
-        }
-        if finished_for_good {
-            self.inner.signals.task_finished();
-        }
-        Ok(())
+        self.settle(message, outcome, None)
     }
 
     async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime> {
@@ -75,5 +58,31 @@ impl Dequeue for MemoryBroker {
     async fn write_progress(&self, queue: &QueueName, id: &TaskId, progress: &Progress) -> Result<()> {
         let written = self.state().queues.get_mut(queue).is_some_and(|q| q.write_progress(id, progress));
         if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
+    }
+}
+
+impl MemoryBroker {
+    /// Records `outcome` for the active task `message`; with a `lease_cutoff` (Unix seconds),
+    /// only while its lease expired at or before it (see [`Recover::recover`]).
+    pub(crate) fn settle(&self, message: &StoredTask, outcome: Outcome, lease_cutoff: Option<i64>) -> Result<()> {
+        let now = self.now();
+        let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
+        let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
+        {
+            let not_found = || Error::TaskNotFound { queue: message.queue.clone(), id: message.id.clone() };
+            let mut state = self.state();
+            let queue = state.queues.get_mut(&message.queue).ok_or_else(not_found)?;
+            if lease_cutoff.is_some_and(|cutoff| !queue.lease_expired_by(message.id.as_str(), cutoff)) {
+                return Err(not_found());
+            }
+            queue.finish(message, outcome, now)?;
+        }
+        if requeue {
+            self.wake_waiters();
+        }
+        if finished_for_good {
+            self.inner.signals.task_finished();
+        }
+        Ok(())
     }
 }

@@ -388,6 +388,11 @@ impl Queue {
         moved
     }
 
+    /// Whether task `id` holds a lease that expired at or before `cutoff` (Unix seconds).
+    pub(crate) fn lease_expired_by(&self, id: &str, cutoff: i64) -> bool {
+        self.lease.score(id).is_some_and(|expiry| expiry <= cutoff)
+    }
+
     /// The active tasks whose lease expired at or before `cutoff` (Unix seconds), with the
     /// stage each reached, in lease order (script 5.19): within one second, started tasks come
     /// first, as on Redis, where a lease no handler started is scored half a second later.

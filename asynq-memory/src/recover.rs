@@ -14,4 +14,9 @@ impl Recover for MemoryBroker {
             .flat_map(|queue| queue.lease_expired(cutoff))
             .collect())
     }
+
+    async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
+        let cutoff = unix_secs(cutoff);
+        items.into_iter().map(|(message, outcome)| self.settle(&message, outcome, Some(cutoff))).collect()
+    }
 }

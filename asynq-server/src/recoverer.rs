@@ -9,7 +9,7 @@
 use crate::handler::HandlerError;
 use crate::observe::Observers;
 use crate::processor::FailurePolicy;
-use asynq_core::broker::{Aggregate, Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
+use asynq_core::broker::{Aggregate, ExpiredLease, LeaseStage, Outcome, Recover};
 use asynq_core::{Clock, Error, FREE_STALLS, LEASE_DURATION, QueueName};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
@@ -33,7 +33,6 @@ pub(crate) struct RecovererConfig {
 #[derive(Clone)]
 pub(crate) struct Recoverer {
     recover: Arc<dyn Recover>,
-    finish: Arc<dyn Dequeue>,
     clock: Arc<dyn Clock>,
     config: RecovererConfig,
     /// Where stale aggregation sets are reclaimed, if anywhere.
@@ -43,14 +42,9 @@ pub(crate) struct Recoverer {
 }
 
 impl Recoverer {
-    /// A recoverer that finds tasks through `recover` and settles them through `finish`.
-    pub(crate) fn new(
-        recover: Arc<dyn Recover>,
-        finish: Arc<dyn Dequeue>,
-        clock: Arc<dyn Clock>,
-        config: RecovererConfig,
-    ) -> Self {
-        Self { recover, finish, clock, config, aggregate: None, observers: Observers::default() }
+    /// A recoverer that finds and settles tasks through `recover`.
+    pub(crate) fn new(recover: Arc<dyn Recover>, clock: Arc<dyn Clock>, config: RecovererConfig) -> Self {
+        Self { recover, clock, config, aggregate: None, observers: Observers::default() }
     }
 
     /// This recoverer, also reclaiming the stale aggregation sets of its queues through
@@ -88,9 +82,11 @@ impl Recoverer {
             stages.push((stage, stalls));
             items.push((message, outcome));
         }
-        // One call for them all: on Redis one script call per queue and kind of outcome.
+        // One call for them all (on Redis one script call per queue), each write applied only
+        // while the task's lease is still the expired one listed: another server may have
+        // recovered it since, and a worker taken it again.
         let messages: Vec<_> = items.iter().map(|(message, _)| message.clone()).collect();
-        let results = self.finish.finish_batch(items).await;
+        let results = self.recover.recover(items, cutoff).await;
         let mut recovered = 0;
         let mut first_error = None;
         for ((message, (stage, stalls)), result) in messages.iter().zip(stages).zip(results) {
@@ -112,7 +108,7 @@ impl Recoverer {
                         }
                     }
                 }
-                // Another server recovered it first.
+                // Another server recovered it first (and a worker may run it again now).
                 Err(Error::TaskNotFound { .. }) => {}
                 Err(e) => {
                     first_error.get_or_insert(e);

@@ -209,7 +209,6 @@ impl Server {
         );
         let mut recoverer = Recoverer::new(
             b.clone(),
-            b.clone(),
             clock.clone(),
             RecovererConfig { queues: queues.clone(), interval: c.recoverer_interval, failure_policy },
         )

@@ -128,6 +128,13 @@ impl<B: Recover> Recover for FlakyBroker<B> {
         self.check().await?;
         self.inner.list_lease_expired(queues, cutoff).await
     }
+
+    async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
+        if let Err(e) = self.check().await {
+            return items.iter().map(|_| Err(e.duplicate())).collect();
+        }
+        self.inner.recover(items, cutoff).await
+    }
 }
 
 #[async_trait]

@@ -55,6 +55,9 @@ impl Recover for WorkerOnly {
     async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>> {
         self.0.list_lease_expired(queues, cutoff).await
     }
+    async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
+        self.0.recover(items, cutoff).await
+    }
 }
 
 #[async_trait]

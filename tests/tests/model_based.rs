@@ -162,6 +162,7 @@ impl<B: Broker> Backend<B> {
                     Err(e) => return Reply::Err(ErrorKind::of(&e)),
                 };
                 expired.sort_by(|x, y| (&x.message.queue, &x.message.id).cmp(&(&y.message.queue, &y.message.id)));
+                let mut items = Vec::with_capacity(expired.len());
                 for ExpiredLease { message, stage, stalls } in &expired {
                     let outcome = if *stage == LeaseStage::Taken {
                         Outcome::Requeue
@@ -173,9 +174,10 @@ impl<B: Broker> Backend<B> {
                         let retry_at = self.now_plus(RECOVER_RETRY_DELAY.as_secs());
                         Outcome::Retry { retry_at, error: "lease expired".into(), is_failure: true }
                     };
-                    if let Err(e) = b.finish(message, outcome).await {
-                        return Reply::Err(ErrorKind::of(&e));
-                    }
+                    items.push((message.clone(), outcome));
+                }
+                if let Some(Err(e)) = b.recover(items, cutoff).await.into_iter().find(Result::is_err) {
+                    return Reply::Err(ErrorKind::of(&e));
                 }
                 Reply::Tasks(self.hand(expired.into_iter().map(|expired| expired.message).collect()))
             }

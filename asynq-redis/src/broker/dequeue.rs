@@ -76,12 +76,14 @@ impl RedisBroker {
 
     /// The `settle_batch.lua` calls for `items`, every outcome but [`Outcome::Done`], all of
     /// queue `queue`, in order: up to `SETTLE_BATCH` tasks and `BATCH_BYTES` of messages
-    /// per call (a call's first task is taken whatever its size).
-    fn settle_batch_calls(
+    /// per call (a call's first task is taken whatever its size). With a `lease_cutoff` (a
+    /// lease score), each task is settled only while its lease is scored at or below it.
+    pub(super) fn settle_batch_calls(
         &self,
         queue: &str,
         items: Vec<(usize, StoredTask, Outcome)>,
         now: SystemTime,
+        lease_cutoff: Option<&str>,
     ) -> Vec<BatchCall> {
         let k = self.queue_keys(queue);
         let now_secs = unix_secs(now);
@@ -92,6 +94,7 @@ impl RedisBroker {
             call.key(k.processed_total()).key(k.failed_total()).key(k.idle_workers()).key(k.waiting());
             call.arg(now_secs).arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
             call.arg(now_secs + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel()).arg(k.ready_channel());
+            call.arg(lease_cutoff.unwrap_or(""));
             BatchCall { call, context: "settle batch", items: Vec::new() }
         };
         let mut calls = Vec::new();
@@ -169,7 +172,7 @@ fn strip(items: Vec<(usize, StoredTask, Outcome)>) -> Vec<(usize, StoredTask)> {
     items.into_iter().map(|(index, msg, _)| (index, msg)).collect()
 }
 
-fn not_found(msg: &StoredTask) -> Error {
+pub(super) fn not_found(msg: &StoredTask) -> Error {
     Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() }
 }
 
@@ -391,7 +394,7 @@ impl Dequeue for RedisBroker {
                 singles.extend(done);
             }
             if others.len() > 1 {
-                calls.extend(self.settle_batch_calls(&queue, others, now));
+                calls.extend(self.settle_batch_calls(&queue, others, now, None));
             } else {
                 singles.extend(others);
             }

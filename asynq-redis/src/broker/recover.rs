@@ -1,6 +1,6 @@
 //! Recover for [`RedisBroker`]: the active tasks whose lease expired.
 
-use super::dequeue::{Stored, read_stored, taken_lease_score};
+use super::dequeue::{Stored, not_found, read_stored, taken_lease_score};
 use super::quiet::existing_keys;
 use super::*;
 use asynq_core::QueueName;
@@ -58,5 +58,35 @@ impl Recover for RedisBroker {
             }
         }
         Ok(expired)
+    }
+
+    /// One pipeline per queue of `settle_batch.lua` calls, each fenced by the cutoff's lease
+    /// score (the one [`Recover::list_lease_expired`] lists by).
+    async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
+        let now = self.now();
+        let lease_cutoff = taken_lease_score(unix_secs(cutoff));
+        let mut results: Vec<Option<Result<()>>> = Vec::new();
+        results.resize_with(items.len(), || None);
+        let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
+        for (index, (msg, outcome)) in items.into_iter().enumerate() {
+            if matches!(outcome, Outcome::Done) {
+                let reason = "a recovery's outcome is a requeue, a stall, a retry or an archive, not a success";
+                results[index] = Some(Err(Error::invalid("outcome", reason)));
+                continue;
+            }
+            by_queue.entry(msg.queue.to_string()).or_default().push((index, msg, outcome));
+        }
+        let mut conn = self.conn();
+        for (queue, items) in by_queue {
+            let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
+            let calls = self.settle_batch_calls(&queue, items, now, Some(&lease_cutoff));
+            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
+                results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
+            }
+            if requeued {
+                self.pubsub().made_pending(&queue);
+            }
+        }
+        results.into_iter().map(|r| r.expect("every item has a result")).collect()
     }
 }

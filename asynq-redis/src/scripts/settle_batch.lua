@@ -34,7 +34,10 @@
 -- ARGV[5] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[6] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[7] -> the wake-up channel, asynq:{<q>}:ready
--- ARGV[8..] -> one record of 5 values per task, in order:
+-- ARGV[8] -> the lease cutoff, Unix seconds (a recoverer's: a task is settled only while its
+--            lease score is at or below it, so that a task recovered by another server and
+--            leased again since it was listed is left alone), or "" to settle under any lease
+-- ARGV[9..] -> one record of 5 values per task, in order:
 --              kind: "retry" (counted as processed and failed), "retry_uncounted" (counted
 --                    nowhere), "archive", "complete", "requeue" or "stall";
 --              the task ID;
@@ -44,16 +47,16 @@
 --                    (complete), "" otherwise;
 --              the uniqueness lock asynq:{<q>}:unique:<type>:<md5> to release (complete), or
 --                    ""; a lock key of another type than string is left alone, failing nothing
--- Returns: one reply per task, in order: 1 done; 0 the task is not active (nothing written; also
---          for a second copy of an ID in the same batch); an error, with nothing written, for a
+-- Returns: one reply per task, in order: 1 done; 0 the task is not active, or its lease is past
+--          the cutoff (nothing written; also for a second copy of an ID in the same batch); an error, with nothing written, for a
 --          partial record or an unknown kind
 local FIELDS = 5
 local KINDS = { retry = true, retry_uncounted = true, archive = true, complete = true, requeue = true, stall = true }
-if (#ARGV - 7) % FIELDS ~= 0 then
+if (#ARGV - 8) % FIELDS ~= 0 then
     return redis.error_reply("settle_batch: ARGV holds a partial record")
 end
 local ids = {}
-for i = 8, #ARGV, FIELDS do
+for i = 9, #ARGV, FIELDS do
     -- Checked before anything is written, so that a bad record fails the call whole.
     if not KINDS[ARGV[i]] then
         return redis.error_reply("settle_batch: unknown kind " .. tostring(ARGV[i]))
@@ -63,15 +66,17 @@ end
 local replies, settled, seen = {}, {}, {}
 local failed, processed, archived, requeued = 0, 0, false, false
 local waited_for = redis.call("EXISTS", KEYS[12]) == 1
+local cutoff = tonumber(ARGV[8])
 for first = 1, #ids, CHUNK do
     local last = math.min(first + CHUNK - 1, #ids)
     local scores = redis.call("ZMSCORE", KEYS[2], unpack(ids, first, last))
     for j = first, last do
         local id = ids[j]
         -- A task is active while it holds a lease.
-        if scores[j - first + 1] and not seen[id] then
+        local score = scores[j - first + 1]
+        if score and (not cutoff or tonumber(score) <= cutoff) and not seen[id] then
             seen[id] = true
-            local at = 8 + (j - 1) * FIELDS
+            local at = 9 + (j - 1) * FIELDS
             local kind, msg, score, lock = ARGV[at], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
             local key = ARGV[5] .. id
             redis.call("LREM", KEYS[1], -1, id)
