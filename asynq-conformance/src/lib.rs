@@ -37,6 +37,7 @@ pub mod archive;
 pub mod cancel;
 pub mod dequeue;
 pub mod enqueue;
+pub mod events;
 pub mod finish;
 pub mod fixture;
 pub mod forward;
@@ -218,6 +219,9 @@ macro_rules! broker_conformance {
             archive::case_archive_keeps_the_newest_9999,
             slots::case_slots_admit_up_to_the_limit,
             slots::case_a_slot_comes_back_when_its_hold_expires,
+            events::case_events_are_kept_only_for_a_queue_that_asks,
+            events::case_events_follow_each_task_through_its_life,
+            events::case_event_reads_resume_and_report_what_was_trimmed,
             rate_limit::case_rate_bucket_refills_at_the_rate,
             rate_limit::case_rate_bucket_caps_at_the_burst,
             rate_limit::case_rate_bucket_is_shared_by_every_handle,

@@ -424,6 +424,11 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_concurrency_slots(self: Arc<Self>) -> Option<Arc<dyn crate::slots::ConcurrencySlots>> {
         None
     }
+
+    /// Task event logs. Without it no events are kept, and the inspector reads none.
+    fn as_event_log(self: Arc<Self>) -> Option<Arc<dyn crate::events::EventLog>> {
+        None
+    }
 }
 
 /// What a worker server needs of its broker: the roles it always runs, plus the

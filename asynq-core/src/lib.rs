@@ -20,6 +20,7 @@ pub mod broker;
 mod cancel;
 mod clock;
 mod error;
+pub mod events;
 mod go_format;
 mod info;
 #[cfg(feature = "json")]

@@ -30,6 +30,7 @@ mod aggregate;
 mod capabilities;
 mod dequeue;
 mod enqueue;
+mod events;
 mod forward;
 mod health;
 mod inspect;

@@ -52,7 +52,8 @@ impl Manage for MemoryBroker {
     }
 
     async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
-        self.with_queue(queue, |q| q.delete_task(queue, id))?;
+        let now = self.now();
+        self.with_queue(queue, |q| q.delete_task(queue, id, now))?;
         self.tasks_left();
         Ok(())
     }
@@ -78,7 +79,8 @@ impl Manage for MemoryBroker {
 
     async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Delete, set)?;
-        let deleted = self.with_queue(queue, |q| Ok(q.delete_all(set)))?;
+        let now = self.now();
+        let deleted = self.with_queue(queue, |q| Ok(q.delete_all(set, now)))?;
         if deleted > 0 {
             self.tasks_left();
         }

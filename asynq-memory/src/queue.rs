@@ -18,6 +18,7 @@ mod manage;
 use crate::stats::Stats;
 use crate::zset::ZSet;
 use asynq_core::broker::{Dequeued, ExpiredLease, LeaseStage, Outcome};
+use asynq_core::events::EventKind;
 use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
 use asynq_core::{
@@ -116,6 +117,8 @@ pub(crate) struct Queue {
     debounce_marks: HashMap<String, String>,
     /// The size of `debounce_marks` at which its expired marks are swept next.
     debounce_sweep_at: usize,
+    /// The task event log, while the queue keeps one.
+    pub(crate) events: Option<crate::events::EventStream>,
 }
 
 /// The Unix second at which a lease taken or extended at `now` expires.
@@ -205,7 +208,8 @@ impl Queue {
                 record.group = Some(group);
             }
         }
-        self.tasks.insert(id.into_string(), record);
+        self.tasks.insert(id.to_string(), record);
+        self.emit_stored(now, EventKind::Enqueued, id.as_str());
         Ok(())
     }
 
@@ -234,6 +238,11 @@ impl Queue {
             self.unstarted.insert(id.clone());
             self.active.push_front(id);
         }
+        if self.events.is_some() {
+            for task in &taken {
+                self.emit(now, EventKind::Started, &task.message);
+            }
+        }
         taken
     }
 
@@ -245,6 +254,12 @@ impl Queue {
         let position = self.active.iter().rposition(|active| active == id);
         let Some(position) = position.filter(|_| self.lease.contains(id)) else { return Err(not_found()) };
         let from = Some(self.tasks.get(id).ok_or_else(not_found)?.state);
+        let (kind, error) = match &outcome {
+            Outcome::Done | Outcome::Complete => (EventKind::Succeeded, None),
+            Outcome::Retry { error, .. } => (EventKind::Retried, Some(error.clone())),
+            Outcome::Archive { error } => (EventKind::Archived, Some(error.clone())),
+            Outcome::Requeue | Outcome::Stalled => (EventKind::Requeued, None),
+        };
         match outcome {
             Outcome::Done => {
                 check_deletes(from, Event::Done)?;
@@ -288,6 +303,10 @@ impl Queue {
                     record.stalls = record.stalls.saturating_add(1);
                 }
             }
+        }
+        match error {
+            Some(error) => self.emit_failure(now, kind, msg, &error),
+            None => self.emit(now, kind, msg),
         }
         Ok(())
     }
@@ -359,6 +378,9 @@ impl Queue {
             return false;
         };
         record.progress = Some(progress.clone());
+        if let Some(log) = &mut self.events {
+            log.push(progress.reported_at(), EventKind::Progress, &record.msg, None, Some(progress));
+        }
         true
     }
 
@@ -438,6 +460,29 @@ impl Queue {
         match self.paused.take() {
             Some(_) => Ok(()),
             None => Err(Error::FailedPrecondition(format!("queue {name:?} is not paused"))),
+        }
+    }
+}
+
+impl Queue {
+    /// Logs `kind` for `task` if the queue keeps a log.
+    pub(crate) fn emit(&mut self, now: SystemTime, kind: EventKind, task: &StoredTask) {
+        if let Some(log) = &mut self.events {
+            log.push(now, kind, task, None, None);
+        }
+    }
+
+    /// Logs `kind` for `task` with the error of its failed attempt.
+    pub(crate) fn emit_failure(&mut self, now: SystemTime, kind: EventKind, task: &StoredTask, error: &str) {
+        if let Some(log) = &mut self.events {
+            log.push(now, kind, task, Some(error), None);
+        }
+    }
+
+    /// Logs `kind` for the task stored as `id`, if there is one.
+    pub(crate) fn emit_stored(&mut self, now: SystemTime, kind: EventKind, id: &str) {
+        if let (Some(log), Some(record)) = (&mut self.events, self.tasks.get(id)) {
+            log.push(now, kind, &record.msg, None, None);
         }
     }
 }

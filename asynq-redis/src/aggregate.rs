@@ -46,6 +46,7 @@ static AGGREGATION_SCRIPTS: LazyLock<AggregationScripts> = LazyLock::new(|| Aggr
     read_aggregation_set: Script::new(include_str!("scripts/read_aggregation_set.lua")),
     delete_aggregation_set: Script::new(include_str!("scripts/delete_aggregation_set.lua")),
     complete_aggregation: Script::new(concat!(
+        include_str!("scripts/events.lua"),
         as_function!("enqueue", "enqueue"),
         as_function!("delete_set", "delete_aggregation_set"),
         include_str!("scripts/complete_aggregation.lua"),
@@ -142,7 +143,8 @@ impl Aggregate for RedisBroker {
     ) -> Result<()> {
         validate_aggregation_completion(queue, set_id, &request)?;
         let k = self.queue_keys(queue);
-        let (mut call, msg) = self.enqueue_call_with(&AGGREGATION_SCRIPTS.complete_aggregation, request)?;
+        let events = self.event_caps_now().await?;
+        let (mut call, msg) = self.enqueue_call_with(&AGGREGATION_SCRIPTS.complete_aggregation, request, &events)?;
         call.key(k.aggregation_set(group, set_id)).key(k.aggregation_sets()).arg(k.task_prefix());
         self.register_queue(queue).await?;
         match call.run::<i64>(&mut self.conn(), "complete aggregation").await? {

@@ -3,6 +3,7 @@
 use crate::batch::{BatchCall, run_pipeline};
 use crate::connection::{Connection, RedisTarget};
 use crate::error::{ConnectError, broker_error, unexpected};
+use crate::events::EventCaps;
 use crate::keys::{Namespace, QueueKeys};
 use crate::proto;
 use crate::pubsub::PubSub;
@@ -170,6 +171,8 @@ struct Inner {
     footprint_notes: Vec<String>,
     /// What `target` points at, as [`BackendInfo::kind`](asynq_core::BackendInfo) names it.
     kind: &'static str,
+    /// The event log settings this process last read.
+    events: crate::events::EventSettings,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -240,6 +243,7 @@ impl RedisBroker {
             warnings,
             footprint_notes,
             kind,
+            events: crate::events::EventSettings::default(),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -271,6 +275,10 @@ impl RedisBroker {
 
     pub(crate) fn conn(&self) -> Connection {
         self.inner.conn.clone()
+    }
+
+    pub(crate) fn event_settings(&self) -> &crate::events::EventSettings {
+        &self.inner.events
     }
 
     pub(crate) fn pubsub(&self) -> &PubSub {

@@ -144,6 +144,13 @@ impl Namespace {
         format!("{self}:slots:{key}")
     }
 
+    /// `<ns>:event_caps` — the queues that keep task event logs: a hash of queue name to the
+    /// log's cap (about how many events it keeps). Ours only; Go asynq neither writes nor reads
+    /// it.
+    pub fn event_caps(&self) -> String {
+        format!("{self}:event_caps")
+    }
+
     /// `<ns>:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task
     /// was enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither
     /// writes nor reads it.
@@ -316,6 +323,13 @@ impl QueueKeys {
     /// it.
     pub fn debounce(&self, key: &str) -> String {
         format!("{}debounce:{key}", self.prefix)
+    }
+
+    /// `<ns>:{q}:events` — the queue's task event log, a stream trimmed to about its cap
+    /// (`MAXLEN ~`), written only while `<ns>:event_caps` names the queue. Ours only; Go asynq
+    /// neither writes nor reads it.
+    pub fn events(&self) -> String {
+        self.key("events")
     }
 
     /// `<ns>:{q}:ready` — the pub/sub channel that wakes idle Rust servers when a task becomes

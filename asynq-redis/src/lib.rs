@@ -20,6 +20,7 @@ mod batch;
 mod broker;
 mod connection;
 mod error;
+mod events;
 mod footprint;
 pub mod keys;
 mod manage;

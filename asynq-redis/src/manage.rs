@@ -84,9 +84,10 @@ impl Manage for RedisBroker {
         let k = self.queue_keys(queue);
         let now = unix_secs(self.now());
         let mut call = ScriptCall::new(&SCRIPTS.archive_task);
-        call.key(k.task(id)).key(k.archived()).key(k.groups());
+        call.key(k.task(id)).key(k.archived()).key(k.groups()).key(k.events());
         call.arg(id.as_str()).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
         call.arg(k.prefix()).arg(k.group_prefix()).arg(k.task_prefix()).arg(k.finished_channel());
+        call.arg(self.event_caps_now().await?.arg(queue));
         match call.run::<i64>(&mut self.conn(), "archive task").await? {
             1 => Ok(()),
             0 => Err(Self::task_not_found(queue, id)),
@@ -102,8 +103,9 @@ impl Manage for RedisBroker {
         self.require_queue(queue).await?;
         let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.delete_task);
-        call.key(k.task(id)).key(k.groups());
+        call.key(k.task(id)).key(k.groups()).key(k.events());
         call.arg(id.as_str()).arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
+        call.arg(self.event_caps_now().await?.arg(queue));
         match call.run::<i64>(&mut self.conn(), "delete task").await? {
             1 => Ok(()),
             0 => Err(Self::task_not_found(queue, id)),
@@ -136,9 +138,10 @@ impl Manage for RedisBroker {
         let (source, kind, group) = container(&k, set);
         let now = unix_secs(self.now());
         let mut call = ScriptCall::new(&SCRIPTS.archive_all);
-        call.key(source).key(k.archived()).key(k.groups());
+        call.key(source).key(k.archived()).key(k.groups()).key(k.events());
         call.arg(kind).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
         call.arg(k.task_prefix()).arg(group).arg(k.finished_channel());
+        call.arg(self.event_caps_now().await?.arg(queue));
         let n: i64 = call.run(&mut self.conn(), "archive all").await?;
         Ok(n.max(0) as usize)
     }
@@ -149,8 +152,9 @@ impl Manage for RedisBroker {
         let k = self.queue_keys(queue);
         let (source, kind, group) = container(&k, set);
         let mut call = ScriptCall::new(&SCRIPTS.delete_all);
-        call.key(source).key(k.groups());
+        call.key(source).key(k.groups()).key(k.events());
         call.arg(kind).arg(k.task_prefix()).arg(group).arg(k.finished_channel());
+        call.arg(self.event_caps_now().await?.arg(queue));
         let n: i64 = call.run(&mut self.conn(), "delete all").await?;
         Ok(n.max(0) as usize)
     }

@@ -18,6 +18,24 @@ macro_rules! script {
     (common + $name:literal) => {
         Script::new(concat!(include_str!("scripts/common.lua"), include_str!(concat!("scripts/", $name, ".lua"))))
     };
+    (events + $name:literal) => {
+        Script::new(concat!(include_str!("scripts/events.lua"), include_str!(concat!("scripts/", $name, ".lua"))))
+    };
+    (common + events + $name:literal) => {
+        Script::new(concat!(
+            include_str!("scripts/common.lua"),
+            include_str!("scripts/events.lua"),
+            include_str!(concat!("scripts/", $name, ".lua"))
+        ))
+    };
+    (common + manage + events + $name:literal) => {
+        Script::new(concat!(
+            include_str!("scripts/common.lua"),
+            include_str!("scripts/manage_common.lua"),
+            include_str!("scripts/events.lua"),
+            include_str!(concat!("scripts/", $name, ".lua"))
+        ))
+    };
     (common + manage + $name:literal) => {
         Script::new(concat!(
             include_str!("scripts/common.lua"),
@@ -110,23 +128,23 @@ impl Scripts {
 
 /// The scripts, built on first use.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    enqueue: script!("enqueue"),
-    enqueue_batch: script!(common + "enqueue_batch"),
-    enqueue_replacing: script!(common + manage + "enqueue_replacing"),
-    dequeue: script!(common + "dequeue"),
-    done: script!(common + "done"),
-    done_batch: script!(common + "done_batch"),
-    settle_batch: script!(common + "settle_batch"),
-    complete: script!(common + "complete"),
-    retry: script!(common + "retry"),
-    archive: script!(common + "archive"),
-    requeue: script!(common + "requeue"),
+    enqueue: script!(events + "enqueue"),
+    enqueue_batch: script!(common + events + "enqueue_batch"),
+    enqueue_replacing: script!(common + manage + events + "enqueue_replacing"),
+    dequeue: script!(common + events + "dequeue"),
+    done: script!(common + events + "done"),
+    done_batch: script!(common + events + "done_batch"),
+    settle_batch: script!(common + events + "settle_batch"),
+    complete: script!(common + events + "complete"),
+    retry: script!(common + events + "retry"),
+    archive: script!(common + events + "archive"),
+    requeue: script!(common + events + "requeue"),
     forward: script!("forward"),
     list_lease_expired: script!("list_lease_expired"),
     archive_corrupt: script!(common + "archive_corrupt"),
     delete_expired_completed: script!("delete_expired_completed"),
     write_result: script!("write_result"),
-    write_progress: script!("write_progress"),
+    write_progress: script!(events + "write_progress"),
     write_server_state: script!("write_server_state"),
     queue_stats: script!("queue_stats"),
     task_info: script!("task_info"),
@@ -134,11 +152,11 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     mark_idle: script!("mark_idle"),
     memory_usage: script!("memory_usage"),
     run_task: script!(common + manage + "run_task"),
-    archive_task: script!(common + manage + "archive_task"),
-    delete_task: script!(common + manage + "delete_task"),
+    archive_task: script!(common + manage + events + "archive_task"),
+    delete_task: script!(common + manage + events + "delete_task"),
     run_all: script!("run_all"),
-    archive_all: script!(common + manage + "archive_all"),
-    delete_all: script!(common + manage + "delete_all"),
+    archive_all: script!(common + manage + events + "archive_all"),
+    delete_all: script!(common + manage + events + "delete_all"),
     update_task_payload: script!("update_task_payload"),
     delete_queue: script!(common + manage + "delete_queue"),
 });

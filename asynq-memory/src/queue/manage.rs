@@ -12,6 +12,7 @@
 //!   inspector leaves their hashes behind).
 
 use super::{Queue, check_deletes, state_after};
+use asynq_core::events::EventKind;
 use asynq_core::state::Event;
 use asynq_core::time::unix_secs;
 use asynq_core::{EnqueueRequest, Error, QueueName, Replace, Result, TaskId, TaskInfo, TaskSet, TaskState};
@@ -136,7 +137,10 @@ impl Queue {
                 match old {
                     Some(old) if old == id.as_str() => self.take_out_waiting(&old, TaskState::Scheduled)?,
                     _ if self.tasks.contains_key(id.as_str()) => return Err(Error::TaskIdConflict { queue, id }),
-                    Some(old) => self.take_out_waiting(&old, TaskState::Scheduled)?,
+                    Some(old) => {
+                        self.emit_stored(now, EventKind::Deleted, &old);
+                        self.take_out_waiting(&old, TaskState::Scheduled)?;
+                    }
                     None => {}
                 }
                 self.enqueue(request, now)?;
@@ -210,18 +214,20 @@ impl Queue {
         let next = state_after(Some(state), Event::Archive)?;
         self.detach(id, state)?;
         self.put_in_archive(id, next, now);
+        self.emit_stored(now, EventKind::Archived, id.as_str());
         self.trim_archive(now);
         Ok(())
     }
 
     /// Deletes task `id` and releases its uniqueness lock (script `deleteTask`, 6.11).
-    pub(crate) fn delete_task(&mut self, queue: &QueueName, id: &TaskId) -> Result<()> {
+    pub(crate) fn delete_task(&mut self, queue: &QueueName, id: &TaskId, now: SystemTime) -> Result<()> {
         let state = self.state_of(queue, id)?;
         if state == TaskState::Active {
             return Err(refused("cannot delete task in active state. use CancelProcessing instead."));
         }
         check_deletes(Some(state), Event::Delete)?;
         self.detach(id, state)?;
+        self.emit_stored(now, EventKind::Deleted, id.as_str());
         self.forget(id);
         Ok(())
     }
@@ -248,6 +254,7 @@ impl Queue {
             let Some(record) = self.tasks.get(&id) else { continue };
             let Ok(next) = state_after(Some(record.state), Event::Archive) else { continue };
             self.put_in_archive(&id, next, now);
+            self.emit_stored(now, EventKind::Archived, &id);
             archived += 1;
         }
         self.trim_archive(now);
@@ -257,11 +264,12 @@ impl Queue {
     /// Deletes every task of `set`, releasing the uniqueness locks they hold; returns how many
     /// (scripts `deleteAll`, `deleteAllPending` and `deleteAllAggregating`, 6.11). `set` must
     /// have passed `validate_bulk`.
-    pub(crate) fn delete_all(&mut self, set: &TaskSet) -> usize {
+    pub(crate) fn delete_all(&mut self, set: &TaskSet, now: SystemTime) -> usize {
         let mut deleted = 0;
         for id in self.take_set(set) {
             let Some(record) = self.tasks.get(&id) else { continue };
             if check_deletes(Some(record.state), Event::Delete).is_ok() {
+                self.emit_stored(now, EventKind::Deleted, &id);
                 self.forget(&id);
                 deleted += 1;
             }
@@ -348,7 +356,7 @@ mod tests {
         for result in [
             queue.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")),
             queue.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a"), at(100)),
-            queue.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a")),
+            queue.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a"), SystemTime::UNIX_EPOCH),
         ] {
             assert!(matches!(result, Err(Error::FailedPrecondition(ref m)) if m.contains("aggregat")), "{result:?}");
         }
@@ -367,8 +375,8 @@ mod tests {
         assert_eq!(queue.memory_usage(), one + 8);
         add(&mut queue, "b", TaskOptions::new().group("g"));
         assert!(queue.memory_usage() > one + 8);
-        queue.delete_all(&TaskSet::State(TaskState::Pending));
-        queue.delete_all(&TaskSet::Group(GroupName::from_static("g")));
+        queue.delete_all(&TaskSet::State(TaskState::Pending), SystemTime::UNIX_EPOCH);
+        queue.delete_all(&TaskSet::Group(GroupName::from_static("g")), SystemTime::UNIX_EPOCH);
         assert_eq!(queue.memory_usage(), 0);
     }
 

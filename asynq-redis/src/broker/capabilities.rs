@@ -23,4 +23,8 @@ impl Capabilities for RedisBroker {
     fn as_concurrency_slots(self: Arc<Self>) -> Option<Arc<dyn asynq_core::slots::ConcurrencySlots>> {
         Some(self)
     }
+
+    fn as_event_log(self: Arc<Self>) -> Option<Arc<dyn asynq_core::events::EventLog>> {
+        Some(self)
+    }
 }

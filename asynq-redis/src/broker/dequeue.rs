@@ -5,8 +5,22 @@ use crate::pubsub::Quietness;
 use asynq_core::{Progress, QueueName, TaskId};
 
 impl RedisBroker {
-    /// The script call that records `outcome` for the active task `msg`, and its name.
-    fn finish_call(&self, msg: &StoredTask, outcome: Outcome, now: SystemTime) -> (ScriptCall, &'static str) {
+    /// The script call that records `outcome` for the active task `msg`, and its name; it logs
+    /// to the queue's event log under `events`.
+    fn finish_call(
+        &self,
+        msg: &StoredTask,
+        outcome: Outcome,
+        now: SystemTime,
+        events: &EventCaps,
+    ) -> (ScriptCall, &'static str) {
+        let (mut call, name) = self.outcome_call(msg, outcome, now);
+        call.key(self.queue_keys(&msg.queue).events()).arg(events.arg(&msg.queue));
+        (call, name)
+    }
+
+    /// [`RedisBroker::finish_call`] without its event log key and argument.
+    fn outcome_call(&self, msg: &StoredTask, outcome: Outcome, now: SystemTime) -> (ScriptCall, &'static str) {
         let now_secs = unix_secs(now);
         let k = self.queue_keys(&msg.queue);
         let date = utc_date(now);
@@ -59,18 +73,26 @@ impl RedisBroker {
     }
 
     /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`.
-    fn done_batch_call(&self, queue: &str, done: &[(usize, StoredTask, Outcome)], now: SystemTime) -> ScriptCall {
+    fn done_batch_call(
+        &self,
+        queue: &str,
+        done: &[(usize, StoredTask, Outcome)],
+        now: SystemTime,
+        events: &EventCaps,
+    ) -> ScriptCall {
         let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.done_batch);
         call.key(k.active())
             .key(k.lease())
             .key(k.processed_on(&utc_date(now)))
             .key(k.processed_total())
-            .key(k.waiting());
+            .key(k.waiting())
+            .key(k.events());
         call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
         for (_, msg, _) in done {
             call.arg(msg.id.as_str()).arg(lock_of(&k, msg).unwrap_or(""));
         }
+        call.arg(events.arg(queue));
         call
     }
 
@@ -84,14 +106,20 @@ impl RedisBroker {
         items: Vec<(usize, StoredTask, Outcome)>,
         now: SystemTime,
         lease_cutoff: Option<&str>,
+        events: &EventCaps,
     ) -> Vec<BatchCall> {
         let k = self.queue_keys(queue);
         let now_secs = unix_secs(now);
+        let event_cap = events.arg(queue);
+        let closed = |mut call: BatchCall| {
+            call.call.arg(event_cap.as_str());
+            call
+        };
         let new_call = || {
             let mut call = ScriptCall::new(&SCRIPTS.settle_batch);
             call.key(k.active()).key(k.lease()).key(k.pending()).key(k.retry()).key(k.archived()).key(k.completed());
             call.key(k.processed_on(&utc_date(now))).key(k.failed_on(&utc_date(now)));
-            call.key(k.processed_total()).key(k.failed_total()).key(k.idle_workers()).key(k.waiting());
+            call.key(k.processed_total()).key(k.failed_total()).key(k.idle_workers()).key(k.waiting()).key(k.events());
             call.arg(now_secs).arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
             call.arg(now_secs + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel()).arg(k.ready_channel());
             call.arg(lease_cutoff.unwrap_or(""));
@@ -104,7 +132,7 @@ impl RedisBroker {
             let record = SettleRecord::new(&k, &msg, outcome, now);
             let len = record.message.len();
             if !open.items.is_empty() && (open.items.len() == SETTLE_BATCH || open_bytes + len > BATCH_BYTES) {
-                calls.push(std::mem::replace(&mut open, new_call()));
+                calls.push(closed(std::mem::replace(&mut open, new_call())));
                 open_bytes = 0;
             }
             open_bytes += len;
@@ -112,7 +140,7 @@ impl RedisBroker {
             open.items.push((index, msg));
         }
         if !open.items.is_empty() {
-            calls.push(open);
+            calls.push(closed(open));
         }
         calls
     }
@@ -272,6 +300,7 @@ impl Dequeue for RedisBroker {
         };
         let generation = self.pubsub().wake_generation();
         self.check_quiet(queues, &mut quietness).await;
+        let events = self.event_caps_now().await?;
         let mut taken = Vec::new();
         let mut conn = self.conn();
         for (queue, quiet) in queues.iter().zip(quietness) {
@@ -285,7 +314,9 @@ impl Dequeue for RedisBroker {
             let k = self.queue_keys(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
+            invocation.key(k.events());
             invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(IDLE_MARK_SECS);
+            invocation.arg(events.arg(queue));
             let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
             if pairs.len() == 1 {
                 // `dequeue.lua`'s answer for a paused queue.
@@ -357,7 +388,8 @@ impl Dequeue for RedisBroker {
 
     async fn finish(&self, msg: &StoredTask, outcome: Outcome) -> Result<()> {
         let requeued = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
-        let (call, context) = self.finish_call(msg, outcome, self.now());
+        let events = self.event_caps_now().await?;
+        let (call, context) = self.finish_call(msg, outcome, self.now(), &events);
         let reply = call.run::<i64>(&mut self.conn(), context).await?;
         if requeued {
             self.pubsub().made_pending(&msg.queue);
@@ -374,6 +406,10 @@ impl Dequeue for RedisBroker {
     /// script.
     async fn finish_batch(&self, items: Vec<(StoredTask, Outcome)>) -> Vec<Result<()>> {
         let now = self.now();
+        let events = match self.event_caps_now().await {
+            Ok(events) => events,
+            Err(e) => return items.iter().map(|_| Err(e.duplicate())).collect(),
+        };
         let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
         let count = items.len();
         for (index, (msg, outcome)) in items.into_iter().enumerate() {
@@ -388,18 +424,18 @@ impl Dequeue for RedisBroker {
             let mut calls = Vec::new();
             let mut singles = Vec::new();
             if done.len() > 1 {
-                let call = self.done_batch_call(&queue, &done, now);
+                let call = self.done_batch_call(&queue, &done, now, &events);
                 calls.push(BatchCall { call, context: "done batch", items: strip(done) });
             } else {
                 singles.extend(done);
             }
             if others.len() > 1 {
-                calls.extend(self.settle_batch_calls(&queue, others, now, None));
+                calls.extend(self.settle_batch_calls(&queue, others, now, None, &events));
             } else {
                 singles.extend(others);
             }
             calls.extend(singles.into_iter().map(|(index, msg, outcome)| {
-                let (call, context) = self.finish_call(&msg, outcome, now);
+                let (call, context) = self.finish_call(&msg, outcome, now, &events);
                 BatchCall { call, context, items: vec![(index, msg)] }
             }));
             for (index, msg, code) in run_pipeline(&mut conn, calls).await {
@@ -428,8 +464,11 @@ impl Dequeue for RedisBroker {
     }
 
     async fn write_progress(&self, queue: &QueueName, id: &TaskId, progress: &Progress) -> Result<()> {
+        let events = self.event_caps_now().await?;
+        let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.write_progress);
-        call.key(self.queue_keys(queue).task(id)).arg(crate::progress::encode(progress));
+        call.key(k.task(id)).key(k.events());
+        call.arg(crate::progress::encode(progress)).arg(id.as_str()).arg(events.arg(queue));
         match call.run::<i64>(&mut self.conn(), "write progress").await? {
             1 => Ok(()),
             _ => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),

@@ -6,9 +6,9 @@ use asynq_core::Replace;
 
 impl RedisBroker {
     /// The `enqueue.lua` call that stores `request`, with the message it stores (its
-    /// `unique_key` filled in for unique tasks).
-    fn enqueue_call(&self, request: EnqueueRequest) -> Result<(ScriptCall, StoredTask)> {
-        self.enqueue_call_with(&SCRIPTS.enqueue, request)
+    /// `unique_key` filled in for unique tasks), logging to the queue's event log under `events`.
+    fn enqueue_call(&self, request: EnqueueRequest, events: &EventCaps) -> Result<(ScriptCall, StoredTask)> {
+        self.enqueue_call_with(&SCRIPTS.enqueue, request, events)
     }
 
     /// As [`RedisBroker::enqueue_call`], calling `script`, which takes `enqueue.lua`'s KEYS and
@@ -17,6 +17,7 @@ impl RedisBroker {
         &self,
         script: &'static Script,
         request: EnqueueRequest,
+        events: &EventCaps,
     ) -> Result<(ScriptCall, StoredTask)> {
         let mut msg = request.message;
         checked_message_len(&msg)?;
@@ -35,6 +36,7 @@ impl RedisBroker {
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
             call.key(key).arg(ttl.as_secs().max(1));
         }
+        call.key(k.events()).arg(events.arg(&msg.queue));
         Ok((call, msg))
     }
 }
@@ -68,6 +70,7 @@ impl RedisBroker {
         call.arg(encode(&msg)).arg(msg.id.as_str()).arg(mode).arg(placement).arg(score).arg(k.ready_channel());
         call.arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
         call.arg(u64::try_from(mark_lifetime.as_millis()).unwrap_or(u64::MAX)).arg(key);
+        call.key(k.events()).arg(self.event_caps_now().await?.arg(&msg.queue));
         self.register_queue(&msg.queue).await?;
         let reply: i64 = call.run(&mut self.conn(), "enqueue replacing").await?;
         if placement == "pending" && reply == 1 {
@@ -108,7 +111,8 @@ impl Enqueue for RedisBroker {
             return self.enqueue_replacing(request, &replace).await;
         }
         let pending = request.placement == Placement::Pending;
-        let (call, msg) = self.enqueue_call(request)?;
+        let events = self.event_caps_now().await?;
+        let (call, msg) = self.enqueue_call(request, &events)?;
         self.register_queue(&msg.queue).await?;
         let reply = call.run(&mut self.conn(), "enqueue").await?;
         if pending && reply == 1 {
@@ -121,6 +125,10 @@ impl Enqueue for RedisBroker {
     /// is one round trip.
     async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
         let now = self.now();
+        let events = match self.event_caps_now().await {
+            Ok(events) => events,
+            Err(e) => return requests.iter().map(|_| Err(e.duplicate())).collect(),
+        };
         let mut results: Vec<Option<Result<()>>> = Vec::with_capacity(requests.len());
         // Per queue, the tasks in request order, in `enqueue_batch.lua` calls of up to
         // `ENQUEUE_BATCH` tasks whatever their placement: the script stores them in order, so a
@@ -141,7 +149,7 @@ impl Enqueue for RedisBroker {
                     let queue = task.msg.queue.clone();
                     by_queue
                         .entry(queue.into_string())
-                        .or_insert_with_key(|queue| QueueCalls::new(self.queue_keys(queue), now))
+                        .or_insert_with_key(|queue| QueueCalls::new(self.queue_keys(queue), now, events.arg(queue)))
                         .push(index, task);
                 }
                 Err(e) => results[index] = Some(Err(e)),
@@ -202,6 +210,8 @@ impl BatchTask {
 struct QueueCalls {
     keys: QueueKeys,
     now: SystemTime,
+    /// The queue's event log cap, or "".
+    event_cap: String,
     calls: Vec<BatchCall>,
     /// The tasks of the call being filled, with their request indexes.
     open: Vec<(usize, BatchTask)>,
@@ -212,8 +222,8 @@ struct QueueCalls {
 }
 
 impl QueueCalls {
-    fn new(keys: QueueKeys, now: SystemTime) -> Self {
-        Self { keys, now, calls: Vec::new(), open: Vec::new(), open_bytes: 0, makes_pending: false }
+    fn new(keys: QueueKeys, now: SystemTime, event_cap: String) -> Self {
+        Self { keys, now, event_cap, calls: Vec::new(), open: Vec::new(), open_bytes: 0, makes_pending: false }
     }
 
     /// Adds the next task, starting a new call once the open one holds `ENQUEUE_BATCH` tasks or
@@ -243,7 +253,7 @@ impl QueueCalls {
         let tasks = std::mem::take(&mut self.open);
         self.open_bytes = 0;
         let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
-        call.key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
+        call.key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers()).key(k.events());
         call.arg(unix_nanos(now)).arg(unix_secs(now)).arg(k.task_prefix()).arg(k.group_prefix());
         call.arg(k.ready_channel()).arg(tasks.len());
         let mut records = Vec::new();
@@ -266,6 +276,7 @@ impl QueueCalls {
             let (lock, ttl) = lock.map_or((String::new(), String::new()), |(key, ttl)| (key, ttl.to_string()));
             call.arg(n).arg(placement).arg(score).arg(group).arg(lock).arg(ttl);
         }
+        call.arg(self.event_cap.as_str());
         self.calls.push(BatchCall { call, context: "enqueue batch", items });
     }
 }

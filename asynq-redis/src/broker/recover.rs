@@ -65,6 +65,10 @@ impl Recover for RedisBroker {
     async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
         let now = self.now();
         let lease_cutoff = taken_lease_score(unix_secs(cutoff));
+        let events = match self.event_caps_now().await {
+            Ok(events) => events,
+            Err(e) => return items.iter().map(|_| Err(e.duplicate())).collect(),
+        };
         let mut results: Vec<Option<Result<()>>> = Vec::new();
         results.resize_with(items.len(), || None);
         let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
@@ -79,7 +83,7 @@ impl Recover for RedisBroker {
         let mut conn = self.conn();
         for (queue, items) in by_queue {
             let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
-            let calls = self.settle_batch_calls(&queue, items, now, Some(&lease_cutoff));
+            let calls = self.settle_batch_calls(&queue, items, now, Some(&lease_cutoff), &events);
             for (index, msg, code) in run_pipeline(&mut conn, calls).await {
                 results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
             }

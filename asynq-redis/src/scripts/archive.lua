@@ -10,6 +10,7 @@
 -- KEYS[6] -> asynq:{<q>}:failed:<YYYY-MM-DD>
 -- KEYS[7] -> asynq:{<q>}:processed
 -- KEYS[8] -> asynq:{<q>}:failed
+-- KEYS[9] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the encoded TaskMessage with the error recorded
 -- ARGV[3] -> now, Unix seconds
@@ -18,6 +19,7 @@
 -- ARGV[6] -> the daily counters' expiry, Unix seconds
 -- ARGV[7] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[8] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- ARGV[9] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 done; 0 the task is not active (nothing written)
 if not take_active(KEYS[2], KEYS[3], ARGV[1]) then
     return 0
@@ -37,4 +39,5 @@ incr_daily(KEYS[6], ARGV[6])
 incr_total(KEYS[7])
 incr_total(KEYS[8])
 notify_waiters(KEYS[1], ARGV[8], ARGV[1])
+log_failure(KEYS[9], ARGV[9], "archived", ARGV[1], ARGV[2])
 return 1

@@ -8,6 +8,7 @@
 --            asynq:{<q>}:g:<group> (sorted sets)
 -- KEYS[2] -> asynq:{<q>}:archived
 -- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[4] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> "list" or "zset": how to read KEYS[1]
 -- ARGV[2] -> now, Unix seconds (the archive score)
 -- ARGV[3] -> the age cutoff: archived tasks scored at or before it are deleted, Unix seconds
@@ -15,6 +16,7 @@
 -- ARGV[5] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[6] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[3]
 -- ARGV[7] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- ARGV[8] -> the event stream's cap, or "" (see events.lua)
 -- Returns: how many tasks were archived
 local ids
 if ARGV[1] == "list" then
@@ -27,6 +29,9 @@ for _, id in ipairs(ids) do
     redis.call("ZADD", KEYS[2], ARGV[2], id)
     redis.call("HSET", task_key, "state", "archived")
     notify_waiters(task_key, ARGV[7], id)
+    if ARGV[8] ~= "" then
+        log_event(KEYS[4], ARGV[8], "archived", id, redis.call("HGET", task_key, "msg"))
+    end
 end
 redis.call("DEL", KEYS[1])
 if ARGV[6] ~= "" then

@@ -7,6 +7,7 @@
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:archived
 -- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[4] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> now, Unix seconds (the archive score)
 -- ARGV[3] -> the age cutoff: archived tasks scored at or before it are deleted, Unix seconds
@@ -15,6 +16,7 @@
 -- ARGV[6] -> the group key prefix, asynq:{<q>}:g:
 -- ARGV[7] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[8] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- ARGV[9] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 done; 0 no such task; -1 the task is already archived; -2 the task is active;
 --          an error reply when the task's container does not hold it (nothing written)
 if redis.call("EXISTS", KEYS[1]) == 0 then
@@ -33,5 +35,8 @@ end
 redis.call("ZADD", KEYS[2], ARGV[2], ARGV[1])
 redis.call("HSET", KEYS[1], "state", "archived")
 notify_waiters(KEYS[1], ARGV[8], ARGV[1])
+if ARGV[9] ~= "" then
+    log_event(KEYS[4], ARGV[9], "archived", ARGV[1], redis.call("HGET", KEYS[1], "msg"))
+end
 trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[7])
 return 1

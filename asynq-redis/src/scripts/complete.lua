@@ -10,11 +10,13 @@
 -- KEYS[6] -> asynq:{<q>}:processed
 -- KEYS[7] -> asynq:{<q>}:unique:<type>:<md5>, the task's uniqueness lock, only if it has one
 --            (released if the task holds it; a key of another type is left alone)
+-- KEYS[last] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the daily counter's expiry, Unix seconds
 -- ARGV[3] -> when the completed task expires (completion + retention), Unix seconds
 -- ARGV[4] -> the encoded TaskMessage with completed_at set
 -- ARGV[5] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 done; 0 the task is not active (nothing written)
 if not take_active(KEYS[1], KEYS[2], ARGV[1]) then
     return 0
@@ -23,6 +25,7 @@ redis.call("ZADD", KEYS[3], ARGV[3], ARGV[1])
 redis.call("HSET", KEYS[4], "msg", ARGV[4], "state", "completed")
 incr_daily(KEYS[5], ARGV[2])
 incr_total(KEYS[6])
-release_lock(KEYS[7], ARGV[1])
+release_lock(#KEYS == 8 and KEYS[7] or nil, ARGV[1])
+log_event(KEYS[#KEYS], ARGV[#ARGV], "succeeded", ARGV[1], ARGV[4])
 notify_waiters(KEYS[4], ARGV[5], ARGV[1])
 return 1

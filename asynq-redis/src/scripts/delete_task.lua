@@ -4,10 +4,12 @@
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:groups
+-- KEYS[3] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the queue key prefix, asynq:{<q>}:
 -- ARGV[3] -> the group key prefix, asynq:{<q>}:g:
 -- ARGV[4] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
+-- ARGV[5] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 done; 0 no such task; -1 the task is active; an error reply when the task's
 --          container does not hold it (nothing written)
 if redis.call("EXISTS", KEYS[1]) == 0 then
@@ -20,5 +22,8 @@ end
 local detach_error = detach_waiting(ARGV[1], state, group, ARGV[2], ARGV[3], KEYS[2])
 if detach_error then
     return detach_error
+end
+if ARGV[5] ~= "" then
+    log_event(KEYS[3], ARGV[5], "deleted", ARGV[1], redis.call("HGET", KEYS[1], "msg"))
 end
 return delete_task_hash(KEYS[1], ARGV[1], ARGV[4])

@@ -23,11 +23,13 @@
 -- KEYS[3] -> asynq:{<q>}:active
 -- KEYS[4] -> asynq:{<q>}:lease
 -- KEYS[5] -> asynq:{<q>}:idle_workers
+-- KEYS[6] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the lease score: the lease expiry in Unix seconds, plus 0.5 (not started)
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the most tasks to take, at least 1
 -- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole
 --            seconds
+-- ARGV[5] -> the event stream's cap, or "" (see events.lua)
 -- Returns: a flat array of pairs, oldest first: the task ID, then its encoded TaskMessage, or
 --          nil when the ID had no task hash or the hash no `msg`; such an ID cannot run, so it
 --          is dropped (never made active) and its stub hash deleted (Go would leave it active
@@ -62,6 +64,7 @@ for i = #ids, 1, -1 do
         active[#active + 1] = id
         leases[#leases + 1] = ARGV[1]
         leases[#leases + 1] = id
+        log_event(KEYS[6], ARGV[5], "started", id, msg)
     else
         redis.call("DEL", key)
     end

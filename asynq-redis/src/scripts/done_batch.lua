@@ -12,15 +12,18 @@
 -- KEYS[3] -> asynq:{<q>}:processed:<YYYY-MM-DD>
 -- KEYS[4] -> asynq:{<q>}:processed
 -- KEYS[5] -> asynq:{<q>}:waiting (ours; see mark_waiter.lua)
+-- KEYS[6] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the daily counter's expiry, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[4..] -> pairs of (task ID, its uniqueness lock asynq:{<q>}:unique:<type>:<md5> or ""); a
 --              lock key of another type than string is left alone, failing nothing
+-- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: one reply per task, in order: 1 done; 0 the task is not active (nothing written; also
 --          for a second copy of an ID in the same batch)
 local ids = {}
-for i = 4, #ARGV, 2 do
+local cap = ARGV[#ARGV]
+for i = 4, #ARGV - 1, 2 do
     ids[#ids + 1] = ARGV[i]
 end
 local replies, finished, task_keys, seen = {}, {}, {}, {}
@@ -37,6 +40,9 @@ for first = 1, #ids, CHUNK do
             redis.call("LREM", KEYS[1], -1, id)
             if waited_for then
                 notify_waiters(key, ARGV[3], id)
+            end
+            if cap ~= "" then
+                log_event(KEYS[6], cap, "succeeded", id, redis.call("HGET", key, "msg"))
             end
             local lock = ARGV[3 + 2 * j]
             if lock ~= "" then

@@ -15,6 +15,7 @@
 -- KEYS[3] -> asynq:{<q>}:groups
 -- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
 -- KEYS[5] -> asynq:{<q>}:unique:<type>:<md5>  only for unique tasks
+-- KEYS[last] -> asynq:{<q>}:events             the event stream (see events.lua)
 -- ARGV[1] -> the encoded TaskMessage
 -- ARGV[2] -> the task ID
 -- ARGV[3] -> "pending", "scheduled" or "group"
@@ -23,13 +24,15 @@
 -- ARGV[5] -> the group name ("" unless ARGV[3] is "group")
 -- ARGV[6] -> the wake-up channel, asynq:{<q>}:ready
 -- ARGV[7] -> the uniqueness lock's TTL in whole seconds (only with KEYS[5])
+-- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 stored; 0 a task with this ID exists (nothing stored); -1 the uniqueness lock is
 --          held by another task (nothing stored); -3 the lock's key holds another type than a
 --          string, so it is no lock (nothing stored). As in Go, a lock taken just before an ID
 --          conflict is kept until its TTL.
-if KEYS[5] then
-    if not redis.call("SET", KEYS[5], ARGV[2], "NX", "EX", ARGV[7]) then
-        if redis.call("TYPE", KEYS[5]).ok ~= "string" then
+local lock = #KEYS == 6 and KEYS[5]
+if lock then
+    if not redis.call("SET", lock, ARGV[2], "NX", "EX", ARGV[7]) then
+        if redis.call("TYPE", lock).ok ~= "string" then
             return -3
         end
         return -1
@@ -53,7 +56,8 @@ else
     redis.call("SADD", KEYS[3], ARGV[5])
 end
 -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
-if KEYS[5] and placement ~= "group" then
-    redis.call("HSET", KEYS[1], "unique_key", KEYS[5])
+if lock and placement ~= "group" then
+    redis.call("HSET", KEYS[1], "unique_key", lock)
 end
+log_event(KEYS[#KEYS], ARGV[#ARGV], "enqueued", ARGV[2], ARGV[1])
 return 1

@@ -16,6 +16,7 @@
 -- KEYS[2] -> asynq:{<q>}:scheduled
 -- KEYS[3] -> asynq:{<q>}:groups
 -- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
+-- KEYS[5] -> asynq:{<q>}:events               the event stream (see events.lua)
 -- ARGV[1] -> now, Unix nanoseconds (a pending task's pending_since)
 -- ARGV[2] -> now, Unix seconds (a grouped task's score)
 -- ARGV[3] -> the task key prefix, asynq:{<q>}:t:
@@ -30,6 +31,7 @@
 --                   group: the group name, else "",
 --                   unique: its lock asynq:{<q>}:unique:<type>:<md5>, else "",
 --                   unique: the lock's TTL in whole seconds, else "")
+-- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: one reply per task, in order, as `enqueue` replies: 1 stored; 0 a task with this ID
 --          exists, or came earlier in the batch (nothing stored); -1 the uniqueness lock is held
 --          by another task (nothing stored); -3 the lock's key holds another type than a
@@ -37,7 +39,7 @@
 --          conflict is kept until its TTL.
 local n_tasks = tonumber(ARGV[6])
 local records = {}
-for r = 7 + 2 * n_tasks, #ARGV, 6 do
+for r = 7 + 2 * n_tasks, #ARGV - 1, 6 do
     records[tonumber(ARGV[r])] = r
 end
 local task_keys = {}
@@ -106,5 +108,12 @@ call_chunked("LPUSH", KEYS[1], pending)
 call_chunked("ZADD", KEYS[2], scheduled)
 if #pending > 0 and redis.call("DEL", KEYS[4]) == 1 then
     redis.call("PUBLISH", ARGV[5], "")
+end
+if ARGV[#ARGV] ~= "" then
+    for n = 1, n_tasks do
+        if replies[n] == 1 then
+            log_event(KEYS[5], ARGV[#ARGV], "enqueued", ARGV[5 + 2 * n], ARGV[6 + 2 * n])
+        end
+    end
 end
 return replies

@@ -20,6 +20,7 @@
 -- KEYS[5] -> <ns>:{<q>}:idle_workers        exists while a Rust server waits for work
 -- KEYS[6] -> <ns>:{<q>}:debounce:<key>      the debounce mark, a string holding a task ID
 --                                           (mode "debounce" only)
+-- KEYS[last] -> <ns>:{<q>}:events            the event stream (see events.lua)
 -- ARGV[1] -> the encoded TaskMessage
 -- ARGV[2] -> the task ID
 -- ARGV[3] -> "debounce" or "replace"
@@ -32,6 +33,7 @@
 -- ARGV[9] -> the finish channel, <ns>:{<q>}:finished
 -- ARGV[10] -> "debounce": how long the mark lives, milliseconds (past the task's due time)
 -- ARGV[11] -> "debounce": the debounce key
+-- ARGV[12] -> the event stream's cap, or "" (see events.lua)
 -- Returns: "debounce": 1 stored, 2 stored in place of a scheduled task, 0 a task with this ID
 --          exists (nothing written);
 --          "replace": 1 replaced, 0 no such task, -1 the task is neither pending nor scheduled
@@ -51,6 +53,7 @@ local function store()
     if ARGV[3] == "debounce" then
         redis.call("HSET", KEYS[1], "debounce", ARGV[11])
     end
+    log_event(KEYS[#KEYS], ARGV[12], "enqueued", ARGV[2], ARGV[1])
 end
 
 -- Whether the task at `key` is scheduled, debounced with this call's key.
@@ -96,6 +99,9 @@ if ARGV[3] == "debounce" then
             local detach_error = detach_waiting(old, "scheduled", nil, ARGV[7], ARGV[8], KEYS[4])
             if detach_error then
                 return detach_error
+            end
+            if ARGV[12] ~= "" then
+                log_event(KEYS[#KEYS], ARGV[12], "deleted", old, redis.call("HGET", old_key, "msg"))
             end
             delete_task_hash(old_key, old, ARGV[9])
             replaced = 2

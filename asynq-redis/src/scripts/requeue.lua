@@ -8,9 +8,11 @@
 -- KEYS[3] -> asynq:{<q>}:pending
 -- KEYS[4] -> asynq:{<q>}:t:<id>
 -- KEYS[5] -> asynq:{<q>}:idle_workers
+-- KEYS[6] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the wake-up channel, asynq:{<q>}:ready
 -- ARGV[3] -> "1" to count a stall, "0" not to
+-- ARGV[4] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 done; 0 the task is not active (nothing written)
 if not take_active(KEYS[1], KEYS[2], ARGV[1]) then
     return 0
@@ -19,6 +21,9 @@ redis.call("RPUSH", KEYS[3], ARGV[1])
 redis.call("HSET", KEYS[4], "state", "pending")
 if ARGV[3] == "1" then
     redis.call("HINCRBY", KEYS[4], "stalls", 1)
+end
+if ARGV[4] ~= "" then
+    log_event(KEYS[6], ARGV[4], "requeued", ARGV[1], redis.call("HGET", KEYS[4], "msg"))
 end
 if redis.call("DEL", KEYS[5]) == 1 then
     redis.call("PUBLISH", ARGV[2], "")

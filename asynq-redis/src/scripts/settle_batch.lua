@@ -26,6 +26,7 @@
 -- KEYS[10] -> asynq:{<q>}:failed
 -- KEYS[11] -> asynq:{<q>}:idle_workers
 -- KEYS[12] -> asynq:{<q>}:waiting (ours; see mark_waiter.lua)
+-- KEYS[13] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> now, Unix seconds (an archived task's score)
 -- ARGV[2] -> the archive's age cutoff: archived tasks scored at or before it are deleted, Unix
 --            seconds
@@ -47,16 +48,18 @@
 --                    (complete), "" otherwise;
 --              the uniqueness lock asynq:{<q>}:unique:<type>:<md5> to release (complete), or
 --                    ""; a lock key of another type than string is left alone, failing nothing
+-- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: one reply per task, in order: 1 done; 0 the task is not active, or its lease is past
 --          the cutoff (nothing written; also for a second copy of an ID in the same batch); an error, with nothing written, for a
 --          partial record or an unknown kind
 local FIELDS = 5
 local KINDS = { retry = true, retry_uncounted = true, archive = true, complete = true, requeue = true, stall = true }
-if (#ARGV - 8) % FIELDS ~= 0 then
+if (#ARGV - 9) % FIELDS ~= 0 then
     return redis.error_reply("settle_batch: ARGV holds a partial record")
 end
 local ids = {}
-for i = 9, #ARGV, FIELDS do
+local events, cap = KEYS[13], ARGV[#ARGV]
+for i = 9, #ARGV - 1, FIELDS do
     -- Checked before anything is written, so that a bad record fails the call whole.
     if not KINDS[ARGV[i]] then
         return redis.error_reply("settle_batch: unknown kind " .. tostring(ARGV[i]))
@@ -86,11 +89,13 @@ for first = 1, #ids, CHUNK do
                 if kind == "retry" then
                     failed = failed + 1
                 end
+                log_failure(events, cap, "retried", id, msg)
             elseif kind == "archive" then
                 redis.call("ZADD", KEYS[5], ARGV[1], id)
                 redis.call("HSET", key, "msg", msg, "state", "archived")
                 failed = failed + 1
                 archived = true
+                log_failure(events, cap, "archived", id, msg)
                 if waited_for then
                     notify_waiters(key, ARGV[6], id)
                 end
@@ -98,6 +103,7 @@ for first = 1, #ids, CHUNK do
                 redis.call("ZADD", KEYS[6], score, id)
                 redis.call("HSET", key, "msg", msg, "state", "completed")
                 processed = processed + 1
+                log_event(events, cap, "succeeded", id, msg)
                 if lock ~= "" then
                     release_lock(lock, id)
                 end
@@ -109,6 +115,9 @@ for first = 1, #ids, CHUNK do
                 redis.call("HSET", key, "state", "pending")
                 if kind == "stall" then
                     redis.call("HINCRBY", key, "stalls", 1)
+                end
+                if cap ~= "" then
+                    log_event(events, cap, "requeued", id, redis.call("HGET", key, "msg"))
                 end
                 requeued = true
             end

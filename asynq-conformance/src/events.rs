@@ -1,0 +1,163 @@
+//! Task event logs (`EventLog`): off until a queue asks for one; then every change to a task is
+//! logged in order, with the task's ID and type, the error of a failed attempt and the report
+//! of a progress event; reads resume after the last event read and tell a reader that fell
+//! behind the cap that it missed events.
+
+use super::BrokerFactory;
+use super::fixture::{Fixture, at, retry, secs};
+use asynq_core::broker::{Dequeue, Enqueue, Manage, Outcome};
+use asynq_core::events::{EventCap, EventKind, EventLog, EventPage, EventPosition, TaskEvent};
+use asynq_core::{Progress, QueueName, TaskId, TaskSet, TaskState};
+
+fn q(name: &str) -> QueueName {
+    QueueName::new(name).unwrap()
+}
+
+async fn read_all<B: EventLog>(broker: &B, queue: &str) -> Vec<TaskEvent> {
+    broker.read_events(&q(queue), EventPosition::Oldest, 1_000).await.unwrap().events
+}
+
+fn kinds(events: &[TaskEvent]) -> Vec<(EventKind, &str)> {
+    events.iter().map(|event| (event.kind, event.task_id.as_str())).collect()
+}
+
+/// A queue keeps no log until asked: its changes leave no events, reads find none, and no cap
+/// is listed; turning the log off drops it.
+pub async fn case_events_are_kept_only_for_a_queue_that_asks<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: EventLog,
+{
+    let t = Fixture::new(factory).await;
+    let a = t.activate("q", "a").await;
+    t.finish(&a, Outcome::Done).await;
+    assert_eq!(read_all(&t.broker, "q").await, []);
+    assert_eq!(t.broker.event_caps().await.unwrap(), []);
+
+    let cap = EventCap::new(500).unwrap();
+    t.broker.set_event_cap(&q("q"), Some(cap)).await.unwrap();
+    t.broker.set_event_cap(&q("other"), Some(EventCap::DEFAULT)).await.unwrap();
+    assert_eq!(t.broker.event_caps().await.unwrap(), [(q("other"), EventCap::DEFAULT), (q("q"), cap)]);
+    t.plain("q", "b").await;
+    t.plain("elsewhere", "c").await;
+    assert_eq!(kinds(&read_all(&t.broker, "q").await), [(EventKind::Enqueued, "b")]);
+    assert_eq!(read_all(&t.broker, "elsewhere").await, []);
+
+    t.broker.set_event_cap(&q("q"), None).await.unwrap();
+    assert_eq!(t.broker.event_caps().await.unwrap(), [(q("other"), EventCap::DEFAULT)]);
+    t.plain("q", "d").await;
+    assert_eq!(read_all(&t.broker, "q").await, [], "a log turned off is dropped");
+}
+
+/// Each change is logged as it happens, in order, with the task's ID and type (an event's time
+/// is the backend's: its clock, or the Redis server's): enqueued (pending and scheduled), started, progress (with its report),
+/// retried and archived (with the attempt's error), succeeded, requeued, and an operator's
+/// archive and delete (one by one and in bulk).
+pub async fn case_events_follow_each_task_through_its_life<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: EventLog,
+{
+    let t = Fixture::new(factory).await;
+    t.broker.set_event_cap(&q("q"), Some(EventCap::DEFAULT)).await.unwrap();
+    let a = t.activate("q", "a").await;
+    let report = Progress::new(0.5, "halfway", t.now()).unwrap();
+    t.broker.write_progress(&q("q"), &TaskId::new("a").unwrap(), &report).await.unwrap();
+    t.finish(&a, retry(at(100), "boom", true)).await;
+    t.broker.archive_task(&q("q"), &TaskId::new("a").unwrap()).await.unwrap();
+    let b = t.activate("q", "b").await;
+    t.finish(&b, Outcome::Requeue).await;
+    let b = t.take("q", "b").await.message;
+    t.finish(&b, Outcome::Done).await;
+    let c = t.activate("q", "c").await;
+    t.finish(&c, Outcome::Archive { error: "gave up".into() }).await;
+    let d = t.activate("q", "d").await;
+    t.finish(&d, Outcome::Complete).await;
+    t.plain("q", "e").await;
+    t.broker.delete_task(&q("q"), &TaskId::new("e").unwrap()).await.unwrap();
+    t.plain("q", "f").await;
+    assert_eq!(t.broker.delete_all(&q("q"), &TaskSet::State(TaskState::Pending)).await.unwrap(), 1);
+
+    let events = read_all(&t.broker, "q").await;
+    use EventKind::{Archived, Deleted, Enqueued, Requeued, Retried, Started, Succeeded};
+    assert_eq!(
+        kinds(&events),
+        [
+            (Enqueued, "a"),
+            (Started, "a"),
+            (EventKind::Progress, "a"),
+            (Retried, "a"),
+            (Archived, "a"),
+            (Enqueued, "b"),
+            (Started, "b"),
+            (Requeued, "b"),
+            (Started, "b"),
+            (Succeeded, "b"),
+            (Enqueued, "c"),
+            (Started, "c"),
+            (Archived, "c"),
+            (Enqueued, "d"),
+            (Started, "d"),
+            (Succeeded, "d"),
+            (Enqueued, "e"),
+            (Deleted, "e"),
+            (Enqueued, "f"),
+            (Deleted, "f"),
+        ]
+    );
+    assert!(events.windows(2).all(|pair| pair[0].id < pair[1].id), "IDs grow");
+    assert!(events.iter().all(|event| event.task_type == "t"), "{events:?}");
+    let errors: Vec<Option<&str>> = events.iter().map(|event| event.error.as_deref()).collect();
+    assert_eq!((errors[3], errors[4], errors[12]), (Some("boom"), None, Some("gave up")));
+    let progress = events[2].progress.as_ref().expect("a progress event carries its report");
+    assert_eq!((progress.fraction(), progress.message()), (0.5, "halfway"));
+    assert!(events.iter().enumerate().all(|(i, event)| (i == 2) == event.progress.is_some()));
+    assert_eq!(t.task("q", "d").await.state, TaskState::Completed);
+}
+
+/// A reader resumes after the last event it read and gets only what came after; `Latest`
+/// starts after the newest event; a reader that fell behind by more than the cap is told it
+/// missed events, and the log keeps at least the cap's newest.
+pub async fn case_event_reads_resume_and_report_what_was_trimmed<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: EventLog,
+{
+    let t = Fixture::new(factory).await;
+    let queue = q("q");
+    t.broker.set_event_cap(&queue, Some(EventCap::new(100).unwrap())).await.unwrap();
+    let none = t.broker.read_events(&queue, EventPosition::Latest, 10).await.unwrap();
+    assert_eq!((none.events.len(), none.missed), (0, false));
+
+    for i in 0..3 {
+        t.plain("q", &format!("a{i}")).await;
+    }
+    let first: EventPage = t.broker.read_events(&queue, EventPosition::Oldest, 2).await.unwrap();
+    assert_eq!(kinds(&first.events), [(EventKind::Enqueued, "a0"), (EventKind::Enqueued, "a1")]);
+    assert!(!first.missed);
+    let latest = t.broker.read_events(&queue, EventPosition::Latest, 10).await.unwrap();
+    assert!(latest.events.is_empty());
+    t.advance(secs(1));
+    t.plain("q", "b").await;
+    let rest = t.broker.read_events(&queue, first.next, 10).await.unwrap();
+    assert_eq!(kinds(&rest.events), [(EventKind::Enqueued, "a2"), (EventKind::Enqueued, "b")]);
+    let fresh = t.broker.read_events(&queue, latest.next, 10).await.unwrap();
+    assert_eq!(kinds(&fresh.events), [(EventKind::Enqueued, "b")]);
+    let idle = t.broker.read_events(&queue, rest.next, 10).await.unwrap();
+    assert_eq!((idle.events.len(), idle.next, idle.missed), (0, rest.next, false));
+
+    // 400 events more: the reader parked after `a0` fell far behind a cap of 100.
+    let batch: Vec<_> = (0..400)
+        .map(|i| {
+            let task = asynq_core::Task::new("t", format!("c{i}"));
+            let options = asynq_core::TaskOptions::new().queue("q").task_id(format!("c{i}"));
+            asynq_core::resolve_enqueue(&task, &options, t.now(), || unreachable!()).unwrap()
+        })
+        .collect();
+    assert!(t.broker.enqueue_batch(batch).await.iter().all(Result::is_ok));
+    let behind = t.broker.read_events(&queue, first.next, 1_000).await.unwrap();
+    assert!(behind.missed, "the events after a1 were trimmed");
+    let kept = read_all(&t.broker, "q").await;
+    assert!((100..400).contains(&kept.len()), "kept {} events", kept.len());
+    assert_eq!(kept.last().map(|event| event.task_id.as_str()), Some("c399"));
+    assert_eq!(behind.events, kept);
+    let caught_up = t.broker.read_events(&queue, behind.next, 10).await.unwrap();
+    assert_eq!((caught_up.events.len(), caught_up.missed), (0, false));
+}
