@@ -236,3 +236,71 @@ fn slots_of_shared_limits_are_listed_with_their_holders() {
     assert_eq!((json[0]["key"].as_str(), json[0]["task_id"].as_str()), (Some("type:video:encode"), Some("t-1")));
     asynq_at(&server, &["slots", "tenant:7"]).ok().shows(&["No slots held"]);
 }
+
+#[test]
+fn a_queue_event_log_is_turned_on_printed_followed_and_dropped() {
+    use asynq_core::broker::Enqueue;
+    use std::io::BufRead;
+    let (server, _) = seeded_server();
+    asynq_at(&server, &["events", "-q", "critical"]).ok().shows(&["No events"]);
+    asynq_at(&server, &["events", "enable", "-q", "critical", "--cap", "500"]).ok().shows(&["about 500 events"]);
+    asynq_at(&server, &["events", "ls"]).ok().shows(&["critical", "500"]);
+
+    let mut follower = std::process::Command::new(env!("CARGO_BIN_EXE_asynq"))
+        .args(["-u", &server.addr(), "events", "-q", "critical", "--follow", "--from", "oldest", "--json"])
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the asynq binary runs");
+    let stdout = follower.stdout.take().expect("piped stdout");
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    common::block_on(async {
+        let broker = common::broker(&server).await;
+        for (id, type_name) in [("ev-1", "email:send"), ("ev-2", "report:build")] {
+            let task = asynq_core::Task::new(type_name, "{}");
+            let options = asynq_core::TaskOptions::new().queue("critical").task_id(id);
+            let request = asynq_core::resolve_enqueue(&task, &options, std::time::SystemTime::now(), || unreachable!())
+                .expect("a valid request");
+            broker.enqueue(request).await.expect("enqueued");
+        }
+    });
+    let followed: Vec<Value> = (0..2)
+        .map(|_| {
+            let line = received.recv_timeout(std::time::Duration::from_secs(30)).expect("a followed event");
+            serde_json::from_str(&line).expect("one JSON object per line")
+        })
+        .collect();
+    let _ = follower.kill();
+    let _ = follower.wait();
+    let seen: Vec<(&str, &str, &str)> = followed
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap(), e["task_id"].as_str().unwrap(), e["task_type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(seen, [("enqueued", "ev-1", "email:send"), ("enqueued", "ev-2", "report:build")]);
+
+    let printed = asynq_at(&server, &["events", "-q", "critical"]).ok();
+    printed.shows(&["enqueued", "ev-1", "email:send", "ev-2"]);
+    let first = followed[0]["id"].as_str().unwrap();
+    let after = asynq_at(&server, &["events", "-q", "critical", "--from", first, "--json"]).ok().json();
+    assert_eq!(after.as_array().map(Vec::len), Some(1), "{after}");
+    assert_eq!(after[0]["task_id"], "ev-2");
+
+    let zero = asynq_at(&server, &["events", "enable", "-q", "critical", "--cap", "0"]);
+    assert_eq!(zero.code, 2, "{}", zero.stderr);
+    assert!(zero.stderr.contains("event cap"), "{}", zero.stderr);
+    let bad = asynq_at(&server, &["events", "-q", "critical", "--from", "yesterday"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+
+    asynq_at(&server, &["events", "disable", "-q", "critical"]).ok();
+    asynq_at(&server, &["events", "ls"]).ok().shows(&["No queue keeps an event log"]);
+    asynq_at(&server, &["events", "-q", "critical"]).ok().shows(&["No events"]);
+}

@@ -2,6 +2,7 @@
 //! operator takes on them. What Go asynq's `Inspector` does, on any broker.
 
 use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
+use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
 use asynq_core::{
     BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, TaskId,
     TaskInfo, TaskSet, TaskState, WorkerInfo,
@@ -218,6 +219,54 @@ impl Inspector {
             Some(slots) => slots.slot_holders(&key, asynq_core::Clock::now(&asynq_core::SystemClock)).await,
             None => Ok(Vec::new()),
         }
+    }
+
+    /// Starts keeping a log of `queue`'s task events (enqueued, started, progress, succeeded,
+    /// retried, requeued, archived, deleted), about `cap` of the newest, or changes the cap of
+    /// the log it keeps. Writers in other processes follow within
+    /// [`EVENT_SETTINGS_DELAY`](asynq_core::events::EVENT_SETTINGS_DELAY). See
+    /// [`asynq_core::events`].
+    ///
+    /// Errors: [`Error::Unsupported`](crate::Error::Unsupported) from a broker without event
+    /// logs.
+    pub async fn enable_events(&self, queue: &str, cap: EventCap) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        self.event_log()?.set_event_cap(&queue, Some(cap)).await
+    }
+
+    /// Stops keeping `queue`'s event log and drops it.
+    ///
+    /// Errors: [`Error::Unsupported`](crate::Error::Unsupported) from a broker without event
+    /// logs.
+    pub async fn disable_events(&self, queue: &str) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        self.event_log()?.set_event_cap(&queue, None).await
+    }
+
+    /// The queues that keep event logs, with their caps, by name; none on a broker without
+    /// event logs.
+    pub async fn event_caps(&self) -> Result<Vec<(QueueName, EventCap)>> {
+        match self.broker.clone().as_event_log() {
+            Some(log) => log.event_caps().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Up to `max` events of `queue`'s log from `from`, oldest first, and where to read next.
+    /// To follow a log, read again from [`EventPage::next`] (after a pause when a read returns
+    /// nothing); a reader that comes back within the cap misses nothing, and one that fell
+    /// further behind is told so by [`EventPage::missed`]. A queue without a log (or a broker
+    /// without event logs) reads as an empty log.
+    pub async fn read_events(&self, queue: &str, from: EventPosition, max: usize) -> Result<EventPage> {
+        let queue = QueueName::new(queue)?;
+        match self.broker.clone().as_event_log() {
+            Some(log) => log.read_events(&queue, from, max).await,
+            None => Ok(EventPage { events: Vec::new(), next: from, missed: false }),
+        }
+    }
+
+    fn event_log(&self) -> Result<Arc<dyn EventLog>> {
+        self.broker.clone().as_event_log().ok_or(crate::Error::Unsupported { capability: "task event logs" })
     }
 
     /// What the backend says about itself: version, memory, clients, nodes, and whether its

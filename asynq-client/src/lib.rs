@@ -29,6 +29,7 @@ mod tracker;
 #[cfg(feature = "json")]
 pub use asynq_core::PayloadError;
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
+pub use asynq_core::events::{EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
 pub use asynq_core::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet,
     WorkerInfo,

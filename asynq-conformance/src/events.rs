@@ -6,18 +6,18 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, retry, secs};
 use asynq_core::broker::{Dequeue, Enqueue, Manage, Outcome};
-use asynq_core::events::{EventCap, EventKind, EventLog, EventPage, EventPosition, TaskEvent};
+use asynq_core::events::{EventCap, EventKind, EventLog, EventPage, EventPosition, QueueEvent};
 use asynq_core::{Progress, QueueName, TaskId, TaskSet, TaskState};
 
 fn q(name: &str) -> QueueName {
     QueueName::new(name).unwrap()
 }
 
-async fn read_all<B: EventLog>(broker: &B, queue: &str) -> Vec<TaskEvent> {
+async fn read_all<B: EventLog>(broker: &B, queue: &str) -> Vec<QueueEvent> {
     broker.read_events(&q(queue), EventPosition::Oldest, 1_000).await.unwrap().events
 }
 
-fn kinds(events: &[TaskEvent]) -> Vec<(EventKind, &str)> {
+fn kinds(events: &[QueueEvent]) -> Vec<(EventKind, &str)> {
     events.iter().map(|event| (event.kind, event.task_id.as_str())).collect()
 }
 

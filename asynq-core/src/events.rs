@@ -178,7 +178,7 @@ pub enum EventPosition {
 
 /// One event of a queue's log.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TaskEvent {
+pub struct QueueEvent {
     /// Where it sits in the log; its time is [`EventId::at`].
     pub id: EventId,
     /// What happened.
@@ -198,7 +198,7 @@ pub struct TaskEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventPage {
     /// The events, oldest first.
-    pub events: Vec<TaskEvent>,
+    pub events: Vec<QueueEvent>,
     /// Where the next read resumes: after the last event returned, or where this read started
     /// if it returned none.
     pub next: EventPosition,

@@ -5,7 +5,7 @@
 
 use super::*;
 use asynq_core::Progress;
-use asynq_core::events::{EventCap, EventId, EventKind, EventLog, EventPage, EventPosition, TaskEvent};
+use asynq_core::events::{EventCap, EventId, EventKind, EventLog, EventPage, EventPosition, QueueEvent};
 use asynq_core::time::unix_nanos;
 use std::collections::VecDeque;
 
@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 #[derive(Debug)]
 pub(crate) struct EventStream {
     cap: EventCap,
-    events: VecDeque<TaskEvent>,
+    events: VecDeque<QueueEvent>,
     /// The last ID given, so that IDs grow even if the clock steps back.
     last: Option<EventId>,
     /// The newest ID trimmed away.
@@ -49,7 +49,7 @@ impl EventStream {
             _ => EventId::new(millis, 0),
         };
         self.last = Some(id);
-        self.events.push_back(TaskEvent {
+        self.events.push_back(QueueEvent {
             id,
             kind,
             task_id: task.id.to_string(),
@@ -76,7 +76,7 @@ impl EventStream {
                 return EventPage { events: Vec::new(), next, missed: false };
             }
         };
-        let events: Vec<TaskEvent> =
+        let events: Vec<QueueEvent> =
             self.events.iter().filter(|event| after.is_none_or(|after| event.id > after)).take(max).cloned().collect();
         let missed = after.is_some_and(|after| self.trimmed.is_some_and(|trimmed| trimmed > after));
         let next = events.last().map_or(from, |event| EventPosition::After(event.id));

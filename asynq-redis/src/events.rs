@@ -14,7 +14,7 @@ use crate::error::{broker_error, unexpected};
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::events::{
-    EVENT_SETTINGS_DELAY, EventCap, EventId, EventKind, EventLog, EventPage, EventPosition, TaskEvent,
+    EVENT_SETTINGS_DELAY, EventCap, EventId, EventKind, EventLog, EventPage, EventPosition, QueueEvent,
 };
 use asynq_core::{QueueName, Result};
 use redis::{AsyncCommands, Script};
@@ -155,10 +155,10 @@ impl EventLog for RedisBroker {
 }
 
 /// The event of stream entry `id` with `fields`, if it is one of ours.
-fn task_event(id: EventId, mut fields: HashMap<String, Vec<u8>>) -> Option<TaskEvent> {
+fn task_event(id: EventId, mut fields: HashMap<String, Vec<u8>>) -> Option<QueueEvent> {
     let mut text = |name: &str| fields.remove(name).map(|value| String::from_utf8_lossy(&value).into_owned());
     let kind = EventKind::from_name(&text("kind")?)?;
     let error = text("error").filter(|error| !error.is_empty());
     let progress = text("progress").and_then(|report| crate::progress::decode(report.as_bytes()));
-    Some(TaskEvent { id, kind, task_id: text("task")?, task_type: text("type").unwrap_or_default(), error, progress })
+    Some(QueueEvent { id, kind, task_id: text("task")?, task_type: text("type").unwrap_or_default(), error, progress })
 }

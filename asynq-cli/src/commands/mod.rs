@@ -2,6 +2,7 @@
 //! [`Context`] holding the connection and the output mode.
 
 mod cron;
+mod events;
 mod group;
 mod queue;
 mod server;
@@ -80,6 +81,7 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         Command::Group(command) => group::run(&ctx, command).await,
         Command::Server(command) => server::run(&ctx, command).await,
         Command::Cron(command) => cron::run(&ctx, command).await,
+        Command::Events(args) => events::run(&ctx, args, shutdown_signal()).await,
         Command::Slots(args) => slots::run(&ctx, args).await,
         Command::Dash(_) => crate::dash::run(ctx.conn.inspector, refresh.unwrap_or(MIN_REFRESH)).await,
         Command::Metrics(args) => metrics(ctx.conn.inspector, args.listen).await,
