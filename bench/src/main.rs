@@ -48,6 +48,9 @@ enum Scenario {
         /// Schedule the tasks an hour ahead instead of making them pending.
         #[arg(long)]
         scheduled: bool,
+        /// Keep an event log of about this many events on the queue first.
+        #[arg(long)]
+        events: Option<u32>,
     },
     /// Enqueue tasks one at a time from many concurrent producers sharing one client.
     EnqueueConcurrent {
@@ -60,6 +63,10 @@ enum Scenario {
     Fill {
         #[arg(long, default_value_t = 100_000)]
         tasks: u64,
+        /// Keep an event log of about this many events on the queue first (the drain that
+        /// follows writes to it too).
+        #[arg(long)]
+        events: Option<u32>,
     },
     /// Run a server until the queue's processed counter reaches `--tasks` (fill it first); run
     /// several at once to drain one queue with several processes.
@@ -135,11 +142,11 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
     match scenario {
         Scenario::RedisPing { commands, pipeline } => scenarios::redis_ping(url, commands, pipeline).await,
         Scenario::Enqueue { tasks } => scenarios::enqueue(url, tasks).await,
-        Scenario::EnqueueBatch { tasks, batch_size, scheduled } => {
-            scenarios::enqueue_batch(url, tasks, batch_size, scheduled).await
+        Scenario::EnqueueBatch { tasks, batch_size, scheduled, events } => {
+            scenarios::enqueue_batch(url, tasks, batch_size, scheduled, events).await
         }
         Scenario::EnqueueConcurrent { tasks, producers } => scenarios::enqueue_concurrent(url, tasks, producers).await,
-        Scenario::Fill { tasks } => scenarios::fill(url, tasks).await,
+        Scenario::Fill { tasks, events } => scenarios::fill(url, tasks, events).await,
         Scenario::Drain { tasks, concurrency, timeout_secs, empty_queues } => {
             scenarios::drain(url, tasks, concurrency, empty_queues, Duration::from_secs(timeout_secs)).await
         }

@@ -64,14 +64,18 @@ pub async fn enqueue(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement>
 }
 
 /// Enqueues `tasks` tasks with [`Client::enqueue_batch`], `batch_size` at a time, each batch
-/// awaited before the next is sent; `scheduled`, due in an hour instead of pending.
+/// awaited before the next is sent; `scheduled`, due in an hour instead of pending; with
+/// `events`, into a queue that keeps an event log of about that many events.
 pub async fn enqueue_batch(
     redis_url: &str,
     tasks: u64,
     batch_size: usize,
     scheduled: bool,
+    events: Option<u32>,
 ) -> anyhow::Result<Measurement> {
-    let client = Client::new(connect(redis_url).await?);
+    let broker = connect(redis_url).await?;
+    keep_events(&broker, events).await?;
+    let client = Client::new(broker);
     let options = if scheduled { TaskOptions::new().process_in(SCHEDULED_AHEAD) } else { TaskOptions::new() };
     let timer = Timer::start();
     enqueue_in_batches(&client, tasks, batch_size, &options).await?;
@@ -106,8 +110,10 @@ pub async fn enqueue_concurrent(redis_url: &str, tasks: u64, producers: usize) -
 
 /// Enqueues `tasks` tasks as fast as the client allows, to prepare a scenario that processes
 /// them; the run is measured like the others, but only the queue it leaves matters.
-pub async fn fill(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
-    let client = Client::new(connect(redis_url).await?);
+pub async fn fill(redis_url: &str, tasks: u64, events: Option<u32>) -> anyhow::Result<Measurement> {
+    let broker = connect(redis_url).await?;
+    keep_events(&broker, events).await?;
+    let client = Client::new(broker);
     let timer = Timer::start();
     enqueue_in_batches(&client, tasks, FILL_BATCH, &TaskOptions::new()).await?;
     Ok(timer.finish("fill", tasks, None, true))
@@ -246,6 +252,15 @@ pub async fn idle(
     let measurement = timer.finish("idle", 0, Some(concurrency), false);
     server.shutdown().await;
     Ok(measurement)
+}
+
+/// Makes the bench queue keep an event log of about `events` events, if given.
+async fn keep_events(broker: &RedisBroker, events: Option<u32>) -> anyhow::Result<()> {
+    if let Some(events) = events {
+        let cap = asynq_core::events::EventCap::new(events)?;
+        asynq_core::events::EventLog::set_event_cap(broker, &QueueName::from_static(QUEUE), Some(cap)).await?;
+    }
+    Ok(())
 }
 
 async fn connect(redis_url: &str) -> anyhow::Result<RedisBroker> {

@@ -30,13 +30,23 @@ async fn enqueue_scenarios_store_every_task() {
     let one_by_one = scenarios::enqueue(&redis.url(), 50).await.unwrap();
     assert_eq!((one_by_one.scenario.as_str(), one_by_one.tasks), ("enqueue", 50));
     assert!(one_by_one.tasks_per_s.is_some_and(|rate| rate > 0.0));
-    let batched = scenarios::enqueue_batch(&redis.url(), 50, 20, false).await.unwrap();
+    let batched = scenarios::enqueue_batch(&redis.url(), 50, 20, false, None).await.unwrap();
     assert_eq!(batched.tasks, 50);
     let concurrent = scenarios::enqueue_concurrent(&redis.url(), 70, 8).await.unwrap();
     assert_eq!((concurrent.tasks, concurrent.concurrency), (70, Some(8)));
-    scenarios::fill(&redis.url(), 30).await.unwrap();
+    scenarios::fill(&redis.url(), 30, Some(1_000)).await.unwrap();
     assert_eq!(queue_counts(&redis.url()).await, (200, 0));
-    scenarios::enqueue_batch(&redis.url(), 40, 20, true).await.unwrap();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let logged = asynq_core::events::EventLog::read_events(
+        &broker,
+        &QueueName::from_static(QUEUE),
+        asynq_core::events::EventPosition::Oldest,
+        1_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!(logged.events.len(), 30, "fill --events logs the tasks it enqueues, and only those");
+    scenarios::enqueue_batch(&redis.url(), 40, 20, true, None).await.unwrap();
     let info =
         RedisBroker::connect(&redis.url()).await.unwrap().queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
     assert_eq!((info.pending, info.scheduled), (200, 40));
@@ -46,7 +56,7 @@ async fn enqueue_scenarios_store_every_task() {
 async fn drain_needs_a_filled_queue_and_empties_it() {
     let redis = RedisServer::start();
     assert!(scenarios::drain(&redis.url(), 10, 4, 0, TIMEOUT).await.is_err());
-    scenarios::fill(&redis.url(), 100).await.unwrap();
+    scenarios::fill(&redis.url(), 100, None).await.unwrap();
     let drained = scenarios::drain(&redis.url(), 100, 4, 0, TIMEOUT).await.unwrap();
     assert_eq!((drained.tasks, drained.concurrency), (100, Some(4)));
     assert!(drained.started_unix_us < drained.finished_unix_us);
@@ -56,7 +66,7 @@ async fn drain_needs_a_filled_queue_and_empties_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn drain_beside_empty_queues_empties_the_busy_one() {
     let redis = RedisServer::start();
-    scenarios::fill(&redis.url(), 100).await.unwrap();
+    scenarios::fill(&redis.url(), 100, None).await.unwrap();
     let drained = scenarios::drain(&redis.url(), 100, 4, 50, TIMEOUT).await.unwrap();
     assert_eq!(drained.tasks, 100);
     assert_eq!(queue_counts(&redis.url()).await, (0, 100));
@@ -66,7 +76,7 @@ async fn drain_beside_empty_queues_empties_the_busy_one() {
 async fn two_drains_share_one_queue() {
     let redis = RedisServer::start();
     let url = redis.url();
-    scenarios::fill(&url, 200).await.unwrap();
+    scenarios::fill(&url, 200, None).await.unwrap();
     let (a, b) = tokio::join!(scenarios::drain(&url, 200, 3, 0, TIMEOUT), scenarios::drain(&url, 200, 3, 0, TIMEOUT));
     a.unwrap();
     b.unwrap();

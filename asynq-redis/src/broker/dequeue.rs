@@ -89,10 +89,14 @@ impl RedisBroker {
             .key(k.waiting())
             .key(k.events());
         call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
+        let event_cap = events.arg(queue);
         for (_, msg, _) in done {
             call.arg(msg.id.as_str()).arg(lock_of(&k, msg).unwrap_or(""));
+            if !event_cap.is_empty() {
+                call.arg(msg.type_name.as_str());
+            }
         }
-        call.arg(events.arg(queue));
+        call.arg(event_cap);
         call
     }
 

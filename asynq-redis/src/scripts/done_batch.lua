@@ -17,13 +17,15 @@
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[4..] -> pairs of (task ID, its uniqueness lock asynq:{<q>}:unique:<type>:<md5> or ""); a
---              lock key of another type than string is left alone, failing nothing
+--              lock key of another type than string is left alone, failing nothing; with an
+--              event log (ARGV[last] not ""), triples, the task's type name third
 -- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: one reply per task, in order: 1 done; 0 the task is not active (nothing written; also
 --          for a second copy of an ID in the same batch)
 local ids = {}
 local cap = ARGV[#ARGV]
-for i = 4, #ARGV - 1, 2 do
+local step = cap == "" and 2 or 3
+for i = 4, #ARGV - 1, step do
     ids[#ids + 1] = ARGV[i]
 end
 local replies, finished, task_keys, seen = {}, {}, {}, {}
@@ -41,10 +43,11 @@ for first = 1, #ids, CHUNK do
             if waited_for then
                 notify_waiters(key, ARGV[3], id)
             end
+            local at = 4 + step * (j - 1)
             if cap ~= "" then
-                log_event(KEYS[6], cap, "succeeded", id, redis.call("HGET", key, "msg"))
+                redis.call("XADD", KEYS[6], "MAXLEN", "~", cap, "*", "kind", "succeeded", "task", id, "type", ARGV[at + 2])
             end
-            local lock = ARGV[3 + 2 * j]
+            local lock = ARGV[at + 1]
             if lock ~= "" then
                 release_lock(lock, id)
             end

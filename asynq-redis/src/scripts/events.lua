@@ -10,36 +10,42 @@
 -- Field `field` (a length-delimited one) of the encoded TaskMessage `msg`, or "" when it is
 -- absent or `msg` is no message: 1 is the type name, 7 the last error. Other fields are skipped
 -- by their lengths, so a large payload costs nothing to step over.
+-- The varint of `msg` at byte `at`, and the byte after it; nil at the end of `msg`.
+local function read_varint(msg, at)
+    local value, scale = 0, 1
+    repeat
+        local byte = string.byte(msg, at)
+        if not byte then
+            return nil, at
+        end
+        at = at + 1
+        value = value + (byte % 128) * scale
+        scale = scale * 128
+    until byte < 128
+    return value, at
+end
+
 local function message_field(msg, field)
     if type(msg) ~= "string" then
         return ""
     end
     local at, size = 1, #msg
-    local function varint()
-        local value, scale = 0, 1
-        repeat
-            local byte = string.byte(msg, at)
-            if not byte then
-                return nil
-            end
-            at = at + 1
-            value = value + (byte % 128) * scale
-            scale = scale * 128
-        until byte < 128
-        return value
-    end
     while at <= size do
-        local key = varint()
+        local key
+        key, at = read_varint(msg, at)
         if not key then
             return ""
         end
         local wire = key % 8
         if wire == 0 then
-            if not varint() then
+            local value
+            value, at = read_varint(msg, at)
+            if not value then
                 return ""
             end
         elseif wire == 2 then
-            local length = varint()
+            local length
+            length, at = read_varint(msg, at)
             if not length then
                 return ""
             end

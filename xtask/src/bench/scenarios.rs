@@ -48,8 +48,9 @@ enum Plan {
     /// One `asynq-bench` process with these arguments, on an empty Redis.
     Process(Vec<String>),
     /// `asynq-bench fill` (not measured), then `processes` `asynq-bench drain` processes at once,
-    /// each serving `empty_queues` empty queues beside the filled one.
-    Drain { processes: usize, concurrency: usize, empty_queues: usize },
+    /// each serving `empty_queues` empty queues beside the filled one; with `events`, the queue
+    /// keeps an event log of [`EVENT_CAP`] events.
+    Drain { processes: usize, concurrency: usize, empty_queues: usize, events: bool },
     /// `asynq-bench idle` on three queues, or on `queues` queues, with Redis measured over a
     /// window in the middle of its run.
     Idle { concurrency: usize, queues: Option<usize> },
@@ -64,8 +65,15 @@ pub(crate) const MANY_QUEUES_PICKUP: &str = "pickup-latency-c10-beside-999-empty
 /// An idle server on [`MANY_QUEUES`] queues.
 pub(crate) const MANY_QUEUES_IDLE: &str = "idle-1000-queues";
 
+/// How many events the event-log scenarios keep (the default cap).
+pub(crate) const EVENT_CAP: &str = "10000";
+/// `enqueue-batch-100` into a queue that keeps an event log.
+pub(crate) const ENQUEUE_WITH_EVENTS: &str = "enqueue-batch-100-events";
+/// `drain-c100` of a queue that keeps an event log.
+pub(crate) const DRAIN_WITH_EVENTS: &str = "drain-c100-events";
+
 fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues: usize) -> Scenario {
-    Scenario { name, throughput: true, plan: Plan::Drain { processes, concurrency, empty_queues } }
+    Scenario { name, throughput: true, plan: Plan::Drain { processes, concurrency, empty_queues, events: false } }
 }
 
 /// Every scenario, in report order.
@@ -93,6 +101,16 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         drain("drain-c100", 1, 100, 0),
         drain("drain-2-processes-c10", 2, 10, 0),
         drain(MANY_QUEUES_DRAIN, 1, 100, MANY_QUEUES - 1),
+        process(
+            ENQUEUE_WITH_EVENTS,
+            true,
+            &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100", "--events", EVENT_CAP],
+        ),
+        Scenario {
+            name: DRAIN_WITH_EVENTS,
+            throughput: true,
+            plan: Plan::Drain { processes: 1, concurrency: 100, empty_queues: 0, events: true },
+        },
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
         pickup("pickup-latency-c10", 0),
         pickup(MANY_QUEUES_PICKUP, MANY_QUEUES - 1),
@@ -129,9 +147,13 @@ impl<'a> Runner<'a> {
         self.redis.reset()?;
         match plan {
             Plan::Process(args) => self.measured(std::slice::from_ref(args)),
-            Plan::Drain { processes, concurrency, empty_queues } => {
+            Plan::Drain { processes, concurrency, empty_queues, events } => {
                 let tasks = self.sizes.tasks.to_string();
-                self.launcher.spawn(&[strings(&["fill", "--tasks", &tasks])])?.wait()?;
+                let mut fill = strings(&["fill", "--tasks", &tasks]);
+                if *events {
+                    fill.extend(strings(&["--events", EVENT_CAP]));
+                }
+                self.launcher.spawn(&[fill])?.wait()?;
                 let (concurrency, empty_queues) = (concurrency.to_string(), empty_queues.to_string());
                 let drain = strings(&[
                     "drain",

@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 
 use super::report::Row;
-use super::scenarios::{MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP};
+use super::scenarios::{
+    DRAIN_WITH_EVENTS, ENQUEUE_WITH_EVENTS, EVENT_CAP, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP,
+};
 
 /// How one target fared.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +38,10 @@ impl Rows<'_> {
 
 fn redis_cpu(row: &Row) -> Option<f64> {
     row.redis_cpu_us_per_task
+}
+
+fn commands(row: &Row) -> Option<f64> {
+    row.redis_cmds_per_task
 }
 
 fn data_commands(row: &Row) -> Option<f64> {
@@ -105,6 +111,36 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
         },
         _ => not_measured("Redis CPU per task lifecycle ≤ 7 µs", "enqueue-batch-100 and drain-c100"),
     });
+
+    const EVENTS_TARGET: &str = "a queue's event log costs at most a quarter more Redis CPU per task lifecycle";
+    let lifecycle = |enqueue: &str, drain: &str| Some(rows.get(enqueue, redis_cpu)? + rows.get(drain, redis_cpu)?);
+    let lifecycle_commands =
+        |enqueue: &str, drain: &str| Some(rows.get(enqueue, commands)? + rows.get(drain, commands)?);
+    checks.push(
+        match (lifecycle("enqueue-batch-100", "drain-c100"), lifecycle(ENQUEUE_WITH_EVENTS, DRAIN_WITH_EVENTS)) {
+            (Some(off), Some(on)) => Check {
+                target: EVENTS_TARGET,
+                measured: format!(
+                    "{:.2}× ({on:.1} µs with a log of {EVENT_CAP} events: `{ENQUEUE_WITH_EVENTS}` + \
+                     `{DRAIN_WITH_EVENTS}`; {off:.1} µs without: `enqueue-batch-100` + `drain-c100`)",
+                    on / off
+                ),
+                met: Some(on <= off * 1.25),
+                context: match (
+                    lifecycle_commands("enqueue-batch-100", "drain-c100"),
+                    lifecycle_commands(ENQUEUE_WITH_EVENTS, DRAIN_WITH_EVENTS),
+                ) {
+                    (Some(off), Some(on)) => format!(
+                        "{on:.2} Redis commands per task with the log (three XADD: enqueued, started, succeeded), \
+                         {off:.2} without; a queue without a log runs no command for it (one empty script \
+                         argument per call)"
+                    ),
+                    _ => String::new(),
+                },
+            },
+            _ => not_measured(EVENTS_TARGET, "enqueue-batch-100, drain-c100 and their -events twins"),
+        },
+    );
 
     checks.push(match (rows.get("drain-c10", tasks_per_s), rows.get("peer-drain-c10", tasks_per_s)) {
         (Some(ours), Some(peer)) => Check {
