@@ -548,6 +548,12 @@
     const charts = ['sizes', 'throughput', 'latency'].map((name) => h('div', { id: `series-${name}`, class: 'chart', role: 'img' }));
     const seriesNote = h('p', { id: 'series-note', class: 'muted' });
     const pauseSlot = h('span', { class: 'actions' });
+    const eventsList = h('ol', { id: 'queue-events', class: 'events' });
+    const eventsPanel = h('section', { id: 'events-panel', class: 'panel', hidden: true }, [
+      h('h2', {}, ['Live events ', h('span', { class: 'badge', text: 'live' })]),
+      h('p', { class: 'muted', text: 'From the queue\'s event log: the page refreshes as each event arrives.' }),
+      eventsList,
+    ]);
     container.append(h('section', { class: 'panel' }, [
       h('div', { class: 'panel-head' }, [h('h1', {}, [h('a', { href: '#/', text: 'Queues' }), ' / ', h('span', { id: 'queue-name', text: queue })]), pauseSlot]),
       summary, tabs,
@@ -561,7 +567,7 @@
         h('figure', {}, [h('figcaption', { text: 'Processed and failed per second' }), charts[1]]),
         h('figure', {}, [h('figcaption', { text: 'Latency' }), charts[2]]),
       ]),
-    ]));
+    ]), eventsPanel);
 
     function renderSeries(series) {
       const points = series.samples;
@@ -603,7 +609,7 @@
         onclick: () => act(() => api('POST', `/api/queues/${enc(queue)}/tasks/${enc(task.id)}/${action}`)) }));
     }
 
-    return {
+    const self = {
       async update() {
         const params = new URLSearchParams({ page: local.page, size: local.size });
         if (local.search) params.set('search', local.search);
@@ -667,7 +673,45 @@
         if (groups) renderGroups(groupsList, queue, groups.groups);
       },
     };
+    // Once the view is the app's (its caller installs it on return).
+    queueMicrotask(() => followEvents(queue, self, eventsPanel, eventsList));
+    return self;
   }
+
+  // Follows a queue's event log while `view` is shown: each read waits up to 10 s for an event,
+  // and every batch of events refreshes the page at once (the timer's polling goes on beside it,
+  // and is all a queue without a log gets: its log is looked for again every 30 s).
+  async function followEvents(queue, view, panel, list) {
+    let after = 'latest';
+    while (app.view === view) {
+      let page;
+      try {
+        page = await api('GET', `/api/queues/${enc(queue)}/events?after=${enc(after)}&wait_ms=10000`);
+      } catch (e) {
+        await sleep(5000);
+        continue;
+      }
+      if (app.view !== view) return;
+      panel.hidden = page.events_cap === null;
+      if (page.events_cap === null) { await sleep(30000); continue; }
+      after = page.next;
+      if (page.events.length === 0) continue;
+      for (const event of page.events) {
+        const detail = event.error ? ` error: ${event.error}`
+          : event.progress !== null ? ` ${Math.round(event.progress * 100)}% ${event.progress_message}` : '';
+        list.prepend(h('li', { 'data-event-kind': event.kind, 'data-task-id': event.task_id }, [
+          h('time', { datetime: event.at, text: fmtTime(event.at) }), ' ',
+          h('span', { class: `badge event-${event.kind}`, text: event.kind }), ' ',
+          h('a', { class: 'mono', href: `#/queues/${enc(queue)}/tasks/${enc(event.task_id)}`, text: event.task_id }),
+          ` ${event.task_type}${detail}`,
+        ]));
+      }
+      while (list.children.length > 50) list.lastElementChild.remove();
+      refresh();
+    }
+  }
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   function renderGroups(list, queue, groups) {
     list.replaceChildren();

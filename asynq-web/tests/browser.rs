@@ -43,8 +43,14 @@ struct Dashboard {
 }
 
 impl Dashboard {
-    /// Seeds a fresh redis-server and serves the dashboard over it, with `auth` if given.
+    /// Seeds a fresh redis-server and serves the dashboard over it, with `auth` if given,
+    /// refreshing pages every second.
     async fn start(auth: Option<Auth>) -> Self {
+        Self::start_with(auth, Duration::from_secs(1)).await
+    }
+
+    /// As [`Dashboard::start`], refreshing pages every `refresh`.
+    async fn start_with(auth: Option<Auth>, refresh: Duration) -> Self {
         let redis = tokio::task::spawn_blocking(|| {
             let redis = RedisServer::start();
             // Go's queues: `interop` (pending, scheduled, aggregating, a unique lock) and
@@ -60,7 +66,7 @@ impl Dashboard {
         let welcome = seed(&broker, clock.as_ref()).await;
         let inspector = Inspector::new(broker);
 
-        let mut config = WebConfig::new(inspector.clone()).refresh(Duration::from_secs(1));
+        let mut config = WebConfig::new(inspector.clone()).refresh(refresh);
         if let Some(auth) = auth {
             config = config.with_auth(auth);
         }
@@ -474,4 +480,31 @@ async fn an_evicting_redis_puts_a_warning_on_the_overview() {
     browser.wait_visible("#eviction-warning").await;
     dash.redis.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]).expect("CONFIG SET");
     browser.wait_gone("#eviction-warning:not([hidden])").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_with_an_event_log_refreshes_as_its_events_arrive() {
+    // Pages refresh every 10 minutes: within this test only the event log brings changes in.
+    let dash = Dashboard::start_with(None, Duration::from_secs(600)).await;
+    let cap = asynq_client::EventCap::new(1_000).expect("a valid cap");
+    dash.inspector.enable_events("emails", cap).await.expect("events enabled");
+    let browser = Browser::start().await;
+    browser.set_viewport(1280, 800).await;
+    browser.goto(&dash.page("#/queues/emails/pending")).await;
+    let ada = dash.welcome("ada").to_owned();
+    let ada_row = format!(r#"#tasks tr[data-task-id="{ada}"]"#);
+    browser.wait_for(&ada_row).await;
+    browser.wait_visible("#events-panel").await;
+
+    dash.inspector.archive_task("emails", &ada).await.expect("archive through the inspector");
+    browser.wait_for(&format!(r#"#queue-events li[data-event-kind="archived"][data-task-id="{ada}"]"#)).await;
+    browser.wait_gone(&ada_row).await;
+    browser.wait_for_text(r#"[data-count="archived"]"#, "one archived task", |t| t == "1").await;
+    browser.screenshot(&screenshot_path("queue-events")).await;
+
+    // A queue without a log shows no events panel; polling is all it gets.
+    browser.goto(&dash.page("#/queues/billing/pending")).await;
+    browser.wait_for_text("#queue-name", "the billing queue", |t| t == "billing").await;
+    browser.wait_for_text("#queue-summary", "the queue summary", |t| t.contains("latency")).await;
+    assert!(!browser.is_visible("#events-panel").await, "billing keeps no event log");
 }

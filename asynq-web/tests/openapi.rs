@@ -199,6 +199,10 @@ async fn every_query_bound_in_the_file_is_the_handlers() {
                 let max = usize::try_from(max).unwrap();
                 cases.extend([("x".repeat(max), true), ("x".repeat(max + 1), false)]);
             }
+            if schema["pattern"].is_string() {
+                let example = schema["example"].as_str().expect("a pattern comes with an example that matches it");
+                cases.extend([(example.to_owned(), true), ("not-a-match".to_owned(), false)]);
+            }
             assert!(!cases.is_empty(), "{}: query parameter {name} states no bound", op.name());
             for (value, ok) in cases {
                 let reply = send(&router, &op.method, &op.uri(&[], &format!("{name}={value}")), op.body(), None).await;

@@ -2,6 +2,7 @@
 //! [`crate::api_routes`] are built), and the input parsing and validation every handler shares.
 
 mod backend;
+mod events;
 mod groups;
 mod queues;
 mod render;
@@ -63,6 +64,7 @@ pub(crate) fn routes() -> Routes {
         .get("/api/queues/{queue}", queues::get_one)
         .get("/api/queues/{queue}/history", queues::history)
         .get("/api/queues/{queue}/series", queues::series)
+        .get("/api/queues/{queue}/events", events::read)
         .post("/api/queues/{queue}/pause", queues::pause)
         .post("/api/queues/{queue}/unpause", queues::unpause)
         .post("/api/queues/{queue}/delete", queues::delete)
