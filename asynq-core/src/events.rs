@@ -176,6 +176,30 @@ pub enum EventPosition {
     Latest,
 }
 
+impl fmt::Display for EventPosition {
+    /// `oldest`, `latest`, or the ID of the event to read after.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EventPosition::Oldest => f.write_str("oldest"),
+            EventPosition::After(id) => id.fmt(f),
+            EventPosition::Latest => f.write_str("latest"),
+        }
+    }
+}
+
+impl FromStr for EventPosition {
+    type Err = Error;
+
+    /// Reads what [`Display`](fmt::Display) writes: `oldest`, `latest`, or an event ID.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "oldest" => Ok(EventPosition::Oldest),
+            "latest" => Ok(EventPosition::Latest),
+            id => id.parse().map(EventPosition::After),
+        }
+    }
+}
+
 /// One event of a queue's log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueEvent {
@@ -245,6 +269,10 @@ mod tests {
         for bad in ["", "x-1", "1-", "-1", "1-2-3"] {
             assert!(bad.parse::<EventId>().is_err(), "{bad:?}");
         }
+        for position in [EventPosition::Oldest, EventPosition::Latest, EventPosition::After(id)] {
+            assert_eq!(position.to_string().parse::<EventPosition>().unwrap(), position);
+        }
+        assert!("newest".parse::<EventPosition>().is_err());
     }
 
     #[test]

@@ -109,12 +109,11 @@ pub(crate) async fn run(ctx: &Context, args: EventsArgs, stop: impl Future<Outpu
 
 /// The position `--from` names.
 fn position(from: Option<&str>, follow: bool) -> Result<EventPosition, CliError> {
-    Ok(match from {
-        None if follow => EventPosition::Latest,
-        None | Some("oldest") => EventPosition::Oldest,
-        Some("latest") => EventPosition::Latest,
-        Some(id) => EventPosition::After(id.parse().map_err(|e: asynq_core::Error| CliError::usage(e.to_string()))?),
-    })
+    match from {
+        None if follow => Ok(EventPosition::Latest),
+        None => Ok(EventPosition::Oldest),
+        Some(from) => from.parse().map_err(|e: asynq_core::Error| CliError::usage(e.to_string())),
+    }
 }
 
 /// Prints `page`'s events: a JSON array (or, following, one JSON object per line) or a line each.

@@ -85,12 +85,11 @@ pub(crate) async fn read(
     if wait_ms > MAX_WAIT_MS {
         return Err(ApiError::bad_request("invalid_wait", format!("wait_ms must be 0 to {MAX_WAIT_MS}")));
     }
-    let from = match after.as_deref() {
-        None | Some("latest") => EventPosition::Latest,
-        Some("oldest") => EventPosition::Oldest,
-        Some(id) => EventPosition::After(
-            id.parse().map_err(|e: asynq_core::Error| ApiError::bad_request("invalid_after", e.to_string()))?,
-        ),
+    let from = match after {
+        None => EventPosition::Latest,
+        Some(after) => {
+            after.parse().map_err(|e: asynq_core::Error| ApiError::bad_request("invalid_after", e.to_string()))?
+        }
     };
     let events_cap =
         state.inspector.event_caps().await?.into_iter().find(|(q, _)| *q == name).map(|(_, cap)| cap.get());
@@ -101,15 +100,10 @@ pub(crate) async fn read(
         waited += WAIT_STEP;
         page = state.inspector.read_events(&queue, page.next, limit).await?;
     }
-    let next = match page.next {
-        EventPosition::Oldest => "oldest".to_owned(),
-        EventPosition::Latest => "latest".to_owned(),
-        EventPosition::After(id) => id.to_string(),
-    };
     Ok(Json(QueueEvents {
         events_cap,
         events: page.events.into_iter().map(EventView::from).collect(),
-        next,
+        next: page.next.to_string(),
         missed: page.missed,
     }))
 }
