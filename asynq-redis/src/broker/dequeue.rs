@@ -304,7 +304,8 @@ impl Dequeue for RedisBroker {
         };
         let generation = self.pubsub().wake_generation();
         self.check_quiet(queues, &mut quietness).await;
-        let events = self.event_caps_now().await?;
+        // Read only once a queue is to be asked: a fetch that skips every quiet queue costs none.
+        let mut events: Option<EventCaps> = None;
         let mut taken = Vec::new();
         let mut conn = self.conn();
         for (queue, quiet) in queues.iter().zip(quietness) {
@@ -315,6 +316,10 @@ impl Dequeue for RedisBroker {
             if quiet != Quietness::Unknown {
                 continue;
             }
+            let events = match &events {
+                Some(events) => events,
+                None => events.insert(self.event_caps_now().await?),
+            };
             let k = self.queue_keys(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
@@ -409,6 +414,9 @@ impl Dequeue for RedisBroker {
     /// `SETTLE_BATCH` tasks); a queue's only success, or its only other outcome, keeps its own
     /// script.
     async fn finish_batch(&self, items: Vec<(StoredTask, Outcome)>) -> Vec<Result<()>> {
+        if items.is_empty() {
+            return Vec::new();
+        }
         let now = self.now();
         let events = match self.event_caps_now().await {
             Ok(events) => events,

@@ -124,6 +124,9 @@ impl Enqueue for RedisBroker {
     /// One pipeline per queue (a queue's keys share a Cluster slot), so a batch for one queue
     /// is one round trip.
     async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Vec<Result<()>> {
+        if requests.is_empty() {
+            return Vec::new();
+        }
         let now = self.now();
         let events = match self.event_caps_now().await {
             Ok(events) => events,

@@ -63,6 +63,9 @@ impl Recover for RedisBroker {
     /// One pipeline per queue of `settle_batch.lua` calls, each fenced by the cutoff's lease
     /// score (the one [`Recover::list_lease_expired`] lists by).
     async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
+        if items.is_empty() {
+            return Vec::new();
+        }
         let now = self.now();
         let lease_cutoff = taken_lease_score(unix_secs(cutoff));
         let events = match self.event_caps_now().await {
