@@ -42,6 +42,7 @@ pub mod time;
 #[cfg(feature = "opentelemetry")]
 pub mod trace_context;
 mod wait;
+pub mod workflow;
 
 pub use aggregate::{validate_aggregation_completion, validate_aggregation_set};
 pub use broker::Broker;

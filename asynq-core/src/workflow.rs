@@ -1,0 +1,559 @@
+//! Workflows: tasks that run only once the tasks they wait for have settled, with their results
+//! passed on. A workflow is described by a [`Flow`]: a task, a chain (each part waits for the
+//! one before it), a group (its parts run side by side; what follows waits for all of them, as
+//! a chord's callback does), or a DAG whose tasks name the tasks they wait for; shapes nest.
+//!
+//! [`Flow::plan`] checks a whole workflow before anything is written and resolves it into a
+//! [`WorkflowPlan`]: every task's enqueue request and the ordered list of its parents (a chord's
+//! callback gets its members in member order), parents first. Bad input (an empty chain, group
+//! or DAG, a task ID used twice, a dependency on a task outside its DAG, a cycle, more tasks than
+//! the limit, options a waiting task cannot have) is refused with
+//! [`Error::InvalidArgument`] naming the problem. Storing and releasing the tasks of a plan is
+//! the brokers' part.
+
+use crate::{EnqueueRequest, Error, Placement, Result, Task, TaskId, TaskOptions, resolve_enqueue};
+use std::collections::{HashMap, VecDeque};
+use std::time::SystemTime;
+
+/// The most tasks one workflow holds unless [`Flow::plan`] is given another limit.
+pub const DEFAULT_MAX_WORKFLOW_TASKS: usize = 100_000;
+
+/// What a task does when a task it waits for fails for good (is archived).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnParentFailure {
+    /// The workflow fails: this task, and every task waiting for it, is cancelled.
+    #[default]
+    FailWorkflow,
+    /// The task runs anyway, once every parent has settled, and sees which parents failed.
+    RunAnyway,
+}
+
+/// One task of a workflow: the task, its options, and its policy when a parent fails.
+#[derive(Debug, Clone)]
+pub struct Step {
+    task: Task,
+    options: TaskOptions,
+    on_parent_failure: OnParentFailure,
+}
+
+impl Step {
+    /// `task` with `options` over its own, failing the workflow if a parent fails.
+    pub fn new(task: Task, options: TaskOptions) -> Self {
+        Self { task, options, on_parent_failure: OnParentFailure::default() }
+    }
+
+    /// This step, with `policy` when a parent fails for good.
+    pub fn on_parent_failure(mut self, policy: OnParentFailure) -> Self {
+        self.on_parent_failure = policy;
+        self
+    }
+}
+
+/// A task of a [`Flow::dag`]: its ID (which the others name to wait for it), its step, and the
+/// IDs of the tasks of the same DAG it waits for, in the order its handler sees their results.
+#[derive(Debug, Clone)]
+pub struct DagTask {
+    id: String,
+    step: Step,
+    after: Vec<String>,
+}
+
+impl DagTask {
+    /// Task `id` of a DAG, running `task` with `options`, waiting for nothing yet.
+    pub fn new(id: impl Into<String>, task: Task, options: TaskOptions) -> Self {
+        Self { id: id.into(), step: Step::new(task, options), after: Vec::new() }
+    }
+
+    /// This task, waiting for the tasks `ids` of its DAG too.
+    pub fn after<I: Into<String>>(mut self, ids: impl IntoIterator<Item = I>) -> Self {
+        self.after.extend(ids.into_iter().map(Into::into));
+        self
+    }
+
+    /// This task, with `policy` when a parent fails for good.
+    pub fn on_parent_failure(mut self, policy: OnParentFailure) -> Self {
+        self.step = self.step.on_parent_failure(policy);
+        self
+    }
+}
+
+/// The shape of a workflow, or of a part of one.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Flow {
+    /// One task.
+    Task(Step),
+    /// Parts that run one after the other: each waits for the last tasks of the one before.
+    Chain(Vec<Flow>),
+    /// Parts that run side by side; what follows waits for the last tasks of every one.
+    Group(Vec<Flow>),
+    /// Tasks that name the tasks they wait for.
+    Dag(Vec<DagTask>),
+}
+
+impl Flow {
+    /// One task, `task` with `options` over its own.
+    pub fn task(task: Task, options: TaskOptions) -> Self {
+        Flow::Task(Step::new(task, options))
+    }
+
+    /// One step.
+    pub fn step(step: Step) -> Self {
+        Flow::Task(step)
+    }
+
+    /// `parts` one after the other.
+    pub fn chain(parts: impl IntoIterator<Item = Flow>) -> Self {
+        Flow::Chain(parts.into_iter().collect())
+    }
+
+    /// `parts` side by side.
+    pub fn group(parts: impl IntoIterator<Item = Flow>) -> Self {
+        Flow::Group(parts.into_iter().collect())
+    }
+
+    /// The group `members`, then `callback`, which waits for them all and gets their results
+    /// in member order (a chord).
+    pub fn chord(members: impl IntoIterator<Item = Flow>, callback: Flow) -> Self {
+        Flow::Chain(vec![Flow::group(members), callback])
+    }
+
+    /// `tasks`, each waiting for the tasks of this DAG it names.
+    pub fn dag(tasks: impl IntoIterator<Item = DagTask>) -> Self {
+        Flow::Dag(tasks.into_iter().collect())
+    }
+
+    /// This flow, then `next`.
+    pub fn then(self, next: Flow) -> Self {
+        match self {
+            Flow::Chain(mut parts) => {
+                parts.push(next);
+                Flow::Chain(parts)
+            }
+            first => Flow::Chain(vec![first, next]),
+        }
+    }
+
+    /// Checks the whole workflow and resolves it at `now`, at most `max_tasks` tasks, task IDs
+    /// not given taken from `new_id`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] (field `"workflow"`, or the field of a task's bad
+    /// option) naming the problem; nothing is resolved further once one is found.
+    pub fn plan(&self, max_tasks: usize, now: SystemTime, mut new_id: impl FnMut() -> String) -> Result<WorkflowPlan> {
+        let mut planner = Planner { nodes: Vec::new(), ids: HashMap::new(), max_tasks, now };
+        planner.walk(self, "the workflow", &mut new_id)?;
+        let order = planner.topological_order()?;
+        let Planner { nodes, .. } = planner;
+        for node in &nodes {
+            check_options(node)?;
+        }
+        let ids: Vec<TaskId> = nodes.iter().map(|node| node.request.message.id.clone()).collect();
+        let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+        let tasks = order
+            .into_iter()
+            .map(|index| {
+                let node = slots[index].take().expect("each node is ordered once");
+                PlannedTask {
+                    parents: node.parents.iter().map(|&parent| ids[parent].clone()).collect(),
+                    request: node.request,
+                    on_parent_failure: node.on_parent_failure,
+                }
+            })
+            .collect();
+        Ok(WorkflowPlan { tasks })
+    }
+}
+
+/// A checked workflow: its tasks, each after every task it waits for.
+#[derive(Debug, Clone)]
+pub struct WorkflowPlan {
+    /// Parents first.
+    pub tasks: Vec<PlannedTask>,
+}
+
+impl WorkflowPlan {
+    /// The tasks that wait for nothing: those a broker makes pending (or scheduled) at once.
+    pub fn roots(&self) -> impl Iterator<Item = &PlannedTask> {
+        self.tasks.iter().filter(|task| task.parents.is_empty())
+    }
+}
+
+/// One task of a [`WorkflowPlan`].
+#[derive(Debug, Clone)]
+pub struct PlannedTask {
+    /// What to store once its parents have settled (at once for a root).
+    pub request: EnqueueRequest,
+    /// The tasks it waits for, in the order its handler sees their results.
+    pub parents: Vec<TaskId>,
+    /// What it does when a parent fails for good.
+    pub on_parent_failure: OnParentFailure,
+}
+
+struct Node {
+    request: EnqueueRequest,
+    /// Indexes of the nodes it waits for, in order.
+    parents: Vec<usize>,
+    on_parent_failure: OnParentFailure,
+}
+
+struct Planner {
+    nodes: Vec<Node>,
+    ids: HashMap<TaskId, usize>,
+    max_tasks: usize,
+    now: SystemTime,
+}
+
+/// The first and last tasks of a part of a flow: those that wait for what comes before it, and
+/// those that what follows waits for.
+struct Ends {
+    first: Vec<usize>,
+    last: Vec<usize>,
+}
+
+fn refused(reason: impl Into<String>) -> Error {
+    Error::invalid("workflow", reason)
+}
+
+impl Planner {
+    fn add(&mut self, step: &Step, id: Option<&str>, new_id: &mut dyn FnMut() -> String) -> Result<usize> {
+        if self.nodes.len() == self.max_tasks {
+            return Err(refused(format!("more than {} tasks, the limit of one workflow", self.max_tasks)));
+        }
+        let options = match id {
+            Some(id) => step.options.clone().task_id(id),
+            None => step.options.clone(),
+        };
+        let request = resolve_enqueue(&step.task, &options, self.now, new_id)?;
+        let index = self.nodes.len();
+        if self.ids.insert(request.message.id.clone(), index).is_some() {
+            return Err(refused(format!("task ID {} is used twice", request.message.id)));
+        }
+        self.nodes.push(Node { request, parents: Vec::new(), on_parent_failure: step.on_parent_failure });
+        Ok(index)
+    }
+
+    fn walk(&mut self, flow: &Flow, at: &str, new_id: &mut dyn FnMut() -> String) -> Result<Ends> {
+        match flow {
+            Flow::Task(step) => {
+                let index = self.add(step, None, new_id)?;
+                Ok(Ends { first: vec![index], last: vec![index] })
+            }
+            Flow::Chain(parts) => {
+                if parts.is_empty() {
+                    return Err(refused(format!("{at} is an empty chain")));
+                }
+                let mut ends: Option<Ends> = None;
+                for (n, part) in parts.iter().enumerate() {
+                    let next = self.walk(part, &format!("step {} of the chain in {at}", n + 1), new_id)?;
+                    ends = Some(match ends {
+                        None => next,
+                        Some(before) => {
+                            for &index in &next.first {
+                                let parents = &mut self.nodes[index].parents;
+                                parents.splice(0..0, before.last.iter().copied());
+                            }
+                            Ends { first: before.first, last: next.last }
+                        }
+                    });
+                }
+                Ok(ends.expect("a chain that is not empty has ends"))
+            }
+            Flow::Group(parts) => {
+                if parts.is_empty() {
+                    return Err(refused(format!("{at} is an empty group")));
+                }
+                let mut ends = Ends { first: Vec::new(), last: Vec::new() };
+                for (n, part) in parts.iter().enumerate() {
+                    let member = self.walk(part, &format!("member {} of the group in {at}", n + 1), new_id)?;
+                    ends.first.extend(member.first);
+                    ends.last.extend(member.last);
+                }
+                Ok(ends)
+            }
+            Flow::Dag(tasks) => self.walk_dag(tasks, at, new_id),
+        }
+    }
+
+    fn walk_dag(&mut self, tasks: &[DagTask], at: &str, new_id: &mut dyn FnMut() -> String) -> Result<Ends> {
+        if tasks.is_empty() {
+            return Err(refused(format!("{at} is an empty DAG")));
+        }
+        let mut local: HashMap<&str, usize> = HashMap::with_capacity(tasks.len());
+        for task in tasks {
+            let index = self.add(&task.step, Some(&task.id), new_id)?;
+            local.insert(task.id.as_str(), index);
+        }
+        let mut waited_for = vec![false; tasks.len()];
+        let first_index = local[tasks[0].id.as_str()];
+        for task in tasks {
+            let index = local[task.id.as_str()];
+            for parent in &task.after {
+                let Some(&parent_index) = local.get(parent.as_str()) else {
+                    return Err(refused(format!(
+                        "task {} waits for {parent:?}, which is not a task of its DAG ({at})",
+                        task.id
+                    )));
+                };
+                waited_for[parent_index - first_index] = true;
+                self.nodes[index].parents.push(parent_index);
+            }
+        }
+        let indexes = tasks.iter().map(|task| local[task.id.as_str()]);
+        Ok(Ends {
+            first: indexes.clone().filter(|&index| self.nodes[index].parents.is_empty()).collect(),
+            last: indexes.filter(|&index| !waited_for[index - first_index]).collect(),
+        })
+    }
+
+    /// The nodes, each after its parents (Kahn's order), or the error naming a cycle.
+    fn topological_order(&self) -> Result<Vec<usize>> {
+        let count = self.nodes.len();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); count];
+        let mut waiting: Vec<usize> = vec![0; count];
+        for (index, node) in self.nodes.iter().enumerate() {
+            for &parent in &node.parents {
+                if parent == index {
+                    return Err(refused(format!("task {} waits for itself", self.id(index))));
+                }
+                children[parent].push(index);
+                waiting[index] += 1;
+            }
+        }
+        let mut ready: VecDeque<usize> = (0..count).filter(|&index| waiting[index] == 0).collect();
+        let mut order = Vec::with_capacity(count);
+        while let Some(index) = ready.pop_front() {
+            order.push(index);
+            for &child in &children[index] {
+                waiting[child] -= 1;
+                if waiting[child] == 0 {
+                    ready.push_back(child);
+                }
+            }
+        }
+        if order.len() == count {
+            return Ok(order);
+        }
+        // Every node left waits for another node left: walking parents from one must come back.
+        let start = (0..count).find(|&index| waiting[index] > 0).expect("a node is left");
+        let mut path = vec![start];
+        let mut at = start;
+        loop {
+            at = *self.nodes[at].parents.iter().find(|&&parent| waiting[parent] > 0).expect("a parent is left");
+            if let Some(position) = path.iter().position(|&index| index == at) {
+                // `path` runs from child to parent; the cycle reads in running order.
+                let mut cycle: Vec<&str> = path[position..].iter().rev().map(|&index| self.id(index)).collect();
+                cycle.push(cycle[0]);
+                return Err(refused(format!("a cycle: {}", cycle.join(" → "))));
+            }
+            path.push(at);
+        }
+    }
+
+    fn id(&self, index: usize) -> &str {
+        self.nodes[index].request.message.id.as_str()
+    }
+}
+
+/// Refuses the options a workflow task cannot have: it must keep its ID (no debounce or
+/// replace) and stay a task of its own (no group); a task that waits for others is released
+/// when they settle, so it cannot also be scheduled, or hold a uniqueness lock from before.
+fn check_options(node: &Node) -> Result<()> {
+    let request = &node.request;
+    let id = &request.message.id;
+    let why = if request.replace.is_some() {
+        Some("is debounced or replaces another task, but a workflow task keeps its ID")
+    } else if matches!(request.placement, Placement::Grouped { .. }) {
+        Some("is in a group, but aggregation would merge it away from its workflow")
+    } else if node.parents.is_empty() {
+        None
+    } else if matches!(request.placement, Placement::Scheduled { .. }) {
+        Some("waits for other tasks, so it runs when they settle and cannot be scheduled too")
+    } else if request.unique_ttl.is_some() {
+        Some("waits for other tasks, so it cannot take a uniqueness lock before it is released")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(refused(format!("task {id} {why}"))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn now() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+    }
+
+    fn t(id: &str) -> Flow {
+        Flow::task(Task::new("t", id.to_owned()), TaskOptions::new().task_id(id))
+    }
+
+    fn plan(flow: &Flow) -> Result<WorkflowPlan> {
+        let mut n = 0;
+        flow.plan(DEFAULT_MAX_WORKFLOW_TASKS, now(), || {
+            n += 1;
+            format!("generated-{n}")
+        })
+    }
+
+    /// Each task's ID with its parents', in plan order.
+    fn edges(plan: &WorkflowPlan) -> Vec<(String, Vec<String>)> {
+        plan.tasks
+            .iter()
+            .map(|task| {
+                let parents = task.parents.iter().map(|p| p.to_string()).collect();
+                (task.request.message.id.to_string(), parents)
+            })
+            .collect()
+    }
+
+    fn edge(id: &str, parents: &[&str]) -> (String, Vec<String>) {
+        (id.to_owned(), parents.iter().map(|p| (*p).to_owned()).collect())
+    }
+
+    fn reason(result: Result<WorkflowPlan>) -> String {
+        match result {
+            Err(Error::InvalidArgument { reason, .. }) => reason,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_chain_runs_each_task_after_the_one_before() {
+        let plan = plan(&t("a").then(t("b")).then(t("c"))).unwrap();
+        assert_eq!(edges(&plan), [edge("a", &[]), edge("b", &["a"]), edge("c", &["b"])]);
+        assert_eq!(plan.roots().count(), 1);
+    }
+
+    #[test]
+    fn a_chord_callback_waits_for_every_member_in_member_order() {
+        let plan = plan(&Flow::chord([t("m1"), t("m2"), t("m3")], t("sum"))).unwrap();
+        let sum = plan.tasks.iter().find(|task| task.request.message.id == "sum").unwrap();
+        assert_eq!(sum.parents, ["m1", "m2", "m3"].map(|id| TaskId::new(id).unwrap()));
+        assert_eq!(plan.tasks.last().unwrap().request.message.id, "sum");
+    }
+
+    #[test]
+    fn shapes_nest_and_generated_ids_fill_in() {
+        // fetch, then (resize-a then thumb-a) beside resize-b, then archive, then notify.
+        let per_image = Flow::group([t("resize-a").then(t("thumb-a")), t("resize-b")]);
+        let notify = Flow::task(Task::new("notify", "done"), TaskOptions::new());
+        let flow = Flow::chain([t("fetch"), per_image, t("archive"), notify]);
+        let plan = plan(&flow).unwrap();
+        assert_eq!(
+            edges(&plan),
+            [
+                edge("fetch", &[]),
+                edge("resize-a", &["fetch"]),
+                edge("resize-b", &["fetch"]),
+                edge("thumb-a", &["resize-a"]),
+                edge("archive", &["thumb-a", "resize-b"]),
+                edge("generated-1", &["archive"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_dag_task_waits_for_the_tasks_it_names_and_the_dag_for_what_comes_before() {
+        let dag = Flow::dag([
+            DagTask::new("left", Task::new("t", "l"), TaskOptions::new()),
+            DagTask::new("right", Task::new("t", "r"), TaskOptions::new()),
+            DagTask::new("join", Task::new("t", "j"), TaskOptions::new())
+                .after(["right", "left"])
+                .on_parent_failure(OnParentFailure::RunAnyway),
+        ]);
+        let plan = plan(&t("start").then(dag).then(t("end"))).unwrap();
+        assert_eq!(
+            edges(&plan),
+            [
+                edge("start", &[]),
+                edge("left", &["start"]),
+                edge("right", &["start"]),
+                edge("join", &["right", "left"]),
+                edge("end", &["join"]),
+            ]
+        );
+        let join = plan.tasks.iter().find(|task| task.request.message.id == "join").unwrap();
+        assert_eq!(join.on_parent_failure, OnParentFailure::RunAnyway);
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_with_what_is_wrong() {
+        assert!(reason(plan(&Flow::chain([]))).contains("the workflow is an empty chain"));
+        let empty_group = Flow::chain([t("a"), Flow::group([])]);
+        assert!(reason(plan(&empty_group)).contains("step 2 of the chain in the workflow is an empty group"));
+        assert!(reason(plan(&Flow::dag([]))).contains("empty DAG"));
+        assert!(reason(plan(&t("a").then(t("a")))).contains("task ID a is used twice"));
+        let unknown = Flow::dag([DagTask::new("a", Task::new("t", ""), TaskOptions::new()).after(["ghost"])]);
+        assert!(reason(plan(&unknown)).contains("task a waits for \"ghost\", which is not a task of its DAG"));
+        let itself = Flow::dag([DagTask::new("a", Task::new("t", ""), TaskOptions::new()).after(["a"])]);
+        assert!(reason(plan(&itself)).contains("task a waits for itself"));
+        let cycle = Flow::dag([
+            DagTask::new("a", Task::new("t", ""), TaskOptions::new()).after(["c"]),
+            DagTask::new("b", Task::new("t", ""), TaskOptions::new()).after(["a"]),
+            DagTask::new("c", Task::new("t", ""), TaskOptions::new()).after(["b"]),
+        ]);
+        let cycle = reason(plan(&cycle));
+        assert!(["a → b → c → a", "b → c → a → b", "c → a → b → c"].iter().any(|c| cycle.contains(c)), "{cycle}");
+        let big = Flow::group((0..3).map(|i| t(&format!("x{i}"))));
+        assert!(reason(big.plan(2, now(), String::new)).contains("more than 2 tasks"));
+    }
+
+    #[test]
+    fn options_a_workflow_task_cannot_have_are_refused() {
+        let task = || Task::new("t", "x");
+        let scheduled = Flow::task(task(), TaskOptions::new().task_id("s").process_in(Duration::from_secs(60)));
+        assert!(reason(plan(&t("a").then(scheduled.clone()))).contains("task s waits for other tasks"));
+        plan(&scheduled.then(t("b"))).expect("a root may be scheduled");
+        let unique = Flow::task(task(), TaskOptions::new().task_id("u").unique(Duration::from_secs(60)));
+        assert!(reason(plan(&t("a").then(unique))).contains("task u waits for other tasks"));
+        let grouped = Flow::task(task(), TaskOptions::new().task_id("g").group("batch"));
+        assert!(reason(plan(&grouped)).contains("task g is in a group"));
+        let debounced = Flow::task(task(), TaskOptions::new().task_id("d").debounce("k", Duration::from_secs(5)));
+        assert!(reason(plan(&debounced)).contains("task d is debounced"));
+        let blank = Flow::task(Task::new(" ", "x"), TaskOptions::new());
+        assert!(matches!(plan(&blank), Err(Error::InvalidArgument { field: "task type", .. })));
+    }
+
+    proptest! {
+        /// Any DAG whose tasks wait only for earlier ones plans, every task after its parents,
+        /// with the parents it named in its order.
+        #[test]
+        fn every_acyclic_dag_plans_parents_first(
+            after in proptest::collection::vec(proptest::collection::vec(any::<prop::sample::Index>(), 0..4), 1..40)
+        ) {
+            let tasks: Vec<DagTask> = after
+                .iter()
+                .enumerate()
+                .map(|(i, parents)| {
+                    let mut names: Vec<String> = Vec::new();
+                    if i > 0 {
+                        for p in parents {
+                            let name = format!("n{}", p.index(i));
+                            if !names.contains(&name) {
+                                names.push(name);
+                            }
+                        }
+                    }
+                    DagTask::new(format!("n{i}"), Task::new("t", ""), TaskOptions::new()).after(names)
+                })
+                .collect();
+            let wanted: HashMap<String, Vec<String>> = tasks.iter().map(|t| (t.id.clone(), t.after.clone())).collect();
+            let plan = plan(&Flow::dag(tasks)).unwrap();
+            let mut seen = std::collections::HashSet::new();
+            for task in &plan.tasks {
+                let id = task.request.message.id.to_string();
+                let parents: Vec<String> = task.parents.iter().map(|p| p.to_string()).collect();
+                prop_assert!(parents.iter().all(|p| seen.contains(p)), "{id} before a parent");
+                prop_assert_eq!(&parents, &wanted[&id]);
+                seen.insert(id);
+            }
+            prop_assert_eq!(seen.len(), wanted.len());
+        }
+    }
+}
