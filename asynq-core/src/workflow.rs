@@ -82,7 +82,7 @@ impl DagTask {
 #[non_exhaustive]
 pub enum Flow {
     /// One task.
-    Task(Step),
+    Task(Box<Step>),
     /// Parts that run one after the other: each waits for the last tasks of the one before.
     Chain(Vec<Flow>),
     /// Parts that run side by side; what follows waits for the last tasks of every one.
@@ -94,12 +94,12 @@ pub enum Flow {
 impl Flow {
     /// One task, `task` with `options` over its own.
     pub fn task(task: Task, options: TaskOptions) -> Self {
-        Flow::Task(Step::new(task, options))
+        Flow::Task(Box::new(Step::new(task, options)))
     }
 
     /// One step.
     pub fn step(step: Step) -> Self {
-        Flow::Task(step)
+        Flow::Task(Box::new(step))
     }
 
     /// `parts` one after the other.
