@@ -60,8 +60,11 @@ impl RedisBroker {
         {
             return Ok(snapshot.caps.clone());
         }
-        let read = self.read_event_caps().await;
-        settings.refreshing.store(false, Ordering::Release);
+        let read = {
+            // Cleared however the read ends, a caller's future dropped mid-read included.
+            let _refreshing = Refreshing(&settings.refreshing);
+            self.read_event_caps().await
+        };
         match (read, current) {
             (Ok(caps), _) => {
                 let snapshot = Snapshot { read_at: tokio::time::Instant::now(), caps: caps.clone() };
@@ -82,6 +85,15 @@ impl RedisBroker {
             .await
             .map_err(|e| broker_error("read the event log settings", e))?;
         Ok(EventCaps(Arc::new(caps)))
+    }
+}
+
+/// Clears the refreshing flag when dropped.
+struct Refreshing<'a>(&'a AtomicBool);
+
+impl Drop for Refreshing<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
