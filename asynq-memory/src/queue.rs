@@ -254,12 +254,12 @@ impl Queue {
         let position = self.active.iter().rposition(|active| active == id);
         let Some(position) = position.filter(|_| self.lease.contains(id)) else { return Err(not_found()) };
         let from = Some(self.tasks.get(id).ok_or_else(not_found)?.state);
-        let (kind, error) = match &outcome {
+        let event = self.events.is_some().then(|| match &outcome {
             Outcome::Done | Outcome::Complete => (EventKind::Succeeded, None),
             Outcome::Retry { error, .. } => (EventKind::Retried, Some(error.clone())),
             Outcome::Archive { error } => (EventKind::Archived, Some(error.clone())),
             Outcome::Requeue | Outcome::Stalled => (EventKind::Requeued, None),
-        };
+        });
         match outcome {
             Outcome::Done => {
                 check_deletes(from, Event::Done)?;
@@ -304,9 +304,10 @@ impl Queue {
                 }
             }
         }
-        match error {
-            Some(error) => self.emit_failure(now, kind, msg, &error),
-            None => self.emit(now, kind, msg),
+        match event {
+            Some((kind, Some(error))) => self.emit_failure(now, kind, msg, &error),
+            Some((kind, None)) => self.emit(now, kind, msg),
+            None => {}
         }
         Ok(())
     }
@@ -462,9 +463,7 @@ impl Queue {
             None => Err(Error::FailedPrecondition(format!("queue {name:?} is not paused"))),
         }
     }
-}
 
-impl Queue {
     /// Logs `kind` for `task` if the queue keeps a log.
     pub(crate) fn emit(&mut self, now: SystemTime, kind: EventKind, task: &StoredTask) {
         if let Some(log) = &mut self.events {
