@@ -46,6 +46,7 @@ static AGGREGATION_SCRIPTS: LazyLock<AggregationScripts> = LazyLock::new(|| Aggr
     read_aggregation_set: Script::new(include_str!("scripts/read_aggregation_set.lua")),
     delete_aggregation_set: Script::new(include_str!("scripts/delete_aggregation_set.lua")),
     complete_aggregation: Script::new(concat!(
+        include_str!("scripts/message.lua"),
         include_str!("scripts/events.lua"),
         as_function!("enqueue", "enqueue"),
         as_function!("delete_set", "delete_aggregation_set"),

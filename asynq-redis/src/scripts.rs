@@ -10,42 +10,17 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, FromRedisValue, Script, ServerErrorKind, ToRedisArgs};
 use std::sync::LazyLock;
 
-/// A script file from `scripts/`.
+/// A script of `scripts/`, after the preludes named before the `;` (files of `scripts/` too),
+/// in order.
 macro_rules! script {
     ($name:literal) => {
         Script::new(include_str!(concat!("scripts/", $name, ".lua")))
     };
-    (common + $name:literal) => {
-        Script::new(concat!(include_str!("scripts/common.lua"), include_str!(concat!("scripts/", $name, ".lua"))))
-    };
-    (events + $name:literal) => {
-        Script::new(concat!(include_str!("scripts/events.lua"), include_str!(concat!("scripts/", $name, ".lua"))))
-    };
-    (common + events + $name:literal) => {
-        Script::new(concat!(
-            include_str!("scripts/common.lua"),
-            include_str!("scripts/events.lua"),
-            include_str!(concat!("scripts/", $name, ".lua"))
-        ))
-    };
-    (common + manage + events + $name:literal) => {
-        Script::new(concat!(
-            include_str!("scripts/common.lua"),
-            include_str!("scripts/manage_common.lua"),
-            include_str!("scripts/events.lua"),
-            include_str!(concat!("scripts/", $name, ".lua"))
-        ))
-    };
-    (common + manage + $name:literal) => {
-        Script::new(concat!(
-            include_str!("scripts/common.lua"),
-            include_str!("scripts/manage_common.lua"),
-            include_str!(concat!("scripts/", $name, ".lua"))
-        ))
+    ($($prelude:literal),+ ; $name:literal) => {
+        Script::new(concat!($(include_str!(concat!("scripts/", $prelude, ".lua")),)* include_str!(concat!("scripts/", $name, ".lua"))))
     };
 }
 
-/// Every script the broker runs.
 pub(crate) struct Scripts {
     pub(crate) enqueue: Script,
     pub(crate) enqueue_batch: Script,
@@ -128,37 +103,37 @@ impl Scripts {
 
 /// The scripts, built on first use.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    enqueue: script!(events + "enqueue"),
-    enqueue_batch: script!(common + events + "enqueue_batch"),
-    enqueue_replacing: script!(common + manage + events + "enqueue_replacing"),
-    dequeue: script!(common + events + "dequeue"),
-    done: script!(common + events + "done"),
-    done_batch: script!(common + events + "done_batch"),
-    settle_batch: script!(common + events + "settle_batch"),
-    complete: script!(common + events + "complete"),
-    retry: script!(common + events + "retry"),
-    archive: script!(common + events + "archive"),
-    requeue: script!(common + events + "requeue"),
+    enqueue: script!("message", "events"; "enqueue"),
+    enqueue_batch: script!("common", "message", "events"; "enqueue_batch"),
+    enqueue_replacing: script!("common", "message", "manage_common", "events"; "enqueue_replacing"),
+    dequeue: script!("common", "message", "events"; "dequeue"),
+    done: script!("common", "message", "events"; "done"),
+    done_batch: script!("common", "message", "events"; "done_batch"),
+    settle_batch: script!("common", "message", "events"; "settle_batch"),
+    complete: script!("common", "message", "events"; "complete"),
+    retry: script!("common", "message", "events"; "retry"),
+    archive: script!("common", "message", "events"; "archive"),
+    requeue: script!("common", "message", "events"; "requeue"),
     forward: script!("forward"),
     list_lease_expired: script!("list_lease_expired"),
-    archive_corrupt: script!(common + "archive_corrupt"),
+    archive_corrupt: script!("common"; "archive_corrupt"),
     delete_expired_completed: script!("delete_expired_completed"),
     write_result: script!("write_result"),
-    write_progress: script!(events + "write_progress"),
+    write_progress: script!("message", "events"; "write_progress"),
     write_server_state: script!("write_server_state"),
     queue_stats: script!("queue_stats"),
     task_info: script!("task_info"),
     list_tasks: script!("list_tasks"),
     mark_idle: script!("mark_idle"),
     memory_usage: script!("memory_usage"),
-    run_task: script!(common + manage + "run_task"),
-    archive_task: script!(common + manage + events + "archive_task"),
-    delete_task: script!(common + manage + events + "delete_task"),
+    run_task: script!("common", "message", "manage_common"; "run_task"),
+    archive_task: script!("common", "message", "manage_common", "events"; "archive_task"),
+    delete_task: script!("common", "message", "manage_common", "events"; "delete_task"),
     run_all: script!("run_all"),
-    archive_all: script!(common + manage + events + "archive_all"),
-    delete_all: script!(common + manage + events + "delete_all"),
+    archive_all: script!("common", "message", "manage_common", "events"; "archive_all"),
+    delete_all: script!("common", "message", "manage_common", "events"; "delete_all"),
     update_task_payload: script!("update_task_payload"),
-    delete_queue: script!(common + manage + "delete_queue"),
+    delete_queue: script!("common", "message", "manage_common"; "delete_queue"),
 });
 
 /// One call of a script: its KEYS and ARGV, run with `EVALSHA` (loading the script when Redis

@@ -1,64 +1,9 @@
--- manage_common: helpers prepended (after common.lua) to the operator scripts that run, archive
--- or delete waiting tasks.
+-- manage_common: helpers prepended (after common.lua and message.lua) to the operator scripts
+-- that run, archive or delete waiting tasks.
 --
 -- KEYS -> none of its own; the functions take the keys the including script was given.
 -- ARGV -> none of its own.
 -- Returns: nothing; defines local functions only.
-
--- Reads a protobuf varint of `s` at byte `pos`; returns it and the position after it, or nil
--- when `s` ends first.
-local function read_varint(s, pos)
-    local value, scale = 0, 1
-    while true do
-        local byte = string.byte(s, pos)
-        if not byte then
-            return nil, pos
-        end
-        pos = pos + 1
-        value = value + (byte % 128) * scale
-        if byte < 128 then
-            return value, pos
-        end
-        scale = scale * 128
-    end
-end
-
--- The unique_key (field 10) of an encoded asynq.TaskMessage, or nil.
-local function message_unique_key(msg)
-    local pos, len = 1, #msg
-    while pos <= len do
-        local tag
-        tag, pos = read_varint(msg, pos)
-        if not tag then
-            return nil
-        end
-        local field, wire = math.floor(tag / 8), tag % 8
-        if wire == 0 then
-            local value
-            value, pos = read_varint(msg, pos)
-            if not value then
-                return nil
-            end
-        elseif wire == 1 then
-            pos = pos + 8
-        elseif wire == 2 then
-            local size
-            size, pos = read_varint(msg, pos)
-            if not size then
-                return nil
-            end
-            if field == 10 then
-                return string.sub(msg, pos, pos + size - 1)
-            end
-            pos = pos + size
-        elseif wire == 5 then
-            pos = pos + 4
-        else
-            return nil
-        end
-    end
-    return nil
-end
 
 -- The uniqueness-lock key of the task in hash `task_key` (asynq:{<q>}:t:<id>): its `unique_key`
 -- field, or, for a grouped task (whose hash Go does not give the field), the message's
@@ -68,7 +13,7 @@ end
 local function unique_key_of(task_key)
     local key, msg = unpack(redis.call("HMGET", task_key, "unique_key", "msg"))
     if not key or key == "" then
-        key = msg and message_unique_key(msg)
+        key = msg and message_field(msg, 10)
     end
     if not key or key == "" then
         return nil
