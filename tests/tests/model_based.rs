@@ -2,8 +2,9 @@
 //! operator and clock operations ([`asynq_tests::model::Op`]) and runs each sequence against
 //! the reference model, a `MemoryBroker` and a `RedisBroker`; after every step the replies
 //! (errors by kind) and everything the inspector shows (queue counts and the tasks of every
-//! state) must be equal. A failing case is shrunk to a minimal sequence, printed with the step
-//! at which the backends parted.
+//! state) must be equal, and so must the task events each queue's log gained (memory against
+//! Redis: the model keeps no log). A failing case is shrunk to a minimal sequence, printed with
+//! the step at which the backends parted.
 //!
 //! Every broker reads its own `SimulatedClock`, advanced identically. One redis-server serves
 //! the whole test and is flushed between cases.
@@ -21,12 +22,14 @@
 
 use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
+use asynq_core::events::{EventCap, EventKind, EventLog, EventPosition};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
     Broker, Clock, EnqueueRequest, FREE_STALLS, QueueName, Replace, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
     TaskOptions, TaskState, resolve_enqueue,
 };
 use asynq_memory::MemoryBroker;
+use asynq_redis::RedisBroker;
 use asynq_tests::model::{
     ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, Observation, Op, PAYLOADS, QUEUES, QueueView,
     RECOVER_RETRY_DELAY, Reply, Row, Set, TASK_TYPE, UNIQUE_TTL, When, hand, pick_batch, pick_handed,
@@ -425,6 +428,7 @@ async fn run_case(server: &RedisServer, ops: &[Op], tally: &Tally) -> Result<(),
     let redis_clock = SimulatedClock::new(start);
     let redis_broker = redis_broker(&server.url(), Arc::new(redis_clock.clone())).await;
     let mut redis = Backend::new("redis", redis_broker, redis_clock);
+    let mut logs = EventLogs::new(&memory.broker, &redis.broker).await?;
     for (step, op) in ops.iter().enumerate() {
         let expected = model.apply(op);
         tally.count(op, &expected);
@@ -443,11 +447,69 @@ async fn run_case(server: &RedisServer, ops: &[Op], tally: &Tally) -> Result<(),
                 differences.push(format!("{name} shows\n{view}the model shows\n{expected_view}"));
             }
         }
+        if differences.is_empty() {
+            differences.extend(logs.compare(&memory.broker, &redis.broker).await);
+        }
         if !differences.is_empty() {
             return Err(TestCaseError::fail(format!("at step {step} {op:?}:\n{}", differences.join("\n"))));
         }
     }
     Ok(())
+}
+
+/// Every queue's task event log, on both brokers: after each step the events it added must be
+/// the same on both (in any order within the step: a bulk action walks its tasks in its
+/// backend's order).
+struct EventLogs {
+    /// Per queue, where each broker's next read starts.
+    next: Vec<(QueueName, EventPosition, EventPosition)>,
+}
+
+/// What an event says, without its ID and time (which are the backend's).
+type EventFacts = (EventKind, String, String, Option<String>, Option<u32>);
+
+impl EventLogs {
+    async fn new(memory: &MemoryBroker, redis: &RedisBroker) -> Result<Self, TestCaseError> {
+        let cap = EventCap::new(100_000).expect("a valid cap");
+        let mut next = Vec::new();
+        for queue in QUEUES {
+            let queue = QueueName::new(queue).unwrap();
+            for broker in [memory as &dyn EventLog, redis as &dyn EventLog] {
+                broker.set_event_cap(&queue, Some(cap)).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
+            }
+            next.push((queue, EventPosition::Oldest, EventPosition::Oldest));
+        }
+        Ok(Self { next })
+    }
+
+    async fn read(broker: &dyn EventLog, queue: &QueueName, from: &mut EventPosition) -> Vec<EventFacts> {
+        let page = broker.read_events(queue, *from, 10_000).await.expect("read events");
+        assert!(!page.missed, "nothing is trimmed under a cap of 100 000");
+        *from = page.next;
+        let mut facts: Vec<EventFacts> = page
+            .events
+            .into_iter()
+            .map(|e| {
+                let progress = e.progress.map(|p| (p.fraction() * 1e6).round() as u32);
+                (e.kind, e.task_id, e.task_type, e.error, progress)
+            })
+            .collect();
+        facts.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        facts
+    }
+
+    /// The differences between the events each broker logged since the last comparison.
+    async fn compare(&mut self, memory: &MemoryBroker, redis: &RedisBroker) -> Vec<String> {
+        let mut differences = Vec::new();
+        for (queue, memory_next, redis_next) in &mut self.next {
+            let in_memory = Self::read(memory, queue, memory_next).await;
+            let in_redis = Self::read(redis, queue, redis_next).await;
+            if in_memory != in_redis {
+                differences.push(format!("queue {queue} logged\n  memory: {in_memory:?}\n  redis:  {in_redis:?}"));
+            }
+        }
+        differences
+    }
 }
 
 #[test]
