@@ -140,3 +140,24 @@ pub async fn case_recover_leaves_a_task_leased_again_since_it_was_listed<F: Brok
     let stalled_once = ExpiredLease { message: again.message, stage: LeaseStage::Taken, stalls: 1 };
     assert_eq!(t.broker.list_lease_expired(&queues, at(91)).await.unwrap(), [stalled_once]);
 }
+
+/// `recover` settles successes too, under the same rule: a worker writing its outcome again
+/// (its first attempt's reply lost) applies it while the task holds the worker's own lease, and
+/// leaves alone a task that went back to pending and was taken by another worker since.
+pub async fn case_recover_settles_only_under_the_lease_it_names<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let a = t.activate("q", "a").await;
+    t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
+    let own = t.broker.recover(vec![(a, Outcome::Done)], at(30)).await;
+    assert!(matches!(own[..], [Ok(())]), "{own:?}");
+    assert_eq!(t.info("q").await.processed, 1);
+
+    let b = t.activate("q", "b").await;
+    t.finish(&b, Outcome::Requeue).await; // The first attempt at the write, which ran.
+    t.advance(secs(2));
+    assert_eq!(t.take("q", "b").await.lease_expiry, at(32));
+    let late = t.broker.recover(vec![(b, Outcome::Done)], at(30)).await;
+    assert!(matches!(late[..], [Err(Error::TaskNotFound { .. })]), "{late:?}");
+    assert_eq!(t.task("q", "b").await.state, TaskState::Active);
+    assert_eq!(t.info("q").await.processed, 1);
+}

@@ -235,6 +235,7 @@ macro_rules! broker_conformance {
             leases::case_lease_stage_is_recorded_and_never_regresses,
             leases::case_a_stall_requeues_uncharged_and_is_counted,
             leases::case_recover_leaves_a_task_leased_again_since_it_was_listed,
+            leases::case_recover_settles_only_under_the_lease_it_names,
             janitor::case_janitor_deletes_only_expired_completed_tasks,
             janitor::case_janitor_respects_the_batch_size,
             inspect::case_queue_info_counts_every_state,

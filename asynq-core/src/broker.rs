@@ -230,17 +230,14 @@ pub trait Recover: Send + Sync {
     /// [`LeaseStage`] it reached.
     async fn list_lease_expired(&self, queues: &[QueueName], cutoff: SystemTime) -> Result<Vec<ExpiredLease>>;
 
-    /// Records the outcome of each recovered task of `items`, as [`Dequeue::finish_batch`]
-    /// would, but only while its lease is still one that expired at or before `cutoff` (the
-    /// cutoff it was listed with). A task whose lease moved on since it was listed (another
-    /// server recovered it and a worker took it again) is left alone with
-    /// [`Error::TaskNotFound`](crate::Error::TaskNotFound), as one no longer active is: without
-    /// the check, a slow recoverer would take a task back from the worker now running it, and
-    /// two workers would run it at once. The results are in the order of `items`.
-    ///
-    /// The outcomes are a recovery's: [`Outcome::Requeue`], [`Outcome::Stalled`],
-    /// [`Outcome::Retry`] or [`Outcome::Archive`]; a backend may refuse others with
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    /// Records the outcome of each task of `items`, as [`Dequeue::finish_batch`] would, but only
+    /// while its lease is still one that expires at or before `cutoff`: for the recoverer, the
+    /// cutoff it listed the task with; for a worker writing an outcome again, its own lease's
+    /// expiry. A task whose lease moved on since (another server recovered it and a worker took
+    /// it again) is left alone with [`Error::TaskNotFound`](crate::Error::TaskNotFound), as one
+    /// no longer active is: without the check, a late write would take a task back from the
+    /// worker now running it, and two workers would run it at once. The results are in the
+    /// order of `items`.
     async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>>;
 }
 

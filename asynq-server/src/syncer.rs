@@ -1,9 +1,10 @@
 //! A syncer retries the outcome writes that failed (a broker outage), until each task's lease
 //! runs out; after that the task belongs to the recoverer.
 
-use asynq_core::broker::{Dequeue, Outcome};
+use asynq_core::broker::{Outcome, Recover};
 use asynq_core::{Clock, Error, StoredTask};
 use asynq_runtime::{FirstRun, run_every};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -26,7 +27,7 @@ struct Pending {
 /// Retries failed outcome writes. Cheap to clone; clones share the queue of writes.
 #[derive(Clone)]
 pub(crate) struct Syncer {
-    broker: Arc<dyn Dequeue>,
+    broker: Arc<dyn Recover>,
     clock: Arc<dyn Clock>,
     config: SyncerConfig,
     pending: Arc<Mutex<Vec<Pending>>>,
@@ -34,7 +35,7 @@ pub(crate) struct Syncer {
 
 impl Syncer {
     /// A syncer writing through `broker`.
-    pub(crate) fn new(broker: Arc<dyn Dequeue>, clock: Arc<dyn Clock>, config: SyncerConfig) -> Self {
+    pub(crate) fn new(broker: Arc<dyn Recover>, clock: Arc<dyn Clock>, config: SyncerConfig) -> Self {
         Self { broker, clock, config, pending: Arc::default() }
     }
 
@@ -42,7 +43,10 @@ impl Syncer {
         self.pending.lock().expect("syncer lock poisoned")
     }
 
-    /// Queues the write of `outcome` for `message`, to be retried until `give_up_at`.
+    /// Queues the write of `outcome` for `message`, to be retried until `give_up_at`, the
+    /// expiry of the worker's lease on it: each retry applies only while the task still holds a
+    /// lease no later than that one, so a write whose first attempt ran after all (its reply
+    /// lost) never takes the task back from a worker that took it since.
     pub(crate) fn push(&self, message: StoredTask, outcome: Outcome, give_up_at: SystemTime) {
         self.queue().push(Pending { message, outcome, give_up_at });
     }
@@ -65,17 +69,28 @@ impl Syncer {
         if due.is_empty() {
             return 0;
         }
-        let items = due.iter().map(|p| (p.message.clone(), p.outcome.clone())).collect();
-        let results = self.broker.finish_batch(items).await;
+        // One call per lease expiry (whole seconds: few distinct ones in a tick).
+        let mut by_lease: BTreeMap<SystemTime, Vec<Pending>> = BTreeMap::new();
+        for p in due {
+            by_lease.entry(p.give_up_at).or_default().push(p);
+        }
         let mut written = 0;
-        for (p, result) in due.into_iter().zip(results) {
-            match result {
-                Ok(()) => written += 1,
-                Err(e @ Error::Broker(_)) => {
-                    tracing::debug!(task_id = %p.message.id, error = %e, "outcome write failed again");
-                    self.queue().push(p);
+        for (lease_expiry, due) in by_lease {
+            let items = due.iter().map(|p| (p.message.clone(), p.outcome.clone())).collect();
+            let results = self.broker.recover(items, lease_expiry).await;
+            for (p, result) in due.into_iter().zip(results) {
+                match result {
+                    Ok(()) => written += 1,
+                    Err(e @ Error::Broker(_)) => {
+                        tracing::debug!(task_id = %p.message.id, error = %e, "outcome write failed again");
+                        self.queue().push(p);
+                    }
+                    Err(Error::TaskNotFound { .. }) => tracing::warn!(
+                        task_id = %p.message.id,
+                        "dropping an outcome write: the task is no longer active under this worker's lease (an earlier attempt at the write ran, or another server recovered the task)"
+                    ),
+                    Err(e) => tracing::warn!(task_id = %p.message.id, error = %e, "dropping outcome write"),
                 }
-                Err(e) => tracing::warn!(task_id = %p.message.id, error = %e, "dropping outcome write"),
             }
         }
         written

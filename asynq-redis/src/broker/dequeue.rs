@@ -72,12 +72,15 @@ impl RedisBroker {
         }
     }
 
-    /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`.
-    fn done_batch_call(
+    /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`; with a
+    /// `lease_cutoff` (a lease score), each task is settled only while its lease is scored at or
+    /// below it.
+    pub(super) fn done_batch_call(
         &self,
         queue: &str,
         done: &[(usize, StoredTask, Outcome)],
         now: SystemTime,
+        lease_cutoff: Option<&str>,
         events: &EventCaps,
     ) -> ScriptCall {
         let k = self.queue_keys(queue);
@@ -89,6 +92,7 @@ impl RedisBroker {
             .key(k.waiting())
             .key(k.events());
         call.arg(unix_secs(now) + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel());
+        call.arg(lease_cutoff.unwrap_or(""));
         let event_cap = events.arg(queue);
         for (_, msg, _) in done {
             call.arg(msg.id.as_str()).arg(lock_of(&k, msg).unwrap_or(""));
@@ -200,7 +204,7 @@ fn lock_of<'a>(k: &QueueKeys, msg: &'a StoredTask) -> Option<&'a str> {
 }
 
 /// The items without their outcomes.
-fn strip(items: Vec<(usize, StoredTask, Outcome)>) -> Vec<(usize, StoredTask)> {
+pub(super) fn strip(items: Vec<(usize, StoredTask, Outcome)>) -> Vec<(usize, StoredTask)> {
     items.into_iter().map(|(index, msg, _)| (index, msg)).collect()
 }
 
@@ -436,7 +440,7 @@ impl Dequeue for RedisBroker {
             let mut calls = Vec::new();
             let mut singles = Vec::new();
             if done.len() > 1 {
-                let call = self.done_batch_call(&queue, &done, now, &events);
+                let call = self.done_batch_call(&queue, &done, now, None, &events);
                 calls.push(BatchCall { call, context: "done batch", items: strip(done) });
             } else {
                 singles.extend(done);

@@ -16,16 +16,20 @@
 -- ARGV[1] -> the daily counter's expiry, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
--- ARGV[4..] -> pairs of (task ID, its uniqueness lock asynq:{<q>}:unique:<type>:<md5> or ""); a
+-- ARGV[4] -> the lease cutoff, Unix seconds (a task is settled only while its lease score is at
+--            or below it, so that a write retried late leaves alone a task leased again since),
+--            or "" to settle under any lease
+-- ARGV[5..] -> pairs of (task ID, its uniqueness lock asynq:{<q>}:unique:<type>:<md5> or ""); a
 --              lock key of another type than string is left alone, failing nothing; with an
 --              event log (ARGV[last] not ""), triples, the task's type name third
 -- ARGV[last] -> the event stream's cap, or "" (see events.lua)
--- Returns: one reply per task, in order: 1 done; 0 the task is not active (nothing written; also
---          for a second copy of an ID in the same batch)
+-- Returns: one reply per task, in order: 1 done; 0 the task is not active, or its lease is past
+--          the cutoff (nothing written; also for a second copy of an ID in the same batch)
 local ids = {}
 local cap = ARGV[#ARGV]
 local step = cap == "" and 2 or 3
-for i = 4, #ARGV - 1, step do
+local cutoff = tonumber(ARGV[4])
+for i = 5, #ARGV - 1, step do
     ids[#ids + 1] = ARGV[i]
 end
 local replies, finished, task_keys, seen = {}, {}, {}, {}
@@ -36,14 +40,15 @@ for first = 1, #ids, CHUNK do
     for j = first, last do
         local id = ids[j]
         -- A task is active while it holds a lease.
-        if scores[j - first + 1] and not seen[id] then
+        local score = scores[j - first + 1]
+        if score and (not cutoff or tonumber(score) <= cutoff) and not seen[id] then
             seen[id] = true
             local key = ARGV[2] .. id
             redis.call("LREM", KEYS[1], -1, id)
             if waited_for then
                 notify_waiters(key, ARGV[3], id)
             end
-            local at = 4 + step * (j - 1)
+            local at = 5 + step * (j - 1)
             if cap ~= "" then
                 redis.call("XADD", KEYS[6], "MAXLEN", "~", cap, "*", "kind", "succeeded", "task", id, "type", ARGV[at + 2])
             end
