@@ -56,9 +56,10 @@ impl Syncer {
         self.queue().len()
     }
 
-    /// Retries every queued write once, all in one batch (so a broker that does not answer
-    /// costs one wait, not one per write); returns how many succeeded. Writes whose lease ran
-    /// out are dropped, and transient failures are kept for the next tick.
+    /// Retries every queued write once, in one batch per lease expiry, stopping at the first
+    /// batch the broker does not answer (so an outage costs one wait per tick, not one per
+    /// write); returns how many succeeded. Writes whose lease ran out are dropped, and
+    /// transient failures are kept for the next tick.
     pub(crate) async fn tick(&self) -> usize {
         let now = self.clock.now();
         let (due, expired): (Vec<Pending>, Vec<Pending>) =
@@ -75,9 +76,16 @@ impl Syncer {
             by_lease.entry(p.give_up_at).or_default().push(p);
         }
         let mut written = 0;
-        for (lease_expiry, due) in by_lease {
+        let mut groups = by_lease.into_iter();
+        while let Some((lease_expiry, due)) = groups.next() {
             let items = due.iter().map(|p| (p.message.clone(), p.outcome.clone())).collect();
             let results = self.broker.recover(items, lease_expiry).await;
+            if results.iter().all(|result| matches!(result, Err(Error::Broker(_)))) {
+                // The broker is out of reach: the other writes wait for the next tick rather
+                // than each waiting out the same failure now.
+                self.queue().extend(due.into_iter().chain(groups.flat_map(|(_, rest)| rest)));
+                break;
+            }
             for (p, result) in due.into_iter().zip(results) {
                 match result {
                     Ok(()) => written += 1,
