@@ -72,10 +72,67 @@ impl RedisBroker {
         }
     }
 
+    /// Records `items`' outcomes: one pipeline per queue, the successes without retention of a
+    /// queue in one `done_batch.lua` call, its other outcomes in `settle_batch.lua` calls (per
+    /// `SETTLE_BATCH` tasks). Without a `lease_cutoff`, a queue's only success, or its only
+    /// other outcome, keeps its own script; with one (a lease score), each task is settled only
+    /// while its lease is scored at or below it, which only the batch scripts check.
+    pub(super) async fn settle(
+        &self,
+        items: Vec<(StoredTask, Outcome)>,
+        lease_cutoff: Option<&str>,
+    ) -> Vec<Result<()>> {
+        if items.is_empty() {
+            return Vec::new();
+        }
+        let now = self.now();
+        let events = match self.event_caps_now().await {
+            Ok(events) => events,
+            Err(e) => return items.iter().map(|_| Err(e.duplicate())).collect(),
+        };
+        let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
+        let count = items.len();
+        for (index, (msg, outcome)) in items.into_iter().enumerate() {
+            by_queue.entry(msg.queue.to_string()).or_default().push((index, msg, outcome));
+        }
+        let mut results: Vec<Option<Result<()>>> = Vec::new();
+        results.resize_with(count, || None);
+        let single_limit = if lease_cutoff.is_some() { 0 } else { 1 };
+        let mut conn = self.conn();
+        for (queue, items) in by_queue {
+            let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
+            let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
+            let mut calls = Vec::new();
+            let mut singles = Vec::new();
+            if done.len() > single_limit {
+                let call = self.done_batch_call(&queue, &done, now, lease_cutoff, &events);
+                calls.push(BatchCall { call, context: "done batch", items: strip(done) });
+            } else {
+                singles.extend(done);
+            }
+            if others.len() > single_limit {
+                calls.extend(self.settle_batch_calls(&queue, others, now, lease_cutoff, &events));
+            } else {
+                singles.extend(others);
+            }
+            calls.extend(singles.into_iter().map(|(index, msg, outcome)| {
+                let (call, context) = self.finish_call(&msg, outcome, now, &events);
+                BatchCall { call, context, items: vec![(index, msg)] }
+            }));
+            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
+                results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
+            }
+            if requeued {
+                self.pubsub().made_pending(&queue);
+            }
+        }
+        results.into_iter().map(|r| r.expect("every item has a result")).collect()
+    }
+
     /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`; with a
     /// `lease_cutoff` (a lease score), each task is settled only while its lease is scored at or
     /// below it.
-    pub(super) fn done_batch_call(
+    fn done_batch_call(
         &self,
         queue: &str,
         done: &[(usize, StoredTask, Outcome)],
@@ -108,7 +165,7 @@ impl RedisBroker {
     /// queue `queue`, in order: up to `SETTLE_BATCH` tasks and `BATCH_BYTES` of messages
     /// per call (a call's first task is taken whatever its size). With a `lease_cutoff` (a
     /// lease score), each task is settled only while its lease is scored at or below it.
-    pub(super) fn settle_batch_calls(
+    fn settle_batch_calls(
         &self,
         queue: &str,
         items: Vec<(usize, StoredTask, Outcome)>,
@@ -204,11 +261,11 @@ fn lock_of<'a>(k: &QueueKeys, msg: &'a StoredTask) -> Option<&'a str> {
 }
 
 /// The items without their outcomes.
-pub(super) fn strip(items: Vec<(usize, StoredTask, Outcome)>) -> Vec<(usize, StoredTask)> {
+fn strip(items: Vec<(usize, StoredTask, Outcome)>) -> Vec<(usize, StoredTask)> {
     items.into_iter().map(|(index, msg, _)| (index, msg)).collect()
 }
 
-pub(super) fn not_found(msg: &StoredTask) -> Error {
+fn not_found(msg: &StoredTask) -> Error {
     Error::TaskNotFound { queue: msg.queue.clone(), id: msg.id.clone() }
 }
 
@@ -413,55 +470,9 @@ impl Dequeue for RedisBroker {
         }
     }
 
-    /// One pipeline per queue: the successes without retention of a queue share one
-    /// `done_batch.lua` call, its other outcomes one `settle_batch.lua` call (per
-    /// `SETTLE_BATCH` tasks); a queue's only success, or its only other outcome, keeps its own
-    /// script.
+    /// [`RedisBroker::settle`] under any lease.
     async fn finish_batch(&self, items: Vec<(StoredTask, Outcome)>) -> Vec<Result<()>> {
-        if items.is_empty() {
-            return Vec::new();
-        }
-        let now = self.now();
-        let events = match self.event_caps_now().await {
-            Ok(events) => events,
-            Err(e) => return items.iter().map(|_| Err(e.duplicate())).collect(),
-        };
-        let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
-        let count = items.len();
-        for (index, (msg, outcome)) in items.into_iter().enumerate() {
-            by_queue.entry(msg.queue.to_string()).or_default().push((index, msg, outcome));
-        }
-        let mut results: Vec<Option<Result<()>>> = Vec::new();
-        results.resize_with(count, || None);
-        let mut conn = self.conn();
-        for (queue, items) in by_queue {
-            let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
-            let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
-            let mut calls = Vec::new();
-            let mut singles = Vec::new();
-            if done.len() > 1 {
-                let call = self.done_batch_call(&queue, &done, now, None, &events);
-                calls.push(BatchCall { call, context: "done batch", items: strip(done) });
-            } else {
-                singles.extend(done);
-            }
-            if others.len() > 1 {
-                calls.extend(self.settle_batch_calls(&queue, others, now, None, &events));
-            } else {
-                singles.extend(others);
-            }
-            calls.extend(singles.into_iter().map(|(index, msg, outcome)| {
-                let (call, context) = self.finish_call(&msg, outcome, now, &events);
-                BatchCall { call, context, items: vec![(index, msg)] }
-            }));
-            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
-                results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
-            }
-            if requeued {
-                self.pubsub().made_pending(&queue);
-            }
-        }
-        results.into_iter().map(|r| r.expect("every item has a result")).collect()
+        self.settle(items, None).await
     }
 
     async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime> {

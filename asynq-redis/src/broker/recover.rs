@@ -1,6 +1,6 @@
 //! Recover for [`RedisBroker`]: the active tasks whose lease expired.
 
-use super::dequeue::{Stored, not_found, read_stored, strip, taken_lease_score};
+use super::dequeue::{Stored, read_stored, taken_lease_score};
 use super::quiet::existing_keys;
 use super::*;
 use asynq_core::QueueName;
@@ -60,42 +60,9 @@ impl Recover for RedisBroker {
         Ok(expired)
     }
 
-    /// One pipeline per queue: `done_batch.lua` for the successes, `settle_batch.lua` for the
-    /// rest, each fenced by the cutoff's lease score (the one [`Recover::list_lease_expired`]
-    /// lists by).
+    /// `settle` with the cutoff's lease score (the one [`Recover::list_lease_expired`] lists
+    /// by) as the fence.
     async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
-        if items.is_empty() {
-            return Vec::new();
-        }
-        let now = self.now();
-        let lease_cutoff = taken_lease_score(unix_secs(cutoff));
-        let events = match self.event_caps_now().await {
-            Ok(events) => events,
-            Err(e) => return items.iter().map(|_| Err(e.duplicate())).collect(),
-        };
-        let mut results: Vec<Option<Result<()>>> = Vec::new();
-        results.resize_with(items.len(), || None);
-        let mut by_queue: BTreeMap<String, Vec<(usize, StoredTask, Outcome)>> = BTreeMap::new();
-        for (index, (msg, outcome)) in items.into_iter().enumerate() {
-            by_queue.entry(msg.queue.to_string()).or_default().push((index, msg, outcome));
-        }
-        let mut conn = self.conn();
-        for (queue, items) in by_queue {
-            let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
-            let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
-            let mut calls = Vec::new();
-            if !done.is_empty() {
-                let call = self.done_batch_call(&queue, &done, now, Some(&lease_cutoff), &events);
-                calls.push(BatchCall { call, context: "done batch", items: strip(done) });
-            }
-            calls.extend(self.settle_batch_calls(&queue, others, now, Some(&lease_cutoff), &events));
-            for (index, msg, code) in run_pipeline(&mut conn, calls).await {
-                results[index] = Some(code.and_then(|code| if code == 1 { Ok(()) } else { Err(not_found(&msg)) }));
-            }
-            if requeued {
-                self.pubsub().made_pending(&queue);
-            }
-        }
-        results.into_iter().map(|r| r.expect("every item has a result")).collect()
+        self.settle(items, Some(&taken_lease_score(unix_secs(cutoff)))).await
     }
 }
