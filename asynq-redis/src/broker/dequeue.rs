@@ -470,7 +470,7 @@ impl Dequeue for RedisBroker {
         }
     }
 
-    /// [`RedisBroker::settle`] under any lease.
+    /// `RedisBroker::settle` under any lease.
     async fn finish_batch(&self, items: Vec<(StoredTask, Outcome)>) -> Vec<Result<()>> {
         self.settle(items, None).await
     }
