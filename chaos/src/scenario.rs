@@ -336,6 +336,9 @@ struct Proc {
     log: PathBuf,
     /// Whether it should still be running: a death while expected is a failure.
     expected_alive: bool,
+    /// Whether it ends by itself (a producer, once its tasks are enqueued): a successful
+    /// exit is then no death.
+    ends_by_itself: bool,
 }
 
 /// A handle on a process of a [`Stage`].
@@ -473,7 +476,7 @@ impl Stage {
         self.dir.path().join(name)
     }
 
-    fn spawn(&mut self, label: &str, args: Vec<String>) -> anyhow::Result<ProcId> {
+    fn spawn(&mut self, label: &str, args: Vec<String>, ends_by_itself: bool) -> anyhow::Result<ProcId> {
         let out = self.path(&format!("{label}.out"));
         let log = self.path(&format!("{label}.log"));
         let child = Command::new(&self.bin)
@@ -483,7 +486,7 @@ impl Stage {
             .stderr(File::create(&log)?)
             .spawn()
             .with_context(|| format!("could not start {} {}", self.bin.display(), args.join(" ")))?;
-        self.procs.push(Proc { label: label.to_owned(), child, out, log, expected_alive: true });
+        self.procs.push(Proc { label: label.to_owned(), child, out, log, expected_alive: true, ends_by_itself });
         Ok(ProcId(self.procs.len() - 1))
     }
 
@@ -510,7 +513,7 @@ impl Stage {
         if let Some(limit) = spec.shared_limit {
             args.push(format!("--shared-limit={limit}"));
         }
-        self.spawn(label, args)
+        self.spawn(label, args, false)
     }
 
     /// Starts a producer whose acknowledged ledger is `<label>.acked`.
@@ -548,7 +551,7 @@ impl Stage {
         if let Some(max_retry) = spec.max_retry {
             args.push(format!("--max-retry={max_retry}"));
         }
-        self.spawn(label, args)
+        self.spawn(label, args, true)
     }
 
     fn proc(&mut self, id: ProcId) -> &mut Proc {
@@ -636,7 +639,12 @@ impl Stage {
                 return Ok(());
             }
             for proc in self.procs.iter_mut().filter(|proc| proc.expected_alive) {
-                if !matches!(proc.child.try_wait(), Ok(None)) {
+                let alive_or_done = match proc.child.try_wait() {
+                    Ok(None) => true,
+                    Ok(Some(status)) => proc.ends_by_itself && status.success(),
+                    Err(_) => false,
+                };
+                if !alive_or_done {
                     bail!("{} died while waiting for {what}; its log ends:\n{}", proc.label, tail(&proc.log));
                 }
             }
