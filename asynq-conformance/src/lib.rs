@@ -55,6 +55,7 @@ pub mod stats;
 pub mod uniqueness;
 pub mod wait;
 pub mod wake;
+pub mod workflow;
 
 use asynq_core::{Broker, Clock};
 use std::future::Future;
@@ -219,6 +220,12 @@ macro_rules! broker_conformance {
             archive::case_archive_keeps_the_newest_9999,
             slots::case_slots_admit_up_to_the_limit,
             slots::case_a_slot_comes_back_when_its_hold_expires,
+            workflow::case_a_chain_runs_each_task_after_the_one_before,
+            workflow::case_a_chord_callback_waits_for_every_member,
+            workflow::case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway,
+            workflow::case_dependents_in_other_queues_and_large_fan_outs_are_released,
+            workflow::case_a_recovered_parent_passes_its_outcome_on,
+            workflow::case_a_taken_task_id_stores_nothing,
             events::case_events_are_kept_only_for_a_queue_that_asks,
             events::case_events_follow_each_task_through_its_life,
             events::case_event_reads_resume_and_report_what_was_trimmed,

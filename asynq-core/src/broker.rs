@@ -6,7 +6,7 @@
 //!   [`Janitor`], [`ServerState`] and [`Health`], each held by the role that uses it;
 //! - an operator's tool needs an [`OperatorBroker`]: [`Inspect`] and [`Manage`];
 //! - the rest are opt-in [`Capabilities`] ([`Cancel`], [`Aggregate`], [`RateLimiter`],
-//!   [`SchedulerState`]), required only by the code that uses them; [`Wait`] is the
+//!   [`SchedulerState`], [`Workflows`](crate::workflow::Workflows), ...), required only by the code that uses them; [`Wait`] is the
 //!   [`Tracker`](https://docs.rs/asynq-client)'s alone.
 //!
 //! A backend implements the traits its users call, plus [`Capabilities`] (one line per
@@ -424,6 +424,12 @@ pub trait Capabilities: Send + Sync + 'static {
 
     /// Task event logs. Without it no events are kept, and the inspector reads none.
     fn as_event_log(self: Arc<Self>) -> Option<Arc<dyn crate::events::EventLog>> {
+        None
+    }
+
+    /// Workflows. Without it a server runs no workflow relay and hands handlers no parent
+    /// results, and workflows cannot be stored.
+    fn as_workflows(self: Arc<Self>) -> Option<Arc<dyn crate::workflow::Workflows>> {
         None
     }
 }

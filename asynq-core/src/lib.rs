@@ -55,7 +55,7 @@ pub use info::{
 pub use json::PayloadError;
 pub use lease::Lease;
 pub use manage::{BulkAction, TaskSet, validate_bulk};
-pub use names::{GroupName, QueueName, TaskId};
+pub use names::{GroupName, QueueName, TaskId, WorkflowId};
 pub use options::{
     Debounce, EnqueueRequest, MAX_DEBOUNCE_KEY_LEN, Placement, ProcessAt, Replace, TaskOptions, resolve_enqueue,
 };

@@ -201,6 +201,14 @@ name_type!(
     &[]
 );
 
+name_type!(
+    /// A workflow's ID, unique among workflows: not blank and without control characters.
+    WorkflowId,
+    "workflow ID",
+    "workflow ID",
+    &[]
+);
+
 impl Default for QueueName {
     /// The [`DEFAULT_QUEUE`](crate::DEFAULT_QUEUE), `default`.
     fn default() -> Self {

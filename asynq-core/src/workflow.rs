@@ -8,15 +8,36 @@
 //! callback gets its members in member order), parents first. Bad input (an empty chain, group
 //! or DAG, a task ID used twice, a dependency on a task outside its DAG, a cycle, more tasks than
 //! the limit, options a waiting task cannot have) is refused with
-//! [`Error::InvalidArgument`] naming the problem. Storing and releasing the tasks of a plan is
-//! the brokers' part.
+//! [`Error::InvalidArgument`] naming the problem.
+//!
+//! Storing a plan and releasing its tasks as their parents settle is the brokers' part, the
+//! [`Workflows`] capability: every task of a plan carries the [`WORKFLOW_HEADER`], so that the
+//! broker settling it knows to pass its outcome on.
 
-use crate::{EnqueueRequest, Error, Placement, Result, Task, TaskId, TaskOptions, resolve_enqueue};
+use crate::{
+    EnqueueRequest, Error, Placement, QueueName, Result, StoredTask, Task, TaskId, TaskOptions, WorkflowId,
+    resolve_enqueue,
+};
+use async_trait::async_trait;
+use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The most tasks one workflow holds unless [`Flow::plan`] is given another limit.
 pub const DEFAULT_MAX_WORKFLOW_TASKS: usize = 100_000;
+
+/// The task header every task of a workflow carries, its value the workflow's ID. Go asynq
+/// passes it through to its handlers like any header.
+pub const WORKFLOW_HEADER: &str = "asynq-workflow";
+
+/// How long the outcome of a workflow task that settled for good is kept for the tasks that
+/// wait for it: a dependent released later than this after its parent settled sees that parent
+/// as [`ParentOutcome::Unknown`].
+pub const WORKFLOW_RESULT_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// The error a waiting task is archived with when a task it waits for failed for good under
+/// [`OnParentFailure::FailWorkflow`]: it never ran, and the tasks waiting for it see it failed.
+pub const PARENT_FAILED_ERROR: &str = "workflow: a task it waits for failed, so it did not run";
 
 /// What a task does when a task it waits for fails for good (is archived).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -147,26 +168,53 @@ impl Flow {
         for node in &nodes {
             check_options(node)?;
         }
-        let ids: Vec<TaskId> = nodes.iter().map(|node| node.request.message.id.clone()).collect();
+        let id = WorkflowId::new(new_id()).map_err(|e| refused(format!("its generated ID: {e}")))?;
+        let refs: Vec<TaskRef> = nodes.iter().map(|node| TaskRef::of(&node.request.message)).collect();
+        let mut children: Vec<Vec<TaskRef>> = vec![Vec::new(); nodes.len()];
+        for (index, node) in nodes.iter().enumerate() {
+            for &parent in &node.parents {
+                children[parent].push(refs[index].clone());
+            }
+        }
         let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
         let tasks = order
             .into_iter()
             .map(|index| {
-                let node = slots[index].take().expect("each node is ordered once");
+                let mut node = slots[index].take().expect("each node is ordered once");
+                node.request.message.headers.insert(WORKFLOW_HEADER.to_owned(), id.to_string());
                 PlannedTask {
-                    parents: node.parents.iter().map(|&parent| ids[parent].clone()).collect(),
+                    parents: node.parents.iter().map(|&parent| refs[parent].clone()).collect(),
+                    children: std::mem::take(&mut children[index]),
                     request: node.request,
                     on_parent_failure: node.on_parent_failure,
                 }
             })
             .collect();
-        Ok(WorkflowPlan { tasks })
+        Ok(WorkflowPlan { id, tasks })
     }
 }
 
-/// A checked workflow: its tasks, each after every task it waits for.
+/// Where a task is: its queue and its ID.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TaskRef {
+    /// The task's queue.
+    pub queue: QueueName,
+    /// The task's ID.
+    pub id: TaskId,
+}
+
+impl TaskRef {
+    /// Where `message` is stored.
+    pub fn of(message: &StoredTask) -> Self {
+        Self { queue: message.queue.clone(), id: message.id.clone() }
+    }
+}
+
+/// A checked workflow: its ID and its tasks, each after every task it waits for.
 #[derive(Debug, Clone)]
 pub struct WorkflowPlan {
+    /// The workflow's ID, in every task's [`WORKFLOW_HEADER`].
+    pub id: WorkflowId,
     /// Parents first.
     pub tasks: Vec<PlannedTask>,
 }
@@ -184,9 +232,82 @@ pub struct PlannedTask {
     /// What to store once its parents have settled (at once for a root).
     pub request: EnqueueRequest,
     /// The tasks it waits for, in the order its handler sees their results.
-    pub parents: Vec<TaskId>,
+    pub parents: Vec<TaskRef>,
+    /// The tasks that wait for it, in plan order.
+    pub children: Vec<TaskRef>,
     /// What it does when a parent fails for good.
     pub on_parent_failure: OnParentFailure,
+}
+
+/// How a task that another waits for settled for good, as its dependent sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParentOutcome {
+    /// It succeeded, with the result its handler wrote, if any.
+    Succeeded {
+        /// What its handler wrote through its result writer.
+        result: Option<Bytes>,
+    },
+    /// It failed for good (it was archived), with its last error; a task that never ran because
+    /// one of its own parents failed has [`PARENT_FAILED_ERROR`].
+    Failed {
+        /// Its last error message.
+        error: String,
+    },
+    /// Its outcome is not known: it settled more than [`WORKFLOW_RESULT_TTL`] ago, or (asked
+    /// of a task still waiting) it has not settled yet.
+    Unknown,
+}
+
+/// A parent of a workflow task and how it settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentResult {
+    /// The parent.
+    pub task: TaskRef,
+    /// How it settled.
+    pub outcome: ParentOutcome,
+}
+
+/// Workflows: stores them, and releases each task once the tasks it waits for have settled.
+///
+/// A workflow task that settles for good (it succeeds, with or without retention, or it is
+/// archived, whether by [`Dequeue::finish`](crate::broker::Dequeue::finish),
+/// [`Dequeue::finish_batch`](crate::broker::Dequeue::finish_batch) or
+/// [`Recover::recover`](crate::broker::Recover::recover)) has its outcome kept for
+/// [`WORKFLOW_RESULT_TTL`] and passed on to each task waiting for it, each at most once
+/// (retries and requeues are not settling). A waiting task then:
+/// - once every parent has settled, and none failed or it runs anyway
+///   ([`OnParentFailure::RunAnyway`]), is released: made pending as an enqueue would, woken
+///   servers included;
+/// - as soon as one parent fails under [`OnParentFailure::FailWorkflow`], is archived with
+///   [`PARENT_FAILED_ERROR`] without running or being counted as processed or failed, which
+///   settles it in turn as failed, so the failure flows on down the workflow.
+///
+/// A backend may pass outcomes on in the same atomic step that settles the parent, or (for a
+/// parent with many dependents, or dependents in other queues, which on a Redis Cluster live in
+/// other hash slots) record the duty in that step and fulfil it in [`Workflows::relay`]: each
+/// step is idempotent, so a crash between two repeats a step and never loses or doubles one.
+#[async_trait]
+pub trait Workflows: Send + Sync {
+    /// Stores every task of `plan`: those that wait for nothing as an enqueue would, the others
+    /// waiting, where no server takes them and Go asynq sees none of them.
+    ///
+    /// Errors: [`Error::TaskIdConflict`] when a task's ID is taken in its queue, with nothing
+    /// stored; a [`Error::Broker`] failure may leave tasks stored that wait for tasks that were
+    /// not (the backend documents what becomes of them).
+    async fn store_workflow(&self, plan: &WorkflowPlan) -> Result<()>;
+
+    /// The parents of the workflow task `task` and how each settled, in its plan's order; one
+    /// whose outcome is not known is [`ParentOutcome::Unknown`]. Empty for a task that waits for
+    /// nothing, or was never a workflow task.
+    async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>>;
+
+    /// Fulfils the duties that settling parents in `queues` left (see above); returns how many
+    /// dependents it visited. A server calls it after settling workflow tasks and periodically.
+    /// The default does nothing: for a backend that passes every outcome on while it settles.
+    async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
+        let _ = queues;
+        Ok(0)
+    }
 }
 
 struct Node {
@@ -355,8 +476,10 @@ impl Planner {
 }
 
 /// Refuses the options a workflow task cannot have: it must keep its ID (no debounce or
-/// replace) and stay a task of its own (no group); a task that waits for others is released
-/// when they settle, so it cannot also be scheduled, or hold a uniqueness lock from before.
+/// replace), stay a task of its own (no group), and is unique by its ID alone (no uniqueness
+/// lock, which a task stored before it runs could not take in the same step as its workflow's
+/// other tasks); a task that waits for others is released when they settle, so it cannot also
+/// be scheduled.
 fn check_options(node: &Node) -> Result<()> {
     let request = &node.request;
     let id = &request.message.id;
@@ -364,12 +487,12 @@ fn check_options(node: &Node) -> Result<()> {
         Some("is debounced or replaces another task, but a workflow task keeps its ID")
     } else if matches!(request.placement, Placement::Grouped { .. }) {
         Some("is in a group, but aggregation would merge it away from its workflow")
+    } else if request.unique_ttl.is_some() {
+        Some("is unique, but a workflow task is unique by its ID alone")
     } else if node.parents.is_empty() {
         None
     } else if matches!(request.placement, Placement::Scheduled { .. }) {
         Some("waits for other tasks, so it runs when they settle and cannot be scheduled too")
-    } else if request.unique_ttl.is_some() {
-        Some("waits for other tasks, so it cannot take a uniqueness lock before it is released")
     } else {
         None
     };
@@ -406,7 +529,7 @@ mod tests {
         plan.tasks
             .iter()
             .map(|task| {
-                let parents = task.parents.iter().map(|p| p.to_string()).collect();
+                let parents = task.parents.iter().map(|p| p.id.to_string()).collect();
                 (task.request.message.id.to_string(), parents)
             })
             .collect()
@@ -434,7 +557,11 @@ mod tests {
     fn a_chord_callback_waits_for_every_member_in_member_order() {
         let plan = plan(&Flow::chord([t("m1"), t("m2"), t("m3")], t("sum"))).unwrap();
         let sum = plan.tasks.iter().find(|task| task.request.message.id == "sum").unwrap();
-        assert_eq!(sum.parents, ["m1", "m2", "m3"].map(|id| TaskId::new(id).unwrap()));
+        let parents: Vec<&str> = sum.parents.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(parents, ["m1", "m2", "m3"]);
+        let m2 = plan.tasks.iter().find(|task| task.request.message.id == "m2").unwrap();
+        assert_eq!(m2.children, [TaskRef { queue: QueueName::default(), id: TaskId::new("sum").unwrap() }]);
+        assert!(plan.tasks.iter().all(|task| task.request.message.headers[WORKFLOW_HEADER] == plan.id.as_str()));
         assert_eq!(plan.tasks.last().unwrap().request.message.id, "sum");
     }
 
@@ -511,7 +638,8 @@ mod tests {
         assert!(reason(plan(&t("a").then(scheduled.clone()))).contains("task s waits for other tasks"));
         plan(&scheduled.then(t("b"))).expect("a root may be scheduled");
         let unique = Flow::task(task(), TaskOptions::new().task_id("u").unique(Duration::from_secs(60)));
-        assert!(reason(plan(&t("a").then(unique))).contains("task u waits for other tasks"));
+        assert!(reason(plan(&t("a").then(unique.clone()))).contains("task u is unique"));
+        assert!(reason(plan(&unique)).contains("task u is unique"), "a root too");
         let grouped = Flow::task(task(), TaskOptions::new().task_id("g").group("batch"));
         assert!(reason(plan(&grouped)).contains("task g is in a group"));
         let debounced = Flow::task(task(), TaskOptions::new().task_id("d").debounce("k", Duration::from_secs(5)));
@@ -548,7 +676,7 @@ mod tests {
             let mut seen = std::collections::HashSet::new();
             for task in &plan.tasks {
                 let id = task.request.message.id.to_string();
-                let parents: Vec<String> = task.parents.iter().map(|p| p.to_string()).collect();
+                let parents: Vec<String> = task.parents.iter().map(|p| p.id.to_string()).collect();
                 prop_assert!(parents.iter().all(|p| seen.contains(p)), "{id} before a parent");
                 prop_assert_eq!(&parents, &wanted[&id]);
                 seen.insert(id);

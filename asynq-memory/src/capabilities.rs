@@ -27,4 +27,8 @@ impl Capabilities for MemoryBroker {
     fn as_event_log(self: Arc<Self>) -> Option<Arc<dyn asynq_core::events::EventLog>> {
         Some(self)
     }
+
+    fn as_workflows(self: Arc<Self>) -> Option<Arc<dyn asynq_core::workflow::Workflows>> {
+        Some(self)
+    }
 }

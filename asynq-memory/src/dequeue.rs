@@ -1,6 +1,7 @@
 //! Dequeue for [`MemoryBroker`]: tasks leased to workers, outcomes recorded, leases extended, results written, and idle waits woken.
 
 use super::*;
+use asynq_core::workflow::{ParentOutcome, TaskRef};
 use asynq_core::{Progress, QueueName, TaskId};
 
 #[async_trait]
@@ -68,6 +69,7 @@ impl MemoryBroker {
         let now = self.now();
         let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
         let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
+        let mut released = false;
         {
             let not_found = || Error::TaskNotFound { queue: message.queue.clone(), id: message.id.clone() };
             let mut state = self.state();
@@ -75,9 +77,16 @@ impl MemoryBroker {
             if lease_cutoff.is_some_and(|cutoff| !queue.lease_expired_by(message.id.as_str(), cutoff)) {
                 return Err(not_found());
             }
+            let passed_on = (finished_for_good && workflow::in_workflow(message)).then(|| match &outcome {
+                Outcome::Archive { error } => ParentOutcome::Failed { error: error.clone() },
+                _ => ParentOutcome::Succeeded { result: queue.result_of(message.id.as_str()) },
+            });
             queue.finish(message, outcome, now)?;
+            if let Some(outcome) = passed_on {
+                released = state.pass_workflow_outcome(TaskRef::of(message), outcome, now)?;
+            }
         }
-        if requeue {
+        if requeue || released {
             self.wake_waiters();
         }
         if finished_for_good {

@@ -45,6 +45,7 @@ mod servers;
 mod signals;
 mod slots;
 mod stats;
+mod workflow;
 mod zset;
 
 use async_trait::async_trait;

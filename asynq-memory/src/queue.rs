@@ -14,6 +14,9 @@
 mod aggregate;
 mod inspect;
 mod manage;
+mod workflow;
+
+pub(crate) use workflow::Passed;
 
 use crate::stats::Stats;
 use crate::zset::ZSet;
@@ -119,6 +122,8 @@ pub(crate) struct Queue {
     debounce_sweep_at: usize,
     /// The task event log, while the queue keeps one.
     pub(crate) events: Option<crate::events::EventStream>,
+    /// Its workflow tasks' records.
+    workflows: workflow::WorkflowRecords,
 }
 
 /// The Unix second at which a lease taken or extended at `now` expires.
@@ -179,7 +184,7 @@ impl Queue {
             message.unique_key = Some(key.clone());
             lock_key = Some(key);
         }
-        if self.tasks.contains_key(message.id.as_str()) {
+        if self.holds_id(message.id.as_str()) {
             return Err(Error::TaskIdConflict { queue: message.queue, id: message.id });
         }
         let event = match placement {

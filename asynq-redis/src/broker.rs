@@ -40,6 +40,7 @@ mod recover;
 mod server_state;
 
 pub(crate) use enqueue::enqueue_result;
+pub(crate) use quiet::changed_keys;
 
 /// [`asynq_core::DAILY_STATS_TTL`] in whole seconds, as the scripts take it.
 const STATS_TTL_SECS: i64 = asynq_core::DAILY_STATS_TTL.as_secs() as i64;
@@ -75,7 +76,7 @@ pub(crate) fn check_value_len(what: &'static str, len: usize) -> Result<()> {
 }
 
 /// The length of `msg` encoded, once checked against [`MAX_VALUE_LEN`].
-fn checked_message_len(msg: &StoredTask) -> Result<usize> {
+pub(crate) fn checked_message_len(msg: &StoredTask) -> Result<usize> {
     let len = proto::TaskMessage::from(msg).encoded_len();
     check_value_len("task message", len)?;
     Ok(len)
@@ -325,7 +326,7 @@ impl RedisBroker {
     }
 }
 
-fn encode(msg: &StoredTask) -> Vec<u8> {
+pub(crate) fn encode(msg: &StoredTask) -> Vec<u8> {
     proto::TaskMessage::from(msg).encode_to_vec()
 }
 

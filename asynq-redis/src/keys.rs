@@ -332,6 +332,36 @@ impl QueueKeys {
         self.key("events")
     }
 
+    /// `<ns>:{q}:wf:` — the prefix of the queue's workflow keys: `wf:parents:<id>` and
+    /// `wf:children:<id>` (lists of queue, ID, queue, ID, ... of the tasks a workflow task waits
+    /// for and of those waiting for it), `wf:outcome:<id>` (a hash of how it settled for good,
+    /// expiring) and [`QueueKeys::workflow_outbox`]. Ours only; Go asynq neither writes nor reads
+    /// them.
+    pub fn workflow_prefix(&self) -> String {
+        self.key("wf:")
+    }
+
+    /// `<ns>:{q}:wf:parents:<id>` — see [`QueueKeys::workflow_prefix`].
+    pub fn workflow_parents(&self, id: &str) -> String {
+        format!("{}wf:parents:{id}", self.prefix)
+    }
+
+    /// `<ns>:{q}:wf:children:<id>` — see [`QueueKeys::workflow_prefix`].
+    pub fn workflow_children(&self, id: &str) -> String {
+        format!("{}wf:children:{id}", self.prefix)
+    }
+
+    /// `<ns>:{q}:wf:outcome:<id>` — see [`QueueKeys::workflow_prefix`].
+    pub fn workflow_outcome(&self, id: &str) -> String {
+        format!("{}wf:outcome:{id}", self.prefix)
+    }
+
+    /// `<ns>:{q}:wf:outbox` — a list of `<ok>:<id>` for each workflow task of the queue that
+    /// settled for good and whose dependents the relay has yet to tell. Ours only.
+    pub fn workflow_outbox(&self) -> String {
+        self.key("wf:outbox")
+    }
+
     /// `<ns>:{q}:ready` — the pub/sub channel that wakes idle Rust servers when a task becomes
     /// pending. Ours only.
     pub fn ready_channel(&self) -> String {

@@ -35,6 +35,7 @@ mod sentinel;
 mod signals;
 mod slots;
 mod tls;
+mod workflow;
 
 pub use broker::{RedisBroker, RedisConfig};
 pub use connection::RedisTarget;

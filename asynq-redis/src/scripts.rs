@@ -169,6 +169,29 @@ impl ScriptCall {
         cmd
     }
 
+    /// Its KEYS and ARGV.
+    pub(crate) fn into_parts(self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        (self.keys, self.args)
+    }
+
+    /// A call of `script`, which runs the script of `inner` as a function given `inner`'s KEYS
+    /// and ARGV: `own_keys` come before `inner`'s KEYS, and ARGV is the number of `own_args`,
+    /// then `own_args`, then `inner`'s ARGV.
+    pub(crate) fn wrapping(
+        script: &'static Script,
+        own_keys: Vec<Vec<u8>>,
+        own_args: Vec<Vec<u8>>,
+        inner: ScriptCall,
+    ) -> Self {
+        let mut keys = own_keys;
+        keys.extend(inner.keys);
+        let mut args = Vec::with_capacity(1 + own_args.len() + inner.args.len());
+        args.push(own_args.len().to_string().into_bytes());
+        args.extend(own_args);
+        args.extend(inner.args);
+        Self { script, keys, args }
+    }
+
     /// Runs the call, loading the script first if Redis lost it (a restart or a failover).
     pub(crate) async fn run<T: FromRedisValue>(
         &self,

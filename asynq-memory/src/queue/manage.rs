@@ -136,7 +136,7 @@ impl Queue {
                 let old = self.debounce_marks.get(key).filter(|old| self.debounced_here(old, key)).cloned();
                 match old {
                     Some(old) if old == id.as_str() => self.take_out_waiting(&old, TaskState::Scheduled)?,
-                    _ if self.tasks.contains_key(id.as_str()) => return Err(Error::TaskIdConflict { queue, id }),
+                    _ if self.holds_id(id.as_str()) => return Err(Error::TaskIdConflict { queue, id }),
                     Some(old) => {
                         self.emit_stored(now, EventKind::Deleted, &old);
                         self.take_out_waiting(&old, TaskState::Scheduled)?;

@@ -3,6 +3,7 @@
 use super::*;
 use crate::pubsub::Quietness;
 use asynq_core::{Progress, QueueName, TaskId};
+use std::collections::HashMap;
 
 impl RedisBroker {
     /// The script call that records `outcome` for the active task `msg`, and its name; it logs
@@ -101,8 +102,11 @@ impl RedisBroker {
         let mut conn = self.conn();
         for (queue, items) in by_queue {
             let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
+            let (members, items): (Vec<_>, Vec<_>) =
+                items.into_iter().partition(|(_, msg, outcome)| crate::workflow::passes_outcome_on(msg, outcome));
+            let mut calls = self.workflow_settle_calls(&queue, members, now, lease_cutoff, &events);
+            let passes_on = !calls.is_empty();
             let (done, others): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
-            let mut calls = Vec::new();
             let mut singles = Vec::new();
             if done.len() > single_limit {
                 let call = self.done_batch_call(&queue, &done, now, lease_cutoff, &events);
@@ -125,8 +129,45 @@ impl RedisBroker {
             if requeued {
                 self.pubsub().made_pending(&queue);
             }
+            if passes_on && let Ok(queue) = QueueName::new(queue) {
+                self.relay_soon(queue);
+            }
         }
         results.into_iter().map(|r| r.expect("every item has a result")).collect()
+    }
+
+    /// The calls that settle `members`, workflow tasks of queue `queue` settling for good, each
+    /// passing its outcome on (see [`crate::workflow`]): batch calls whatever their number, as
+    /// only the batch scripts can be wrapped.
+    fn workflow_settle_calls(
+        &self,
+        queue: &str,
+        members: Vec<(usize, StoredTask, Outcome)>,
+        now: SystemTime,
+        lease_cutoff: Option<&str>,
+        events: &EventCaps,
+    ) -> Vec<BatchCall> {
+        if members.is_empty() {
+            return Vec::new();
+        }
+        let outcomes: HashMap<usize, (bool, String)> = members
+            .iter()
+            .map(|(index, _, outcome)| match outcome {
+                Outcome::Archive { error } => (*index, (false, error.clone())),
+                _ => (*index, (true, String::new())),
+            })
+            .collect();
+        let (done, others): (Vec<_>, Vec<_>) = members.into_iter().partition(|(_, _, o)| *o == Outcome::Done);
+        let mut inner = Vec::new();
+        if !done.is_empty() {
+            let call = self.done_batch_call(queue, &done, now, lease_cutoff, events);
+            inner.push((true, BatchCall { call, context: "done batch", items: strip(done) }));
+        }
+        inner.extend(self.settle_batch_calls(queue, others, now, lease_cutoff, events).into_iter().map(|c| (false, c)));
+        inner
+            .into_iter()
+            .map(|(done, call)| self.settle_passing_outcomes(queue, call, done, &outcomes, now, events))
+            .collect()
     }
 
     /// One `done_batch.lua` call for the successful tasks `done`, all of queue `queue`; with a
@@ -457,6 +498,9 @@ impl Dequeue for RedisBroker {
     }
 
     async fn finish(&self, msg: &StoredTask, outcome: Outcome) -> Result<()> {
+        if crate::workflow::passes_outcome_on(msg, &outcome) {
+            return self.settle(vec![(msg.clone(), outcome)], None).await.remove(0);
+        }
         let requeued = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
         let events = self.event_caps_now().await?;
         let (call, context) = self.finish_call(msg, outcome, self.now(), &events);

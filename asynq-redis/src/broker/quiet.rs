@@ -109,7 +109,7 @@ pub(super) async fn existing_keys(conn: Connection, keys: &[String]) -> redis::R
 /// The indexes of the `keys` that exist, when `expected` is false, or that do not, when it is
 /// true: one `EXISTS` over all of them, and then over halves of each part whose count is off,
 /// the halves of one round in parallel.
-async fn changed_keys(conn: Connection, keys: &[String], expected: bool) -> redis::RedisResult<Vec<usize>> {
+pub(crate) async fn changed_keys(conn: Connection, keys: &[String], expected: bool) -> redis::RedisResult<Vec<usize>> {
     let mut changed = Vec::new();
     let mut parts: Vec<Range<usize>> = std::iter::once(0..keys.len()).collect();
     while !parts.is_empty() {

@@ -1,0 +1,199 @@
+//! Workflows (`Workflows`): a stored plan's roots are pending and the rest wait, unseen by
+//! dequeues and listings; each task is released once its parents settled for good, with their
+//! outcomes in its plan's order; a failure cancels what waits for it down the workflow, unless
+//! a task runs anyway; retries release nothing; outcomes reach other queues and large fan-outs
+//! through [`Workflows::relay`]; a taken task ID stores nothing.
+
+use super::BrokerFactory;
+use super::fixture::{Fixture, archive, assert_id_conflict, names, retry, secs};
+use asynq_core::broker::{Dequeue, Outcome, Recover};
+use asynq_core::workflow::{
+    DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef,
+    WorkflowPlan, Workflows,
+};
+use asynq_core::{Broker, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState};
+use bytes::Bytes;
+
+fn task(queue: &str, id: &str) -> Flow {
+    Flow::task(Task::new("t", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
+}
+
+fn task_ref(queue: &str, id: &str) -> TaskRef {
+    TaskRef { queue: QueueName::new(queue).unwrap(), id: TaskId::new(id).unwrap() }
+}
+
+impl<B: Broker + Workflows + Clone> Fixture<B> {
+    /// Plans `flow` at the fixture's time and stores it.
+    async fn store(&self, flow: &Flow) -> asynq_core::Result<WorkflowPlan> {
+        let plan = flow.plan(DEFAULT_MAX_WORKFLOW_TASKS, self.now(), || "the-workflow".to_owned())?;
+        self.broker.store_workflow(&plan).await?;
+        Ok(plan)
+    }
+
+    /// Relays what settling left to do in `queues`, as a server does after settling.
+    async fn relay(&self, queues: &[&str]) {
+        self.broker.relay(&names(queues)).await.expect("relay");
+    }
+
+    /// The outcomes of the parents of `id` in `queue`, as its handler sees them.
+    async fn parents(&self, queue: &str, id: &str) -> Vec<(String, ParentOutcome)> {
+        let results = self.broker.parent_results(&task_ref(queue, id)).await.expect("parent_results");
+        results.into_iter().map(|r| (r.task.id.into_string(), r.outcome)).collect()
+    }
+
+    /// Takes task `id` of `queue`, writes `result` as its result, and finishes it with `Done`.
+    async fn succeed(&self, queue: &str, id: &str, result: &str) -> StoredTask {
+        let message = self.take(queue, id).await.message;
+        let (q, task_id) = (QueueName::new(queue).unwrap(), TaskId::new(id).unwrap());
+        self.broker.write_result(&q, &task_id, Bytes::from(result.to_owned())).await.unwrap();
+        self.finish(&message, Outcome::Done).await;
+        message
+    }
+}
+
+fn succeeded(result: &str) -> ParentOutcome {
+    ParentOutcome::Succeeded { result: Some(Bytes::from(result.to_owned())) }
+}
+
+/// A chain: only its first task is pending; each next one is released when the one before
+/// succeeds (with or without retention), and sees its result; a retry releases nothing.
+pub async fn case_a_chain_runs_each_task_after_the_one_before<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let plan = t.store(&task("q", "a").then(task("q", "b")).then(task("q", "c"))).await.unwrap();
+    assert_eq!(plan.id, "the-workflow");
+    let a = t.take("q", "a").await.message;
+    assert!(t.dequeue(&["q"], 10).await.is_empty(), "only the root is pending");
+    t.finish(&a, retry(t.now(), "flaky", true)).await;
+    t.relay(&["q"]).await;
+    let info = t.counts("q").await;
+    assert_eq!((info.pending, info.retry, info.size), (0, 1, 1), "b and c wait, in no listed state");
+    asynq_core::broker::Forward::forward_ready(&t.broker, &names(&["q"])).await.unwrap();
+
+    t.succeed("q", "a", "A").await;
+    t.relay(&["q"]).await;
+    assert_eq!(t.parents("q", "b").await, [("a".to_owned(), succeeded("A"))]);
+    let b = t.take("q", "b").await.message;
+    t.finish(&b, Outcome::Complete).await;
+    t.relay(&["q"]).await;
+    assert_eq!(t.parents("q", "c").await, [("b".to_owned(), ParentOutcome::Succeeded { result: None })]);
+    t.take("q", "c").await;
+    assert_eq!(t.parents("q", "a").await, [], "a root waits for nothing");
+}
+
+/// A chord: the callback is released only once every member settled, in whatever order they
+/// finish, and sees their outcomes in member order.
+pub async fn case_a_chord_callback_waits_for_every_member<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let members = ["m1", "m2", "m3"].map(|id| task("q", id));
+    t.store(&Flow::chord(members, task("q", "sum"))).await.unwrap();
+    let taken: Vec<StoredTask> = t.dequeue(&["q"], 10).await.into_iter().map(|d| d.message).collect();
+    let mut ids: Vec<&str> = taken.iter().map(|m| m.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["m1", "m2", "m3"]);
+    for (n, id) in ["m3", "m1"].into_iter().enumerate() {
+        let message = taken.iter().find(|m| m.id == id).unwrap();
+        let q = QueueName::from_static("q");
+        t.broker.write_result(&q, &message.id, Bytes::from(format!("r{n}"))).await.unwrap();
+        t.finish(message, Outcome::Done).await;
+        t.relay(&["q"]).await;
+        assert!(t.dequeue_ids(&["q"], 10).await.is_empty(), "the callback waits for m2");
+    }
+    let m2 = taken.iter().find(|m| m.id == "m2").unwrap();
+    t.finish(m2, archive("broken")).await;
+    t.relay(&["q"]).await;
+    assert!(t.dequeue_ids(&["q"], 10).await.is_empty(), "a failed member cancels the callback");
+    let sum = t.task("q", "sum").await;
+    assert_eq!((sum.state, sum.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
+    let info = t.counts("q").await;
+    assert_eq!((info.processed, info.failed, info.archived), (3, 1, 2), "the callback never ran");
+}
+
+/// Under `RunAnyway` a task runs once every parent settled, failures included, and sees each
+/// parent's outcome; under `FailWorkflow` (the default) the failure flows on down the workflow:
+/// every task below is archived with `PARENT_FAILED_ERROR` and its own dependents hear of it.
+pub async fn case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let dag = Flow::dag([
+        DagTask::new("x", Task::new("t", "x"), TaskOptions::new().queue("q")),
+        DagTask::new("y", Task::new("t", "y"), TaskOptions::new().queue("q")),
+        DagTask::new("below-x", Task::new("t", "bx"), TaskOptions::new().queue("q")).after(["x"]),
+        DagTask::new("below-that", Task::new("t", "bt"), TaskOptions::new().queue("q")).after(["below-x"]),
+        DagTask::new("report", Task::new("t", "r"), TaskOptions::new().queue("q"))
+            .after(["below-that", "y"])
+            .on_parent_failure(OnParentFailure::RunAnyway),
+    ]);
+    t.store(&dag).await.unwrap();
+    let mut taken = t.dequeue(&["q"], 10).await;
+    taken.sort_by(|a, b| a.message.id.cmp(&b.message.id));
+    assert_eq!(taken.iter().map(|d| d.message.id.as_str()).collect::<Vec<_>>(), ["x", "y"]);
+    t.finish(&taken[0].message, archive("x broke")).await;
+    t.relay(&["q"]).await;
+    for id in ["below-x", "below-that"] {
+        let info = t.task("q", id).await;
+        assert_eq!((info.state, info.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)), "{id}");
+    }
+    assert!(t.dequeue_ids(&["q"], 10).await.is_empty(), "report waits for y");
+    t.finish(&taken[1].message, Outcome::Done).await;
+    t.relay(&["q"]).await;
+    t.take("q", "report").await;
+    let failed = ParentOutcome::Failed { error: PARENT_FAILED_ERROR.to_owned() };
+    let ok = ParentOutcome::Succeeded { result: None };
+    assert_eq!(t.parents("q", "report").await, [("below-that".to_owned(), failed), ("y".to_owned(), ok)]);
+}
+
+/// A task waiting in another queue than its parent is released there (through the relay), as
+/// are the many dependents of one parent, each exactly once even when relayed twice.
+pub async fn case_dependents_in_other_queues_and_large_fan_outs_are_released<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let fan_out = Flow::group((0..150).map(|n| task("wide", &format!("w{n}"))));
+    let flow = task("first", "root").then(Flow::group([task("second", "other"), fan_out]));
+    t.store(&flow).await.unwrap();
+    assert!(t.dequeue_ids(&["second", "wide"], 10).await.is_empty());
+    t.succeed("first", "root", "R").await;
+    t.relay(&["first", "second", "wide"]).await;
+    t.relay(&["first", "second", "wide"]).await;
+    t.take("second", "other").await;
+    assert_eq!(t.parents("second", "other").await, [("root".to_owned(), succeeded("R"))]);
+    assert_eq!(t.dequeue(&["wide"], 1_000).await.len(), 150, "each dependent once");
+    assert_eq!(t.parents("wide", "w149").await, [("root".to_owned(), succeeded("R"))]);
+}
+
+/// A recovered parent settles as a finished one does: archived by the recoverer, its dependents
+/// are cancelled.
+pub async fn case_a_recovered_parent_passes_its_outcome_on<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    t.store(&task("q", "a").then(task("q", "b"))).await.unwrap();
+    let a = t.take("q", "a").await;
+    t.advance(secs(60));
+    t.broker.recover(vec![(a.message, archive("lease expired"))], t.now()).await.remove(0).unwrap();
+    t.relay(&["q"]).await;
+    assert_eq!(t.task("q", "b").await.state, TaskState::Archived);
+}
+
+/// A workflow whose task ID is taken in its queue stores nothing; a waiting task's ID is taken.
+pub async fn case_a_taken_task_id_stores_nothing<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    t.plain("q2", "b").await;
+    assert_id_conflict(t.store(&task("q", "a").then(task("q2", "b"))).await, "q2", "b");
+    assert_eq!(t.dequeue_ids(&["q", "q2"], 10).await, ["b"], "the root a was not stored");
+    t.store(&task("q", "a").then(task("q", "waiting"))).await.unwrap();
+    assert_id_conflict(t.enqueue("waiting", &Task::new("t", ""), TaskOptions::new().queue("q")).await, "q", "waiting");
+}

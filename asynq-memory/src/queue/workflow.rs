@@ -1,0 +1,138 @@
+//! A queue's part of workflows: its tasks that wait for others, which tasks wait for each of its
+//! tasks, and the outcomes of its tasks that settled for good, kept for their dependents.
+
+use super::{Queue, TaskRecord};
+use asynq_core::events::EventKind;
+use asynq_core::time::unix_secs;
+use asynq_core::workflow::{OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef, WORKFLOW_RESULT_TTL};
+use asynq_core::{EnqueueRequest, Result, TaskState};
+use std::collections::{HashMap, HashSet};
+use std::time::SystemTime;
+
+/// A task stored by a workflow that waits for its parents.
+#[derive(Debug)]
+pub(crate) struct WaitingTask {
+    request: EnqueueRequest,
+    /// Its parents that have not settled for good yet.
+    unsettled: HashSet<TaskRef>,
+    on_parent_failure: OnParentFailure,
+}
+
+/// What becomes of a waiting task once a parent settled.
+pub(crate) enum Passed {
+    /// It still waits (or was no longer waiting, or had heard of this parent).
+    Nothing,
+    /// Every parent has settled: it was made pending.
+    Released,
+    /// A parent failed under [`OnParentFailure::FailWorkflow`]: it was archived without running,
+    /// and its own dependents hear of it.
+    Cancelled,
+}
+
+/// A queue's workflow records.
+#[derive(Debug, Default)]
+pub(crate) struct WorkflowRecords {
+    waiting: HashMap<String, WaitingTask>,
+    /// Per task, the tasks that wait for it, until it settles for good.
+    children: HashMap<String, Vec<TaskRef>>,
+    /// Per task, the tasks it waits for, in order, until it settles for good.
+    parents: HashMap<String, Vec<TaskRef>>,
+    /// Per task that settled for good, how, and when it is forgotten.
+    outcomes: HashMap<String, (ParentOutcome, SystemTime)>,
+    /// The size of `outcomes` at which its forgotten ones are swept next.
+    sweep_at: usize,
+}
+
+impl Queue {
+    /// Whether a task `id` is stored here, running or waiting.
+    pub(crate) fn holds_id(&self, id: &str) -> bool {
+        self.tasks.contains_key(id) || self.workflows.waiting.contains_key(id)
+    }
+
+    /// Keeps the workflow records of the task `request` stores: whom it waits for and who waits
+    /// for it; a task that waits for others is held back until they settle, the others stored
+    /// as an enqueue would. The caller checked that its ID is free.
+    pub(crate) fn store_workflow_task(
+        &mut self,
+        request: EnqueueRequest,
+        parents: &[TaskRef],
+        children: &[TaskRef],
+        on_parent_failure: OnParentFailure,
+        now: SystemTime,
+    ) -> Result<()> {
+        let id = request.message.id.to_string();
+        if !children.is_empty() {
+            self.workflows.children.insert(id.clone(), children.to_vec());
+        }
+        if parents.is_empty() {
+            return self.enqueue(request, now);
+        }
+        self.workflows.parents.insert(id.clone(), parents.to_vec());
+        let unsettled = parents.iter().cloned().collect();
+        self.workflows.waiting.insert(id, WaitingTask { request, unsettled, on_parent_failure });
+        Ok(())
+    }
+
+    /// Records that the task `id` settled for good with `outcome`, kept for its dependents until
+    /// [`WORKFLOW_RESULT_TTL`] from `now`; returns the tasks that wait for it.
+    pub(crate) fn settle_workflow_task(&mut self, id: &str, outcome: ParentOutcome, now: SystemTime) -> Vec<TaskRef> {
+        let records = &mut self.workflows;
+        records.parents.remove(id);
+        if records.outcomes.len() >= records.sweep_at {
+            records.outcomes.retain(|_, (_, forget_at)| *forget_at > now);
+            records.sweep_at = (records.outcomes.len() * 2).max(1024);
+        }
+        records.outcomes.insert(id.to_owned(), (outcome, now + WORKFLOW_RESULT_TTL));
+        records.children.remove(id).unwrap_or_default()
+    }
+
+    /// Tells the waiting task `child` that its parent `parent` settled with `outcome`: once
+    /// every parent has, it is made pending; on a failure it does not run past, it is archived
+    /// with [`PARENT_FAILED_ERROR`], counted nowhere. A parent it heard of already is ignored.
+    pub(crate) fn pass_outcome(
+        &mut self,
+        child: &str,
+        parent: &TaskRef,
+        outcome: &ParentOutcome,
+        now: SystemTime,
+    ) -> Result<Passed> {
+        let Some(waiting) = self.workflows.waiting.get_mut(child) else { return Ok(Passed::Nothing) };
+        if !waiting.unsettled.remove(parent) {
+            return Ok(Passed::Nothing);
+        }
+        let failed = matches!(outcome, ParentOutcome::Failed { .. });
+        if failed && waiting.on_parent_failure == OnParentFailure::FailWorkflow {
+            let waiting = self.workflows.waiting.remove(child).expect("found above");
+            let msg = waiting.request.message.archived(PARENT_FAILED_ERROR, now);
+            self.archived.insert(child, unix_secs(now));
+            self.trim_archive(now);
+            self.emit_failure(now, EventKind::Archived, &msg, PARENT_FAILED_ERROR);
+            self.tasks.insert(child.to_owned(), TaskRecord::new(msg, TaskState::Archived));
+            return Ok(Passed::Cancelled);
+        }
+        if !waiting.unsettled.is_empty() {
+            return Ok(Passed::Nothing);
+        }
+        let waiting = self.workflows.waiting.remove(child).expect("found above");
+        self.enqueue(waiting.request, now)?;
+        Ok(Passed::Released)
+    }
+
+    /// The result the task `id` wrote, if any.
+    pub(crate) fn result_of(&self, id: &str) -> Option<bytes::Bytes> {
+        self.tasks.get(id).and_then(|record| record.result.clone())
+    }
+
+    /// The tasks the workflow task `id` waits for, in order, while it has not settled for good.
+    pub(crate) fn workflow_parents(&self, id: &str) -> Vec<TaskRef> {
+        self.workflows.parents.get(id).cloned().unwrap_or_default()
+    }
+
+    /// How the task `id` settled, while that is kept.
+    pub(crate) fn workflow_outcome(&self, id: &str, now: SystemTime) -> ParentOutcome {
+        match self.workflows.outcomes.get(id) {
+            Some((outcome, forget_at)) if *forget_at > now => outcome.clone(),
+            _ => ParentOutcome::Unknown,
+        }
+    }
+}

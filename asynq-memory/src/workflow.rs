@@ -1,0 +1,88 @@
+//! Workflows for [`MemoryBroker`]: a whole plan stored under one lock, and every outcome passed
+//! on, down the whole workflow, in the same step that settles the parent, so
+//! [`Workflows::relay`] has nothing to do.
+
+use super::*;
+use asynq_core::workflow::{ParentOutcome, ParentResult, TaskRef, WORKFLOW_HEADER, WorkflowPlan, Workflows};
+use queue::Passed;
+
+#[async_trait]
+impl Workflows for MemoryBroker {
+    async fn store_workflow(&self, plan: &WorkflowPlan) -> Result<()> {
+        let now = self.now();
+        {
+            let mut state = self.state();
+            for task in &plan.tasks {
+                let TaskRef { queue, id } = TaskRef::of(&task.request.message);
+                if state.queues.get(&queue).is_some_and(|q| q.holds_id(id.as_str())) {
+                    return Err(Error::TaskIdConflict { queue, id });
+                }
+            }
+            for task in &plan.tasks {
+                let queue = task.request.message.queue.clone();
+                state.known.insert(queue.clone());
+                state.queues.entry(queue).or_default().store_workflow_task(
+                    task.request.clone(),
+                    &task.parents,
+                    &task.children,
+                    task.on_parent_failure,
+                    now,
+                )?;
+            }
+        }
+        self.wake_waiters();
+        Ok(())
+    }
+
+    async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {
+        let now = self.now();
+        let state = self.state();
+        let parents = state.queues.get(&task.queue).map(|q| q.workflow_parents(task.id.as_str())).unwrap_or_default();
+        Ok(parents
+            .into_iter()
+            .map(|parent| {
+                let outcome = state
+                    .queues
+                    .get(&parent.queue)
+                    .map_or(ParentOutcome::Unknown, |q| q.workflow_outcome(parent.id.as_str(), now));
+                ParentResult { task: parent, outcome }
+            })
+            .collect())
+    }
+}
+
+impl State {
+    /// Passes the outcome of `settled`, a workflow task that settled for good, to the tasks that
+    /// wait for it, and on down the workflow through those it cancels. Returns whether a task
+    /// was released or cancelled (so that servers and waits look again).
+    pub(crate) fn pass_workflow_outcome(
+        &mut self,
+        settled: TaskRef,
+        outcome: ParentOutcome,
+        now: SystemTime,
+    ) -> Result<bool> {
+        let mut changed = false;
+        let mut settling = vec![(settled, outcome)];
+        while let Some((parent, outcome)) = settling.pop() {
+            let Some(queue) = self.queues.get_mut(&parent.queue) else { continue };
+            for child in queue.settle_workflow_task(parent.id.as_str(), outcome.clone(), now) {
+                let Some(queue) = self.queues.get_mut(&child.queue) else { continue };
+                match queue.pass_outcome(child.id.as_str(), &parent, &outcome, now)? {
+                    Passed::Nothing => {}
+                    Passed::Released => changed = true,
+                    Passed::Cancelled => {
+                        changed = true;
+                        let error = asynq_core::workflow::PARENT_FAILED_ERROR.to_owned();
+                        settling.push((child, ParentOutcome::Failed { error }));
+                    }
+                }
+            }
+        }
+        Ok(changed)
+    }
+}
+
+/// Whether `message` is a workflow task.
+pub(crate) fn in_workflow(message: &StoredTask) -> bool {
+    message.headers.contains_key(WORKFLOW_HEADER)
+}

@@ -1,0 +1,25 @@
+-- workflow_discard: takes back tasks of one queue that a workflow store wrote before a later
+-- call of the same store failed: each task still waiting, or still pending or scheduled (not
+-- yet taken by a worker), is deleted with its workflow lists. A task already taken is left to
+-- run.
+--
+-- KEYS[1] -> asynq:{<q>}:pending
+-- KEYS[2] -> asynq:{<q>}:scheduled
+-- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
+-- ARGV[2] -> the workflow key prefix, asynq:{<q>}:wf:
+-- ARGV[3..] -> the IDs of the tasks to take back
+-- Returns: how many tasks were deleted.
+local deleted = 0
+for i = 3, #ARGV do
+    local id = ARGV[i]
+    local key = ARGV[1] .. id
+    local state = redis.call("HGET", key, "state")
+    local gone = state == "waiting"
+        or (state == "pending" and redis.call("LREM", KEYS[1], 1, id) == 1)
+        or (state == "scheduled" and redis.call("ZREM", KEYS[2], id) == 1)
+    if gone then
+        redis.call("DEL", key, ARGV[2] .. "parents:" .. id, ARGV[2] .. "children:" .. id)
+        deleted = deleted + 1
+    end
+end
+return deleted

@@ -1,0 +1,408 @@
+//! Workflows for [`RedisBroker`] (see `scripts/workflow.lua` for the keys).
+//!
+//! Storing: `workflow_store.lua` stores the tasks of one queue, up to [`STORE_BATCH`] per call,
+//! all or nothing; a workflow of one queue and at most that many tasks is one call. A larger one
+//! runs its calls one after the other, those holding only waiting tasks first, so that no task
+//! runs before every task waiting for it is stored; when a call is refused (a task ID taken
+//! since the check that precedes them) or fails, `workflow_discard.lua` takes back what the
+//! earlier calls stored, as far as it still can.
+//!
+//! Settling: a workflow task's final outcome (it succeeds, or is archived) is written by
+//! `workflow_settle.lua`, which wraps `done_batch.lua` or `settle_batch.lua` and, in the same
+//! step, records the outcome and passes it on to the tasks waiting for it: at once when they are
+//! few and all in its queue, otherwise through the queue's outbox. [`Workflows::relay`] empties
+//! the outboxes: for each settled task, `workflow_pass.lua` in each dependent's queue (its own
+//! Cluster slot), then the task's children list and outbox entry are deleted. Each step is
+//! idempotent (a dependent hears of each parent once), so a relay cut short by a crash is done
+//! again by the next one, and nothing is lost or released twice. The broker relays a queue in
+//! the background after settling workflow tasks there, and servers relay their queues
+//! periodically.
+
+use crate::RedisBroker;
+use crate::batch::BatchCall;
+use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, changed_keys, checked_message_len, encode};
+use crate::error::{broker_error, unexpected};
+use crate::events::EventCaps;
+use crate::keys::QueueKeys;
+use crate::scripts::ScriptCall;
+use async_trait::async_trait;
+use asynq_core::broker::Outcome;
+use asynq_core::time::{unix_nanos, unix_secs};
+use asynq_core::workflow::{
+    OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef, WORKFLOW_HEADER,
+    WORKFLOW_RESULT_TTL, WorkflowPlan, Workflows,
+};
+use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId};
+use bytes::Bytes;
+use futures::future::try_join_all;
+use redis::{AsyncCommands, Script};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
+use std::time::SystemTime;
+
+/// `workflow_store.lua` stores at most this many tasks per call.
+const STORE_BATCH: usize = 500;
+/// `workflow_pass.lua` tells at most this many dependents per call.
+const PASS_BATCH: usize = 500;
+/// A relay takes at most this many outbox entries of a queue per round.
+const RELAY_ROUND: isize = 100;
+
+/// The script file `scripts/<file>.lua` as the body of `local function settle(KEYS, ARGV)`.
+macro_rules! as_settle_function {
+    ($file:literal) => {
+        concat!("local function settle(KEYS, ARGV)\n", include_str!(concat!("scripts/", $file, ".lua")), "\nend\n")
+    };
+}
+
+/// The preludes of the scripts that pass outcomes on.
+macro_rules! preludes {
+    () => {
+        concat!(
+            include_str!("scripts/common.lua"),
+            include_str!("scripts/message.lua"),
+            include_str!("scripts/events.lua"),
+            include_str!("scripts/workflow.lua"),
+        )
+    };
+}
+
+struct WorkflowScripts {
+    store: Script,
+    discard: Script,
+    pass: Script,
+    settle_done: Script,
+    settle_others: Script,
+}
+
+static SCRIPTS: LazyLock<WorkflowScripts> = LazyLock::new(|| WorkflowScripts {
+    store: Script::new(concat!(
+        include_str!("scripts/common.lua"),
+        include_str!("scripts/message.lua"),
+        include_str!("scripts/events.lua"),
+        include_str!("scripts/workflow_store.lua"),
+    )),
+    discard: Script::new(include_str!("scripts/workflow_discard.lua")),
+    pass: Script::new(concat!(preludes!(), include_str!("scripts/workflow_pass.lua"))),
+    settle_done: Script::new(concat!(
+        preludes!(),
+        as_settle_function!("done_batch"),
+        include_str!("scripts/workflow_settle.lua")
+    )),
+    settle_others: Script::new(concat!(
+        preludes!(),
+        as_settle_function!("settle_batch"),
+        include_str!("scripts/workflow_settle.lua")
+    )),
+});
+
+/// Whether settling `msg` with `outcome` passes a workflow outcome on: it is a workflow task
+/// and the outcome is final.
+pub(crate) fn passes_outcome_on(msg: &StoredTask, outcome: &Outcome) -> bool {
+    msg.headers.contains_key(WORKFLOW_HEADER)
+        && matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. })
+}
+
+impl RedisBroker {
+    /// The arguments `workflow.lua`'s functions take for queue `k` (see `workflow_pass.lua`'s
+    /// ARGV[1..11]), and its KEYS.
+    fn workflow_queue_args(&self, queue: &str, k: &QueueKeys, now: SystemTime, events: &EventCaps) -> ScriptCall {
+        let mut call = ScriptCall::new(&SCRIPTS.pass);
+        call.key(k.pending()).key(k.archived()).key(k.idle_workers()).key(k.events()).key(k.workflow_outbox());
+        let now_secs = unix_secs(now);
+        call.arg(queue).arg(k.task_prefix()).arg(k.workflow_prefix()).arg(now_secs).arg(unix_nanos(now).to_string());
+        call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(WORKFLOW_RESULT_TTL.as_secs());
+        call.arg(k.ready_channel()).arg(k.finished_channel()).arg(events.arg(queue));
+        call
+    }
+
+    /// `inner`, a `done_batch.lua` (`done`) or `settle_batch.lua` call of queue `queue`, wrapped
+    /// in `workflow_settle.lua` so that each of its tasks in `outcomes` (by item index: whether
+    /// it succeeded, and its error) passes its outcome on.
+    pub(crate) fn settle_passing_outcomes(
+        &self,
+        queue: &str,
+        inner: BatchCall,
+        done: bool,
+        outcomes: &HashMap<usize, (bool, String)>,
+        now: SystemTime,
+        events: &EventCaps,
+    ) -> BatchCall {
+        let k = self.queue_keys(queue);
+        let own = self.workflow_queue_args(queue, &k, now, events);
+        let (keys, mut args) = own.into_parts();
+        for (position, (index, msg)) in inner.items.iter().enumerate() {
+            if let Some((ok, error)) = outcomes.get(index) {
+                args.push((position + 1).to_string().into_bytes());
+                args.push(msg.id.as_bytes().to_vec());
+                args.push(if *ok { b"1".to_vec() } else { b"0".to_vec() });
+                args.push(error.clone().into_bytes());
+            }
+        }
+        let script = if done { &SCRIPTS.settle_done } else { &SCRIPTS.settle_others };
+        let call = ScriptCall::wrapping(script, keys, args, inner.call);
+        BatchCall { call, context: inner.context, items: inner.items }
+    }
+
+    /// Relays queue `queue` in the background, after workflow tasks settled there; a failure is
+    /// left to the servers' periodic relay.
+    pub(crate) fn relay_soon(&self, queue: QueueName) {
+        let broker = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = broker.relay_queue(&queue).await {
+                tracing::warn!(%queue, error = %e, "could not relay workflow outcomes; a server's relay will");
+            }
+        });
+    }
+
+    /// Empties the outbox of `queue`; returns how many dependents it told.
+    async fn relay_queue(&self, queue: &QueueName) -> Result<usize> {
+        let k = self.queue_keys(queue);
+        let outbox = k.workflow_outbox();
+        let mut conn = self.conn();
+        let mut told = 0;
+        loop {
+            let entries: Vec<String> = conn
+                .lrange(&outbox, 0, RELAY_ROUND - 1)
+                .await
+                .map_err(|e| broker_error("read a workflow outbox", e))?;
+            if entries.is_empty() {
+                return Ok(told);
+            }
+            for entry in &entries {
+                let Some((ok, parent)) = entry.split_once(':') else {
+                    tracing::error!(%queue, entry, "dropping a malformed workflow outbox entry");
+                    let _: i64 = conn.lrem(&outbox, 1, entry).await.map_err(|e| broker_error("relay", e))?;
+                    continue;
+                };
+                told += self.pass_on(queue, parent, ok == "1").await?;
+                let children = k.workflow_children(parent);
+                let _: i64 = conn.del(&children).await.map_err(|e| broker_error("relay", e))?;
+                let _: i64 = conn.lrem(&outbox, 1, entry).await.map_err(|e| broker_error("relay", e))?;
+            }
+        }
+    }
+
+    /// Tells every task waiting for `parent` (of `queue`) that it settled (`ok`); returns how
+    /// many it told.
+    async fn pass_on(&self, queue: &QueueName, parent: &str, ok: bool) -> Result<usize> {
+        let children_key = self.queue_keys(queue).workflow_children(parent);
+        let mut conn = self.conn();
+        let mut told = 0;
+        let now = self.now();
+        let events = self.event_caps_now().await?;
+        const PAGE: isize = 2 * PASS_BATCH as isize;
+        for start in (0..).step_by(PAGE as usize) {
+            let page: Vec<String> = conn
+                .lrange(&children_key, start, start + PAGE - 1)
+                .await
+                .map_err(|e| broker_error("read a workflow task's dependents", e))?;
+            let mut by_queue: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for pair in page.chunks_exact(2) {
+                by_queue.entry(pair[0].as_str()).or_default().push(pair[1].as_str());
+            }
+            for (child_queue, children) in by_queue {
+                let k = self.queue_keys(child_queue);
+                let mut call = self.workflow_queue_args(child_queue, &k, now, &events);
+                call.arg(queue.as_str()).arg(parent).arg(if ok { "1" } else { "0" });
+                for child in &children {
+                    call.arg(*child);
+                }
+                let _: i64 = call.run(&mut conn, "pass a workflow outcome on").await?;
+                told += children.len();
+            }
+            if page.len() < PAGE as usize {
+                return Ok(told);
+            }
+        }
+        unreachable!("the pages run out")
+    }
+
+    /// The records of `workflow_store.lua` for `tasks` (all of one queue), in order.
+    fn store_call(
+        &self,
+        queue: &str,
+        tasks: &[&PlannedTask],
+        now: SystemTime,
+        events: &EventCaps,
+    ) -> Result<ScriptCall> {
+        let k = self.queue_keys(queue);
+        let mut call = ScriptCall::new(&SCRIPTS.store);
+        call.key(k.pending()).key(k.scheduled()).key(k.idle_workers()).key(k.events());
+        call.arg(k.task_prefix()).arg(k.workflow_prefix()).arg(unix_nanos(now).to_string()).arg(k.ready_channel());
+        call.arg(events.arg(queue));
+        for task in tasks {
+            let msg = &task.request.message;
+            checked_message_len(msg)?;
+            call.arg(msg.id.as_str()).arg(encode(msg));
+            if task.parents.is_empty() {
+                match task.request.placement {
+                    Placement::Scheduled { process_at } => call.arg("scheduled").arg(unix_secs(process_at)),
+                    _ => call.arg("pending").arg(""),
+                };
+                call.arg("").arg("");
+            } else {
+                let policy = match task.on_parent_failure {
+                    OnParentFailure::FailWorkflow => "fail",
+                    OnParentFailure::RunAnyway => "run",
+                };
+                call.arg("waiting").arg("").arg(policy).arg(encode(&msg.archived(PARENT_FAILED_ERROR, now)));
+            }
+            for list in [&task.parents, &task.children] {
+                call.arg(list.len());
+                for task in list {
+                    call.arg(task.queue.as_str()).arg(task.id.as_str());
+                }
+            }
+        }
+        Ok(call)
+    }
+
+    /// Takes back the tasks of `written` (queue and IDs) that a failed store left, as far as they
+    /// are still waiting, or pending or scheduled and not taken.
+    async fn discard(&self, written: &[(String, Vec<TaskId>)]) {
+        let mut conn = self.conn();
+        for (queue, ids) in written {
+            let k = self.queue_keys(queue);
+            let mut call = ScriptCall::new(&SCRIPTS.discard);
+            call.key(k.pending()).key(k.scheduled()).arg(k.task_prefix()).arg(k.workflow_prefix());
+            for id in ids {
+                call.arg(id.as_str());
+            }
+            if let Err(e) = call.run::<i64>(&mut conn, "take back a workflow's tasks").await {
+                tracing::error!(%queue, error = %e, "could not take back the tasks of a workflow that failed to store");
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Workflows for RedisBroker {
+    async fn store_workflow(&self, plan: &WorkflowPlan) -> Result<()> {
+        let now = self.now();
+        let events = self.event_caps_now().await?;
+        let mut by_queue: BTreeMap<&str, Vec<&PlannedTask>> = BTreeMap::new();
+        for task in &plan.tasks {
+            by_queue.entry(task.request.message.queue.as_str()).or_default().push(task);
+        }
+        // Per queue, waiting tasks before roots; calls holding only waiting tasks run first.
+        let mut calls: Vec<(bool, &str, Vec<&PlannedTask>)> = Vec::new();
+        for (queue, mut tasks) in by_queue {
+            tasks.sort_by_key(|task| task.parents.is_empty());
+            for chunk in tasks.chunks(STORE_BATCH) {
+                let has_root = chunk.iter().any(|task| task.parents.is_empty());
+                calls.push((has_root, queue, chunk.to_vec()));
+            }
+        }
+        calls.sort_by_key(|(has_root, _, _)| *has_root);
+        let mut conn = self.conn();
+        if calls.len() > 1 {
+            // Taken IDs are found before anything is written; the store calls check again.
+            let keys: Vec<String> = plan
+                .tasks
+                .iter()
+                .map(|task| self.queue_keys(&task.request.message.queue).task(task.request.message.id.as_str()))
+                .collect();
+            let taken =
+                changed_keys(conn.clone(), &keys, false).await.map_err(|e| broker_error("store a workflow", e))?;
+            if let Some(&position) = taken.first() {
+                let msg = &plan.tasks[position].request.message;
+                return Err(Error::TaskIdConflict { queue: msg.queue.clone(), id: msg.id.clone() });
+            }
+        }
+        let mut written: Vec<(String, Vec<TaskId>)> = Vec::new();
+        for (_, queue, tasks) in &calls {
+            let call = self.store_call(queue, tasks, now, &events)?;
+            let failure = match call.run::<i64>(&mut conn, "store a workflow").await {
+                Ok(0) => None,
+                Ok(n) => {
+                    let msg = usize::try_from(n - 1).ok().and_then(|n| tasks.get(n)).map(|task| &task.request.message);
+                    Some(match msg {
+                        Some(msg) => Error::TaskIdConflict { queue: msg.queue.clone(), id: msg.id.clone() },
+                        None => unexpected("store a workflow", format!("workflow_store.lua replied {n}")),
+                    })
+                }
+                Err(e) => Some(e),
+            };
+            if let Some(e) = failure {
+                self.discard(&written).await;
+                return Err(e);
+            }
+            written.push((queue.to_string(), tasks.iter().map(|task| task.request.message.id.clone()).collect()));
+        }
+        for (queue, _) in &written {
+            self.pubsub().made_pending(queue);
+        }
+        let queues: Vec<&str> = written.iter().map(|(queue, _)| queue.as_str()).collect();
+        let _: i64 =
+            conn.sadd(self.namespace().all_queues(), queues).await.map_err(|e| broker_error("store a workflow", e))?;
+        Ok(())
+    }
+
+    async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {
+        let mut conn = self.conn();
+        let parents_key = self.queue_keys(&task.queue).workflow_parents(task.id.as_str());
+        let pairs: Vec<String> =
+            conn.lrange(&parents_key, 0, -1).await.map_err(|e| broker_error("read a workflow task's parents", e))?;
+        let mut parents = Vec::with_capacity(pairs.len() / 2);
+        for pair in pairs.chunks_exact(2) {
+            let (Ok(queue), Ok(id)) = (QueueName::new(pair[0].as_str()), TaskId::new(pair[1].as_str())) else {
+                return Err(unexpected("read a workflow task's parents", format!("a bad parent {pair:?}")));
+            };
+            parents.push(TaskRef { queue, id });
+        }
+        if parents.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One pipeline per queue: a Cluster takes no pipeline across slots.
+        let mut by_queue: BTreeMap<&QueueName, Vec<usize>> = BTreeMap::new();
+        for (index, parent) in parents.iter().enumerate() {
+            by_queue.entry(&parent.queue).or_default().push(index);
+        }
+        let reads = try_join_all(by_queue.into_iter().map(|(queue, indexes)| {
+            let k = self.queue_keys(queue);
+            let mut pipe = redis::pipe();
+            for &index in &indexes {
+                pipe.hgetall(k.workflow_outcome(parents[index].id.as_str()));
+            }
+            let mut conn = conn.clone();
+            async move {
+                let outcomes: Vec<HashMap<String, Vec<u8>>> = pipe.query_async(&mut conn).await?;
+                Ok::<_, redis::RedisError>(indexes.into_iter().zip(outcomes))
+            }
+        }))
+        .await
+        .map_err(|e| broker_error("read workflow outcomes", e))?;
+        let mut outcomes: Vec<HashMap<String, Vec<u8>>> = vec![HashMap::new(); parents.len()];
+        for (index, fields) in reads.into_iter().flatten() {
+            outcomes[index] = fields;
+        }
+        Ok(parents
+            .into_iter()
+            .zip(outcomes)
+            .map(|(task, mut fields)| {
+                let outcome = match fields.get("ok").map(Vec::as_slice) {
+                    Some(b"1") => ParentOutcome::Succeeded { result: fields.remove("result").map(Bytes::from) },
+                    Some(b"0") => ParentOutcome::Failed {
+                        error: String::from_utf8_lossy(&fields.remove("error").unwrap_or_default()).into_owned(),
+                    },
+                    _ => ParentOutcome::Unknown,
+                };
+                ParentResult { task, outcome }
+            })
+            .collect())
+    }
+
+    async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
+        if queues.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<String> = queues.iter().map(|queue| self.queue_keys(queue).workflow_outbox()).collect();
+        let busy =
+            changed_keys(self.conn(), &keys, false).await.map_err(|e| broker_error("look at workflow outboxes", e))?;
+        let mut told = 0;
+        for index in busy {
+            told += self.relay_queue(&queues[index]).await?;
+        }
+        Ok(told)
+    }
+}
