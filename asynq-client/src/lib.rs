@@ -22,6 +22,7 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+mod flow;
 mod gather;
 mod inspector;
 mod tracker;
@@ -38,6 +39,7 @@ pub use asynq_core::{
     Error, FailureKind, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
     TaskState,
 };
+pub use flow::{EnqueuedWorkflow, FlowProducer};
 pub use inspector::{Inspector, ServerReport};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 

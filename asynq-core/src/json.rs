@@ -57,6 +57,22 @@ impl TaskInfo {
     }
 }
 
+impl crate::workflow::ParentResult {
+    /// The result the parent's handler wrote, decoded from JSON into `T`; `None` when it wrote
+    /// none, failed, or its outcome is not known. A [`PayloadError`] names the parent's task ID
+    /// where it would name a task type.
+    ///
+    /// Errors: a [`PayloadError`] naming the parent, `T` and what serde reported.
+    pub fn json_result<T: DeserializeOwned>(&self) -> Result<Option<T>, PayloadError> {
+        match &self.outcome {
+            crate::workflow::ParentOutcome::Succeeded { result: Some(bytes) } => {
+                decode(&format!("parent task {}", self.task.id), bytes).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
 fn decode<T: DeserializeOwned>(task_type: &str, bytes: &[u8]) -> Result<T, PayloadError> {
     serde_json::from_slice(bytes).map_err(|source| PayloadError {
         task_type: task_type.to_owned(),

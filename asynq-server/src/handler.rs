@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::Dequeue;
+use asynq_core::workflow::{ParentResult, TaskRef, WORKFLOW_HEADER, Workflows};
 use asynq_core::{Clock, Progress, QueueName, StoredTask, SystemClock, Task, TaskId};
 use bytes::Bytes;
 use std::error::Error as StdError;
@@ -227,6 +228,22 @@ pub struct TaskContext {
     cancel: CancellationToken,
     result_writer: ResultWriter,
     progress: ProgressReporter,
+    workflow: WorkflowAccess,
+}
+
+/// What a [`TaskContext`] knows of the task's workflow.
+#[derive(Clone)]
+struct WorkflowAccess {
+    /// The workflow the task belongs to, from its [`WORKFLOW_HEADER`].
+    id: Option<String>,
+    /// Where its parents' outcomes are read.
+    broker: Option<Arc<dyn Workflows>>,
+}
+
+impl fmt::Debug for WorkflowAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkflowAccess").field("id", &self.id).finish_non_exhaustive()
+    }
 }
 
 impl TaskContext {
@@ -262,7 +279,60 @@ impl TaskContext {
             cancel,
             result_writer,
             progress,
+            workflow: WorkflowAccess { id: message.headers.get(WORKFLOW_HEADER).cloned(), broker: None },
         }
+    }
+
+    /// This context, reading the parents' results of a workflow task from `workflows` (the
+    /// server sets it when its broker keeps workflows; set it yourself to call a handler directly
+    /// in a test).
+    pub fn with_workflows(mut self, workflows: Arc<dyn Workflows>) -> Self {
+        self.workflow.broker = Some(workflows);
+        self
+    }
+
+    /// The ID of the workflow this task belongs to, if it is a workflow task.
+    pub fn workflow_id(&self) -> Option<&str> {
+        self.workflow.id.as_deref()
+    }
+
+    /// The tasks this workflow task waited for and how each settled, in the order its workflow
+    /// gave them (a chord's callback sees its members in member order); empty for a task that
+    /// waited for nothing or is no workflow task.
+    ///
+    /// ```
+    /// use asynq_core::workflow::ParentOutcome;
+    /// use asynq_server::{HandlerError, TaskContext, handler_fn};
+    ///
+    /// /// A chord's callback: the sum of what its members wrote.
+    /// async fn sum(ctx: &TaskContext) -> Result<u64, HandlerError> {
+    ///     let mut total = 0;
+    ///     for parent in ctx.parent_results().await.map_err(HandlerError::new)? {
+    ///         if let ParentOutcome::Succeeded { result: Some(bytes) } = parent.outcome {
+    ///             total += std::str::from_utf8(&bytes).ok().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+    ///         }
+    ///     }
+    ///     Ok(total)
+    /// }
+    ///
+    /// let callback = handler_fn(|ctx: TaskContext, _task| async move {
+    ///     let total = sum(&ctx).await?;
+    ///     ctx.result_writer().write(total.to_string()).await.map_err(HandlerError::new)?;
+    ///     Ok(())
+    /// });
+    /// # let _ = callback;
+    /// ```
+    ///
+    /// Errors: [`asynq_core::Error::Unsupported`] for a workflow task on a broker without
+    /// workflows; [`asynq_core::Error::Broker`] when the broker fails (the attempt may retry).
+    pub async fn parent_results(&self) -> asynq_core::Result<Vec<ParentResult>> {
+        if self.workflow.id.is_none() {
+            return Ok(Vec::new());
+        }
+        let Some(broker) = &self.workflow.broker else {
+            return Err(asynq_core::Error::Unsupported { capability: "workflows" });
+        };
+        broker.parent_results(&TaskRef { queue: self.queue.clone(), id: self.id.clone() }).await
     }
 
     /// The task ID.

@@ -36,6 +36,7 @@ use asynq_core::broker::{Dequeue, Dequeued, Outcome};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use asynq_core::slots::SlotKey;
+use asynq_core::workflow::Workflows;
 use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task};
 use futures::FutureExt;
 use rand::Rng;
@@ -111,6 +112,8 @@ pub(crate) struct ProcessorConfig {
     pub prefetch: usize,
     /// Told when each task starts and finishes.
     pub(crate) observers: Observers,
+    /// Gives workflow tasks' handlers their parents' results, when the broker keeps workflows.
+    pub(crate) workflows: Option<Arc<dyn Workflows>>,
 }
 
 impl fmt::Debug for ProcessorConfig {
@@ -553,13 +556,16 @@ impl Shared {
             phase: Phase::Running,
         };
         self.active.insert(active);
-        let ctx = TaskContext::with_clock(
+        let mut ctx = TaskContext::with_clock(
             &message,
             deadline,
             Arc::clone(&self.broker),
             cancel.clone(),
             Arc::clone(&self.clock),
         );
+        if let Some(workflows) = &self.config.workflows {
+            ctx = ctx.with_workflows(Arc::clone(workflows));
+        }
         let progress = ctx.progress().clone();
         let task = Task::from_message(&message);
         let time_left = deadline.duration_since(self.clock.now()).unwrap_or_default();

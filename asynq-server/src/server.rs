@@ -17,6 +17,7 @@ use crate::workers::ActiveTasks;
 use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::RateLimiter;
+use asynq_core::workflow::Workflows;
 use asynq_core::{Error, QueueName, Result, ServerInfo, ServerStatus};
 use asynq_runtime::{Role, hostname};
 use std::fmt;
@@ -81,6 +82,8 @@ struct WorkerCapabilities {
     rate_limiter: Option<Arc<dyn RateLimiter>>,
     /// Takes shared concurrency slots, when the configuration sets shared limits.
     slots: Option<Arc<dyn asynq_core::slots::ConcurrencySlots>>,
+    /// Hands workflow tasks their parents' results and relays settled tasks' outcomes.
+    workflows: Option<Arc<dyn Workflows>>,
 }
 
 impl Server {
@@ -107,6 +110,7 @@ impl Server {
             aggregate: broker.clone().as_aggregate(),
             rate_limiter: broker.clone().as_rate_limiter(),
             slots: broker.clone().as_concurrency_slots(),
+            workflows: broker.clone().as_workflows(),
         };
         if config.group_aggregator.is_some() && capabilities.aggregate.is_none() {
             return Err(Error::Unsupported { capability: "aggregating groups (Config::group_aggregator)" });
@@ -191,6 +195,7 @@ impl Server {
                 shared_limits: shared_limits.clone(),
                 prefetch: c.prefetch.unwrap_or_else(|| c.default_prefetch()),
                 observers: observers.clone(),
+                workflows: self.capabilities.workflows.clone(),
             },
         );
         let subscriber = self
@@ -216,10 +221,13 @@ impl Server {
         if let Some(aggregate) = &self.capabilities.aggregate {
             recoverer = recoverer.reclaiming_aggregation_sets(aggregate.clone());
         }
-        let forwarder = Forwarder::new(
+        let mut forwarder = Forwarder::new(
             b.clone(),
             ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval },
         );
+        if let Some(workflows) = &self.capabilities.workflows {
+            forwarder = forwarder.relaying(workflows.clone());
+        }
         let janitor = Janitor::new(
             b.clone(),
             JanitorConfig { queues: queues.clone(), interval: c.janitor_interval, batch_size: c.janitor_batch_size },

@@ -2,12 +2,14 @@
 #![doc(test(attr(deny(warnings))))]
 
 // The producer's side, always present: a producer needs a broker and these.
-pub use asynq_client::{Client, Inspector, TaskEvent, Tracker};
+pub use asynq_client::{Client, EnqueuedWorkflow, FlowProducer, Inspector, TaskEvent, Tracker};
 #[cfg(feature = "json")]
 pub use asynq_core::PayloadError;
+/// Workflows: chains, groups, chords and DAGs of tasks, stored with a [`FlowProducer`].
+pub use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentOutcome, ParentResult, Step};
 pub use asynq_core::{
     BrokerError, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
-    TaskState,
+    TaskState, WorkflowId,
 };
 
 // The worker's side.

@@ -1,0 +1,115 @@
+//! [`FlowProducer`]: stores whole workflows (chains, groups, chords, DAGs; see [`Flow`]).
+
+use crate::DEFAULT_MAX_PAYLOAD;
+use asynq_core::workflow::{DEFAULT_MAX_WORKFLOW_TASKS, Flow, TaskRef, Workflows};
+use asynq_core::{Clock, Error, Result, SystemClock, WorkflowId};
+use std::fmt;
+use std::sync::Arc;
+
+/// Stores workflows: every task of one, checked as a whole before anything is written, each
+/// released to run once the tasks it waits for have settled.
+///
+/// Its broker needs the [`Workflows`] capability (the memory and Redis brokers have it). Task
+/// IDs not given are generated (UUID v4), as is the workflow's ID.
+///
+/// ```
+/// use asynq_client::{FlowProducer, Task, TaskOptions};
+/// use asynq_core::workflow::Flow;
+/// use asynq_memory::MemoryBroker;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), asynq_client::Error> {
+/// let resize = |name: &str| Flow::task(Task::new("image:resize", name.to_owned()), TaskOptions::new());
+/// let archive = Flow::task(Task::new("image:archive", ""), TaskOptions::new());
+/// let flow = Flow::chord([resize("a.png"), resize("b.png")], archive);
+/// let stored = FlowProducer::new(MemoryBroker::new()).enqueue(&flow).await?;
+/// assert_eq!(stored.tasks.len(), 3); // the two resizes run at once, the archive after both
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct FlowProducer {
+    broker: Arc<dyn Workflows>,
+    clock: Arc<dyn Clock>,
+    max_tasks: usize,
+    max_payload: usize,
+}
+
+/// A workflow as [`FlowProducer::enqueue`] stored it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnqueuedWorkflow {
+    /// Its ID, in every task's [`WORKFLOW_HEADER`](asynq_core::workflow::WORKFLOW_HEADER).
+    pub id: WorkflowId,
+    /// Its tasks, each after the tasks it waits for.
+    pub tasks: Vec<TaskRef>,
+}
+
+impl FlowProducer {
+    /// A producer of workflows stored in `broker`, reading time from the system clock.
+    pub fn new(broker: impl Workflows + 'static) -> Self {
+        Self::from_shared(Arc::new(broker))
+    }
+
+    /// A producer over a broker shared with other components.
+    pub fn from_shared(broker: Arc<dyn Workflows>) -> Self {
+        Self {
+            broker,
+            clock: Arc::new(SystemClock),
+            max_tasks: DEFAULT_MAX_WORKFLOW_TASKS,
+            max_payload: DEFAULT_MAX_PAYLOAD,
+        }
+    }
+
+    /// Reads "now" from `clock` instead of the system clock (for tests).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Refuses workflows of more than `tasks` tasks (by default
+    /// [`DEFAULT_MAX_WORKFLOW_TASKS`]).
+    pub fn with_max_tasks(mut self, tasks: usize) -> Self {
+        self.max_tasks = tasks;
+        self
+    }
+
+    /// Refuses a workflow with a task whose payload is longer than `bytes` (by default
+    /// [`DEFAULT_MAX_PAYLOAD`], as [`Client::with_max_payload`](crate::Client::with_max_payload)).
+    pub fn with_max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    /// Checks `flow` as a whole and stores every task of it: those that wait for nothing
+    /// pending (or scheduled), the others waiting until the tasks they wait for have settled.
+    ///
+    /// Errors, with nothing written: [`Error::InvalidArgument`] naming what is wrong (an empty
+    /// chain, group or DAG, a task ID used twice, a dependency outside its DAG, a cycle, more
+    /// tasks than the limit, an option a workflow task cannot have), [`Error::TooLarge`] for a
+    /// payload over the limit, [`Error::TaskIdConflict`] when a task's ID is taken in its
+    /// queue. [`Error::Broker`] when the broker fails: see
+    /// [`Workflows::store_workflow`] for what it may leave.
+    pub async fn enqueue(&self, flow: &Flow) -> Result<EnqueuedWorkflow> {
+        let plan = flow.plan(self.max_tasks, self.clock.now(), || uuid::Uuid::new_v4().to_string())?;
+        for task in &plan.tasks {
+            let size = task.request.message.payload.len();
+            if size > self.max_payload {
+                let limit_by = "FlowProducer::with_max_payload";
+                return Err(Error::TooLarge { what: "payload", size, limit: self.max_payload, limit_by });
+            }
+        }
+        self.broker.store_workflow(&plan).await?;
+        let tasks = plan.tasks.iter().map(|task| TaskRef::of(&task.request.message)).collect();
+        Ok(EnqueuedWorkflow { id: plan.id, tasks })
+    }
+}
+
+impl fmt::Debug for FlowProducer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowProducer")
+            .field("clock", &self.clock)
+            .field("max_tasks", &self.max_tasks)
+            .field("max_payload", &self.max_payload)
+            .finish_non_exhaustive()
+    }
+}

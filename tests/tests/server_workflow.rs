@@ -1,0 +1,145 @@
+//! Workflows run by servers, end to end: a chord's members run side by side, its callback runs
+//! once all have succeeded and reads their results in member order, and what follows reads the
+//! callback's; a member that fails for good cancels what waits for it, which never runs. On the
+//! memory broker (paused time) and on a real redis-server, with the callback in another queue
+//! than its members, so its release goes through the relay.
+
+use asynq_client::{FlowProducer, Task, TaskOptions, TaskState};
+use asynq_core::broker::{Inspect, WorkerBroker};
+use asynq_core::workflow::{Flow, PARENT_FAILED_ERROR, ParentOutcome, Workflows};
+use asynq_core::{Clock, QueueName, SystemClock, TaskId};
+use asynq_redis::RedisBroker;
+use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
+use asynq_tests::{Harness, RedisServer};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the handlers did, in order: `(task ID, what its parents wrote)`.
+type Log = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
+/// `resize` writes `<payload>:small`, failing for good on a payload of `broken`; `archive` and
+/// `notify` write what their parents wrote, joined by `+`. Each logs its ID and its parents'
+/// results.
+fn image_pipeline(log: Log) -> impl asynq_server::Handler {
+    handler_fn(move |ctx: TaskContext, task: Task| {
+        let log = log.clone();
+        async move {
+            let parents: Vec<String> = ctx
+                .parent_results()
+                .await
+                .map_err(HandlerError::new)?
+                .into_iter()
+                .map(|parent| match parent.outcome {
+                    ParentOutcome::Succeeded { result } => {
+                        String::from_utf8_lossy(&result.unwrap_or_default()).into_owned()
+                    }
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            log.lock().unwrap().push((ctx.task_id().to_owned(), parents.clone()));
+            let result = match task.type_name() {
+                "resize" if task.payload().as_ref() == b"broken" => {
+                    return Err(HandlerError::skip_retry("cannot decode the image"));
+                }
+                "resize" => format!("{}:small", String::from_utf8_lossy(task.payload())),
+                _ => parents.join("+"),
+            };
+            ctx.result_writer().write(result).await.map_err(HandlerError::new)?;
+            Ok(())
+        }
+    })
+}
+
+/// resize a, b and c (in "images"), then archive (in "archives") with their results, then
+/// notify (in "archives") with archive's.
+fn pipeline(images: [&str; 3]) -> Flow {
+    let resize = |name: &str| {
+        Flow::task(
+            Task::new("resize", name.to_owned()),
+            TaskOptions::new().queue("images").task_id(format!("resize-{name}")),
+        )
+    };
+    let archive = Flow::task(Task::new("archive", ""), TaskOptions::new().queue("archives").task_id("archive"));
+    let notify = Flow::task(Task::new("notify", ""), TaskOptions::new().queue("archives").task_id("notify"));
+    Flow::chord(images.map(resize), archive).then(notify)
+}
+
+fn config(clock: Arc<dyn Clock>) -> Config {
+    Config {
+        concurrency: 3,
+        queues: [("images".to_owned(), 1), ("archives".to_owned(), 1)].into(),
+        clock,
+        task_check_interval: Duration::from_millis(20),
+        ..Config::default()
+    }
+}
+
+/// The log's entry for `id`, once its handler ran.
+fn entry(log: &Log, id: &str) -> Option<Vec<String>> {
+    log.lock().unwrap().iter().find(|(ran, _)| ran == id).map(|(_, parents)| parents.clone())
+}
+
+/// Runs the pipeline of `images` on `broker` until notify ran or, with a broken image, until
+/// it is archived (within 30 s of tokio time); returns the log.
+async fn run<B: WorkerBroker + Inspect + Workflows + Clone>(
+    broker: B,
+    clock: Arc<dyn Clock>,
+    images: [&str; 3],
+) -> Log {
+    let producer = FlowProducer::new(broker.clone()).with_clock(clock.clone());
+    let log = Log::default();
+    let mut server = Server::new(broker.clone(), config(clock)).unwrap();
+    server.start(image_pipeline(log.clone())).unwrap();
+    producer.enqueue(&pipeline(images)).await.unwrap();
+    let broken = images.contains(&"broken");
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let finished = if broken {
+            let notify = broker.task_info(&QueueName::from_static("archives"), &TaskId::from_static("notify")).await;
+            notify.is_ok_and(|info| info.state == TaskState::Archived)
+        } else {
+            entry(&log, "notify").is_some()
+        };
+        if finished {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < give_up, "the workflow did not end: {log:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.shutdown().await;
+    log
+}
+
+fn check_success(log: &Log) {
+    let members = entry(log, "archive").expect("archive ran");
+    assert_eq!(members, ["a:small", "b:small", "c:small"], "the callback sees its members' results in member order");
+    assert_eq!(entry(log, "notify").expect("notify ran"), ["a:small+b:small+c:small"]);
+    let ids: Vec<String> = log.lock().unwrap().iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(ids.len(), 5, "each task ran once: {ids:?}");
+    assert_eq!(&ids[3..], ["archive", "notify"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_chord_then_a_task_run_in_order_with_results_passed_on_the_memory_broker() {
+    let h = Harness::new();
+    let log = run(h.broker.clone(), h.clock.clone(), ["a", "b", "c"]).await;
+    check_success(&log);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_member_cancels_the_callback_and_what_follows_on_the_memory_broker() {
+    let h = Harness::new();
+    let log = run(h.broker.clone(), h.clock.clone(), ["a", "broken", "c"]).await;
+    assert!(entry(&log, "archive").is_none() && entry(&log, "notify").is_none(), "{log:?}");
+    let archive =
+        h.broker.task_info(&QueueName::from_static("archives"), &TaskId::from_static("archive")).await.unwrap();
+    assert_eq!(archive.last_error.as_deref(), Some(PARENT_FAILED_ERROR));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chord_then_a_task_run_in_order_with_results_passed_on_redis_across_queues() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let log = run(broker, Arc::new(SystemClock), ["a", "b", "c"]).await;
+    check_success(&log);
+}
