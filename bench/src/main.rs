@@ -92,6 +92,21 @@ enum Scenario {
         #[arg(long, default_value_t = 600)]
         timeout_secs: u64,
     },
+    /// Store a fan-out of `--members` tasks and one fan-in task, and run them with a server,
+    /// until the fan-in task ran: as a workflow (a chord), or with `--plain` as plain batch
+    /// enqueues, for comparison.
+    FanIn {
+        #[arg(long, default_value_t = 10_000)]
+        members: u64,
+        #[arg(long, default_value_t = 100)]
+        concurrency: usize,
+        /// The same tasks, enqueued plainly, with nothing waiting for anything.
+        #[arg(long)]
+        plain: bool,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
     /// Measure enqueue-to-handler-start latency on an idle server, one task at a time.
     PickupLatency {
         /// Stop after this many samples...
@@ -152,6 +167,9 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         }
         Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
             scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
+        }
+        Scenario::FanIn { members, concurrency, plain, timeout_secs } => {
+            scenarios::fan_in(url, members, concurrency, !plain, Duration::from_secs(timeout_secs)).await
         }
         Scenario::PickupLatency { samples, max_secs, gap_ms, concurrency, empty_queues } => {
             let (gap, max) = (Duration::from_millis(gap_ms), Duration::from_secs(max_secs));

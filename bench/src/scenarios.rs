@@ -331,3 +331,68 @@ async fn wait_until_processed(redis_url: &str, target: u64, timeout: Duration) -
         tokio::time::sleep(POLL_INTERVAL).await;
     }
 }
+
+/// A fan-out of `members` tasks and one fan-in task, stored and run by one process with a
+/// server of `concurrency`: with `workflow`, a chord stored by a `FlowProducer`, each member
+/// writing a result and the callback reading every member's (and checking their number);
+/// without, the same tasks as plain batch enqueues (500 per call), the callback reading
+/// nothing, to set the workflow's cost per member against. Ends when the callback ran.
+pub async fn fan_in(
+    redis_url: &str,
+    members: u64,
+    concurrency: usize,
+    workflow: bool,
+    timeout: Duration,
+) -> anyhow::Result<Measurement> {
+    use asynq_core::workflow::{Flow, ParentOutcome};
+    let broker = connect(redis_url).await?;
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Result<(), String>>();
+    let handler = handler_fn(move |ctx: TaskContext, task: asynq_core::Task| {
+        let done_tx = done_tx.clone();
+        async move {
+            if task.type_name() == "bench:member" {
+                ctx.result_writer().write("1").await?;
+                return Ok(());
+            }
+            let parents = ctx.parent_results().await.map_err(HandlerError::new)?;
+            let succeeded = parents.iter().filter(|p| matches!(p.outcome, ParentOutcome::Succeeded { .. })).count();
+            let outcome = match (workflow, succeeded as u64) {
+                (true, n) if n != members => Err(format!("the callback saw {n} succeeded members of {members}")),
+                _ => Ok(()),
+            };
+            let _ = done_tx.send(outcome);
+            Ok(())
+        }
+    });
+    let mut server = Server::new(broker.clone(), server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], 0)))?;
+    let member = asynq_core::Task::new("bench:member", workload::task().payload().clone());
+    let callback = asynq_core::Task::new("bench:callback", "");
+    let timer = Timer::start();
+    server.start(handler)?;
+    let result = async {
+        if workflow {
+            let members = (0..members).map(|_| Flow::task(member.clone(), TaskOptions::new()));
+            let flow = Flow::chord(members, Flow::task(callback, TaskOptions::new()));
+            asynq_client::FlowProducer::new(broker).enqueue(&flow).await.context("storing the workflow failed")?;
+        } else {
+            let client = Client::new(broker);
+            let mut tasks: Vec<(asynq_core::Task, TaskOptions)> =
+                (0..members).map(|_| (member.clone(), TaskOptions::new())).collect();
+            tasks.push((callback, TaskOptions::new()));
+            for batch in tasks.chunks(500) {
+                for result in client.enqueue_batch(batch).await {
+                    result.context("enqueue failed")?;
+                }
+            }
+        }
+        match tokio::time::timeout(timeout, done_rx.recv()).await {
+            Ok(Some(outcome)) => outcome.map_err(anyhow::Error::msg),
+            _ => bail!("the fan-in task did not run within {timeout:?}"),
+        }
+    }
+    .await;
+    let measurement =
+        timer.finish(if workflow { "workflow-fan-in" } else { "plain-fan-in" }, members + 1, Some(concurrency), true);
+    server.shutdown().await;
+    result.map(|()| measurement)
+}

@@ -56,6 +56,10 @@ pub(crate) struct Row {
     pub(crate) redis_cmds_per_s: Option<f64>,
     pub(crate) client_cpu_s: Option<f64>,
     pub(crate) peak_rss_mb: Option<f64>,
+    /// The longest command Redis ran, in milliseconds; 0 when none took
+    /// [`SLOW_COMMAND_US`](super::stats::SLOW_COMMAND_US) or more. The longest of the runs,
+    /// not their median.
+    pub(crate) longest_command_ms: Option<f64>,
     /// Redis main-thread CPU per task, in microseconds; in the Markdown report only.
     #[serde(skip)]
     pub(crate) redis_main_thread_cpu_us_per_task: Option<f64>,
@@ -89,6 +93,7 @@ impl Row {
             redis_cmds_per_s: redis.and_then(|usage| per_second(usage.total_calls() as f64)),
             client_cpu_s: run.client_cpu_s,
             peak_rss_mb: run.peak_rss_mb,
+            longest_command_ms: redis.map(|usage| usage.longest_command_us.unwrap_or(0) as f64 / 1e3),
             redis_main_thread_cpu_us_per_task: redis
                 .and_then(|usage| usage.main_thread_cpu_s)
                 .and_then(|cpu_s| per_task(cpu_s * 1e6)),
@@ -135,6 +140,7 @@ fn median_row(group: &[Row]) -> Row {
         redis_cmds_per_s: of(|row| row.redis_cmds_per_s),
         client_cpu_s: of(|row| row.client_cpu_s),
         peak_rss_mb: of(|row| row.peak_rss_mb),
+        longest_command_ms: group.iter().filter_map(|row| row.longest_command_ms).reduce(f64::max),
         redis_main_thread_cpu_us_per_task: of(|row| row.redis_main_thread_cpu_us_per_task),
         redis_data_cmd_us_per_task: of(|row| row.redis_data_cmd_us_per_task),
         cmds_by_command: commands
@@ -306,8 +312,8 @@ impl Report {
     fn table(&self) -> String {
         let mut table = String::from(
             "| scenario | runs | concurrency | tasks | tasks/s | pickup p50 ms | pickup p99 ms | Redis CPU µs/task \
-             | Redis cmds/task | Redis cmds/s | client CPU s | peak RSS MB |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+             | Redis cmds/task | Redis cmds/s | client CPU s | peak RSS MB | longest Redis cmd ms |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         );
         for row in &self.rows {
             let cells = [
@@ -323,6 +329,10 @@ impl Report {
                 number(row.redis_cmds_per_s, 1),
                 number(row.client_cpu_s, 2),
                 number(row.peak_rss_mb, 1),
+                match row.longest_command_ms {
+                    Some(ms) if ms == 0.0 => format!("< {}", super::stats::SLOW_COMMAND_US as f64 / 1e3),
+                    ms => number(ms, 1),
+                },
             ];
             let _ = writeln!(table, "| {} |", cells.join(" | "));
         }
@@ -406,6 +416,7 @@ mod tests {
                 main_thread_cpu_s: Some(redis_cpu_s / 2.0),
                 calls: BTreeMap::from([("evalsha".to_owned(), 2_000), ("get".to_owned(), 500)]),
                 data_command_us: 1_500.0,
+                longest_command_us: Some(2_500),
             }),
             window_s: 2.0,
             ..Run::default()
@@ -462,6 +473,7 @@ mod tests {
             "redis_cmds_per_s",
             "client_cpu_s",
             "peak_rss_mb",
+            "longest_command_ms",
         ];
         expected.sort_unstable();
         let mut fields = fields;

@@ -1,5 +1,5 @@
 //! A minimal blocking RESP2 client over `std::net::TcpStream`: enough for the few commands the
-//! benchmark sends to its own Redis (`PING`, `INFO`, `CONFIG RESETSTAT`, `FLUSHALL`), so xtask
+//! benchmark sends to its own Redis (`PING`, `INFO`, `CONFIG`, `FLUSHALL`, `SLOWLOG`), so xtask
 //! needs no Redis client crate.
 
 use std::io::{BufRead, BufReader, Write as _};
@@ -12,14 +12,17 @@ use anyhow::{Context as _, bail};
 /// included).
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A reply that is not an array (the benchmark sends no command that returns one).
+/// A reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reply {
-    /// A simple or bulk string.
+    /// A simple or bulk string (bytes that are not UTF-8 replaced, as `SLOWLOG` may echo
+    /// binary arguments).
     Text(String),
     /// An integer.
     Integer(i64),
-    /// The null bulk string.
+    /// An array.
+    Array(Vec<Reply>),
+    /// The null bulk string or array.
     Nil,
 }
 
@@ -65,7 +68,7 @@ fn encode(args: &[&str]) -> Vec<u8> {
     out
 }
 
-/// Reads one reply that is not an array.
+/// Reads one reply.
 fn read_reply(reader: &mut impl BufRead) -> anyhow::Result<Reply> {
     let mut line = String::new();
     reader.read_line(&mut line)?;
@@ -77,7 +80,11 @@ fn read_reply(reader: &mut impl BufRead) -> anyhow::Result<Reply> {
         "+" => Ok(Reply::Text(rest.to_owned())),
         "-" => bail!("Redis replied with an error: {rest}"),
         ":" => Ok(Reply::Integer(rest.parse().with_context(|| format!("bad integer {rest:?}"))?)),
-        "$" if rest == "-1" => Ok(Reply::Nil),
+        "$" | "*" if rest == "-1" => Ok(Reply::Nil),
+        "*" => {
+            let len: usize = rest.parse().with_context(|| format!("bad array length {rest:?}"))?;
+            (0..len).map(|_| read_reply(reader)).collect::<anyhow::Result<_>>().map(Reply::Array)
+        }
         "$" => {
             let len: usize = rest.parse().with_context(|| format!("bad bulk length {rest:?}"))?;
             let mut data = vec![0; len + 2];
@@ -86,7 +93,7 @@ fn read_reply(reader: &mut impl BufRead) -> anyhow::Result<Reply> {
                 bail!("bulk string of {len} bytes not followed by CRLF");
             }
             data.truncate(len);
-            Ok(Reply::Text(String::from_utf8(data).context("bulk string is not UTF-8")?))
+            Ok(Reply::Text(String::from_utf8_lossy(&data).into_owned()))
         }
         _ => bail!("unsupported reply {body:?}"),
     }
@@ -116,6 +123,9 @@ mod tests {
         assert!(error.to_string().contains("ERR unknown command"), "{error}");
         assert!(decode(b"").is_err());
         assert!(decode(b"$5\r\nab\r\n").is_err());
-        assert!(decode(b"*1\r\n:1\r\n").is_err());
+        let nested = decode(b"*2\r\n:1\r\n*1\r\n$2\r\nok\r\n").unwrap();
+        assert_eq!(nested, Reply::Array(vec![Reply::Integer(1), Reply::Array(vec![Reply::Text("ok".into())])]));
+        assert_eq!(decode(b"*-1\r\n").unwrap(), Reply::Nil);
+        assert!(decode(b"*2\r\n:1\r\n").is_err());
     }
 }

@@ -72,6 +72,13 @@ pub(crate) const ENQUEUE_WITH_EVENTS: &str = "enqueue-batch-100-events";
 /// `drain-c100` of a queue that keeps an event log.
 pub(crate) const DRAIN_WITH_EVENTS: &str = "drain-c100-events";
 
+/// How many members the fan-in scenarios fan out to.
+pub(crate) const FAN_IN_MEMBERS: &str = "10000";
+/// A chord of [`FAN_IN_MEMBERS`] members and a callback reading their results, stored and run.
+pub(crate) const WORKFLOW_FAN_IN: &str = "workflow-fan-in-10000";
+/// The same tasks as [`WORKFLOW_FAN_IN`], enqueued plainly in batches, nothing waiting.
+pub(crate) const PLAIN_FAN_IN: &str = "plain-fan-in-10000";
+
 fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues: usize) -> Scenario {
     Scenario { name, throughput: true, plan: Plan::Drain { processes, concurrency, empty_queues, events: false } }
 }
@@ -111,6 +118,8 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
             throughput: true,
             plan: Plan::Drain { processes: 1, concurrency: 100, empty_queues: 0, events: true },
         },
+        process(WORKFLOW_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100"]),
+        process(PLAIN_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100", "--plain"]),
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
         pickup("pickup-latency-c10", 0),
         pickup(MANY_QUEUES_PICKUP, MANY_QUEUES - 1),

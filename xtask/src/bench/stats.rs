@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 
+use super::resp::Reply;
 use super::server::RedisServer;
 
 /// The `INFO` calls a snapshot makes. The first snapshot's second call and the second
@@ -46,7 +47,17 @@ pub(crate) struct Usage {
     /// scripts included; the script calls themselves (their Lua, argument and reply handling),
     /// request parsing, system calls and the snapshots' own commands are left out.
     pub(crate) data_command_us: f64,
+    /// The longest command Redis ran, in microseconds, from its `SLOWLOG`: `None` when none
+    /// took [`SLOW_COMMAND_US`] or more.
+    pub(crate) longest_command_us: Option<u64>,
 }
+
+/// Commands that take at least this long (in microseconds) go to Redis's `SLOWLOG` during a
+/// measurement, which names the longest.
+pub(crate) const SLOW_COMMAND_US: u64 = 1_000;
+
+/// How many slow commands the `SLOWLOG` keeps.
+const SLOWLOG_LEN: &str = "1024";
 
 impl Usage {
     /// Every command executed.
@@ -68,6 +79,7 @@ impl std::ops::Add for Usage {
             main_thread_cpu_s: self.main_thread_cpu_s.zip(other.main_thread_cpu_s).map(|(a, b)| a + b),
             calls: self.calls,
             data_command_us: self.data_command_us + other.data_command_us,
+            longest_command_us: self.longest_command_us.max(other.longest_command_us),
         }
     }
 }
@@ -126,6 +138,7 @@ impl Snapshot {
             .map(|(command, usec)| usec.saturating_sub(earlier.usec.get(command).copied().unwrap_or(0)) as f64)
             .sum();
         Usage {
+            longest_command_us: None,
             data_command_us,
             cpu_s: (self.cpu_s - earlier.cpu_s).max(0.0),
             main_thread_cpu_s: self.main_thread_cpu_s.zip(earlier.main_thread_cpu_s).map(|(a, b)| (a - b).max(0.0)),
@@ -140,12 +153,31 @@ pub(crate) fn measure<T>(
     server: &mut RedisServer,
     work: impl FnOnce() -> anyhow::Result<T>,
 ) -> anyhow::Result<(T, Usage, f64)> {
+    server.command(&["CONFIG", "SET", "slowlog-log-slower-than", &SLOW_COMMAND_US.to_string()])?;
+    server.command(&["CONFIG", "SET", "slowlog-max-len", SLOWLOG_LEN])?;
+    server.command(&["SLOWLOG", "RESET"])?;
     let before = Snapshot::take(server)?;
     let started = Instant::now();
     let value = work()?;
     let window_s = started.elapsed().as_secs_f64();
-    let usage = Snapshot::take(server)?.since(&before);
+    let mut usage = Snapshot::take(server)?.since(&before);
+    usage.longest_command_us = longest_logged(&server.command(&["SLOWLOG", "GET", SLOWLOG_LEN])?);
     Ok((value, usage, window_s))
+}
+
+/// The longest duration (microseconds, each entry's third field) in a `SLOWLOG GET` reply.
+fn longest_logged(reply: &Reply) -> Option<u64> {
+    let Reply::Array(entries) = reply else { return None };
+    entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Reply::Array(fields) => match fields.get(2) {
+                Some(Reply::Integer(us)) => u64::try_from(*us).ok(),
+                _ => None,
+            },
+            _ => None,
+        })
+        .max()
 }
 
 /// The `field:value` lines of an `INFO` reply, without section headers.
@@ -203,12 +235,22 @@ mod tests {
     }
 
     #[test]
+    fn the_longest_slowlog_entry_is_found() {
+        let entry = |id: i64, us: i64| {
+            Reply::Array(vec![Reply::Integer(id), Reply::Integer(1), Reply::Integer(us), Reply::Array(vec![])])
+        };
+        assert_eq!(longest_logged(&Reply::Array(vec![entry(1, 1_200), entry(2, 9_000), entry(3, 3_000)])), Some(9_000));
+        assert_eq!(longest_logged(&Reply::Array(vec![])), None);
+    }
+
+    #[test]
     fn usages_add_up_command_by_command() {
         let usage = |cpu_s, main_thread_cpu_s, calls: &[(&str, u64)], data_command_us| Usage {
             cpu_s,
             main_thread_cpu_s,
             calls: calls.iter().map(|(command, count)| ((*command).to_owned(), *count)).collect(),
             data_command_us,
+            longest_command_us: None,
         };
         let enqueue = usage(1.5, Some(1.0), &[("evalsha", 10), ("hset", 10)], 20.0);
         let drain = usage(2.0, Some(1.5), &[("evalsha", 10), ("hget", 10)], 30.0);
