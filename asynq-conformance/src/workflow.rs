@@ -5,13 +5,14 @@
 //! through [`Workflows::relay`]; a taken task ID stores nothing.
 
 use super::BrokerFactory;
-use super::fixture::{Fixture, archive, assert_id_conflict, names, retry, secs};
+use super::fixture::{Fixture, archive, assert_id_conflict, millis, names, retry, secs};
+use asynq_core::broker::Wait;
 use asynq_core::broker::{Dequeue, Outcome, Recover};
 use asynq_core::workflow::{
     DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef,
-    WorkflowPlan, Workflows,
+    WORKFLOW_HEADER, WorkflowPlan, Workflows,
 };
-use asynq_core::{Broker, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState};
+use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState};
 use bytes::Bytes;
 
 fn task(queue: &str, id: &str) -> Flow {
@@ -64,12 +65,22 @@ where
     let t = Fixture::new(factory).await;
     let plan = t.store(&task("q", "a").then(task("q", "b")).then(task("q", "c"))).await.unwrap();
     assert_eq!(plan.id, "the-workflow");
+    let info = t.counts("q").await;
+    assert_eq!((info.pending, info.waiting, info.size), (1, 2, 1), "waiting tasks are counted apart from Go's");
+    assert_eq!(t.all_ids("q", TaskState::Waiting).await, ["b", "c"]);
+    let c = t.task("q", "c").await;
+    assert_eq!(
+        (c.state, c.headers.get(WORKFLOW_HEADER).map(String::as_str)),
+        (TaskState::Waiting, Some("the-workflow"))
+    );
+    let waited = t.broker.wait_for_outcome(&QueueName::from_static("q"), &c.id, millis(200)).await;
+    assert!(matches!(waited, Err(Error::WaitTimeout { .. })), "a waiting task is not finished: {waited:?}");
     let a = t.take("q", "a").await.message;
     assert!(t.dequeue(&["q"], 10).await.is_empty(), "only the root is pending");
     t.finish(&a, retry(t.now(), "flaky", true)).await;
     t.relay(&["q"]).await;
     let info = t.counts("q").await;
-    assert_eq!((info.pending, info.retry, info.size), (0, 1, 1), "b and c wait, in no listed state");
+    assert_eq!((info.pending, info.retry, info.waiting), (0, 1, 2), "b and c still wait");
     asynq_core::broker::Forward::forward_ready(&t.broker, &names(&["q"])).await.unwrap();
 
     t.succeed("q", "a", "A").await;
@@ -81,6 +92,8 @@ where
     assert_eq!(t.parents("q", "c").await, [("b".to_owned(), ParentOutcome::Succeeded { result: None })]);
     t.take("q", "c").await;
     assert_eq!(t.parents("q", "a").await, [], "a root waits for nothing");
+    assert_eq!(t.counts("q").await.waiting, 0);
+    assert!(t.all_ids("q", TaskState::Waiting).await.is_empty());
 }
 
 /// A chord: the callback is released only once every member settled, in whatever order they
@@ -111,7 +124,7 @@ where
     let sum = t.task("q", "sum").await;
     assert_eq!((sum.state, sum.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
     let info = t.counts("q").await;
-    assert_eq!((info.processed, info.failed, info.archived), (3, 1, 2), "the callback never ran");
+    assert_eq!((info.processed, info.failed, info.archived, info.waiting), (3, 1, 2, 0), "the callback never ran");
 }
 
 /// Under `RunAnyway` a task runs once every parent settled, failures included, and sees each

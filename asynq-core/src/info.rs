@@ -109,6 +109,9 @@ pub struct QueueInfo {
     pub completed: usize,
     /// Tasks waiting in groups.
     pub aggregating: usize,
+    /// Workflow tasks waiting for the tasks they depend on ([`TaskState::Waiting`](crate::TaskState::Waiting)):
+    /// ours, left out of [`QueueInfo::size`], which counts Go's states as Go does.
+    pub waiting: usize,
     /// Tasks processed today (UTC), successfully or not.
     pub processed: u64,
     /// Tasks that failed today (UTC).
@@ -146,6 +149,7 @@ impl QueueInfo {
             archived: 0,
             completed: 0,
             aggregating: 0,
+            waiting: 0,
             processed: 0,
             failed: 0,
             processed_total: 0,

@@ -31,10 +31,14 @@ pub enum TaskState {
     Completed = 6,
     /// Waiting in a group to be aggregated.
     Aggregating = 7,
+    /// A workflow task waiting for the tasks it depends on to settle (ours: Go asynq has no
+    /// such state, and no list of Go's holds such a task).
+    Waiting = 8,
 }
 
 impl TaskState {
-    /// Every state, in Go's numeric order.
+    /// Every state Go asynq has, in its numeric order: those every broker lists. A workflow's
+    /// waiting tasks ([`TaskState::Waiting`]) are listed apart.
     pub const ALL: [TaskState; 7] = [
         TaskState::Active,
         TaskState::Pending,
@@ -55,6 +59,7 @@ impl TaskState {
             TaskState::Archived => "archived",
             TaskState::Completed => "completed",
             TaskState::Aggregating => "aggregating",
+            TaskState::Waiting => "waiting",
         }
     }
 }
@@ -68,7 +73,8 @@ impl fmt::Display for TaskState {
 /// The error of parsing an unknown state name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown task state {0:?}; expected one of active, pending, scheduled, retry, archived, completed, aggregating"
+    "unknown task state {0:?}; expected one of active, pending, scheduled, retry, archived, completed, aggregating, \
+     waiting"
 )]
 pub struct UnknownState(pub String);
 
@@ -76,7 +82,11 @@ impl FromStr for TaskState {
     type Err = UnknownState;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        TaskState::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| UnknownState(s.to_owned()))
+        TaskState::ALL
+            .into_iter()
+            .chain([TaskState::Waiting])
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| UnknownState(s.to_owned()))
     }
 }
 

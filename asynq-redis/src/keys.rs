@@ -356,6 +356,12 @@ impl QueueKeys {
         format!("{}wf:outcome:{id}", self.prefix)
     }
 
+    /// `<ns>:{q}:wf:waiting` — a sorted set of the queue's waiting workflow tasks, scored by
+    /// the Unix second they were stored, for listings and counts. Ours only.
+    pub fn workflow_waiting(&self) -> String {
+        self.key("wf:waiting")
+    }
+
     /// `<ns>:{q}:wf:outbox` — a list of `<ok>:<id>` for each workflow task of the queue that
     /// settled for good and whose dependents the relay has yet to tell. Ours only.
     pub fn workflow_outbox(&self) -> String {

@@ -108,6 +108,7 @@ impl RedisBroker {
     fn workflow_queue_args(&self, queue: &str, k: &QueueKeys, now: SystemTime, events: &EventCaps) -> ScriptCall {
         let mut call = ScriptCall::new(&SCRIPTS.pass);
         call.key(k.pending()).key(k.archived()).key(k.idle_workers()).key(k.events()).key(k.workflow_outbox());
+        call.key(k.workflow_waiting());
         let now_secs = unix_secs(now);
         call.arg(queue).arg(k.task_prefix()).arg(k.workflow_prefix()).arg(now_secs).arg(unix_nanos(now).to_string());
         call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(WORKFLOW_RESULT_TTL.as_secs());
@@ -227,9 +228,9 @@ impl RedisBroker {
     ) -> Result<ScriptCall> {
         let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.store);
-        call.key(k.pending()).key(k.scheduled()).key(k.idle_workers()).key(k.events());
+        call.key(k.pending()).key(k.scheduled()).key(k.idle_workers()).key(k.events()).key(k.workflow_waiting());
         call.arg(k.task_prefix()).arg(k.workflow_prefix()).arg(unix_nanos(now).to_string()).arg(k.ready_channel());
-        call.arg(events.arg(queue));
+        call.arg(events.arg(queue)).arg(unix_secs(now));
         for task in tasks {
             let msg = &task.request.message;
             checked_message_len(msg)?;
@@ -264,7 +265,8 @@ impl RedisBroker {
         for (queue, ids) in written {
             let k = self.queue_keys(queue);
             let mut call = ScriptCall::new(&SCRIPTS.discard);
-            call.key(k.pending()).key(k.scheduled()).arg(k.task_prefix()).arg(k.workflow_prefix());
+            call.key(k.pending()).key(k.scheduled()).key(k.workflow_waiting());
+            call.arg(k.task_prefix()).arg(k.workflow_prefix());
             for id in ids {
                 call.arg(id.as_str());
             }

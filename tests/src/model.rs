@@ -1124,6 +1124,8 @@ impl Model {
                         rows.sort();
                         rows
                     }
+                    // The model stores no workflows (`ALL` holds Go's states only).
+                    TaskState::Waiting => Vec::new(),
                 };
                 let listed = if self.known.contains(name) { Ok(rows) } else { Err(ErrorKind::QueueNotFound) };
                 (state, listed)

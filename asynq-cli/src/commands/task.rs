@@ -70,6 +70,7 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
         TaskState::Aggregating => &["Group"],
         TaskState::Active => &["Progress"],
         TaskState::Pending => &[],
+        TaskState::Waiting => &["Workflow"],
     };
     let mut table = output::table(["ID", "Type", "Payload"].iter().chain(extra));
     for t in tasks {
@@ -91,6 +92,7 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
             TaskState::Aggregating => row.push(t.group.as_ref().map(ToString::to_string).unwrap_or_default()),
             TaskState::Active => row.push(t.progress.as_ref().map(ToString::to_string).unwrap_or_default()),
             TaskState::Pending => {}
+            TaskState::Waiting => row.push(crate::view::workflow_of(t)),
         }
         table.add_row(row);
     }

@@ -135,6 +135,7 @@ fn count(app: &App, state: TaskState) -> usize {
         TaskState::Retry => q.retry,
         TaskState::Archived => q.archived,
         TaskState::Completed => q.completed,
+        TaskState::Waiting => q.waiting,
     })
 }
 
@@ -182,6 +183,7 @@ fn extra_column(state: TaskState) -> (&'static str, u16) {
         TaskState::Aggregating => ("Group", 16),
         TaskState::Active => ("Progress", 24),
         TaskState::Pending => ("Retried", 8),
+        TaskState::Waiting => ("Workflow", 38),
     }
 }
 
@@ -193,6 +195,7 @@ fn extra_value(state: TaskState, t: &TaskInfo) -> String {
         TaskState::Aggregating => t.group.as_ref().map(ToString::to_string).unwrap_or_default(),
         TaskState::Active => t.progress.as_ref().map(ToString::to_string).unwrap_or_default(),
         TaskState::Pending => format!("{}/{}", t.retried, t.max_retry),
+        TaskState::Waiting => crate::view::workflow_of(t),
     }
 }
 

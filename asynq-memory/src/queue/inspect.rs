@@ -44,6 +44,7 @@ impl Queue {
         info.completed = self.completed.len();
         info.groups = self.groups.len();
         info.aggregating = self.groups.iter().filter_map(|group| self.group_sets.get(group)).map(ZSet::len).sum();
+        info.waiting = self.waiting_count();
         info.size = info.sum_of_states();
         info.processed = self.stats.processed_today(now);
         info.failed = self.stats.failed_today(now);
@@ -130,7 +131,7 @@ impl Queue {
     /// One task, as Go's `getTaskInfo`: the next process time is the due time of a scheduled
     /// or retry task and the current second for a pending one.
     pub(crate) fn task_info(&self, id: &str, now: SystemTime) -> Option<TaskInfo> {
-        let record = self.tasks.get(id)?;
+        let Some(record) = self.tasks.get(id) else { return self.waiting_task_info(id) };
         let next_process_at = match record.state {
             TaskState::Scheduled => self.scheduled.score(id).map(from_unix_secs),
             TaskState::Retry => self.retry.score(id).map(from_unix_secs),
@@ -156,6 +157,7 @@ impl Queue {
             TaskState::Aggregating => {
                 Box::new(self.groups.iter().filter_map(|group| self.group_sets.get(group)).flat_map(ZSet::members))
             }
+            TaskState::Waiting => return self.list_waiting(page),
         };
         let now_secs = unix_secs(now);
         ids.skip(page.size.saturating_mul(page.number))

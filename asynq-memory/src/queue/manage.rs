@@ -43,7 +43,8 @@ impl Queue {
                 Some(position) => self.pending.remove(position).is_some(),
                 None => false,
             },
-            TaskState::Active => false,
+            // A workflow's waiting tasks are not in `tasks`, so no operator action reaches one.
+            TaskState::Active | TaskState::Waiting => false,
             TaskState::Scheduled => self.scheduled.remove(id),
             TaskState::Retry => self.retry.remove(id),
             TaskState::Archived => self.archived.remove(id),
@@ -84,7 +85,7 @@ impl Queue {
             TaskSet::State(TaskState::Archived) => self.archived.take_lowest(usize::MAX),
             TaskSet::State(TaskState::Completed) => self.completed.take_lowest(usize::MAX),
             // Refused by `validate_bulk` before the queue is touched.
-            TaskSet::State(TaskState::Active | TaskState::Aggregating) => Vec::new(),
+            TaskSet::State(TaskState::Active | TaskState::Aggregating | TaskState::Waiting) => Vec::new(),
             TaskSet::Group(group) => {
                 self.groups.remove(group.as_str());
                 self.group_sets

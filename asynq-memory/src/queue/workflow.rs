@@ -2,16 +2,19 @@
 //! tasks, and the outcomes of its tasks that settled for good, kept for their dependents.
 
 use super::{Queue, TaskRecord};
+use asynq_core::broker::Page;
 use asynq_core::events::EventKind;
 use asynq_core::time::unix_secs;
 use asynq_core::workflow::{OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef, WORKFLOW_RESULT_TTL};
-use asynq_core::{EnqueueRequest, Result, TaskState};
+use asynq_core::{EnqueueRequest, Result, TaskInfo, TaskState};
 use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
 /// A task stored by a workflow that waits for its parents.
 #[derive(Debug)]
 pub(crate) struct WaitingTask {
+    /// The order it was stored in, for listings.
+    seq: u64,
     request: EnqueueRequest,
     /// Its parents that have not settled for good yet.
     unsettled: HashSet<TaskRef>,
@@ -41,6 +44,8 @@ pub(crate) struct WorkflowRecords {
     outcomes: HashMap<String, (ParentOutcome, SystemTime)>,
     /// The size of `outcomes` at which its forgotten ones are swept next.
     sweep_at: usize,
+    /// The number of the next waiting task stored.
+    next_seq: u64,
 }
 
 impl Queue {
@@ -69,7 +74,9 @@ impl Queue {
         }
         self.workflows.parents.insert(id.clone(), parents.to_vec());
         let unsettled = parents.iter().cloned().collect();
-        self.workflows.waiting.insert(id, WaitingTask { request, unsettled, on_parent_failure });
+        let seq = self.workflows.next_seq;
+        self.workflows.next_seq += 1;
+        self.workflows.waiting.insert(id, WaitingTask { seq, request, unsettled, on_parent_failure });
         Ok(())
     }
 
@@ -116,6 +123,29 @@ impl Queue {
         let waiting = self.workflows.waiting.remove(child).expect("found above");
         self.enqueue(waiting.request, now)?;
         Ok(Passed::Released)
+    }
+
+    /// How many tasks wait.
+    pub(crate) fn waiting_count(&self) -> usize {
+        self.workflows.waiting.len()
+    }
+
+    /// The waiting task `id`, if there is one.
+    pub(crate) fn waiting_task_info(&self, id: &str) -> Option<TaskInfo> {
+        let waiting = self.workflows.waiting.get(id)?;
+        Some(TaskInfo::new(&waiting.request.message, TaskState::Waiting, None, None))
+    }
+
+    /// One page of the waiting tasks, in the order they were stored.
+    pub(crate) fn list_waiting(&self, page: Page) -> Vec<TaskInfo> {
+        let mut waiting: Vec<&WaitingTask> = self.workflows.waiting.values().collect();
+        waiting.sort_unstable_by_key(|task| task.seq);
+        waiting
+            .into_iter()
+            .skip(page.size.saturating_mul(page.number))
+            .take(page.size)
+            .map(|task| TaskInfo::new(&task.request.message, TaskState::Waiting, None, None))
+            .collect()
     }
 
     /// The result the task `id` wrote, if any.

@@ -127,10 +127,11 @@ impl Inspect for RedisBroker {
         invocation.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived());
         invocation.key(k.completed()).key(k.processed_on(&date)).key(k.failed_on(&date));
         invocation.key(k.processed_total()).key(k.failed_total()).key(k.paused()).key(k.groups());
+        invocation.key(k.workflow_waiting());
         invocation.arg(k.task_prefix()).arg(k.group_prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "queue info").await?;
-        if values.len() != 14 {
-            return Err(unexpected("queue info", format!("{} values instead of 14", values.len())));
+        if values.len() != 15 {
+            return Err(unexpected("queue info", format!("{} values instead of 15", values.len())));
         }
         let n = |i: usize| int(&values[i]).max(0);
         let mut info = QueueInfo::empty(queue, now);
@@ -151,6 +152,7 @@ impl Inspect for RedisBroker {
         }
         info.groups = n(12) as usize;
         info.aggregating = n(13) as usize;
+        info.waiting = n(14) as usize;
         info.size = info.sum_of_states();
         info.memory_usage = self.memory_usage(&k).await?;
         Ok(info)
@@ -188,6 +190,7 @@ impl Inspect for RedisBroker {
             TaskState::Archived => (k.archived(), "zset"),
             TaskState::Completed => (k.completed(), "zset"),
             TaskState::Aggregating => (k.groups(), "groups"),
+            TaskState::Waiting => (k.workflow_waiting(), "zset"),
         };
         self.list_page(&k, container, kind, state, page, now).await
     }

@@ -12,12 +12,14 @@
 -- KEYS[10] -> asynq:{<q>}:failed
 -- KEYS[11] -> asynq:{<q>}:paused
 -- KEYS[12] -> asynq:{<q>}:groups
+-- KEYS[13] -> asynq:{<q>}:wf:waiting (ours; see workflow.lua)
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the group key prefix, asynq:{<q>}:g:
 -- Returns: {pending, active, scheduled, retry, archived, completed, processed today,
 --           failed today, processed total, failed total, paused (0/1),
 --           pending_since of the oldest pending task in Unix nanoseconds (0 if none or unset),
---           number of groups, number of aggregating tasks}; counters are strings
+--           number of groups, number of aggregating tasks, number of waiting workflow tasks};
+--           counters are strings
 local function counter(key)
     return redis.call("GET", key) or "0"
 end
@@ -46,4 +48,5 @@ return {
     oldest_since,
     #groups,
     aggregating,
+    redis.call("ZCARD", KEYS[13]),
 }

@@ -15,7 +15,7 @@
 --
 -- KEYS -> none of its own; the functions take `q`, a table of the including script's queue:
 --         q.task_prefix (asynq:{<q>}:t:), q.wf_prefix (asynq:{<q>}:wf:), q.pending, q.archived,
---         q.idle (asynq:{<q>}:idle_workers), q.events, q.cap (the event stream's cap or ""),
+--         q.idle (asynq:{<q>}:idle_workers), q.waiting (asynq:{<q>}:wf:waiting), q.events, q.cap (the event stream's cap or ""),
 --         q.outbox, q.ready (the wake-up channel), q.finished (the finish channel), q.name (the
 --         queue), q.now (Unix seconds), q.now_ns (Unix nanoseconds), q.archive_cutoff and
 --         q.archive_max (archive.lua's ARGV[4] and ARGV[5]), q.ttl (the outcome's TTL, seconds)
@@ -80,6 +80,9 @@ workflow_pass = function(q, child, parent_queue, parent_id, ok)
         return 0
     end
     local left = redis.call("HINCRBY", key, "wf_left", -1)
+    if left <= 0 or (not ok and redis.call("HGET", key, "wf_policy") == "fail") then
+        redis.call("ZREM", q.waiting, child)
+    end
     if not ok and redis.call("HGET", key, "wf_policy") == "fail" then
         local msg = redis.call("HGET", key, "wf_cancel_msg")
         redis.call("HSET", key, "msg", msg, "state", "archived")

@@ -5,6 +5,7 @@
 --
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:scheduled
+-- KEYS[3] -> asynq:{<q>}:wf:waiting
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the workflow key prefix, asynq:{<q>}:wf:
 -- ARGV[3..] -> the IDs of the tasks to take back
@@ -14,9 +15,14 @@ for i = 3, #ARGV do
     local id = ARGV[i]
     local key = ARGV[1] .. id
     local state = redis.call("HGET", key, "state")
-    local gone = state == "waiting"
-        or (state == "pending" and redis.call("LREM", KEYS[1], 1, id) == 1)
-        or (state == "scheduled" and redis.call("ZREM", KEYS[2], id) == 1)
+    local gone
+    if state == "waiting" then
+        gone = redis.call("ZREM", KEYS[3], id) == 1
+    elseif state == "pending" then
+        gone = redis.call("LREM", KEYS[1], 1, id) == 1
+    elseif state == "scheduled" then
+        gone = redis.call("ZREM", KEYS[2], id) == 1
+    end
     if gone then
         redis.call("DEL", key, ARGV[2] .. "parents:" .. id, ARGV[2] .. "children:" .. id)
         deleted = deleted + 1

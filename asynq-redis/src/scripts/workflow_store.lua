@@ -8,12 +8,14 @@
 -- KEYS[2] -> asynq:{<q>}:scheduled
 -- KEYS[3] -> asynq:{<q>}:idle_workers
 -- KEYS[4] -> asynq:{<q>}:events
+-- KEYS[5] -> asynq:{<q>}:wf:waiting
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the workflow key prefix, asynq:{<q>}:wf:
 -- ARGV[3] -> now, Unix nanoseconds (a pending task's pending_since)
 -- ARGV[4] -> the wake-up channel, asynq:{<q>}:ready
 -- ARGV[5] -> the event stream's cap, or "" (see events.lua)
--- ARGV[6..] -> one record per task: its ID; its encoded TaskMessage; "pending", "scheduled"
+-- ARGV[6] -> now, Unix seconds (a waiting task's score)
+-- ARGV[7..] -> one record per task: its ID; its encoded TaskMessage; "pending", "scheduled"
 --              or "waiting"; the process time in Unix seconds when scheduled, else ""; for a
 --              waiting task "fail" or "run" (its policy when a parent fails), else ""; for a
 --              waiting task its TaskMessage as archived with PARENT_FAILED_ERROR, else ""; the
@@ -21,7 +23,7 @@
 --              waiting for it, then queue and ID of each
 -- Returns: 0 stored; n > 0, having written nothing: the n-th task's ID is taken.
 local records = {}
-local i = 6
+local i = 7
 while i <= #ARGV do
     local record = {
         id = ARGV[i], msg = ARGV[i + 1], kind = ARGV[i + 2], score = ARGV[i + 3], policy = ARGV[i + 4],
@@ -54,6 +56,7 @@ for _, record in ipairs(records) do
         redis.call("HSET", key, "msg", record.msg, "state", "waiting", "wf_left", left, "wf_policy", record.policy,
             "wf_cancel_msg", record.cancel_msg)
         push_range(ARGV[2] .. "parents:" .. record.id, record.parents)
+        redis.call("ZADD", KEYS[5], ARGV[6], record.id)
     elseif record.kind == "scheduled" then
         redis.call("HSET", key, "msg", record.msg, "state", "scheduled")
         redis.call("ZADD", KEYS[2], record.score, record.id)

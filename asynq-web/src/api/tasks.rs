@@ -192,6 +192,7 @@ pub(crate) fn count(info: &asynq_core::QueueInfo, state: TaskState) -> usize {
         TaskState::Archived => info.archived,
         TaskState::Completed => info.completed,
         TaskState::Aggregating => info.aggregating,
+        TaskState::Waiting => info.waiting,
     }
 }
 
