@@ -330,7 +330,7 @@ impl Report {
                 number(row.client_cpu_s, 2),
                 number(row.peak_rss_mb, 1),
                 match row.longest_command_ms {
-                    Some(ms) if ms == 0.0 => format!("< {}", super::stats::SLOW_COMMAND_US as f64 / 1e3),
+                    Some(0.0) => format!("< {}", super::stats::SLOW_COMMAND_US as f64 / 1e3),
                     ms => number(ms, 1),
                 },
             ];
