@@ -322,6 +322,11 @@ impl From<&BackendInfo> for BackendView {
     }
 }
 
+/// The ID of the workflow task `t` belongs to, or "" for a task of none.
+pub(crate) fn workflow_of(t: &asynq_core::TaskInfo) -> String {
+    t.headers.get(asynq_core::workflow::WORKFLOW_HEADER).cloned().unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,9 +336,4 @@ mod tests {
         assert_eq!(encode(b"hello"), ("hello".to_owned(), "utf-8"));
         assert_eq!(encode(&[0xff, 0x00]), ("/wA=".to_owned(), "base64"));
     }
-}
-
-/// The ID of the workflow task `t` belongs to, or "" for a task of none.
-pub(crate) fn workflow_of(t: &asynq_core::TaskInfo) -> String {
-    t.headers.get(asynq_core::workflow::WORKFLOW_HEADER).cloned().unwrap_or_default()
 }
