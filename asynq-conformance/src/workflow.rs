@@ -7,7 +7,7 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_id_conflict, millis, names, retry, secs};
 use asynq_core::broker::Wait;
-use asynq_core::broker::{Dequeue, Outcome, Recover};
+use asynq_core::broker::{Dequeue, Manage, Outcome, Recover};
 use asynq_core::workflow::{
     DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef,
     WORKFLOW_HEADER, WorkflowPlan, Workflows,
@@ -209,4 +209,25 @@ where
     assert_eq!(t.dequeue_ids(&["q", "q2"], 10).await, ["b"], "the root a was not stored");
     t.store(&task("q", "a").then(task("q", "waiting"))).await.unwrap();
     assert_id_conflict(t.enqueue("waiting", &Task::new("t", ""), TaskOptions::new().queue("q")).await, "q", "waiting");
+}
+
+/// A parent an operator archives passes its failure on, and one an operator deletes counts as
+/// succeeded, once relayed: no settle script of the broker saw them.
+pub async fn case_a_parent_an_operator_settles_passes_its_outcome_on<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    t.store(&Flow::group([task("q", "a").then(task("q", "b")), task("q", "x").then(task("q", "y"))])).await.unwrap();
+    let q = QueueName::from_static("q");
+    t.broker.archive_task(&q, &TaskId::from_static("a")).await.unwrap();
+    t.broker.delete_task(&q, &TaskId::from_static("x")).await.unwrap();
+    assert_eq!(t.counts("q").await.waiting, 2, "nothing is passed on before a relay");
+    t.relay(&["q"]).await;
+    let b = t.task("q", "b").await;
+    assert_eq!((b.state, b.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
+    t.take("q", "y").await;
+    assert_eq!(t.parents("q", "y").await, [("x".to_owned(), ParentOutcome::Succeeded { result: None })]);
+    t.relay(&["q"]).await;
+    assert_eq!(t.counts("q").await.waiting, 0);
 }

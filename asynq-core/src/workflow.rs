@@ -301,9 +301,14 @@ pub trait Workflows: Send + Sync {
     /// nothing, or was never a workflow task.
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>>;
 
-    /// Fulfils the duties that settling parents in `queues` left (see above); returns how many
-    /// dependents it visited. A server calls it after settling workflow tasks and periodically.
-    /// The default does nothing: for a backend that passes every outcome on while it settles.
+    /// Fulfils the duties that settling parents in `queues` left (see above), and passes on the
+    /// outcomes of the tasks of `queues` that others wait for and that settled without this
+    /// broker's settle path: a Go server ran them, or an operator archived or deleted them (one
+    /// that is gone counts as succeeded without a result: a Go server deletes a task that
+    /// succeeded without retention, and nothing tells that apart from a delete). Returns a
+    /// count of what it did, for logs. Servers call it every
+    /// second; the default does nothing, for a backend that passes every outcome on as it
+    /// settles and where nothing else settles tasks.
     async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
         let _ = queues;
         Ok(0)

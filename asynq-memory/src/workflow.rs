@@ -1,6 +1,6 @@
 //! Workflows for [`MemoryBroker`]: a whole plan stored under one lock, and every outcome passed
-//! on, down the whole workflow, in the same step that settles the parent, so
-//! [`Workflows::relay`] has nothing to do.
+//! on, down the whole workflow, in the same step that settles the parent; [`Workflows::relay`]
+//! only notices the tasks an operator settled (archived or deleted), which pass nothing on.
 
 use super::*;
 use asynq_core::workflow::{ParentOutcome, ParentResult, TaskRef, WORKFLOW_HEADER, WorkflowPlan, Workflows};
@@ -48,6 +48,40 @@ impl Workflows for MemoryBroker {
                 ParentResult { task: parent, outcome }
             })
             .collect())
+    }
+
+    async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
+        self.relay_settled_elsewhere(queues)
+    }
+}
+
+impl MemoryBroker {
+    /// What [`Workflows::relay`] does: passes on the outcomes of the tasks of `queues` that
+    /// others wait for and that an operator settled; returns how many it found.
+    fn relay_settled_elsewhere(&self, queues: &[QueueName]) -> Result<usize> {
+        let now = self.now();
+        let (found, changed) = {
+            let mut state = self.state();
+            let mut settled = Vec::new();
+            for queue in queues {
+                let Some(q) = state.queues.get(queue) else { continue };
+                for (id, outcome) in q.settled_elsewhere() {
+                    let id = asynq_core::TaskId::new(id).expect("stored IDs are valid");
+                    settled.push((TaskRef { queue: queue.clone(), id }, outcome));
+                }
+            }
+            let found = settled.len();
+            let mut changed = false;
+            for (task, outcome) in settled {
+                changed |= state.pass_workflow_outcome(task, outcome, now)?;
+            }
+            (found, changed)
+        };
+        if changed {
+            self.wake_waiters();
+            self.inner.signals.task_finished();
+        }
+        Ok(found)
     }
 }
 

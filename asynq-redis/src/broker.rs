@@ -174,6 +174,8 @@ struct Inner {
     kind: &'static str,
     /// The event log settings this process last read.
     events: crate::events::EventSettings,
+    /// Where each queue's next sweep for workflow tasks settled elsewhere starts.
+    sweep_cursors: crate::workflow::SweepCursors,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -245,6 +247,7 @@ impl RedisBroker {
             footprint_notes,
             kind,
             events: crate::events::EventSettings::default(),
+            sweep_cursors: Default::default(),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -280,6 +283,10 @@ impl RedisBroker {
 
     pub(crate) fn event_settings(&self) -> &crate::events::EventSettings {
         &self.inner.events
+    }
+
+    pub(crate) fn sweep_cursors(&self) -> &crate::workflow::SweepCursors {
+        &self.inner.sweep_cursors
     }
 
     pub(crate) fn pubsub(&self) -> &PubSub {

@@ -362,6 +362,13 @@ impl QueueKeys {
         self.key("wf:waiting")
     }
 
+    /// `<ns>:{q}:wf:open` — a sorted set (all scores 0) of the queue's workflow tasks that
+    /// others wait for and that have not settled through our scripts: the relay looks at them
+    /// to notice those a Go server or an operator settled. Ours only.
+    pub fn workflow_open(&self) -> String {
+        self.key("wf:open")
+    }
+
     /// `<ns>:{q}:wf:outbox` — a list of `<ok>:<id>` for each workflow task of the queue that
     /// settled for good and whose dependents the relay has yet to tell. Ours only.
     pub fn workflow_outbox(&self) -> String {

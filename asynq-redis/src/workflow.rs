@@ -46,6 +46,13 @@ const STORE_BATCH: usize = 500;
 const PASS_BATCH: usize = 500;
 /// A relay takes at most this many outbox entries of a queue per round.
 const RELAY_ROUND: isize = 100;
+/// `workflow_sweep.lua` looks at this many open tasks per call...
+const SWEEP_SLICE: u64 = 1_000;
+/// ...and a relay makes at most this many calls per queue.
+const SWEEP_CALLS: usize = 5;
+
+/// Per queue, the rank in `<ns>:{q}:wf:open` where this process's next sweep starts.
+pub(crate) type SweepCursors = std::sync::Mutex<HashMap<String, u64>>;
 
 /// The script file `scripts/<file>.lua` as the body of `local function settle(KEYS, ARGV)`.
 macro_rules! as_settle_function {
@@ -70,6 +77,7 @@ struct WorkflowScripts {
     store: Script,
     discard: Script,
     pass: Script,
+    sweep: Script,
     settle_done: Script,
     settle_others: Script,
 }
@@ -83,6 +91,7 @@ static SCRIPTS: LazyLock<WorkflowScripts> = LazyLock::new(|| WorkflowScripts {
     )),
     discard: Script::new(include_str!("scripts/workflow_discard.lua")),
     pass: Script::new(concat!(preludes!(), include_str!("scripts/workflow_pass.lua"))),
+    sweep: Script::new(concat!(preludes!(), include_str!("scripts/workflow_sweep.lua"))),
     settle_done: Script::new(concat!(
         preludes!(),
         as_settle_function!("done_batch"),
@@ -103,12 +112,19 @@ pub(crate) fn passes_outcome_on(msg: &StoredTask, outcome: &Outcome) -> bool {
 }
 
 impl RedisBroker {
-    /// The arguments `workflow.lua`'s functions take for queue `k` (see `workflow_pass.lua`'s
-    /// ARGV[1..11]), and its KEYS.
-    fn workflow_queue_args(&self, queue: &str, k: &QueueKeys, now: SystemTime, events: &EventCaps) -> ScriptCall {
-        let mut call = ScriptCall::new(&SCRIPTS.pass);
+    /// A call of `script` with the KEYS and ARGV `workflow.lua`'s functions take for queue `k`
+    /// (see `workflow_pass.lua`'s KEYS and ARGV[1..11]), to which the script's own follow.
+    fn workflow_call(
+        &self,
+        script: &'static Script,
+        queue: &str,
+        k: &QueueKeys,
+        now: SystemTime,
+        events: &EventCaps,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(script);
         call.key(k.pending()).key(k.archived()).key(k.idle_workers()).key(k.events()).key(k.workflow_outbox());
-        call.key(k.workflow_waiting());
+        call.key(k.workflow_waiting()).key(k.workflow_open());
         let now_secs = unix_secs(now);
         call.arg(queue).arg(k.task_prefix()).arg(k.workflow_prefix()).arg(now_secs).arg(unix_nanos(now).to_string());
         call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(WORKFLOW_RESULT_TTL.as_secs());
@@ -129,7 +145,7 @@ impl RedisBroker {
         events: &EventCaps,
     ) -> BatchCall {
         let k = self.queue_keys(queue);
-        let own = self.workflow_queue_args(queue, &k, now, events);
+        let own = self.workflow_call(&SCRIPTS.pass, queue, &k, now, events);
         let (keys, mut args) = own.into_parts();
         for (position, (index, msg)) in inner.items.iter().enumerate() {
             if let Some((ok, error)) = outcomes.get(index) {
@@ -153,6 +169,29 @@ impl RedisBroker {
                 tracing::warn!(%queue, error = %e, "could not relay workflow outcomes; a server's relay will");
             }
         });
+    }
+
+    /// Looks at up to [`SWEEP_CALLS`] slices of the open workflow tasks of `queue`, from where
+    /// the last sweep stopped, for tasks settled without our scripts, and passes their outcomes
+    /// on; returns how many it found.
+    async fn sweep_queue(&self, queue: &QueueName) -> Result<usize> {
+        let k = self.queue_keys(queue);
+        let (now, events) = (self.now(), self.event_caps_now().await?);
+        let mut conn = self.conn();
+        let mut cursor = self.sweep_cursors().lock().expect("sweep cursors poisoned").get(queue.as_str()).copied();
+        let mut found = 0;
+        for _ in 0..SWEEP_CALLS {
+            let mut call = self.workflow_call(&SCRIPTS.sweep, queue, &k, now, &events);
+            call.arg(cursor.unwrap_or(0)).arg(SWEEP_SLICE);
+            let (next, settled): (u64, usize) = call.run(&mut conn, "look for settled workflow tasks").await?;
+            found += settled;
+            cursor = Some(next);
+            if next == 0 {
+                break;
+            }
+        }
+        self.sweep_cursors().lock().expect("sweep cursors poisoned").insert(queue.to_string(), cursor.unwrap_or(0));
+        Ok(found)
     }
 
     /// Empties the outbox of `queue`; returns how many dependents it told.
@@ -203,7 +242,7 @@ impl RedisBroker {
             }
             for (child_queue, children) in by_queue {
                 let k = self.queue_keys(child_queue);
-                let mut call = self.workflow_queue_args(child_queue, &k, now, &events);
+                let mut call = self.workflow_call(&SCRIPTS.pass, child_queue, &k, now, &events);
                 call.arg(queue.as_str()).arg(parent).arg(if ok { "1" } else { "0" });
                 for child in &children {
                     call.arg(*child);
@@ -229,6 +268,7 @@ impl RedisBroker {
         let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.store);
         call.key(k.pending()).key(k.scheduled()).key(k.idle_workers()).key(k.events()).key(k.workflow_waiting());
+        call.key(k.workflow_open());
         call.arg(k.task_prefix()).arg(k.workflow_prefix()).arg(unix_nanos(now).to_string()).arg(k.ready_channel());
         call.arg(events.arg(queue)).arg(unix_secs(now));
         for task in tasks {
@@ -265,7 +305,7 @@ impl RedisBroker {
         for (queue, ids) in written {
             let k = self.queue_keys(queue);
             let mut call = ScriptCall::new(&SCRIPTS.discard);
-            call.key(k.pending()).key(k.scheduled()).key(k.workflow_waiting());
+            call.key(k.pending()).key(k.scheduled()).key(k.workflow_waiting()).key(k.workflow_open());
             call.arg(k.task_prefix()).arg(k.workflow_prefix());
             for id in ids {
                 call.arg(id.as_str());
@@ -397,6 +437,12 @@ impl Workflows for RedisBroker {
     async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
         if queues.is_empty() {
             return Ok(0);
+        }
+        let open: Vec<String> = queues.iter().map(|queue| self.queue_keys(queue).workflow_open()).collect();
+        let open =
+            changed_keys(self.conn(), &open, false).await.map_err(|e| broker_error("look at workflow tasks", e))?;
+        for index in open {
+            self.sweep_queue(&queues[index]).await?;
         }
         let keys: Vec<String> = queues.iter().map(|queue| self.queue_keys(queue).workflow_outbox()).collect();
         let busy =

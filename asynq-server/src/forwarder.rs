@@ -1,10 +1,7 @@
-//! A forwarder moves scheduled and retry tasks whose time has come to pending, and relays what
-//! settling workflow tasks left to do (see [`Workflows::relay`]): the broker relays at once
-//! after settling them, so this pass only picks up after a process that died in between.
+//! A forwarder moves scheduled and retry tasks whose time has come to pending.
 
 use asynq_core::QueueName;
 use asynq_core::broker::Forward;
-use asynq_core::workflow::Workflows;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
@@ -25,31 +22,18 @@ pub(crate) struct ForwarderConfig {
 #[derive(Clone)]
 pub(crate) struct Forwarder {
     broker: Arc<dyn Forward>,
-    workflows: Option<Arc<dyn Workflows>>,
     config: ForwarderConfig,
 }
 
 impl Forwarder {
     /// A forwarder over `broker`.
     pub(crate) fn new(broker: Arc<dyn Forward>, config: ForwarderConfig) -> Self {
-        Self { broker, workflows: None, config }
+        Self { broker, config }
     }
 
-    /// This forwarder, relaying `workflows` on each pass too.
-    pub(crate) fn relaying(mut self, workflows: Arc<dyn Workflows>) -> Self {
-        self.workflows = Some(workflows);
-        self
-    }
-
-    /// Forwards every due task once, then relays; returns how many moved.
+    /// Forwards every due task once; returns how many moved.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
-        let moved = self.broker.forward_ready(&self.config.queues).await;
-        if let Some(workflows) = &self.workflows
-            && let Err(e) = workflows.relay(&self.config.queues).await
-        {
-            tracing::error!(error = %e, "could not relay the outcomes of settled workflow tasks");
-        }
-        moved
+        self.broker.forward_ready(&self.config.queues).await
     }
 
     /// Forwards every interval (the first time after one interval) until `stop` is cancelled.

@@ -48,6 +48,7 @@ mod mux;
 mod observe;
 mod processor;
 mod recoverer;
+mod relayer;
 mod server;
 mod settler;
 mod shared_limits;
@@ -66,4 +67,5 @@ pub use handler::{Handler, HandlerError, HandlerFn, ProgressReporter, ResultWrit
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};
 pub use observe::{AttemptOutcome, AttemptReport, TASK_SPAN_NAME, TaskObserver};
+pub use relayer::WORKFLOW_RELAY_INTERVAL;
 pub use server::{SHUTDOWN_MARGIN, Server};

@@ -10,6 +10,7 @@ use crate::janitor::{Janitor, JanitorConfig};
 use crate::observe::Observers;
 use crate::processor::{FailurePolicy, Processor, ProcessorConfig};
 use crate::recoverer::{Recoverer, RecovererConfig};
+use crate::relayer::Relayer;
 use crate::shared_limits::SharedLimits;
 use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
@@ -67,6 +68,7 @@ struct Running {
     syncer: Role,
     janitor: Role,
     aggregator: Option<Role>,
+    relayer: Option<Role>,
     healthcheck: Option<Role>,
     subscriber: Option<Role>,
     heartbeat: Role,
@@ -221,13 +223,11 @@ impl Server {
         if let Some(aggregate) = &self.capabilities.aggregate {
             recoverer = recoverer.reclaiming_aggregation_sets(aggregate.clone());
         }
-        let mut forwarder = Forwarder::new(
+        let forwarder = Forwarder::new(
             b.clone(),
             ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval },
         );
-        if let Some(workflows) = &self.capabilities.workflows {
-            forwarder = forwarder.relaying(workflows.clone());
-        }
+        let relayer = self.capabilities.workflows.clone().map(|workflows| Relayer::new(workflows, queues.clone()));
         let janitor = Janitor::new(
             b.clone(),
             JanitorConfig { queues: queues.clone(), interval: c.janitor_interval, batch_size: c.janitor_batch_size },
@@ -257,6 +257,7 @@ impl Server {
         let fetching = Role::spawn(|stop| processor.spawn(stop));
         let janitor = Role::spawn(|stop| janitor.spawn(stop));
         let aggregator = aggregator.map(|a| Role::spawn(|stop| a.spawn(stop)));
+        let relayer = relayer.map(|r| Role::spawn(|stop| r.spawn(stop)));
         self.running = Some(Running {
             processor,
             fetching,
@@ -265,6 +266,7 @@ impl Server {
             syncer,
             janitor,
             aggregator,
+            relayer,
             healthcheck,
             subscriber,
             heartbeat,
@@ -317,6 +319,7 @@ impl Server {
             (running.subscriber, "subscriber"),
             (running.aggregator, "aggregator"),
             (running.healthcheck, "health checker"),
+            (running.relayer, "workflow relayer"),
         ];
         rest.extend(optional.into_iter().filter_map(|(role, name)| role.map(|role| role.stop_by(deadline, name))));
         futures::future::join_all(rest).await;
@@ -349,7 +352,7 @@ impl Drop for Server {
                 running.janitor,
                 running.heartbeat,
             ];
-            let optional = [running.aggregator, running.healthcheck, running.subscriber];
+            let optional = [running.aggregator, running.healthcheck, running.subscriber, running.relayer];
             for role in roles.iter().chain(optional.iter().flatten()) {
                 role.stop.cancel();
             }

@@ -143,3 +143,43 @@ async fn a_chord_then_a_task_run_in_order_with_results_passed_on_redis_across_qu
     let log = run(broker, Arc::new(SystemClock), ["a", "b", "c"]).await;
     check_success(&log);
 }
+
+/// A Go server settles a parent without telling anyone: our servers notice within their relay
+/// interval. Go's `done` deletes a task that succeeded (its dependent runs), Go's `archive`
+/// archives one that failed for good (its dependent is archived unrun).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parents_a_go_server_settles_release_or_cancel_their_dependents() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let step = |id: &str| Flow::task(Task::new("go", id.to_owned()), TaskOptions::new().queue("go").task_id(id));
+    let flow =
+        Flow::group([step("done-by-go").then(step("after-done")), step("archived-by-go").then(step("after-archive"))]);
+    FlowProducer::new(broker.clone()).enqueue(&flow).await.unwrap();
+    // What Go's dequeue and its done and archive scripts write.
+    let taken = asynq_core::broker::Dequeue::dequeue(&broker, &[QueueName::from_static("go")], 2).await.unwrap();
+    assert_eq!(taken.len(), 2);
+    for id in ["done-by-go", "archived-by-go"] {
+        redis.command(&["LREM", "asynq:{go}:active", "0", id]).unwrap();
+        redis.command(&["ZREM", "asynq:{go}:lease", id]).unwrap();
+    }
+    redis.command(&["DEL", "asynq:{go}:t:done-by-go"]).unwrap();
+    redis.command(&["HSET", "asynq:{go}:t:archived-by-go", "state", "archived"]).unwrap();
+    redis.command(&["ZADD", "asynq:{go}:archived", "1700000000", "archived-by-go"]).unwrap();
+
+    let log = Log::default();
+    let config = Config { queues: [("go".to_owned(), 1)].into(), ..config(Arc::new(SystemClock)) };
+    let mut server = Server::new(broker.clone(), config).unwrap();
+    server.start(image_pipeline(log.clone())).unwrap();
+    let give_up = tokio::time::Instant::now() + asynq_server::WORKFLOW_RELAY_INTERVAL * 10;
+    let go = QueueName::from_static("go");
+    loop {
+        let cancelled = broker.task_info(&go, &TaskId::from_static("after-archive")).await.unwrap().state;
+        if entry(&log, "after-done").is_some() && cancelled == TaskState::Archived {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < give_up, "the relay did not notice Go's settles: {log:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(entry(&log, "after-done").unwrap(), [""], "a parent Go deleted succeeded, without a result");
+    server.shutdown().await;
+}

@@ -148,6 +148,30 @@ impl Queue {
             .collect()
     }
 
+    /// The tasks others wait for that settled without [`Queue::settle_workflow_task`] (an
+    /// operator archived or deleted them), with their outcomes: one that is gone counts as
+    /// succeeded without a result, as on Redis, where a Go server deletes a task that succeeded.
+    pub(crate) fn settled_elsewhere(&self) -> Vec<(String, ParentOutcome)> {
+        self.workflows
+            .children
+            .keys()
+            .filter(|id| !self.workflows.waiting.contains_key(*id))
+            .filter_map(|id| {
+                let outcome = match self.tasks.get(id) {
+                    None => ParentOutcome::Succeeded { result: None },
+                    Some(record) if record.state == TaskState::Completed => {
+                        ParentOutcome::Succeeded { result: record.result.clone() }
+                    }
+                    Some(record) if record.state == TaskState::Archived => {
+                        ParentOutcome::Failed { error: record.msg.last_error.clone().unwrap_or_default() }
+                    }
+                    Some(_) => return None,
+                };
+                Some((id.clone(), outcome))
+            })
+            .collect()
+    }
+
     /// The result the task `id` wrote, if any.
     pub(crate) fn result_of(&self, id: &str) -> Option<bytes::Bytes> {
         self.tasks.get(id).and_then(|record| record.result.clone())

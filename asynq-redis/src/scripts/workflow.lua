@@ -15,7 +15,8 @@
 --
 -- KEYS -> none of its own; the functions take `q`, a table of the including script's queue:
 --         q.task_prefix (asynq:{<q>}:t:), q.wf_prefix (asynq:{<q>}:wf:), q.pending, q.archived,
---         q.idle (asynq:{<q>}:idle_workers), q.waiting (asynq:{<q>}:wf:waiting), q.events, q.cap (the event stream's cap or ""),
+--         q.idle (asynq:{<q>}:idle_workers), q.waiting (asynq:{<q>}:wf:waiting), q.open
+--         (asynq:{<q>}:wf:open: the tasks others wait for that have not settled), q.events, q.cap (the event stream's cap or ""),
 --         q.outbox, q.ready (the wake-up channel), q.finished (the finish channel), q.name (the
 --         queue), q.now (Unix seconds), q.now_ns (Unix nanoseconds), q.archive_cutoff and
 --         q.archive_max (archive.lua's ARGV[4] and ARGV[5]), q.ttl (the outcome's TTL, seconds)
@@ -35,6 +36,7 @@ local workflow_pass
 local function workflow_settled(q, id, ok, result, err, inline)
     local outcome = q.wf_prefix .. "outcome:" .. id
     redis.call("DEL", outcome, q.wf_prefix .. "parents:" .. id)
+    redis.call("ZREM", q.open, id)
     if ok then
         redis.call("HSET", outcome, "ok", "1")
         if result then

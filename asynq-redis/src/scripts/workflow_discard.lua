@@ -6,6 +6,7 @@
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:scheduled
 -- KEYS[3] -> asynq:{<q>}:wf:waiting
+-- KEYS[4] -> asynq:{<q>}:wf:open
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the workflow key prefix, asynq:{<q>}:wf:
 -- ARGV[3..] -> the IDs of the tasks to take back
@@ -25,6 +26,7 @@ for i = 3, #ARGV do
     end
     if gone then
         redis.call("DEL", key, ARGV[2] .. "parents:" .. id, ARGV[2] .. "children:" .. id)
+        redis.call("ZREM", KEYS[4], id)
         deleted = deleted + 1
     end
 end

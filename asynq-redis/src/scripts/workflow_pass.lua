@@ -9,6 +9,7 @@
 -- KEYS[4] -> asynq:{<q>}:events
 -- KEYS[5] -> asynq:{<q>}:wf:outbox
 -- KEYS[6] -> asynq:{<q>}:wf:waiting
+-- KEYS[7] -> asynq:{<q>}:wf:open
 -- ARGV[1] -> the queue name
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the workflow key prefix, asynq:{<q>}:wf:
@@ -29,7 +30,7 @@ local q = {
     name = ARGV[1], task_prefix = ARGV[2], wf_prefix = ARGV[3], now = ARGV[4], now_ns = ARGV[5],
     archive_cutoff = ARGV[6], archive_max = ARGV[7], ttl = ARGV[8], ready = ARGV[9], finished = ARGV[10],
     cap = ARGV[11], pending = KEYS[1], archived = KEYS[2], idle = KEYS[3], events = KEYS[4], outbox = KEYS[5],
-    waiting = KEYS[6],
+    waiting = KEYS[6], open = KEYS[7],
 }
 local changed = 0
 for i = 15, #ARGV do

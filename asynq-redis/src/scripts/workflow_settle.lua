@@ -10,7 +10,8 @@
 -- KEYS[4] -> asynq:{<q>}:events
 -- KEYS[5] -> asynq:{<q>}:wf:outbox
 -- KEYS[6] -> asynq:{<q>}:wf:waiting
--- KEYS[7..] -> the settle script's KEYS
+-- KEYS[7] -> asynq:{<q>}:wf:open
+-- KEYS[8..] -> the settle script's KEYS
 -- ARGV[1] -> h, how many of the arguments after it are this script's own
 -- ARGV[2] -> the queue name
 -- ARGV[3] -> the task key prefix, asynq:{<q>}:t:
@@ -33,7 +34,7 @@ local q = {
     name = ARGV[2], task_prefix = ARGV[3], wf_prefix = ARGV[4], now = ARGV[5], now_ns = ARGV[6],
     archive_cutoff = ARGV[7], archive_max = ARGV[8], ttl = ARGV[9], ready = ARGV[10], finished = ARGV[11],
     cap = ARGV[12], pending = KEYS[1], archived = KEYS[2], idle = KEYS[3], events = KEYS[4], outbox = KEYS[5],
-    waiting = KEYS[6],
+    waiting = KEYS[6], open = KEYS[7],
 }
 -- The results, read before the settle deletes the hashes of tasks that leave none.
 local results = {}
@@ -43,7 +44,7 @@ for i = 13, 1 + h, 4 do
     end
 end
 local settle_keys, settle_argv = {}, {}
-for i = 7, #KEYS do
+for i = 8, #KEYS do
     settle_keys[#settle_keys + 1] = KEYS[i]
 end
 for i = 2 + h, #ARGV do

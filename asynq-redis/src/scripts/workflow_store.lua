@@ -9,6 +9,7 @@
 -- KEYS[3] -> asynq:{<q>}:idle_workers
 -- KEYS[4] -> asynq:{<q>}:events
 -- KEYS[5] -> asynq:{<q>}:wf:waiting
+-- KEYS[6] -> asynq:{<q>}:wf:open
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the workflow key prefix, asynq:{<q>}:wf:
 -- ARGV[3] -> now, Unix nanoseconds (a pending task's pending_since)
@@ -66,7 +67,10 @@ for _, record in ipairs(records) do
         woken = redis.call("LPUSH", KEYS[1], record.id) == 1 or woken
         log_event(KEYS[4], ARGV[5], "enqueued", record.id, record.msg)
     end
-    push_range(ARGV[2] .. "children:" .. record.id, record.children)
+    if record.children[2] >= record.children[1] then
+        push_range(ARGV[2] .. "children:" .. record.id, record.children)
+        redis.call("ZADD", KEYS[6], 0, record.id)
+    end
 end
 if woken and redis.call("DEL", KEYS[3]) == 1 then
     redis.call("PUBLISH", ARGV[4], "")
