@@ -334,9 +334,9 @@ impl QueueKeys {
 
     /// `<ns>:{q}:wf:` — the prefix of the queue's workflow keys: `wf:parents:<id>` and
     /// `wf:children:<id>` (lists of queue, ID, queue, ID, ... of the tasks a workflow task waits
-    /// for and of those waiting for it), `wf:outcome:<id>` (a hash of how it settled for good,
-    /// expiring) and [`QueueKeys::workflow_outbox`]. Ours only; Go asynq neither writes nor reads
-    /// them.
+    /// for and, when they are many or in other queues, of those waiting for it),
+    /// `wf:outcome:<id>` (how it settled for good, expiring) and the keys below. Ours only; Go
+    /// asynq neither writes nor reads them.
     pub fn workflow_prefix(&self) -> String {
         self.key("wf:")
     }
@@ -362,9 +362,9 @@ impl QueueKeys {
         self.key("wf:waiting")
     }
 
-    /// `<ns>:{q}:wf:open` — a sorted set (all scores 0) of the queue's workflow tasks that
-    /// others wait for and that have not settled through our scripts: the relay looks at them
-    /// to notice those a Go server or an operator settled. Ours only.
+    /// `<ns>:{q}:wf:open` — a hash from each workflow task of the queue that others wait for,
+    /// until it has passed its outcome on, to those tasks (see `scripts/workflow.lua`); the relay
+    /// scans it to notice the tasks a Go server or an operator settled. Ours only.
     pub fn workflow_open(&self) -> String {
         self.key("wf:open")
     }

@@ -3,9 +3,9 @@
 //! Storing: `workflow_store.lua` stores the tasks of one queue, up to [`STORE_BATCH`] per call,
 //! all or nothing; a workflow of one queue and at most that many tasks is one call. A larger one
 //! runs its calls one after the other, those holding only waiting tasks first, so that no task
-//! runs before every task waiting for it is stored; when a call is refused (a task ID taken
-//! since the check that precedes them) or fails, `workflow_discard.lua` takes back what the
-//! earlier calls stored, as far as it still can.
+//! runs before every task waiting for it is stored; when a call is refused (a task ID taken)
+//! or fails, `workflow_discard.lua` takes back what the earlier calls stored, as far as it
+//! still can.
 //!
 //! Settling: a workflow task's final outcome (it succeeds, or is archived) is written by
 //! `workflow_settle.lua`, which wraps `done_batch.lua` or `settle_batch.lua` and, in the same
@@ -40,8 +40,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 use std::time::SystemTime;
 
-/// `workflow_store.lua` stores at most this many tasks per call.
-const STORE_BATCH: usize = 500;
+/// `workflow_store.lua` stores at most this many tasks per call, so that no call is long.
+const STORE_BATCH: usize = 100;
 /// `workflow_pass.lua` tells at most this many dependents per call.
 const PASS_BATCH: usize = 500;
 /// A relay takes at most this many outbox entries of a queue per round.
@@ -51,8 +51,8 @@ const SWEEP_SLICE: u64 = 1_000;
 /// ...and a relay makes at most this many calls per queue.
 const SWEEP_CALLS: usize = 5;
 
-/// Per queue, the rank in `<ns>:{q}:wf:open` where this process's next sweep starts.
-pub(crate) type SweepCursors = std::sync::Mutex<HashMap<String, u64>>;
+/// Per queue, the `HSCAN` cursor over `<ns>:{q}:wf:open` where this process's next sweep starts.
+pub(crate) type SweepCursors = std::sync::Mutex<HashMap<String, String>>;
 
 /// The script file `scripts/<file>.lua` as the body of `local function settle(KEYS, ARGV)`.
 macro_rules! as_settle_function {
@@ -103,6 +103,17 @@ static SCRIPTS: LazyLock<WorkflowScripts> = LazyLock::new(|| WorkflowScripts {
         include_str!("scripts/workflow_settle.lua")
     )),
 });
+
+/// An outcome as `workflow.lua` stores it: "1" and the result, "2" (succeeded, no result), or
+/// "0" and the error.
+fn read_outcome(stored: &[u8]) -> ParentOutcome {
+    match stored.split_first() {
+        Some((b'1', result)) => ParentOutcome::Succeeded { result: Some(Bytes::copy_from_slice(result)) },
+        Some((b'2', _)) => ParentOutcome::Succeeded { result: None },
+        Some((b'0', error)) => ParentOutcome::Failed { error: String::from_utf8_lossy(error).into_owned() },
+        _ => ParentOutcome::Unknown,
+    }
+}
 
 /// Whether settling `msg` with `outcome` passes a workflow outcome on: it is a workflow task
 /// and the outcome is final.
@@ -171,26 +182,28 @@ impl RedisBroker {
         });
     }
 
-    /// Looks at up to [`SWEEP_CALLS`] slices of the open workflow tasks of `queue`, from where
-    /// the last sweep stopped, for tasks settled without our scripts, and passes their outcomes
+    /// Looks at up to [`SWEEP_CALLS`] slices of the open workflow tasks of `queue` (an `HSCAN`
+    /// from where this process's last sweep stopped), for tasks settled without our scripts, and passes their outcomes
     /// on; returns how many it found.
     async fn sweep_queue(&self, queue: &QueueName) -> Result<usize> {
         let k = self.queue_keys(queue);
         let (now, events) = (self.now(), self.event_caps_now().await?);
         let mut conn = self.conn();
-        let mut cursor = self.sweep_cursors().lock().expect("sweep cursors poisoned").get(queue.as_str()).copied();
+        let cursors = self.sweep_cursors();
+        let mut cursor = cursors.lock().expect("sweep cursors poisoned").get(queue.as_str()).cloned();
         let mut found = 0;
         for _ in 0..SWEEP_CALLS {
             let mut call = self.workflow_call(&SCRIPTS.sweep, queue, &k, now, &events);
-            call.arg(cursor.unwrap_or(0)).arg(SWEEP_SLICE);
-            let (next, settled): (u64, usize) = call.run(&mut conn, "look for settled workflow tasks").await?;
+            call.arg(cursor.as_deref().unwrap_or("0")).arg(SWEEP_SLICE);
+            let (next, settled): (String, usize) = call.run(&mut conn, "look for settled workflow tasks").await?;
             found += settled;
+            let complete = next == "0";
             cursor = Some(next);
-            if next == 0 {
+            if complete {
                 break;
             }
         }
-        self.sweep_cursors().lock().expect("sweep cursors poisoned").insert(queue.to_string(), cursor.unwrap_or(0));
+        cursors.lock().expect("sweep cursors poisoned").insert(queue.to_string(), cursor.unwrap_or_default());
         Ok(found)
     }
 
@@ -337,20 +350,6 @@ impl Workflows for RedisBroker {
         }
         calls.sort_by_key(|(has_root, _, _)| *has_root);
         let mut conn = self.conn();
-        if calls.len() > 1 {
-            // Taken IDs are found before anything is written; the store calls check again.
-            let keys: Vec<String> = plan
-                .tasks
-                .iter()
-                .map(|task| self.queue_keys(&task.request.message.queue).task(task.request.message.id.as_str()))
-                .collect();
-            let taken =
-                changed_keys(conn.clone(), &keys, false).await.map_err(|e| broker_error("store a workflow", e))?;
-            if let Some(&position) = taken.first() {
-                let msg = &plan.tasks[position].request.message;
-                return Err(Error::TaskIdConflict { queue: msg.queue.clone(), id: msg.id.clone() });
-            }
-        }
         let mut written: Vec<(String, Vec<TaskId>)> = Vec::new();
         for (_, queue, tasks) in &calls {
             let call = self.store_call(queue, tasks, now, &events)?;
@@ -404,34 +403,21 @@ impl Workflows for RedisBroker {
             let k = self.queue_keys(queue);
             let mut pipe = redis::pipe();
             for &index in &indexes {
-                pipe.hgetall(k.workflow_outcome(parents[index].id.as_str()));
+                pipe.get(k.workflow_outcome(parents[index].id.as_str()));
             }
             let mut conn = conn.clone();
             async move {
-                let outcomes: Vec<HashMap<String, Vec<u8>>> = pipe.query_async(&mut conn).await?;
+                let outcomes: Vec<Option<Vec<u8>>> = pipe.query_async(&mut conn).await?;
                 Ok::<_, redis::RedisError>(indexes.into_iter().zip(outcomes))
             }
         }))
         .await
         .map_err(|e| broker_error("read workflow outcomes", e))?;
-        let mut outcomes: Vec<HashMap<String, Vec<u8>>> = vec![HashMap::new(); parents.len()];
-        for (index, fields) in reads.into_iter().flatten() {
-            outcomes[index] = fields;
+        let mut outcomes: Vec<ParentOutcome> = vec![ParentOutcome::Unknown; parents.len()];
+        for (index, stored) in reads.into_iter().flatten() {
+            outcomes[index] = stored.map_or(ParentOutcome::Unknown, |stored| read_outcome(&stored));
         }
-        Ok(parents
-            .into_iter()
-            .zip(outcomes)
-            .map(|(task, mut fields)| {
-                let outcome = match fields.get("ok").map(Vec::as_slice) {
-                    Some(b"1") => ParentOutcome::Succeeded { result: fields.remove("result").map(Bytes::from) },
-                    Some(b"0") => ParentOutcome::Failed {
-                        error: String::from_utf8_lossy(&fields.remove("error").unwrap_or_default()).into_owned(),
-                    },
-                    _ => ParentOutcome::Unknown,
-                };
-                ParentResult { task, outcome }
-            })
-            .collect())
+        Ok(parents.into_iter().zip(outcomes).map(|(task, outcome)| ParentResult { task, outcome }).collect())
     }
 
     async fn relay(&self, queues: &[QueueName]) -> Result<usize> {

@@ -4,91 +4,109 @@
 --
 -- A waiting task is a task hash asynq:{<q>}:t:<id> in state "waiting", which no container of
 -- Go's lists, with `wf_left` (how many parents have not settled), `wf_policy` ("fail": it is
--- archived when a parent fails; "run": it runs anyway), `wf_cancel_msg` (its message as
--- archived with PARENT_FAILED_ERROR) and one `wf_p:<len(queue)>:<queue>:<id>` mark per parent
--- heard of. Per workflow task, in its queue's slot: asynq:{<q>}:wf:parents:<id> and
--- asynq:{<q>}:wf:children:<id> list queue, ID, queue, ID, ... of the tasks it waits for (until
--- it settles) and of those that wait for it (until they heard of it); asynq:{<q>}:wf:outcome:<id>
--- is how it settled for good (`ok` "1" or "0", `result` or `error`), kept for a TTL. The outbox
--- asynq:{<q>}:wf:outbox lists "<ok>:<id>" for each settled task whose children are left to the
--- relay (workflow_pass.lua, run by a server in each child's slot).
+-- archived when a parent fails; "run": it runs anyway) and `wf_cancel_msg` (its message as
+-- archived with PARENT_FAILED_ERROR); the relay adds one `wf_p:<len(queue)>:<queue>:<id>` mark
+-- per parent it told, so that telling again changes nothing. The hash asynq:{<q>}:wf:open maps
+-- each task others wait for, until it passes its outcome on (once), to those tasks:
+-- "queue\nID\nqueue\nID...", or "*" when they are many and listed in
+-- asynq:{<q>}:wf:children:<id> (queue, ID, queue, ID, ...), which is also where the relay reads
+-- them. A task that waits for others has asynq:{<q>}:wf:parents:<id> (queue, ID, ...), in order,
+-- expiring with its parents' outcomes once it is released. asynq:{<q>}:wf:outcome:<id> is how a
+-- task others wait for settled: "1" and its result, "2" (it succeeded and wrote none) or "0"
+-- and its error, expiring after q.ttl. The outbox asynq:{<q>}:wf:outbox lists "<1|0>:<id>" for
+-- each settled task whose dependents the relay is to tell (workflow_pass.lua, in each
+-- dependent's slot).
 --
 -- KEYS -> none of its own; the functions take `q`, a table of the including script's queue:
---         q.task_prefix (asynq:{<q>}:t:), q.wf_prefix (asynq:{<q>}:wf:), q.pending, q.archived,
---         q.idle (asynq:{<q>}:idle_workers), q.waiting (asynq:{<q>}:wf:waiting), q.open
---         (asynq:{<q>}:wf:open: the tasks others wait for that have not settled), q.events, q.cap (the event stream's cap or ""),
---         q.outbox, q.ready (the wake-up channel), q.finished (the finish channel), q.name (the
---         queue), q.now (Unix seconds), q.now_ns (Unix nanoseconds), q.archive_cutoff and
---         q.archive_max (archive.lua's ARGV[4] and ARGV[5]), q.ttl (the outcome's TTL, seconds)
+--         q.name (the queue), q.task_prefix (asynq:{<q>}:t:), q.wf_prefix (asynq:{<q>}:wf:),
+--         q.pending, q.archived, q.idle (asynq:{<q>}:idle_workers), q.events, q.cap (the event
+--         stream's cap or ""), q.outbox, q.waiting (asynq:{<q>}:wf:waiting), q.open
+--         (asynq:{<q>}:wf:open), q.ready (the wake-up channel), q.finished (the finish
+--         channel), q.now (Unix seconds), q.now_ns (Unix nanoseconds), q.archive_cutoff and
+--         q.archive_max (archive.lua's ARGV[4] and ARGV[5]), q.ttl (how long an outcome is
+--         kept, seconds)
 -- ARGV -> none of its own.
 -- Returns: nothing; defines local functions only.
-
--- How many dependents, all in its own queue, a settling task releases in its own step; more,
--- or any in another queue, go to the relay.
-local INLINE_CHILDREN = 64
 
 -- Defined below; the two call each other.
 local workflow_pass
 
--- Records that task `id` of `q` settled for good (`ok`, with `result` or `err`), and passes that
--- on to the tasks waiting for it: in this step while they are few and all in this queue
--- (`inline`), through the outbox otherwise.
-local function workflow_settled(q, id, ok, result, err, inline)
-    local outcome = q.wf_prefix .. "outcome:" .. id
-    redis.call("DEL", outcome, q.wf_prefix .. "parents:" .. id)
-    redis.call("ZREM", q.open, id)
-    if ok then
-        redis.call("HSET", outcome, "ok", "1")
-        if result then
-            redis.call("HSET", outcome, "result", result)
-        end
-    else
-        redis.call("HSET", outcome, "ok", "0", "error", err)
-    end
-    redis.call("EXPIRE", outcome, q.ttl)
-    local children_key = q.wf_prefix .. "children:" .. id
-    local n = redis.call("LLEN", children_key)
-    if n == 0 then
-        return
-    end
-    if inline and n <= 2 * INLINE_CHILDREN then
-        local children = redis.call("LRANGE", children_key, 0, -1)
-        local here = true
-        for i = 1, #children, 2 do
-            here = here and children[i] == q.name
-        end
-        if here then
-            for i = 2, #children, 2 do
-                -- Cancelled children pass their own failure on through the outbox.
-                workflow_pass(q, children[i], q.name, id, ok)
-            end
-            redis.call("DEL", children_key)
-            return
+-- Leaves the dependents `children` (wf:open's value) of task `id` to the relay: in the
+-- children list, and `id` in the outbox with `ok`.
+local function to_relay(q, id, children, ok)
+    if children ~= "*" then
+        local list = q.wf_prefix .. "children:" .. id
+        for part in string.gmatch(children, "[^\n]+") do
+            redis.call("RPUSH", list, part)
         end
     end
     redis.call("RPUSH", q.outbox, (ok and "1:" or "0:") .. id)
 end
 
+-- Records that task `id` of `q` settled for good (`ok`, with `result` or `err`) and, if others
+-- wait for it, passes that on, once: in this step to those of this queue named in wf:open,
+-- through the relay to the others. Does nothing for a task that passed its outcome on already.
+local function workflow_settled(q, id, ok, result, err)
+    local children = redis.call("HGET", q.open, id)
+    if not children then
+        return
+    end
+    redis.call("HDEL", q.open, id)
+    local outcome
+    if not ok then
+        outcome = "0" .. err
+    elseif result then
+        outcome = "1" .. result
+    else
+        outcome = "2"
+    end
+    redis.call("SET", q.wf_prefix .. "outcome:" .. id, outcome, "EX", q.ttl)
+    if children == "*" then
+        to_relay(q, id, children, ok)
+        return
+    end
+    local parts, elsewhere = {}, {}
+    for part in string.gmatch(children, "[^\n]+") do
+        parts[#parts + 1] = part
+    end
+    for i = 1, #parts - 1, 2 do
+        if parts[i] == q.name then
+            -- A child this cancels passes its own failure on through the relay.
+            workflow_pass(q, parts[i + 1], nil, q.name, id, ok)
+        else
+            elsewhere[#elsewhere + 1] = parts[i] .. "\n" .. parts[i + 1]
+        end
+    end
+    if #elsewhere > 0 then
+        to_relay(q, id, table.concat(elsewhere, "\n"), ok)
+    end
+end
+
 -- Tells the waiting task `child` of `q` that its parent `parent_id` of queue `parent_queue`
--- settled (`ok`). Returns 0 when nothing changed (it is not waiting, or heard of this parent
--- already), 1 when it was released (made pending), 2 when it was archived without running.
-workflow_pass = function(q, child, parent_queue, parent_id, ok)
+-- settled (`ok`). With a `mark` (the relay's, which may repeat a step), a parent already heard
+-- of is ignored; the settling step passes an outcome on once and needs none. Returns 0 when nothing changed, 1 when
+-- the task was released (made pending), 2 when it was archived without running.
+workflow_pass = function(q, child, mark, parent_queue, parent_id, ok)
     local key = q.task_prefix .. child
-    if redis.call("HGET", key, "state") ~= "waiting" then
+    if mark and redis.call("HSETNX", key, mark, "1") == 0 then
         return 0
     end
-    local mark = "wf_p:" .. #parent_queue .. ":" .. parent_queue .. ":" .. parent_id
-    if redis.call("HSETNX", key, mark, ok and "1" or "0") == 0 then
-        return 0
-    end
+    -- Only a waiting task has `wf_left`, at least 1: on any other, the decrement makes it
+    -- negative (on a task that is gone, it makes a hash of it alone), and is taken back.
     local left = redis.call("HINCRBY", key, "wf_left", -1)
-    if left <= 0 or (not ok and redis.call("HGET", key, "wf_policy") == "fail") then
-        redis.call("ZREM", q.waiting, child)
+    if left < 0 then
+        if mark then
+            redis.call("HDEL", key, "wf_left", mark)
+        else
+            redis.call("HDEL", key, "wf_left")
+        end
+        return 0
     end
     if not ok and redis.call("HGET", key, "wf_policy") == "fail" then
         local msg = redis.call("HGET", key, "wf_cancel_msg")
         redis.call("HSET", key, "msg", msg, "state", "archived")
         redis.call("HDEL", key, "wf_cancel_msg", "wf_left", "wf_policy")
+        redis.call("ZREM", q.waiting, child)
         redis.call("ZADD", q.archived, q.now, child)
         for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, "-inf", q.archive_cutoff, "BYSCORE")) do
             redis.call("DEL", q.task_prefix .. trimmed)
@@ -100,7 +118,12 @@ workflow_pass = function(q, child, parent_queue, parent_id, ok)
         end
         log_failure(q.events, q.cap, "archived", child, msg)
         notify_waiters(key, q.finished, child)
-        workflow_settled(q, child, false, nil, message_field(msg, 7), false)
+        local children = redis.call("HGET", q.open, child)
+        if children then
+            redis.call("HDEL", q.open, child)
+            redis.call("SET", q.wf_prefix .. "outcome:" .. child, "0" .. message_field(msg, 7), "EX", q.ttl)
+            to_relay(q, child, children, false)
+        end
         return 2
     end
     if left > 0 then
@@ -108,6 +131,8 @@ workflow_pass = function(q, child, parent_queue, parent_id, ok)
     end
     redis.call("HSET", key, "state", "pending", "pending_since", q.now_ns)
     redis.call("HDEL", key, "wf_cancel_msg", "wf_left", "wf_policy")
+    redis.call("ZREM", q.waiting, child)
+    redis.call("EXPIRE", q.wf_prefix .. "parents:" .. child, q.ttl)
     if redis.call("LPUSH", q.pending, child) == 1 and redis.call("DEL", q.idle) == 1 then
         redis.call("PUBLISH", q.ready, "")
     end

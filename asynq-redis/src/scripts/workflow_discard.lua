@@ -26,7 +26,7 @@ for i = 3, #ARGV do
     end
     if gone then
         redis.call("DEL", key, ARGV[2] .. "parents:" .. id, ARGV[2] .. "children:" .. id)
-        redis.call("ZREM", KEYS[4], id)
+        redis.call("HDEL", KEYS[4], id)
         deleted = deleted + 1
     end
 end

@@ -33,8 +33,9 @@ local q = {
     waiting = KEYS[6], open = KEYS[7],
 }
 local changed = 0
+local mark = "wf_p:" .. #ARGV[12] .. ":" .. ARGV[12] .. ":" .. ARGV[13]
 for i = 15, #ARGV do
-    if workflow_pass(q, ARGV[i], ARGV[12], ARGV[13], ARGV[14] == "1") > 0 then
+    if workflow_pass(q, ARGV[i], mark, ARGV[12], ARGV[13], ARGV[14] == "1") > 0 then
         changed = changed + 1
     end
 end

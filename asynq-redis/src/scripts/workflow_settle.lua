@@ -53,7 +53,7 @@ end
 local replies = settle(settle_keys, settle_argv)
 for i = 13, 1 + h, 4 do
     if replies[tonumber(ARGV[i])] == 1 then
-        workflow_settled(q, ARGV[i + 1], ARGV[i + 2] == "1", results[i] or nil, ARGV[i + 3], true)
+        workflow_settled(q, ARGV[i + 1], ARGV[i + 2] == "1", results[i] or nil, ARGV[i + 3])
     end
 end
 return replies

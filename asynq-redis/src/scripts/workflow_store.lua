@@ -9,7 +9,7 @@
 -- KEYS[3] -> asynq:{<q>}:idle_workers
 -- KEYS[4] -> asynq:{<q>}:events
 -- KEYS[5] -> asynq:{<q>}:wf:waiting
--- KEYS[6] -> asynq:{<q>}:wf:open
+-- KEYS[6] -> asynq:{<q>}:wf:open (see workflow.lua)
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the workflow key prefix, asynq:{<q>}:wf:
 -- ARGV[3] -> now, Unix nanoseconds (a pending task's pending_since)
@@ -38,9 +38,17 @@ while i <= #ARGV do
     i = at + 1 + 2 * n_children
     records[#records + 1] = record
 end
+-- One variadic EXISTS tells whether any ID is taken (a call holds a few hundred tasks at most);
+-- only then is each looked at.
+local task_keys = {}
 for n, record in ipairs(records) do
-    if redis.call("EXISTS", ARGV[1] .. record.id) == 1 then
-        return n
+    task_keys[n] = ARGV[1] .. record.id
+end
+if #task_keys > 0 and redis.call("EXISTS", unpack(task_keys)) > 0 then
+    for n, key in ipairs(task_keys) do
+        if redis.call("EXISTS", key) == 1 then
+            return n
+        end
     end
 end
 -- Appends ARGV[range[1]..range[2]] to the list `key`, CHUNK at a time.
@@ -49,6 +57,8 @@ local function push_range(key, range)
         redis.call("RPUSH", key, unpack(ARGV, first, math.min(first + CHUNK - 1, range[2])))
     end
 end
+-- Up to this many dependents are named in wf:open; more are listed apart.
+local INLINE_CHILDREN = 64
 local woken = false
 for _, record in ipairs(records) do
     local key = ARGV[1] .. record.id
@@ -67,9 +77,13 @@ for _, record in ipairs(records) do
         woken = redis.call("LPUSH", KEYS[1], record.id) == 1 or woken
         log_event(KEYS[4], ARGV[5], "enqueued", record.id, record.msg)
     end
-    if record.children[2] >= record.children[1] then
+    local n_children = (record.children[2] - record.children[1] + 1) / 2
+    if n_children > INLINE_CHILDREN then
         push_range(ARGV[2] .. "children:" .. record.id, record.children)
-        redis.call("ZADD", KEYS[6], 0, record.id)
+        redis.call("HSET", KEYS[6], record.id, "*")
+    elseif n_children > 0 then
+        local children = table.concat({ unpack(ARGV, record.children[1], record.children[2]) }, "\n")
+        redis.call("HSET", KEYS[6], record.id, children)
     end
 end
 if woken and redis.call("DEL", KEYS[3]) == 1 then

@@ -9,34 +9,27 @@
 --
 -- KEYS[1..7] -> as workflow_pass.lua's
 -- ARGV[1..11] -> as workflow_pass.lua's
--- ARGV[12] -> the cursor: the rank in asynq:{<q>}:wf:open to start at
--- ARGV[13] -> how many open tasks to look at
--- Returns: {the next cursor (0 once the end was reached), how many settled tasks were found}
+-- ARGV[12] -> the HSCAN cursor over asynq:{<q>}:wf:open ("0" to start)
+-- ARGV[13] -> about how many open tasks to look at (HSCAN's COUNT)
+-- Returns: {the next cursor ("0" once the scan is complete), how many settled tasks were found}
 local q = {
     name = ARGV[1], task_prefix = ARGV[2], wf_prefix = ARGV[3], now = ARGV[4], now_ns = ARGV[5],
     archive_cutoff = ARGV[6], archive_max = ARGV[7], ttl = ARGV[8], ready = ARGV[9], finished = ARGV[10],
     cap = ARGV[11], pending = KEYS[1], archived = KEYS[2], idle = KEYS[3], events = KEYS[4], outbox = KEYS[5],
     waiting = KEYS[6], open = KEYS[7],
 }
-local first, count = tonumber(ARGV[12]), tonumber(ARGV[13])
-local ids = redis.call("ZRANGE", q.open, first, first + count - 1)
-local settled = 0
-for _, id in ipairs(ids) do
+local scan = redis.call("HSCAN", q.open, ARGV[12], "COUNT", ARGV[13])
+local entries, settled = scan[2], 0
+for i = 1, #entries - 1, 2 do
+    local id = entries[i]
     local fields = redis.call("HMGET", q.task_prefix .. id, "state", "msg", "result")
     local state = fields[1]
-    if not state then
-        workflow_settled(q, id, true, nil, "", true)
-        settled = settled + 1
-    elseif state == "completed" then
-        workflow_settled(q, id, true, fields[3] or nil, "", true)
+    if not state or state == "completed" then
+        workflow_settled(q, id, true, fields[3] or nil, "")
         settled = settled + 1
     elseif state == "archived" then
-        workflow_settled(q, id, false, nil, message_field(fields[2], 7), true)
+        workflow_settled(q, id, false, nil, message_field(fields[2], 7))
         settled = settled + 1
     end
 end
-if #ids < count then
-    return {0, settled}
-end
--- The settled ones left the set: the next slice starts that much earlier.
-return {first + count - settled, settled}
+return {scan[1], settled}
