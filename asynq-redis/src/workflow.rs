@@ -244,7 +244,8 @@ impl RedisBroker {
         let now = self.now();
         let events = self.event_caps_now().await?;
         const PAGE: isize = 2 * PASS_BATCH as isize;
-        for start in (0..).step_by(PAGE as usize) {
+        let mut start = 0;
+        loop {
             let page: Vec<String> = conn
                 .lrange(&children_key, start, start + PAGE - 1)
                 .await
@@ -266,8 +267,8 @@ impl RedisBroker {
             if page.len() < PAGE as usize {
                 return Ok(told);
             }
+            start += PAGE;
         }
-        unreachable!("the pages run out")
     }
 
     /// The records of `workflow_store.lua` for `tasks` (all of one queue), in order.
@@ -350,6 +351,10 @@ impl Workflows for RedisBroker {
         }
         calls.sort_by_key(|(has_root, _, _)| *has_root);
         let mut conn = self.conn();
+        // Registered first, as Go's enqueue does, so that no stored task is in an unknown queue.
+        let queues: Vec<&str> = calls.iter().map(|(_, queue, _)| *queue).collect();
+        let _: i64 =
+            conn.sadd(self.namespace().all_queues(), queues).await.map_err(|e| broker_error("store a workflow", e))?;
         let mut written: Vec<(String, Vec<TaskId>)> = Vec::new();
         for (_, queue, tasks) in &calls {
             let call = self.store_call(queue, tasks, now, &events)?;
@@ -373,9 +378,6 @@ impl Workflows for RedisBroker {
         for (queue, _) in &written {
             self.pubsub().made_pending(queue);
         }
-        let queues: Vec<&str> = written.iter().map(|(queue, _)| queue.as_str()).collect();
-        let _: i64 =
-            conn.sadd(self.namespace().all_queues(), queues).await.map_err(|e| broker_error("store a workflow", e))?;
         Ok(())
     }
 

@@ -35,7 +35,7 @@ enum Cmd {
         profile: String,
         /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
         /// sentinel-failover, cluster-failover, redis-frozen, restart-redis-repeatedly,
-        /// kill-prefetching-worker, oversized-enqueue) or `all`.
+        /// kill-prefetching-worker, oversized-enqueue, kill-workers-during-workflow) or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,
     },
@@ -105,6 +105,10 @@ enum Cmd {
         /// Each task's retry limit (default: the client's, 25).
         #[arg(long)]
         max_retry: Option<u32>,
+        /// Store one workflow instead: `--count` tasks side by side, one that waits for them
+        /// all, then a chain of this many.
+        #[arg(long)]
+        workflow_chain: Option<u64>,
     },
 }
 
@@ -152,6 +156,7 @@ fn main() -> ExitCode {
             response_timeout_ms,
             give_up_secs,
             max_retry,
+            workflow_chain,
         } => block_on(produce::run(ProduceOptions {
             redis_url,
             queue,
@@ -165,6 +170,7 @@ fn main() -> ExitCode {
             response_timeout: Duration::from_millis(response_timeout_ms),
             give_up_after: Duration::from_secs(give_up_secs),
             max_retry,
+            workflow_chain,
         })),
     };
     match result {

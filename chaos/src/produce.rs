@@ -10,7 +10,8 @@
 
 use crate::worker::{Payload, TASK_TYPE};
 use anyhow::{Context as _, bail};
-use asynq_client::{Client, TaskOptions};
+use asynq_client::{Client, FlowProducer, TaskOptions};
+use asynq_core::workflow::Flow;
 use asynq_core::{Error, Task};
 use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
 use std::fmt;
@@ -54,6 +55,10 @@ pub struct ProduceOptions {
     pub give_up_after: Duration,
     /// Each task's retry limit (`None`: the client's default).
     pub max_retry: Option<u32>,
+    /// Store one workflow instead of plain tasks: `count` tasks side by side, then one that
+    /// waits for them all, then a chain of this many tasks, each waiting for the one before. In
+    /// a workflow, a payload's `seq` is how many tasks the task waits for.
+    pub workflow_chain: Option<u64>,
 }
 
 /// What a producer did, printed as its last stdout line:
@@ -111,6 +116,7 @@ pub async fn run(options: ProduceOptions) -> anyhow::Result<()> {
     .await
     .with_context(|| format!("could not connect to {}", options.redis_url))?;
     let mut producer = Producer {
+        flows: FlowProducer::new(broker.clone()),
         client: Client::new(broker),
         acked: OpenOptions::new()
             .create(true)
@@ -127,6 +133,7 @@ pub async fn run(options: ProduceOptions) -> anyhow::Result<()> {
 
 struct Producer {
     client: Client,
+    flows: FlowProducer,
     acked: File,
     summary: Summary,
     options: ProduceOptions,
@@ -134,6 +141,9 @@ struct Producer {
 
 impl Producer {
     async fn produce(&mut self) -> anyhow::Result<()> {
+        if let Some(chain) = self.options.workflow_chain {
+            return self.store_workflow(chain).await;
+        }
         let seqs = self.options.first_seq..self.options.first_seq + self.options.count;
         match self.options.rate {
             Some(rate) => {
@@ -152,6 +162,32 @@ impl Producer {
             }
         }
         Ok(())
+    }
+
+    /// Stores the workflow of [`ProduceOptions::workflow_chain`] in one call.
+    async fn store_workflow(&mut self, chain: u64) -> anyhow::Result<()> {
+        let step = |waits_for: u64| {
+            let task = Task::new(TASK_TYPE, Payload { sleep_ms: self.options.sleep_ms, seq: waits_for }.encode());
+            Flow::task(task, TaskOptions::new().queue(self.options.queue.clone()))
+        };
+        let members = (0..self.options.count).map(|_| step(0));
+        let mut flow = Flow::chord(members, step(self.options.count));
+        for _ in 0..chain {
+            flow = flow.then(step(1));
+        }
+        let started = Instant::now();
+        match self.flows.enqueue(&flow).await {
+            Ok(stored) => {
+                for task in &stored.tasks {
+                    self.acknowledge(&task.id)?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.failed(&e, started.elapsed());
+                bail!("the workflow could not be stored: {e}")
+            }
+        }
     }
 
     fn task(&self, seq: u64) -> (Task, TaskOptions) {

@@ -115,11 +115,13 @@ pub enum Scenario {
     /// `kill -9` of a worker holding slots of a limit shared by every worker: the others never
     /// run more than the limit at once, and the dead worker's slots come back with its leases.
     KillWorkerHoldingSlots,
+    /// `kill -9` of workers during a workflow's fan-out and during its chain.
+    KillWorkersDuringWorkflow,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 12] = [
+    pub const ALL: [Scenario; 13] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -132,6 +134,7 @@ impl Scenario {
         Self::KillPrefetchingWorker,
         Self::OversizedEnqueue,
         Self::KillWorkerHoldingSlots,
+        Self::KillWorkersDuringWorkflow,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -149,6 +152,7 @@ impl Scenario {
             Self::KillPrefetchingWorker => "kill-prefetching-worker",
             Self::OversizedEnqueue => "oversized-enqueue",
             Self::KillWorkerHoldingSlots => "kill-worker-holding-slots",
+            Self::KillWorkersDuringWorkflow => "kill-workers-during-workflow",
         }
     }
 
@@ -175,6 +179,7 @@ impl Scenario {
             Self::KillPrefetchingWorker => kill_prefetching_worker(profile, bin),
             Self::OversizedEnqueue => oversized_enqueue(profile, bin),
             Self::KillWorkerHoldingSlots => kill_worker_holding_slots(profile, bin),
+            Self::KillWorkersDuringWorkflow => kill_workers_during_workflow(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -309,6 +314,8 @@ struct ProducerSpec {
     rate: Option<u32>,
     response_timeout: Duration,
     max_retry: Option<u32>,
+    /// Store one workflow (see `produce --workflow-chain`).
+    workflow_chain: Option<u64>,
 }
 
 impl Default for ProducerSpec {
@@ -321,6 +328,7 @@ impl Default for ProducerSpec {
             rate: None,
             response_timeout: Duration::from_secs(5),
             max_retry: None,
+            workflow_chain: None,
         }
     }
 }
@@ -353,11 +361,13 @@ struct QueueCounts {
     scheduled: i64,
     retry: i64,
     archived: i64,
+    /// Workflow tasks waiting for others.
+    waiting: i64,
 }
 
 impl QueueCounts {
     fn unfinished(&self) -> i64 {
-        self.pending + self.active + self.scheduled + self.retry
+        self.pending + self.active + self.scheduled + self.retry + self.waiting
     }
 }
 
@@ -551,6 +561,9 @@ impl Stage {
         if let Some(max_retry) = spec.max_retry {
             args.push(format!("--max-retry={max_retry}"));
         }
+        if let Some(chain) = spec.workflow_chain {
+            args.push(format!("--workflow-chain={chain}"));
+        }
         self.spawn(label, args, true)
     }
 
@@ -672,16 +685,17 @@ impl Stage {
         // One script, so the five sizes are of one moment: read one by one, a batch the
         // forwarder moves from retry to pending between two reads would be counted in neither.
         const SIZES: &str = "return {redis.call('LLEN', KEYS[1]), redis.call('LLEN', KEYS[2]), \
-            redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4]), redis.call('ZCARD', KEYS[5])}";
-        let keys = ["pending", "active", "scheduled", "retry", "archived"].map(Self::key);
-        let mut args = vec!["EVAL", SIZES, "5"];
+            redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4]), redis.call('ZCARD', KEYS[5]), \
+            redis.call('ZCARD', KEYS[6])}";
+        let keys = ["pending", "active", "scheduled", "retry", "archived", "wf:waiting"].map(Self::key);
+        let mut args = vec!["EVAL", SIZES, "6"];
         args.extend(keys.iter().map(String::as_str));
         let reply = self.command(&args)?;
         let sizes: Vec<i64> = reply.as_array().unwrap_or_default().iter().filter_map(RespValue::as_int).collect();
-        let [pending, active, scheduled, retry, archived] = sizes[..] else {
+        let [pending, active, scheduled, retry, archived, waiting] = sizes[..] else {
             anyhow::bail!("queue sizes: unexpected reply {reply:?}");
         };
-        Ok(QueueCounts { pending, active, scheduled, retry, archived })
+        Ok(QueueCounts { pending, active, scheduled, retry, archived, waiting })
     }
 
     /// The task IDs every producer acknowledged.
@@ -774,6 +788,21 @@ impl Stage {
         let acknowledged = self.acknowledged()?;
         let ledgers = self.read_all("ledger")?;
         let runs = count_runs(&ledgers);
+        let broken: Vec<String> = ledgers
+            .iter()
+            .flat_map(|text| text.lines())
+            .filter_map(|line| match LedgerLine::parse(line) {
+                Some(LedgerLine::Broken(id, what)) => Some(format!("{id} ({what})")),
+                _ => None,
+            })
+            .collect();
+        if !broken.is_empty() {
+            self.failures.push(format!(
+                "{} workflow tasks ran without every parent's result, the first: {}",
+                broken.len(),
+                broken[0]
+            ));
+        }
         let archived = self.command(&["ZRANGE", &Self::key("archived"), "0", "-1"])?;
         let archived: Vec<String> =
             archived.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str).map(str::to_owned).collect();
@@ -910,6 +939,49 @@ fn kill_worker(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     stage.kill9(doomed);
     let active = stage.queue_counts()?.active;
     stage.notes.push(format!("kill -9 of a worker running {active} tasks"));
+    rescue_and_finish(stage, profile)
+}
+
+/// A workflow of a wide fan-out (each member a short task), a fan-in task waiting for every
+/// member, then a long chain: one worker is killed (`kill -9`) during the fan-out, another
+/// during the chain, and a third finishes. Every task runs, none twice, and each workflow task
+/// runs only once every task it waits for has succeeded, with their results (a `broken` ledger
+/// line otherwise).
+fn kill_workers_during_workflow(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let members = profile.pick(1_000, 10_000);
+    let chain = profile.pick(30, 200);
+    let mut stage = Stage::new(Scenario::KillWorkersDuringWorkflow, bin, &[])?;
+    let spec = WorkerSpec {
+        concurrency: 10,
+        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
+        ..WorkerSpec::default()
+    };
+    let first = stage.worker("fan-out", &spec)?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec {
+            count: members,
+            sleep: Duration::from_millis(20),
+            unique_every: 0,
+            workflow_chain: Some(chain),
+            ..ProducerSpec::default()
+        },
+    )?;
+    stage.finish_producer(producer, Duration::from_secs(120))?;
+    stage.poll("a third of the fan-out to run", Duration::from_secs(120), |stage| {
+        Ok(stage.finished("fan-out") >= members as usize / 3)
+    })?;
+    stage.kill9(first);
+    let second = stage.worker("chain", &spec)?;
+    let fanned_in = members as usize + 1;
+    stage.poll("the chain to be under way", Duration::from_secs(180), |stage| {
+        Ok(stage.finished("fan-out") + stage.finished("chain") >= fanned_in + chain as usize / 3)
+    })?;
+    stage.kill9(second);
+    stage.notes.push(format!(
+        "a fan-out of {members} tasks into one, then a chain of {chain}: kill -9 of a worker a third into the \
+         fan-out, and of another a third into the chain"
+    ));
     rescue_and_finish(stage, profile)
 }
 

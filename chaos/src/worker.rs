@@ -10,6 +10,7 @@
 
 use anyhow::Context as _;
 use asynq_core::Task;
+use asynq_core::workflow::ParentOutcome;
 use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
 use std::collections::BTreeMap;
@@ -54,6 +55,9 @@ pub enum LedgerLine<'a> {
     Start(&'a str, u32),
     /// The handler of this task ID finished and is about to return success.
     Ran(&'a str),
+    /// This workflow task ran without every parent it waits for having succeeded, or without
+    /// the parents' results (the text says what was wrong).
+    Broken(&'a str, &'a str),
     /// The worker received SIGTSTP.
     Tstp,
 }
@@ -67,6 +71,10 @@ impl<'a> LedgerLine<'a> {
                 (!id.is_empty()).then_some(Self::Start(id, retry.parse().ok()?))
             }
             Some(("ran", id)) if !id.is_empty() => Some(Self::Ran(id)),
+            Some(("broken", rest)) => {
+                let (id, what) = rest.split_once(' ')?;
+                Some(Self::Broken(id, what))
+            }
             None if line == "tstp" => Some(Self::Tstp),
             _ => None,
         }
@@ -77,6 +85,7 @@ impl<'a> LedgerLine<'a> {
         match self {
             Self::Start(id, retry) => format!("start {id} {retry}\n"),
             Self::Ran(id) => format!("ran {id}\n"),
+            Self::Broken(id, what) => format!("broken {id} {what}\n"),
             Self::Tstp => "tstp\n".to_owned(),
         }
     }
@@ -205,6 +214,19 @@ async fn handle(
     let write_error =
         |e: std::io::Error| HandlerError::new(format!("could not write the ledger {}: {e}", ledger.path.display()));
     ledger.append(LedgerLine::Start(id, ctx.retry_count())).map_err(write_error)?;
+    if ctx.workflow_id().is_some() {
+        // In a workflow, `seq` is how many tasks this one waits for, each writing `ok`.
+        let parents = ctx.parent_results().await.map_err(HandlerError::new)?;
+        let succeeded = parents
+            .iter()
+            .filter(|p| matches!(&p.outcome, ParentOutcome::Succeeded { result: Some(r) } if r.as_ref() == b"ok"))
+            .count();
+        if parents.len() as u64 != payload.seq || succeeded != parents.len() {
+            let what = format!("{succeeded}_of_{}_parents_succeeded,_{}_expected", parents.len(), payload.seq);
+            ledger.append(LedgerLine::Broken(id, &what)).map_err(write_error)?;
+        }
+        ctx.result_writer().write("ok").await.map_err(HandlerError::new)?;
+    }
     let mut sleep = Duration::from_millis(payload.sleep_ms);
     if let Some(max) = max_sleep {
         sleep = sleep.min(max);
@@ -252,8 +274,14 @@ mod tests {
 
     #[test]
     fn ledger_lines_round_trip() {
-        for line in [LedgerLine::Start("a-1", 0), LedgerLine::Start("a-1", 3), LedgerLine::Ran("b-2"), LedgerLine::Tstp]
-        {
+        let lines = [
+            LedgerLine::Start("a-1", 0),
+            LedgerLine::Start("a-1", 3),
+            LedgerLine::Ran("b-2"),
+            LedgerLine::Broken("c-3", "2_of_3_parents_succeeded,_3_expected"),
+            LedgerLine::Tstp,
+        ];
+        for line in lines {
             let text = line.render();
             assert_eq!(LedgerLine::parse(text.trim_end()), Some(line));
         }
