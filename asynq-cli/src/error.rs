@@ -90,6 +90,10 @@ impl CliError {
                 Failure::NotFound,
                 Some(format!("run `asynq task ls -q {queue} -s <state>` to see the tasks of the queue")),
             ),
+            Error::WorkflowNotFound { .. } => (
+                Failure::NotFound,
+                Some("run `asynq workflow ls` to see the workflows kept (for 7 days after they are stored)".to_owned()),
+            ),
             Error::QueueNotEmpty { queue } => (
                 Failure::Precondition,
                 Some(format!("if you are sure you want to delete it, run `asynq queue rm --force {queue}`")),

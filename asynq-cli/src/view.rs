@@ -173,6 +173,20 @@ impl From<&GroupInfo> for GroupView {
     }
 }
 
+/// One workflow kept, as `asynq workflow ls --json` prints it.
+#[derive(Debug, Serialize)]
+pub(crate) struct WorkflowSummaryView {
+    id: String,
+    created_at: String,
+    tasks: usize,
+}
+
+impl From<&asynq_client::WorkflowSummary> for WorkflowSummaryView {
+    fn from(w: &asynq_client::WorkflowSummary) -> Self {
+        Self { id: w.id.to_string(), created_at: crate::output::rfc3339(w.created_at), tasks: w.tasks }
+    }
+}
+
 /// One task a server runs.
 #[derive(Debug, Serialize)]
 pub(crate) struct WorkerView {

@@ -304,3 +304,32 @@ fn a_queue_event_log_is_turned_on_printed_followed_and_dropped() {
     asynq_at(&server, &["events", "ls"]).ok().shows(&["No queue keeps an event log"]);
     asynq_at(&server, &["events", "-q", "critical"]).ok().shows(&["No events"]);
 }
+
+#[test]
+fn workflows_are_listed_and_inspected() {
+    use asynq_client::{FlowProducer, Task, TaskOptions};
+    use asynq_core::workflow::Flow;
+    let server = asynq_tests::RedisServer::start();
+    let step = |id: &str| Flow::task(Task::new("step", id.to_owned()), TaskOptions::new().queue("flows").task_id(id));
+    let stored = common::block_on(async {
+        let broker = common::broker(&server).await;
+        FlowProducer::new(broker).enqueue(&step("first").then(step("second"))).await.expect("stored")
+    });
+    let id = stored.id.to_string();
+    asynq_at(&server, &["workflow", "ls"]).ok().shows(&["ID", "Created", "Tasks", &id]);
+    let listed = asynq_at(&server, &["workflow", "ls", "--json"]).ok().json();
+    assert_eq!((listed[0]["id"].as_str(), listed[0]["tasks"].as_u64()), (Some(id.as_str()), Some(2)));
+
+    let inspect = asynq_at(&server, &["workflow", "inspect", &id]).ok();
+    inspect.shows(&[&format!("Workflow {id}: running (2 tasks)"), "first", "second"]);
+    assert!(inspect.line("first").contains("pending"), "{}", inspect.stdout);
+    assert!(inspect.line("second").contains("waiting"), "{}", inspect.stdout);
+    let json = asynq_at(&server, &["workflow", "inspect", &id, "--json"]).ok().json();
+    assert_eq!(json["state"], "running");
+    assert_eq!(json["tasks"][1]["task"]["state"], "waiting");
+    asynq_at(&server, &["task", "ls", "-q", "flows", "-s", "waiting"]).ok().shows(&["second", "Workflow", &id]);
+
+    let missing = asynq_at(&server, &["workflow", "inspect", "no-such-workflow"]);
+    assert_eq!(missing.code, 3, "{missing:#?}");
+    assert!(missing.stderr.contains("asynq workflow ls"), "{missing:#?}");
+}

@@ -3,11 +3,13 @@
 
 use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
 use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
+use asynq_core::workflow::{TaskRef, WorkflowSummary, Workflows};
 use asynq_core::{
     BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, TaskId,
-    TaskInfo, TaskSet, TaskState, WorkerInfo,
+    TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
 };
 use bytes::Bytes;
+use futures::StreamExt as _;
 use std::fmt;
 use std::sync::Arc;
 
@@ -123,6 +125,45 @@ impl Inspector {
     /// One task, with its result, last error and next process time.
     pub async fn task_info(&self, queue: &str, id: &str) -> Result<TaskInfo> {
         self.broker.task_info(&QueueName::new(queue)?, &TaskId::new(id)?).await
+    }
+
+    /// One page of the workflows kept, newest first (a workflow's record is kept for
+    /// [`WORKFLOW_RESULT_TTL`](asynq_core::workflow::WORKFLOW_RESULT_TTL) after it was stored).
+    ///
+    /// Errors: [`Error::Unsupported`] on a broker without workflows.
+    pub async fn workflows(&self, page: Page) -> Result<Vec<WorkflowSummary>> {
+        self.workflow_store()?.list_workflows(page).await
+    }
+
+    /// Workflow `id`: each of its tasks, parents first, with what the broker holds of it now
+    /// (`None` for a task that is gone: it succeeded without retention, or was deleted).
+    ///
+    /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept;
+    /// [`Error::Unsupported`] on a broker without workflows.
+    pub async fn workflow(&self, id: &str) -> Result<WorkflowReport> {
+        let id = WorkflowId::new(id)?;
+        let tasks = self.workflow_store()?.workflow_tasks(&id).await?;
+        let infos: Vec<Result<Option<TaskInfo>>> = futures::stream::iter(tasks.iter())
+            .map(|task| async move {
+                match self.broker.task_info(&task.queue, &task.id).await {
+                    Ok(info) => Ok(Some(info)),
+                    Err(Error::TaskNotFound { .. } | Error::QueueNotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+            .buffered(WORKFLOW_READS_AT_ONCE)
+            .collect()
+            .await;
+        let tasks = tasks
+            .into_iter()
+            .zip(infos)
+            .map(|(task, info)| Ok(WorkflowTask { task, info: info? }))
+            .collect::<Result<_>>()?;
+        Ok(WorkflowReport { id, tasks })
+    }
+
+    fn workflow_store(&self) -> Result<Arc<dyn Workflows>> {
+        self.broker.clone().as_workflows().ok_or(Error::Unsupported { capability: "workflows" })
     }
 
     /// One page of the tasks of `queue` in `state`: pending and active in processing order,
@@ -278,5 +319,53 @@ impl Inspector {
     /// Where `queue`'s keys live on a Redis Cluster (hash slot and nodes); `None` elsewhere.
     pub async fn queue_location(&self, queue: &str) -> Result<Option<QueueLocation>> {
         self.broker.queue_location(&QueueName::new(queue)?).await
+    }
+}
+
+/// How many tasks [`Inspector::workflow`] reads at once.
+const WORKFLOW_READS_AT_ONCE: usize = 64;
+
+/// A workflow as [`Inspector::workflow`] finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowReport {
+    /// Its ID.
+    pub id: WorkflowId,
+    /// Its tasks, parents first.
+    pub tasks: Vec<WorkflowTask>,
+}
+
+/// One task of a [`WorkflowReport`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowTask {
+    /// Where it is.
+    pub task: TaskRef,
+    /// What the broker holds of it; `None` once it is gone (it succeeded without retention, or
+    /// was deleted).
+    pub info: Option<TaskInfo>,
+}
+
+/// Where a whole workflow stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkflowState {
+    /// Some task has yet to settle: it waits, is pending, scheduled, running or to be retried.
+    Running,
+    /// Every task settled, and some failed for good (or never ran because a task it waited
+    /// for failed).
+    Failed,
+    /// Every task succeeded (or is gone, as a task that succeeded without retention is).
+    Succeeded,
+}
+
+impl WorkflowReport {
+    /// Where the workflow stands, from its tasks' states.
+    pub fn state(&self) -> WorkflowState {
+        let states = || self.tasks.iter().filter_map(|task| task.info.as_ref().map(|info| info.state));
+        if states().any(|state| !matches!(state, TaskState::Completed | TaskState::Archived)) {
+            WorkflowState::Running
+        } else if states().any(|state| state == TaskState::Archived) {
+            WorkflowState::Failed
+        } else {
+            WorkflowState::Succeeded
+        }
     }
 }

@@ -31,6 +31,7 @@ mod tracker;
 pub use asynq_core::PayloadError;
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
 pub use asynq_core::events::{EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
+pub use asynq_core::workflow::{TaskRef, WorkflowSummary};
 pub use asynq_core::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, TaskSet,
     WorkerInfo,
@@ -40,7 +41,7 @@ pub use asynq_core::{
     TaskState,
 };
 pub use flow::{EnqueuedWorkflow, FlowProducer};
-pub use inspector::{Inspector, ServerReport};
+pub use inspector::{Inspector, ServerReport, WorkflowReport, WorkflowState, WorkflowTask};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;

@@ -5,15 +5,16 @@
 //! through [`Workflows::relay`]; a taken task ID stores nothing.
 
 use super::BrokerFactory;
-use super::fixture::{Fixture, archive, assert_id_conflict, millis, names, retry, secs};
+use super::fixture::{Fixture, archive, assert_id_conflict, at, millis, names, retry, secs};
 use asynq_core::broker::Wait;
-use asynq_core::broker::{Dequeue, Manage, Outcome, Recover};
+use asynq_core::broker::{Dequeue, Manage, Outcome, Page, Recover};
 use asynq_core::workflow::{
     DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef,
     WORKFLOW_HEADER, WorkflowPlan, Workflows,
 };
-use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState};
+use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState, WorkflowId};
 use bytes::Bytes;
+use std::time::SystemTime;
 
 fn task(queue: &str, id: &str) -> Flow {
     Flow::task(Task::new("t", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
@@ -24,9 +25,14 @@ fn task_ref(queue: &str, id: &str) -> TaskRef {
 }
 
 impl<B: Broker + Workflows + Clone> Fixture<B> {
-    /// Plans `flow` at the fixture's time and stores it.
+    /// Plans `flow` at the fixture's time and stores it as workflow `the-workflow`.
     async fn store(&self, flow: &Flow) -> asynq_core::Result<WorkflowPlan> {
-        let plan = flow.plan(DEFAULT_MAX_WORKFLOW_TASKS, self.now(), || "the-workflow".to_owned())?;
+        self.store_as(flow, "the-workflow").await
+    }
+
+    /// Plans `flow` at the fixture's time and stores it as workflow `id` (every task has its ID).
+    async fn store_as(&self, flow: &Flow, id: &str) -> asynq_core::Result<WorkflowPlan> {
+        let plan = flow.plan(DEFAULT_MAX_WORKFLOW_TASKS, self.now(), || id.to_owned())?;
         self.broker.store_workflow(&plan).await?;
         Ok(plan)
     }
@@ -230,4 +236,27 @@ where
     assert_eq!(t.parents("q", "y").await, [("x".to_owned(), ParentOutcome::Succeeded { result: None })]);
     t.relay(&["q"]).await;
     assert_eq!(t.counts("q").await.waiting, 0);
+}
+
+/// Stored workflows are listed newest first with their size, each with its tasks in plan order;
+/// one refused stores no record; an unknown ID is not found.
+pub async fn case_workflows_are_kept_for_operators<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    t.store_as(&task("q", "a").then(task("q2", "b")), "first").await.unwrap();
+    t.advance(secs(10));
+    t.store_as(&task("q", "c"), "second").await.unwrap();
+    assert_id_conflict(t.store_as(&task("q", "a"), "refused").await, "q", "a");
+    let listed = t.broker.list_workflows(Page::default()).await.unwrap();
+    let listed: Vec<(&str, usize, SystemTime)> =
+        listed.iter().map(|w| (w.id.as_str(), w.tasks, w.created_at)).collect();
+    assert_eq!(listed, [("second", 1, at(10)), ("first", 2, at(0))]);
+    let second_page = t.broker.list_workflows(Page { size: 1, number: 1 }).await.unwrap();
+    assert_eq!(second_page.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), ["first"]);
+    let first = t.broker.workflow_tasks(&WorkflowId::from_static("first")).await.unwrap();
+    assert_eq!(first, [task_ref("q", "a"), task_ref("q2", "b")]);
+    let missing = t.broker.workflow_tasks(&WorkflowId::from_static("refused")).await;
+    assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "refused"), "{missing:?}");
 }

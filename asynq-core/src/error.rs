@@ -54,6 +54,13 @@ pub enum Error {
         /// The queue name.
         queue: QueueName,
     },
+    /// No workflow with this ID is kept: it never existed, or its record expired
+    /// ([`WORKFLOW_RESULT_TTL`](crate::workflow::WORKFLOW_RESULT_TTL) after it was stored).
+    #[error("workflow not found: {id:?}")]
+    WorkflowNotFound {
+        /// The workflow ID.
+        id: crate::WorkflowId,
+    },
     /// The queue still holds tasks.
     #[error("queue is not empty: {queue:?}")]
     QueueNotEmpty {

@@ -239,6 +239,17 @@ pub struct PlannedTask {
     pub on_parent_failure: OnParentFailure,
 }
 
+/// A stored workflow, as [`Workflows::list_workflows`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowSummary {
+    /// Its ID.
+    pub id: WorkflowId,
+    /// When it was stored, in whole seconds.
+    pub created_at: SystemTime,
+    /// How many tasks it has.
+    pub tasks: usize,
+}
+
 /// How a task that another waits for settled for good, as its dependent sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParentOutcome {
@@ -267,7 +278,8 @@ pub struct ParentResult {
     pub outcome: ParentOutcome,
 }
 
-/// Workflows: stores them, and releases each task once the tasks it waits for have settled.
+/// Workflows: stores them, releases each task once the tasks it waits for have settled, and
+/// keeps a record of each (its tasks) for operators.
 ///
 /// A workflow task that settles for good (it succeeds, with or without retention, or it is
 /// archived, whether by [`Dequeue::finish`](crate::broker::Dequeue::finish),
@@ -295,6 +307,15 @@ pub trait Workflows: Send + Sync {
     /// stored; a [`Error::Broker`] failure may leave tasks stored that wait for tasks that were
     /// not (the backend documents what becomes of them).
     async fn store_workflow(&self, plan: &WorkflowPlan) -> Result<()>;
+
+    /// One page of the workflows kept, newest first. A workflow's record (its ID and the list of
+    /// its tasks) is kept for [`WORKFLOW_RESULT_TTL`] after it was stored.
+    async fn list_workflows(&self, page: crate::broker::Page) -> Result<Vec<WorkflowSummary>>;
+
+    /// The tasks of workflow `id`, parents first, as its plan ordered them.
+    ///
+    /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept.
+    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<TaskRef>>;
 
     /// The parents of the workflow task `task` and how each settled, in its plan's order; one
     /// whose outcome is not known is [`ParentOutcome::Unknown`]. Empty for a task that waits for

@@ -107,6 +107,8 @@ struct State {
     rate_buckets: HashMap<QueueName, asynq_core::rate_limit::TokenBucket>,
     /// Shared concurrency slots.
     slots: slots::Slots,
+    /// The workflows stored, oldest first.
+    workflows: Vec<workflow::WorkflowRecord>,
 }
 
 impl State {

@@ -3,8 +3,29 @@
 //! only notices the tasks an operator settled (archived or deleted), which pass nothing on.
 
 use super::*;
-use asynq_core::workflow::{ParentOutcome, ParentResult, TaskRef, WORKFLOW_HEADER, WorkflowPlan, Workflows};
+use asynq_core::WorkflowId;
+use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::workflow::{
+    ParentOutcome, ParentResult, TaskRef, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowPlan, WorkflowSummary,
+    Workflows,
+};
 use queue::Passed;
+
+/// A stored workflow's record: when it was stored and its tasks, parents first.
+#[derive(Debug)]
+pub(crate) struct WorkflowRecord {
+    id: WorkflowId,
+    created_at: SystemTime,
+    tasks: Vec<TaskRef>,
+}
+
+impl State {
+    /// Drops the workflow records older than [`WORKFLOW_RESULT_TTL`] at `now`.
+    fn forget_old_workflows(&mut self, now: SystemTime) {
+        let kept_from = self.workflows.partition_point(|record| record.created_at + WORKFLOW_RESULT_TTL <= now);
+        self.workflows.drain(..kept_from);
+    }
+}
 
 #[async_trait]
 impl Workflows for MemoryBroker {
@@ -18,6 +39,10 @@ impl Workflows for MemoryBroker {
                     return Err(Error::TaskIdConflict { queue, id });
                 }
             }
+            state.forget_old_workflows(now);
+            let tasks = plan.tasks.iter().map(|task| TaskRef::of(&task.request.message)).collect();
+            let created_at = from_unix_secs(unix_secs(now));
+            state.workflows.push(WorkflowRecord { id: plan.id.clone(), created_at, tasks });
             for task in &plan.tasks {
                 let queue = task.request.message.queue.clone();
                 state.known.insert(queue.clone());
@@ -32,6 +57,30 @@ impl Workflows for MemoryBroker {
         }
         self.wake_waiters();
         Ok(())
+    }
+
+    async fn list_workflows(&self, page: Page) -> Result<Vec<WorkflowSummary>> {
+        let mut state = self.state();
+        state.forget_old_workflows(self.now());
+        Ok(state
+            .workflows
+            .iter()
+            .rev()
+            .skip(page.size.saturating_mul(page.number))
+            .take(page.size)
+            .map(|record| WorkflowSummary {
+                id: record.id.clone(),
+                created_at: record.created_at,
+                tasks: record.tasks.len(),
+            })
+            .collect())
+    }
+
+    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<TaskRef>> {
+        let mut state = self.state();
+        state.forget_old_workflows(self.now());
+        let record = state.workflows.iter().find(|record| record.id == *id);
+        record.map(|record| record.tasks.clone()).ok_or_else(|| Error::WorkflowNotFound { id: id.clone() })
     }
 
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {

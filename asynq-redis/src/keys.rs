@@ -151,6 +151,19 @@ impl Namespace {
         format!("{self}:event_caps")
     }
 
+    /// `<ns>:workflows` — the workflows kept, a sorted set of workflow IDs scored by the Unix
+    /// second they were stored. Ours only; Go asynq neither writes nor reads it.
+    pub fn workflows(&self) -> String {
+        format!("{self}:workflows")
+    }
+
+    /// `<ns>:workflow:<id>` — the tasks of workflow `id`, parents first, a list of
+    /// `<queue>\n<task ID>`, expiring with the workflow's record. No hash tag: single commands
+    /// touch it. Ours only.
+    pub fn workflow(&self, id: &str) -> String {
+        format!("{self}:workflow:{id}")
+    }
+
     /// `<ns>:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task
     /// was enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither
     /// writes nor reads it.

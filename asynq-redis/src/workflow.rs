@@ -21,18 +21,21 @@
 use crate::RedisBroker;
 use crate::batch::BatchCall;
 use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, changed_keys, checked_message_len, encode};
+use crate::connection::Connection;
 use crate::error::{broker_error, unexpected};
 use crate::events::EventCaps;
 use crate::keys::QueueKeys;
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::Outcome;
+use asynq_core::broker::Page;
+use asynq_core::time::from_unix_secs;
 use asynq_core::time::{unix_nanos, unix_secs};
 use asynq_core::workflow::{
     OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef, WORKFLOW_HEADER,
-    WORKFLOW_RESULT_TTL, WorkflowPlan, Workflows,
+    WORKFLOW_RESULT_TTL, WorkflowPlan, WorkflowSummary, Workflows,
 };
-use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId};
+use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId, WorkflowId};
 use bytes::Bytes;
 use futures::future::try_join_all;
 use redis::{AsyncCommands, Script};
@@ -312,6 +315,39 @@ impl RedisBroker {
         Ok(call)
     }
 
+    /// Records `plan`'s workflow for operators: its ID in `<ns>:workflows`, its tasks in
+    /// `<ns>:workflow:<id>` (pushed a page at a time), both kept for [`WORKFLOW_RESULT_TTL`].
+    async fn record_workflow(&self, conn: &mut Connection, plan: &WorkflowPlan, now: SystemTime) -> Result<()> {
+        let ns = self.namespace();
+        let (index, list) = (ns.workflows(), ns.workflow(plan.id.as_str()));
+        let fail = |e| broker_error("record a workflow", e);
+        let _: i64 = conn.zadd(&index, plan.id.as_str(), unix_secs(now)).await.map_err(fail)?;
+        let entries: Vec<String> = plan
+            .tasks
+            .iter()
+            .map(|task| format!("{}\n{}", task.request.message.queue, task.request.message.id))
+            .collect();
+        for page in entries.chunks(1_000) {
+            let _: i64 = conn.rpush(&list, page).await.map_err(fail)?;
+        }
+        let _: bool = conn.expire(&list, WORKFLOW_RESULT_TTL.as_secs() as i64).await.map_err(fail)?;
+        Ok(())
+    }
+
+    /// Drops the record of a workflow that failed to store.
+    async fn forget_workflow(&self, conn: &mut Connection, id: &WorkflowId) {
+        let ns = self.namespace();
+        let dropped: redis::RedisResult<()> = async {
+            let _: i64 = conn.zrem(ns.workflows(), id.as_str()).await?;
+            let _: i64 = conn.del(ns.workflow(id.as_str())).await?;
+            Ok(())
+        }
+        .await;
+        if let Err(e) = dropped {
+            tracing::error!(workflow = %id, error = %e, "could not drop the record of a workflow that failed to store");
+        }
+    }
+
     /// Takes back the tasks of `written` (queue and IDs) that a failed store left, as far as they
     /// are still waiting, or pending or scheduled and not taken.
     async fn discard(&self, written: &[(String, Vec<TaskId>)]) {
@@ -355,6 +391,7 @@ impl Workflows for RedisBroker {
         let queues: Vec<&str> = calls.iter().map(|(_, queue, _)| *queue).collect();
         let _: i64 =
             conn.sadd(self.namespace().all_queues(), queues).await.map_err(|e| broker_error("store a workflow", e))?;
+        self.record_workflow(&mut conn, plan, now).await?;
         let mut written: Vec<(String, Vec<TaskId>)> = Vec::new();
         for (_, queue, tasks) in &calls {
             let call = self.store_call(queue, tasks, now, &events)?;
@@ -371,6 +408,7 @@ impl Workflows for RedisBroker {
             };
             if let Some(e) = failure {
                 self.discard(&written).await;
+                self.forget_workflow(&mut conn, &plan.id).await;
                 return Err(e);
             }
             written.push((queue.to_string(), tasks.iter().map(|task| task.request.message.id.clone()).collect()));
@@ -379,6 +417,53 @@ impl Workflows for RedisBroker {
             self.pubsub().made_pending(queue);
         }
         Ok(())
+    }
+
+    async fn list_workflows(&self, page: Page) -> Result<Vec<WorkflowSummary>> {
+        let ns = self.namespace();
+        let mut conn = self.conn();
+        let fail = |e| broker_error("list workflows", e);
+        let forgotten = unix_secs(self.now()) - WORKFLOW_RESULT_TTL.as_secs() as i64;
+        let _: i64 = conn.zrembyscore(ns.workflows(), "-inf", forgotten).await.map_err(fail)?;
+        let first = page.size.saturating_mul(page.number) as isize;
+        let last = first.saturating_add(page.size as isize) - 1;
+        let listed: Vec<(String, i64)> = conn.zrevrange_withscores(ns.workflows(), first, last).await.map_err(fail)?;
+        let sizes = try_join_all(listed.iter().map(|(id, _)| {
+            let mut conn = conn.clone();
+            let key = ns.workflow(id);
+            async move { conn.llen::<_, usize>(key).await }
+        }))
+        .await
+        .map_err(fail)?;
+        Ok(listed
+            .into_iter()
+            .zip(sizes)
+            .filter_map(|((id, created), tasks)| {
+                let id = WorkflowId::new(id).ok()?;
+                Some(WorkflowSummary { id, created_at: from_unix_secs(created), tasks })
+            })
+            .collect())
+    }
+
+    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<TaskRef>> {
+        let entries: Vec<String> = self
+            .conn()
+            .lrange(self.namespace().workflow(id.as_str()), 0, -1)
+            .await
+            .map_err(|e| broker_error("read a workflow", e))?;
+        if entries.is_empty() {
+            return Err(Error::WorkflowNotFound { id: id.clone() });
+        }
+        entries
+            .iter()
+            .map(|entry| {
+                let (queue, task) = entry.split_once('\n').unwrap_or_default();
+                match (QueueName::new(queue), TaskId::new(task)) {
+                    (Ok(queue), Ok(id)) => Ok(TaskRef { queue, id }),
+                    _ => Err(unexpected("read a workflow", format!("a bad task {entry:?}"))),
+                }
+            })
+            .collect()
     }
 
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {

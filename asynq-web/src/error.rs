@@ -67,6 +67,7 @@ impl From<asynq_core::Error> for ApiError {
             E::InvalidArgument { .. } | E::TooLarge { .. } => Self::bad_request("invalid_argument", error.to_string()),
             E::QueueNotFound { .. } => Self::not_found("queue_not_found", error.to_string()),
             E::TaskNotFound { .. } => Self::not_found("task_not_found", error.to_string()),
+            E::WorkflowNotFound { .. } => Self::not_found("workflow_not_found", error.to_string()),
             E::QueueNotEmpty { .. } => Self::new(
                 StatusCode::CONFLICT,
                 "queue_not_empty",

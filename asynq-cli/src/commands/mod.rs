@@ -10,6 +10,7 @@ mod slots;
 mod stats;
 mod task;
 mod web;
+mod workflow;
 
 use crate::cli::{Cli, Command};
 use crate::connect::{self, Connection};
@@ -79,6 +80,7 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         Command::Queue(command) => queue::run(&ctx, command).await,
         Command::Task(command) => task::run(&ctx, command).await,
         Command::Group(command) => group::run(&ctx, command).await,
+        Command::Workflow(command) => workflow::run(&ctx, command).await,
         Command::Server(command) => server::run(&ctx, command).await,
         Command::Cron(command) => cron::run(&ctx, command).await,
         Command::Events(args) => events::run(&ctx, args, shutdown_signal()).await,

@@ -1,0 +1,102 @@
+//! `asynq workflow ls` and `asynq workflow inspect`: the workflows kept, and one workflow's
+//! tasks with their states; an unknown workflow is not found (exit 3).
+
+use super::Context;
+use crate::cli::WorkflowCommand;
+use crate::error::CliResult;
+use crate::output::{self, outln, past, payload_text, print_json, print_table};
+use crate::view::{TaskView, WorkflowSummaryView};
+use asynq_client::{WorkflowReport, WorkflowState};
+use asynq_core::broker::Page;
+use serde::Serialize;
+
+/// Runs `asynq workflow <command>`.
+pub(crate) async fn run(ctx: &Context, command: WorkflowCommand) -> CliResult {
+    let inspector = &ctx.conn.inspector;
+    match command {
+        WorkflowCommand::List(args) => {
+            let page = Page { size: args.size as usize, number: args.page as usize - 1 };
+            let workflows = inspector.workflows(page).await?;
+            if ctx.json {
+                print_json(&workflows.iter().map(WorkflowSummaryView::from).collect::<Vec<_>>())?;
+            } else if workflows.is_empty() {
+                outln!("No workflows found")?;
+            } else {
+                let mut table = output::table(["ID", "Created", "Tasks"]);
+                for w in &workflows {
+                    table.add_row([w.id.to_string(), past(Some(w.created_at)), w.tasks.to_string()]);
+                }
+                print_table(&table)?;
+            }
+        }
+        WorkflowCommand::Inspect(args) => {
+            let report = inspector.workflow(&args.id).await?;
+            if ctx.json {
+                print_json(&WorkflowView::from(&report))?;
+            } else {
+                print_report(&report)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn state_name(state: WorkflowState) -> &'static str {
+    match state {
+        WorkflowState::Running => "running",
+        WorkflowState::Failed => "failed",
+        WorkflowState::Succeeded => "succeeded",
+    }
+}
+
+fn print_report(report: &WorkflowReport) -> CliResult {
+    outln!("Workflow {}: {} ({} tasks)", report.id, state_name(report.state()), report.tasks.len())?;
+    let mut table = output::table(["Queue", "ID", "Type", "State", "Last Error", "Result"]);
+    for task in &report.tasks {
+        let (type_name, state, error, result) = match &task.info {
+            Some(info) => (
+                info.type_name.clone(),
+                info.state.to_string(),
+                info.last_error.clone().unwrap_or_default(),
+                info.result.as_deref().map(payload_text).unwrap_or_default(),
+            ),
+            None => (String::new(), "gone (succeeded, or deleted)".to_owned(), String::new(), String::new()),
+        };
+        table.add_row([task.task.queue.to_string(), task.task.id.to_string(), type_name, state, error, result]);
+    }
+    print_table(&table)
+}
+
+/// `asynq workflow inspect --json`.
+#[derive(Debug, Serialize)]
+struct WorkflowView {
+    id: String,
+    state: &'static str,
+    /// Its tasks, parents first; `task` is `null` for a task that is gone.
+    tasks: Vec<WorkflowTaskView>,
+}
+
+#[derive(Debug, Serialize)]
+struct WorkflowTaskView {
+    queue: String,
+    id: String,
+    task: Option<TaskView>,
+}
+
+impl From<&WorkflowReport> for WorkflowView {
+    fn from(report: &WorkflowReport) -> Self {
+        Self {
+            id: report.id.to_string(),
+            state: state_name(report.state()),
+            tasks: report
+                .tasks
+                .iter()
+                .map(|t| WorkflowTaskView {
+                    queue: t.task.queue.to_string(),
+                    id: t.task.id.to_string(),
+                    task: t.info.as_ref().map(TaskView::from),
+                })
+                .collect(),
+        }
+    }
+}
