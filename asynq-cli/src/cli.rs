@@ -515,6 +515,10 @@ pub(crate) enum WorkflowCommand {
     /// Show a workflow's tasks, parents first, with each task's state
     #[command(after_help = "Example:\n  asynq workflow inspect 2f1d6c1e-8e8f-4f0c-9d0c-5b8d3f6f3a51 --json")]
     Inspect(WorkflowInspectArgs),
+    /// Cancel a workflow: its waiting, pending, scheduled and retry tasks are archived without
+    /// running; servers are asked to stop its running ones
+    #[command(after_help = "Example:\n  asynq workflow cancel 2f1d6c1e-8e8f-4f0c-9d0c-5b8d3f6f3a51")]
+    Cancel(WorkflowInspectArgs),
 }
 
 /// `asynq workflow ls`
@@ -528,7 +532,7 @@ pub(crate) struct WorkflowListArgs {
     pub(crate) size: u32,
 }
 
-/// `asynq workflow inspect`
+/// `asynq workflow inspect` and `asynq workflow cancel`
 #[derive(Debug, Args)]
 pub(crate) struct WorkflowInspectArgs {
     /// The workflow's ID

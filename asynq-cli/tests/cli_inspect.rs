@@ -329,6 +329,11 @@ fn workflows_are_listed_and_inspected() {
     assert_eq!(json["tasks"][1]["task"]["state"], "waiting");
     asynq_at(&server, &["task", "ls", "-q", "flows", "-s", "waiting"]).ok().shows(&["second", "Workflow", &id]);
 
+    asynq_at(&server, &["workflow", "cancel", &id]).ok().shows(&["2 tasks archived, 0 running tasks asked to stop"]);
+    let json = asynq_at(&server, &["workflow", "inspect", &id, "--json"]).ok().json();
+    assert_eq!(json["state"], "failed");
+    assert_eq!(json["tasks"][1]["task"]["last_error"], asynq_core::workflow::WORKFLOW_CANCELLED_ERROR);
+
     let missing = asynq_at(&server, &["workflow", "inspect", "no-such-workflow"]);
     assert_eq!(missing.code, 3, "{missing:#?}");
     assert!(missing.stderr.contains("asynq workflow ls"), "{missing:#?}");

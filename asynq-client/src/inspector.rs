@@ -162,6 +162,52 @@ impl Inspector {
         Ok(WorkflowReport { id, tasks })
     }
 
+    /// Cancels workflow `id`: each task still waiting is archived without running
+    /// ([`WORKFLOW_CANCELLED_ERROR`](asynq_core::workflow::WORKFLOW_CANCELLED_ERROR)), each
+    /// pending, scheduled, aggregating or to be retried is archived as [`Inspector::archive_task`]
+    /// would, and servers are asked to stop each running one ([`Inspector::cancel`];
+    /// its handler sees its context cancelled, and the attempt fails as any cancelled attempt
+    /// does). Tasks that settled are left as they are. A task that moves on while this runs (a
+    /// pending one that a worker takes) is not chased further.
+    ///
+    /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept;
+    /// [`Error::Unsupported`] on a broker without workflows.
+    pub async fn cancel_workflow(&self, id: &str) -> Result<WorkflowCancellation> {
+        let workflows = self.workflow_store()?;
+        let report = self.workflow(id).await?;
+        let mut done = WorkflowCancellation::default();
+        for task in &report.tasks {
+            let Some(info) = &task.info else { continue };
+            let (queue, id) = (&task.task.queue, &task.task.id);
+            let moved_on = |result: Result<()>| match result {
+                Ok(()) => Ok(true),
+                Err(Error::TaskNotFound { .. } | Error::FailedPrecondition(_)) => Ok(false),
+                Err(e) => Err(e),
+            };
+            match info.state {
+                TaskState::Waiting => {
+                    // Released meanwhile: archived as the pending task it now is.
+                    if workflows.cancel_waiting(&task.task).await?
+                        || moved_on(self.broker.archive_task(queue, id).await)?
+                    {
+                        done.archived += 1;
+                    }
+                }
+                TaskState::Pending | TaskState::Scheduled | TaskState::Retry | TaskState::Aggregating => {
+                    if moved_on(self.broker.archive_task(queue, id).await)? {
+                        done.archived += 1;
+                    }
+                }
+                TaskState::Active => {
+                    self.cancel(id.as_str()).await?;
+                    done.stopping += 1;
+                }
+                TaskState::Completed | TaskState::Archived => {}
+            }
+        }
+        Ok(done)
+    }
+
     fn workflow_store(&self) -> Result<Arc<dyn Workflows>> {
         self.broker.clone().as_workflows().ok_or(Error::Unsupported { capability: "workflows" })
     }
@@ -368,4 +414,13 @@ impl WorkflowReport {
             WorkflowState::Succeeded
         }
     }
+}
+
+/// What [`Inspector::cancel_workflow`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkflowCancellation {
+    /// Tasks archived without running further.
+    pub archived: usize,
+    /// Running tasks whose servers were asked to stop them.
+    pub stopping: usize,
 }

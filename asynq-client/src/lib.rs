@@ -41,7 +41,7 @@ pub use asynq_core::{
     TaskState,
 };
 pub use flow::{EnqueuedWorkflow, FlowProducer};
-pub use inspector::{Inspector, ServerReport, WorkflowReport, WorkflowState, WorkflowTask};
+pub use inspector::{Inspector, ServerReport, WorkflowCancellation, WorkflowReport, WorkflowState, WorkflowTask};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;

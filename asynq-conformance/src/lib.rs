@@ -228,6 +228,7 @@ macro_rules! broker_conformance {
             workflow::case_a_taken_task_id_stores_nothing,
             workflow::case_a_parent_an_operator_settles_passes_its_outcome_on,
             workflow::case_workflows_are_kept_for_operators,
+            workflow::case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it,
             events::case_events_are_kept_only_for_a_queue_that_asks,
             events::case_events_follow_each_task_through_its_life,
             events::case_event_reads_resume_and_report_what_was_trimmed,

@@ -10,7 +10,7 @@ use asynq_core::broker::Wait;
 use asynq_core::broker::{Dequeue, Manage, Outcome, Page, Recover};
 use asynq_core::workflow::{
     DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef,
-    WORKFLOW_HEADER, WorkflowPlan, Workflows,
+    WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowPlan, Workflows,
 };
 use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState, WorkflowId};
 use bytes::Bytes;
@@ -259,4 +259,25 @@ where
     assert_eq!(first, [task_ref("q", "a"), task_ref("q2", "b")]);
     let missing = t.broker.workflow_tasks(&WorkflowId::from_static("refused")).await;
     assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "refused"), "{missing:?}");
+}
+
+/// A waiting task cancelled is archived unrun with `WORKFLOW_CANCELLED_ERROR`, counted nowhere,
+/// and its failure flows on (once relayed) to what waits for it; a task that is not waiting is
+/// left alone.
+pub async fn case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    t.store(&task("q", "a").then(task("q", "b")).then(task("q", "c"))).await.unwrap();
+    assert!(!t.broker.cancel_waiting(&task_ref("q", "a")).await.unwrap(), "a is pending, not waiting");
+    assert!(t.broker.cancel_waiting(&task_ref("q", "b")).await.unwrap());
+    assert!(!t.broker.cancel_waiting(&task_ref("q", "b")).await.unwrap(), "b is no longer waiting");
+    t.relay(&["q"]).await;
+    let b = t.task("q", "b").await;
+    assert_eq!((b.state, b.last_error.as_deref()), (TaskState::Archived, Some(WORKFLOW_CANCELLED_ERROR)));
+    let c = t.task("q", "c").await;
+    assert_eq!((c.state, c.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
+    let info = t.counts("q").await;
+    assert_eq!((info.pending, info.archived, info.waiting, info.failed), (1, 2, 0, 0));
 }

@@ -35,6 +35,10 @@ pub const WORKFLOW_HEADER: &str = "asynq-workflow";
 /// as [`ParentOutcome::Unknown`].
 pub const WORKFLOW_RESULT_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
+/// The error a waiting task is archived with when its whole workflow is cancelled
+/// ([`Workflows::cancel_waiting`]): it never ran, and the tasks waiting for it see it failed.
+pub const WORKFLOW_CANCELLED_ERROR: &str = "workflow: cancelled before it ran";
+
 /// The error a waiting task is archived with when a task it waits for failed for good under
 /// [`OnParentFailure::FailWorkflow`]: it never ran, and the tasks waiting for it see it failed.
 pub const PARENT_FAILED_ERROR: &str = "workflow: a task it waits for failed, so it did not run";
@@ -316,6 +320,12 @@ pub trait Workflows: Send + Sync {
     ///
     /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept.
     async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<TaskRef>>;
+
+    /// Archives the waiting task `task` without running it, with [`WORKFLOW_CANCELLED_ERROR`],
+    /// counted nowhere, and passes that on as a failure to the tasks waiting for it, as a
+    /// parent's failure would be. Returns whether it was waiting (a task in any other state is
+    /// left alone).
+    async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool>;
 
     /// The parents of the workflow task `task` and how each settled, in its plan's order; one
     /// whose outcome is not known is [`ParentOutcome::Unknown`]. Empty for a task that waits for

@@ -6,8 +6,8 @@ use super::*;
 use asynq_core::WorkflowId;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::{
-    ParentOutcome, ParentResult, TaskRef, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowPlan, WorkflowSummary,
-    Workflows,
+    ParentOutcome, ParentResult, TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowPlan,
+    WorkflowSummary, Workflows,
 };
 use queue::Passed;
 
@@ -81,6 +81,22 @@ impl Workflows for MemoryBroker {
         state.forget_old_workflows(self.now());
         let record = state.workflows.iter().find(|record| record.id == *id);
         record.map(|record| record.tasks.clone()).ok_or_else(|| Error::WorkflowNotFound { id: id.clone() })
+    }
+
+    async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool> {
+        let now = self.now();
+        {
+            let mut state = self.state();
+            let Some(queue) = state.queues.get_mut(&task.queue) else { return Ok(false) };
+            if !queue.archive_unrun(task.id.as_str(), WORKFLOW_CANCELLED_ERROR, now) {
+                return Ok(false);
+            }
+            let error = WORKFLOW_CANCELLED_ERROR.to_owned();
+            state.pass_workflow_outcome(task.clone(), ParentOutcome::Failed { error }, now)?;
+        }
+        self.wake_waiters();
+        self.inner.signals.task_finished();
+        Ok(true)
     }
 
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {

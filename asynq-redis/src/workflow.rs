@@ -20,7 +20,7 @@
 
 use crate::RedisBroker;
 use crate::batch::BatchCall;
-use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, changed_keys, checked_message_len, encode};
+use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, changed_keys, checked_message_len, decode, encode};
 use crate::connection::Connection;
 use crate::error::{broker_error, unexpected};
 use crate::events::EventCaps;
@@ -32,8 +32,8 @@ use asynq_core::broker::Page;
 use asynq_core::time::from_unix_secs;
 use asynq_core::time::{unix_nanos, unix_secs};
 use asynq_core::workflow::{
-    OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef, WORKFLOW_HEADER,
-    WORKFLOW_RESULT_TTL, WorkflowPlan, WorkflowSummary, Workflows,
+    OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef, WORKFLOW_CANCELLED_ERROR,
+    WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowPlan, WorkflowSummary, Workflows,
 };
 use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId, WorkflowId};
 use bytes::Bytes;
@@ -81,6 +81,7 @@ struct WorkflowScripts {
     discard: Script,
     pass: Script,
     sweep: Script,
+    cancel: Script,
     settle_done: Script,
     settle_others: Script,
 }
@@ -95,6 +96,7 @@ static SCRIPTS: LazyLock<WorkflowScripts> = LazyLock::new(|| WorkflowScripts {
     discard: Script::new(include_str!("scripts/workflow_discard.lua")),
     pass: Script::new(concat!(preludes!(), include_str!("scripts/workflow_pass.lua"))),
     sweep: Script::new(concat!(preludes!(), include_str!("scripts/workflow_sweep.lua"))),
+    cancel: Script::new(concat!(preludes!(), include_str!("scripts/workflow_cancel.lua"))),
     settle_done: Script::new(concat!(
         preludes!(),
         as_settle_function!("done_batch"),
@@ -464,6 +466,24 @@ impl Workflows for RedisBroker {
                 }
             })
             .collect()
+    }
+
+    async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool> {
+        let k = self.queue_keys(&task.queue);
+        let mut conn = self.conn();
+        let stored: Option<Vec<u8>> =
+            conn.hget(k.task(task.id.as_str()), "msg").await.map_err(|e| broker_error("cancel a workflow task", e))?;
+        let Some(stored) = stored else { return Ok(false) };
+        let now = self.now();
+        let archived = decode(&stored)?.archived(WORKFLOW_CANCELLED_ERROR, now);
+        let events = self.event_caps_now().await?;
+        let mut call = self.workflow_call(&SCRIPTS.cancel, &task.queue, &k, now, &events);
+        call.arg(task.id.as_str()).arg(encode(&archived));
+        let cancelled: i64 = call.run(&mut conn, "cancel a workflow task").await?;
+        if cancelled == 1 {
+            self.relay_soon(task.queue.clone());
+        }
+        Ok(cancelled == 1)
     }
 
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {

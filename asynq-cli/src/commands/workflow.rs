@@ -1,5 +1,5 @@
-//! `asynq workflow ls` and `asynq workflow inspect`: the workflows kept, and one workflow's
-//! tasks with their states; an unknown workflow is not found (exit 3).
+//! `asynq workflow ls`, `inspect` and `cancel`: the workflows kept, one workflow's tasks with
+//! their states, and cancelling one; an unknown workflow is not found (exit 3).
 
 use super::Context;
 use crate::cli::WorkflowCommand;
@@ -28,6 +28,15 @@ pub(crate) async fn run(ctx: &Context, command: WorkflowCommand) -> CliResult {
                 }
                 print_table(&table)?;
             }
+        }
+        WorkflowCommand::Cancel(args) => {
+            let done = inspector.cancel_workflow(&args.id).await?;
+            outln!(
+                "Cancelled workflow {}: {} tasks archived, {} running tasks asked to stop",
+                args.id,
+                done.archived,
+                done.stopping
+            )?;
         }
         WorkflowCommand::Inspect(args) => {
             let report = inspector.workflow(&args.id).await?;

@@ -109,12 +109,7 @@ impl Queue {
         }
         let failed = matches!(outcome, ParentOutcome::Failed { .. });
         if failed && waiting.on_parent_failure == OnParentFailure::FailWorkflow {
-            let waiting = self.workflows.waiting.remove(child).expect("found above");
-            let msg = waiting.request.message.archived(PARENT_FAILED_ERROR, now);
-            self.archived.insert(child, unix_secs(now));
-            self.trim_archive(now);
-            self.emit_failure(now, EventKind::Archived, &msg, PARENT_FAILED_ERROR);
-            self.tasks.insert(child.to_owned(), TaskRecord::new(msg, TaskState::Archived));
+            self.archive_unrun(child, PARENT_FAILED_ERROR, now);
             return Ok(Passed::Cancelled);
         }
         if !waiting.unsettled.is_empty() {
@@ -175,6 +170,18 @@ impl Queue {
     /// The result the task `id` wrote, if any.
     pub(crate) fn result_of(&self, id: &str) -> Option<bytes::Bytes> {
         self.tasks.get(id).and_then(|record| record.result.clone())
+    }
+
+    /// Archives the waiting task `id` without running it, with `error`, counted nowhere;
+    /// returns whether it was waiting.
+    pub(crate) fn archive_unrun(&mut self, id: &str, error: &str, now: SystemTime) -> bool {
+        let Some(waiting) = self.workflows.waiting.remove(id) else { return false };
+        let msg = waiting.request.message.archived(error, now);
+        self.archived.insert(id, unix_secs(now));
+        self.trim_archive(now);
+        self.emit_failure(now, EventKind::Archived, &msg, error);
+        self.tasks.insert(id.to_owned(), TaskRecord::new(msg, TaskState::Archived));
+        true
     }
 
     /// The tasks the workflow task `id` waits for, in order, while it has not settled for good.

@@ -43,6 +43,33 @@ local function to_relay(q, id, children, ok)
     redis.call("RPUSH", q.outbox, (ok and "1:" or "0:") .. id)
 end
 
+-- Archives the waiting task `child` of `q` without running it, storing `msg` (its message
+-- with the error recorded), counted nowhere; the tasks waiting for it hear of its failure
+-- through the relay, so that no step walks a whole workflow.
+local function archive_unrun(q, child, msg)
+    local key = q.task_prefix .. child
+    redis.call("HSET", key, "msg", msg, "state", "archived")
+    redis.call("HDEL", key, "wf_cancel_msg", "wf_left", "wf_policy")
+    redis.call("ZREM", q.waiting, child)
+    redis.call("ZADD", q.archived, q.now, child)
+    for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, "-inf", q.archive_cutoff, "BYSCORE")) do
+        redis.call("DEL", q.task_prefix .. trimmed)
+        redis.call("ZREM", q.archived, trimmed)
+    end
+    for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, 0, -tonumber(q.archive_max))) do
+        redis.call("DEL", q.task_prefix .. trimmed)
+        redis.call("ZREM", q.archived, trimmed)
+    end
+    log_failure(q.events, q.cap, "archived", child, msg)
+    notify_waiters(key, q.finished, child)
+    local children = redis.call("HGET", q.open, child)
+    if children then
+        redis.call("HDEL", q.open, child)
+        redis.call("SET", q.wf_prefix .. "outcome:" .. child, "0" .. message_field(msg, 7), "EX", q.ttl)
+        to_relay(q, child, children, false)
+    end
+end
+
 -- Records that task `id` of `q` settled for good (`ok`, with `result` or `err`) and, if others
 -- wait for it, passes that on, once: in this step to those of this queue named in wf:open,
 -- through the relay to the others. Does nothing for a task that passed its outcome on already.
@@ -103,27 +130,7 @@ workflow_pass = function(q, child, mark, parent_queue, parent_id, ok)
         return 0
     end
     if not ok and redis.call("HGET", key, "wf_policy") == "fail" then
-        local msg = redis.call("HGET", key, "wf_cancel_msg")
-        redis.call("HSET", key, "msg", msg, "state", "archived")
-        redis.call("HDEL", key, "wf_cancel_msg", "wf_left", "wf_policy")
-        redis.call("ZREM", q.waiting, child)
-        redis.call("ZADD", q.archived, q.now, child)
-        for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, "-inf", q.archive_cutoff, "BYSCORE")) do
-            redis.call("DEL", q.task_prefix .. trimmed)
-            redis.call("ZREM", q.archived, trimmed)
-        end
-        for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, 0, -tonumber(q.archive_max))) do
-            redis.call("DEL", q.task_prefix .. trimmed)
-            redis.call("ZREM", q.archived, trimmed)
-        end
-        log_failure(q.events, q.cap, "archived", child, msg)
-        notify_waiters(key, q.finished, child)
-        local children = redis.call("HGET", q.open, child)
-        if children then
-            redis.call("HDEL", q.open, child)
-            redis.call("SET", q.wf_prefix .. "outcome:" .. child, "0" .. message_field(msg, 7), "EX", q.ttl)
-            to_relay(q, child, children, false)
-        end
+        archive_unrun(q, child, redis.call("HGET", key, "wf_cancel_msg"))
         return 2
     end
     if left > 0 then
