@@ -1,6 +1,7 @@
 //! Following tasks after they are enqueued: waiting for a task's outcome, and asking servers to
 //! cancel a running one.
 
+use crate::EnqueuedWorkflow;
 use asynq_core::broker::{Cancel, Wait};
 use asynq_core::{Error, Progress, QueueName, Result, TaskId, TaskOutcome, validate_wait};
 use futures::stream::{self, BoxStream, StreamExt};
@@ -91,6 +92,43 @@ impl Tracker {
         let (queue, id) = (QueueName::new(queue)?, TaskId::new(id)?);
         validate_wait(timeout)?;
         self.wait.wait_for_outcome(&queue, &id, timeout).await
+    }
+
+    /// Waits up to `timeout` for every task of `workflow` to finish, and says how each ended, in
+    /// the workflow's order (parents first). A task cancelled because a task it waited for
+    /// failed ends archived with
+    /// [`PARENT_FAILED_ERROR`](asynq_core::workflow::PARENT_FAILED_ERROR).
+    ///
+    /// ```
+    /// use asynq_client::{FlowProducer, Task, TaskOptions, Tracker};
+    /// use asynq_core::workflow::Flow;
+    /// use asynq_memory::MemoryBroker;
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), asynq_client::Error> {
+    /// let broker = MemoryBroker::new();
+    /// let flow = Flow::task(Task::new("a", ""), TaskOptions::new()).then(Flow::task(Task::new("b", ""), TaskOptions::new()));
+    /// let workflow = FlowProducer::new(broker.clone()).enqueue(&flow).await?;
+    /// // No server runs it here: the wait runs out.
+    /// let waited = Tracker::new(broker).wait_workflow(&workflow, Duration::from_millis(50)).await;
+    /// assert!(matches!(waited, Err(asynq_client::Error::WaitTimeout { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Errors: as [`Tracker::wait`], [`Error::WaitTimeout`](crate::Error::WaitTimeout) naming
+    /// the first task that had not finished in time.
+    pub async fn wait_workflow(&self, workflow: &EnqueuedWorkflow, timeout: Duration) -> Result<Vec<TaskOutcome>> {
+        validate_wait(timeout)?;
+        // The timeout is real time, as each wait's is; the client depends on no runtime's clock.
+        let started = std::time::Instant::now(); // allow: wall-clock
+        let mut outcomes = Vec::with_capacity(workflow.tasks.len());
+        for task in &workflow.tasks {
+            let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+            outcomes.push(self.wait.wait_for_outcome(&task.queue, &task.id, left).await?);
+        }
+        Ok(outcomes)
     }
 
     /// Follows task `id` of `queue` for up to `timeout`: yields each new progress report its

@@ -183,3 +183,25 @@ async fn parents_a_go_server_settles_release_or_cancel_their_dependents() {
     assert_eq!(entry(&log, "after-done").unwrap(), [""], "a parent Go deleted succeeded, without a result");
     server.shutdown().await;
 }
+
+/// A tracker waits for a whole workflow: each task's outcome, parents first, a task that never
+/// ran because a task it waited for failed archived with `PARENT_FAILED_ERROR`.
+#[tokio::test(start_paused = true)]
+async fn a_tracker_waits_for_a_whole_workflow() {
+    let h = Harness::new();
+    let mut server = Server::new(h.broker.clone(), config(h.clock.clone())).unwrap();
+    server.start(image_pipeline(Log::default())).unwrap();
+    let workflow = FlowProducer::new(h.broker.clone())
+        .with_clock(h.clock.clone())
+        .enqueue(&pipeline(["a", "broken", "c"]))
+        .await
+        .unwrap();
+    let outcomes =
+        asynq_client::Tracker::new(h.broker.clone()).wait_workflow(&workflow, Duration::from_secs(60)).await.unwrap();
+    let states: Vec<Option<TaskState>> = outcomes.iter().map(|outcome| outcome.state()).collect();
+    let archived = Some(TaskState::Archived);
+    assert_eq!(states, [None, archived, None, archived, archived], "resize a and c succeeded without retention");
+    let notify = outcomes[4].info().unwrap();
+    assert_eq!(notify.last_error.as_deref(), Some(PARENT_FAILED_ERROR));
+    server.shutdown().await;
+}
