@@ -28,6 +28,20 @@
 -- ARGV -> none of its own.
 -- Returns: nothing; defines local functions only.
 
+-- The `q` of a script whose KEYS[1..7] are workflow_pass.lua's and whose ARGV from `first` on
+-- are workflow_pass.lua's ARGV[1..11].
+local function workflow_queue(first)
+    local function arg(n)
+        return ARGV[first + n - 1]
+    end
+    return {
+        name = arg(1), task_prefix = arg(2), wf_prefix = arg(3), now = arg(4), now_ns = arg(5),
+        archive_cutoff = arg(6), archive_max = arg(7), ttl = arg(8), ready = arg(9), finished = arg(10),
+        cap = arg(11), pending = KEYS[1], archived = KEYS[2], idle = KEYS[3], events = KEYS[4], outbox = KEYS[5],
+        waiting = KEYS[6], open = KEYS[7],
+    }
+end
+
 -- Defined below; the two call each other.
 local workflow_pass
 

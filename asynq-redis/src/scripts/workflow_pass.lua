@@ -26,12 +26,7 @@
 -- ARGV[14] -> "1" the parent succeeded, "0" it failed
 -- ARGV[15..] -> the IDs of the waiting tasks of this queue that wait for it
 -- Returns: how many tasks were released or archived.
-local q = {
-    name = ARGV[1], task_prefix = ARGV[2], wf_prefix = ARGV[3], now = ARGV[4], now_ns = ARGV[5],
-    archive_cutoff = ARGV[6], archive_max = ARGV[7], ttl = ARGV[8], ready = ARGV[9], finished = ARGV[10],
-    cap = ARGV[11], pending = KEYS[1], archived = KEYS[2], idle = KEYS[3], events = KEYS[4], outbox = KEYS[5],
-    waiting = KEYS[6], open = KEYS[7],
-}
+local q = workflow_queue(1)
 local changed = 0
 local mark = "wf_p:" .. #ARGV[12] .. ":" .. ARGV[12] .. ":" .. ARGV[13]
 for i = 15, #ARGV do

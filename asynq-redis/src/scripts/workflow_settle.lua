@@ -30,12 +30,7 @@
 -- ARGV[2+h..] -> the settle script's ARGV
 -- Returns: the settle script's replies, one per task, in order.
 local h = tonumber(ARGV[1])
-local q = {
-    name = ARGV[2], task_prefix = ARGV[3], wf_prefix = ARGV[4], now = ARGV[5], now_ns = ARGV[6],
-    archive_cutoff = ARGV[7], archive_max = ARGV[8], ttl = ARGV[9], ready = ARGV[10], finished = ARGV[11],
-    cap = ARGV[12], pending = KEYS[1], archived = KEYS[2], idle = KEYS[3], events = KEYS[4], outbox = KEYS[5],
-    waiting = KEYS[6], open = KEYS[7],
-}
+local q = workflow_queue(2)
 -- The results, read before the settle deletes the hashes of tasks that leave none.
 local results = {}
 for i = 13, 1 + h, 4 do

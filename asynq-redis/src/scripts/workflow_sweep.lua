@@ -12,12 +12,7 @@
 -- ARGV[12] -> the HSCAN cursor over asynq:{<q>}:wf:open ("0" to start)
 -- ARGV[13] -> about how many open tasks to look at (HSCAN's COUNT)
 -- Returns: {the next cursor ("0" once the scan is complete), how many settled tasks were found}
-local q = {
-    name = ARGV[1], task_prefix = ARGV[2], wf_prefix = ARGV[3], now = ARGV[4], now_ns = ARGV[5],
-    archive_cutoff = ARGV[6], archive_max = ARGV[7], ttl = ARGV[8], ready = ARGV[9], finished = ARGV[10],
-    cap = ARGV[11], pending = KEYS[1], archived = KEYS[2], idle = KEYS[3], events = KEYS[4], outbox = KEYS[5],
-    waiting = KEYS[6], open = KEYS[7],
-}
+local q = workflow_queue(1)
 local scan = redis.call("HSCAN", q.open, ARGV[12], "COUNT", ARGV[13])
 local entries, settled = scan[2], 0
 for i = 1, #entries - 1, 2 do
