@@ -261,15 +261,29 @@ where
     assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "refused"), "{missing:?}");
 }
 
-/// A waiting task cancelled is archived unrun with `WORKFLOW_CANCELLED_ERROR`, counted nowhere,
-/// and its failure flows on (once relayed) to what waits for it; a task that is not waiting is
-/// left alone.
+/// An operator's run, archive or delete of a waiting task is refused. A waiting task cancelled is
+/// archived unrun with `WORKFLOW_CANCELLED_ERROR`, counted nowhere, and its failure flows on (once
+/// relayed) to what waits for it; a task that is not waiting is left alone.
 pub async fn case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it<F: BrokerFactory>(factory: &F)
 where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;
     t.store(&task("q", "a").then(task("q", "b")).then(task("q", "c"))).await.unwrap();
+    let (q, b) = (QueueName::from_static("q"), TaskId::from_static("b"));
+    for refused in
+        [t.broker.run_task(&q, &b).await, t.broker.archive_task(&q, &b).await, t.broker.delete_task(&q, &b).await]
+    {
+        assert!(
+            matches!(refused, Err(Error::FailedPrecondition(ref why)) if why.contains("cancel the workflow")),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(
+        t.task("q", "b").await.state,
+        TaskState::Waiting,
+        "an operator's action on a waiting task writes nothing"
+    );
     assert!(!t.broker.cancel_waiting(&task_ref("q", "a")).await.unwrap(), "a is pending, not waiting");
     assert!(t.broker.cancel_waiting(&task_ref("q", "b")).await.unwrap());
     assert!(!t.broker.cancel_waiting(&task_ref("q", "b")).await.unwrap(), "b is no longer waiting");

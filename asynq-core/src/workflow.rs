@@ -243,6 +243,14 @@ pub struct PlannedTask {
     pub on_parent_failure: OnParentFailure,
 }
 
+/// The refusal of an operator's action (run, archive, delete) on the workflow task `id` while it
+/// waits for others: [`Error::FailedPrecondition`], pointing at cancelling the workflow.
+pub fn waiting_task_refused(id: &TaskId) -> Error {
+    Error::FailedPrecondition(format!(
+        "task {id} waits for other tasks of its workflow; cancel the workflow instead (asynq workflow cancel)"
+    ))
+}
+
 /// A stored workflow, as [`Workflows::list_workflows`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkflowSummary {

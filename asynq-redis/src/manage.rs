@@ -14,6 +14,7 @@ use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
 use asynq_core::broker::Manage;
 use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::workflow::waiting_task_refused;
 use asynq_core::{BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskSet, TaskState, validate_bulk};
 use bytes::Bytes;
 use prost::Message;
@@ -75,6 +76,7 @@ impl Manage for RedisBroker {
             0 => Err(Self::task_not_found(queue, id)),
             -1 => Err(Error::FailedPrecondition("task is already running".into())),
             -2 => Err(Error::FailedPrecondition("task is already in pending state".into())),
+            -3 => Err(waiting_task_refused(id)),
             n => Err(unexpected("run task", format!("the script returned {n}"))),
         }
     }
@@ -95,6 +97,7 @@ impl Manage for RedisBroker {
             -2 => Err(Error::FailedPrecondition(
                 "cannot archive task in active state. use CancelProcessing instead.".into(),
             )),
+            -3 => Err(waiting_task_refused(id)),
             n => Err(unexpected("archive task", format!("the script returned {n}"))),
         }
     }
@@ -112,6 +115,7 @@ impl Manage for RedisBroker {
             -1 => Err(Error::FailedPrecondition(
                 "cannot delete task in active state. use CancelProcessing instead.".into(),
             )),
+            -3 => Err(waiting_task_refused(id)),
             n => Err(unexpected("delete task", format!("the script returned {n}"))),
         }
     }

@@ -30,6 +30,9 @@ fn refused(reason: impl Into<String>) -> Error {
 impl Queue {
     /// The state of task `id`, or `TaskNotFound`.
     fn state_of(&self, queue: &QueueName, id: &TaskId) -> Result<TaskState> {
+        if self.waiting_task_info(id.as_str()).is_some() {
+            return Err(asynq_core::workflow::waiting_task_refused(id));
+        }
         self.tasks.get(id.as_str()).map(|record| record.state).ok_or_else(|| not_found(queue, id))
     }
 

@@ -19,10 +19,14 @@
 -- ARGV[9] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 done; 0 no such task; -1 the task is already archived; -2 the task is active;
 --          an error reply when the task's container does not hold it (nothing written)
+--          -3 the task is a workflow task waiting for others (nothing written)
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return 0
 end
 local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
+if state == "waiting" then
+    return -3
+end
 if state == "active" then
     return -2
 elseif state == "archived" then

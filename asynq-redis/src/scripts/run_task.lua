@@ -12,10 +12,14 @@
 -- ARGV[4] -> the wake-up channel, asynq:{<q>}:ready
 -- Returns: 1 done; 0 no such task; -1 the task is active; -2 the task is already pending;
 --          an error reply when the task's container does not hold it (nothing written)
+--          -3 the task is a workflow task waiting for others (nothing written)
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return 0
 end
 local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
+if state == "waiting" then
+    return -3
+end
 if state == "active" then
     return -1
 elseif state == "pending" then

@@ -65,6 +65,8 @@ local function archive_unrun(q, child, msg)
     redis.call("HSET", key, "msg", msg, "state", "archived")
     redis.call("HDEL", key, "wf_cancel_msg", "wf_left", "wf_policy")
     redis.call("ZREM", q.waiting, child)
+    -- Kept for an operator who runs it again from the archive, as long as its parents' outcomes.
+    redis.call("EXPIRE", q.wf_prefix .. "parents:" .. child, q.ttl)
     redis.call("ZADD", q.archived, q.now, child)
     for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, "-inf", q.archive_cutoff, "BYSCORE")) do
         redis.call("DEL", q.task_prefix .. trimmed)
