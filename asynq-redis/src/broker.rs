@@ -176,6 +176,8 @@ struct Inner {
     events: crate::events::EventSettings,
     /// Where each queue's next sweep for workflow tasks settled elsewhere starts.
     sweep_cursors: crate::workflow::SweepCursors,
+    /// The queues this process relays in the background now (see `RedisBroker::relay_soon`).
+    relaying: crate::workflow::Relaying,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -248,6 +250,7 @@ impl RedisBroker {
             kind,
             events: crate::events::EventSettings::default(),
             sweep_cursors: Default::default(),
+            relaying: Default::default(),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -283,6 +286,10 @@ impl RedisBroker {
 
     pub(crate) fn event_settings(&self) -> &crate::events::EventSettings {
         &self.inner.events
+    }
+
+    pub(crate) fn relaying(&self) -> &crate::workflow::Relaying {
+        &self.inner.relaying
     }
 
     pub(crate) fn sweep_cursors(&self) -> &crate::workflow::SweepCursors {

@@ -54,6 +54,10 @@ const SWEEP_SLICE: u64 = 1_000;
 /// ...and a relay makes at most this many calls per queue.
 const SWEEP_CALLS: usize = 5;
 
+/// The queues a background relay of this process works on, each with whether another settle
+/// asked for a relay meanwhile (so that the relay goes round once more).
+pub(crate) type Relaying = std::sync::Mutex<HashMap<QueueName, bool>>;
+
 /// Per queue, the `HSCAN` cursor over `<ns>:{q}:wf:open` where this process's next sweep starts.
 pub(crate) type SweepCursors = std::sync::Mutex<HashMap<String, String>>;
 
@@ -176,13 +180,35 @@ impl RedisBroker {
         BatchCall { call, context: inner.context, items: inner.items }
     }
 
-    /// Relays queue `queue` in the background, after workflow tasks settled there; a failure is
-    /// left to the servers' periodic relay.
+    /// Relays queue `queue` in the background, after workflow tasks settled there: one relay per
+    /// queue at a time in this process, going round again when more settled meanwhile. A failure
+    /// is left to the servers' periodic relay.
     pub(crate) fn relay_soon(&self, queue: QueueName) {
+        {
+            let mut relaying = self.relaying().lock().expect("relaying lock poisoned");
+            if let Some(again) = relaying.get_mut(&queue) {
+                *again = true;
+                return;
+            }
+            relaying.insert(queue.clone(), false);
+        }
         let broker = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = broker.relay_queue(&queue).await {
-                tracing::warn!(%queue, error = %e, "could not relay workflow outcomes; a server's relay will");
+            loop {
+                let relayed = broker.relay_queue(&queue).await;
+                let mut relaying = broker.relaying().lock().expect("relaying lock poisoned");
+                if let Err(e) = relayed {
+                    relaying.remove(&queue);
+                    tracing::warn!(%queue, error = %e, "could not relay workflow outcomes; a server's relay will");
+                    return;
+                }
+                match relaying.get_mut(&queue) {
+                    Some(again) if *again => *again = false,
+                    _ => {
+                        relaying.remove(&queue);
+                        return;
+                    }
+                }
             }
         });
     }
