@@ -49,6 +49,8 @@ const STORE_BATCH: usize = 100;
 const PASS_BATCH: usize = 500;
 /// A relay takes at most this many outbox entries of a queue per round.
 const RELAY_ROUND: isize = 100;
+/// [`Workflows::relay`] goes round the outboxes at most this many times per call.
+const RELAY_ROUNDS: usize = 8;
 /// `workflow_sweep.lua` looks at this many open tasks per call...
 const SWEEP_SLICE: u64 = 1_000;
 /// ...and a relay makes at most this many calls per queue.
@@ -292,8 +294,15 @@ impl RedisBroker {
                 for child in &children {
                     call.arg(*child);
                 }
-                let _: i64 = call.run(&mut conn, "pass a workflow outcome on").await?;
+                let changed: i64 = call.run(&mut conn, "pass a workflow outcome on").await?;
                 told += children.len();
+                // A dependent archived there passes its failure on through that queue's outbox.
+                if changed > 0
+                    && child_queue != queue.as_str()
+                    && let Ok(child_queue) = QueueName::new(child_queue)
+                {
+                    self.relay_soon(child_queue);
+                }
             }
             if page.len() < PAGE as usize {
                 return Ok(told);
@@ -563,12 +572,20 @@ impl Workflows for RedisBroker {
         for index in open {
             self.sweep_queue(&queues[index]).await?;
         }
+        // Outboxes filled by this relay (a dependent it archived passes its failure on) are
+        // emptied by the next round, so a cascade across these queues ends in one call.
         let keys: Vec<String> = queues.iter().map(|queue| self.queue_keys(queue).workflow_outbox()).collect();
-        let busy =
-            changed_keys(self.conn(), &keys, false).await.map_err(|e| broker_error("look at workflow outboxes", e))?;
         let mut told = 0;
-        for index in busy {
-            told += self.relay_queue(&queues[index]).await?;
+        for _ in 0..RELAY_ROUNDS {
+            let busy = changed_keys(self.conn(), &keys, false)
+                .await
+                .map_err(|e| broker_error("look at workflow outboxes", e))?;
+            if busy.is_empty() {
+                break;
+            }
+            for index in busy {
+                told += self.relay_queue(&queues[index]).await?;
+            }
         }
         Ok(told)
     }
