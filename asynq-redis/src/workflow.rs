@@ -76,6 +76,7 @@ macro_rules! preludes {
         concat!(
             include_str!("scripts/common.lua"),
             include_str!("scripts/message.lua"),
+            include_str!("scripts/manage_common.lua"),
             include_str!("scripts/events.lua"),
             include_str!("scripts/workflow.lua"),
         )

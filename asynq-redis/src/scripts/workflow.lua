@@ -1,6 +1,6 @@
--- workflow: helpers prepended (after common.lua, message.lua and events.lua) to the scripts
--- that store workflows and pass a settled task's outcome on to the tasks waiting for it (ours;
--- Go asynq has no workflows).
+-- workflow: helpers prepended (after common.lua, message.lua, manage_common.lua and events.lua)
+-- to the scripts that pass a settled task's outcome on to the tasks waiting for it (ours; Go
+-- asynq has no workflows).
 --
 -- A waiting task is a task hash asynq:{<q>}:t:<id> in state "waiting", which no container of
 -- Go's lists, with `wf_left` (how many parents have not settled), `wf_policy` ("fail": it is
@@ -68,14 +68,7 @@ local function archive_unrun(q, child, msg)
     -- Kept for an operator who runs it again from the archive, as long as its parents' outcomes.
     redis.call("EXPIRE", q.wf_prefix .. "parents:" .. child, q.ttl)
     redis.call("ZADD", q.archived, q.now, child)
-    for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, "-inf", q.archive_cutoff, "BYSCORE")) do
-        redis.call("DEL", q.task_prefix .. trimmed)
-        redis.call("ZREM", q.archived, trimmed)
-    end
-    for _, trimmed in ipairs(redis.call("ZRANGE", q.archived, 0, -tonumber(q.archive_max))) do
-        redis.call("DEL", q.task_prefix .. trimmed)
-        redis.call("ZREM", q.archived, trimmed)
-    end
+    trim_archive(q.archived, q.archive_cutoff, q.archive_max, q.task_prefix)
     log_failure(q.events, q.cap, "archived", child, msg)
     notify_waiters(key, q.finished, child)
     local children = redis.call("HGET", q.open, child)
