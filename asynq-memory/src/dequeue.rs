@@ -40,7 +40,12 @@ impl Dequeue for MemoryBroker {
     }
 
     async fn finish(&self, message: &StoredTask, outcome: Outcome) -> Result<()> {
-        self.settle(message, outcome, None)
+        let mut settled = self.settle(vec![(message.clone(), outcome)], None);
+        settled.pop().expect("one reply per task")
+    }
+
+    async fn finish_batch(&self, items: Vec<(StoredTask, Outcome)>) -> Vec<Result<()>> {
+        self.settle(items, None)
     }
 
     async fn extend_leases(&self, queue: &QueueName, ids: &[TaskId]) -> Result<SystemTime> {
@@ -63,35 +68,57 @@ impl Dequeue for MemoryBroker {
 }
 
 impl MemoryBroker {
-    /// Records `outcome` for the active task `message`; with a `lease_cutoff` (Unix seconds),
-    /// only while its lease expired at or before it (see [`Recover::recover`]).
-    pub(crate) fn settle(&self, message: &StoredTask, outcome: Outcome, lease_cutoff: Option<i64>) -> Result<()> {
+    /// Records the outcome of each active task of `items`, in one step; with a `lease_cutoff`
+    /// (Unix seconds), each only while its lease expired at or before it (see
+    /// [`Recover::recover`]). The outcomes of the workflow tasks among them that settled for
+    /// good are passed on together once all are recorded, as the Redis broker's batch does.
+    pub(crate) fn settle(&self, items: Vec<(StoredTask, Outcome)>, lease_cutoff: Option<i64>) -> Vec<Result<()>> {
         let now = self.now();
-        let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
-        let finished_for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
-        let mut released = false;
-        {
+        let (mut wake, mut finished) = (false, false);
+        let (mut passed_on, mut passing) = (Vec::new(), Vec::new());
+        let mut replies = Vec::with_capacity(items.len());
+        let mut state = self.state();
+        for (message, outcome) in items {
+            let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
+            let for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
             let not_found = || Error::TaskNotFound { queue: message.queue.clone(), id: message.id.clone() };
-            let mut state = self.state();
-            let queue = state.queues.get_mut(&message.queue).ok_or_else(not_found)?;
+            let Some(queue) = state.queues.get_mut(&message.queue) else {
+                replies.push(Err(not_found()));
+                continue;
+            };
             if lease_cutoff.is_some_and(|cutoff| !queue.lease_expired_by(message.id.as_str(), cutoff)) {
-                return Err(not_found());
+                replies.push(Err(not_found()));
+                continue;
             }
-            let passed_on = (finished_for_good && workflow::in_workflow(message)).then(|| match &outcome {
+            let passes_on = (for_good && workflow::in_workflow(&message)).then(|| match &outcome {
                 Outcome::Archive { error } => ParentOutcome::Failed { error: error.clone() },
                 _ => ParentOutcome::Succeeded { result: queue.result_of(message.id.as_str()) },
             });
-            queue.finish(message, outcome, now)?;
-            if let Some(outcome) = passed_on {
-                released = state.pass_workflow_outcome(TaskRef::of(message), outcome, now)?;
+            let reply = queue.finish(&message, outcome, now);
+            if reply.is_ok() {
+                wake |= requeue;
+                finished |= for_good;
+                if let Some(outcome) = passes_on {
+                    passed_on.push((TaskRef::of(&message), outcome));
+                    passing.push(replies.len());
+                }
+            }
+            replies.push(reply);
+        }
+        if !passed_on.is_empty() {
+            match state.pass_workflow_outcomes(passed_on, now) {
+                Ok(changed) => wake |= changed,
+                // Settled, but what waits for them may not have heard: the first says so.
+                Err(e) => replies[passing[0]] = Err(e),
             }
         }
-        if requeue || released {
+        drop(state);
+        if wake {
             self.wake_waiters();
         }
-        if finished_for_good {
+        if finished {
             self.inner.signals.task_finished();
         }
-        Ok(())
+        replies
     }
 }

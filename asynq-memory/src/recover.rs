@@ -17,6 +17,6 @@ impl Recover for MemoryBroker {
 
     async fn recover(&self, items: Vec<(StoredTask, Outcome)>, cutoff: SystemTime) -> Vec<Result<()>> {
         let cutoff = unix_secs(cutoff);
-        items.into_iter().map(|(message, outcome)| self.settle(&message, outcome, Some(cutoff))).collect()
+        self.settle(items, Some(cutoff))
     }
 }

@@ -10,6 +10,7 @@ use asynq_core::workflow::{
     WorkflowSummary, Workflows,
 };
 use queue::Passed;
+use std::collections::VecDeque;
 
 /// A stored workflow's record: when it was stored and its tasks, parents first.
 #[derive(Debug)]
@@ -33,6 +34,10 @@ impl Workflows for MemoryBroker {
         let now = self.now();
         {
             let mut state = self.state();
+            // Registered first, whatever the outcome, as an enqueue registers its queue.
+            for task in &plan.tasks {
+                state.known.insert(task.request.message.queue.clone());
+            }
             for task in &plan.tasks {
                 let TaskRef { queue, id } = TaskRef::of(&task.request.message);
                 if state.queues.get(&queue).is_some_and(|q| q.holds_id(id.as_str())) {
@@ -45,7 +50,6 @@ impl Workflows for MemoryBroker {
             state.workflows.push(WorkflowRecord { id: plan.id.clone(), created_at, tasks });
             for task in &plan.tasks {
                 let queue = task.request.message.queue.clone();
-                state.known.insert(queue.clone());
                 state.queues.entry(queue).or_default().store_workflow_task(
                     task.request.clone(),
                     &task.parents,
@@ -92,7 +96,7 @@ impl Workflows for MemoryBroker {
                 return Ok(false);
             }
             let error = WORKFLOW_CANCELLED_ERROR.to_owned();
-            state.pass_workflow_outcome(task.clone(), ParentOutcome::Failed { error }, now)?;
+            state.pass_workflow_outcomes(vec![(task.clone(), ParentOutcome::Failed { error })], now)?;
         }
         self.wake_waiters();
         self.inner.signals.task_finished();
@@ -136,11 +140,7 @@ impl MemoryBroker {
                 }
             }
             let found = settled.len();
-            let mut changed = false;
-            for (task, outcome) in settled {
-                changed |= state.pass_workflow_outcome(task, outcome, now)?;
-            }
-            (found, changed)
+            (found, state.pass_workflow_outcomes(settled, now)?)
         };
         if changed {
             self.wake_waiters();
@@ -151,18 +151,19 @@ impl MemoryBroker {
 }
 
 impl State {
-    /// Passes the outcome of `settled`, a workflow task that settled for good, to the tasks that
-    /// wait for it, and on down the workflow through those it cancels. Returns whether a task
-    /// was released or cancelled (so that servers and waits look again).
-    pub(crate) fn pass_workflow_outcome(
+    /// Passes the outcomes of `settled`, workflow tasks that settled for good, in order, to the
+    /// tasks that wait for them, and on down the workflow through those it cancels, breadth
+    /// first (as the Redis broker's settle and relay do): every dependent of the settled tasks
+    /// hears before any task a cancelled one waits for. Returns whether a task was released or
+    /// cancelled (so that servers and waits look again).
+    pub(crate) fn pass_workflow_outcomes(
         &mut self,
-        settled: TaskRef,
-        outcome: ParentOutcome,
+        settled: Vec<(TaskRef, ParentOutcome)>,
         now: SystemTime,
     ) -> Result<bool> {
         let mut changed = false;
-        let mut settling = vec![(settled, outcome)];
-        while let Some((parent, outcome)) = settling.pop() {
+        let mut settling = VecDeque::from(settled);
+        while let Some((parent, outcome)) = settling.pop_front() {
             let Some(queue) = self.queues.get_mut(&parent.queue) else { continue };
             for child in queue.settle_workflow_task(parent.id.as_str(), outcome.clone(), now) {
                 let Some(queue) = self.queues.get_mut(&child.queue) else { continue };
@@ -172,7 +173,7 @@ impl State {
                     Passed::Cancelled => {
                         changed = true;
                         let error = asynq_core::workflow::PARENT_FAILED_ERROR.to_owned();
-                        settling.push((child, ParentOutcome::Failed { error }));
+                        settling.push_back((child, ParentOutcome::Failed { error }));
                     }
                 }
             }

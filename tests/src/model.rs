@@ -21,6 +21,12 @@
 //! port documents a deliberate difference from Go, the model follows the port: operator
 //! deletes and forced queue removals release the uniqueness lock each deleted task holds
 //! (including tasks added to a group), and archive trimming deletes the trimmed tasks.
+//!
+//! Workflows ([`Op::Workflow`]) are modelled within one queue each: a settle passes outcomes
+//! on breadth first (see `Model::pass_on`), and a relay, which follows every operation, passes
+//! on those of parents an operator settled, in ID order. The order in which dependents in other
+//! queues hear of a parent is not specified; `tests/workflow_differential.rs` holds the two
+//! brokers to each other across queues instead.
 
 use asynq_core::{Error, FREE_STALLS, GroupName, TaskSet, TaskState};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -42,6 +48,17 @@ pub const TASK_TYPE: &str = "t";
 pub const UNIQUE_TTL: Duration = Duration::from_secs(100 * 365 * 86_400);
 /// How long after now the recoverer makes a recovered task due again.
 pub const RECOVER_RETRY_DELAY: Duration = Duration::from_secs(60);
+/// The states whose tasks an [`Observation`] lists: Go's, then workflow tasks waiting.
+pub const OBSERVED_STATES: [TaskState; 8] = [
+    TaskState::Active,
+    TaskState::Pending,
+    TaskState::Scheduled,
+    TaskState::Retry,
+    TaskState::Archived,
+    TaskState::Completed,
+    TaskState::Aggregating,
+    TaskState::Waiting,
+];
 /// The lease a dequeue grants, and the grace the recoverer allows past it.
 pub const LEASE_SECS: i64 = 30;
 /// How old an archived task may get before the next archive trims it (Go's 90 days).
@@ -258,6 +275,38 @@ pub enum Op {
     /// with `task`, pending or scheduled as its `when` says (`Now` or `In`); `unique` is not
     /// used.
     Replace(NewTask),
+    /// A client stores a workflow of tasks of `queue` in one call (see [`WorkflowTask`]).
+    /// Every operation is followed by a relay of every queue (see [`Model::apply`]).
+    Workflow {
+        /// The queue of every task of the workflow.
+        queue: &'static str,
+        /// Its tasks, each after the tasks it waits for.
+        tasks: Vec<WorkflowTask>,
+    },
+    /// An operator cancels the waiting workflow task `id` (`Workflows::cancel_waiting`).
+    CancelWaiting {
+        /// The queue.
+        queue: &'static str,
+        /// The task ID.
+        id: &'static str,
+    },
+}
+
+/// One task of an [`Op::Workflow`], of type [`TASK_TYPE`] with payload "w".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowTask {
+    /// The task ID.
+    pub id: &'static str,
+    /// The positions of the earlier tasks of the workflow it waits for; none for a root.
+    pub after: Vec<usize>,
+    /// Whether it runs anyway when a task it waits for fails (else it is cancelled).
+    pub run_anyway: bool,
+    /// For a root: scheduled this many seconds ahead rather than pending.
+    pub delay: Option<u64>,
+    /// Retention in seconds (0: none).
+    pub retention: u64,
+    /// Maximum retries.
+    pub max_retry: u32,
 }
 
 /// The kind of error a call returned: what callers match on, without the message.
@@ -353,6 +402,8 @@ pub struct Counts {
     pub completed: usize,
     /// Aggregating tasks in registered groups.
     pub aggregating: usize,
+    /// Waiting workflow tasks (not part of `size`).
+    pub waiting: usize,
     /// Processed today (UTC).
     pub processed: u64,
     /// Failed today (UTC).
@@ -377,6 +428,7 @@ impl From<&asynq_core::QueueInfo> for Counts {
             archived: info.archived,
             completed: info.completed,
             aggregating: info.aggregating,
+            waiting: info.waiting,
             processed: info.processed,
             failed: info.failed,
             processed_total: info.processed_total,
@@ -402,9 +454,9 @@ pub struct Row {
 pub struct QueueView {
     /// The queue's counts.
     pub counts: Result<Counts, ErrorKind>,
-    /// Its tasks state by state, in [`TaskState::ALL`] order: pending and active in processing
+    /// Its tasks state by state, in [`OBSERVED_STATES`] order: pending and active in processing
     /// order, scheduled, retry, archived and completed by score then ID, aggregating sorted by
-    /// ID (the order across groups is not specified).
+    /// ID (the order across groups is not specified), waiting sorted by ID.
     pub tasks: Vec<(TaskState, Result<Vec<Row>, ErrorKind>)>,
 }
 
@@ -482,6 +534,17 @@ struct Task {
     stalls: u32,
     /// The debounce key it was enqueued with.
     debounce: Option<String>,
+    /// Whether it belongs to a workflow (its settling passes its outcome on).
+    workflow: bool,
+}
+
+/// A workflow task waiting for others.
+#[derive(Debug, Clone)]
+struct Waiting {
+    /// The tasks it still waits for.
+    left: BTreeSet<String>,
+    /// Whether it runs anyway when one of them fails.
+    run_anyway: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -507,6 +570,11 @@ struct Queue {
     failed_total: u64,
     /// Day number (Unix seconds / 86 400) to (processed, failed).
     daily: BTreeMap<i64, (u64, u64)>,
+    /// The waiting workflow tasks (their state is [`TaskState::Waiting`]).
+    waiting: BTreeMap<String, Waiting>,
+    /// The workflow tasks others wait for that have not passed their outcome on yet, each with
+    /// the tasks waiting for it, in plan order.
+    open: BTreeMap<String, Vec<String>>,
 }
 
 impl Queue {
@@ -578,6 +646,9 @@ pub struct Model {
     handed: Vec<(String, String)>,
     /// Per `(queue, debounce key)`, the ID of the task last enqueued with the key.
     debounce_marks: BTreeMap<(String, String), String>,
+    /// The workflow tasks the current operation settled for good (queue, ID, whether it
+    /// succeeded), in order: their outcomes are passed on together once it is done.
+    settling: Vec<(String, String, bool)>,
 }
 
 impl Model {
@@ -591,6 +662,7 @@ impl Model {
             locks: BTreeMap::new(),
             handed: Vec::new(),
             debounce_marks: BTreeMap::new(),
+            settling: Vec::new(),
         }
     }
 
@@ -690,8 +762,124 @@ impl Model {
             Op::DeleteQueue { queue, force } => self.delete_queue(queue, *force).map(|()| Reply::Ok),
             Op::Debounce { task, key, window } => self.debounce(task, key, *window).map(|()| Reply::Ok),
             Op::Replace(task) => self.replace(task).map(|()| Reply::Ok),
+            Op::Workflow { queue, tasks } => self.store_workflow(queue, tasks).map(|()| Reply::Ok),
+            Op::CancelWaiting { queue, id } => Ok(Reply::Count(self.cancel_waiting(queue, id))),
         };
+        for name in QUEUES {
+            let settled =
+                self.settling.iter().filter(|(q, _, _)| q == name).map(|(_, id, ok)| (id.clone(), *ok)).collect();
+            self.pass_on(name, settled);
+        }
+        self.settling.clear();
+        self.relay();
         result.unwrap_or_else(Reply::Err)
+    }
+
+    /// Stores the workflow `tasks` of `queue`: the roots pending (in order) or scheduled, the
+    /// others waiting. Refused before anything is written when an ID is used twice; refused
+    /// with nothing stored but the queue's name when an ID is taken in the queue.
+    fn store_workflow(&mut self, queue: &str, tasks: &[WorkflowTask]) -> Result<(), ErrorKind> {
+        let ids: BTreeSet<&str> = tasks.iter().map(|t| t.id).collect();
+        if ids.len() < tasks.len() {
+            return Err(ErrorKind::InvalidArgument);
+        }
+        self.known.insert(queue.to_owned());
+        let now = self.now;
+        let q = self.queue(queue);
+        if tasks.iter().any(|t| q.tasks.contains_key(t.id)) {
+            return Err(ErrorKind::TaskIdConflict);
+        }
+        for (index, task) in tasks.iter().enumerate() {
+            for &parent in &task.after {
+                q.open.entry(tasks[parent].id.to_owned()).or_default().push(task.id.to_owned());
+            }
+            let state = if !task.after.is_empty() {
+                let left = task.after.iter().map(|&parent| tasks[parent].id.to_owned()).collect();
+                q.waiting.insert(task.id.to_owned(), Waiting { left, run_anyway: task.run_anyway });
+                TaskState::Waiting
+            } else if let Some(delay) = task.delay {
+                q.scheduled.insert((now + delay as i64, task.id.to_owned()));
+                TaskState::Scheduled
+            } else {
+                q.pending.push_back(task.id.to_owned());
+                TaskState::Pending
+            };
+            debug_assert!(task.after.iter().all(|&parent| parent < index), "parents come first");
+            let stored = Task {
+                state,
+                retry: task.max_retry,
+                retried: 0,
+                retention: task.retention as i64,
+                unique: None,
+                group: None,
+                stalls: 0,
+                debounce: None,
+                workflow: true,
+            };
+            q.tasks.insert(task.id.to_owned(), stored);
+        }
+        Ok(())
+    }
+
+    /// Archives the waiting task `id` of `queue` unrun and passes its failure on; returns 1, or
+    /// 0 when no such task waits.
+    fn cancel_waiting(&mut self, queue: &str, id: &str) -> usize {
+        let now = self.now;
+        let q = self.queue(queue);
+        if q.waiting.remove(id).is_none() {
+            return 0;
+        }
+        q.archive(id, now);
+        self.pass_on(queue, vec![(id.to_owned(), false)]);
+        1
+    }
+
+    /// Passes the outcomes of the workflow tasks `settled` of `queue` (ID, and whether it
+    /// succeeded) on to the tasks waiting for them, breadth first: each parent's dependents in
+    /// plan order; a dependent whose last parent settled is released (pending), and one that
+    /// does not run past a failed parent is archived without running or being counted, and its
+    /// own failure is passed on after the dependents already due to hear.
+    fn pass_on(&mut self, queue: &str, settled: Vec<(String, bool)>) {
+        let now = self.now;
+        let q = self.queue(queue);
+        let mut due: VecDeque<(String, bool)> = settled.into();
+        while let Some((parent, ok)) = due.pop_front() {
+            for child in q.open.remove(&parent).unwrap_or_default() {
+                let Some(waiting) = q.waiting.get_mut(&child) else { continue };
+                if !waiting.left.remove(&parent) {
+                    continue;
+                }
+                if !ok && !waiting.run_anyway {
+                    q.waiting.remove(&child);
+                    q.archive(&child, now);
+                    due.push_back((child, false));
+                } else if waiting.left.is_empty() {
+                    q.waiting.remove(&child);
+                    q.tasks.get_mut(&child).expect("a waiting task exists").state = TaskState::Pending;
+                    q.pending.push_back(child);
+                }
+            }
+        }
+    }
+
+    /// The relay that follows every operation: in each queue, the workflow tasks others wait
+    /// for that settled outside a worker's settling (an operator archived, deleted or ran and
+    /// completed them), in ID order, pass their outcomes on: gone or completed as succeeded,
+    /// archived as failed.
+    fn relay(&mut self) {
+        for name in QUEUES {
+            let Some(q) = self.queues.get(name) else { continue };
+            let settled: Vec<(String, bool)> = q
+                .open
+                .keys()
+                .filter_map(|id| match q.tasks.get(id).map(|t| t.state) {
+                    None | Some(TaskState::Completed) => Some((id.clone(), true)),
+                    Some(TaskState::Archived) => Some((id.clone(), false)),
+                    Some(_) => None,
+                })
+                .collect();
+            self.pass_on(name, settled);
+        }
     }
 
     fn enqueue(&mut self, task: &NewTask) -> Result<(), ErrorKind> {
@@ -740,6 +928,7 @@ impl Model {
             group,
             stalls: 0,
             debounce: None,
+            workflow: false,
         };
         q.tasks.insert(id.to_owned(), task);
         Ok(())
@@ -812,6 +1001,7 @@ impl Model {
             group: None,
             stalls: 0,
             debounce: debounce.map(str::to_owned),
+            workflow: false,
         };
         q.tasks.insert(task.id.to_owned(), stored);
     }
@@ -847,6 +1037,17 @@ impl Model {
         }
         q.active.retain(|a| a != id);
         q.lease.remove(id);
+        let for_good = match with {
+            FinishWith::Done | FinishWith::Complete => Some(true),
+            FinishWith::Archive => Some(false),
+            FinishWith::Retry { .. } | FinishWith::Requeue => None,
+        };
+        if let Some(ok) = for_good
+            && q.tasks.get(id).is_some_and(|t| t.workflow)
+        {
+            self.settling.push((queue.to_owned(), id.to_owned(), ok));
+        }
+        let q = self.queue(queue);
         match with {
             FinishWith::Done => {
                 q.count(now, false);
@@ -967,7 +1168,7 @@ impl Model {
 
     fn run_task(&mut self, queue: &str, id: &str) -> Result<(), ErrorKind> {
         match self.task_state(queue, id)? {
-            TaskState::Active | TaskState::Pending => Err(ErrorKind::FailedPrecondition),
+            TaskState::Active | TaskState::Pending | TaskState::Waiting => Err(ErrorKind::FailedPrecondition),
             _ => {
                 let q = self.queue(queue);
                 q.detach(id);
@@ -981,7 +1182,7 @@ impl Model {
     fn archive_task(&mut self, queue: &str, id: &str) -> Result<(), ErrorKind> {
         let now = self.now;
         match self.task_state(queue, id)? {
-            TaskState::Active | TaskState::Archived => Err(ErrorKind::FailedPrecondition),
+            TaskState::Active | TaskState::Archived | TaskState::Waiting => Err(ErrorKind::FailedPrecondition),
             _ => {
                 let q = self.queue(queue);
                 q.detach(id);
@@ -993,7 +1194,7 @@ impl Model {
 
     fn delete_task(&mut self, queue: &str, id: &str) -> Result<(), ErrorKind> {
         match self.task_state(queue, id)? {
-            TaskState::Active => Err(ErrorKind::FailedPrecondition),
+            TaskState::Active | TaskState::Waiting => Err(ErrorKind::FailedPrecondition),
             _ => {
                 self.queue(queue).detach(id);
                 self.release(queue, id);
@@ -1108,7 +1309,7 @@ impl Model {
         let zrows = |set: &ZSet| set.iter().map(|(_, id)| row(id)).collect::<Vec<_>>();
         let due_rows =
             |set: &ZSet| set.iter().map(|(score, id)| Row { due: Some(*score), ..row(id) }).collect::<Vec<_>>();
-        let tasks = TaskState::ALL
+        let tasks = OBSERVED_STATES
             .into_iter()
             .map(|state| {
                 let rows = match state {
@@ -1124,8 +1325,7 @@ impl Model {
                         rows.sort();
                         rows
                     }
-                    // The model stores no workflows (`ALL` holds Go's states only).
-                    TaskState::Waiting => Vec::new(),
+                    TaskState::Waiting => q.waiting.keys().map(row).collect(),
                 };
                 let listed = if self.known.contains(name) { Ok(rows) } else { Err(ErrorKind::QueueNotFound) };
                 (state, listed)
@@ -1144,6 +1344,7 @@ impl Model {
                 archived: q.archived.len(),
                 completed: q.completed.len(),
                 aggregating,
+                waiting: q.waiting.len(),
                 processed,
                 failed,
                 processed_total: q.processed_total,

@@ -24,6 +24,7 @@ use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::events::{EventCap, EventKind, EventLog, EventPosition};
 use asynq_core::time::{from_unix_secs, unix_secs};
+use asynq_core::workflow::{DagTask, Flow, OnParentFailure, TaskRef, WorkflowPlan, Workflows};
 use asynq_core::{
     Broker, Clock, EnqueueRequest, FREE_STALLS, QueueName, Replace, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
     TaskOptions, TaskState, resolve_enqueue,
@@ -31,8 +32,8 @@ use asynq_core::{
 use asynq_memory::MemoryBroker;
 use asynq_redis::RedisBroker;
 use asynq_tests::model::{
-    ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, Observation, Op, PAYLOADS, QUEUES, QueueView,
-    RECOVER_RETRY_DELAY, Reply, Row, Set, TASK_TYPE, UNIQUE_TTL, When, hand, pick_batch, pick_handed,
+    ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, OBSERVED_STATES, Observation, Op, PAYLOADS, QUEUES, QueueView,
+    RECOVER_RETRY_DELAY, Reply, Row, Set, TASK_TYPE, UNIQUE_TTL, When, WorkflowTask, hand, pick_batch, pick_handed,
 };
 use asynq_tests::{RedisServer, redis_broker};
 use proptest::prelude::*;
@@ -59,7 +60,7 @@ struct Backend<B> {
     messages: HashMap<(String, String), StoredTask>,
 }
 
-impl<B: Broker> Backend<B> {
+impl<B: Broker + Workflows> Backend<B> {
     fn new(name: &'static str, broker: B, clock: SimulatedClock) -> Self {
         Self { name, broker, clock, handed: Vec::new(), messages: HashMap::new() }
     }
@@ -223,7 +224,44 @@ impl<B: Broker> Backend<B> {
                 request.replace = Some(Replace::Waiting);
                 Reply::of_unit(b.enqueue(request).await)
             }
+            Op::Workflow { queue, tasks } => match self.plan(queue, tasks, format!("wf{}", self.handed.len())) {
+                Ok(plan) => Reply::of_unit(b.store_workflow(&plan).await),
+                Err(e) => Reply::Err(ErrorKind::of(&e)),
+            },
+            Op::CancelWaiting { queue, id } => {
+                let task = TaskRef { queue: QueueName::new(*queue).unwrap(), id: TaskId::new(*id).unwrap() };
+                match b.cancel_waiting(&task).await {
+                    Ok(cancelled) => Reply::Count(usize::from(cancelled)),
+                    Err(e) => Reply::Err(ErrorKind::of(&e)),
+                }
+            }
         }
+    }
+
+    /// The plan of the workflow `tasks`, all in `queue`, as a client makes it before storing.
+    fn plan(&self, queue: &str, tasks: &[WorkflowTask], id: String) -> asynq_core::Result<WorkflowPlan> {
+        let flow = Flow::dag(tasks.iter().map(|t| {
+            let mut options = TaskOptions::new().queue(queue).max_retry(t.max_retry);
+            if t.retention > 0 {
+                options = options.retention(Duration::from_secs(t.retention));
+            }
+            if let Some(delay) = t.delay {
+                options = options.process_in(Duration::from_secs(delay));
+            }
+            let task =
+                DagTask::new(t.id, Task::new(TASK_TYPE, "w"), options).after(t.after.iter().map(|&p| tasks[p].id));
+            if t.run_anyway { task.on_parent_failure(OnParentFailure::RunAnyway) } else { task }
+        }));
+        let mut id = Some(id);
+        flow.plan(tasks.len(), self.clock.now(), || id.take().expect("only the workflow's ID is generated"))
+    }
+
+    /// The relay that follows every operation (see [`Model::apply`]). On Redis it also ends
+    /// the relays a settle started in the background: the outboxes are empty when it returns.
+    async fn relay(&self) -> Result<(), TestCaseError> {
+        let fail = |e: asynq_core::Error| TestCaseError::fail(format!("{}: relay: {e}", self.name));
+        self.broker.relay(&names(&QUEUES)).await.map_err(fail)?;
+        Ok(())
     }
 
     async fn observe(&self, lookups: bool) -> Observation {
@@ -240,7 +278,7 @@ impl<B: Broker> Backend<B> {
                 .map(|info| (&info).into())
                 .map_err(|e| ErrorKind::of(&e));
             let mut tasks = Vec::new();
-            for state in TaskState::ALL {
+            for state in OBSERVED_STATES {
                 let rows =
                     b.list_tasks(&QueueName::new(name).unwrap(), state, ALL).await.map_err(|e| ErrorKind::of(&e)).map(
                         |listed| {
@@ -252,7 +290,7 @@ impl<B: Broker> Backend<B> {
                                 .into_iter()
                                 .map(|t| Row { due: due(&t), id: t.id.into_string(), retried: t.retried })
                                 .collect();
-                            if state == TaskState::Aggregating {
+                            if matches!(state, TaskState::Aggregating | TaskState::Waiting) {
                                 rows.sort();
                             }
                             rows
@@ -363,7 +401,7 @@ fn finish_with() -> impl Strategy<Value = FinishWith> {
 
 fn set() -> impl Strategy<Value = Set> {
     prop_oneof![
-        3 => proptest::sample::select(&TaskState::ALL[..]).prop_map(Set::State),
+        3 => proptest::sample::select(&OBSERVED_STATES[..]).prop_map(Set::State),
         1 => group().prop_map(Set::Group),
     ]
 }
@@ -387,6 +425,37 @@ fn new_task() -> impl Strategy<Value = NewTask> {
             retention,
             max_retry,
         })
+}
+
+/// A workflow of up to four tasks with distinct IDs from the pool (one time in eight, the
+/// first ID again, which is refused), each waiting for up to two earlier ones.
+fn workflow_tasks() -> impl Strategy<Value = Vec<WorkflowTask>> {
+    let task = (
+        proptest::collection::vec(any::<prop::sample::Index>(), 0..3),
+        prop_oneof![3 => Just(false), 1 => Just(true)],
+        prop_oneof![3 => Just(None), 1 => span().prop_map(Some)],
+        prop_oneof![Just(0u64), Just(3_600)],
+        0u32..3,
+    );
+    let ids = proptest::sample::subsequence(&IDS[..], 1..=4).prop_shuffle();
+    (ids, proptest::collection::vec(task, 4), proptest::bool::weighted(0.125)).prop_map(|(ids, tasks, reuse)| {
+        let mut ids = ids;
+        if reuse {
+            ids.push(ids[0]);
+        }
+        ids.iter()
+            .zip(tasks.into_iter().cycle())
+            .enumerate()
+            .map(|(index, (&id, (after, run_anyway, delay, retention, max_retry)))| {
+                let mut after: Vec<usize> =
+                    if index == 0 { Vec::new() } else { after.iter().map(|a| a.index(index)).collect() };
+                after.sort_unstable();
+                after.dedup();
+                let delay = if after.is_empty() { delay } else { None };
+                WorkflowTask { id, after, run_anyway, delay, retention, max_retry }
+            })
+            .collect()
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -414,6 +483,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (new_task(), proptest::sample::select(&["k1", "k2"][..]), 1u64..600)
             .prop_map(|(task, key, window)| Op::Debounce { task, key, window }),
         3 => new_task().prop_map(Op::Replace),
+        8 => (queue(), workflow_tasks()).prop_map(|(queue, tasks)| Op::Workflow { queue, tasks }),
+        3 => (queue(), id()).prop_map(|(queue, id)| Op::CancelWaiting { queue, id }),
     ]
 }
 
@@ -435,9 +506,13 @@ async fn run_case(server: &RedisServer, ops: &[Op], tally: &Tally) -> Result<(),
         // Looking every task up by ID costs as much again, so it is done after the last step.
         let lookups = step + 1 == ops.len();
         let expected_view = model.observe(lookups);
+        let memory_reply = memory.apply(op).await;
+        memory.relay().await?;
+        let redis_reply = redis.apply(op).await;
+        redis.relay().await?;
         let got = [
-            (memory.name, memory.apply(op).await, memory.observe(lookups).await),
-            (redis.name, redis.apply(op).await, redis.observe(lookups).await),
+            (memory.name, memory_reply, memory.observe(lookups).await),
+            (redis.name, redis_reply, redis.observe(lookups).await),
         ];
         let mut differences = Vec::new();
         for (name, reply, view) in got {

@@ -144,10 +144,12 @@ impl Queue {
     }
 
     /// The tasks others wait for that settled without [`Queue::settle_workflow_task`] (an
-    /// operator archived or deleted them), with their outcomes: one that is gone counts as
-    /// succeeded without a result, as on Redis, where a Go server deletes a task that succeeded.
+    /// operator archived or deleted them), with their outcomes, in ID order: one that is gone
+    /// counts as succeeded without a result, as on Redis, where a Go server deletes a task that
+    /// succeeded.
     pub(crate) fn settled_elsewhere(&self) -> Vec<(String, ParentOutcome)> {
-        self.workflows
+        let mut settled: Vec<(String, ParentOutcome)> = self
+            .workflows
             .children
             .keys()
             .filter(|id| !self.workflows.waiting.contains_key(*id))
@@ -164,7 +166,9 @@ impl Queue {
                 };
                 Some((id.clone(), outcome))
             })
-            .collect()
+            .collect();
+        settled.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        settled
     }
 
     /// The result the task `id` wrote, if any.

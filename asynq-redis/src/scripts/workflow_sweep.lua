@@ -5,7 +5,8 @@
 --
 -- A task that is gone counts as succeeded without a result: a Go server deletes a task that
 -- succeeded without retention, and nothing tells that apart from an operator's delete. A
--- completed task succeeded with its result; an archived one failed with its last error.
+-- completed task succeeded with its result; an archived one failed with its last error. Those
+-- a call finds pass their outcomes on in ID order.
 --
 -- KEYS[1..7] -> as workflow_pass.lua's
 -- ARGV[1..11] -> as workflow_pass.lua's
@@ -14,17 +15,22 @@
 -- Returns: {the next cursor ("0" once the scan is complete), how many settled tasks were found}
 local q = workflow_queue(1)
 local scan = redis.call("HSCAN", q.open, ARGV[12], "COUNT", ARGV[13])
-local entries, settled = scan[2], 0
+local entries, settled = scan[2], {}
 for i = 1, #entries - 1, 2 do
     local id = entries[i]
     local fields = redis.call("HMGET", q.task_prefix .. id, "state", "msg", "result")
     local state = fields[1]
     if not state or state == "completed" then
-        workflow_settled(q, id, true, fields[3] or nil, "")
-        settled = settled + 1
+        settled[#settled + 1] = { id = id, ok = true, result = fields[3] or nil, err = "" }
     elseif state == "archived" then
-        workflow_settled(q, id, false, nil, message_field(fields[2], 7))
-        settled = settled + 1
+        settled[#settled + 1] = { id = id, ok = false, err = message_field(fields[2], 7) }
     end
 end
-return {scan[1], settled}
+-- In ID order, as the memory broker's relay, whatever order the scan found them in.
+table.sort(settled, function(a, b)
+    return a.id < b.id
+end)
+for _, task in ipairs(settled) do
+    workflow_settled(q, task.id, task.ok, task.result, task.err)
+end
+return {scan[1], #settled}
