@@ -5,7 +5,7 @@
 mod common;
 
 use common::{asynq, asynq_at, seeded_server};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[test]
 fn queues_are_listed_and_inspected() {
@@ -321,12 +321,14 @@ fn workflows_are_listed_and_inspected() {
     assert_eq!((listed[0]["id"].as_str(), listed[0]["tasks"].as_u64()), (Some(id.as_str()), Some(2)));
 
     let inspect = asynq_at(&server, &["workflow", "inspect", &id]).ok();
-    inspect.shows(&[&format!("Workflow {id}: running (2 tasks)"), "first", "second"]);
+    inspect.shows(&[&format!("Workflow {id}: running (2 tasks)"), "Parents", "first", "second"]);
     assert!(inspect.line("first").contains("pending"), "{}", inspect.stdout);
-    assert!(inspect.line("second").contains("waiting"), "{}", inspect.stdout);
+    let second = inspect.line("second");
+    assert!(second.contains("waiting") && second.contains("first"), "second waits for first: {}", inspect.stdout);
     let json = asynq_at(&server, &["workflow", "inspect", &id, "--json"]).ok().json();
     assert_eq!(json["state"], "running");
     assert_eq!(json["tasks"][1]["task"]["state"], "waiting");
+    assert_eq!((&json["tasks"][0]["parents"], &json["tasks"][1]["parents"]), (&json!([]), &json!(["first"])));
     asynq_at(&server, &["task", "ls", "-q", "flows", "-s", "waiting"]).ok().shows(&["second", "Workflow", &id]);
 
     asynq_at(&server, &["workflow", "cancel", &id]).ok().shows(&["2 tasks archived, 0 running tasks asked to stop"]);

@@ -135,15 +135,18 @@ impl Inspector {
         self.workflow_store()?.list_workflows(page).await
     }
 
-    /// Workflow `id`: each of its tasks, parents first, with what the broker holds of it now
-    /// (`None` for a task that is gone: it succeeded without retention, or was deleted).
+    /// Workflow `id`: each of its tasks, parents first, with the tasks it waits for and what the
+    /// broker holds of it now (`None` for a task that is gone: it succeeded without retention,
+    /// or was deleted).
     ///
     /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept;
     /// [`Error::Unsupported`] on a broker without workflows.
     pub async fn workflow(&self, id: &str) -> Result<WorkflowReport> {
         let id = WorkflowId::new(id)?;
-        let tasks = self.workflow_store()?.workflow_tasks(&id).await?;
-        let infos: Vec<Result<Option<TaskInfo>>> = futures::stream::iter(tasks.iter())
+        let (refs, parents): (Vec<TaskRef>, Vec<Vec<usize>>) =
+            self.workflow_store()?.workflow_tasks(&id).await?.into_iter().map(|node| (node.task, node.parents)).unzip();
+        // Each read owns its task, so that the future stays `Send` for callers that spawn it.
+        let infos: Vec<Result<Option<TaskInfo>>> = futures::stream::iter(refs.iter().cloned())
             .map(|task| async move {
                 match self.broker.task_info(&task.queue, &task.id).await {
                     Ok(info) => Ok(Some(info)),
@@ -154,10 +157,11 @@ impl Inspector {
             .buffered(WORKFLOW_READS_AT_ONCE)
             .collect()
             .await;
-        let tasks = tasks
+        let tasks = refs
             .into_iter()
+            .zip(parents)
             .zip(infos)
-            .map(|(task, info)| Ok(WorkflowTask { task, info: info? }))
+            .map(|((task, parents), info)| Ok(WorkflowTask { task, parents, info: info? }))
             .collect::<Result<_>>()?;
         Ok(WorkflowReport { id, tasks })
     }
@@ -385,6 +389,9 @@ pub struct WorkflowReport {
 pub struct WorkflowTask {
     /// Where it is.
     pub task: TaskRef,
+    /// The tasks it waits for, as positions in [`WorkflowReport::tasks`] (each before its own),
+    /// in the order its handler sees their results.
+    pub parents: Vec<usize>,
     /// What the broker holds of it; `None` once it is gone (it succeeded without retention, or
     /// was deleted).
     pub info: Option<TaskInfo>,
@@ -400,6 +407,17 @@ pub enum WorkflowState {
     Failed,
     /// Every task succeeded (or is gone, as a task that succeeded without retention is).
     Succeeded,
+}
+
+impl WorkflowState {
+    /// Its name: `running`, `failed` or `succeeded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowState::Running => "running",
+            WorkflowState::Failed => "failed",
+            WorkflowState::Succeeded => "succeeded",
+        }
+    }
 }
 
 impl WorkflowReport {

@@ -238,25 +238,43 @@ where
     assert_eq!(t.counts("q").await.waiting, 0);
 }
 
-/// Stored workflows are listed newest first with their size, each with its tasks in plan order;
-/// one refused stores no record; an unknown ID is not found.
+/// Stored workflows are listed newest first with their size, each with its tasks in plan order
+/// and the edges between them; one refused stores no record; an unknown ID is not found.
 pub async fn case_workflows_are_kept_for_operators<F: BrokerFactory>(factory: &F)
 where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;
-    t.store_as(&task("q", "a").then(task("q2", "b")), "first").await.unwrap();
+    // A chord of three members across two queues, then a chain of two.
+    let chord = Flow::chord([task("q", "a"), task("q2", "m2"), task("q", "m3")], task("q2", "b"));
+    t.store_as(&chord.then(task("q", "d")), "first").await.unwrap();
     t.advance(secs(10));
     t.store_as(&task("q", "c"), "second").await.unwrap();
     assert_id_conflict(t.store_as(&task("q", "a"), "refused").await, "q", "a");
     let listed = t.broker.list_workflows(Page::default()).await.unwrap();
     let listed: Vec<(&str, usize, SystemTime)> =
         listed.iter().map(|w| (w.id.as_str(), w.tasks, w.created_at)).collect();
-    assert_eq!(listed, [("second", 1, at(10)), ("first", 2, at(0))]);
+    assert_eq!(listed, [("second", 1, at(10)), ("first", 5, at(0))]);
     let second_page = t.broker.list_workflows(Page { size: 1, number: 1 }).await.unwrap();
     assert_eq!(second_page.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), ["first"]);
     let first = t.broker.workflow_tasks(&WorkflowId::from_static("first")).await.unwrap();
-    assert_eq!(first, [task_ref("q", "a"), task_ref("q2", "b")]);
+    let first: Vec<(TaskRef, &[usize])> =
+        first.iter().map(|node| (node.task.clone(), node.parents.as_slice())).collect();
+    assert_eq!(
+        first,
+        [
+            (task_ref("q", "a"), &[][..]),
+            (task_ref("q2", "m2"), &[]),
+            (task_ref("q", "m3"), &[]),
+            (task_ref("q2", "b"), &[0, 1, 2]),
+            (task_ref("q", "d"), &[3]),
+        ]
+    );
+    let second = t.broker.workflow_tasks(&WorkflowId::from_static("second")).await.unwrap();
+    assert_eq!(
+        second.iter().map(|node| (&node.task, node.parents.len())).collect::<Vec<_>>(),
+        [(&task_ref("q", "c"), 0)]
+    );
     let missing = t.broker.workflow_tasks(&WorkflowId::from_static("refused")).await;
     assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "refused"), "{missing:?}");
 }

@@ -228,6 +228,20 @@ impl WorkflowPlan {
     pub fn roots(&self) -> impl Iterator<Item = &PlannedTask> {
         self.tasks.iter().filter(|task| task.parents.is_empty())
     }
+
+    /// What a broker keeps of this plan for operators ([`Workflows::workflow_tasks`]): each
+    /// task, in plan order, with its parents as positions in that order.
+    pub fn nodes(&self) -> Vec<WorkflowNode> {
+        let positions: HashMap<TaskRef, usize> =
+            self.tasks.iter().enumerate().map(|(index, task)| (TaskRef::of(&task.request.message), index)).collect();
+        self.tasks
+            .iter()
+            .map(|task| WorkflowNode {
+                task: TaskRef::of(&task.request.message),
+                parents: task.parents.iter().map(|parent| positions[parent]).collect(),
+            })
+            .collect()
+    }
 }
 
 /// One task of a [`WorkflowPlan`].
@@ -241,6 +255,17 @@ pub struct PlannedTask {
     pub children: Vec<TaskRef>,
     /// What it does when a parent fails for good.
     pub on_parent_failure: OnParentFailure,
+}
+
+/// One task of a stored workflow's record, as [`Workflows::workflow_tasks`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowNode {
+    /// Where the task is.
+    pub task: TaskRef,
+    /// The tasks it waits for, as positions in the same list, in the order its handler sees
+    /// their results. The list is in plan order, parents first, so each is smaller than the
+    /// task's own position.
+    pub parents: Vec<usize>,
 }
 
 /// The refusal of an operator's action (run, archive, delete) on the workflow task `id` while it
@@ -324,10 +349,11 @@ pub trait Workflows: Send + Sync {
     /// its tasks) is kept for [`WORKFLOW_RESULT_TTL`] after it was stored.
     async fn list_workflows(&self, page: crate::broker::Page) -> Result<Vec<WorkflowSummary>>;
 
-    /// The tasks of workflow `id`, parents first, as its plan ordered them.
+    /// The tasks of workflow `id` with the edges between them ([`WorkflowPlan::nodes`]): in
+    /// its plan's order, parents first, each naming its parents by their positions in the list.
     ///
     /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept.
-    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<TaskRef>>;
+    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>>;
 
     /// Archives the waiting task `task` without running it, with [`WORKFLOW_CANCELLED_ERROR`],
     /// counted nowhere, and passes that on as a failure to the tasks waiting for it, as a
@@ -627,6 +653,16 @@ mod tests {
                 edge("generated-1", &["archive"]),
             ]
         );
+    }
+
+    #[test]
+    fn a_plan_s_nodes_name_their_parents_by_position() {
+        let flow = Flow::chord([t("m1"), t("m2"), t("m3")], t("sum")).then(t("publish"));
+        let nodes = plan(&flow).unwrap().nodes();
+        let ids: Vec<&str> = nodes.iter().map(|node| node.task.id.as_str()).collect();
+        assert_eq!(ids, ["m1", "m2", "m3", "sum", "publish"]);
+        let parents: Vec<&[usize]> = nodes.iter().map(|node| node.parents.as_slice()).collect();
+        assert_eq!(parents, [&[][..], &[], &[], &[0, 1, 2], &[3]]);
     }
 
     #[test]

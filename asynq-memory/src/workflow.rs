@@ -6,18 +6,19 @@ use super::*;
 use asynq_core::WorkflowId;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::{
-    ParentOutcome, ParentResult, TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowPlan,
-    WorkflowSummary, Workflows,
+    ParentOutcome, ParentResult, TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowNode,
+    WorkflowPlan, WorkflowSummary, Workflows,
 };
 use queue::Passed;
 use std::collections::VecDeque;
 
-/// A stored workflow's record: when it was stored and its tasks, parents first.
+/// A stored workflow's record: when it was stored and its tasks with their parents, parents
+/// first.
 #[derive(Debug)]
 pub(crate) struct WorkflowRecord {
     id: WorkflowId,
     created_at: SystemTime,
-    tasks: Vec<TaskRef>,
+    tasks: Vec<WorkflowNode>,
 }
 
 impl State {
@@ -45,9 +46,8 @@ impl Workflows for MemoryBroker {
                 }
             }
             state.forget_old_workflows(now);
-            let tasks = plan.tasks.iter().map(|task| TaskRef::of(&task.request.message)).collect();
             let created_at = from_unix_secs(unix_secs(now));
-            state.workflows.push(WorkflowRecord { id: plan.id.clone(), created_at, tasks });
+            state.workflows.push(WorkflowRecord { id: plan.id.clone(), created_at, tasks: plan.nodes() });
             for task in &plan.tasks {
                 let queue = task.request.message.queue.clone();
                 state.queues.entry(queue).or_default().store_workflow_task(
@@ -80,7 +80,7 @@ impl Workflows for MemoryBroker {
             .collect())
     }
 
-    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<TaskRef>> {
+    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>> {
         let mut state = self.state();
         state.forget_old_workflows(self.now());
         let record = state.workflows.iter().find(|record| record.id == *id);

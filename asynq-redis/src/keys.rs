@@ -158,8 +158,9 @@ impl Namespace {
     }
 
     /// `<ns>:workflow:<id>` — the tasks of workflow `id`, parents first, a list of
-    /// `<queue>\n<task ID>`, expiring with the workflow's record. No hash tag: single commands
-    /// touch it. Ours only.
+    /// `<queue>\n<task ID>\n<parents>` (the parents' positions in the list, comma-separated;
+    /// an entry of two lines has none), expiring with the workflow's record. No hash tag: single
+    /// commands touch it. Ours only.
     pub fn workflow(&self, id: &str) -> String {
         format!("{self}:workflow:{id}")
     }

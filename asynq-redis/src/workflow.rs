@@ -33,7 +33,7 @@ use asynq_core::time::from_unix_secs;
 use asynq_core::time::{unix_nanos, unix_secs};
 use asynq_core::workflow::{
     OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef, WORKFLOW_CANCELLED_ERROR,
-    WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowPlan, WorkflowSummary, Workflows,
+    WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowNode, WorkflowPlan, WorkflowSummary, Workflows,
 };
 use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId, WorkflowId};
 use bytes::Bytes;
@@ -125,6 +125,30 @@ fn read_outcome(stored: &[u8]) -> ParentOutcome {
         Some((b'0', error)) => ParentOutcome::Failed { error: String::from_utf8_lossy(error).into_owned() },
         _ => ParentOutcome::Unknown,
     }
+}
+
+/// A task's entry in a workflow's record (`<ns>:workflow:<id>`): its queue, its ID and its
+/// parents' positions in the record, comma-separated, one per line.
+fn record_entry(node: &WorkflowNode) -> String {
+    let parents: Vec<String> = node.parents.iter().map(usize::to_string).collect();
+    format!("{}\n{}\n{}", node.task.queue, node.task.id, parents.join(","))
+}
+
+/// The task at `position` of a workflow's record, from its entry; one of two lines (the record
+/// before it kept edges) has no parents. `None` for an entry naming a bad queue or ID, or a
+/// parent that is not before it.
+fn read_record_entry(entry: &str, position: usize) -> Option<WorkflowNode> {
+    let mut lines = entry.splitn(3, '\n');
+    let queue = QueueName::new(lines.next()?).ok()?;
+    let id = TaskId::new(lines.next()?).ok()?;
+    let parents = match lines.next() {
+        None | Some("") => Vec::new(),
+        Some(parents) => parents
+            .split(',')
+            .map(|parent| parent.parse().ok().filter(|&parent| parent < position))
+            .collect::<Option<_>>()?,
+    };
+    Some(WorkflowNode { task: TaskRef { queue, id }, parents })
 }
 
 /// Whether settling `msg` with `outcome` passes a workflow outcome on: it is a workflow task
@@ -353,18 +377,15 @@ impl RedisBroker {
         Ok(call)
     }
 
-    /// Records `plan`'s workflow for operators: its ID in `<ns>:workflows`, its tasks in
-    /// `<ns>:workflow:<id>` (pushed a page at a time), both kept for [`WORKFLOW_RESULT_TTL`].
+    /// Records `plan`'s workflow for operators: its ID in `<ns>:workflows`, its tasks and their
+    /// parents in `<ns>:workflow:<id>` (pushed a page at a time), both kept for
+    /// [`WORKFLOW_RESULT_TTL`].
     async fn record_workflow(&self, conn: &mut Connection, plan: &WorkflowPlan, now: SystemTime) -> Result<()> {
         let ns = self.namespace();
         let (index, list) = (ns.workflows(), ns.workflow(plan.id.as_str()));
         let fail = |e| broker_error("record a workflow", e);
         let _: i64 = conn.zadd(&index, plan.id.as_str(), unix_secs(now)).await.map_err(fail)?;
-        let entries: Vec<String> = plan
-            .tasks
-            .iter()
-            .map(|task| format!("{}\n{}", task.request.message.queue, task.request.message.id))
-            .collect();
+        let entries: Vec<String> = plan.nodes().iter().map(record_entry).collect();
         for page in entries.chunks(1_000) {
             let _: i64 = conn.rpush(&list, page).await.map_err(fail)?;
         }
@@ -483,7 +504,7 @@ impl Workflows for RedisBroker {
             .collect())
     }
 
-    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<TaskRef>> {
+    async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>> {
         let entries: Vec<String> = self
             .conn()
             .lrange(self.namespace().workflow(id.as_str()), 0, -1)
@@ -494,12 +515,10 @@ impl Workflows for RedisBroker {
         }
         entries
             .iter()
-            .map(|entry| {
-                let (queue, task) = entry.split_once('\n').unwrap_or_default();
-                match (QueueName::new(queue), TaskId::new(task)) {
-                    (Ok(queue), Ok(id)) => Ok(TaskRef { queue, id }),
-                    _ => Err(unexpected("read a workflow", format!("a bad task {entry:?}"))),
-                }
+            .enumerate()
+            .map(|(position, entry)| {
+                read_record_entry(entry, position)
+                    .ok_or_else(|| unexpected("read a workflow", format!("a bad task {entry:?}")))
             })
             .collect()
     }
@@ -589,5 +608,37 @@ impl Workflows for RedisBroker {
             }
         }
         Ok(told)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(queue: &'static str, id: &'static str, parents: &[usize]) -> WorkflowNode {
+        let task = TaskRef { queue: QueueName::from_static(queue), id: TaskId::from_static(id) };
+        WorkflowNode { task, parents: parents.to_vec() }
+    }
+
+    #[test]
+    fn record_entries_keep_each_task_s_parents() {
+        for (position, written) in
+            [node("q", "a", &[]), node("q2", "b", &[0]), node("q", "sum", &[0, 1])].iter().enumerate()
+        {
+            assert_eq!(read_record_entry(&record_entry(written), position).as_ref(), Some(written));
+        }
+        assert_eq!(record_entry(&node("q", "sum", &[0, 1])), "q\nsum\n0,1");
+    }
+
+    #[test]
+    fn a_record_entry_without_parents_as_the_previous_version_wrote_it_has_none() {
+        assert_eq!(read_record_entry("q\na", 3), Some(node("q", "a", &[])));
+    }
+
+    #[test]
+    fn a_bad_record_entry_is_refused() {
+        for (entry, position) in [("q", 0), ("q{x}\na", 0), ("q\na\n1", 1), ("q\na\nx", 1), ("q\na\n0,", 1)] {
+            assert_eq!(read_record_entry(entry, position), None, "{entry:?} at {position}");
+        }
     }
 }

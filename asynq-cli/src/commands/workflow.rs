@@ -6,7 +6,7 @@ use crate::cli::WorkflowCommand;
 use crate::error::CliResult;
 use crate::output::{self, outln, past, payload_text, print_json, print_table};
 use crate::view::{TaskView, WorkflowSummaryView};
-use asynq_client::{WorkflowReport, WorkflowState};
+use asynq_client::{WorkflowReport, WorkflowTask};
 use asynq_core::broker::Page;
 use serde::Serialize;
 
@@ -50,17 +50,14 @@ pub(crate) async fn run(ctx: &Context, command: WorkflowCommand) -> CliResult {
     Ok(())
 }
 
-fn state_name(state: WorkflowState) -> &'static str {
-    match state {
-        WorkflowState::Running => "running",
-        WorkflowState::Failed => "failed",
-        WorkflowState::Succeeded => "succeeded",
-    }
+/// The IDs of the tasks `task` waits for.
+fn parent_ids(report: &WorkflowReport, task: &WorkflowTask) -> Vec<String> {
+    task.parents.iter().map(|&parent| report.tasks[parent].task.id.to_string()).collect()
 }
 
 fn print_report(report: &WorkflowReport) -> CliResult {
-    outln!("Workflow {}: {} ({} tasks)", report.id, state_name(report.state()), report.tasks.len())?;
-    let mut table = output::table(["Queue", "ID", "Type", "State", "Last Error", "Result"]);
+    outln!("Workflow {}: {} ({} tasks)", report.id, report.state().as_str(), report.tasks.len())?;
+    let mut table = output::table(["Queue", "ID", "Type", "State", "Parents", "Last Error", "Result"]);
     for task in &report.tasks {
         let (type_name, state, error, result) = match &task.info {
             Some(info) => (
@@ -71,7 +68,16 @@ fn print_report(report: &WorkflowReport) -> CliResult {
             ),
             None => (String::new(), "gone (succeeded, or deleted)".to_owned(), String::new(), String::new()),
         };
-        table.add_row([task.task.queue.to_string(), task.task.id.to_string(), type_name, state, error, result]);
+        let parents = parent_ids(report, task).join(", ");
+        table.add_row([
+            task.task.queue.to_string(),
+            task.task.id.to_string(),
+            type_name,
+            state,
+            parents,
+            error,
+            result,
+        ]);
     }
     print_table(&table)
 }
@@ -89,6 +95,8 @@ struct WorkflowView {
 struct WorkflowTaskView {
     queue: String,
     id: String,
+    /// The IDs of the tasks it waits for, in the order its handler sees their results.
+    parents: Vec<String>,
     task: Option<TaskView>,
 }
 
@@ -96,13 +104,14 @@ impl From<&WorkflowReport> for WorkflowView {
     fn from(report: &WorkflowReport) -> Self {
         Self {
             id: report.id.to_string(),
-            state: state_name(report.state()),
+            state: report.state().as_str(),
             tasks: report
                 .tasks
                 .iter()
                 .map(|t| WorkflowTaskView {
                     queue: t.task.queue.to_string(),
                     id: t.task.id.to_string(),
+                    parents: parent_ids(report, t),
                     task: t.info.as_ref().map(TaskView::from),
                 })
                 .collect(),
