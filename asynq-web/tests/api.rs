@@ -3,9 +3,12 @@
 //! endpoint, authentication, CSRF, read-only mode, validation, 404s, the static assets and their
 //! headers, and the OpenAPI description's coverage of the routes.
 
-use asynq_client::{Client, Inspector, SchedulerEnqueueEvent, SchedulerEntry, Task, TaskOptions};
+use asynq_client::{Client, FlowProducer, Inspector, SchedulerEnqueueEvent, SchedulerEntry, Task, TaskOptions};
 use asynq_core::broker::{SchedulerState, ServerState};
-use asynq_core::{Clock, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_core::workflow::{Flow, WORKFLOW_CANCELLED_ERROR};
+use asynq_core::{
+    Clock, Progress, QueueName, ServerInfo, ServerStatus, SimulatedClock, SystemClock, TaskId, WorkerInfo,
+};
 use asynq_memory::MemoryBroker;
 use asynq_tests::{RedisCluster, RedisServer, load_fixture, read_fixture, redis_broker};
 use asynq_web::{Auth, WebConfig};
@@ -505,6 +508,7 @@ async fn read_only_mode_refuses_every_mutation() {
         ("/api/queues/web/batch".to_owned(), Some(json!({ "action": "delete", "ids": [fx.json_task] }))),
         ("/api/queues/web/states/pending/bulk".to_owned(), Some(json!({ "action": "delete" }))),
         ("/api/queues/web/groups/daily/bulk".to_owned(), Some(json!({ "action": "delete" }))),
+        ("/api/workflows/any/cancel".to_owned(), None),
     ];
     for (path, body) in mutations {
         assert_eq!(web.post(&path, body).await.error(StatusCode::FORBIDDEN), "read_only", "{path}");
@@ -743,4 +747,121 @@ async fn a_queue_s_last_hour_is_sampled_from_the_first_request() {
     assert_eq!(samples[1]["processed_per_second"].as_f64(), Some(0.5), "5 tasks in 10 s");
     assert_eq!(samples[1]["failed_per_second"].as_f64(), Some(0.0));
     assert_eq!(web.get("/api/queues/nope/series").await.status, StatusCode::NOT_FOUND);
+}
+
+/// A step of a workflow in queue `queue`, with task ID `id`.
+fn step(queue: &str, id: &str) -> Flow {
+    Flow::task(Task::new("media:step", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
+    use asynq_core::broker::{Dequeue, Outcome};
+    let redis = RedisServer::start();
+    let clock = Arc::new(SimulatedClock::new(SystemClock.now()));
+    let broker = redis_broker(&redis.url(), clock.clone()).await;
+    let producer = FlowProducer::new(broker.clone());
+    let solo = producer.enqueue(&step("misc", "solo")).await.unwrap().id.into_string();
+    clock.advance(Duration::from_secs(10));
+    // A chord of three members, then a chain of two.
+    let kept = Flow::task(
+        Task::new("media:step", "m1"),
+        TaskOptions::new().queue("media").task_id("m1").retention(Duration::from_secs(3600)),
+    );
+    let chord = Flow::chord([kept, step("media", "m2"), step("media", "m3")], step("media", "merge"));
+    let media = producer.enqueue(&chord.then(step("media", "publish"))).await.unwrap().id.into_string();
+    let taken = broker.dequeue(&[QueueName::from_static("media")], 3).await.unwrap();
+    let message = |id: &str| &taken.iter().find(|t| t.message.id == id).expect("a member was taken").message;
+    let (q, m1) = (QueueName::from_static("media"), TaskId::from_static("m1"));
+    broker.write_result(&q, &m1, Bytes::from_static(b"thumb.png")).await.unwrap();
+    broker.finish(message("m1"), Outcome::Complete).await.unwrap();
+    broker.finish(message("m2"), Outcome::Done).await.unwrap();
+    let report = Progress::new(0.5, "encoding", clock.now()).unwrap();
+    broker.write_progress(&q, &TaskId::from_static("m3"), &report).await.unwrap();
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker.clone()))).await;
+
+    // The list: newest first, with sizes and states, paged.
+    let list = web.read("/api/workflows").await;
+    let rows: Vec<(&str, u64, &str)> = list["workflows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["id"].as_str().unwrap(), w["tasks"].as_u64().unwrap(), w["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rows, [(media.as_str(), 5, "running"), (solo.as_str(), 1, "running")]);
+    assert_eq!(list["has_next"], false);
+    let first = web.read("/api/workflows?size=1").await;
+    assert_eq!((first["workflows"][0]["id"].as_str(), &first["has_next"]), (Some(media.as_str()), &json!(true)));
+    let second = web.read("/api/workflows?size=1&page=2").await;
+    assert_eq!((second["workflows"][0]["id"].as_str(), &second["has_next"]), (Some(solo.as_str()), &json!(false)));
+
+    // One workflow: its state, counts, graph (every task with its parents) and a page of tasks.
+    let shown = web.read(&format!("/api/workflows/{media}")).await;
+    assert_eq!((&shown["state"], &shown["total"], &shown["graph_limit"]), (&json!("running"), &json!(5), &json!(300)));
+    assert_eq!(shown["counts"], json!({ "active": 1, "completed": 1, "gone": 1, "waiting": 2 }));
+    let graph = shown["graph"].as_array().expect("a workflow of five tasks is drawn");
+    let edges: Vec<(&str, &str, Value)> =
+        graph.iter().map(|t| (t["id"].as_str().unwrap(), t["state"].as_str().unwrap(), t["parents"].clone())).collect();
+    assert_eq!(
+        edges,
+        [
+            ("m1", "completed", json!([])),
+            ("m2", "gone", json!([])),
+            ("m3", "active", json!([])),
+            ("merge", "waiting", json!([0, 1, 2])),
+            ("publish", "waiting", json!([3])),
+        ]
+    );
+    assert_eq!(shown["tasks"], shown["graph"], "one page holds every task");
+    let m1 = &graph[0];
+    assert_eq!(
+        (&m1["type"], &m1["result_size"], &m1["result_preview"]),
+        (&json!("media:step"), &json!(9), &json!("thumb.png"))
+    );
+    assert_eq!((&graph[1]["type"], &graph[1]["queue"]), (&Value::Null, &json!("media")), "a gone task has no type");
+    assert_eq!(
+        (&graph[2]["progress"]["fraction"], &graph[2]["progress"]["message"]),
+        (&json!(0.5), &json!("encoding"))
+    );
+    let page = web.read(&format!("/api/workflows/{media}?page=2&size=3")).await;
+    let indices: Vec<&Value> = page["tasks"].as_array().unwrap().iter().map(|t| &t["index"]).collect();
+    assert_eq!((indices, &page["has_next"]), (vec![&json!(3), &json!(4)], &json!(false)));
+
+    assert_eq!(web.get("/api/workflows/nope").await.error(StatusCode::NOT_FOUND), "workflow_not_found");
+    assert_eq!(web.post("/api/workflows/nope/cancel", None).await.error(StatusCode::NOT_FOUND), "workflow_not_found");
+    assert_eq!(web.get("/api/workflows/%20").await.error(StatusCode::BAD_REQUEST), "invalid_workflow_id");
+    assert_eq!(web.get("/api/workflows?size=0").await.error(StatusCode::BAD_REQUEST), "invalid_page_size");
+
+    // Read-only: no cancel.
+    let read_only = Web::with_session(WebConfig::new(Inspector::new(broker.clone())).read_only(true)).await;
+    let refused = read_only.post(&format!("/api/workflows/{solo}/cancel"), None).await;
+    assert_eq!(refused.error(StatusCode::FORBIDDEN), "read_only");
+    assert_eq!(web.read(&format!("/api/workflows/{solo}")).await["state"], "running");
+
+    // Cancelled: what is still to run is archived, what runs is asked to stop.
+    assert_eq!(web.act(&format!("/api/workflows/{solo}/cancel"), None).await, json!({ "archived": 1, "stopping": 0 }));
+    assert_eq!(web.read(&format!("/api/workflows/{solo}")).await["state"], "failed");
+    let done = web.act(&format!("/api/workflows/{media}/cancel"), None).await;
+    assert_eq!(done["stopping"], 1, "m3 runs: {done}");
+    let merge = &web.read(&format!("/api/workflows/{media}")).await["graph"][3];
+    assert_eq!((&merge["state"], &merge["last_error"]), (&json!("archived"), &json!(WORKFLOW_CANCELLED_ERROR)));
+}
+
+#[tokio::test]
+async fn a_workflow_too_large_to_draw_comes_without_its_graph_and_pages_its_tasks() {
+    let broker = MemoryBroker::new();
+    let members: Vec<Flow> = (0..301).map(|n| step("wide", &format!("member-{n}"))).collect();
+    let flow = Flow::chord(members, step("wide", "callback"));
+    let id = FlowProducer::new(broker.clone()).enqueue(&flow).await.unwrap().id.into_string();
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker))).await;
+
+    let listed = web.read("/api/workflows").await;
+    assert_eq!((&listed["workflows"][0]["tasks"], &listed["workflows"][0]["state"]), (&json!(302), &Value::Null));
+    let shown = web.read(&format!("/api/workflows/{id}?page=4&size=100")).await;
+    assert_eq!((&shown["total"], &shown["graph"], &shown["state"]), (&json!(302), &Value::Null, &json!("running")));
+    assert_eq!(shown["counts"], json!({ "pending": 301, "waiting": 1 }));
+    let tasks = shown["tasks"].as_array().unwrap();
+    assert_eq!(tasks.iter().map(|t| t["index"].as_u64().unwrap()).collect::<Vec<_>>(), [300, 301]);
+    assert_eq!(tasks[1]["parents"].as_array().map(Vec::len), Some(301));
+    assert_eq!(shown["has_next"], false);
 }

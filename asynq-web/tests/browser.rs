@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use asynq_client::{Client, Inspector, Task, TaskOptions, TaskState};
+use asynq_client::{Client, FlowProducer, Inspector, Task, TaskOptions, TaskState};
 use asynq_core::broker::{Dequeue, Outcome, ServerState};
-use asynq_core::{Clock, Progress, QueueName, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_core::workflow::Flow;
+use asynq_core::{Clock, Progress, QueueName, ServerInfo, ServerStatus, SystemClock, TaskId, WorkerInfo};
 use asynq_redis::RedisBroker;
 use asynq_tests::browser::{Browser, screenshot_dir};
 use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker};
@@ -507,4 +508,192 @@ async fn a_queue_with_an_event_log_refreshes_as_its_events_arrive() {
     browser.wait_for_text("#queue-name", "the billing queue", |t| t == "billing").await;
     browser.wait_for_text("#queue-summary", "the queue summary", |t| t.contains("latency")).await;
     assert!(!browser.is_visible("#events-panel").await, "billing keeps no event log");
+}
+
+/// Stores a workflow in queue `pipeline`: a chord of three `extract` members whose callback is
+/// `merge`, then `publish` and `notify`. The first member succeeded with its result kept
+/// (completed), the second without (gone), the third runs with a progress report, and the rest
+/// wait. Returns its ID.
+async fn seed_workflow(dash: &Dashboard) -> String {
+    let broker = redis_broker(&dash.redis.url(), Arc::new(SystemClock)).await;
+    let step = |kind: &str, id: &str, options: TaskOptions| {
+        let payload = json!({ "video": "launch.mp4", "step": id }).to_string();
+        Flow::task(Task::new(format!("video:{kind}"), payload), options.queue("pipeline").task_id(id))
+    };
+    let members = [
+        step("extract", "extract-audio", TaskOptions::new().retention(Duration::from_secs(3600))),
+        step("extract", "extract-frames", TaskOptions::new()),
+        step("extract", "extract-subtitles", TaskOptions::new()),
+    ];
+    let flow = Flow::chord(members, step("merge", "merge", TaskOptions::new()))
+        .then(step("publish", "publish", TaskOptions::new()))
+        .then(step("notify", "notify", TaskOptions::new()));
+    let stored = FlowProducer::new(broker.clone()).enqueue(&flow).await.expect("the workflow is stored");
+    let queue = QueueName::from_static("pipeline");
+    let taken = broker.dequeue(std::slice::from_ref(&queue), 3).await.expect("dequeue");
+    let message = |id: &str| &taken.iter().find(|t| t.message.id == id).expect("every member is taken").message;
+    let audio = TaskId::from_static("extract-audio");
+    broker.write_result(&queue, &audio, "audio.aac".into()).await.expect("result");
+    broker.finish(message("extract-audio"), Outcome::Complete).await.expect("completed");
+    broker.finish(message("extract-frames"), Outcome::Done).await.expect("done");
+    let report = Progress::new(0.6, "subtitles", SystemClock.now()).expect("a valid report");
+    broker.write_progress(&queue, &TaskId::from_static("extract-subtitles"), &report).await.expect("progress");
+    stored.id.into_string()
+}
+
+/// Whether the page at this viewport fits its width, and the graph its box: `[page width,
+/// viewport width, graph box scroll width, graph box width]`.
+async fn graph_fit(browser: &Browser) -> [f64; 4] {
+    let fit = browser
+        .eval(
+            "const box = document.querySelector('#workflow-graph'); \
+             return [document.documentElement.scrollWidth, window.innerWidth, box.scrollWidth, box.clientWidth];",
+            vec![],
+        )
+        .await;
+    [0, 1, 2, 3].map(|i| fit[i].as_f64().expect("a number"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_page_draws_its_graph_with_each_task_s_state() {
+    let dash = Dashboard::start(None).await;
+    let id = seed_workflow(&dash).await;
+    let browser = Browser::start().await;
+    browser.set_viewport(1280, 800).await;
+
+    // The list names it, its size and state.
+    browser.goto(&dash.page("#/workflows")).await;
+    let row = format!(r#"#workflows tr[data-workflow-id="{id}"]"#);
+    browser.wait_for_text(&format!(r#"{row} td[data-field="state"]"#), "its state", |t| t == "running").await;
+    assert_eq!(browser.text(&format!(r#"{row} td[data-field="tasks"]"#)).await, "6");
+    assert_eq!(browser.attr(r#"#nav a[aria-current="page"]"#, "data-nav").await.as_deref(), Some("workflows"));
+    browser.screenshot(&screenshot_path("workflows")).await;
+
+    // Its page: one box per task, coloured by its state, and an edge per dependency.
+    browser.click(&format!(r#"{row} td[data-field="id"] a"#)).await;
+    browser.wait_for(r#"#workflow-graph svg .graph-node.state-active"#).await;
+    let nodes = browser
+        .eval(
+            "return [...document.querySelectorAll('#workflow-graph svg .graph-node')]\
+             .map((node) => [node.dataset.taskId, node.getAttribute('class')]);",
+            vec![],
+        )
+        .await;
+    let nodes: Vec<(String, String)> = serde_json::from_value(nodes).expect("pairs of strings");
+    let nodes: BTreeMap<String, String> = nodes.into_iter().collect();
+    let expected = [
+        ("extract-audio", "completed"),
+        ("extract-frames", "gone"),
+        ("extract-subtitles", "active"),
+        ("merge", "waiting"),
+        ("publish", "waiting"),
+        ("notify", "waiting"),
+    ];
+    assert_eq!(nodes.len(), expected.len(), "one box per task: {nodes:?}");
+    for (task, state) in expected {
+        assert_eq!(nodes.get(task).map(String::as_str), Some(format!("graph-node state-{state}").as_str()), "{task}");
+    }
+    assert_eq!(browser.count("#workflow-graph svg .graph-edge").await, 5, "three members into merge, then a chain");
+    let merge_inputs = browser
+        .eval(
+            "return [...document.querySelectorAll('#workflow-graph .graph-edge')]\
+             .filter((edge) => edge.dataset.to === '3').map((edge) => Number(edge.dataset.from));",
+            vec![],
+        )
+        .await;
+    assert_eq!(merge_inputs, json!([0, 1, 2]), "merge waits for the three members");
+    let link = r#"#workflow-graph a:has(.graph-node[data-task-id="merge"])"#;
+    assert_eq!(browser.attr(link, "href").await.as_deref(), Some("#/queues/pipeline/tasks/merge"));
+    let subtitles = r#"#workflow-graph .graph-node[data-task-id="extract-subtitles"] .graph-detail"#;
+    browser.wait_for_text(subtitles, "its progress", |t| t.starts_with("active · 60%")).await;
+
+    // Above the graph, the counts and the workflow's state; below it, the tasks and their parents.
+    let summary = browser.wait_for_text("#workflow-summary", "the counts", |t| t.contains("waiting 3")).await;
+    for part in ["running", "6 task(s)", "completed 1", "active 1", "gone 1"] {
+        assert!(summary.contains(part), "{part} in {summary:?}");
+    }
+    assert!(
+        browser.is_visible(r#"button[data-action="cancel-workflow"]"#).await,
+        "a running workflow can be cancelled"
+    );
+    assert_eq!(browser.count("#workflow-tasks tr[data-task-id]").await, 6);
+    let parents = browser.text(r#"#workflow-tasks tr[data-task-id="merge"] td[data-field="parents"]"#).await;
+    assert_eq!(parents, "extract-audio, extract-frames, extract-subtitles");
+    let result = browser.text(r#"#workflow-tasks tr[data-task-id="extract-audio"] td[data-field="result"]"#).await;
+    assert_eq!(result, "audio.aac");
+
+    // Nothing stray: every label fits its box, and no value is missing from the page.
+    let labels = browser
+        .eval(
+            "return [...document.querySelectorAll('#workflow-graph text')]\
+             .map((text) => [text.textContent, text.getComputedTextLength()]);",
+            vec![],
+        )
+        .await;
+    for label in labels.as_array().expect("labels") {
+        let (text, width) = (label[0].as_str().unwrap_or_default(), label[1].as_f64().unwrap_or(f64::MAX));
+        assert!(!text.is_empty() && width <= 156.0, "label {text:?} is {width} px wide");
+    }
+    let page_text = browser.text("#view").await;
+    for stray in ["undefined", "null", "NaN", "[object"] {
+        assert!(!page_text.contains(stray), "{stray:?} on the page: {page_text}");
+    }
+    let [page, viewport, graph, graph_box] = graph_fit(&browser).await;
+    assert!(
+        page <= viewport && graph <= graph_box,
+        "the workflow page overflows at 1280 px: {page} {viewport} {graph} {graph_box}"
+    );
+    let table = "const wrap = document.querySelector('#workflow-tasks').closest('.table-wrap'); \
+                 return [wrap.scrollWidth, wrap.clientWidth];";
+    let table = browser.eval(table, vec![]).await;
+    assert!(table[0].as_f64() <= table[1].as_f64(), "the task table fits 1280 px: {table}");
+    browser.screenshot(&screenshot_path("workflow")).await;
+
+    // Dark mode recolours the boxes.
+    let fill = r#"return getComputedStyle(document.querySelector('.graph-node[data-task-id="merge"] rect')).fill;"#;
+    let light = browser.eval(fill, vec![]).await;
+    browser.click("#theme").await;
+    assert_ne!(browser.eval(fill, vec![]).await, light, "a waiting box is drawn darker in dark mode");
+    browser.screenshot(&screenshot_path("workflow-dark")).await;
+    browser.click("#theme").await;
+
+    // A phone: the page keeps its width and the graph scrolls inside its box.
+    browser.set_viewport(390, 844).await;
+    browser.wait_visible("#workflow-graph svg").await;
+    let [page, viewport, _, graph_box] = graph_fit(&browser).await;
+    assert!(page <= viewport && graph_box < viewport, "the workflow page fits 390 px: {page} {viewport} {graph_box}");
+    browser.screenshot(&screenshot_path("workflow-narrow")).await;
+    browser.set_viewport(1280, 800).await;
+
+    // A box opens its task's page, which leads back to the workflow.
+    browser.click(link).await;
+    browser.wait_for_text(r#"#task [data-field="state"]"#, "a waiting task", |t| t == "waiting").await;
+    let back = r#"#task [data-field="workflow"] a"#;
+    assert_eq!(browser.attr(back, "href").await, Some(format!("#/workflows/{id}")));
+    browser.click(back).await;
+    browser.wait_for(r#"#workflow-graph svg .graph-node.state-active"#).await;
+
+    // Cancelling archives what waits, and the graph follows.
+    accept_confirmations(&browser).await;
+    browser.click(r#"button[data-action="cancel-workflow"]"#).await;
+    browser.wait_for_text("#workflow-cancelled", "what the cancel did", |t| t.contains("asked to stop")).await;
+    browser.wait_for(r#"#workflow-graph .graph-node.state-archived[data-task-id="merge"]"#).await;
+    assert_eq!(dash.state_of("pipeline", "merge").await, TaskState::Archived);
+
+    // A workflow too large to draw says so, and lists its tasks a page at a time.
+    let broker = redis_broker(&dash.redis.url(), Arc::new(SystemClock)).await;
+    let member = |n: usize| Flow::task(Task::new("shard:scan", n.to_string()), TaskOptions::new().queue("wide"));
+    let chord =
+        Flow::chord((0..301).map(member), Flow::task(Task::new("shard:sum", ""), TaskOptions::new().queue("wide")));
+    let wide = FlowProducer::new(broker).enqueue(&chord).await.expect("the workflow is stored").id;
+    browser.goto(&dash.page(&format!("#/workflows/{wide}"))).await;
+    browser.wait_for_text("#workflow-graph-note", "why there is no graph", |t| t.contains("more than the 300")).await;
+    assert!(!browser.is_visible("#workflow-graph").await && browser.count("#workflow-graph svg").await == 0);
+    assert_eq!(browser.count("#workflow-tasks tr[data-task-id]").await, 20);
+    assert!(browser.text("#workflow-page-info").await.starts_with("Page 1 of 16"));
+    browser.click("#workflow-next").await;
+    browser.wait_for_text("#workflow-page-info", "the second page", |t| t.starts_with("Page 2 of 16")).await;
+    browser
+        .wait_for_text(r#"#workflow-tasks tr[data-index="20"] td[data-field="index"]"#, "task 20", |t| t == "20")
+        .await;
 }

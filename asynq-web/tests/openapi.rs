@@ -20,12 +20,13 @@ use tower::ServiceExt;
 const CSRF: &str = "openapi-test-csrf";
 
 /// The codes of a 400 that refuse a path parameter.
-const NAME_CODES: [&str; 7] = [
+const NAME_CODES: [&str; 8] = [
     "invalid_path",
     "invalid_queue",
     "invalid_task_id",
     "invalid_group",
     "invalid_entry_id",
+    "invalid_workflow_id",
     "invalid_state",
     "invalid_action",
 ];

@@ -9,6 +9,7 @@ mod render;
 mod schedulers;
 mod servers;
 mod tasks;
+mod workflows;
 
 use crate::error::{ApiError, ApiResult};
 use crate::{ApiRoute, AppState};
@@ -80,6 +81,9 @@ pub(crate) fn routes() -> Routes {
         .get("/api/schedulers", schedulers::list)
         .get("/api/schedulers/{entry}/history", schedulers::history)
         .get("/api/redis", backend::info)
+        .get("/api/workflows", workflows::list)
+        .get("/api/workflows/{id}", workflows::get_one)
+        .post("/api/workflows/{id}/cancel", workflows::cancel)
 }
 
 /// The answer to a path nothing serves.
@@ -96,7 +100,7 @@ pub(crate) async fn method_not_allowed() -> ApiError {
     )
 }
 
-/// The longest name (queue, group, task ID, scheduler entry ID) the API accepts.
+/// The longest name (queue, group, task ID, scheduler entry ID, workflow ID) the API accepts.
 const MAX_NAME_LEN: usize = 256;
 /// The largest page size.
 pub(crate) const MAX_PAGE_SIZE: usize = 100;
@@ -263,6 +267,13 @@ mod tests {
         assert_eq!(parameter("Search")["maxLength"].as_u64(), n(tasks::MAX_SEARCH_LEN));
         let search = doc["components"]["parameters"]["Search"]["description"].as_str().unwrap_or_default();
         assert!(search.contains(&format!("at most {} tasks", tasks::MAX_SEARCH_SCAN)), "{search}");
+        let workflow = |schema: &str, property: &str| {
+            doc["components"]["schemas"][schema]["properties"][property]["description"].as_str().unwrap_or_default()
+        };
+        let graph = workflow("Workflow", "graph");
+        assert!(graph.contains(&format!("at most {} tasks", workflows::MAX_GRAPH_TASKS)), "{graph}");
+        let listed = workflow("WorkflowSummary", "state");
+        assert!(listed.contains(&format!("more than {} tasks", workflows::MAX_LISTED_STATE_TASKS)), "{listed}");
         let ids = &doc["components"]["schemas"]["BatchRequest"]["properties"]["ids"];
         assert_eq!((ids["minItems"].as_u64(), ids["maxItems"].as_u64()), (Some(1), n(tasks::MAX_BATCH)));
         for name in ["QueueName", "Name"] {

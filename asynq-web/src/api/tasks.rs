@@ -5,7 +5,7 @@ use super::render::{Rendered, preview, render};
 use super::{PageInfo, no_content, parse_body, path, query, queue_name, state as parse_state, task_id, timestamp};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
-use asynq_core::{TaskInfo, TaskSet, TaskState};
+use asynq_core::{Progress, TaskInfo, TaskSet, TaskState};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -72,6 +72,16 @@ pub(crate) struct ProgressSummary {
     reported_at: String,
 }
 
+impl From<&Progress> for ProgressSummary {
+    fn from(progress: &Progress) -> Self {
+        Self {
+            fraction: progress.fraction(),
+            message: progress.message().to_owned(),
+            reported_at: timestamp(progress.reported_at()),
+        }
+    }
+}
+
 impl From<&TaskInfo> for TaskSummary {
     fn from(task: &TaskInfo) -> Self {
         Self {
@@ -92,11 +102,7 @@ impl From<&TaskInfo> for TaskSummary {
             deadline: task.deadline.map(timestamp),
             timeout_seconds: task.timeout.map(|t| t.as_secs()),
             retention_seconds: task.retention.map(|t| t.as_secs()),
-            progress: task.progress.as_ref().map(|p| ProgressSummary {
-                fraction: p.fraction(),
-                message: p.message().to_owned(),
-                reported_at: timestamp(p.reported_at()),
-            }),
+            progress: task.progress.as_ref().map(ProgressSummary::from),
             result_preview: task.result.as_deref().map(preview),
             debounce_key: task.debounce_key.clone(),
             worker: None,
