@@ -29,6 +29,7 @@ mod lease;
 mod manage;
 mod names;
 mod options;
+mod priority;
 mod progress;
 pub mod queue;
 pub mod rate_limit;
@@ -59,6 +60,7 @@ pub use names::{GroupName, QueueName, TaskId, WorkflowId};
 pub use options::{
     Debounce, EnqueueRequest, MAX_DEBOUNCE_KEY_LEN, Placement, ProcessAt, Replace, TaskOptions, resolve_enqueue,
 };
+pub use priority::TaskPriority;
 pub use progress::Progress;
 pub use state::TaskState;
 pub use stored::StoredTask;

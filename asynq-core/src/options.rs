@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::names::{GroupName, QueueName, TaskId};
+use crate::priority::TaskPriority;
 use crate::stored::StoredTask;
 use crate::task::Task;
 use crate::time::whole_secs;
@@ -37,6 +38,7 @@ pub struct TaskOptions {
     retention: Option<Duration>,
     group: Option<String>,
     debounce: Option<(String, Duration)>,
+    priority: Option<i32>,
 }
 
 impl TaskOptions {
@@ -125,6 +127,19 @@ impl TaskOptions {
         self
     }
 
+    /// The task's priority within its queue, from −10 to 10, higher first (default 0; see
+    /// [`TaskPriority`]): a queue's tasks above the default run before its tasks of the
+    /// default priority, and those below the default after them; tasks of one priority run in
+    /// the order they became pending. A priority out of range is refused with an
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the task is enqueued, and
+    /// so is a priority on a grouped task (the task its group is aggregated into takes its own
+    /// options) or on a workflow task. Ours: Go asynq has no such option; its servers run only
+    /// the tasks of the default priority (see the README, "Task priorities").
+    pub fn priority(mut self, n: i32) -> Self {
+        self.priority = Some(n);
+        self
+    }
+
     /// These options with every option set in `overrides` replaced by the override.
     pub fn merge(&self, overrides: &TaskOptions) -> TaskOptions {
         TaskOptions {
@@ -138,6 +153,7 @@ impl TaskOptions {
             retention: overrides.retention.or(self.retention),
             group: overrides.group.clone().or_else(|| self.group.clone()),
             debounce: overrides.debounce.clone().or_else(|| self.debounce.clone()),
+            priority: overrides.priority.or(self.priority),
         }
     }
 
@@ -150,8 +166,8 @@ impl TaskOptions {
     /// `Queue("critical")`, `MaxRetry(5)`, `Timeout(1m30s)`, `Deadline(Sun Nov 22 00:00:00 UTC
     /// 2026)`, `ProcessAt(…)` or `ProcessIn(5m0s)`, `Unique(1h0m0s)`, `TaskID("id")`,
     /// `Retention(24h0m0s)`, `Group("g")`. Go's scheduler stores these in its entries, and Go's
-    /// inspector (`asynq cron ls`) parses them back. [`debounce`](Self::debounce), which Go
-    /// does not know, is left out.
+    /// inspector (`asynq cron ls`) parses them back. [`debounce`](Self::debounce) and
+    /// [`priority`](Self::priority), which Go does not know, are left out.
     pub fn go_option_strings(&self) -> Vec<String> {
         use crate::go_format::{go_duration, go_quote, go_unix_date};
         let mut strings = Vec::new();
@@ -273,12 +289,30 @@ pub struct EnqueueRequest {
     /// The task it replaces, if any. A backend that cannot replace refuses such a request with
     /// [`Error::Unsupported`](crate::Error::Unsupported).
     pub replace: Option<Replace>,
+    /// Its priority within its queue: whenever it is pending, it waits among the tasks of this
+    /// priority ([`TaskPriority`]). A grouped task has the default priority
+    /// ([`EnqueueRequest::check_priority`]).
+    pub priority: TaskPriority,
 }
 
 impl EnqueueRequest {
     /// A request to store `message` at `placement`, not unique, replacing nothing.
     pub fn new(message: StoredTask, placement: Placement) -> Self {
-        Self { message, placement, unique_ttl: None, replace: None }
+        Self { message, placement, unique_ttl: None, replace: None, priority: TaskPriority::DEFAULT }
+    }
+
+    /// Refuses a request whose task is grouped and has a priority other than the default: it
+    /// never waits as a pending task of its own, and the task its group is aggregated into takes
+    /// its own options. What [`resolve_enqueue`] makes passes; a backend checks requests made
+    /// by hand before writing.
+    pub fn check_priority(&self) -> Result<()> {
+        if !self.priority.is_default() && matches!(self.placement, Placement::Grouped { .. }) {
+            return Err(Error::invalid(
+                "priority",
+                "a grouped task is aggregated into another task, which takes its own priority; it cannot have one",
+            ));
+        }
+        Ok(())
     }
 
     /// The queue the task goes to.
@@ -375,6 +409,7 @@ pub fn resolve_enqueue(
     {
         return Err(Error::invalid("deadline", "deadline is more than Go's longest duration away"));
     }
+    let priority = opts.priority.map(TaskPriority::new).transpose()?.unwrap_or_default();
     let debounce = opts.debounce.clone().map(|(key, window)| Debounce::new(key, window)).transpose()?;
     if debounce.is_some() {
         let clash = [
@@ -438,7 +473,10 @@ pub fn resolve_enqueue(
         };
         Duration::from_secs(lock.as_secs().max(1))
     });
-    Ok(EnqueueRequest { message, placement, unique_ttl, replace: debounce.map(Replace::Debounced) })
+    let request =
+        EnqueueRequest { message, placement, unique_ttl, replace: debounce.map(Replace::Debounced), priority };
+    request.check_priority()?;
+    Ok(request)
 }
 
 #[cfg(test)]
@@ -563,6 +601,33 @@ mod tests {
         let mut req = resolve(&Task::new("t", ""), &TaskOptions::new().group("g")).unwrap();
         req.replace = Some(Replace::Waiting);
         assert!(matches!(req.check_replacement(), Err(Error::InvalidArgument { field: "group", .. })));
+    }
+
+    #[test]
+    fn a_priority_is_checked_once_and_carried_by_the_request() {
+        let field = |opts: TaskOptions| match resolve(&Task::new("t", ""), &opts) {
+            Err(Error::InvalidArgument { field, .. }) => field,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        };
+        assert_eq!(field(TaskOptions::new().priority(11)), "priority");
+        assert_eq!(field(TaskOptions::new().priority(-11)), "priority");
+        assert_eq!(field(TaskOptions::new().priority(i32::MAX)), "priority");
+        assert_eq!(field(TaskOptions::new().priority(1).group("g")), "priority");
+        let priority = |opts: TaskOptions| resolve(&Task::new("t", ""), &opts).unwrap().priority.get();
+        assert_eq!(priority(TaskOptions::new()), 0);
+        assert_eq!(priority(TaskOptions::new().priority(10)), 10);
+        assert_eq!(priority(TaskOptions::new().priority(-10)), -10);
+        assert_eq!(priority(TaskOptions::new().priority(0).group("g")), 0, "the default is no priority");
+        assert_eq!(priority(TaskOptions::new().priority(3).process_in(Duration::from_secs(60))), 3);
+        assert_eq!(priority(TaskOptions::new().priority(3).unique(Duration::from_secs(60))), 3);
+        assert_eq!(priority(TaskOptions::new().priority(3).debounce("k", Duration::from_secs(60))), 3);
+        let task = Task::new("t", "").with_options(TaskOptions::new().priority(2));
+        assert_eq!(resolve(&task, &TaskOptions::new()).unwrap().priority.get(), 2, "a task's own option counts");
+        assert_eq!(resolve(&task, &TaskOptions::new().priority(-1)).unwrap().priority.get(), -1, "and is overridden");
+        assert!(TaskOptions::new().priority(5).go_option_strings().is_empty(), "Go cannot read it");
+        let mut grouped = resolve(&Task::new("t", ""), &TaskOptions::new().group("g")).unwrap();
+        grouped.priority = TaskPriority::MAX;
+        assert!(matches!(grouped.check_priority(), Err(Error::InvalidArgument { field: "priority", .. })));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use crate::StoredTask;
 use crate::names::{GroupName, QueueName, TaskId};
 use crate::options::TaskOptions;
+use crate::priority::TaskPriority;
 use crate::progress::Progress;
 use crate::state::TaskState;
 use bytes::Bytes;
@@ -129,6 +130,9 @@ pub struct TaskInfo {
     /// The debounce key it was enqueued with ([`TaskOptions::debounce`](crate::TaskOptions::debounce)),
     /// if any.
     pub debounce_key: Option<String>,
+    /// Its priority within its queue ([`TaskOptions::priority`](crate::TaskOptions::priority));
+    /// [`TaskPriority::DEFAULT`] for a task enqueued without one, Go's included.
+    pub priority: TaskPriority,
 }
 
 impl TaskInfo {
@@ -155,6 +159,7 @@ impl TaskInfo {
             result: result.filter(|r| !r.is_empty()),
             progress: None,
             debounce_key: None,
+            priority: TaskPriority::DEFAULT,
         }
     }
 }

@@ -548,7 +548,7 @@ impl Planner {
 /// Refuses the options a workflow task cannot have: it must keep its ID (no debounce or
 /// replace), stay a task of its own (no group), and is unique by its ID alone (no uniqueness
 /// lock, which a task stored before it runs could not take in the same step as its workflow's
-/// other tasks); a task that waits for others is released when they settle, so it cannot also
+/// other tasks); it has the default priority (a released task joins Go's pending list); a task that waits for others is released when they settle, so it cannot also
 /// be scheduled.
 fn check_options(node: &Node) -> Result<()> {
     let request = &node.request;
@@ -559,6 +559,8 @@ fn check_options(node: &Node) -> Result<()> {
         Some("is in a group, but aggregation would merge it away from its workflow")
     } else if request.unique_ttl.is_some() {
         Some("is unique, but a workflow task is unique by its ID alone")
+    } else if !request.priority.is_default() {
+        Some("has a priority, but a workflow task is released into its queue's pending list, of the default priority")
     } else if node.parents.is_empty() {
         None
     } else if matches!(request.placement, Placement::Scheduled { .. }) {
@@ -724,6 +726,9 @@ mod tests {
         assert!(reason(plan(&grouped)).contains("task g is in a group"));
         let debounced = Flow::task(task(), TaskOptions::new().task_id("d").debounce("k", Duration::from_secs(5)));
         assert!(reason(plan(&debounced)).contains("task d is debounced"));
+        let prioritized = Flow::task(task(), TaskOptions::new().task_id("p").priority(5));
+        assert!(reason(plan(&prioritized)).contains("task p has a priority"));
+        assert!(reason(plan(&t("a").then(prioritized))).contains("task p has a priority"));
         let blank = Flow::task(Task::new(" ", "x"), TaskOptions::new());
         assert!(matches!(plan(&blank), Err(Error::InvalidArgument { field: "task type", .. })));
     }

@@ -14,6 +14,7 @@
 mod aggregate;
 mod inspect;
 mod manage;
+mod pending;
 mod workflow;
 
 pub(crate) use workflow::Passed;
@@ -26,7 +27,7 @@ use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
 use asynq_core::{
     ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, GroupName, LEASE_DURATION, Placement, Progress, Result,
-    StoredTask, TaskId, TaskInfo, TaskState,
+    StoredTask, TaskId, TaskInfo, TaskPriority, TaskState,
 };
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -50,6 +51,9 @@ struct TaskRecord {
     stalls: u32,
     /// The debounce key it was enqueued with, if any (Redis's `debounce` hash field).
     debounce: Option<String>,
+    /// Its priority, among which tasks it waits whenever it is pending (Redis's `priority`
+    /// hash field).
+    priority: TaskPriority,
 }
 
 impl TaskRecord {
@@ -64,6 +68,7 @@ impl TaskRecord {
             progress: None,
             stalls: 0,
             debounce: None,
+            priority: TaskPriority::DEFAULT,
         }
     }
 
@@ -72,6 +77,7 @@ impl TaskRecord {
         let mut info = TaskInfo::new(&self.msg, state, next_process_at, self.result.clone());
         info.progress.clone_from(&self.progress);
         info.debounce_key.clone_from(&self.debounce);
+        info.priority = self.priority;
         info
     }
 }
@@ -92,9 +98,9 @@ impl UniqueLock {
 /// The state of one queue.
 #[derive(Debug, Default)]
 pub(crate) struct Queue {
-    /// Task IDs ready to run. The front is Redis's left end, where new tasks are pushed; the
-    /// back is its right end, the next to be dequeued.
-    pending: VecDeque<String>,
+    /// Task IDs ready to run: Go's pending list and, for tasks of other priorities, the
+    /// `prioritized` set of ours.
+    pending: pending::Pending,
     /// Task IDs leased to workers, most recently dequeued at the front.
     active: VecDeque<String>,
     lease: ZSet,
@@ -168,10 +174,11 @@ impl Queue {
     /// Stores a new task (scripts 5.1–5.6).
     pub(crate) fn enqueue(&mut self, mut request: EnqueueRequest, now: SystemTime) -> Result<()> {
         request.check_replacement()?;
+        request.check_priority()?;
         if let Some(replace) = request.replace.take() {
             return self.enqueue_replacing(request, replace, now);
         }
-        let EnqueueRequest { mut message, placement, unique_ttl, .. } = request;
+        let EnqueueRequest { mut message, placement, unique_ttl, priority, .. } = request;
         let mut lock_key = None;
         if let Some(ttl) = unique_ttl {
             let key = unique_key(&message.type_name, &message.payload);
@@ -194,11 +201,12 @@ impl Queue {
         };
         let id = message.id.clone();
         let mut record = TaskRecord::new(message, state_after(None, event)?);
+        record.priority = priority;
         match placement {
             Placement::Pending => {
                 record.pending_since = Some(unix_nanos(now));
                 record.unique_key = lock_key;
-                self.pending.push_front(id.to_string());
+                self.pending.push(id.to_string(), priority);
             }
             // No `group` on the record even if the message has one: when due, the task becomes
             // an ordinary pending task (Go quirk).
@@ -231,7 +239,7 @@ impl Queue {
         }
         let expiry = lease_expiry(now);
         while taken.len() < max {
-            let Some(id) = self.pending.pop_back() else { break };
+            let Some(id) = self.pending.pop() else { break };
             // Go would move an ID without a record to active for good; this broker drops it.
             let Some(record) = self.tasks.get_mut(&id) else { continue };
             let Ok(state) = state_after(Some(record.state), Event::Dequeue) else { continue };
@@ -301,8 +309,10 @@ impl Queue {
             Outcome::Requeue | Outcome::Stalled => {
                 let state = state_after(from, Event::Requeue)?;
                 self.detach_active(position, id);
-                // The right end: next to be dequeued. No `pending_since`, as in Go.
-                self.pending.push_back(id.to_owned());
+                // Next to be dequeued among its priority (the list's right end for the default).
+                // No `pending_since`, as in Go.
+                let priority = self.tasks.get(id).map_or(TaskPriority::DEFAULT, |record| record.priority);
+                self.pending.push_next(id.to_owned(), priority);
                 self.rewrite_state(id, state);
                 if let (Outcome::Stalled, Some(record)) = (outcome, self.tasks.get_mut(id)) {
                     record.stalls = record.stalls.saturating_add(1);
@@ -408,7 +418,7 @@ impl Queue {
                 Some(group) => self.group_sets.entry(group).or_default().insert(&id, secs),
                 None => {
                     record.pending_since = Some(unix_nanos(now));
-                    self.pending.push_front(id);
+                    self.pending.push(id, record.priority);
                 }
             }
             moved += 1;

@@ -9,7 +9,7 @@ pub use asynq_core::PayloadError;
 pub use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentOutcome, ParentResult, Step};
 pub use asynq_core::{
     BrokerError, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
-    TaskState, WorkflowId,
+    TaskPriority, TaskState, WorkflowId,
 };
 
 // The worker's side.

@@ -6,7 +6,7 @@ use crate::zset::ZSet;
 use asynq_core::broker::Page;
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_secs, utc_date};
 use asynq_core::{DailyStats, QueueInfo, QueueName, TaskInfo, TaskState};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// How many tasks of each list or sorted set the memory estimate reads (Go's sample size).
 const MEMORY_SAMPLE: usize = 20;
@@ -52,10 +52,11 @@ impl Queue {
         info.failed_total = self.stats.failed_total();
         info.paused = self.paused.is_some();
         info.memory_usage = self.memory_usage();
-        // The next task to run; a requeued one has no `pending_since` and reads as zero latency.
-        let oldest = self.pending.back().and_then(|id| self.tasks.get(id)?.pending_since).filter(|&nanos| nanos != 0);
+        // The longest wait of the next task of each priority (the oldest of each); a requeued
+        // one has no `pending_since` and reads as zero latency.
+        let waits = self.pending.heads().filter_map(|id| self.tasks.get(id)?.pending_since).filter(|&nanos| nanos != 0);
         info.latency =
-            oldest.map_or(Duration::ZERO, |nanos| now.duration_since(from_unix_nanos(nanos)).unwrap_or_default());
+            waits.map(|nanos| now.duration_since(from_unix_nanos(nanos)).unwrap_or_default()).max().unwrap_or_default();
         info
     }
 
@@ -66,7 +67,7 @@ impl Queue {
     /// [`MEMORY_GROUP_SAMPLE`] groups times the number of tasks in all of them. Zero for a queue
     /// without tasks; tasks in aggregation sets are not counted.
     pub(crate) fn memory_usage(&self) -> u64 {
-        let mut total = self.estimate(self.pending.iter().map(String::as_str), self.pending.len());
+        let mut total = self.estimate(self.pending.iter(), self.pending.len());
         total = total.saturating_add(self.estimate(self.active.iter().map(String::as_str), self.active.len()));
         for set in [&self.scheduled, &self.retry, &self.archived, &self.completed] {
             total = total.saturating_add(self.estimate(set.members(), set.len()));
@@ -148,7 +149,7 @@ impl Queue {
     /// in Go. Pending tasks are due `now`, unrounded, as Go's listing reports them.
     pub(crate) fn list(&self, state: TaskState, page: Page, now: SystemTime) -> Vec<TaskInfo> {
         let ids: Box<dyn Iterator<Item = &str> + '_> = match state {
-            TaskState::Pending => Box::new(self.pending.iter().rev().map(String::as_str)),
+            TaskState::Pending => Box::new(self.pending.iter()),
             TaskState::Active => Box::new(self.active.iter().rev().map(String::as_str)),
             TaskState::Scheduled => Box::new(self.scheduled.members()),
             TaskState::Retry => Box::new(self.retry.members()),

@@ -42,10 +42,7 @@ impl Queue {
     /// scripts fail with an error reply).
     fn detach(&mut self, id: &str, state: TaskState) -> Result<()> {
         let detached = match state {
-            TaskState::Pending => match self.pending.iter().position(|pending| pending == id) {
-                Some(position) => self.pending.remove(position).is_some(),
-                None => false,
-            },
+            TaskState::Pending => self.pending.remove(id),
             // A workflow's waiting tasks are not in `tasks`, so no operator action reaches one.
             TaskState::Active | TaskState::Waiting => false,
             TaskState::Scheduled => self.scheduled.remove(id),
@@ -82,7 +79,7 @@ impl Queue {
     /// next-to-run first, the others in score order. A group is unregistered.
     fn take_set(&mut self, set: &TaskSet) -> Vec<String> {
         match set {
-            TaskSet::State(TaskState::Pending) => self.pending.drain(..).rev().collect(),
+            TaskSet::State(TaskState::Pending) => self.pending.take_all(),
             TaskSet::State(TaskState::Scheduled) => self.scheduled.take_lowest(usize::MAX),
             TaskSet::State(TaskState::Retry) => self.retry.take_lowest(usize::MAX),
             TaskSet::State(TaskState::Archived) => self.archived.take_lowest(usize::MAX),
@@ -98,14 +95,16 @@ impl Queue {
         }
     }
 
-    /// Makes the detached task `id` pending, at the left end of the list (Go's `LPUSH`), in
-    /// `state`, without a pending time.
+    /// Makes the detached task `id` pending, after the tasks of its priority (the list's left
+    /// end, Go's `LPUSH`, for the default), in `state`, without a pending time.
     fn make_pending(&mut self, id: String, state: TaskState) {
+        let mut priority = asynq_core::TaskPriority::DEFAULT;
         if let Some(record) = self.tasks.get_mut(&id) {
             record.state = state;
             record.pending_since = None;
+            priority = record.priority;
         }
-        self.pending.push_front(id);
+        self.pending.push(id, priority);
     }
 
     /// Puts the detached task `id` in the archive at `now` (the trim is left to the caller).
@@ -319,7 +318,7 @@ impl Queue {
         {
             return Err(Error::QueueNotEmpty { queue: queue.clone() });
         }
-        let mut ids: Vec<String> = self.pending.drain(..).collect();
+        let mut ids: Vec<String> = self.pending.take_all();
         ids.extend(self.scheduled.take_lowest(usize::MAX));
         ids.extend(self.retry.take_lowest(usize::MAX));
         ids.extend(self.archived.take_lowest(usize::MAX));
