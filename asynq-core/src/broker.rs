@@ -432,6 +432,23 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_workflows(self: Arc<Self>) -> Option<Arc<dyn crate::workflow::Workflows>> {
         None
     }
+
+    /// The registry of queues, read cheaply. Without it a server refuses queue patterns.
+    fn as_queue_directory(self: Arc<Self>) -> Option<Arc<dyn QueueDirectory>> {
+        None
+    }
+}
+
+/// The registry of known queues (Go's `asynq:queues`), as a server serving queue patterns
+/// ([`QueuePattern`](crate::queue::QueuePattern)) watches it: a count it can read every second
+/// whatever the number of queues, and the names when the count moved.
+#[async_trait]
+pub trait QueueDirectory: Send + Sync {
+    /// How many queues are registered, in O(1).
+    async fn registered_queue_count(&self) -> Result<usize>;
+
+    /// Every registered queue, in no particular order.
+    async fn registered_queues(&self) -> Result<Vec<QueueName>>;
 }
 
 /// What a worker server needs of its broker: the roles it always runs, plus the

@@ -31,4 +31,19 @@ impl Capabilities for MemoryBroker {
     fn as_workflows(self: Arc<Self>) -> Option<Arc<dyn asynq_core::workflow::Workflows>> {
         Some(self)
     }
+
+    fn as_queue_directory(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::QueueDirectory>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl asynq_core::broker::QueueDirectory for MemoryBroker {
+    async fn registered_queue_count(&self) -> Result<usize> {
+        Ok(self.state().known.len())
+    }
+
+    async fn registered_queues(&self) -> Result<Vec<QueueName>> {
+        Ok(self.state().known.iter().cloned().collect())
+    }
 }

@@ -17,6 +17,7 @@
 //! late pass delays the next one instead.
 
 use crate::processor::panic_message;
+use crate::served::ServedQueues;
 use asynq_core::broker::{Aggregate, AggregationLimits};
 use asynq_core::{Clock, Error, GroupName, QueueName, Task, TaskOptions, resolve_enqueue};
 use asynq_runtime::{FirstRun, run_every};
@@ -87,7 +88,7 @@ impl<F> fmt::Debug for GroupAggregatorFn<F> {
 #[derive(Clone)]
 pub(crate) struct AggregatorConfig {
     /// The queues whose groups to check.
-    pub queues: Vec<QueueName>,
+    pub queues: ServedQueues,
     /// How often to check.
     pub interval: Duration,
     /// When a group is ready.
@@ -98,7 +99,7 @@ pub(crate) struct AggregatorConfig {
 
 impl AggregatorConfig {
     /// Settings for `queues`, checked every `min(7 s, grace period)` as Go does.
-    pub(crate) fn new(queues: Vec<QueueName>, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> Self {
+    pub(crate) fn new(queues: ServedQueues, limits: AggregationLimits, aggregator: Arc<dyn GroupAggregator>) -> Self {
         Self { queues, interval: MAX_CHECK_INTERVAL.min(limits.grace_period), limits, aggregator }
     }
 }
@@ -146,7 +147,8 @@ impl Aggregator {
     /// the next tick.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         let mut enqueued = 0;
-        for queue in &self.config.queues {
+        let served = self.config.queues.now();
+        for queue in &served.names {
             for group in self.broker.groups(queue).await? {
                 match self.aggregate_group(queue, &group.group).await {
                     Ok(done) => enqueued += usize::from(done),

@@ -3,8 +3,9 @@
 use crate::aggregator::GroupAggregator;
 use crate::handler::HandlerError;
 use crate::observe::TaskObserver;
+use crate::served::{QueueProvider, QueueSources};
 use asynq_core::broker::{AggregationLimits, DEFAULT_GROUP_GRACE_PERIOD};
-use asynq_core::queue::QueuePriorities;
+use asynq_core::queue::{QueuePattern, QueuePriorities};
 use asynq_core::{Clock, SystemClock, Task};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -48,8 +49,20 @@ pub struct Config {
     pub concurrency: usize,
     /// The queues to serve and their priorities. Default: `{"default": 1}`.
     pub queues: BTreeMap<String, u32>,
+    /// Patterns of queue names to serve, each with the priority of every queue it matches
+    /// ([`QueuePattern`](asynq_core::queue::QueuePattern), such as `tenant:*`): a queue
+    /// registered later (by its first enqueue, from any producer, Go's included) is served
+    /// within `queue_refresh_interval`, without a restart. A queue that is also in `queues`
+    /// keeps that priority; one two patterns match takes the first's (by pattern). Needs a
+    /// broker that lists its queues. Default: none.
+    pub queue_patterns: BTreeMap<String, u32>,
+    /// Names more queues to serve, asked every `queue_refresh_interval`. Default: none.
+    pub queue_provider: Option<Arc<dyn QueueProvider>>,
+    /// How often the patterns and the provider are looked at again. Default: 1 s.
+    pub queue_refresh_interval: Duration,
     /// Always drain higher-priority queues first, instead of choosing queues at random in
-    /// proportion to their priorities. Default: false.
+    /// proportion to their priorities; queues of one priority are tried in random order.
+    /// Default: false.
     pub strict_priority: bool,
     /// How long to wait before retrying a failed task. Default: [`default_retry_delay`].
     pub retry_delay: RetryDelayFn,
@@ -142,6 +155,9 @@ impl Default for Config {
         Self {
             concurrency: std::thread::available_parallelism().map_or(1, usize::from),
             queues: BTreeMap::from([(asynq_core::DEFAULT_QUEUE.to_owned(), 1)]),
+            queue_patterns: BTreeMap::new(),
+            queue_provider: None,
+            queue_refresh_interval: Duration::from_secs(1),
             strict_priority: false,
             retry_delay: Arc::new(default_retry_delay),
             is_failure: Arc::new(|_| true),
@@ -176,6 +192,9 @@ impl fmt::Debug for Config {
         f.debug_struct("Config")
             .field("concurrency", &self.concurrency)
             .field("queues", &self.queues)
+            .field("queue_patterns", &self.queue_patterns)
+            .field("queue_provider", &self.queue_provider.is_some())
+            .field("queue_refresh_interval", &self.queue_refresh_interval)
             .field("strict_priority", &self.strict_priority)
             .field("error_handler", &self.error_handler.is_some())
             .field("shutdown_timeout", &self.shutdown_timeout)
@@ -213,16 +232,36 @@ impl Config {
         }
     }
 
-    /// Checks the configuration, and returns its queues' priorities; called by
+    /// Checks the configuration, and returns where its queues come from; called by
     /// [`Server::new`](crate::Server::new).
-    pub(crate) fn validate(&self) -> asynq_core::Result<QueuePriorities> {
+    pub(crate) fn validate(&self) -> asynq_core::Result<QueueSources> {
         use asynq_core::Error;
         if self.concurrency == 0 {
             return Err(Error::invalid("concurrency", "must be at least 1"));
         }
-        let priorities = QueuePriorities::new(&self.queues, self.strict_priority)?;
+        let dynamic = !self.queue_patterns.is_empty() || self.queue_provider.is_some();
+        let fixed = if dynamic && self.queues.is_empty() {
+            // Only queues that come and go: no `default` in their place.
+            Vec::new()
+        } else {
+            QueuePriorities::new(&self.queues, self.strict_priority)?.priorities().to_vec()
+        };
         if !self.queues.values().any(|p| *p > 0) && !self.queues.is_empty() {
             return Err(Error::invalid("queues", "every queue has priority 0; give at least one a positive priority"));
+        }
+        let mut patterns = Vec::with_capacity(self.queue_patterns.len());
+        for (pattern, priority) in &self.queue_patterns {
+            let pattern = QueuePattern::new(pattern.as_str())?;
+            if *priority == 0 {
+                return Err(Error::invalid(
+                    "queue_patterns",
+                    format!("{pattern} has priority 0 and would serve nothing"),
+                ));
+            }
+            patterns.push((pattern, *priority));
+        }
+        if self.queue_refresh_interval.is_zero() {
+            return Err(Error::invalid("interval", "queue refresh interval must be positive"));
         }
         let intervals = [
             ("health check interval", self.health_check_interval),
@@ -257,7 +296,7 @@ impl Config {
             }
         }
         self.shared_type_limits()?;
-        Ok(priorities)
+        Ok(QueueSources { fixed, patterns, provider: self.queue_provider.clone(), strict: self.strict_priority })
     }
 
     /// `shared_type_concurrency` as checked limits, by type name.
@@ -335,12 +374,39 @@ impl ConfigBuilder {
     /// Serves `queue` with `priority`; the first queue named replaces the default (`default`,
     /// priority 1).
     pub fn queue(mut self, queue: impl Into<String>, priority: u32) -> Self {
+        self.replace_default_queue();
+        self.config.queues.insert(queue.into(), priority);
+        self
+    }
+
+    /// Serves every queue whose name matches `pattern` (such as `tenant:*`) with `priority`,
+    /// as queues appear; see [`Config::queue_patterns`]. Like [`ConfigBuilder::queue`], the
+    /// first queue or pattern named replaces the default queue.
+    pub fn queue_pattern(mut self, pattern: impl Into<String>, priority: u32) -> Self {
+        self.replace_default_queue();
+        self.config.queue_patterns.insert(pattern.into(), priority);
+        self
+    }
+
+    /// Also serves the queues `provider` names; see [`Config::queue_provider`]. Replaces the
+    /// default queue unless a queue was named.
+    pub fn queue_provider(mut self, provider: impl QueueProvider) -> Self {
+        self.replace_default_queue();
+        self.config.queue_provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// How often queue patterns and the provider are looked at again. Default: 1 s.
+    pub fn queue_refresh_interval(mut self, interval: Duration) -> Self {
+        self.config.queue_refresh_interval = interval;
+        self
+    }
+
+    fn replace_default_queue(&mut self) {
         if !self.queues_named {
             self.config.queues.clear();
             self.queues_named = true;
         }
-        self.config.queues.insert(queue.into(), priority);
-        self
     }
 
     /// Always takes from the highest-priority queue that has tasks, instead of weighing

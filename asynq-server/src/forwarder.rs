@@ -1,6 +1,6 @@
 //! A forwarder moves scheduled and retry tasks whose time has come to pending.
 
-use asynq_core::QueueName;
+use crate::served::ServedQueues;
 use asynq_core::broker::Forward;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 pub(crate) struct ForwarderConfig {
     /// The queues to forward.
-    pub queues: Vec<QueueName>,
+    pub queues: ServedQueues,
     /// How often to look for due tasks.
     pub interval: Duration,
 }
@@ -33,7 +33,7 @@ impl Forwarder {
 
     /// Forwards every due task once; returns how many moved.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
-        self.broker.forward_ready(&self.config.queues).await
+        self.broker.forward_ready(&self.config.queues.now().names).await
     }
 
     /// Forwards every interval (the first time after one interval) until `stop` is cancelled.

@@ -1,6 +1,6 @@
 //! A janitor deletes completed tasks whose retention period has run out.
 
-use asynq_core::QueueName;
+use crate::served::ServedQueues;
 use asynq_core::broker::Janitor as JanitorBroker;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 pub(crate) struct JanitorConfig {
     /// The queues to clean.
-    pub queues: Vec<QueueName>,
+    pub queues: ServedQueues,
     /// How often to clean.
     pub interval: Duration,
     /// How many tasks one broker call deletes.
@@ -36,7 +36,7 @@ impl Janitor {
     /// Deletes every expired completed task of every queue, a batch at a time; returns how
     /// many were deleted.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
-        self.broker.delete_all_expired_completed(&self.config.queues, self.config.batch_size).await
+        self.broker.delete_all_expired_completed(&self.config.queues.now().names, self.config.batch_size).await
     }
 
     /// Cleans every interval (the first time after one interval) until `stop` is cancelled.

@@ -2,7 +2,7 @@
 //! once.
 //!
 //! Each fetch takes as many tasks as there are free slots, trying the queues in the order the
-//! [`QueuePriorities`] give. A task gives its slot back when its handler returns, not when its
+//! [`QueuePriorities`](asynq_core::queue::QueuePriorities) give. A task gives its slot back when its handler returns, not when its
 //! outcome is written: the next fetch overlaps the write (which the settler batches with other
 //! outcomes) instead of waiting a round trip for it. At most `concurrency` finished tasks wait
 //! for their outcome to be written; while that many wait, fetching waits too.
@@ -27,13 +27,13 @@ use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
 use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
 use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
+use crate::served::ServedQueues;
 use crate::settler::Settler;
 use crate::shared_limits::{SharedAdmission, SharedLimits};
 use crate::starter::Starter;
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks, Phase};
 use asynq_core::broker::{Dequeue, Dequeued, Outcome};
-use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use asynq_core::slots::SlotKey;
 use asynq_core::workflow::Workflows;
@@ -93,7 +93,7 @@ pub(crate) struct ProcessorConfig {
     /// The most tasks run at once.
     pub concurrency: usize,
     /// The queues and the order to try them in.
-    pub queues: QueuePriorities,
+    pub queues: ServedQueues,
     /// How often to poll when idle and the broker sends no wake-up.
     pub task_check_interval: Duration,
     /// How long shutdown waits for running tasks before requeueing them.
@@ -143,9 +143,6 @@ struct Shared {
     handler: Arc<dyn Handler>,
     clock: Arc<dyn Clock>,
     config: ProcessorConfig,
-    queue_names: Vec<QueueName>,
-    /// The queues without a rate limit: an idle wait listens for their wake-ups only.
-    unlimited_queue_names: Vec<QueueName>,
     rate_limiter: Option<Arc<dyn RateLimiter>>,
     type_limits: TypeLimits,
     /// One permit per handler that may run.
@@ -192,9 +189,6 @@ impl Processor {
         rate_limiter: Option<Arc<dyn RateLimiter>>,
         config: ProcessorConfig,
     ) -> Self {
-        let queue_names: Vec<QueueName> = config.queues.names().cloned().collect();
-        let unlimited_queue_names =
-            queue_names.iter().filter(|q| !config.rate_limits.contains_key(q.as_str())).cloned().collect();
         let type_limits = TypeLimits::new(&config.type_concurrency);
         let slots = Arc::new(Semaphore::new(config.concurrency));
         let holds = Arc::new(Semaphore::new(config.concurrency.saturating_mul(2).saturating_add(config.prefetch)));
@@ -209,8 +203,6 @@ impl Processor {
             handler,
             clock,
             config,
-            queue_names,
-            unlimited_queue_names,
             rate_limiter,
             type_limits,
             slots,
@@ -248,7 +240,7 @@ impl Processor {
                 ahead.push(hold);
             }
         }
-        let order = s.config.queues.order(&mut rand::rng());
+        let order = s.config.queues.now().priorities.order(&mut rand::rng());
         let now = s.clock.now();
         let wanted = slots.len() + ahead.len();
         let Fetched { tasks, rate_limited_for } = dequeue_within_rate_limits(
@@ -317,7 +309,9 @@ impl Processor {
     async fn fetch_loop(&self, stop: CancellationToken) {
         let s = &self.shared;
         let mut last_error_log: Option<tokio::time::Instant> = None;
+        let mut queues = s.config.queues.clone();
         loop {
+            let served = queues.now();
             let result = tokio::select! {
                 _ = stop.cancelled() => return,
                 r = self.fetch() => r,
@@ -326,11 +320,17 @@ impl Processor {
                 Ok(FetchReport { started: 0, rate_limited_for: Some(token_due), .. }) => {
                     // A rate-limited queue is out of tokens and nothing started: sleep until
                     // a token is due, waking early only for the unlimited queues.
-                    let unlimited = &s.unlimited_queue_names;
+                    let unlimited: Vec<QueueName> = served
+                        .names
+                        .iter()
+                        .filter(|q| !s.config.rate_limits.contains_key(q.as_str()))
+                        .cloned()
+                        .collect();
                     tokio::select! {
                         _ = stop.cancelled() => return,
-                        _ = s.broker.wait_for_tasks(unlimited), if !unlimited.is_empty() => {}
+                        _ = s.broker.wait_for_tasks(&unlimited), if !unlimited.is_empty() => {}
                         _ = tokio::time::sleep(token_due) => {}
+                        _ = queues.changed() => {}
                     }
                     continue;
                 }
@@ -353,8 +353,9 @@ impl Processor {
             }
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = s.broker.wait_for_tasks(&s.queue_names) => {}
+                _ = s.broker.wait_for_tasks(&served.names), if !served.names.is_empty() => {}
                 _ = tokio::time::sleep(jitter(s.config.task_check_interval)) => {}
+                _ = queues.changed() => {}
             }
         }
     }

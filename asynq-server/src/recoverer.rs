@@ -9,8 +9,9 @@
 use crate::handler::HandlerError;
 use crate::observe::Observers;
 use crate::processor::FailurePolicy;
+use crate::served::ServedQueues;
 use asynq_core::broker::{Aggregate, ExpiredLease, LeaseStage, Outcome, Recover};
-use asynq_core::{Clock, Error, FREE_STALLS, LEASE_DURATION, QueueName};
+use asynq_core::{Clock, Error, FREE_STALLS, LEASE_DURATION};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 pub(crate) struct RecovererConfig {
     /// The queues to watch.
-    pub queues: Vec<QueueName>,
+    pub queues: ServedQueues,
     /// How often to look.
     pub interval: Duration,
     /// Retry or archive a recovered task.
@@ -68,7 +69,8 @@ impl Recoverer {
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
         let now = self.clock.now();
         let cutoff = now - LEASE_DURATION;
-        let expired = self.recover.list_lease_expired(&self.config.queues, cutoff).await?;
+        let served = self.config.queues.now();
+        let expired = self.recover.list_lease_expired(&served.names, cutoff).await?;
         let err = HandlerError::lease_expired();
         let mut stages = Vec::with_capacity(expired.len());
         let mut items = Vec::with_capacity(expired.len());
@@ -119,7 +121,7 @@ impl Recoverer {
             return Err(e);
         }
         if let Some(aggregate) = &self.aggregate {
-            for queue in &self.config.queues {
+            for queue in &served.names {
                 let reclaimed = aggregate.reclaim_stale_aggregation_sets(queue).await?;
                 if reclaimed > 0 {
                     tracing::warn!(queue = %queue, sets = reclaimed, "put the tasks of stale aggregation sets back in their groups");

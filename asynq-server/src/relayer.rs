@@ -3,7 +3,7 @@
 //! after a process that died in between, and notices the workflow tasks a Go server or an
 //! operator settled, which tell nobody.
 
-use asynq_core::QueueName;
+use crate::served::ServedQueues;
 use asynq_core::workflow::Workflows;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
@@ -20,18 +20,18 @@ pub const WORKFLOW_RELAY_INTERVAL: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub(crate) struct Relayer {
     workflows: Arc<dyn Workflows>,
-    queues: Vec<QueueName>,
+    queues: ServedQueues,
 }
 
 impl Relayer {
     /// A relayer of `queues` over `workflows`.
-    pub(crate) fn new(workflows: Arc<dyn Workflows>, queues: Vec<QueueName>) -> Self {
+    pub(crate) fn new(workflows: Arc<dyn Workflows>, queues: ServedQueues) -> Self {
         Self { workflows, queues }
     }
 
     /// Relays once; returns how many dependents were told.
     pub(crate) async fn tick(&self) -> asynq_core::Result<usize> {
-        self.workflows.relay(&self.queues).await
+        self.workflows.relay(&self.queues.now().names).await
     }
 
     /// Relays every [`WORKFLOW_RELAY_INTERVAL`] until `stop` is cancelled.

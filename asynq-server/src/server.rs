@@ -11,6 +11,7 @@ use crate::observe::Observers;
 use crate::processor::{FailurePolicy, Processor, ProcessorConfig};
 use crate::recoverer::{Recoverer, RecovererConfig};
 use crate::relayer::Relayer;
+use crate::served::{QueueSources, QueueWatcher, ServedQueues};
 use crate::shared_limits::SharedLimits;
 use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
@@ -19,7 +20,7 @@ use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::RateLimiter;
 use asynq_core::workflow::Workflows;
-use asynq_core::{Error, QueueName, Result, ServerInfo, ServerStatus};
+use asynq_core::{Error, Result, ServerInfo, ServerStatus};
 use asynq_runtime::{Role, hostname};
 use std::fmt;
 use std::sync::Arc;
@@ -44,8 +45,8 @@ pub struct Server {
     broker: Arc<dyn WorkerBroker>,
     capabilities: WorkerCapabilities,
     config: Config,
-    /// The configured queues, checked and normalised.
-    priorities: QueuePriorities,
+    /// Where the served queues come from, checked and normalised.
+    sources: QueueSources,
     info: ServerInfo,
     status: StatusCell,
     running: Option<Running>,
@@ -69,6 +70,7 @@ struct Running {
     janitor: Role,
     aggregator: Option<Role>,
     relayer: Option<Role>,
+    queue_watcher: Option<Role>,
     healthcheck: Option<Role>,
     subscriber: Option<Role>,
     heartbeat: Role,
@@ -106,7 +108,7 @@ impl Server {
     ///
     /// Errors: as [`Server::new`].
     pub fn from_shared(broker: Arc<dyn WorkerBroker>, config: Config) -> Result<Self> {
-        let priorities = config.validate()?;
+        let sources = config.validate()?;
         let capabilities = WorkerCapabilities {
             cancel: broker.clone().as_cancel(),
             aggregate: broker.clone().as_aggregate(),
@@ -120,6 +122,9 @@ impl Server {
         if !config.rate_limits.is_empty() && capabilities.rate_limiter.is_none() {
             return Err(Error::Unsupported { capability: "rate limits (Config::rate_limits)" });
         }
+        if !sources.patterns.is_empty() && broker.clone().as_queue_directory().is_none() {
+            return Err(Error::Unsupported { capability: "listing queues (Config::queue_patterns)" });
+        }
         if config.has_shared_limits() && capabilities.slots.is_none() {
             return Err(Error::Unsupported {
                 capability: "shared concurrency limits (Config::shared_type_concurrency, Config::shared_limit)",
@@ -130,14 +135,15 @@ impl Server {
             pid: std::process::id(),
             server_id: uuid::Uuid::new_v4().to_string(),
             concurrency: config.concurrency as u32,
-            queues: config.queues.clone(),
+            // Go's tools show the patterns among the queues, as they were configured.
+            queues: config.queues.iter().chain(&config.queue_patterns).map(|(name, p)| (name.clone(), *p)).collect(),
             strict_priority: config.strict_priority,
             status: ServerStatus::New,
             started: config.clock.now(),
             active_workers: 0,
         };
         let status = StatusCell::new(ServerStatus::New);
-        Ok(Self { broker, capabilities, config, priorities, info, status, running: None })
+        Ok(Self { broker, capabilities, config, sources, info, status, running: None })
     }
 
     /// The server's ID, as its heartbeats report it.
@@ -165,7 +171,14 @@ impl Server {
         let c = &self.config;
         let b = &self.broker;
         let clock = Arc::clone(&c.clock);
-        let queues: Vec<QueueName> = self.priorities.names().cloned().collect();
+        let (queue_watcher, queues) = if self.sources.is_dynamic() {
+            let directory = b.clone().as_queue_directory();
+            let (watcher, served) = QueueWatcher::new(self.sources.clone(), directory, c.queue_refresh_interval);
+            (Some(watcher), served)
+        } else {
+            let fixed = QueuePriorities::from_weights(self.sources.fixed.iter().cloned(), self.sources.strict);
+            (None, ServedQueues::fixed(fixed))
+        };
         let failure_policy =
             FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
         let active = Arc::new(ActiveTasks::default());
@@ -187,7 +200,7 @@ impl Server {
             self.capabilities.rate_limiter.clone().filter(|_| !c.rate_limits.is_empty()),
             ProcessorConfig {
                 concurrency: c.concurrency,
-                queues: self.priorities.clone(),
+                queues: queues.clone(),
                 task_check_interval: c.task_check_interval,
                 shutdown_timeout: c.shutdown_timeout,
                 failure_policy: failure_policy.clone(),
@@ -258,6 +271,7 @@ impl Server {
         let janitor = Role::spawn(|stop| janitor.spawn(stop));
         let aggregator = aggregator.map(|a| Role::spawn(|stop| a.spawn(stop)));
         let relayer = relayer.map(|r| Role::spawn(|stop| r.spawn(stop)));
+        let queue_watcher = queue_watcher.map(|w| Role::spawn(|stop| w.spawn(stop)));
         self.running = Some(Running {
             processor,
             fetching,
@@ -267,6 +281,7 @@ impl Server {
             janitor,
             aggregator,
             relayer,
+            queue_watcher,
             healthcheck,
             subscriber,
             heartbeat,
@@ -320,6 +335,7 @@ impl Server {
             (running.aggregator, "aggregator"),
             (running.healthcheck, "health checker"),
             (running.relayer, "workflow relayer"),
+            (running.queue_watcher, "queue watcher"),
         ];
         rest.extend(optional.into_iter().filter_map(|(role, name)| role.map(|role| role.stop_by(deadline, name))));
         futures::future::join_all(rest).await;

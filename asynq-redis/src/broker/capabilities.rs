@@ -31,4 +31,19 @@ impl Capabilities for RedisBroker {
     fn as_workflows(self: Arc<Self>) -> Option<Arc<dyn asynq_core::workflow::Workflows>> {
         Some(self)
     }
+
+    fn as_queue_directory(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::QueueDirectory>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl asynq_core::broker::QueueDirectory for RedisBroker {
+    async fn registered_queue_count(&self) -> Result<usize> {
+        self.conn().scard(self.namespace().all_queues()).await.map_err(|e| broker_error("count queues", e))
+    }
+
+    async fn registered_queues(&self) -> Result<Vec<QueueName>> {
+        Inspect::queues(self).await
+    }
 }

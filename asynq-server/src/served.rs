@@ -1,0 +1,219 @@
+//! The queues a server serves, which may change while it runs: its configured queues, the
+//! registered queues its [`QueuePattern`]s match, and those a [`QueueProvider`] names.
+//!
+//! Every role reads the current set ([`ServedQueues::now`]) each time it runs, so a queue that
+//! appears is forwarded, recovered, cleaned and fetched from on each role's next pass, and the
+//! processor's idle wait also ends when the set changes. The [`QueueWatcher`] refreshes the
+//! set every `Config::queue_refresh_interval` (1 s by default): a pattern costs one `SCARD` of
+//! the queue registry per refresh, whatever the number of queues, and the registry is read
+//! whole only when its size moved, or every [`FULL_REFRESH_EVERY`] refreshes (a queue removed
+//! and another added within one refresh leave the size as it was).
+
+use async_trait::async_trait;
+use asynq_core::QueueName;
+use asynq_core::broker::QueueDirectory;
+use asynq_core::queue::{QueuePattern, QueuePriorities};
+use asynq_runtime::{FirstRun, run_every};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// How many refreshes at most pass between two full reads of the queue registry.
+pub const FULL_REFRESH_EVERY: u32 = 30;
+
+/// Names the queues a server serves besides its configured ones, asked again every
+/// `Config::queue_refresh_interval`: one queue per tenant from a database, say. A queue it
+/// stops naming is no longer fetched from (its tasks stay where they are).
+///
+/// ```
+/// use asynq_core::QueueName;
+/// use asynq_server::{Config, QueueProvider};
+///
+/// struct Tenants;
+///
+/// #[async_trait::async_trait]
+/// impl QueueProvider for Tenants {
+///     async fn queues(&self) -> asynq_core::Result<Vec<(QueueName, u32)>> {
+///         Ok(vec![(QueueName::new("tenant:acme")?, 1), (QueueName::new("tenant:globex")?, 1)])
+///     }
+/// }
+///
+/// let config = Config::builder().queue("critical", 3).queue_provider(Tenants).build()?;
+/// # let _ = config;
+/// # Ok::<(), asynq_core::Error>(())
+/// ```
+#[async_trait]
+pub trait QueueProvider: Send + Sync + 'static {
+    /// The queues to serve now, with their priorities (0 leaves a queue out).
+    ///
+    /// Errors: any; the server logs it and keeps the queues it had.
+    async fn queues(&self) -> asynq_core::Result<Vec<(QueueName, u32)>>;
+}
+
+/// One state of the served set.
+#[derive(Debug)]
+pub(crate) struct Served {
+    /// The queues with their priorities, and the order to try them in.
+    pub priorities: QueuePriorities,
+    /// The same queues, highest priority first.
+    pub names: Vec<QueueName>,
+}
+
+impl Served {
+    fn new(priorities: QueuePriorities) -> Arc<Self> {
+        let names = priorities.names().cloned().collect();
+        Arc::new(Self { priorities, names })
+    }
+}
+
+/// The served set, as the roles read it. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct ServedQueues(watch::Receiver<Arc<Served>>);
+
+impl ServedQueues {
+    /// A set that never changes.
+    pub(crate) fn fixed(priorities: QueuePriorities) -> Self {
+        let (_, receiver) = watch::channel(Served::new(priorities));
+        Self(receiver)
+    }
+
+    /// The set now.
+    pub(crate) fn now(&self) -> Arc<Served> {
+        Arc::clone(&self.0.borrow())
+    }
+
+    /// Waits until the set changes after the last [`ServedQueues::now`] of this handle (or
+    /// forever, for a fixed set).
+    pub(crate) async fn changed(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        self.0.borrow_and_update();
+    }
+}
+
+impl fmt::Debug for ServedQueues {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let served = self.now();
+        f.debug_struct("ServedQueues").field("queues", &served.names.len()).finish_non_exhaustive()
+    }
+}
+
+/// Where the served set comes from.
+#[derive(Clone)]
+pub(crate) struct QueueSources {
+    /// The configured queues.
+    pub fixed: Vec<(QueueName, u32)>,
+    /// The patterns, each with the priority of the queues it matches.
+    pub patterns: Vec<(QueuePattern, u32)>,
+    /// The provider, if any.
+    pub provider: Option<Arc<dyn QueueProvider>>,
+    /// Strict priority.
+    pub strict: bool,
+}
+
+impl QueueSources {
+    /// Whether the set may change while the server runs.
+    pub(crate) fn is_dynamic(&self) -> bool {
+        !self.patterns.is_empty() || self.provider.is_some()
+    }
+
+    /// The set from the configured queues, `registered` queues the patterns match (the first
+    /// matching pattern's priority), and `provided` ones; a queue named twice keeps its first
+    /// priority, configured queues first.
+    fn serve(&self, registered: &[QueueName], provided: &[(QueueName, u32)]) -> QueuePriorities {
+        let matched = registered.iter().filter_map(|queue| {
+            let (_, priority) = self.patterns.iter().find(|(pattern, _)| pattern.matches(queue))?;
+            Some((queue.clone(), *priority))
+        });
+        let all = self.fixed.iter().cloned().chain(matched).chain(provided.iter().cloned());
+        QueuePriorities::from_weights(all, self.strict)
+    }
+}
+
+/// Keeps the served set up to date (see the module docs).
+pub(crate) struct QueueWatcher {
+    sources: QueueSources,
+    directory: Option<Arc<dyn QueueDirectory>>,
+    interval: Duration,
+    sender: watch::Sender<Arc<Served>>,
+    state: tokio::sync::Mutex<WatchState>,
+}
+
+/// What the last refresh saw.
+#[derive(Default)]
+struct WatchState {
+    /// The registry's size at the last full read.
+    registry_size: Option<usize>,
+    /// The registered queues at the last full read.
+    registered: Vec<QueueName>,
+    /// The provider's queues at its last answer.
+    provided: Vec<(QueueName, u32)>,
+    /// Refreshes since the last full read.
+    since_full_read: u32,
+}
+
+impl QueueWatcher {
+    /// A watcher of `sources` (reading the registry through `directory`, which patterns need),
+    /// refreshing every `interval`, and the handle the roles read; the set starts as the
+    /// configured queues alone.
+    pub(crate) fn new(
+        sources: QueueSources,
+        directory: Option<Arc<dyn QueueDirectory>>,
+        interval: Duration,
+    ) -> (Self, ServedQueues) {
+        let (sender, receiver) = watch::channel(Served::new(sources.serve(&[], &[])));
+        let state = tokio::sync::Mutex::new(WatchState::default());
+        (Self { sources, directory, interval, sender, state }, ServedQueues(receiver))
+    }
+
+    /// Refreshes the set once; returns whether it changed.
+    pub(crate) async fn tick(&self) -> asynq_core::Result<bool> {
+        let mut state = self.state.lock().await;
+        if let Some(directory) = self.directory.as_ref().filter(|_| !self.sources.patterns.is_empty()) {
+            let size = directory.registered_queue_count().await?;
+            if state.registry_size != Some(size) || state.since_full_read >= FULL_REFRESH_EVERY {
+                state.registered = directory.registered_queues().await?;
+                state.registry_size = Some(size);
+                state.since_full_read = 0;
+            } else {
+                state.since_full_read += 1;
+            }
+        }
+        if let Some(provider) = &self.sources.provider {
+            state.provided = provider.queues().await?;
+        }
+        let priorities = self.sources.serve(&state.registered, &state.provided);
+        let changed = priorities != self.sender.borrow().priorities;
+        if changed {
+            tracing::info!(queues = priorities.priorities().len(), "the served queues changed");
+            self.sender.send_replace(Served::new(priorities));
+        }
+        Ok(changed)
+    }
+
+    /// Refreshes at once, then every interval, until `stop` is cancelled.
+    pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            run_every(self.interval, FirstRun::Immediately, &stop, || async {
+                if let Err(e) = self.tick().await {
+                    tracing::warn!(error = %e, "could not refresh the served queues; serving those found last");
+                }
+            })
+            .await;
+        })
+    }
+}
+
+impl fmt::Debug for QueueWatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueWatcher")
+            .field("patterns", &self.sources.patterns)
+            .field("provider", &self.sources.provider.is_some())
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
