@@ -2,10 +2,10 @@
 //!
 //! Storing: `workflow_store.lua` stores the tasks of one queue, up to [`STORE_BATCH`] per call,
 //! all or nothing; a workflow of one queue and at most that many tasks is one call. A larger one
-//! runs its calls one after the other, those holding only waiting tasks first, so that no task
-//! runs before every task waiting for it is stored; when a call is refused (a task ID taken)
-//! or fails, `workflow_discard.lua` takes back what the earlier calls stored, as far as it
-//! still can.
+//! runs its calls one after the other, every call holding waiting tasks before any holding roots
+//! (no call holds both), so that no task runs before every task waiting for it is stored
+//! ([`store_order`]); when a call is refused (a task ID taken) or fails, `workflow_discard.lua`
+//! takes back what the earlier calls stored, as far as it still can.
 //!
 //! Settling: a workflow task's final outcome (it succeeds, or is archived) is written by
 //! `workflow_settle.lua`, which wraps `done_batch.lua` or `settle_batch.lua` and, in the same
@@ -42,6 +42,8 @@ use redis::{AsyncCommands, Script};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 use std::time::SystemTime;
+
+mod store_order;
 
 /// `workflow_store.lua` stores at most this many tasks per call, so that no call is long.
 const STORE_BATCH: usize = 100;
@@ -431,28 +433,19 @@ impl Workflows for RedisBroker {
     async fn store_workflow(&self, plan: &WorkflowPlan) -> Result<()> {
         let now = self.now();
         let events = self.event_caps_now().await?;
-        let mut by_queue: BTreeMap<&str, Vec<&PlannedTask>> = BTreeMap::new();
-        for task in &plan.tasks {
-            by_queue.entry(task.request.message.queue.as_str()).or_default().push(task);
-        }
-        // Per queue, waiting tasks before roots; calls holding only waiting tasks run first.
-        let mut calls: Vec<(bool, &str, Vec<&PlannedTask>)> = Vec::new();
-        for (queue, mut tasks) in by_queue {
-            tasks.sort_by_key(|task| task.parents.is_empty());
-            for chunk in tasks.chunks(STORE_BATCH) {
-                let has_root = chunk.iter().any(|task| task.parents.is_empty());
-                calls.push((has_root, queue, chunk.to_vec()));
-            }
-        }
-        calls.sort_by_key(|(has_root, _, _)| *has_root);
+        // Every waiting task before any root (see `store_order`).
+        let calls: Vec<(&str, Vec<&PlannedTask>)> = store_order::store_calls(&plan.tasks, STORE_BATCH)
+            .into_iter()
+            .map(|tasks| (tasks[0].request.message.queue.as_str(), tasks))
+            .collect();
         let mut conn = self.conn();
         // Registered first, as Go's enqueue does, so that no stored task is in an unknown queue.
-        let queues: Vec<&str> = calls.iter().map(|(_, queue, _)| *queue).collect();
+        let queues: Vec<&str> = calls.iter().map(|(queue, _)| *queue).collect();
         let _: i64 =
             conn.sadd(self.namespace().all_queues(), queues).await.map_err(|e| broker_error("store a workflow", e))?;
         self.record_workflow(&mut conn, plan, now).await?;
         let mut written: Vec<(String, Vec<TaskId>)> = Vec::new();
-        for (_, queue, tasks) in &calls {
+        for (queue, tasks) in &calls {
             let call = self.store_call(queue, tasks, now, &events)?;
             let failure = match call.run::<i64>(&mut conn, "store a workflow").await {
                 Ok(0) => None,
