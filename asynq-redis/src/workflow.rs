@@ -65,6 +65,29 @@ pub(crate) type Relaying = std::sync::Mutex<HashMap<QueueName, bool>>;
 /// Per queue, the `HSCAN` cursor over `<ns>:{q}:wf:open` where this process's next sweep starts.
 pub(crate) type SweepCursors = std::sync::Mutex<HashMap<String, String>>;
 
+/// A hold on this process's background relay of one queue, from
+/// [`RedisBroker::hold_background_relay`]: a test seam, released when dropped.
+#[doc(hidden)]
+#[must_use = "the hold ends when it is dropped"]
+#[derive(Debug)]
+pub struct BackgroundRelayHold {
+    broker: RedisBroker,
+    queue: QueueName,
+}
+
+impl Drop for BackgroundRelayHold {
+    /// Forgets the settles the hold kept from relaying, as a process that died would.
+    fn drop(&mut self) {
+        self.broker.relaying().lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.queue);
+    }
+}
+
+/// An outbox entry, `<1|0>:<task ID>`: whether the settled task succeeded, and its ID.
+fn read_outbox_entry(entry: &str) -> Option<(bool, &str)> {
+    let (ok, id) = entry.split_once(':')?;
+    Some((ok == "1", id))
+}
+
 /// The script file `scripts/<file>.lua` as the body of `local function settle(KEYS, ARGV)`.
 macro_rules! as_settle_function {
     ($file:literal) => {
@@ -282,16 +305,50 @@ impl RedisBroker {
                 return Ok(told);
             }
             for entry in &entries {
-                let Some((ok, parent)) = entry.split_once(':') else {
+                let Some((ok, parent)) = read_outbox_entry(entry) else {
                     tracing::error!(%queue, entry, "dropping a malformed workflow outbox entry");
                     let _: i64 = conn.lrem(&outbox, 1, entry).await.map_err(|e| broker_error("relay", e))?;
                     continue;
                 };
-                told += self.pass_on(queue, parent, ok == "1").await?;
+                told += self.pass_on(queue, parent, ok).await?;
                 let children = k.workflow_children(parent);
                 let _: i64 = conn.del(&children).await.map_err(|e| broker_error("relay", e))?;
                 let _: i64 = conn.lrem(&outbox, 1, entry).await.map_err(|e| broker_error("relay", e))?;
             }
+        }
+    }
+
+    /// Test seam, not part of the broker's contract: keeps this process from relaying `queue`
+    /// in the background until the hold is dropped, so that the workflow tasks settling there
+    /// meanwhile leave their outbox entries as a process killed right after settling them would
+    /// (`tests/tests/workflow_cluster_crash.rs` stops the relay between its steps so). Dropping
+    /// the hold relays nothing; [`Workflows::relay`] (a server's relayer) does. `None` while a
+    /// background relay of `queue` is under way.
+    #[doc(hidden)]
+    pub fn hold_background_relay(&self, queue: &QueueName) -> Option<BackgroundRelayHold> {
+        let mut relaying = self.relaying().lock().expect("relaying lock poisoned");
+        if relaying.contains_key(queue) {
+            return None;
+        }
+        relaying.insert(queue.clone(), false);
+        Some(BackgroundRelayHold { broker: self.clone(), queue: queue.clone() })
+    }
+
+    /// Test seam, not part of the broker's contract: the first step of relaying the oldest entry
+    /// of `queue`'s outbox, which tells the tasks waiting for its settled task (in each one's
+    /// queue), leaving the entry and the task's children list in place, as a process killed
+    /// right after that step would. Returns how many dependents it told: 0 for an empty outbox.
+    #[doc(hidden)]
+    pub async fn pass_on_oldest_outbox_entry(&self, queue: &QueueName) -> Result<usize> {
+        let oldest: Option<String> = self
+            .conn()
+            .lindex(self.queue_keys(queue).workflow_outbox(), 0)
+            .await
+            .map_err(|e| broker_error("read a workflow outbox", e))?;
+        let Some(entry) = oldest else { return Ok(0) };
+        match read_outbox_entry(&entry) {
+            Some((ok, parent)) => self.pass_on(queue, parent, ok).await,
+            None => Err(unexpected("relay", format!("a malformed workflow outbox entry {entry:?}"))),
         }
     }
 
