@@ -123,6 +123,14 @@ enum Scenario {
         /// Serve this many empty queues beside the sampled one, all of the same weight.
         #[arg(long, default_value_t = 0)]
         empty_queues: usize,
+        /// Serve the pattern `tenant:*` instead, with this many empty tenant queues registered
+        /// beside the sampled `tenant:quiet`.
+        #[arg(long, default_value_t = 0)]
+        tenants: usize,
+        /// With `--tenants`: fill `tenant:busy` with this many tasks first, which the server
+        /// drains while the quiet tenant's tasks are sampled.
+        #[arg(long, default_value_t = 0)]
+        busy_backlog: u64,
     },
     /// Run a server on three empty queues for a while.
     Idle {
@@ -133,6 +141,9 @@ enum Scenario {
         /// Serve this many empty queues of the same weight instead of the three usual ones.
         #[arg(long)]
         queues: Option<usize>,
+        /// Serve the pattern `tenant:*` instead, with this many empty tenant queues registered.
+        #[arg(long)]
+        tenants: Option<usize>,
     },
 }
 
@@ -171,12 +182,22 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::FanIn { members, concurrency, plain, timeout_secs } => {
             scenarios::fan_in(url, members, concurrency, !plain, Duration::from_secs(timeout_secs)).await
         }
-        Scenario::PickupLatency { samples, max_secs, gap_ms, concurrency, empty_queues } => {
+        Scenario::PickupLatency { samples, max_secs, gap_ms, concurrency, empty_queues, tenants, busy_backlog } => {
             let (gap, max) = (Duration::from_millis(gap_ms), Duration::from_secs(max_secs));
-            scenarios::pickup_latency(url, samples, concurrency, empty_queues, gap, max).await
+            let layout = match tenants {
+                0 => scenarios::Layout::Named { empty_queues },
+                tenants => scenarios::Layout::Tenants { tenants, busy_backlog },
+            };
+            scenarios::pickup_latency(url, samples, concurrency, layout, gap, max).await
         }
-        Scenario::Idle { seconds, concurrency, queues } => {
-            scenarios::idle(url, concurrency, queues, Duration::from_secs(seconds)).await
+        Scenario::Idle { seconds, concurrency, queues, tenants } => {
+            let layout = match (queues, tenants) {
+                (_, Some(tenants)) => Some(scenarios::Layout::Tenants { tenants, busy_backlog: 0 }),
+                // The sampled queue and the rest empty: `queues` in all.
+                (Some(queues), None) => Some(scenarios::Layout::Named { empty_queues: queues.saturating_sub(1) }),
+                (None, None) => None,
+            };
+            scenarios::idle(url, concurrency, layout, Duration::from_secs(seconds)).await
         }
     }
 }

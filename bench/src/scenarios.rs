@@ -179,41 +179,112 @@ pub async fn enqueue_and_process(
     result.map(|()| measurement)
 }
 
+/// The queues a latency or idle scenario's server serves.
+#[derive(Debug, Clone, Copy)]
+pub enum Layout {
+    /// The sampled queue and `empty_queues` empty ones of the same weight, all named.
+    Named {
+        /// How many empty queues.
+        empty_queues: usize,
+    },
+    /// The pattern [`TENANTS`], with `tenants` empty tenant queues registered beside the
+    /// sampled [`QUIET_TENANT`], and [`BUSY_TENANT`] filled with `busy_backlog` tasks first.
+    Tenants {
+        /// How many empty tenant queues.
+        tenants: usize,
+        /// How many tasks the busy tenant holds when sampling starts.
+        busy_backlog: u64,
+    },
+}
+
+/// The pattern the tenant layouts serve.
+const TENANTS: &str = "tenant:*";
+/// The tenant whose tasks a tenant layout samples.
+const QUIET_TENANT: &str = "tenant:quiet";
+/// The tenant a tenant layout fills with a backlog.
+const BUSY_TENANT: &str = "tenant:busy";
+
+impl Layout {
+    /// Sets the queues up in Redis and returns the server's configuration and the sampled
+    /// queue.
+    async fn prepare(self, redis_url: &str, concurrency: usize) -> anyhow::Result<(Config, &'static str)> {
+        match self {
+            Layout::Named { empty_queues } => {
+                Ok((server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], empty_queues)), QUEUE))
+            }
+            Layout::Tenants { tenants, busy_backlog } => {
+                register_queues(redis_url, (0..tenants).map(|i| format!("tenant:{i}"))).await?;
+                register_queues(redis_url, [QUIET_TENANT.to_owned()]).await?;
+                if busy_backlog > 0 {
+                    let client = Client::new(connect(redis_url).await?);
+                    enqueue_in_batches(&client, busy_backlog, 100, &TaskOptions::new().queue(BUSY_TENANT)).await?;
+                }
+                let config = Config::builder().concurrency(concurrency).queue_pattern(TENANTS, 1).build()?;
+                Ok((config, QUIET_TENANT))
+            }
+        }
+    }
+}
+
+/// Registers `queues` as an enqueue would (Go's `SADD` to the registry), without tasks.
+async fn register_queues(redis_url: &str, queues: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
+    let mut conn = redis::Client::open(redis_url)?.get_multiplexed_async_connection().await?;
+    let registry = Namespace::default().all_queues();
+    let queues: Vec<String> = queues.into_iter().collect();
+    for chunk in queues.chunks(1_000) {
+        let _: i64 = redis::cmd("SADD").arg(&registry).arg(chunk).query_async(&mut conn).await?;
+    }
+    Ok(())
+}
+
 /// With an idle server of `concurrency`, enqueues one task at a time and measures how long it
 /// takes from just before the enqueue to the start of its handler (monotonic clock, one
-/// process). Each sample waits `gap` first, so that the server is idle again; sampling stops
-/// after `samples` samples or once `max_duration` has passed. With `empty_queues`, the server
-/// serves that many empty queues of the same weight beside the sampled one.
+/// process). Each sample waits `gap` first, so that the server is idle again (or, beside a busy
+/// tenant, busy with that tenant only); sampling stops after `samples` samples or once
+/// `max_duration` has passed. `layout` says which queues the server serves besides the
+/// sampled one.
 pub async fn pickup_latency(
     redis_url: &str,
     samples: u64,
     concurrency: usize,
-    empty_queues: usize,
+    layout: Layout,
     gap: Duration,
     max_duration: Duration,
 ) -> anyhow::Result<Measurement> {
     let client = Client::new(connect(redis_url).await?);
+    let (config, sampled) = layout.prepare(redis_url, concurrency).await?;
     let (started_tx, mut started_rx) = mpsc::unbounded_channel::<Instant>();
-    let handler = handler_fn(move |_ctx: TaskContext, _task| {
+    let handler = handler_fn(move |ctx: TaskContext, _task| {
         let started = Instant::now();
         let started_tx = started_tx.clone();
+        let (sample, busy) = (ctx.queue() == sampled, ctx.queue() == BUSY_TENANT);
         async move {
             // The receiver outlives the server; a send fails only if the scenario gave up.
-            let _ = started_tx.send(started);
+            if sample {
+                let _ = started_tx.send(started);
+            }
+            if busy {
+                // A millisecond each: the backlog keeps every worker busy while sampling.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
             Ok(())
         }
     });
-    let config = server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], empty_queues));
     let mut server = Server::new(connect(redis_url).await?, config)?;
     server.start(handler)?;
+    if let Layout::Tenants { .. } = layout {
+        // The quiet tenant is registered: the pattern's first refresh finds it.
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+    }
     let task = workload::task();
+    let options = TaskOptions::new().queue(sampled);
     let timer = Timer::start();
     let mut latencies_ms = Vec::new();
     let result = async {
         while (latencies_ms.len() as u64) < samples && timer.elapsed() < max_duration {
             tokio::time::sleep(gap).await;
             let enqueued = Instant::now();
-            client.enqueue(&task, TaskOptions::new()).await.context("enqueue failed")?;
+            client.enqueue(&task, options.clone()).await.context("enqueue failed")?;
             let started = tokio::time::timeout(PICKUP_TIMEOUT, started_rx.recv())
                 .await
                 .with_context(|| format!("no handler started within {PICKUP_TIMEOUT:?} of an enqueue"))?
@@ -232,20 +303,20 @@ pub async fn pickup_latency(
     Ok(measurement)
 }
 
-/// Runs a server with `concurrency` on three empty queues ([`IDLE_QUEUES`]), or on `queues`
-/// empty queues of the same weight, for `duration`; what it costs Redis meanwhile is measured
-/// from outside.
+/// Runs a server with `concurrency` on three empty queues ([`IDLE_QUEUES`]), or on the queues
+/// of `layout` (the sampled queue included), for `duration`; what it costs Redis meanwhile is
+/// measured from outside.
 pub async fn idle(
     redis_url: &str,
     concurrency: usize,
-    queues: Option<usize>,
+    layout: Option<Layout>,
     duration: Duration,
 ) -> anyhow::Result<Measurement> {
-    let queues = match queues {
-        Some(queues) => with_empty_queues(&[], queues),
-        None => with_empty_queues(&IDLE_QUEUES, 0),
+    let config = match layout {
+        Some(layout) => layout.prepare(redis_url, concurrency).await?.0,
+        None => server_config(concurrency, &with_empty_queues(&IDLE_QUEUES, 0)),
     };
-    let mut server = Server::new(connect(redis_url).await?, server_config(concurrency, &queues))?;
+    let mut server = Server::new(connect(redis_url).await?, config)?;
     let timer = Timer::start();
     server.start(handler_fn(noop))?;
     tokio::time::sleep(duration).await;

@@ -1,7 +1,7 @@
 //! Every scenario of `asynq-bench` runs to completion against a throwaway Redis, with small
 //! sizes, and reports numbers that make sense.
 
-use asynq_bench::scenarios;
+use asynq_bench::scenarios::{self, Layout};
 use asynq_bench::workload::QUEUE;
 use asynq_core::QueueName;
 use asynq_core::broker::Inspect;
@@ -94,12 +94,26 @@ async fn enqueue_and_process_processes_everything_it_enqueues() {
 #[tokio::test(flavor = "multi_thread")]
 async fn pickup_latency_reports_percentiles_of_its_samples() {
     let redis = RedisServer::start();
-    let measured = scenarios::pickup_latency(&redis.url(), 5, 2, 0, Duration::from_millis(5), Duration::from_secs(30))
-        .await
-        .unwrap();
+    let layout = Layout::Named { empty_queues: 0 };
+    let measured =
+        scenarios::pickup_latency(&redis.url(), 5, 2, layout, Duration::from_millis(5), Duration::from_secs(30))
+            .await
+            .unwrap();
     assert_eq!((measured.tasks, measured.tasks_per_s), (5, None));
     let (p50, p99) = (measured.pickup_p50_ms.unwrap(), measured.pickup_p99_ms.unwrap());
     assert!(0.0 < p50 && p50 <= p99, "p50 {p50} ms, p99 {p99} ms");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quiet_tenant_is_sampled_beside_a_busy_one_served_by_a_pattern() {
+    let redis = RedisServer::start();
+    let layout = Layout::Tenants { tenants: 3, busy_backlog: 200 };
+    let measured =
+        scenarios::pickup_latency(&redis.url(), 5, 2, layout, Duration::from_millis(5), Duration::from_secs(30))
+            .await
+            .unwrap();
+    assert_eq!(measured.tasks, 5, "only the quiet tenant's tasks are samples");
+    assert!(measured.pickup_p50_ms.unwrap() > 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -16,8 +16,12 @@ pub use asynq_core::{
 #[cfg(feature = "server")]
 pub use asynq_server::{
     Config, ConfigBuilder, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ProgressReporter,
-    ResultWriter, ServeMux, Server, TaskContext, aggregator_fn, handler_fn,
+    QueueProvider, ResultWriter, ServeMux, Server, TaskContext, aggregator_fn, handler_fn,
 };
+
+/// The attribute the broker traits and [`QueueProvider`] are written with: implement them under
+/// `#[rasynq::async_trait]`.
+pub use async_trait::async_trait;
 
 // Periodic tasks.
 #[cfg(feature = "scheduler")]

@@ -53,7 +53,7 @@ enum Plan {
     Drain { processes: usize, concurrency: usize, empty_queues: usize, events: bool },
     /// `asynq-bench idle` on three queues, or on `queues` queues, with Redis measured over a
     /// window in the middle of its run.
-    Idle { concurrency: usize, queues: Option<usize> },
+    Idle { concurrency: usize, queues: Option<usize>, tenants: Option<usize> },
 }
 
 /// How many queues the many-queues scenarios serve: one busy, the rest empty.
@@ -64,6 +64,18 @@ pub(crate) const MANY_QUEUES_DRAIN: &str = "drain-c100-beside-999-empty";
 pub(crate) const MANY_QUEUES_PICKUP: &str = "pickup-latency-c10-beside-999-empty";
 /// An idle server on [`MANY_QUEUES`] queues.
 pub(crate) const MANY_QUEUES_IDLE: &str = "idle-1000-queues";
+
+/// How many empty tenant queues the dynamic-queue scenarios register.
+pub(crate) const TENANT_QUEUES: usize = 10_000;
+/// An idle server serving the pattern `tenant:*` that matches [`TENANT_QUEUES`] queues.
+pub(crate) const TENANTS_IDLE: &str = "idle-10000-tenant-queues";
+/// Pickup latency on one tenant queue beside [`TENANT_QUEUES`] empty ones, all served through
+/// the pattern.
+pub(crate) const TENANTS_PICKUP: &str = "pickup-latency-c10-beside-10000-tenants";
+/// Pickup latency on a quiet tenant while a busy tenant's backlog keeps every worker busy.
+pub(crate) const QUIET_BESIDE_BUSY: &str = "pickup-latency-quiet-tenant-beside-busy";
+/// The busy tenant's backlog in [`QUIET_BESIDE_BUSY`]: 1 ms tasks, more than the sampling lasts.
+const BUSY_BACKLOG: &str = "300000";
 
 /// How many events the event-log scenarios keep (the default cap).
 pub(crate) const EVENT_CAP: &str = "10000";
@@ -88,11 +100,11 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
     let tasks = sizes.tasks.to_string();
     let process = |name, throughput, args: &[&str]| Scenario { name, throughput, plan: Plan::Process(strings(args)) };
     let (samples, max_secs) = (sizes.latency_samples.to_string(), sizes.latency_max_secs.to_string());
-    let pickup = |name, empty_queues: usize| {
-        let empty_queues = empty_queues.to_string();
+    let pickup = |name, layout: &[&str]| {
         let args = ["pickup-latency", "--samples", &samples, "--max-secs", &max_secs, "--concurrency", "10"];
-        process(name, false, &[&args[..], &["--empty-queues", &empty_queues]].concat())
+        process(name, false, &[&args[..], layout].concat())
     };
+    let (many_empty, tenants) = ((MANY_QUEUES - 1).to_string(), TENANT_QUEUES.to_string());
     vec![
         process("baseline-redis-ping", true, &["redis-ping", "--commands", &tasks]),
         process("baseline-redis-ping-pipelined-100", true, &["redis-ping", "--commands", &tasks, "--pipeline", "100"]),
@@ -121,13 +133,24 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process(WORKFLOW_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100"]),
         process(PLAIN_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100", "--plain"]),
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
-        pickup("pickup-latency-c10", 0),
-        pickup(MANY_QUEUES_PICKUP, MANY_QUEUES - 1),
-        Scenario { name: "idle-3-queues", throughput: false, plan: Plan::Idle { concurrency: 10, queues: None } },
+        pickup("pickup-latency-c10", &[]),
+        pickup(MANY_QUEUES_PICKUP, &["--empty-queues", &many_empty]),
+        pickup(TENANTS_PICKUP, &["--tenants", &tenants]),
+        pickup(QUIET_BESIDE_BUSY, &["--tenants", "1", "--busy-backlog", BUSY_BACKLOG]),
+        Scenario {
+            name: "idle-3-queues",
+            throughput: false,
+            plan: Plan::Idle { concurrency: 10, queues: None, tenants: None },
+        },
         Scenario {
             name: MANY_QUEUES_IDLE,
             throughput: false,
-            plan: Plan::Idle { concurrency: 10, queues: Some(MANY_QUEUES) },
+            plan: Plan::Idle { concurrency: 10, queues: Some(MANY_QUEUES), tenants: None },
+        },
+        Scenario {
+            name: TENANTS_IDLE,
+            throughput: false,
+            plan: Plan::Idle { concurrency: 10, queues: None, tenants: Some(TENANT_QUEUES) },
         },
     ]
 }
@@ -175,7 +198,7 @@ impl<'a> Runner<'a> {
                 ]);
                 self.measured(&vec![drain; *processes])
             }
-            Plan::Idle { concurrency, queues } => self.idle(*concurrency, *queues),
+            Plan::Idle { concurrency, queues, tenants } => self.idle(*concurrency, *queues, *tenants),
         }
     }
 
@@ -187,11 +210,14 @@ impl<'a> Runner<'a> {
 
     /// An idle server: Redis is measured from [`IDLE_WARMUP`] after its start, for the idle
     /// window, so that start-up and shutdown stay out of the figures.
-    fn idle(&mut self, concurrency: usize, queues: Option<usize>) -> anyhow::Result<Run> {
+    fn idle(&mut self, concurrency: usize, queues: Option<usize>, tenants: Option<usize>) -> anyhow::Result<Run> {
         let seconds = (IDLE_WARMUP + self.sizes.idle_window).as_secs() + 1;
         let mut args = strings(&["idle", "--seconds", &seconds.to_string(), "--concurrency", &concurrency.to_string()]);
         if let Some(queues) = queues {
             args.extend(strings(&["--queues", &queues.to_string()]));
+        }
+        if let Some(tenants) = tenants {
+            args.extend(strings(&["--tenants", &tenants.to_string()]));
         }
         let processes = self.launcher.spawn(&[args])?;
         std::thread::sleep(IDLE_WARMUP);

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::report::Row;
 use super::scenarios::{
     DRAIN_WITH_EVENTS, ENQUEUE_WITH_EVENTS, EVENT_CAP, FAN_IN_MEMBERS, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE,
-    MANY_QUEUES_PICKUP, PLAIN_FAN_IN, WORKFLOW_FAN_IN,
+    MANY_QUEUES_PICKUP, PLAIN_FAN_IN, QUIET_BESIDE_BUSY, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
 };
 
 /// How one target fared.
@@ -301,6 +301,29 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
             MANY,
             "drain-c100, drain-c100-beside-999-empty, idle-1000-queues and pickup-latency-c10-beside-999-empty",
         ),
+    });
+
+    const TENANTS: &str = "10 000 tenant queues served by a pattern: idle ≤ 50 Redis commands/s, pickup p99 ≤ 2 ms; \
+                           a quiet tenant beside a busy one: pickup p99 ≤ 10 ms";
+    let tenants = (
+        rows.get(TENANTS_IDLE, |row| row.redis_cmds_per_s),
+        rows.get(TENANTS_PICKUP, |row| row.pickup_p99_ms),
+        rows.get(QUIET_BESIDE_BUSY, |row| row.pickup_p50_ms),
+        rows.get(QUIET_BESIDE_BUSY, |row| row.pickup_p99_ms),
+    );
+    checks.push(match tenants {
+        (Some(idle), Some(p99), Some(quiet_p50), Some(quiet_p99)) => Check {
+            target: TENANTS,
+            measured: format!(
+                "idle {idle:.1} commands/s, p99 {p99:.2} ms; the quiet tenant p50/p99 {quiet_p50:.2}/{quiet_p99:.2} ms"
+            ),
+            met: Some(idle <= 50.0 && p99 <= 2.0 && quiet_p99 <= 10.0),
+            context: format!(
+                "`{TENANTS_IDLE}` and `{TENANTS_PICKUP}`: `tenant:*` matching 10 000 registered empty queues; \
+                 `{QUIET_BESIDE_BUSY}`: concurrency 10 busy with a backlog of 1 ms tasks in another tenant"
+            ),
+        },
+        _ => not_measured(TENANTS, &format!("{TENANTS_IDLE}, {TENANTS_PICKUP} and {QUIET_BESIDE_BUSY}")),
     });
 
     checks.push(match rows.get("drain-c100", |row| row.peak_rss_mb) {
