@@ -35,16 +35,18 @@ enum Cmd {
         profile: String,
         /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
         /// sentinel-failover, cluster-failover, redis-frozen, restart-redis-repeatedly,
-        /// kill-prefetching-worker, oversized-enqueue, kill-workers-during-workflow) or `all`.
+        /// kill-prefetching-worker, oversized-enqueue, kill-worker-holding-slots,
+        /// kill-workers-during-workflow, kill-workers-during-cross-queue-workflow) or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,
     },
-    /// Serve the queue until SIGTERM, writing every task run to a ledger.
+    /// Serve the queues until SIGTERM, writing every task run to a ledger.
     Worker {
         #[arg(long)]
         redis_url: String,
-        #[arg(long)]
-        queue: String,
+        /// A queue to serve (repeat for more, served at equal priority).
+        #[arg(long = "queue", required = true)]
+        queues: Vec<String>,
         /// The ledger file, appended to.
         #[arg(long)]
         ledger: PathBuf,
@@ -109,6 +111,11 @@ enum Cmd {
         /// all, then a chain of this many.
         #[arg(long)]
         workflow_chain: Option<u64>,
+        /// With `--workflow-chain`: a first task in this queue, which the `--count` tasks wait
+        /// for; the task that waits for them and every other step of the chain go to this queue
+        /// too, so that each task waits for a task of the other queue.
+        #[arg(long, requires = "workflow_chain")]
+        alternate_queue: Option<String>,
     },
 }
 
@@ -118,7 +125,7 @@ fn main() -> ExitCode {
         Cmd::Run { profile, scenario } => run(&profile, &scenario),
         Cmd::Worker {
             redis_url,
-            queue,
+            queues,
             ledger,
             concurrency,
             max_sleep_ms,
@@ -131,7 +138,7 @@ fn main() -> ExitCode {
             shared_limit,
         } => block_on(worker::run(WorkerOptions {
             redis_url,
-            queue,
+            queues,
             ledger,
             concurrency,
             max_sleep: max_sleep_ms.map(Duration::from_millis),
@@ -157,6 +164,7 @@ fn main() -> ExitCode {
             give_up_secs,
             max_retry,
             workflow_chain,
+            alternate_queue,
         } => block_on(produce::run(ProduceOptions {
             redis_url,
             queue,
@@ -171,6 +179,7 @@ fn main() -> ExitCode {
             give_up_after: Duration::from_secs(give_up_secs),
             max_retry,
             workflow_chain,
+            alternate_queue,
         })),
     };
     match result {

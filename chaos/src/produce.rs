@@ -59,6 +59,11 @@ pub struct ProduceOptions {
     /// waits for them all, then a chain of this many tasks, each waiting for the one before. In
     /// a workflow, a payload's `seq` is how many tasks the task waits for.
     pub workflow_chain: Option<u64>,
+    /// With `workflow_chain`: the queue of a first task, which the `count` tasks wait for, of
+    /// the task that waits for them, and of every other step of the chain (the first step in
+    /// `queue`), so that every task of the workflow but the first waits for a task of the other
+    /// queue (`None`: every task in `queue`, and no first task).
+    pub alternate_queue: Option<String>,
 }
 
 /// What a producer did, printed as its last stdout line:
@@ -166,14 +171,20 @@ impl Producer {
 
     /// Stores the workflow of [`ProduceOptions::workflow_chain`] in one call.
     async fn store_workflow(&mut self, chain: u64) -> anyhow::Result<()> {
-        let step = |waits_for: u64| {
+        let first = self.options.queue.clone();
+        let second = self.options.alternate_queue.clone().unwrap_or_else(|| first.clone());
+        let step = |waits_for: u64, queue: &String| {
             let task = Task::new(TASK_TYPE, Payload { sleep_ms: self.options.sleep_ms, seq: waits_for }.encode());
-            Flow::task(task, TaskOptions::new().queue(self.options.queue.clone()))
+            Flow::task(task, TaskOptions::new().queue(queue.clone()))
         };
-        let members = (0..self.options.count).map(|_| step(0));
-        let mut flow = Flow::chord(members, step(self.options.count));
-        for _ in 0..chain {
-            flow = flow.then(step(1));
+        let two_queues = self.options.alternate_queue.is_some();
+        let members = (0..self.options.count).map(|_| step(u64::from(two_queues), &first));
+        let chord = Flow::chord(members, step(self.options.count, &second));
+        // Across two queues, the fan-out waits for a first task of the other one, so that its
+        // release crosses queues too.
+        let mut flow = if two_queues { step(0, &second).then(chord) } else { chord };
+        for n in 0..chain {
+            flow = flow.then(step(1, if n % 2 == 0 { &first } else { &second }));
         }
         let started = Instant::now();
         match self.flows.enqueue(&flow).await {

@@ -33,7 +33,8 @@
 use crate::produce::Summary;
 use crate::worker::LedgerLine;
 use anyhow::{Context as _, bail};
-use asynq_tests::{RedisCluster, RedisSentinel, RedisServer, RespValue};
+use asynq_redis::keys::Namespace;
+use asynq_tests::{RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::fs::File;
@@ -47,6 +48,25 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 /// The queue every scenario uses.
 pub const QUEUE: &str = "chaos";
+
+/// The second queue of `kill-workers-during-cross-queue-workflow`, whose keys hash to a slot of
+/// another Cluster master than [`QUEUE`]'s (the scenario checks it on the Cluster it starts).
+pub const SECOND_QUEUE: &str = "chaos-b";
+
+/// How often [`Stage::kill_while_relaying`] looks for a relay under way: far more often than
+/// [`POLL`], since a relay takes about a millisecond.
+const RELAY_POLL: Duration = Duration::from_micros(500);
+
+/// How much later into a relay each kill of the fan-out in
+/// `kill-workers-during-cross-queue-workflow` comes than the one before.
+const RELAY_STAGGER: Duration = Duration::from_micros(250);
+
+/// How long [`Stage::kill_while_relaying`] waits for a relay under way before killing anyway.
+const RELAY_WAIT: Duration = Duration::from_secs(20);
+
+/// How many events each queue's log keeps in `kill-workers-during-cross-queue-workflow`: more
+/// than it is written, so that every event is still there to be counted.
+const EVENT_CAP: u32 = 1_000_000;
 
 /// How big the scenarios are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,11 +137,14 @@ pub enum Scenario {
     KillWorkerHoldingSlots,
     /// `kill -9` of workers during a workflow's fan-out and during its chain.
     KillWorkersDuringWorkflow,
+    /// `kill -9` of workers while they relay a workflow whose every task waits for a task of
+    /// another queue, on another Cluster master, during its fan-out and during its chain.
+    KillWorkersDuringCrossQueueWorkflow,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 13] = [
+    pub const ALL: [Scenario; 14] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -135,6 +158,7 @@ impl Scenario {
         Self::OversizedEnqueue,
         Self::KillWorkerHoldingSlots,
         Self::KillWorkersDuringWorkflow,
+        Self::KillWorkersDuringCrossQueueWorkflow,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -153,6 +177,7 @@ impl Scenario {
             Self::OversizedEnqueue => "oversized-enqueue",
             Self::KillWorkerHoldingSlots => "kill-worker-holding-slots",
             Self::KillWorkersDuringWorkflow => "kill-workers-during-workflow",
+            Self::KillWorkersDuringCrossQueueWorkflow => "kill-workers-during-cross-queue-workflow",
         }
     }
 
@@ -180,6 +205,7 @@ impl Scenario {
             Self::OversizedEnqueue => oversized_enqueue(profile, bin),
             Self::KillWorkerHoldingSlots => kill_worker_holding_slots(profile, bin),
             Self::KillWorkersDuringWorkflow => kill_workers_during_workflow(profile, bin),
+            Self::KillWorkersDuringCrossQueueWorkflow => kill_workers_during_cross_queue_workflow(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -316,6 +342,8 @@ struct ProducerSpec {
     max_retry: Option<u32>,
     /// Store one workflow (see `produce --workflow-chain`).
     workflow_chain: Option<u64>,
+    /// The workflow's second queue (see `produce --alternate-queue`).
+    alternate_queue: Option<&'static str>,
 }
 
 impl Default for ProducerSpec {
@@ -329,6 +357,7 @@ impl Default for ProducerSpec {
             response_timeout: Duration::from_secs(5),
             max_retry: None,
             workflow_chain: None,
+            alternate_queue: None,
         }
     }
 }
@@ -352,6 +381,78 @@ struct Proc {
 /// A handle on a process of a [`Stage`].
 #[derive(Debug, Clone, Copy)]
 struct ProcId(usize);
+
+/// Per task, the events of its queue's log that say it was put in or taken from pending.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct EventCounts {
+    /// Stored pending, or released: the scripts log it in the step that pushes the task onto
+    /// the pending list, and only then.
+    enqueued: usize,
+    /// Taken from pending by a worker.
+    started: usize,
+    /// Put back to pending (`requeued`) or scheduled for a retry, which the forwarder moves to
+    /// pending (`retried`).
+    put_back: usize,
+}
+
+/// One queue's outbox and tasks at one moment (see [`Stage::relay_state`]).
+#[derive(Debug, Clone, Copy)]
+struct RelayState {
+    outbox: i64,
+    pending: i64,
+    active: i64,
+}
+
+/// The outbox entries a killed worker left, by how far their relay got (see
+/// [`Stage::relay_progress`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct RelayProgress {
+    /// No dependent heard of the settled task yet.
+    before_pass: usize,
+    /// Some dependents heard of it (those of some queues).
+    mid_pass: usize,
+    /// Every dependent heard of it; the children list and the entry are left.
+    after_pass: usize,
+    /// The children list is deleted too; the entry is left.
+    after_children_deleted: usize,
+}
+
+impl RelayProgress {
+    fn add(&mut self, other: RelayProgress) {
+        self.before_pass += other.before_pass;
+        self.mid_pass += other.mid_pass;
+        self.after_pass += other.after_pass;
+        self.after_children_deleted += other.after_children_deleted;
+    }
+}
+
+impl fmt::Display for RelayProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} before their pass, {} in the middle of it, {} after it, {} after the children list's deletion",
+            self.before_pass, self.mid_pass, self.after_pass, self.after_children_deleted
+        )
+    }
+}
+
+/// When [`Stage::kill_while_relaying`] kills: once an outbox holds an entry, and...
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillWhen {
+    /// ...at once.
+    Relaying,
+    /// ...no task is pending or active: the victim holds no task, only the relay is cut off.
+    RelayingIdle,
+}
+
+/// What [`Stage::kill_while_relaying`] saw.
+#[derive(Debug, Clone, Copy)]
+struct RelayKill {
+    /// Whether a relay was under way when the victim was killed.
+    caught: bool,
+    /// The outbox entries the victim left, which no other process touched yet.
+    left: RelayProgress,
+}
 
 /// Counts of the queue's containers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -391,14 +492,21 @@ impl Backend {
         }
     }
 
-    /// The server holding the queue now: the master, behind Sentinel; the master serving the
-    /// queue's slot, in a Cluster.
-    fn data(&self) -> anyhow::Result<&RedisServer> {
+    /// The server holding `key` now: the master, behind Sentinel; the master serving the key's
+    /// slot, in a Cluster.
+    fn node_for(&self, key: &str) -> anyhow::Result<&RedisServer> {
         match self {
             Backend::Single(redis) => Ok(redis),
             Backend::Sentinel(set) => Ok(set.master()),
-            Backend::Cluster(cluster) => cluster.master_now(queue_slot()).map_err(|e| anyhow::anyhow!(e)),
+            Backend::Cluster(cluster) => {
+                cluster.master_now(RedisCluster::key_slot(key)).map_err(|e| anyhow::anyhow!(e))
+            }
         }
+    }
+
+    /// The server holding the keys of `queue` now (all in its `{queue}` slot).
+    fn data(&self, queue: &str) -> anyhow::Result<&RedisServer> {
+        self.node_for(&format!("{{{queue}}}"))
     }
 }
 
@@ -407,6 +515,9 @@ impl Backend {
 struct Stage {
     scenario: &'static str,
     bin: PathBuf,
+    /// The queues the workers serve ([`QUEUE`] unless the scenario says otherwise); producers
+    /// enqueue to the first.
+    queues: Vec<&'static str>,
     /// Dropped after the processes (see `Drop`), so none outlives it.
     redis: Backend,
     /// In a failover scenario: the producer's label and the positions in its acknowledged
@@ -444,11 +555,29 @@ impl Stage {
         Self::on(scenario, bin, Backend::Cluster(Box::new(RedisCluster::start_with_replicas(3))))
     }
 
+    /// A stage whose Redis is a Cluster of three masters, whose workers serve `queues`, each of
+    /// which must be served by another master than the others, as the Cluster reports it.
+    fn with_cluster_queues(scenario: Scenario, bin: &Path, queues: &[&'static str]) -> anyhow::Result<Self> {
+        let mut stage = Self::on(scenario, bin, Backend::Cluster(Box::new(RedisCluster::start(3))))?;
+        stage.queues = queues.to_vec();
+        let mut masters = Vec::new();
+        for queue in queues {
+            let master = stage.redis.data(queue)?.addr();
+            if masters.contains(&master) {
+                bail!("the queues {queues:?} must be served by different masters, but {master} serves two of them");
+            }
+            stage.notes.push(format!("queue {queue}: slot {} on master {master}", queue_slot(queue)));
+            masters.push(master);
+        }
+        Ok(stage)
+    }
+
     fn on(scenario: Scenario, bin: &Path, redis: Backend) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new().prefix(&format!("asynq-chaos-{}-", scenario.name())).tempdir()?;
         Ok(Self {
             scenario: scenario.name(),
             bin: bin.to_owned(),
+            queues: vec![QUEUE],
             redis,
             replication_window: None,
             dir,
@@ -505,7 +634,6 @@ impl Stage {
         let mut args = vec![
             "worker".to_owned(),
             format!("--redis-url={}", self.redis.url()),
-            format!("--queue={QUEUE}"),
             format!("--ledger={}", self.path(&format!("{label}.ledger")).display()),
             format!("--concurrency={}", spec.concurrency),
             format!("--shutdown-timeout-ms={}", spec.shutdown_timeout.as_millis()),
@@ -514,6 +642,7 @@ impl Stage {
             format!("--retry-delay-ms={}", spec.retry_delay.as_millis()),
             format!("--response-timeout-ms={}", spec.response_timeout.as_millis()),
         ];
+        args.extend(self.queues.iter().map(|queue| format!("--queue={queue}")));
         if let Some(max) = spec.max_sleep {
             args.push(format!("--max-sleep-ms={}", max.as_millis()));
         }
@@ -547,7 +676,7 @@ impl Stage {
         let mut args = vec![
             "produce".to_owned(),
             format!("--redis-url={}", self.redis.url()),
-            format!("--queue={QUEUE}"),
+            format!("--queue={}", self.queues[0]),
             format!("--acked={}", self.path(&format!("{label}.acked")).display()),
             format!("--count={}", spec.count),
             format!("--first-seq={}", spec.first_seq),
@@ -563,6 +692,9 @@ impl Stage {
         }
         if let Some(chain) = spec.workflow_chain {
             args.push(format!("--workflow-chain={chain}"));
+        }
+        if let Some(queue) = spec.alternate_queue {
+            args.push(format!("--alternate-queue={queue}"));
         }
         self.spawn(label, args, true)
     }
@@ -668,29 +800,55 @@ impl Stage {
         }
     }
 
+    /// Runs a command on the server holding the first queue's keys (every key's server, but on
+    /// a Cluster).
     fn command(&self, args: &[&str]) -> anyhow::Result<RespValue> {
-        self.redis.data()?.command(args).map_err(|e| anyhow::anyhow!("redis {args:?}: {e}"))
+        self.command_on(self.queues[0], args)
     }
 
-    fn int(&self, args: &[&str]) -> anyhow::Result<i64> {
-        let reply = self.command(args)?;
+    /// Runs a command on the server holding the keys of `queue`.
+    fn command_on(&self, queue: &str, args: &[&str]) -> anyhow::Result<RespValue> {
+        self.redis.data(queue)?.command(args).map_err(|e| anyhow::anyhow!("redis {args:?}: {e}"))
+    }
+
+    fn int_on(&self, queue: &str, args: &[&str]) -> anyhow::Result<i64> {
+        let reply = self.command_on(queue, args)?;
         reply.as_int().with_context(|| format!("redis {args:?} replied {reply:?}"))
     }
 
-    fn key(suffix: &str) -> String {
-        format!("asynq:{{{QUEUE}}}:{suffix}")
+    fn key(queue: &str, suffix: &str) -> String {
+        format!("{}{suffix}", Namespace::DEFAULT.queue(queue).prefix())
     }
 
+    /// The counts of every queue, summed. Each queue's are of one moment; the queues are read
+    /// one after the other, which misses nothing a drain check needs: a task never moves from
+    /// one queue's containers to another's (a workflow task that waits is counted where it
+    /// waits until it is released there).
     fn queue_counts(&self) -> anyhow::Result<QueueCounts> {
+        let mut total = QueueCounts::default();
+        for queue in &self.queues {
+            let counts = self.queue_counts_of(queue)?;
+            total.pending += counts.pending;
+            total.active += counts.active;
+            total.scheduled += counts.scheduled;
+            total.retry += counts.retry;
+            total.archived += counts.archived;
+            total.waiting += counts.waiting;
+        }
+        Ok(total)
+    }
+
+    fn queue_counts_of(&self, queue: &str) -> anyhow::Result<QueueCounts> {
         // One script, so the five sizes are of one moment: read one by one, a batch the
         // forwarder moves from retry to pending between two reads would be counted in neither.
         const SIZES: &str = "return {redis.call('LLEN', KEYS[1]), redis.call('LLEN', KEYS[2]), \
             redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4]), redis.call('ZCARD', KEYS[5]), \
             redis.call('ZCARD', KEYS[6])}";
-        let keys = ["pending", "active", "scheduled", "retry", "archived", "wf:waiting"].map(Self::key);
+        let keys =
+            ["pending", "active", "scheduled", "retry", "archived", "wf:waiting"].map(|key| Self::key(queue, key));
         let mut args = vec!["EVAL", SIZES, "6"];
         args.extend(keys.iter().map(String::as_str));
-        let reply = self.command(&args)?;
+        let reply = self.command_on(queue, &args)?;
         let sizes: Vec<i64> = reply.as_array().unwrap_or_default().iter().filter_map(RespValue::as_int).collect();
         let [pending, active, scheduled, retry, archived, waiting] = sizes[..] else {
             anyhow::bail!("queue sizes: unexpected reply {reply:?}");
@@ -722,6 +880,141 @@ impl Stage {
         self.ledger(label).lines().filter(|line| matches!(LedgerLine::parse(line), Some(LedgerLine::Ran(_)))).count()
     }
 
+    /// How many distinct tasks the workers finished, over every ledger.
+    fn finished_tasks(&self) -> anyhow::Result<usize> {
+        Ok(count_runs(&self.read_all("ledger")?).len())
+    }
+
+    /// Keeps an event log of about `cap` events for every queue, as `EventLog::set_event_cap`
+    /// does; done before any process starts, so that every process writes it from the start.
+    fn keep_event_logs(&self, cap: u32) -> anyhow::Result<()> {
+        let settings = Namespace::DEFAULT.event_caps();
+        let node = self.redis.node_for(&settings)?;
+        for queue in &self.queues {
+            let set = node.command(&["HSET", &settings, queue, &cap.to_string()]);
+            set.map_err(|e| anyhow::anyhow!("HSET {settings} {queue} {cap}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Per task, how many events of each kind the queues' event logs hold (see
+    /// [`Stage::keep_event_logs`]).
+    fn event_counts(&self) -> anyhow::Result<HashMap<String, EventCounts>> {
+        let mut counts: HashMap<String, EventCounts> = HashMap::new();
+        for queue in &self.queues {
+            let stream = Namespace::DEFAULT.queue(queue).events();
+            let events = self.command_on(queue, &["XRANGE", &stream, "-", "+"])?;
+            let events = events.as_array().with_context(|| format!("XRANGE {stream} replied {events:?}"))?;
+            if events.len() >= EVENT_CAP as usize {
+                bail!("{queue}'s event log reached its cap of {EVENT_CAP}: events may have been trimmed");
+            }
+            for event in events {
+                let fields = event.as_array().and_then(|entry| entry.get(1)).map(RespValue::to_map).unwrap_or_default();
+                let (Some(kind), Some(task)) = (fields.get("kind"), fields.get("task")) else {
+                    bail!("an event of {stream} without a kind or a task: {event:?}");
+                };
+                let entry = counts.entry(task.clone()).or_default();
+                match kind.as_str() {
+                    "enqueued" => entry.enqueued += 1,
+                    "started" => entry.started += 1,
+                    "requeued" | "retried" => entry.put_back += 1,
+                    _ => {}
+                }
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Per queue, its outbox's length and how many tasks are pending or active there, each
+    /// queue's of one moment, read through `connections` (one per queue, in [`Stage::queues`]
+    /// order).
+    fn relay_state(&self, connections: &mut [RespConnection]) -> anyhow::Result<Vec<RelayState>> {
+        const STATE: &str =
+            "return {redis.call('LLEN', KEYS[1]), redis.call('LLEN', KEYS[2]), redis.call('LLEN', KEYS[3])}";
+        let mut states = Vec::with_capacity(self.queues.len());
+        for (queue, connection) in self.queues.iter().zip(connections) {
+            let keys = Namespace::DEFAULT.queue(queue);
+            let reply = connection
+                .command(&["EVAL", STATE, "3", &keys.workflow_outbox(), &keys.pending(), &keys.active()])
+                .map_err(|e| anyhow::anyhow!("the relay state of {queue}: {e}"))?;
+            let lengths: Vec<i64> = reply.as_array().unwrap_or_default().iter().filter_map(RespValue::as_int).collect();
+            let [outbox, pending, active] = lengths[..] else {
+                bail!("the relay state of {queue}: unexpected reply {reply:?}");
+            };
+            states.push(RelayState { outbox, pending, active });
+        }
+        Ok(states)
+    }
+
+    /// `kill -9` of `victim`, the only worker running, `delay` after an outbox first holds an
+    /// entry, and the queues are as `when` says: a relay is then under way, the victim's own
+    /// after it settled a task, and a longer delay cuts it off further on. Looks every
+    /// [`RELAY_POLL`], for up to [`RELAY_WAIT`], then kills anyway. Returns what it saw: whether
+    /// it caught a relay under way, and where the dead worker left each relay.
+    fn kill_while_relaying(&mut self, victim: ProcId, when: KillWhen, delay: Duration) -> anyhow::Result<RelayKill> {
+        let mut connections = Vec::with_capacity(self.queues.len());
+        for queue in &self.queues {
+            connections.push(self.redis.data(queue)?.connect().map_err(|e| anyhow::anyhow!("connect: {e}"))?);
+        }
+        let give_up = Instant::now() + RELAY_WAIT;
+        let caught = loop {
+            let states = self.relay_state(&mut connections)?;
+            let busy = states.iter().any(|state| state.outbox > 0);
+            let ready = match when {
+                KillWhen::Relaying => true,
+                KillWhen::RelayingIdle => states.iter().all(|state| state.pending + state.active == 0),
+            };
+            if busy && ready {
+                break true;
+            }
+            if Instant::now() >= give_up {
+                break false;
+            }
+            if let Some(status) = self.proc(victim).child.try_wait()? {
+                let proc = self.proc(victim);
+                bail!("{} died ({status}) before it could be killed; its log ends:\n{}", proc.label, tail(&proc.log));
+            }
+            std::thread::sleep(RELAY_POLL);
+        };
+        std::thread::sleep(delay); // Where the relay is cut off.
+        self.kill9(victim);
+        Ok(RelayKill { caught, left: self.relay_progress()? })
+    }
+
+    /// How far the relay of each entry left in an outbox got, read from what each of its steps
+    /// writes (see `asynq-redis`'s `scripts/workflow.lua`): the pass marks each dependent with
+    /// the parent it heard of (`wf_p:<length of the parent's queue>:<queue>:<ID>` in the
+    /// dependent's hash), then the parent's children list is deleted, then the entry.
+    fn relay_progress(&self) -> anyhow::Result<RelayProgress> {
+        let mut progress = RelayProgress::default();
+        for queue in &self.queues {
+            let keys = Namespace::DEFAULT.queue(queue);
+            let entries = self.command_on(queue, &["LRANGE", &keys.workflow_outbox(), "0", "-1"])?;
+            for entry in entries.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str) {
+                let (_, parent) = entry.split_once(':').with_context(|| format!("an outbox entry {entry:?}"))?;
+                let children = self.command_on(queue, &["LRANGE", &keys.workflow_children(parent), "0", "-1"])?;
+                let children: Vec<&str> =
+                    children.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str).collect();
+                if children.is_empty() {
+                    progress.after_children_deleted += 1;
+                    continue;
+                }
+                let mark = format!("wf_p:{}:{queue}:{parent}", queue.len());
+                let mut told = 0;
+                for pair in children.chunks_exact(2) {
+                    let task = Namespace::DEFAULT.queue(pair[0]).task(pair[1]);
+                    told += self.int_on(pair[0], &["HEXISTS", &task, &mark])?;
+                }
+                match told {
+                    0 => progress.before_pass += 1,
+                    n if n as usize == children.len() / 2 => progress.after_pass += 1,
+                    _ => progress.mid_pass += 1,
+                }
+            }
+        }
+        Ok(progress)
+    }
+
     /// The non-empty lines of one file of the stage.
     fn read_lines(&self, name: &str) -> anyhow::Result<Vec<String>> {
         let path = self.path(name);
@@ -740,13 +1033,15 @@ impl Stage {
         Ok(texts)
     }
 
-    /// IDs in the active list that have no lease.
+    /// IDs in the active lists that have no lease.
     fn orphaned_active(&self) -> anyhow::Result<usize> {
-        let active = self.command(&["LRANGE", &Self::key("active"), "0", "-1"])?;
         let mut orphaned = 0;
-        for id in active.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str) {
-            if self.command(&["ZSCORE", &Self::key("lease"), id])? == RespValue::Nil {
-                orphaned += 1;
+        for queue in &self.queues {
+            let active = self.command_on(queue, &["LRANGE", &Self::key(queue, "active"), "0", "-1"])?;
+            for id in active.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str) {
+                if self.command_on(queue, &["ZSCORE", &Self::key(queue, "lease"), id])? == RespValue::Nil {
+                    orphaned += 1;
+                }
             }
         }
         Ok(orphaned)
@@ -754,16 +1049,18 @@ impl Stage {
 
     /// Uniqueness locks whose task hash is gone.
     fn stale_locks(&self) -> anyhow::Result<usize> {
-        let locks = self.command(&["KEYS", &Self::key("unique:*")])?;
         let mut stale = 0;
-        for lock in locks.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str) {
-            let owner = self.command(&["GET", lock])?;
-            let exists = match owner.as_str() {
-                Some(id) => self.int(&["EXISTS", &Self::key(&format!("t:{id}"))])? == 1,
-                None => false,
-            };
-            if !exists {
-                stale += 1;
+        for queue in &self.queues {
+            let locks = self.command_on(queue, &["KEYS", &Self::key(queue, "unique:*")])?;
+            for lock in locks.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str) {
+                let owner = self.command_on(queue, &["GET", lock])?;
+                let exists = match owner.as_str() {
+                    Some(id) => self.int_on(queue, &["EXISTS", &Self::key(queue, &format!("t:{id}"))])? == 1,
+                    None => false,
+                };
+                if !exists {
+                    stale += 1;
+                }
             }
         }
         Ok(stale)
@@ -803,17 +1100,24 @@ impl Stage {
                 broken[0]
             ));
         }
-        let archived = self.command(&["ZRANGE", &Self::key("archived"), "0", "-1"])?;
-        let archived: Vec<String> =
-            archived.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str).map(str::to_owned).collect();
+        let mut archived: Vec<String> = Vec::new();
+        for queue in &self.queues {
+            let listed = self.command_on(queue, &["ZRANGE", &Self::key(queue, "archived"), "0", "-1"])?;
+            archived
+                .extend(listed.as_array().unwrap_or_default().iter().filter_map(RespValue::as_str).map(str::to_owned));
+        }
         let starts = count_starts(&ledgers);
         let counts = self.queue_counts()?;
         if counts.archived > 0 {
             self.notes.push(format!("{} tasks archived", counts.archived));
         }
         // Recovered tasks (lease expired) count as failures, like handler errors.
-        let failed = self.command(&["GET", &Self::key("failed")])?;
-        if let Some(failed) = failed.as_str().filter(|n| *n != "0") {
+        let mut failed = 0;
+        for queue in &self.queues {
+            let count = self.command_on(queue, &["GET", &Self::key(queue, "failed")])?;
+            failed += count.as_str().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+        }
+        if failed > 0 {
             self.notes.push(format!("{failed} attempts failed (lease expired and recovered, or handler error)"));
         }
         if let Some(first) = acknowledged.iter().find(|id| !runs.contains_key(*id)) {
@@ -983,6 +1287,167 @@ fn kill_workers_during_workflow(profile: Profile, bin: &Path) -> anyhow::Result<
          fan-out, and of another a third into the chain"
     ));
     rescue_and_finish(stage, profile)
+}
+
+/// A workflow whose every task but the first waits for a task of another queue, on another
+/// Cluster master, so that every release crosses hash slots through the settling queue's outbox
+/// (see `asynq_redis`'s workflow docs): a first task in [`SECOND_QUEUE`], a fan-out of short
+/// tasks in [`QUEUE`] waiting for it (released by one relay, a pass per 500), the task waiting
+/// for them all in [`SECOND_QUEUE`], then a chain whose steps alternate between the two. One
+/// worker at a time serves both queues; it is killed (`kill -9`) the moment an outbox holds an
+/// entry, that is while its relay of a task it settled is under way, and a successor starts at
+/// once, whose relayer finishes what the dead one left: a few times during the fan-out, each a
+/// little further into the relay than the one before (the victim also holds members, run again
+/// once their leases expire), and a few times during the chain, each time once nothing is
+/// pending or active (the victim holds no task: only the relay is cut off, so the chain waits for
+/// the successor's relayer alone). A note tells how far the relays the kills cut off had got
+/// (see [`Stage::relay_progress`]).
+///
+/// Beyond the ledger counts (every task ran, none with a missing or failed parent: the `broken`
+/// lines), each task must have been released exactly once. A release is the push of the task
+/// onto its queue's pending list, and both queues keep an event log from the start, written by
+/// the releasing script in the same step as the push: each task must have exactly one
+/// `enqueued` event (a root when it was stored, a dependent when its last parent's outcome
+/// reached it). That the releasing script logs what it does is checked apart from its own word:
+/// a second copy in a pending list would be taken a second time, so no task may be taken
+/// (`started`) more often than once plus the times it was put back (`requeued`, `retried`). And
+/// in the workers' ledgers, every task started more than once must have been started by a
+/// worker that was killed (a kill is the only thing here that repeats an attempt: its leases
+/// expire and the tasks run again), so no surviving worker may have started a task twice. At the
+/// end, nothing may be left to relay: no outbox entry, no open parent.
+fn kill_workers_during_cross_queue_workflow(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
+    let members = profile.pick(1_000, 10_000);
+    let chain = profile.pick(60, 200);
+    let (fan_out_kills, chain_kills): (u32, usize) = profile.pick((5, 3), (8, 5));
+
+    let scenario = Scenario::KillWorkersDuringCrossQueueWorkflow;
+    let mut stage = Stage::with_cluster_queues(scenario, bin, &[QUEUE, SECOND_QUEUE])?;
+    stage.keep_event_logs(EVENT_CAP)?;
+    let spec = WorkerSpec {
+        concurrency: 10,
+        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
+        ..WorkerSpec::default()
+    };
+    let mut workers = vec!["worker-1".to_owned()];
+    let mut worker = stage.worker(&workers[0], &spec)?;
+    let producer = stage.producer(
+        "producer",
+        &ProducerSpec {
+            count: members,
+            sleep: Duration::from_millis(20),
+            unique_every: 0,
+            workflow_chain: Some(chain),
+            alternate_queue: Some(SECOND_QUEUE),
+            ..ProducerSpec::default()
+        },
+    )?;
+    stage.finish_producer(producer, Duration::from_secs(120))?;
+    let mut killed = Vec::new();
+    stage.notes.push(format!(
+        "a first task in {SECOND_QUEUE}, a fan-out of {members} tasks in {QUEUE} waiting for it, one task in \
+         {SECOND_QUEUE} waiting for them, then a chain of {chain} alternating between the queues"
+    ));
+    // Each phase: the tasks run before it, its size, when its kills come, and how long after
+    // each kill finds a relay under way. During the fan-out a relay goes through the entries of
+    // a batch of settled members one after the other, and each kill comes a little further into
+    // it than the one before, so that the kills cut relays off at different steps. During the
+    // chain the victim is killed at once, before it can take the step its relay releases.
+    let phases = [
+        ("the fan-out", 1, members, KillWhen::Relaying, (0..fan_out_kills).map(|k| RELAY_STAGGER * k).collect()),
+        ("the chain", members + 2, chain, KillWhen::RelayingIdle, vec![Duration::ZERO; chain_kills]),
+    ];
+    for (phase, before, size, when, delays) in phases {
+        let kills = delays.len() as u64;
+        let (mut caught, mut left) = (0, RelayProgress::default());
+        for (k, delay) in (1..).zip(delays) {
+            let target = (before + size * k / (kills + 1)) as usize;
+            // The chain starts once the members the killed workers held ran again: their leases
+            // expire (30 s), then the recoverer waits 30 s more.
+            stage.poll(&format!("{target} tasks to run ({phase})"), Duration::from_secs(240), |stage| {
+                Ok(stage.finished_tasks()? >= target)
+            })?;
+            let kill = stage.kill_while_relaying(worker, when, delay)?;
+            caught += usize::from(kill.caught);
+            left.add(kill.left);
+            killed.extend(workers.last().cloned());
+            workers.push(format!("worker-{}", workers.len() + 1));
+            worker = stage.worker(workers.last().expect("just started"), &spec)?;
+        }
+        stage.notes.push(format!(
+            "{phase}: kill -9 of {kills} workers, {caught} during a relay, leaving outbox entries {left}"
+        ));
+    }
+    let drained = stage.poll(
+        "the workflow to finish",
+        profile.pick(Duration::from_secs(120), Duration::from_secs(300)),
+        |stage| Ok(stage.queue_counts()?.unfinished() == 0),
+    );
+    if let Err(e) = drained {
+        stage.failures.push(format!("{e:#}"));
+    }
+    check_releases(&mut stage, &workers, &killed)?;
+    stage.finish(Duration::from_secs(10))
+}
+
+/// The checks of [`kill_workers_during_cross_queue_workflow`] beyond the ledger counts, once
+/// the workflow finished (or could not): each task released once, none taken more often than
+/// put in pending, none started twice but after a kill, nothing left to relay. `workers` are
+/// the worker labels, `killed` those killed.
+fn check_releases(stage: &mut Stage, workers: &[String], killed: &[String]) -> anyhow::Result<()> {
+    // A relay cut off after its pass leaves an entry whose dependents already ran; the next
+    // relayer pass (every second) removes it.
+    let relayed = stage.poll("the outboxes to empty", Duration::from_secs(10), |stage| {
+        let mut left = 0;
+        for queue in stage.queues.clone() {
+            let keys = Namespace::DEFAULT.queue(queue);
+            left += stage.int_on(queue, &["LLEN", &keys.workflow_outbox()])?;
+            left += stage.int_on(queue, &["HLEN", &keys.workflow_open()])?;
+        }
+        Ok(left == 0)
+    });
+    if let Err(e) = relayed {
+        stage.failures.push(format!("left to relay: {e:#}"));
+    }
+    let acknowledged = stage.acknowledged()?;
+    let events = stage.event_counts()?;
+    let none = EventCounts::default();
+    let counts = |id: &String| events.get(id).copied().unwrap_or(none);
+    type Fault = fn(EventCounts) -> bool;
+    let checks: [(&str, Fault); 3] = [
+        ("released more than once", |counts| counts.enqueued > 1),
+        ("never released", |counts| counts.enqueued == 0),
+        ("taken from pending more often than put there", |counts| counts.started > 1 + counts.put_back),
+    ];
+    for (what, failed) in checks {
+        let ids: Vec<&String> = acknowledged.iter().filter(|id| failed(counts(id))).collect();
+        if let Some(first) = ids.first() {
+            stage.failures.push(format!("{} tasks {what}, the first: {first}", ids.len()));
+        }
+    }
+    // Started by workers that were never killed: a second start would repeat an attempt no kill
+    // cut off.
+    let mut survivors_starts: HashMap<String, usize> = HashMap::new();
+    for label in workers.iter().filter(|label| !killed.contains(label)) {
+        for line in stage.ledger(label).lines() {
+            if let Some(LedgerLine::Start(id, _)) = LedgerLine::parse(line) {
+                *survivors_starts.entry(id.to_owned()).or_insert(0) += 1;
+            }
+        }
+    }
+    let rerun: BTreeSet<&String> = survivors_starts.iter().filter(|(_, n)| **n > 1).map(|(id, _)| id).collect();
+    if let Some(first) = rerun.first() {
+        stage
+            .failures
+            .push(format!("{} tasks started more than once by workers never killed, the first: {first}", rerun.len()));
+    }
+    let released_once = acknowledged.iter().filter(|id| counts(id).enqueued == 1).count();
+    let put_back: usize = acknowledged.iter().map(|id| counts(id).put_back).sum();
+    stage.notes.push(format!(
+        "event logs: {released_once} of {} tasks released exactly once; {put_back} times a task was put back to \
+         pending (a killed worker's)",
+        acknowledged.len()
+    ));
+    Ok(())
 }
 
 /// Workers of concurrency 5 under a shared limit of 3: one is killed (`kill -9`) while its
@@ -1233,9 +1698,9 @@ fn sentinel_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     })
 }
 
-/// The hash slot of the queue's keys.
-fn queue_slot() -> u16 {
-    RedisCluster::key_slot(format!("{{{QUEUE}}}"))
+/// The hash slot of `queue`'s keys.
+fn queue_slot(queue: &str) -> u16 {
+    RedisCluster::key_slot(format!("{{{queue}}}"))
 }
 
 /// `kill -9` of the Cluster master serving the queue while producers and workers run: its
@@ -1244,12 +1709,12 @@ fn queue_slot() -> u16 {
 fn cluster_failover(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     let stage = Stage::with_cluster(Scenario::ClusterFailover, bin)?;
     failover_under_load(profile, stage, |stage| {
-        let victim = stage.redis.data()?.addr();
+        let victim = stage.redis.data(QUEUE)?.addr();
         let index = stage.cluster().nodes().iter().position(|node| node.addr() == victim);
         let index = index.context("the queue's master is one of the first masters")?;
         stage.cluster().nodes_mut()[index].kill();
         stage.poll("the replica to take over the queue's slot", Duration::from_secs(60), |stage| {
-            Ok(stage.redis.data().is_ok_and(|node| node.addr() != victim))
+            Ok(stage.redis.data(QUEUE).is_ok_and(|node| node.addr() != victim))
         })?;
         Ok((format!("kill -9 of master {victim}"), "its replica took over"))
     })

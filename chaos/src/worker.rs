@@ -13,7 +13,6 @@ use asynq_core::Task;
 use asynq_core::workflow::ParentOutcome;
 use asynq_redis::{RedisBroker, RedisConfig, RedisTarget};
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
-use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -119,8 +118,8 @@ impl Ledger {
 pub struct WorkerOptions {
     /// The Redis to serve.
     pub redis_url: String,
-    /// The queue to serve.
-    pub queue: String,
+    /// The queues to serve, at equal priority (at least one).
+    pub queues: Vec<String>,
     /// Where to append the ledger.
     pub ledger: PathBuf,
     /// Tasks run at once.
@@ -164,7 +163,7 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
     let retry_delay = options.retry_delay;
     let config = Config {
         concurrency: options.concurrency,
-        queues: BTreeMap::from([(options.queue.clone(), 1)]),
+        queues: options.queues.iter().map(|queue| (queue.clone(), 1)).collect(),
         shutdown_timeout: options.shutdown_timeout,
         recoverer_interval: options.recoverer_interval,
         delayed_task_check_interval: options.delayed_task_check_interval,
@@ -173,7 +172,8 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
         ..Config::default()
     };
     if let Some(after) = options.oversized_enqueue_after {
-        spawn_oversized_enqueue(broker.clone(), options.queue.clone(), after);
+        let queue = options.queues.first().context("a worker serves at least one queue")?;
+        spawn_oversized_enqueue(broker.clone(), queue.clone(), after);
     }
     let server = Server::new(broker, config)?;
     spawn_tstp_marker(ledger.clone())?;

@@ -60,7 +60,12 @@ commands:
                         --quick          the CI sizes (the integration test runs these)
                         --scenario NAME  one of kill-worker, restart-redis, redis-unreachable,
                                          sigterm, many-workers, sentinel-failover,
-                                         cluster-failover (default: all)
+                                         cluster-failover, redis-frozen,
+                                         restart-redis-repeatedly, kill-prefetching-worker,
+                                         oversized-enqueue, kill-worker-holding-slots,
+                                         kill-workers-during-workflow,
+                                         kill-workers-during-cross-queue-workflow
+                                         (default: all)
   help                print this message";
 
 fn main() -> ExitCode {
