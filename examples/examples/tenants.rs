@@ -1,6 +1,7 @@
 //! Many tenants on one broker: two services in namespaces of their own, a debounced search-index
-//! refresh (five quick edits, one refresh with the last text), a reminder replaced by its ID, and
-//! a concurrency limit the search service's servers share.
+//! refresh (five quick edits, one refresh with the last text), a reminder replaced by its ID, a
+//! concurrency limit the search service's servers share, and a queue per customer that its
+//! server serves through the pattern `tenant:*` from the first task enqueued into it.
 //! Runs on the embedded memory broker, where each broker value is a namespace of its own, and
 //! exits by itself; with `REDIS_URL` the two services share one Redis, each under its own prefix.
 //!
@@ -65,12 +66,24 @@ async fn main() -> anyhow::Result<()> {
     let mut billing_server = Server::from_shared(billing, fast())?;
     billing_server.start(handlers("billing"))?;
     // At most one index refresh runs at once across every server of the search service.
-    let shared = Config { shared_type_concurrency: [("index:refresh".to_owned(), 1)].into(), ..fast() };
+    // Besides `default`, every customer's queue (`tenant:<name>`), found within a second of its
+    // first task, each customer's backlog sharing the workers with the others'.
+    let shared = Config {
+        shared_type_concurrency: [("index:refresh".to_owned(), 1)].into(),
+        queue_patterns: [("tenant:*".to_owned(), 1)].into(),
+        ..fast()
+    };
     let mut search_server = Server::from_shared(search.clone(), shared)?;
     search_server.start(handlers("search"))?;
+    for customer in ["acme", "globex"] {
+        let task = Task::new("index:refresh", format!("all of {customer}'s documents"));
+        search_client.enqueue(&task, TaskOptions::new().queue(format!("tenant:{customer}"))).await?;
+    }
     let search_inspector = Inspector::from_shared(search);
-    while search_inspector.queue_info("default").await?.size > 0 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    for queue in ["default", "tenant:acme", "tenant:globex"] {
+        while search_inspector.queue_info(queue).await?.size > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
     billing_server.shutdown().await;
     search_server.shutdown().await;
