@@ -198,11 +198,11 @@ pub enum Layout {
 }
 
 /// The pattern the tenant layouts serve.
-const TENANTS: &str = "tenant:*";
+pub const TENANTS: &str = "tenant:*";
 /// The tenant whose tasks a tenant layout samples.
-const QUIET_TENANT: &str = "tenant:quiet";
+pub const QUIET_TENANT: &str = "tenant:quiet";
 /// The tenant a tenant layout fills with a backlog.
-const BUSY_TENANT: &str = "tenant:busy";
+pub const BUSY_TENANT: &str = "tenant:busy";
 
 impl Layout {
     /// Sets the queues up in Redis and returns the server's configuration and the sampled
