@@ -45,6 +45,7 @@ pub mod inspect;
 pub mod janitor;
 pub mod leases;
 pub mod manage;
+pub mod priority;
 pub mod progress;
 pub mod rate_limit;
 pub mod replace;
@@ -194,6 +195,15 @@ macro_rules! broker_conformance {
             dequeue::case_dequeue_leases_for_thirty_whole_seconds,
             dequeue::case_dequeued_message_equals_the_enqueued_one,
             dequeue::case_dequeue_returns_nothing_when_nothing_is_pending,
+            priority::case_higher_priorities_run_first_and_fifo_within_one,
+            priority::case_priorities_order_tasks_within_a_queue_only,
+            priority::case_prioritized_tasks_are_listed_and_counted_as_pending,
+            priority::case_a_task_keeps_its_priority_through_scheduling_retries_and_requeues,
+            priority::case_a_recovered_task_keeps_its_priority,
+            priority::case_operators_act_on_prioritized_tasks,
+            priority::case_priority_with_unique_debounced_replaced_and_grouped_tasks,
+            priority::case_enqueue_batch_keeps_priorities,
+            priority::case_a_prioritized_task_wakes_a_waiting_worker,
             progress::case_progress_of_a_running_task_is_shown_and_kept_when_it_completes,
             progress::case_progress_is_refused_for_a_task_that_is_not_running,
             progress::case_a_new_attempt_starts_without_progress,

@@ -48,6 +48,7 @@ static AGGREGATION_SCRIPTS: LazyLock<AggregationScripts> = LazyLock::new(|| Aggr
     complete_aggregation: Script::new(concat!(
         include_str!("scripts/message.lua"),
         include_str!("scripts/events.lua"),
+        include_str!("scripts/priority.lua"),
         as_function!("enqueue", "enqueue"),
         as_function!("delete_set", "delete_aggregation_set"),
         include_str!("scripts/complete_aggregation.lua"),

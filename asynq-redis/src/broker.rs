@@ -40,6 +40,7 @@ mod recover;
 mod server_state;
 
 pub(crate) use enqueue::enqueue_result;
+pub(crate) use inspect::read_priority;
 pub(crate) use quiet::changed_keys;
 
 /// [`asynq_core::DAILY_STATS_TTL`] in whole seconds, as the scripts take it.

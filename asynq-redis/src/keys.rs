@@ -230,6 +230,19 @@ impl QueueKeys {
         self.key("pending")
     }
 
+    /// `<ns>:{q}:prioritized` — sorted set of the pending task IDs of a priority other than the
+    /// default, lowest score next to run (`scripts/priority.lua` says how they are scored). Ours
+    /// only; Go asynq neither writes nor reads it.
+    pub fn prioritized(&self) -> String {
+        self.key("prioritized")
+    }
+
+    /// `<ns>:{q}:priority_seq` — the counter that orders prioritized tasks of one priority
+    /// first in first out. Ours only; Go asynq neither writes nor reads it.
+    pub fn priority_sequence(&self) -> String {
+        self.key("priority_seq")
+    }
+
     /// `<ns>:{q}:active` — list of leased task IDs.
     pub fn active(&self) -> String {
         self.key("active")
@@ -465,6 +478,8 @@ mod tests {
             (k.idle_workers(), "asynq:{interop}:idle_workers"),
             (k.waiting(), "asynq:{interop}:waiting"),
             (k.debounce("user:42"), "asynq:{interop}:debounce:user:42"),
+            (k.prioritized(), "asynq:{interop}:prioritized"),
+            (k.priority_sequence(), "asynq:{interop}:priority_seq"),
             (k.ready_channel(), "asynq:{interop}:ready"),
             (k.finished_channel(), "asynq:{interop}:finished"),
         ];

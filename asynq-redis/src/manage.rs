@@ -15,7 +15,9 @@ use async_trait::async_trait;
 use asynq_core::broker::Manage;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::waiting_task_refused;
-use asynq_core::{BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskSet, TaskState, validate_bulk};
+use asynq_core::{
+    BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskPriority, TaskSet, TaskState, validate_bulk,
+};
 use bytes::Bytes;
 use prost::Message;
 use redis::{AsyncCommands, FromRedisValue, Value};
@@ -39,24 +41,24 @@ impl RedisBroker {
     }
 
     /// The raw `task_info.lua` reply for task `id`: its encoded message, state, next process
-    /// time (Unix seconds, 0 if none) and result.
+    /// time (Unix seconds, 0 if none), result and priority.
     async fn read_task(
         &self,
         k: &QueueKeys,
         queue: &QueueName,
         id: &TaskId,
-    ) -> Result<(Vec<u8>, String, i64, Option<Bytes>)> {
+    ) -> Result<(Vec<u8>, String, i64, Option<Bytes>, TaskPriority)> {
         let mut call = ScriptCall::new(&SCRIPTS.task_info);
         call.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = call.run(&mut self.conn(), "task info").await?;
-        let [msg, state, next, result, ..] = values.as_slice() else {
+        let [msg, state, next, result, _, _, priority, ..] = values.as_slice() else {
             return Err(Self::task_not_found(queue, id));
         };
         let msg = Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?;
         let state = String::from_redis_value_ref(state).map_err(|e| unexpected("task info", e))?;
         let next = Option::<i64>::from_redis_value_ref(next).ok().flatten().unwrap_or(0);
         let result = Option::<Vec<u8>>::from_redis_value_ref(result).ok().flatten().map(Bytes::from);
-        Ok((msg, state, next, result))
+        Ok((msg, state, next, result, crate::broker::read_priority(priority)))
     }
 }
 
@@ -67,6 +69,7 @@ impl Manage for RedisBroker {
         let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.run_task);
         call.key(k.task(id)).key(k.pending()).key(k.groups()).key(k.idle_workers());
+        call.key(k.prioritized()).key(k.priority_sequence());
         call.arg(id.as_str()).arg(k.prefix()).arg(k.group_prefix()).arg(k.ready_channel());
         match call.run::<i64>(&mut self.conn(), "run task").await? {
             1 => {
@@ -127,6 +130,7 @@ impl Manage for RedisBroker {
         let (source, _, group) = container(&k, set);
         let mut call = ScriptCall::new(&SCRIPTS.run_all);
         call.key(source).key(k.pending()).key(k.groups()).key(k.idle_workers());
+        call.key(k.prioritized()).key(k.priority_sequence());
         call.arg(k.task_prefix()).arg(group).arg(k.ready_channel());
         let n: i64 = call.run(&mut self.conn(), "run all").await?;
         if n > 0 {
@@ -142,7 +146,7 @@ impl Manage for RedisBroker {
         let (source, kind, group) = container(&k, set);
         let now = unix_secs(self.now());
         let mut call = ScriptCall::new(&SCRIPTS.archive_all);
-        call.key(source).key(k.archived()).key(k.groups()).key(k.events());
+        call.key(source).key(k.archived()).key(k.groups()).key(k.prioritized()).key(k.events());
         call.arg(kind).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
         call.arg(k.task_prefix()).arg(group).arg(k.finished_channel());
         call.arg(self.event_caps_now().await?.arg(queue));
@@ -156,7 +160,7 @@ impl Manage for RedisBroker {
         let k = self.queue_keys(queue);
         let (source, kind, group) = container(&k, set);
         let mut call = ScriptCall::new(&SCRIPTS.delete_all);
-        call.key(source).key(k.groups()).key(k.events());
+        call.key(source).key(k.groups()).key(k.prioritized()).key(k.events());
         call.arg(kind).arg(k.task_prefix()).arg(group).arg(k.finished_channel());
         call.arg(self.event_caps_now().await?.arg(queue));
         let n: i64 = call.run(&mut self.conn(), "delete all").await?;
@@ -169,7 +173,7 @@ impl Manage for RedisBroker {
         self.require_queue(queue).await?;
         let k = self.queue_keys(queue);
         for _ in 0..UPDATE_ATTEMPTS {
-            let (old, state, next, result) = self.read_task(&k, queue, id).await?;
+            let (old, state, next, result, priority) = self.read_task(&k, queue, id).await?;
             if state != TaskState::Scheduled.as_str() {
                 return Err(not_scheduled());
             }
@@ -184,7 +188,9 @@ impl Manage for RedisBroker {
                 1 => {
                     let msg = decode(&new)?;
                     let next = (next != 0).then(|| from_unix_secs(next));
-                    return Ok(TaskInfo::new(&msg, TaskState::Scheduled, next, result));
+                    let mut info = TaskInfo::new(&msg, TaskState::Scheduled, next, result);
+                    info.priority = priority;
+                    return Ok(info);
                 }
                 0 => return Err(Self::task_not_found(queue, id)),
                 -1 => return Err(not_scheduled()),
@@ -200,6 +206,7 @@ impl Manage for RedisBroker {
         let k = self.queue_keys(queue);
         let mut call = ScriptCall::new(&SCRIPTS.delete_queue);
         call.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived()).key(k.lease());
+        call.key(k.prioritized()).key(k.priority_sequence());
         call.arg(k.task_prefix()).arg(if force { "1" } else { "0" }).arg(k.finished_channel());
         let mut conn = self.conn();
         match call.run::<i64>(&mut conn, "delete queue").await? {

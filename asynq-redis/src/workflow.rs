@@ -103,6 +103,7 @@ macro_rules! preludes {
             include_str!("scripts/message.lua"),
             include_str!("scripts/manage_common.lua"),
             include_str!("scripts/events.lua"),
+            include_str!("scripts/priority.lua"),
             include_str!("scripts/workflow.lua"),
         )
     };

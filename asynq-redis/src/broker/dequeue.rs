@@ -67,6 +67,7 @@ impl RedisBroker {
                 let stalled = if outcome == Outcome::Stalled { "1" } else { "0" };
                 let mut call = ScriptCall::new(&SCRIPTS.requeue);
                 call.key(k.active()).key(k.lease()).key(k.pending()).key(k.task(id)).key(k.idle_workers());
+                call.key(k.prioritized()).key(k.priority_sequence());
                 call.arg(id).arg(k.ready_channel()).arg(stalled);
                 (call, "requeue")
             }
@@ -225,7 +226,8 @@ impl RedisBroker {
             let mut call = ScriptCall::new(&SCRIPTS.settle_batch);
             call.key(k.active()).key(k.lease()).key(k.pending()).key(k.retry()).key(k.archived()).key(k.completed());
             call.key(k.processed_on(&utc_date(now))).key(k.failed_on(&utc_date(now)));
-            call.key(k.processed_total()).key(k.failed_total()).key(k.idle_workers()).key(k.waiting()).key(k.events());
+            call.key(k.processed_total()).key(k.failed_total()).key(k.idle_workers()).key(k.waiting());
+            call.key(k.prioritized()).key(k.priority_sequence()).key(k.events());
             call.arg(now_secs).arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
             call.arg(now_secs + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel()).arg(k.ready_channel());
             call.arg(lease_cutoff.unwrap_or(""));
@@ -425,7 +427,7 @@ impl Dequeue for RedisBroker {
             let k = self.queue_keys(queue);
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
-            invocation.key(k.events());
+            invocation.key(k.prioritized()).key(k.events());
             invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(IDLE_MARK_SECS);
             invocation.arg(events.arg(queue));
             let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
@@ -487,7 +489,7 @@ impl Dequeue for RedisBroker {
             }
             let k = self.queue_keys(queue);
             let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
-            call.key(k.idle_workers()).key(k.pending()).key(k.paused()).arg(IDLE_MARK_SECS);
+            call.key(k.idle_workers()).key(k.pending()).key(k.paused()).key(k.prioritized()).arg(IDLE_MARK_SECS);
             match call.run::<i64>(&mut conn, "mark idle").await {
                 Ok(0) => pubsub.found_quiet(queue, generation, false),
                 Ok(_) => return,

@@ -2,7 +2,7 @@
 //! `enqueue_batch.lua` calls per queue, each storing up to `ENQUEUE_BATCH` tasks of any placement.
 
 use super::*;
-use asynq_core::Replace;
+use asynq_core::{Replace, TaskPriority};
 
 impl RedisBroker {
     /// The `enqueue.lua` call that stores `request`, with the message it stores (its
@@ -19,6 +19,8 @@ impl RedisBroker {
         request: EnqueueRequest,
         events: &EventCaps,
     ) -> Result<(ScriptCall, StoredTask)> {
+        request.check_priority()?;
+        let priority = priority_arg(request.priority);
         let mut msg = request.message;
         checked_message_len(&msg)?;
         let k = self.queue_keys(&msg.queue);
@@ -26,13 +28,17 @@ impl RedisBroker {
         msg.unique_key.clone_from(&unique_key);
         let now = self.now();
         let (placement, destination, score, group) = match &request.placement {
-            Placement::Pending => ("pending", k.pending(), unix_nanos(now), String::new()),
+            Placement::Pending if request.priority.is_default() => {
+                ("pending", k.pending(), unix_nanos(now), String::new())
+            }
+            Placement::Pending => ("pending", k.prioritized(), unix_nanos(now), String::new()),
             Placement::Scheduled { process_at } => ("scheduled", k.scheduled(), unix_secs(*process_at), String::new()),
             Placement::Grouped { group } => ("group", k.group(group), unix_secs(now), group.to_string()),
         };
         let mut call = ScriptCall::new(script);
-        call.key(k.task(&msg.id)).key(destination).key(k.groups()).key(k.idle_workers());
+        call.key(k.task(&msg.id)).key(destination).key(k.groups()).key(k.idle_workers()).key(k.priority_sequence());
         call.arg(encode(&msg)).arg(msg.id.as_str()).arg(placement).arg(score).arg(group).arg(k.ready_channel());
+        call.arg(priority);
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
             call.key(key).arg(ttl.as_secs().max(1));
         }
@@ -59,6 +65,7 @@ impl RedisBroker {
         };
         let mut call = ScriptCall::new(&SCRIPTS.enqueue_replacing);
         call.key(k.task(&msg.id)).key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
+        call.key(k.prioritized()).key(k.priority_sequence());
         let (mode, mark_lifetime, key) = match replace {
             Replace::Debounced(debounce) => {
                 call.key(k.debounce(debounce.key()));
@@ -70,6 +77,7 @@ impl RedisBroker {
         call.arg(encode(&msg)).arg(msg.id.as_str()).arg(mode).arg(placement).arg(score).arg(k.ready_channel());
         call.arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
         call.arg(u64::try_from(mark_lifetime.as_millis()).unwrap_or(u64::MAX)).arg(key);
+        call.arg(priority_arg(request.priority));
         call.key(k.events()).arg(self.event_caps_now().await?.arg(&msg.queue));
         self.register_queue(&msg.queue).await?;
         let reply: i64 = call.run(&mut self.conn(), "enqueue replacing").await?;
@@ -87,6 +95,12 @@ impl RedisBroker {
             (_, other) => Err(unexpected("enqueue replacing", format!("unexpected reply {other}"))),
         }
     }
+}
+
+/// A task's priority as the scripts take it (`priority.lua`): "" for the default, else the
+/// number.
+fn priority_arg(priority: TaskPriority) -> String {
+    if priority.is_default() { String::new() } else { priority.to_string() }
 }
 
 /// What `enqueue.lua` answered for `msg`.
@@ -107,6 +121,7 @@ pub(crate) fn enqueue_result(msg: StoredTask, reply: i64) -> Result<()> {
 impl Enqueue for RedisBroker {
     async fn enqueue(&self, mut request: EnqueueRequest) -> Result<()> {
         request.check_replacement()?;
+        request.check_priority()?;
         if let Some(replace) = request.replace.take() {
             return self.enqueue_replacing(request, &replace).await;
         }
@@ -190,22 +205,25 @@ struct BatchTask {
     placement: Placement,
     /// The uniqueness lock's TTL in whole seconds, for a unique task.
     unique_ttl: Option<u64>,
+    priority: TaskPriority,
 }
 
 impl BatchTask {
     fn new(request: EnqueueRequest, namespace: &Namespace) -> Result<Self> {
-        let EnqueueRequest { message: mut msg, placement, unique_ttl, .. } = request;
+        request.check_priority()?;
+        let EnqueueRequest { message: mut msg, placement, unique_ttl, priority, .. } = request;
         if unique_ttl.is_some() {
             msg.unique_key = Some(namespace.queue(&msg.queue).unique(&msg.type_name, &msg.payload));
         }
         checked_message_len(&msg)?;
         let encoded = encode(&msg);
-        Ok(Self { msg, encoded, placement, unique_ttl: unique_ttl.map(|ttl| ttl.as_secs().max(1)) })
+        Ok(Self { msg, encoded, placement, unique_ttl: unique_ttl.map(|ttl| ttl.as_secs().max(1)), priority })
     }
 
-    /// Pending and not unique: a task `enqueue_batch.lua` takes without a placement record.
+    /// Pending, not unique and of the default priority: a task `enqueue_batch.lua` takes
+    /// without a placement record.
     fn is_plain(&self) -> bool {
-        self.placement == Placement::Pending && self.unique_ttl.is_none()
+        self.placement == Placement::Pending && self.unique_ttl.is_none() && self.priority.is_default()
     }
 }
 
@@ -256,7 +274,8 @@ impl QueueCalls {
         let tasks = std::mem::take(&mut self.open);
         self.open_bytes = 0;
         let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
-        call.key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers()).key(k.events());
+        call.key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
+        call.key(k.prioritized()).key(k.priority_sequence()).key(k.events());
         call.arg(unix_nanos(now)).arg(unix_secs(now)).arg(k.task_prefix()).arg(k.group_prefix());
         call.arg(k.ready_channel()).arg(tasks.len());
         let mut records = Vec::new();
@@ -266,18 +285,18 @@ impl QueueCalls {
             call.arg(task.msg.id.as_str()).arg(task.encoded);
             if !plain {
                 let lock = task.unique_ttl.map(|ttl| (task.msg.unique_key.clone().unwrap_or_default(), ttl));
-                records.push((n, task.placement, lock));
+                records.push((n, task.placement, lock, task.priority));
             }
             items.push((index, task.msg));
         }
-        for (n, placement, lock) in records {
+        for (n, placement, lock, priority) in records {
             let (placement, score, group) = match placement {
                 Placement::Pending => ("pending", String::new(), String::new()),
                 Placement::Scheduled { process_at } => ("scheduled", unix_secs(process_at).to_string(), String::new()),
                 Placement::Grouped { group } => ("group", String::new(), group.into_string()),
             };
             let (lock, ttl) = lock.map_or((String::new(), String::new()), |(key, ttl)| (key, ttl.to_string()));
-            call.arg(n).arg(placement).arg(score).arg(group).arg(lock).arg(ttl);
+            call.arg(n).arg(placement).arg(score).arg(group).arg(lock).arg(ttl).arg(priority_arg(priority));
         }
         call.arg(self.event_cap.as_str());
         self.calls.push(BatchCall { call, context: "enqueue batch", items });

@@ -21,7 +21,12 @@ impl Forward for RedisBroker {
             let k = self.queue_keys(queue);
             loop {
                 let mut invocation = ScriptCall::new(&SCRIPTS.forward);
-                invocation.key(source).key(k.pending()).key(k.idle_workers());
+                invocation
+                    .key(source)
+                    .key(k.pending())
+                    .key(k.idle_workers())
+                    .key(k.prioritized())
+                    .key(k.priority_sequence());
                 invocation.arg(unix_secs(now)).arg(k.task_prefix()).arg(unix_nanos(now)).arg(k.group_prefix());
                 invocation.arg(k.ready_channel());
                 let n: i64 = invocation.run(&mut conn, "forward").await?;

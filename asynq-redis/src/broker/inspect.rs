@@ -1,7 +1,7 @@
 //! Inspect for [`RedisBroker`]: queues, tasks, history, servers and backend information for operators.
 
 use super::*;
-use asynq_core::{GroupName, Progress, QueueName, TaskId};
+use asynq_core::{GroupName, Progress, QueueName, TaskId, TaskPriority};
 
 /// Reads a text field of a task hash, as a script returned it (false when absent).
 fn read_text(value: &Value) -> Option<String> {
@@ -11,6 +11,16 @@ fn read_text(value: &Value) -> Option<String> {
 /// Reads a task hash's `progress` field, as a script returned it (false when absent).
 fn read_progress(value: &Value) -> Option<Progress> {
     Option::<Vec<u8>>::from_redis_value_ref(value).ok().flatten().and_then(|bytes| crate::progress::decode(&bytes))
+}
+
+/// Reads a task hash's `priority` field, as a script returned it (false when absent): the
+/// default for none, and for a value that is no priority, which no dequeue orders either.
+pub(crate) fn read_priority(value: &Value) -> TaskPriority {
+    Option::<i32>::from_redis_value_ref(value)
+        .ok()
+        .flatten()
+        .and_then(|n| TaskPriority::new(n).ok())
+        .unwrap_or_default()
 }
 
 /// Reads an integer that Redis returned as a number or a decimal string.
@@ -31,12 +41,12 @@ impl RedisBroker {
     ) -> Result<Vec<TaskInfo>> {
         let size = page.size.max(1);
         let mut invocation = ScriptCall::new(&SCRIPTS.list_tasks);
-        invocation.key(container).key(k.lease());
+        invocation.key(container).key(k.lease()).key(k.prioritized());
         invocation.arg(kind).arg(size.saturating_mul(page.number)).arg(size).arg(k.task_prefix()).arg(k.group_prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "list tasks").await?;
         let now_secs = unix_secs(now);
-        let mut tasks = Vec::with_capacity(values.len() / 6);
-        for entry in values.chunks_exact(6) {
+        let mut tasks = Vec::with_capacity(values.len() / 7);
+        for entry in values.chunks_exact(7) {
             let Ok(bytes) = Vec::<u8>::from_redis_value_ref(&entry[0]) else { continue };
             let Ok(msg) = decode(&bytes) else { continue };
             let result = Option::<Vec<u8>>::from_redis_value_ref(&entry[1]).ok().flatten().map(Bytes::from);
@@ -52,6 +62,7 @@ impl RedisBroker {
             info.is_orphaned = state == TaskState::Active && lease.is_some_and(|expiry| expiry <= now_secs);
             info.progress = read_progress(&entry[4]);
             info.debounce_key = read_text(&entry[5]);
+            info.priority = read_priority(&entry[6]);
             tasks.push(info);
         }
         Ok(tasks)
@@ -62,7 +73,7 @@ impl RedisBroker {
     async fn memory_usage(&self, k: &QueueKeys) -> Result<u64> {
         let mut call = ScriptCall::new(&SCRIPTS.memory_usage);
         call.key(k.active()).key(k.pending()).key(k.scheduled()).key(k.retry()).key(k.archived());
-        call.key(k.completed()).key(k.groups());
+        call.key(k.completed()).key(k.groups()).key(k.prioritized());
         call.arg(k.task_prefix()).arg(MEMORY_SAMPLE_TASKS).arg(MEMORY_SAMPLE_GROUPS).arg(k.group_prefix());
         let bytes: i64 = call.run(&mut self.conn(), "memory usage").await?;
         Ok(bytes.max(0) as u64)
@@ -127,7 +138,7 @@ impl Inspect for RedisBroker {
         invocation.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived());
         invocation.key(k.completed()).key(k.processed_on(&date)).key(k.failed_on(&date));
         invocation.key(k.processed_total()).key(k.failed_total()).key(k.paused()).key(k.groups());
-        invocation.key(k.workflow_waiting());
+        invocation.key(k.workflow_waiting()).key(k.prioritized());
         invocation.arg(k.task_prefix()).arg(k.group_prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "queue info").await?;
         if values.len() != 15 {
@@ -164,7 +175,7 @@ impl Inspect for RedisBroker {
         let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
         invocation.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
-        let [msg, state, next, result, progress, debounce] = values.as_slice() else {
+        let [msg, state, next, result, progress, debounce, priority] = values.as_slice() else {
             return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
         };
         let msg = decode(&Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?)?;
@@ -175,6 +186,7 @@ impl Inspect for RedisBroker {
         let mut info = TaskInfo::new(&msg, state, (next != 0).then(|| from_unix_secs(next)), result);
         info.progress = read_progress(progress);
         info.debounce_key = read_text(debounce);
+        info.priority = read_priority(priority);
         Ok(info)
     }
 
@@ -183,7 +195,7 @@ impl Inspect for RedisBroker {
         let now = self.now();
         let k = self.queue_keys(queue);
         let (container, kind) = match state {
-            TaskState::Pending => (k.pending(), "list"),
+            TaskState::Pending => (k.pending(), "pending"),
             TaskState::Active => (k.active(), "list"),
             TaskState::Scheduled => (k.scheduled(), "zset"),
             TaskState::Retry => (k.retry(), "zset"),

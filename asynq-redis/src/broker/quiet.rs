@@ -12,7 +12,9 @@
 //! - a lost subscription (the pub/sub connection dropped);
 //! - a check: Go's producers, forwarder and CLI make tasks pending without publishing, and an
 //!   unpause publishes nothing. So at most every [`CHECK_INTERVAL`] a fetch asks Redis, with one
-//!   `EXISTS` over the quiet queues' `pending` keys and one over the paused ones' `paused` keys,
+//!   `EXISTS` over the quiet queues' `pending` keys (and `prioritized` sets, which only our
+//!   scripts fill, but a lost wake-up costs nothing more to find) and one over the paused ones'
+//!   `paused` keys,
 //!   whether any changed, and narrows down which by halves only when some did.
 //!
 //! Idle on N queues this costs one or two commands per poll (on a Cluster, where `EXISTS` is
@@ -75,22 +77,32 @@ impl RedisBroker {
         }
         let of = |wanted: Quietness| -> Vec<usize> { (0..queues.len()).filter(|&i| quietness[i] == wanted).collect() };
         let (empty, paused) = (of(Quietness::Empty), of(Quietness::Paused));
-        let pending_keys: Vec<String> = empty.iter().map(|&i| self.queue_keys(&queues[i]).pending()).collect();
+        // Two keys per empty queue, its pending list and its prioritized set: the same EXISTS.
+        let pending_keys: Vec<String> = empty
+            .iter()
+            .flat_map(|&i| {
+                let k = self.queue_keys(&queues[i]);
+                [k.pending(), k.prioritized()]
+            })
+            .collect();
         let paused_keys: Vec<String> = paused.iter().map(|&i| self.queue_keys(&queues[i]).paused()).collect();
         let changed = futures::future::try_join(
             changed_keys(self.conn(), &pending_keys, false),
             changed_keys(self.conn(), &paused_keys, true),
         )
         .await;
-        let changed: Vec<usize> = match changed {
+        let mut changed: Vec<usize> = match changed {
             Ok((now_pending, unpaused)) => {
-                now_pending.into_iter().map(|k| empty[k]).chain(unpaused.into_iter().map(|k| paused[k])).collect()
+                let now_pending = now_pending.into_iter().map(|k| empty[k / 2]);
+                now_pending.chain(unpaused.into_iter().map(|k| paused[k])).collect()
             }
             Err(e) => {
                 tracing::debug!(error = %e, "cannot check quiet queues; dequeueing each");
                 empty.into_iter().chain(paused).collect()
             }
         };
+        changed.sort_unstable();
+        changed.dedup();
         for i in changed {
             quietness[i] = Quietness::Unknown;
             self.pubsub().found_busy(&queues[i]);

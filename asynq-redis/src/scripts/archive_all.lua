@@ -8,7 +8,9 @@
 --            asynq:{<q>}:g:<group> (sorted sets)
 -- KEYS[2] -> asynq:{<q>}:archived
 -- KEYS[3] -> asynq:{<q>}:groups
--- KEYS[4] -> asynq:{<q>}:events, the event stream (see events.lua)
+-- KEYS[4] -> asynq:{<q>}:prioritized (ours; see priority.lua): with "list", the pending tasks
+--            it holds are archived too
+-- KEYS[5] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> "list" or "zset": how to read KEYS[1]
 -- ARGV[2] -> now, Unix seconds (the archive score)
 -- ARGV[3] -> the age cutoff: archived tasks scored at or before it are deleted, Unix seconds
@@ -20,7 +22,11 @@
 -- Returns: how many tasks were archived
 local ids
 if ARGV[1] == "list" then
-    ids = redis.call("LRANGE", KEYS[1], 0, -1)
+    ids = redis.call("ZRANGE", KEYS[4], 0, -1)
+    for _, id in ipairs(redis.call("LRANGE", KEYS[1], 0, -1)) do
+        ids[#ids + 1] = id
+    end
+    redis.call("DEL", KEYS[4])
 else
     ids = redis.call("ZRANGE", KEYS[1], 0, -1)
 end
@@ -30,7 +36,7 @@ for _, id in ipairs(ids) do
     redis.call("HSET", task_key, "state", "archived")
     notify_waiters(task_key, ARGV[7], id)
     if ARGV[8] ~= "" then
-        log_event(KEYS[4], ARGV[8], "archived", id, redis.call("HGET", task_key, "msg"))
+        log_event(KEYS[5], ARGV[8], "archived", id, redis.call("HGET", task_key, "msg"))
     end
 end
 redis.call("DEL", KEYS[1])

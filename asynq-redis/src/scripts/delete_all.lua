@@ -6,7 +6,9 @@
 -- KEYS[1] -> the source: asynq:{<q>}:pending (a list), asynq:{<q>}:scheduled, :retry,
 --            :archived or :completed, or asynq:{<q>}:g:<group> (sorted sets)
 -- KEYS[2] -> asynq:{<q>}:groups
--- KEYS[3] -> asynq:{<q>}:events, the event stream (see events.lua)
+-- KEYS[3] -> asynq:{<q>}:prioritized (ours; see priority.lua): with "list", the pending tasks
+--            it holds are deleted too
+-- KEYS[4] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> "list" or "zset": how to read KEYS[1]
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[2]
@@ -15,13 +17,17 @@
 -- Returns: how many tasks were deleted
 local ids
 if ARGV[1] == "list" then
-    ids = redis.call("LRANGE", KEYS[1], 0, -1)
+    ids = redis.call("ZRANGE", KEYS[3], 0, -1)
+    for _, id in ipairs(redis.call("LRANGE", KEYS[1], 0, -1)) do
+        ids[#ids + 1] = id
+    end
+    redis.call("DEL", KEYS[3])
 else
     ids = redis.call("ZRANGE", KEYS[1], 0, -1)
 end
 for _, id in ipairs(ids) do
     if ARGV[5] ~= "" then
-        log_event(KEYS[3], ARGV[5], "deleted", id, redis.call("HGET", ARGV[2] .. id, "msg"))
+        log_event(KEYS[4], ARGV[5], "deleted", id, redis.call("HGET", ARGV[2] .. id, "msg"))
     end
     delete_task_hash(ARGV[2] .. id, id, ARGV[4])
 end

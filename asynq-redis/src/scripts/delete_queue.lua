@@ -10,6 +10,8 @@
 -- KEYS[4] -> asynq:{<q>}:retry
 -- KEYS[5] -> asynq:{<q>}:archived
 -- KEYS[6] -> asynq:{<q>}:lease
+-- KEYS[7] -> asynq:{<q>}:prioritized (ours; see priority.lua): its tasks count as pending
+-- KEYS[8] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> "1" to delete the tasks too (force), "0" to refuse a queue holding tasks
 -- ARGV[3] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
@@ -19,7 +21,7 @@ if redis.call("LLEN", KEYS[2]) > 0 then
     return ARGV[2] == "1" and -2 or -1
 end
 local lists = {KEYS[1]}
-local zsets = {KEYS[3], KEYS[4], KEYS[5]}
+local zsets = {KEYS[3], KEYS[4], KEYS[5], KEYS[7]}
 if ARGV[2] ~= "1" then
     if redis.call("LLEN", KEYS[1]) > 0 then
         return -1
@@ -41,5 +43,5 @@ else
         end
     end
 end
-redis.call("DEL", KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call("DEL", KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 return 1

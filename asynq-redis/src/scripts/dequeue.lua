@@ -18,19 +18,25 @@
 -- (mark_idle.lua's) in the same step: the server then treats it as quiet and skips it until a
 -- producer's wake-up says otherwise (broker/quiet.rs).
 --
+-- Prioritized tasks (priority.lua) come first when their priority is above the default, after
+-- the list's tasks when it is below. A queue without any costs nothing more: the one EXISTS
+-- that looks for the paused mark looks for the prioritized set too, and only a queue that has
+-- one of the two pays a second.
+--
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:paused
 -- KEYS[3] -> asynq:{<q>}:active
 -- KEYS[4] -> asynq:{<q>}:lease
 -- KEYS[5] -> asynq:{<q>}:idle_workers
--- KEYS[6] -> asynq:{<q>}:events, the event stream (see events.lua)
+-- KEYS[6] -> asynq:{<q>}:prioritized (ours; see priority.lua)
+-- KEYS[7] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the lease score: the lease expiry in Unix seconds, plus 0.5 (not started)
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the most tasks to take, at least 1
 -- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole
 --            seconds
 -- ARGV[5] -> the event stream's cap, or "" (see events.lua)
--- Returns: a flat array of pairs, oldest first: the task ID, then its encoded TaskMessage, or
+-- Returns: a flat array of pairs, next to run first: the task ID, then its encoded TaskMessage, or
 --          nil when the ID had no task hash or the hash no `msg`; such an ID cannot run, so it
 --          is dropped (never made active) and its stub hash deleted (Go would leave it active
 --          for good), and the caller reports it. Empty when the queue is empty; the one string
@@ -41,17 +47,51 @@ local function mark_idle_if_short(taken)
         redis.call("SET", KEYS[5], 1, "EX", ARGV[4])
     end
 end
-if redis.call("EXISTS", KEYS[2]) == 1 then
+local found = redis.call("EXISTS", KEYS[2], KEYS[6])
+if found > 0 and (found == 2 or redis.call("EXISTS", KEYS[2]) == 1) then
     mark_idle_if_short(0)
     return {"paused"}
 end
--- Oldest last: the list's tail is the next task.
-local ids = redis.call("LRANGE", KEYS[1], -wanted, -1)
+-- Next to run last: the list's tail is the next task.
+local ids
+if found == 0 then
+    ids = redis.call("LRANGE", KEYS[1], -wanted, -1)
+    if #ids > 0 then
+        redis.call("LTRIM", KEYS[1], 0, -#ids - 1)
+    end
+else
+    local next_first = {}
+    local function take_prioritized(min, max)
+        local taken = redis.call("ZRANGE", KEYS[6], min, max, "BYSCORE", "LIMIT", 0, wanted - #next_first)
+        if #taken > 0 then
+            call_chunked("ZREM", KEYS[6], taken)
+            for _, id in ipairs(taken) do
+                next_first[#next_first + 1] = id
+            end
+        end
+    end
+    take_prioritized("-inf", "(" .. string.format("%.0f", PRIORITY_SPLIT))
+    if #next_first < wanted then
+        local listed = redis.call("LRANGE", KEYS[1], -(wanted - #next_first), -1)
+        if #listed > 0 then
+            redis.call("LTRIM", KEYS[1], 0, -#listed - 1)
+            for i = #listed, 1, -1 do
+                next_first[#next_first + 1] = listed[i]
+            end
+        end
+    end
+    if #next_first < wanted then
+        take_prioritized("(" .. string.format("%.0f", PRIORITY_SPLIT), "+inf")
+    end
+    ids = {}
+    for i = #next_first, 1, -1 do
+        ids[#ids + 1] = next_first[i]
+    end
+end
 if #ids == 0 then
     mark_idle_if_short(0)
     return {}
 end
-redis.call("LTRIM", KEYS[1], 0, -#ids - 1)
 
 local taken, active, leases = {}, {}, {}
 for i = #ids, 1, -1 do
@@ -64,7 +104,7 @@ for i = #ids, 1, -1 do
         active[#active + 1] = id
         leases[#leases + 1] = ARGV[1]
         leases[#leases + 1] = id
-        log_event(KEYS[6], ARGV[5], "started", id, msg)
+        log_event(KEYS[7], ARGV[5], "started", id, msg)
     else
         redis.call("DEL", key)
     end

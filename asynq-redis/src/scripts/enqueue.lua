@@ -7,14 +7,19 @@
 -- pending cannot be the first one a waiting server misses, and needs no DEL; the waits it would
 -- skip are those on a list a non-signalling writer (a Go producer or server) made non-empty,
 -- which find both tasks at their next poll, and those on a paused queue, which the unpause wakes.
+-- A task of a priority other than the default (ARGV[7]) goes to the prioritized set instead of
+-- the list, after the tasks of its priority, and its hash records the priority, which it keeps
+-- when scheduled (see priority.lua); being ours, it wakes idle servers whatever the set held.
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>               the task hash
--- KEYS[2] -> asynq:{<q>}:pending              when ARGV[3] is "pending"
+-- KEYS[2] -> asynq:{<q>}:pending              when ARGV[3] is "pending" and ARGV[7] is ""
+--            asynq:{<q>}:prioritized          when ARGV[3] is "pending" and ARGV[7] is not ""
 --            asynq:{<q>}:scheduled            when ARGV[3] is "scheduled"
 --            asynq:{<q>}:g:<group>            when ARGV[3] is "group"
 -- KEYS[3] -> asynq:{<q>}:groups
 -- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
--- KEYS[5] -> asynq:{<q>}:unique:<type>:<md5>  only for unique tasks
+-- KEYS[5] -> asynq:{<q>}:priority_seq         (ours; see priority.lua)
+-- KEYS[6] -> asynq:{<q>}:unique:<type>:<md5>  only for unique tasks
 -- KEYS[last] -> asynq:{<q>}:events             the event stream (see events.lua)
 -- ARGV[1] -> the encoded TaskMessage
 -- ARGV[2] -> the task ID
@@ -23,15 +28,17 @@
 --            scheduled: the process time in Unix seconds; group: now in Unix seconds
 -- ARGV[5] -> the group name ("" unless ARGV[3] is "group")
 -- ARGV[6] -> the wake-up channel, asynq:{<q>}:ready
--- ARGV[7] -> the uniqueness lock's TTL in whole seconds (only with KEYS[5])
+-- ARGV[7] -> the task's priority, -10 to 10 but not 0, or "" for the default ("pending" and
+--            "scheduled" only)
+-- ARGV[8] -> the uniqueness lock's TTL in whole seconds (only with KEYS[6])
 -- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: 1 stored; 0 a task with this ID exists (nothing stored); -1 the uniqueness lock is
 --          held by another task (nothing stored); -3 the lock's key holds another type than a
 --          string, so it is no lock (nothing stored). As in Go, a lock taken just before an ID
 --          conflict is kept until its TTL.
-local lock = #KEYS == 6 and KEYS[5]
+local lock = #KEYS == 7 and KEYS[6]
 if lock then
-    if not redis.call("SET", lock, ARGV[2], "NX", "EX", ARGV[7]) then
+    if not redis.call("SET", lock, ARGV[2], "NX", "EX", ARGV[8]) then
         if redis.call("TYPE", lock).ok ~= "string" then
             return -3
         end
@@ -41,14 +48,23 @@ end
 if redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
 end
-local placement = ARGV[3]
-if placement == "pending" then
+local placement, priority = ARGV[3], priority_of(ARGV[7])
+if placement == "pending" and priority then
+    redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4], "priority", ARGV[7])
+    push_pending(nil, KEYS[2], KEYS[5], ARGV[2], priority, false)
+    if redis.call("DEL", KEYS[4]) == 1 then
+        redis.call("PUBLISH", ARGV[6], "")
+    end
+elseif placement == "pending" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4])
     if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 and redis.call("DEL", KEYS[4]) == 1 then
         redis.call("PUBLISH", ARGV[6], "")
     end
 elseif placement == "scheduled" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "scheduled")
+    if priority then
+        redis.call("HSET", KEYS[1], "priority", ARGV[7])
+    end
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])
 else
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "aggregating", "group", ARGV[5])

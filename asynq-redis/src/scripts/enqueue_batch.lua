@@ -10,13 +10,17 @@
 -- its ID is looked at, as in `enqueue`. The pending IDs go onto the pending list, and the
 -- scheduled ones into the scheduled set, by one LPUSH and one ZADD per chunk after the loop: no
 -- other placement touches those keys, so the end state is that of the tasks enqueued one by
--- one. Idle servers are woken when any task was stored as pending.
+-- one. Idle servers are woken when any task was stored as pending. A task of a priority other
+-- than the default has a record, and goes to the prioritized set in its turn (see
+-- priority.lua), so tasks of one priority keep their request order.
 --
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:scheduled
 -- KEYS[3] -> asynq:{<q>}:groups
 -- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
--- KEYS[5] -> asynq:{<q>}:events               the event stream (see events.lua)
+-- KEYS[5] -> asynq:{<q>}:prioritized          (ours; see priority.lua)
+-- KEYS[6] -> asynq:{<q>}:priority_seq         (ours; see priority.lua)
+-- KEYS[7] -> asynq:{<q>}:events               the event stream (see events.lua)
 -- ARGV[1] -> now, Unix nanoseconds (a pending task's pending_since)
 -- ARGV[2] -> now, Unix seconds (a grouped task's score)
 -- ARGV[3] -> the task key prefix, asynq:{<q>}:t:
@@ -24,13 +28,16 @@
 -- ARGV[5] -> the wake-up channel, asynq:{<q>}:ready
 -- ARGV[6] -> n, the number of tasks
 -- ARGV[7 .. 6+2n] -> n pairs of (task ID, encoded TaskMessage), in request order
--- ARGV[7+2n ..] -> one record of 6 per task that is not plain pending, in any order:
+-- ARGV[7+2n ..] -> one record of 7 per task that is not plain pending (pending, not unique, of
+--                  the default priority), in any order:
 --                  (the task's number 1..n,
 --                   "pending", "scheduled" or "group",
 --                   scheduled: the process time in Unix seconds, else "",
 --                   group: the group name, else "",
 --                   unique: its lock asynq:{<q>}:unique:<type>:<md5>, else "",
---                   unique: the lock's TTL in whole seconds, else "")
+--                   unique: the lock's TTL in whole seconds, else "",
+--                   the priority, -10 to 10 but not 0, or "" for the default (pending and
+--                   scheduled only))
 -- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: one reply per task, in order, as `enqueue` replies: 1 stored; 0 a task with this ID
 --          exists, or came earlier in the batch (nothing stored); -1 the uniqueness lock is held
@@ -39,7 +46,8 @@
 --          conflict is kept until its TTL.
 local n_tasks = tonumber(ARGV[6])
 local records = {}
-for r = 7 + 2 * n_tasks, #ARGV - 1, 6 do
+local RECORD = 7
+for r = 7 + 2 * n_tasks, #ARGV - 1, RECORD do
     records[tonumber(ARGV[r])] = r
 end
 local task_keys = {}
@@ -53,7 +61,7 @@ for first = 1, #task_keys, CHUNK do
         break
     end
 end
-local replies, pending, scheduled, seen = {}, {}, {}, {}
+local replies, pending, scheduled, seen, prioritized = {}, {}, {}, {}, false
 if next(records) == nil then
     -- Plain tasks only: the loop they had before placement records, without a lookup per task.
     for n, key in ipairs(task_keys) do
@@ -78,8 +86,16 @@ else
         else
             seen[id] = true
             local msg, placement = ARGV[6 + 2 * n], r and ARGV[r + 1] or "pending"
+            local priority = r and priority_of(ARGV[r + 6])
             -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
-            if placement == "pending" then
+            if placement == "pending" and priority then
+                redis.call("HSET", key, "msg", msg, "state", "pending", "pending_since", ARGV[1], "priority", ARGV[r + 6])
+                if lock then
+                    redis.call("HSET", key, "unique_key", lock)
+                end
+                push_pending(nil, KEYS[5], KEYS[6], id, priority, false)
+                prioritized = true
+            elseif placement == "pending" then
                 if lock then
                     redis.call("HSET", key, "msg", msg, "state", "pending", "pending_since", ARGV[1], "unique_key", lock)
                 else
@@ -91,6 +107,9 @@ else
                     redis.call("HSET", key, "msg", msg, "state", "scheduled", "unique_key", lock)
                 else
                     redis.call("HSET", key, "msg", msg, "state", "scheduled")
+                end
+                if priority then
+                    redis.call("HSET", key, "priority", ARGV[r + 6])
                 end
                 scheduled[#scheduled + 1] = ARGV[r + 2]
                 scheduled[#scheduled + 1] = id
@@ -106,13 +125,13 @@ else
 end
 call_chunked("LPUSH", KEYS[1], pending)
 call_chunked("ZADD", KEYS[2], scheduled)
-if #pending > 0 and redis.call("DEL", KEYS[4]) == 1 then
+if (#pending > 0 or prioritized) and redis.call("DEL", KEYS[4]) == 1 then
     redis.call("PUBLISH", ARGV[5], "")
 end
 if ARGV[#ARGV] ~= "" then
     for n = 1, n_tasks do
         if replies[n] == 1 then
-            log_event(KEYS[5], ARGV[#ARGV], "enqueued", ARGV[5 + 2 * n], ARGV[6 + 2 * n])
+            log_event(KEYS[7], ARGV[#ARGV], "enqueued", ARGV[5 + 2 * n], ARGV[6 + 2 * n])
         end
     end
 end

@@ -18,7 +18,9 @@
 -- KEYS[3] -> <ns>:{<q>}:scheduled
 -- KEYS[4] -> <ns>:{<q>}:groups              (detach_waiting's, untouched here)
 -- KEYS[5] -> <ns>:{<q>}:idle_workers        exists while a Rust server waits for work
--- KEYS[6] -> <ns>:{<q>}:debounce:<key>      the debounce mark, a string holding a task ID
+-- KEYS[6] -> <ns>:{<q>}:prioritized         (ours; see priority.lua)
+-- KEYS[7] -> <ns>:{<q>}:priority_seq        (ours; see priority.lua)
+-- KEYS[8] -> <ns>:{<q>}:debounce:<key>      the debounce mark, a string holding a task ID
 --                                           (mode "debounce" only)
 -- KEYS[last] -> <ns>:{<q>}:events            the event stream (see events.lua)
 -- ARGV[1] -> the encoded TaskMessage
@@ -33,7 +35,10 @@
 -- ARGV[9] -> the finish channel, <ns>:{<q>}:finished
 -- ARGV[10] -> "debounce": how long the mark lives, milliseconds (past the task's due time)
 -- ARGV[11] -> "debounce": the debounce key
--- ARGV[12] -> the event stream's cap, or "" (see events.lua)
+-- ARGV[12] -> the new task's priority, -10 to 10 but not 0, or "" for the default: a pending
+--             task of another goes to the prioritized set, and a scheduled one keeps it in its
+--             hash for when it is due (see priority.lua)
+-- ARGV[13] -> the event stream's cap, or "" (see events.lua)
 -- Returns: "debounce": 1 stored, 2 stored in place of a scheduled task, 0 a task with this ID
 --          exists (nothing written);
 --          "replace": 1 replaced, 0 no such task, -1 the task is neither pending nor scheduled
@@ -41,7 +46,17 @@
 --          an error reply when the replaced task's container does not hold it (nothing written)
 
 local function store()
-    if ARGV[4] == "pending" then
+    local priority = priority_of(ARGV[12])
+    if priority then
+        redis.call("HSET", KEYS[1], "priority", ARGV[12])
+    end
+    if ARGV[4] == "pending" and priority then
+        redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[5])
+        push_pending(nil, KEYS[6], KEYS[7], ARGV[2], priority, false)
+        if redis.call("DEL", KEYS[5]) == 1 then
+            redis.call("PUBLISH", ARGV[6], "")
+        end
+    elseif ARGV[4] == "pending" then
         redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[5])
         if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 and redis.call("DEL", KEYS[5]) == 1 then
             redis.call("PUBLISH", ARGV[6], "")
@@ -53,7 +68,7 @@ local function store()
     if ARGV[3] == "debounce" then
         redis.call("HSET", KEYS[1], "debounce", ARGV[11])
     end
-    log_event(KEYS[#KEYS], ARGV[12], "enqueued", ARGV[2], ARGV[1])
+    log_event(KEYS[#KEYS], ARGV[13], "enqueued", ARGV[2], ARGV[1])
 end
 
 -- Whether the task at `key` is scheduled, debounced with this call's key.
@@ -81,7 +96,7 @@ local function replace_in_place(state)
 end
 
 if ARGV[3] == "debounce" then
-    local old = redis.call("GET", KEYS[6])
+    local old = redis.call("GET", KEYS[8])
     local replaced = 1
     if old == ARGV[2] and debounced_here(KEYS[1]) then
         -- The same ID again (a fixed task ID): the task is replaced where it is.
@@ -100,15 +115,15 @@ if ARGV[3] == "debounce" then
             if detach_error then
                 return detach_error
             end
-            if ARGV[12] ~= "" then
-                log_event(KEYS[#KEYS], ARGV[12], "deleted", old, redis.call("HGET", old_key, "msg"))
+            if ARGV[13] ~= "" then
+                log_event(KEYS[#KEYS], ARGV[13], "deleted", old, redis.call("HGET", old_key, "msg"))
             end
             delete_task_hash(old_key, old, ARGV[9])
             replaced = 2
         end
         store()
     end
-    redis.call("SET", KEYS[6], ARGV[2], "PX", ARGV[10])
+    redis.call("SET", KEYS[8], ARGV[2], "PX", ARGV[10])
     return replaced
 end
 

@@ -1,10 +1,14 @@
 -- forward: moves up to 100 due tasks from the scheduled or retry set to pending, or to their
 -- group when the task hash has one (Go asynq's forward), and wakes idle Rust servers when a
--- task became pending.
+-- task became pending. A task of a priority other than the default goes to the prioritized
+-- set, after the tasks of its priority (see priority.lua); one HMGET reads both fields, so a
+-- task without a priority costs what it did.
 --
 -- KEYS[1] -> asynq:{<q>}:scheduled or asynq:{<q>}:retry
 -- KEYS[2] -> asynq:{<q>}:pending
 -- KEYS[3] -> asynq:{<q>}:idle_workers
+-- KEYS[4] -> asynq:{<q>}:prioritized (ours; see priority.lua)
+-- KEYS[5] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
 -- ARGV[1] -> now, Unix seconds
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> now, Unix nanoseconds (pending_since)
@@ -15,12 +19,12 @@ local ids = redis.call("ZRANGE", KEYS[1], "-inf", ARGV[1], "BYSCORE", "LIMIT", 0
 local to_pending = 0
 for _, id in ipairs(ids) do
     local key = ARGV[2] .. id
-    local group = redis.call("HGET", key, "group")
+    local group, priority = unpack(redis.call("HMGET", key, "group", "priority"))
     if group and group ~= "" then
         redis.call("ZADD", ARGV[4] .. group, ARGV[1], id)
         redis.call("HSET", key, "state", "aggregating")
     else
-        redis.call("LPUSH", KEYS[2], id)
+        push_pending(KEYS[2], KEYS[4], KEYS[5], id, priority_of(priority), false)
         redis.call("HSET", key, "state", "pending", "pending_since", ARGV[3])
         to_pending = to_pending + 1
     end

@@ -25,13 +25,15 @@ local function unique_key_of(task_key)
     return key
 end
 
--- Takes task `id` out of the container its waiting `state` names: the pending list, the zset of
--- its `group` (forgetting the group in `groups_key` once it is empty), or the zset named after
--- the state. Returns nil, or an error reply (nothing written) when that container does not hold
--- the task or the state is not a waiting one.
+-- Takes task `id` out of the container its waiting `state` names: for a pending task the
+-- prioritized set (see priority.lua) or else the pending list, the zset of its `group`
+-- (forgetting the group in `groups_key` once it is empty), or the zset named after the state.
+-- Returns nil, or an error reply (nothing written) when that container does not hold the task
+-- or the state is not a waiting one.
 local function detach_waiting(id, state, group, queue_prefix, group_prefix, groups_key)
     if state == "pending" then
-        if redis.call("LREM", queue_prefix .. "pending", 0, id) == 0 then
+        if redis.call("ZREM", queue_prefix .. "prioritized", id) == 0
+            and redis.call("LREM", queue_prefix .. "pending", 0, id) == 0 then
             return redis.error_reply("task id not found in list " .. queue_prefix .. "pending")
         end
     elseif state == "aggregating" then

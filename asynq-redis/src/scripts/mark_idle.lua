@@ -5,10 +5,11 @@
 -- KEYS[1] -> asynq:{<q>}:idle_workers
 -- KEYS[2] -> asynq:{<q>}:pending
 -- KEYS[3] -> asynq:{<q>}:paused
+-- KEYS[4] -> asynq:{<q>}:prioritized (ours; see priority.lua)
 -- ARGV[1] -> how long the mark lasts, whole seconds
 -- Returns: the number of tasks a dequeue could take now (0 when the queue is paused)
 redis.call("SET", KEYS[1], 1, "EX", ARGV[1])
 if redis.call("EXISTS", KEYS[3]) == 1 then
     return 0
 end
-return redis.call("LLEN", KEYS[2])
+return redis.call("LLEN", KEYS[2]) + redis.call("ZCARD", KEYS[4])

@@ -12,6 +12,7 @@
 -- KEYS[5] -> asynq:{<q>}:archived
 -- KEYS[6] -> asynq:{<q>}:completed
 -- KEYS[7] -> asynq:{<q>}:groups
+-- KEYS[8] -> asynq:{<q>}:prioritized (ours; see priority.lua), sampled as the others
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> how many tasks to sample per container (Go: 20)
 -- ARGV[3] -> how many groups to sample (Go: 5)
@@ -59,6 +60,7 @@ local containers = {
     {KEYS[4], "ZRANGE", "ZCARD"},
     {KEYS[5], "ZRANGE", "ZCARD"},
     {KEYS[6], "ZRANGE", "ZCARD"},
+    {KEYS[8], "ZRANGE", "ZCARD"},
 }
 for _, container in ipairs(containers) do
     local key, range, size = unpack(container)

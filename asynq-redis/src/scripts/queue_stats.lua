@@ -1,4 +1,6 @@
 -- queue_stats: the sizes and counters of one queue (the data of Go asynq's currentStats).
+-- Prioritized tasks (priority.lua) count as pending, and the oldest pending task is the one of
+-- the list's next and each priority's next that became pending first.
 --
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:active
@@ -13,9 +15,10 @@
 -- KEYS[11] -> asynq:{<q>}:paused
 -- KEYS[12] -> asynq:{<q>}:groups
 -- KEYS[13] -> asynq:{<q>}:wf:waiting (ours; see workflow.lua)
+-- KEYS[14] -> asynq:{<q>}:prioritized (ours; see priority.lua)
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the group key prefix, asynq:{<q>}:g:
--- Returns: {pending, active, scheduled, retry, archived, completed, processed today,
+-- Returns: {pending (the list's and the prioritized set's), active, scheduled, retry, archived, completed, processed today,
 --           failed today, processed total, failed total, paused (0/1),
 --           pending_since of the oldest pending task in Unix nanoseconds (0 if none or unset),
 --           number of groups, number of aggregating tasks, number of waiting workflow tasks};
@@ -28,13 +31,27 @@ local oldest = redis.call("LRANGE", KEYS[1], -1, -1)[1]
 if oldest then
     oldest_since = redis.call("HGET", ARGV[1] .. oldest, "pending_since") or "0"
 end
+local prioritized = redis.call("ZCARD", KEYS[14])
+if prioritized > 0 then
+    -- Nanoseconds exceed a double's exact integers: compare them as strings of one length.
+    local function earlier(a, b)
+        return #a < #b or (#a == #b and a < b)
+    end
+    for _, id in ipairs(priority_heads(KEYS[14])) do
+        local since = redis.call("HGET", ARGV[1] .. id, "pending_since")
+        if since and since ~= "0" and string.match(since, "^%d+$")
+            and (oldest_since == "0" or earlier(since, oldest_since)) then
+            oldest_since = since
+        end
+    end
+end
 local groups = redis.call("SMEMBERS", KEYS[12])
 local aggregating = 0
 for _, group in ipairs(groups) do
     aggregating = aggregating + redis.call("ZCARD", ARGV[2] .. group)
 end
 return {
-    redis.call("LLEN", KEYS[1]),
+    redis.call("LLEN", KEYS[1]) + prioritized,
     redis.call("LLEN", KEYS[2]),
     redis.call("ZCARD", KEYS[3]),
     redis.call("ZCARD", KEYS[4]),

@@ -1,21 +1,24 @@
 -- run_all: makes every task of a scheduled, retry or archived set, or of one group, pending
 -- (Go asynq v0.26's runAll and runAllAggregating), and wakes idle Rust servers. The tasks go
--- to the back of the line in score order; as in Go, pending_since is not set and uniqueness
--- locks are kept.
+-- to the back of the line in score order, each among the tasks of its priority (see
+-- priority.lua); as in Go, pending_since is not set and uniqueness locks are kept.
 --
 -- KEYS[1] -> the source sorted set: asynq:{<q>}:scheduled, :retry or :archived, or
 --            asynq:{<q>}:g:<group>
 -- KEYS[2] -> asynq:{<q>}:pending
 -- KEYS[3] -> asynq:{<q>}:groups
 -- KEYS[4] -> asynq:{<q>}:idle_workers
+-- KEYS[5] -> asynq:{<q>}:prioritized (ours; see priority.lua)
+-- KEYS[6] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[3]
 -- ARGV[3] -> the wake-up channel, asynq:{<q>}:ready
 -- Returns: how many tasks became pending
 local ids = redis.call("ZRANGE", KEYS[1], 0, -1)
 for _, id in ipairs(ids) do
-    redis.call("LPUSH", KEYS[2], id)
-    redis.call("HSET", ARGV[1] .. id, "state", "pending")
+    local key = ARGV[1] .. id
+    push_pending(KEYS[2], KEYS[5], KEYS[6], id, priority_of(redis.call("HGET", key, "priority")), false)
+    redis.call("HSET", key, "state", "pending")
 end
 redis.call("DEL", KEYS[1])
 if ARGV[2] ~= "" then

@@ -1,11 +1,14 @@
 -- run_task: makes one task pending now, whatever waiting state it is in (Go asynq v0.26's
 -- runTask), and wakes idle Rust servers. As in Go, pending_since is not set and the uniqueness
--- lock is kept.
+-- lock is kept. A task of a priority other than the default goes to the prioritized set, after
+-- the tasks of its priority (see priority.lua).
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:pending
 -- KEYS[3] -> asynq:{<q>}:groups
 -- KEYS[4] -> asynq:{<q>}:idle_workers
+-- KEYS[5] -> asynq:{<q>}:prioritized (ours; see priority.lua)
+-- KEYS[6] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the queue key prefix, asynq:{<q>}:
 -- ARGV[3] -> the group key prefix, asynq:{<q>}:g:
@@ -16,7 +19,7 @@
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return 0
 end
-local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
+local state, group, priority = unpack(redis.call("HMGET", KEYS[1], "state", "group", "priority"))
 if state == "waiting" then
     return -3
 end
@@ -29,7 +32,7 @@ local detach_error = detach_waiting(ARGV[1], state, group, ARGV[2], ARGV[3], KEY
 if detach_error then
     return detach_error
 end
-redis.call("LPUSH", KEYS[2], ARGV[1])
+push_pending(KEYS[2], KEYS[5], KEYS[6], ARGV[1], priority_of(priority), false)
 redis.call("HSET", KEYS[1], "state", "pending")
 if redis.call("DEL", KEYS[4]) == 1 then
     redis.call("PUBLISH", ARGV[4], "")

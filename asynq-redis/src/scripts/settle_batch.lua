@@ -2,7 +2,7 @@
 -- (retry.lua), archives (archive.lua), successes with retention (complete.lua), requeues and
 -- forgiven stalls (requeue.lua). Each task gets exactly what its own script gives it: the
 -- re-encoded message and state in its hash, its place in the retry, archived or completed set
--- or at the front of the pending list, the counters it moves, its uniqueness lock released only
+-- or next in line among the pending tasks of its priority (see priority.lua), the counters it moves, its uniqueness lock released only
 -- when it completes, a waiting Rust client's notification when it is archived or completed,
 -- its `stalls` counted when it stalled.
 --
@@ -26,7 +26,9 @@
 -- KEYS[10] -> asynq:{<q>}:failed
 -- KEYS[11] -> asynq:{<q>}:idle_workers
 -- KEYS[12] -> asynq:{<q>}:waiting (ours; see mark_waiter.lua)
--- KEYS[13] -> asynq:{<q>}:events, the event stream (see events.lua)
+-- KEYS[13] -> asynq:{<q>}:prioritized (ours; see priority.lua)
+-- KEYS[14] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
+-- KEYS[15] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> now, Unix seconds (an archived task's score)
 -- ARGV[2] -> the archive's age cutoff: archived tasks scored at or before it are deleted, Unix
 --            seconds
@@ -58,7 +60,7 @@ if (#ARGV - 9) % FIELDS ~= 0 then
     return redis.error_reply("settle_batch: ARGV holds a partial record")
 end
 local ids = {}
-local events, cap = KEYS[13], ARGV[#ARGV]
+local events, cap = KEYS[15], ARGV[#ARGV]
 for i = 9, #ARGV - 1, FIELDS do
     -- Checked before anything is written, so that a bad record fails the call whole.
     if not KINDS[ARGV[i]] then
@@ -111,7 +113,7 @@ for first = 1, #ids, CHUNK do
                     notify_waiters(key, ARGV[6], id)
                 end
             else -- requeue or stall
-                redis.call("RPUSH", KEYS[3], id)
+                push_pending(KEYS[3], KEYS[13], KEYS[14], id, priority_of(redis.call("HGET", key, "priority")), true)
                 redis.call("HSET", key, "state", "pending")
                 if kind == "stall" then
                     redis.call("HINCRBY", key, "stalls", 1)

@@ -7,11 +7,11 @@
 -- Returns: {} when the task does not exist; otherwise {msg, state, next process time in Unix
 --          seconds (the score for scheduled and retry, now for pending, 0 otherwise), result or false,
 --          progress (write_progress.lua's) or false, debounce key (enqueue_replacing.lua's) or
---          false}
+--          false, priority (priority.lua's) or false}
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return {}
 end
-local fields = redis.call("HMGET", KEYS[1], "msg", "state", "result", "progress", "debounce")
+local fields = redis.call("HMGET", KEYS[1], "msg", "state", "result", "progress", "debounce", "priority")
 local state = fields[2]
 local next_at = 0
 if state == "scheduled" or state == "retry" then
@@ -19,4 +19,4 @@ if state == "scheduled" or state == "retry" then
 elseif state == "pending" then
     next_at = ARGV[2]
 end
-return {fields[1], state, next_at, fields[3], fields[4], fields[5]}
+return {fields[1], state, next_at, fields[3], fields[4], fields[5], fields[6]}
