@@ -472,6 +472,10 @@ pub(crate) struct TaskEnqueueArgs {
     /// Replace the waiting (pending or scheduled) task with this ID instead of adding one
     #[arg(long, value_name = "TASK_ID", conflicts_with_all = ["id", "debounce"])]
     pub(crate) replace: Option<String>,
+    /// Priority of the task within its queue, from -10 to 10, higher first [default: 0, Go's
+    /// pending list]
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) priority: Option<i32>,
 }
 
 /// `asynq task archiveall|deleteall|runall`

@@ -51,6 +51,8 @@ pub(crate) struct TaskView {
     progress: Option<ProgressView>,
     /// The debounce key the task was enqueued with.
     debounce_key: Option<String>,
+    /// Its priority within its queue, 0 by default.
+    priority: i8,
 }
 
 /// A handler's last progress report.
@@ -93,6 +95,7 @@ impl From<&TaskInfo> for TaskView {
                 reported_at: rfc3339(p.reported_at()),
             }),
             debounce_key: t.debounce_key.clone(),
+            priority: t.priority.get(),
         }
     }
 }

@@ -112,6 +112,29 @@ fn tasks_are_debounced_and_replaced() {
 }
 
 #[test]
+fn tasks_take_a_priority() {
+    let (server, _) = seeded_server();
+    let enqueue = |id: &str, priority: &str| {
+        let args = ["task", "enqueue", "-t", "report", "-l", id, "--queue", "reports", "--id", id];
+        asynq_at(&server, &[&args[..], &["--priority", priority, "--json"]].concat()).ok().json()
+    };
+    assert_eq!(enqueue("backfill", "-5")["priority"], -5);
+    assert_eq!(enqueue("user-42", "0")["priority"], 0);
+    assert_eq!(enqueue("user-7", "8")["priority"], 8);
+    let listed = asynq_at(&server, &["task", "ls", "-q", "reports", "-s", "pending", "--json"]).ok().json();
+    let order: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(order, ["user-7", "user-42", "backfill"], "the order a server takes them in");
+    let table = asynq_at(&server, &["task", "ls", "-q", "reports", "-s", "pending"]).ok();
+    table.shows(&["Priority"]);
+    let cell = |id: &str, value: &str| table.line(id).split_whitespace().any(|word| word == value);
+    assert!(cell("user-7", "8") && cell("backfill", "-5") && cell("user-42", "0"), "{}", table.stdout);
+    asynq_at(&server, &["task", "inspect", "-q", "reports", "-i", "user-7"]).ok().shows(&["Priority", "8"]);
+    let out_of_range = asynq_at(&server, &["task", "enqueue", "-t", "report", "-l", "x", "--priority", "11"]);
+    assert_eq!(out_of_range.code, 2, "{out_of_range:#?}");
+    assert!(out_of_range.stderr.contains("priority"), "{}", out_of_range.stderr);
+}
+
+#[test]
 fn queues_are_paused_resumed_and_removed() {
     let (server, _) = seeded_server();
     asynq_at(&server, &["queue", "pause", "critical"]).ok().shows(&[r#"Successfully paused queue "critical""#]);

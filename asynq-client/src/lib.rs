@@ -275,6 +275,7 @@ impl Client {
             Placement::Grouped { .. } => (TaskState::Aggregating, None),
         };
         let mut info = TaskInfo::new(&request.message, state, next_process_at, None);
+        info.priority = request.priority;
         if let Some(Replace::Debounced(debounce)) = &request.replace {
             info.debounce_key = Some(debounce.key().to_owned());
         }

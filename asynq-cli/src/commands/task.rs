@@ -69,7 +69,7 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
         TaskState::Completed => &["Completed At", "Result"],
         TaskState::Aggregating => &["Group"],
         TaskState::Active => &["Progress"],
-        TaskState::Pending => &[],
+        TaskState::Pending => &["Priority"],
         TaskState::Waiting => &["Workflow"],
     };
     let mut table = output::table(["ID", "Type", "Payload"].iter().chain(extra));
@@ -91,7 +91,7 @@ fn task_table(state: TaskState, tasks: &[TaskInfo]) -> comfy_table::Table {
             }
             TaskState::Aggregating => row.push(t.group.as_ref().map(ToString::to_string).unwrap_or_default()),
             TaskState::Active => row.push(t.progress.as_ref().map(ToString::to_string).unwrap_or_default()),
-            TaskState::Pending => {}
+            TaskState::Pending => row.push(t.priority.to_string()),
             TaskState::Waiting => row.push(crate::view::workflow_of(t)),
         }
         table.add_row(row);
@@ -147,6 +147,9 @@ async fn inspect(ctx: &Context, args: TaskRef) -> CliResult {
     }
     if let Some(key) = &info.debounce_key {
         row("Debounce key", Cell::new(key));
+    }
+    if !info.priority.is_default() {
+        row("Priority", Cell::new(info.priority));
     }
     if let Some(error) = &info.last_error {
         row("Last failed at", Cell::new(past(info.last_failed_at)));
@@ -321,6 +324,9 @@ fn enqueue_options(args: &TaskEnqueueArgs) -> Result<TaskOptions, CliError> {
     }
     if let (Some(key), Some(window)) = (&args.debounce, &args.debounce_window) {
         options = options.debounce(key, duration_flag("debounce_window", window)?);
+    }
+    if let Some(priority) = args.priority {
+        options = options.priority(priority);
     }
     Ok(options)
 }
