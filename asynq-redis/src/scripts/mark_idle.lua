@@ -9,7 +9,13 @@
 -- ARGV[1] -> how long the mark lasts, whole seconds
 -- Returns: the number of tasks a dequeue could take now (0 when the queue is paused)
 redis.call("SET", KEYS[1], 1, "EX", ARGV[1])
-if redis.call("EXISTS", KEYS[3]) == 1 then
+-- One EXISTS for the paused mark and the prioritized set, as in dequeue.lua: a queue without
+-- either pays what it paid before priorities.
+local found = redis.call("EXISTS", KEYS[3], KEYS[4])
+if found == 0 then
+    return redis.call("LLEN", KEYS[2])
+end
+if found == 2 or redis.call("EXISTS", KEYS[3]) == 1 then
     return 0
 end
 return redis.call("LLEN", KEYS[2]) + redis.call("ZCARD", KEYS[4])
