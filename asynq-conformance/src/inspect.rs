@@ -6,7 +6,7 @@ use super::fixture::{
     Fixture, archive, assert_failed_precondition, assert_queue_not_found, assert_task_not_found, at, millis, retry,
     secs,
 };
-use asynq_core::broker::{Inspect, Outcome, Page};
+use asynq_core::broker::{Capabilities, Inspect, Manage, Outcome, Page};
 use asynq_core::{QueueInfo, QueueName, Task, TaskId, TaskOptions, TaskState};
 use std::time::SystemTime;
 
@@ -257,4 +257,28 @@ pub async fn case_pausing_does_not_make_a_queue_known<F: BrokerFactory>(factory:
     assert_eq!(t.broker.queues().await.unwrap(), ["later"]);
     assert!(t.info("later").await.paused);
     assert!(t.dequeue(&["later"], 1).await.is_empty());
+}
+
+/// The queue directory (which servers serving queue patterns watch) counts and lists the queues
+/// an enqueue registered, and forgets a removed one.
+pub async fn case_the_queue_directory_counts_and_lists_registered_queues<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let directory = std::sync::Arc::new(t.broker.clone()).as_queue_directory().expect("every broker lists its queues");
+    assert_eq!(directory.registered_queue_count().await.unwrap(), 0);
+    assert!(directory.registered_queues().await.unwrap().is_empty());
+
+    t.plain("tenant:a", "x").await;
+    t.plain("tenant:b", "x").await;
+    t.enqueue("g", &Task::new("t", ""), TaskOptions::new().queue("tenant:c").group("g")).await.unwrap();
+    t.plain("tenant:a", "y").await;
+    assert_eq!(directory.registered_queue_count().await.unwrap(), 3);
+    let mut queues = directory.registered_queues().await.unwrap();
+    queues.sort();
+    assert_eq!(queues, ["tenant:a", "tenant:b", "tenant:c"]);
+
+    t.broker.delete_queue(&QueueName::from_static("tenant:b"), true).await.unwrap();
+    assert_eq!(directory.registered_queue_count().await.unwrap(), 2);
+    let mut queues = directory.registered_queues().await.unwrap();
+    queues.sort();
+    assert_eq!(queues, ["tenant:a", "tenant:c"]);
 }

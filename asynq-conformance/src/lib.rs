@@ -261,6 +261,7 @@ macro_rules! broker_conformance {
             inspect::case_queue_info_counts_every_state,
             inspect::case_queue_latency_is_the_age_of_the_next_pending_task,
             inspect::case_unknown_queue_is_not_found,
+            inspect::case_the_queue_directory_counts_and_lists_registered_queues,
             inspect::case_task_info_next_process_time_by_state,
             inspect::case_list_pending_and_active_in_processing_order,
             inspect::case_list_sorted_states_by_score,
