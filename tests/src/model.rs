@@ -27,6 +27,11 @@
 //! on those of parents an operator settled, in ID order. The order in which dependents in other
 //! queues hear of a parent is not specified; `tests/workflow_differential.rs` holds the two
 //! brokers to each other across queues instead.
+//!
+//! Task priorities ([`NewTask::priority`]) order a queue's pending tasks: highest first, first in
+//! first out within one, the default (0) being Go's pending list; a task given back goes next
+//! among its priority, and one made pending again (due, retried, run by an operator) joins the
+//! end of its priority.
 
 use asynq_core::{Error, FREE_STALLS, GroupName, TaskSet, TaskState};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -136,6 +141,8 @@ pub struct NewTask {
     pub retention: u64,
     /// Maximum retries.
     pub max_retry: u32,
+    /// Its priority within its queue (0: the default, Go's pending list).
+    pub priority: i8,
 }
 
 /// One call against a broker, or a move of the clock.
@@ -536,6 +543,58 @@ struct Task {
     debounce: Option<String>,
     /// Whether it belongs to a workflow (its settling passes its outcome on).
     workflow: bool,
+    /// Its priority within its queue.
+    priority: i8,
+}
+
+/// The pending tasks of a queue, in the order a dequeue takes them: priorities from the highest
+/// down, first in first out within one; the default priority, 0, is Go's pending list.
+#[derive(Debug, Clone, Default)]
+struct Pending(BTreeMap<std::cmp::Reverse<i8>, VecDeque<String>>);
+
+impl Pending {
+    /// Joins the end of `priority`.
+    fn push_back(&mut self, id: String, priority: i8) {
+        self.0.entry(std::cmp::Reverse(priority)).or_default().push_back(id);
+    }
+
+    /// Goes next among `priority` (a task given back).
+    fn push_front(&mut self, id: String, priority: i8) {
+        self.0.entry(std::cmp::Reverse(priority)).or_default().push_front(id);
+    }
+
+    fn pop_front(&mut self) -> Option<String> {
+        let (priority, ids) = self.0.iter_mut().find(|(_, ids)| !ids.is_empty())?;
+        let (priority, id) = (*priority, ids.pop_front());
+        if self.0[&priority].is_empty() {
+            self.0.remove(&priority);
+        }
+        id
+    }
+
+    fn remove(&mut self, id: &str) {
+        for ids in self.0.values_mut() {
+            ids.retain(|p| p != id);
+        }
+        self.0.retain(|_, ids| !ids.is_empty());
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &String> {
+        self.0.values().flatten()
+    }
+
+    fn len(&self) -> usize {
+        self.0.values().map(VecDeque::len).sum()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every pending task, taken out.
+    fn take_all(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.0).into_values().flatten().collect()
+    }
 }
 
 /// A workflow task waiting for others.
@@ -551,7 +610,7 @@ struct Waiting {
 struct Queue {
     tasks: BTreeMap<String, Task>,
     /// Front: the next to be dequeued.
-    pending: VecDeque<String>,
+    pending: Pending,
     /// In the order they were dequeued.
     active: Vec<String>,
     lease: BTreeMap<String, i64>,
@@ -602,7 +661,7 @@ impl Queue {
     fn detach(&mut self, id: &str) {
         let task = &self.tasks[id];
         match task.state {
-            TaskState::Pending => self.pending.retain(|p| p != id),
+            TaskState::Pending => self.pending.remove(id),
             TaskState::Aggregating => {
                 let group = task.group.clone().unwrap_or_default();
                 if let Some(set) = self.groups.get_mut(&group) {
@@ -801,7 +860,7 @@ impl Model {
                 q.scheduled.insert((now + delay as i64, task.id.to_owned()));
                 TaskState::Scheduled
             } else {
-                q.pending.push_back(task.id.to_owned());
+                q.pending.push_back(task.id.to_owned(), 0);
                 TaskState::Pending
             };
             debug_assert!(task.after.iter().all(|&parent| parent < index), "parents come first");
@@ -815,6 +874,7 @@ impl Model {
                 stalls: 0,
                 debounce: None,
                 workflow: true,
+                priority: 0,
             };
             q.tasks.insert(task.id.to_owned(), stored);
         }
@@ -856,7 +916,7 @@ impl Model {
                 } else if waiting.left.is_empty() {
                     q.waiting.remove(&child);
                     q.tasks.get_mut(&child).expect("a waiting task exists").state = TaskState::Pending;
-                    q.pending.push_back(child);
+                    q.pending.push_back(child, 0);
                 }
             }
         }
@@ -883,7 +943,7 @@ impl Model {
     }
 
     fn enqueue(&mut self, task: &NewTask) -> Result<(), ErrorKind> {
-        let NewTask { queue, id, payload, when, unique, retention, max_retry } = *task;
+        let NewTask { queue, id, payload, when, unique, retention, max_retry, priority } = *task;
         let now = self.now;
         // The queue is registered before the store is attempted, whatever its outcome.
         self.known.insert(queue.to_owned());
@@ -906,7 +966,7 @@ impl Model {
         }
         let (state, group) = match when {
             When::Now => {
-                q.pending.push_back(id.to_owned());
+                q.pending.push_back(id.to_owned(), priority);
                 (TaskState::Pending, None)
             }
             When::In(secs) | When::GroupIn(_, secs) => {
@@ -929,6 +989,7 @@ impl Model {
             stalls: 0,
             debounce: None,
             workflow: false,
+            priority,
         };
         q.tasks.insert(id.to_owned(), task);
         Ok(())
@@ -988,7 +1049,7 @@ impl Model {
                 TaskState::Scheduled
             }
             None => {
-                q.pending.push_back(task.id.to_owned());
+                q.pending.push_back(task.id.to_owned(), task.priority);
                 TaskState::Pending
             }
         };
@@ -1002,6 +1063,7 @@ impl Model {
             stalls: 0,
             debounce: debounce.map(str::to_owned),
             workflow: false,
+            priority: task.priority,
         };
         q.tasks.insert(task.id.to_owned(), stored);
     }
@@ -1078,10 +1140,10 @@ impl Model {
                 q.archive(id, now);
             }
             FinishWith::Requeue => {
-                if let Some(task) = q.tasks.get_mut(id) {
-                    task.state = TaskState::Pending;
-                }
-                q.pending.push_front(id.to_owned());
+                let task = q.tasks.get_mut(id).expect("an active task exists");
+                task.state = TaskState::Pending;
+                let priority = task.priority;
+                q.pending.push_front(id.to_owned(), priority);
             }
         }
         Ok(())
@@ -1105,7 +1167,8 @@ impl Model {
                     }
                     None => {
                         task.state = TaskState::Pending;
-                        q.pending.push_back(id);
+                        let priority = task.priority;
+                        q.pending.push_back(id, priority);
                     }
                 }
                 moved += 1;
@@ -1172,8 +1235,10 @@ impl Model {
             _ => {
                 let q = self.queue(queue);
                 q.detach(id);
-                q.pending.push_back(id.to_owned());
-                q.tasks.get_mut(id).expect("the task exists").state = TaskState::Pending;
+                let task = q.tasks.get_mut(id).expect("the task exists");
+                task.state = TaskState::Pending;
+                let priority = task.priority;
+                q.pending.push_back(id.to_owned(), priority);
                 Ok(())
             }
         }
@@ -1215,7 +1280,7 @@ impl Model {
         self.check_known(queue)?;
         let q = self.queue(queue);
         let ids = match set {
-            Set::State(TaskState::Pending) => q.pending.drain(..).collect(),
+            Set::State(TaskState::Pending) => q.pending.take_all(),
             Set::State(state) => std::mem::take(q.zset(state)).into_iter().map(|(_, id)| id).collect(),
             Set::Group(group) => {
                 q.group_names.remove(group);
@@ -1230,8 +1295,10 @@ impl Model {
         let ids = self.take_set(queue, set, &[Scheduled, Retry, Archived])?;
         let q = self.queue(queue);
         for id in &ids {
-            q.tasks.get_mut(id).expect("a listed task exists").state = Pending;
-            q.pending.push_back(id.clone());
+            let task = q.tasks.get_mut(id).expect("a listed task exists");
+            task.state = Pending;
+            let priority = task.priority;
+            q.pending.push_back(id.clone(), priority);
         }
         Ok(ids.len())
     }
@@ -1271,7 +1338,7 @@ impl Model {
         if !q.active.is_empty() {
             return Err(ErrorKind::FailedPrecondition);
         }
-        let mut doomed: Vec<String> = q.pending.drain(..).collect();
+        let mut doomed: Vec<String> = q.pending.take_all();
         for state in [TaskState::Scheduled, TaskState::Retry, TaskState::Archived] {
             doomed.extend(std::mem::take(q.zset(state)).into_iter().map(|(_, id)| id));
         }

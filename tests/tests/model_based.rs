@@ -93,6 +93,9 @@ impl<B: Broker + Workflows> Backend<B> {
     /// The request for `task` with `options` (queue, ID, retries and retention are the task's).
     fn resolve(&self, task: &NewTask, options: TaskOptions) -> EnqueueRequest {
         let mut options = options.queue(task.queue).task_id(task.id).max_retry(task.max_retry);
+        if task.priority != 0 {
+            options = options.priority(i32::from(task.priority));
+        }
         if task.retention > 0 {
             options = options.retention(Duration::from_secs(task.retention));
         }
@@ -415,15 +418,12 @@ fn new_task() -> impl Strategy<Value = NewTask> {
         proptest::bool::weighted(0.3),
         prop_oneof![Just(0u64), 1u64..120],
         0u32..3,
+        prop_oneof![3 => Just(0i8), 1 => proptest::sample::select(&[-3i8, 2, 5][..])],
     )
-        .prop_map(|(queue, id, payload, when, unique, retention, max_retry)| NewTask {
-            queue,
-            id,
-            payload,
-            when,
-            unique,
-            retention,
-            max_retry,
+        .prop_map(|(queue, id, payload, when, unique, retention, max_retry, priority)| {
+            // A grouped task cannot have a priority (the client refuses it before any call).
+            let priority = if matches!(when, When::Group(_) | When::GroupIn(..)) { 0 } else { priority };
+            NewTask { queue, id, payload, when, unique, retention, max_retry, priority }
         })
 }
 
