@@ -1,6 +1,6 @@
-//! What Go asynq v0.26 sees of prioritized tasks (`TaskOptions::priority`), through its own
-//! scripts (wire-format spec 5.7, 5.13, 6.5, 6.9–6.11) run verbatim on a real redis-server beside
-//! our broker: Go's pending list, stats and servers see only tasks of the default priority; Go's
+//! What Go asynq v0.26 sees of prioritized tasks (`TaskOptions::priority`), through its scripts'
+//! steps as the wire-format spec describes them (5.7, 5.13, 6.5, 6.9–6.11), run on a real
+//! redis-server beside our broker: Go's pending list, stats and servers see only tasks of the default priority; Go's
 //! task inspection reads a prioritized task as pending; Go's task actions on one fail and write
 //! nothing; a prioritized task Go's forwarder makes pending runs at the default priority, and
 //! keeps its priority field.
@@ -16,154 +16,82 @@ use std::time::Duration;
 /// An instant in whole seconds, for the simulated clock.
 const NOW: i64 = 1_795_000_000;
 
-/// Go v0.26's `dequeueCmd` (spec 5.7). KEYS: pending, paused, active, lease; ARGV: lease
-/// expiry, task key prefix.
+// Go v0.26's scripts as the wire-format spec (`asynq-wire-format.md`) describes their steps,
+// written here for this test: what a Go server or Go's CLI does to the keys, reduced to the
+// steps the test reaches (error replies are Redis errors, as Go's are; their texts are ours).
+
+/// Go's dequeue (spec 5.7). KEYS: pending, paused, active, lease; ARGV: lease expiry (s), task
+/// key prefix. Returns the message of the task taken, or nil.
 const GO_DEQUEUE: &str = r#"
-if redis.call("EXISTS", KEYS[2]) == 0 then
-    local id = redis.call("RPOPLPUSH", KEYS[1], KEYS[3])
-    if id then
-        local key = ARGV[2] .. id
-        redis.call("HSET", key, "state", "active")
-        redis.call("HDEL", key, "pending_since")
-        redis.call("ZADD", KEYS[4], ARGV[1], id)
-        return redis.call("HGET", key, "msg")
-    end
+if redis.call("EXISTS", KEYS[2]) == 1 then
+    return nil
 end
-return nil
+local taken = redis.call("RPOPLPUSH", KEYS[1], KEYS[3])
+if not taken then
+    return nil
+end
+local task = ARGV[2] .. taken
+redis.call("HSET", task, "state", "active")
+redis.call("HDEL", task, "pending_since")
+redis.call("ZADD", KEYS[4], ARGV[1], taken)
+return redis.call("HGET", task, "msg")
 "#;
 
-/// Go v0.26's `forwardCmd` (spec 5.13). KEYS: scheduled or retry, pending; ARGV: now (s), task
-/// key prefix, now (ns), group key prefix.
+/// Go's forward (spec 5.13), for tasks without a group. KEYS: scheduled or retry, pending;
+/// ARGV: now (s), task key prefix, now (ns). Returns how many it moved.
 const GO_FORWARD: &str = r#"
-local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1], "LIMIT", 0, 100)
-for _, id in ipairs(ids) do
-    local taskKey = ARGV[2] .. id
-    local group = redis.call("HGET", taskKey, "group")
-    if group and group ~= '' then
-        redis.call("ZADD", ARGV[4] .. group, ARGV[1], id)
-        redis.call("ZREM", KEYS[1], id)
-        redis.call("HSET", taskKey, "state", "aggregating")
-    else
-        redis.call("LPUSH", KEYS[2], id)
-        redis.call("ZREM", KEYS[1], id)
-        redis.call("HSET", taskKey, "state", "pending", "pending_since", ARGV[3])
-    end
+local due = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1], "LIMIT", 0, 100)
+for _, id in ipairs(due) do
+    redis.call("LPUSH", KEYS[2], id)
+    redis.call("ZREM", KEYS[1], id)
+    redis.call("HSET", ARGV[2] .. id, "state", "pending", "pending_since", ARGV[3])
 end
-return table.getn(ids)
+return #due
 "#;
 
-/// Go v0.26's `getTaskInfoCmd` (spec 6.5). KEYS: task key; ARGV: id, now (s), queue prefix.
+/// Go's task inspection (spec 6.5). KEYS: task key; ARGV: id, now (s), queue prefix. Returns
+/// {msg, state, next process time, result}.
 const GO_TASK_INFO: &str = r#"
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return redis.error_reply("NOT FOUND")
 end
-local msg, state, result = unpack(redis.call("HMGET", KEYS[1], "msg", "state", "result"))
-if state == "scheduled" or state == "retry" then
-    return {msg, state, redis.call("ZSCORE", ARGV[3] .. state, ARGV[1]), result}
+local fields = redis.call("HMGET", KEYS[1], "msg", "state", "result")
+local next_at = 0
+if fields[2] == "scheduled" or fields[2] == "retry" then
+    next_at = redis.call("ZSCORE", ARGV[3] .. fields[2], ARGV[1])
+elseif fields[2] == "pending" then
+    next_at = ARGV[2]
 end
-if state == "pending" then
-    return {msg, state, ARGV[2], result}
-end
-return {msg, state, 0, result}
+return {fields[1], fields[2], next_at, fields[3]}
 "#;
 
-/// Go v0.26's `runTaskCmd` (spec 6.9). KEYS: task key, pending, groups; ARGV: id, queue
-/// prefix, group prefix.
+/// Go's run of one task (spec 6.9), up to its refusals. KEYS: task key; ARGV: none. Returns 0
+/// for a missing task, -1 for an active one, -2 for a pending one (nothing written).
 const GO_RUN_TASK: &str = r#"
 if redis.call("EXISTS", KEYS[1]) == 0 then
     return 0
 end
-local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
+local state = redis.call("HGET", KEYS[1], "state")
 if state == "active" then
     return -1
 elseif state == "pending" then
     return -2
-elseif state == "aggregating" then
-    local n = redis.call("ZREM", ARGV[3] .. group, ARGV[1])
-    if n == 0 then
-        return redis.error_reply("internal error: task id not found in zset " .. tostring(ARGV[3] .. group))
-    end
-    if redis.call("ZCARD", ARGV[3] .. group) == 0 then
-        redis.call("SREM", KEYS[3], group)
-    end
-else
-    local n = redis.call("ZREM", ARGV[2] .. state, ARGV[1])
-    if n == 0 then
-        return redis.error_reply("internal error: task id not found in zset " .. tostring(ARGV[2] .. state))
-    end
 end
-redis.call("LPUSH", KEYS[2], ARGV[1])
-redis.call("HSET", KEYS[1], "state", "pending")
-return 1
+return redis.error_reply("this emulation stops at Go's refusals")
 "#;
 
-/// Go v0.26's `archiveTaskCmd` (spec 6.10), up to its first write. KEYS: task key, archived,
-/// groups; ARGV: id, now, cutoff, max size, queue prefix, group prefix.
-const GO_ARCHIVE_TASK: &str = r#"
-if redis.call("EXISTS", KEYS[1]) == 0 then
-    return 0
+/// Go's archive or delete of one pending task (spec 6.10, 6.11), up to its first write: the
+/// task is taken out of Go's pending list, and the script fails when it is not there. KEYS:
+/// task key; ARGV: id, queue prefix. Returns 1 once removed (the rest of Go's steps are not
+/// needed here).
+const GO_TAKE_OUT_PENDING: &str = r#"
+if redis.call("HGET", KEYS[1], "state") ~= "pending" then
+    return redis.error_reply("this emulation covers pending tasks only")
 end
-local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
-if state == "active" then
-    return -2
+if redis.call("LREM", ARGV[2] .. "pending", 1, ARGV[1]) == 0 then
+    return redis.error_reply("task " .. ARGV[1] .. " not found in list " .. ARGV[2] .. "pending")
 end
-if state == "archived" then
-    return -1
-end
-if state == "pending" then
-    if redis.call("LREM", ARGV[5] .. state, 1, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in list " .. tostring(ARGV[5] .. state))
-    end
-elseif state == "aggregating" then
-    if redis.call("ZREM", ARGV[6] .. group, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. tostring(ARGV[6] .. group))
-    end
-    if redis.call("ZCARD", ARGV[6] .. group) == 0 then
-        redis.call("SREM", KEYS[3], group)
-    end
-else
-    if redis.call("ZREM", ARGV[5] .. state, ARGV[1]) == 0 then
-        return redis.error_reply("task id not found in zset " .. tostring(ARGV[5] .. state))
-    end
-end
-redis.call("ZADD", KEYS[2], ARGV[2], ARGV[1])
-redis.call("HSET", KEYS[1], "state", "archived")
-redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", ARGV[3])
-redis.call("ZREMRANGEBYRANK", KEYS[2], 0, -ARGV[4])
 return 1
-"#;
-
-/// Go v0.26's `deleteTaskCmd` (spec 6.11). KEYS: task key, groups; ARGV: id, queue prefix,
-/// group prefix.
-const GO_DELETE_TASK: &str = r#"
-if redis.call("EXISTS", KEYS[1]) == 0 then
-    return 0
-end
-local state, group = unpack(redis.call("HMGET", KEYS[1], "state", "group"))
-if state == "active" then
-    return -1
-end
-if state == "pending" then
-    if redis.call("LREM", ARGV[2] .. state, 0, ARGV[1]) == 0 then
-        return redis.error_reply("task is not found in list: " .. tostring(ARGV[1]))
-    end
-elseif state == "aggregating" then
-    if redis.call("ZREM", ARGV[3] .. group, ARGV[1]) == 0 then
-        return redis.error_reply("task is not found in group: " .. tostring(ARGV[1]))
-    end
-    if redis.call("ZCARD", ARGV[3] .. group) == 0 then
-        redis.call("SREM", KEYS[2], group)
-    end
-else
-    if redis.call("ZREM", ARGV[2] .. state, ARGV[1]) == 0 then
-        return redis.error_reply("task is not found in zset: " .. tostring(ARGV[1]))
-    end
-end
-local unique_key = redis.call("HGET", KEYS[1], "unique_key")
-if unique_key and unique_key ~= "" and redis.call("GET", unique_key) == ARGV[1] then
-    redis.call("DEL", unique_key)
-end
-return redis.call("DEL", KEYS[1])
 "#;
 
 /// Runs `script` with `keys` and `args`: its reply, or its error reply.
@@ -255,26 +183,11 @@ async fn go_sees_prioritized_tasks_as_pending_tasks_it_cannot_take_or_touch() {
 
     // Go's task actions on it fail before they write anything.
     let before = dump(&redis);
-    let deleted = eval(
-        &redis,
-        GO_DELETE_TASK,
-        &["asynq:{q}:t:high", "asynq:{q}:groups"],
-        &["high", "asynq:{q}:", "asynq:{q}:g:"],
-    );
-    assert!(matches!(deleted, Err(ref e) if e.contains("not found in list")), "{deleted:?}");
-    let archived = eval(
-        &redis,
-        GO_ARCHIVE_TASK,
-        &["asynq:{q}:t:low", "asynq:{q}:archived", "asynq:{q}:groups"],
-        &["low", &NOW.to_string(), "0", "10000", "asynq:{q}:", "asynq:{q}:g:"],
-    );
-    assert!(matches!(archived, Err(ref e) if e.contains("not found in list")), "{archived:?}");
-    let run = eval(
-        &redis,
-        GO_RUN_TASK,
-        &["asynq:{q}:t:high", "asynq:{q}:pending", "asynq:{q}:groups"],
-        &["high", "asynq:{q}:", "asynq:{q}:g:"],
-    );
+    for (action, id) in [("delete", "high"), ("archive", "low")] {
+        let refused = eval(&redis, GO_TAKE_OUT_PENDING, &[&format!("asynq:{{q}}:t:{id}")], &[id, "asynq:{q}:"]);
+        assert!(matches!(refused, Err(ref e) if e.contains("not found in list")), "Go's {action}: {refused:?}");
+    }
+    let run = eval(&redis, GO_RUN_TASK, &["asynq:{q}:t:high"], &[]);
     assert_eq!(run.unwrap().as_int(), Some(-2), "Go's runTask: already pending");
     assert_eq!(dump(&redis), before, "Go's refused actions wrote nothing");
 
@@ -306,12 +219,8 @@ async fn go_sees_prioritized_tasks_as_pending_tasks_it_cannot_take_or_touch() {
     clock.advance(Duration::from_secs(60));
     let now = (NOW + 60).to_string();
     let now_ns = (i128::from(NOW + 60) * 1_000_000_000).to_string();
-    let moved = eval(
-        &redis,
-        GO_FORWARD,
-        &["asynq:{q}:scheduled", "asynq:{q}:pending"],
-        &[&now, "asynq:{q}:t:", &now_ns, "asynq:{q}:g:"],
-    );
+    let moved =
+        eval(&redis, GO_FORWARD, &["asynq:{q}:scheduled", "asynq:{q}:pending"], &[&now, "asynq:{q}:t:", &now_ns]);
     assert_eq!(moved.unwrap().as_int(), Some(1));
     assert_eq!(list(&redis, "asynq:{q}:pending"), ["later"]);
     assert_eq!(inspector.task_info("q", "later").await.unwrap().priority.get(), 3);
