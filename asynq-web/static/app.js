@@ -5,7 +5,8 @@
 'use strict';
 
 (() => {
-  const STATES = ['pending', 'active', 'scheduled', 'retry', 'archived', 'completed', 'aggregating'];
+  // Go's seven states, then our workflow tasks waiting for the tasks they depend on.
+  const STATES = ['pending', 'active', 'scheduled', 'retry', 'archived', 'completed', 'aggregating', 'waiting'];
   // Which per-task actions each state allows (the broker refuses the others).
   const ROW_ACTIONS = {
     pending: ['archive', 'delete'],
@@ -27,9 +28,8 @@
     archived: ['run', 'delete'],
     completed: ['delete'],
     aggregating: [],
+    waiting: [],
   };
-  // The task header naming a workflow task's workflow.
-  const WORKFLOW_HEADER = 'asynq-workflow';
   const QUEUE_FIELDS = ['size', 'pending', 'active', 'scheduled', 'retry', 'archived', 'completed',
     'aggregating', 'processed', 'failed', 'throughput', 'paused', 'latency', 'memory'];
 
@@ -127,6 +127,12 @@
   const retriedCell = (t) => h('td', { 'data-field': 'retried', class: 'num', text: `${t.retried}/${t.max_retry}` });
   const errorCell = (t) => h('td', { 'data-field': 'last_error', class: 'error-text', text: t.last_error || '' });
   const failedAtCell = (t) => timeCell('last_failed_at', t.last_failed_at);
+  // A task's priority within its queue; the default, 0, is muted.
+  const priorityCell = (t) => h('td', { 'data-field': 'priority', class: t.priority === 0 ? 'num muted' : 'num',
+    text: String(t.priority), title: 'Priority within the queue: higher runs first; 0 is the default' });
+  // A link to the workflow a task belongs to.
+  const workflowLink = (id) => h('a', { class: 'mono', href: `#/workflows/${enc(id)}`, text: id });
+  const workflowCell = (t) => h('td', { 'data-field': 'workflow' }, t.workflow ? workflowLink(t.workflow) : '–');
   const STATE_COLUMNS = {
     active: [
       ['Started', (t) => timeCell('started', t.worker && t.worker.started)],
@@ -135,7 +141,8 @@
         title: t.worker ? `${t.worker.server} (server ${t.worker.server_id})` : null })],
       ['Progress', (t) => progressCell(t.progress)],
     ],
-    pending: [['Retried', retriedCell], ['Last error', errorCell]],
+    // The Priority column is hidden while every listed task has the default priority.
+    pending: [['Priority', priorityCell], ['Retried', retriedCell], ['Last error', errorCell]],
     scheduled: [['Due', (t) => timeCell('next_process_at', t.next_process_at)], ['Retried', retriedCell]],
     retry: [['Next attempt', (t) => timeCell('next_process_at', t.next_process_at)], ['Retried', retriedCell],
       ['Failed at', failedAtCell], ['Last error', errorCell]],
@@ -143,6 +150,8 @@
     completed: [['Completed at', (t) => timeCell('completed_at', t.completed_at)],
       ['Result', (t) => h('td', { 'data-field': 'result', class: 'mono payload', text: t.result_preview || '–' })]],
     aggregating: [['Group', (t) => h('td', { 'data-field': 'group', text: t.group || '–' })], ['Retried', retriedCell]],
+    // A waiting task takes no action of its own: its workflow's page can cancel it.
+    waiting: [['Workflow', workflowCell], ['Retried', retriedCell]],
   };
 
   // `42% resizing`: a handler's last progress report.
@@ -275,6 +284,7 @@
       return { name: 'queue', queue: parts[1], state };
     }
     if (parts[0] === 'workflows') return parts.length >= 2 ? { name: 'workflow', id: parts[1] } : { name: 'workflows' };
+    if (parts[0] === 'slots') return { name: 'slots', key: parts[1] || '' };
     if (['servers', 'schedulers', 'redis'].includes(parts[0])) return { name: parts[0] };
     return { name: 'overview' };
   }
@@ -282,7 +292,7 @@
   function mount() {
     const route = parseRoute();
     const views = { overview: overviewView, queue: queueView, task: taskView, workflows: workflowsView,
-      workflow: workflowView, servers: serversView, schedulers: schedulersView, redis: redisView };
+      workflow: workflowView, servers: serversView, slots: slotsView, schedulers: schedulersView, redis: redisView };
     // The section of the navigation each page belongs to.
     const sections = { queue: 'overview', task: 'overview', workflow: 'workflows' };
     const container = byId('view');
@@ -526,10 +536,13 @@
       syncBulk();
     });
     const columns = STATE_COLUMNS[state];
-    const headers = [h('th', { scope: 'col', class: 'select' }, writable() ? selectAll : null),
-      'ID', 'Type', 'Payload', ...columns.map(([title]) => title)];
-    if (writable()) headers.push('Actions');
+    // Whether the tasks of this state take actions here (a waiting task's are its workflow's).
+    const actionable = writable() && ROW_ACTIONS[state].length > 0;
+    const headers = [h('th', { scope: 'col', class: 'select' }, actionable ? selectAll : null),
+      'ID', 'Type', 'Payload', ...columns.map(([title]) => h('th', { scope: 'col', 'data-column': title.toLowerCase(), text: title }))];
+    if (actionable) headers.push('Actions');
     const tasks = table('tasks', headers);
+    const tasksTable = tasks.node.querySelector('table');
     const bulkButtons = [];
     const toolbar = h('div', { class: 'toolbar' }, [search, sizeSelect]);
     if (writable()) {
@@ -565,6 +578,8 @@
       h('div', { class: 'panel-head' }, [h('h1', {}, [h('a', { href: '#/', text: 'Queues' }), ' / ', h('span', { id: 'queue-name', text: queue })]), pauseSlot]),
       summary, tabs,
       state === 'aggregating' ? h('div', {}, [h('h2', { text: 'Groups' }), groupsList]) : null,
+      state === 'waiting' ? h('p', { id: 'waiting-note', class: 'muted', text: 'Workflow tasks waiting for the tasks they depend on: '
+        + 'each is released once they have all settled. They take no action here; cancel their workflow on its page instead.' }) : null,
       toolbar, tasks.node,
       h('div', { class: 'pager' }, [prev, pageInfo, next]),
     ]), h('section', { class: 'panel' }, [
@@ -661,15 +676,16 @@
             syncBulk();
           });
           const cells = [
-            h('td', { class: 'select' }, writable() ? box : null),
+            h('td', { class: 'select' }, actionable ? box : null),
             h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(queue)}/tasks/${enc(task.id)}`, text: task.id })),
             h('td', { 'data-field': 'type', text: task.type }),
             h('td', { 'data-field': 'payload', class: 'mono payload', text: task.payload_preview, title: `${task.payload_size} bytes` }),
             ...columns.map(([, cell]) => cell(task)),
           ];
-          if (writable()) cells.push(h('td', { class: 'actions' }, rowActions(task)));
+          if (actionable) cells.push(h('td', { class: 'actions' }, rowActions(task)));
           tasks.body.append(h('tr', { 'data-task-id': task.id, 'data-state': task.state }, cells));
         }
+        tasksTable.classList.toggle('default-priorities', page.tasks.every((t) => t.priority === 0));
         // Forget selections of tasks no longer listed on this page.
         for (const id of [...local.selected]) if (!local.ids.includes(id)) local.selected.delete(id);
         const pages = Math.max(1, Math.ceil(page.total / local.size));
@@ -759,6 +775,7 @@
         }
         const fields = [
           ['id', 'ID', task.id], ['type', 'Type', task.type], ['state', 'State', task.state], ['queue', 'Queue', task.queue],
+          ['priority', 'Priority', task.priority === 0 ? '0 (the default)' : String(task.priority)],
           ['retried', 'Retried', String(task.retried)], ['max_retry', 'Max retry', String(task.max_retry)],
           ['last_error', 'Last error', task.last_error || '–'], ['last_failed_at', 'Last failed', fmtTime(task.last_failed_at)],
           ['next_process_at', 'Next process at', fmtTime(task.next_process_at)], ['group', 'Group', task.group || '–'],
@@ -773,19 +790,21 @@
         for (const [field, label, value] of fields) {
           list.append(h('dt', { text: label }), h('dd', { 'data-field': field, text: value }));
         }
-        const workflow = task.headers[WORKFLOW_HEADER];
-        if (workflow) {
-          list.append(h('dt', { text: 'Workflow' }), h('dd', { 'data-field': 'workflow' },
-            h('a', { class: 'mono', href: `#/workflows/${enc(workflow)}`, text: workflow })));
+        if (task.workflow) {
+          list.append(h('dt', { text: 'Workflow' }), h('dd', { 'data-field': 'workflow' }, workflowLink(task.workflow)));
         }
         const headerRows = Object.entries(task.headers);
         const headers = headerRows.length === 0 ? h('p', { 'data-field': 'headers', class: 'muted', text: 'No headers.' })
           : h('table', { 'data-field': 'headers', class: 'kv' }, h('tbody', {}, headerRows.map(([k, v]) =>
             h('tr', {}, [h('th', { scope: 'row', text: k }), h('td', { class: 'mono', text: v })]))));
-        const actions = writable() ? h('div', { class: 'toolbar' }, ROW_ACTIONS[task.state].map((action) => h('button', {
-          type: 'button', 'data-action': action, class: action === 'delete' || action === 'cancel' ? 'danger' : null,
-          text: cap(action), onclick: () => act(() => api('POST', `/api/queues/${enc(queue)}/tasks/${enc(id)}/${action}`)),
-        }))) : null;
+        // A waiting task takes no action of its own: its workflow's page cancels it.
+        const actions = task.state === 'waiting' && task.workflow
+          ? h('div', { class: 'toolbar' }, [h('span', { class: 'muted', text: 'Waiting for the tasks it depends on.' }),
+            h('a', { 'data-action': 'open-workflow', href: `#/workflows/${enc(task.workflow)}`, text: 'Open its workflow' })])
+          : writable() ? h('div', { class: 'toolbar' }, ROW_ACTIONS[task.state].map((action) => h('button', {
+            type: 'button', 'data-action': action, class: action === 'delete' || action === 'cancel' ? 'danger' : null,
+            text: cap(action), onclick: () => act(() => api('POST', `/api/queues/${enc(queue)}/tasks/${enc(id)}/${action}`)),
+          }))) : null;
         section.replaceChildren(
           h('h1', {}, [h('a', { href: `#/queues/${enc(queue)}/${task.state}`, text: queue }), ' / ', h('span', { class: 'mono', text: task.id })]),
           actions, list,
@@ -1065,8 +1084,27 @@
 
   // ---- Servers -----------------------------------------------------------------------------
 
+  // A server's queues with their priorities: a queue links to its page; a pattern (a name with
+  // `*`, such as `tenant:*`, serving every queue it matches) is marked as one and links nowhere.
+  function serverQueues(server) {
+    const nodes = [];
+    for (const [name, priority] of Object.entries(server.queues)) {
+      if (nodes.length > 0) nodes.push(', ');
+      nodes.push(name.includes('*')
+        ? h('span', { class: 'queue-pattern', 'data-pattern': name, title: `Every queue whose name matches ${name}` },
+          [h('em', { text: name }), ' ', h('span', { class: 'badge', text: 'pattern' })])
+        : h('a', { 'data-queue': name, href: `#/queues/${enc(name)}/pending`, text: name }));
+      nodes.push(h('span', { class: 'muted', text: ` (${priority})`, title: `priority ${priority}` }));
+    }
+    if (server.strict_priority) {
+      nodes.push(' ', h('span', { class: 'badge', text: 'strict',
+        title: 'Strict priority: a queue is served only while every queue of a higher priority is empty' }));
+    }
+    return nodes;
+  }
+
   function serversView(_route, container) {
-    const servers = table('servers', ['ID', 'Host', 'PID', 'Status', 'Concurrency', 'Active', 'Queues', 'Started']);
+    const servers = table('servers', ['ID', 'Host', 'PID', 'Status', 'Concurrency', 'Active', 'Queues (priority)', 'Started']);
     const workers = table('workers', ['Task', 'Type', 'Queue', 'Payload', 'Server', 'Started', 'Deadline']);
     container.append(
       h('section', { class: 'panel' }, [h('h1', { text: 'Servers' }), servers.node]),
@@ -1079,13 +1117,12 @@
         if (data.servers.length === 0) emptyRow(servers.body, 8, 'No live servers.');
         let any = false;
         for (const s of data.servers) {
-          const queues = Object.entries(s.queues).map(([name, priority]) => `${name}:${priority}`).join(', ');
           servers.body.append(h('tr', { 'data-server-id': s.id }, [
             h('td', { 'data-field': 'id', class: 'mono', text: s.id }), h('td', { 'data-field': 'host', text: s.host }),
             h('td', { 'data-field': 'pid', class: 'num', text: s.pid }), h('td', { 'data-field': 'status', text: s.status }),
             h('td', { 'data-field': 'concurrency', class: 'num', text: s.concurrency }),
             h('td', { 'data-field': 'active_workers', class: 'num', text: s.workers.length }),
-            h('td', { 'data-field': 'queues', text: queues + (s.strict_priority ? ' (strict)' : '') }),
+            h('td', { 'data-field': 'queues' }, serverQueues(s)),
             timeCell('started', s.started)]));
           for (const w of s.workers) {
             any = true;
@@ -1098,6 +1135,47 @@
           }
         }
         if (!any) emptyRow(workers.body, 7, 'No task is running.');
+      },
+    };
+  }
+
+  // ---- Shared concurrency slots ------------------------------------------------------------
+
+  // The tasks holding slots of a shared concurrency limit, for the key the operator types (kept
+  // in the route, so a reload or a link shows the same key).
+  function slotsView(route, container) {
+    const { key } = route;
+    const input = h('input', { id: 'slot-key', type: 'search', name: 'key', value: key, placeholder: 'type:pdf:render',
+      'aria-label': 'Slot key', autocomplete: 'off', spellcheck: 'false' });
+    const form = h('form', { id: 'slot-form', class: 'toolbar' }, [input, h('button', { type: 'submit', text: 'Show holders' })]);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const typed = input.value.trim();
+      if (!typed) return;
+      const target = `#/slots/${enc(typed)}`;
+      if (location.hash === target) refresh(); else location.hash = target;
+    });
+    const holders = table('slot-holders', ['Task ID', 'Held until']);
+    const count = h('p', { id: 'slot-count', class: 'muted' });
+    const results = h('section', { id: 'slot-results', class: 'panel', hidden: !key }, [
+      h('h2', {}, ['Holders of ', h('span', { id: 'slot-key-shown', class: 'mono', text: key })]), count, holders.node]);
+    container.append(h('section', { class: 'panel' }, [
+      h('h1', { text: 'Shared concurrency slots' }),
+      h('p', { class: 'muted', text: 'A shared concurrency limit lets at most so many tasks of one key run at once across '
+        + 'every server: type:<task type> for Config::shared_type_concurrency, or the keys Config::shared_limit derives. '
+        + 'A running task holds a slot until its outcome is written; a hold its server stops renewing runs out.' }),
+      form,
+    ]), results);
+    if (!key) queueMicrotask(() => input.focus());
+    return {
+      async update() {
+        if (!key) return;
+        const data = await api('GET', `/api/slots/${enc(key)}`);
+        count.textContent = `${fmtNumber(data.holders.length)} task(s) hold a slot now.`;
+        holders.body.replaceChildren(...data.holders.map((holder) => h('tr', { 'data-task-id': holder.task_id }, [
+          h('td', { 'data-field': 'task_id', class: 'mono', text: holder.task_id }),
+          timeCell('held_until', holder.held_until)])));
+        if (data.holders.length === 0) emptyRow(holders.body, 2, 'No task holds a slot of this key.');
       },
     };
   }

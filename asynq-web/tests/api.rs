@@ -199,7 +199,8 @@ async fn fixture() -> Fixture {
         pid: 4242,
         server_id: "server-1".into(),
         concurrency: 10,
-        queues: BTreeMap::from([("web".to_owned(), 1)]),
+        // A queue pattern (Config::queue_patterns) is listed among the queues it serves.
+        queues: BTreeMap::from([("web".to_owned(), 1), ("tenant:*".to_owned(), 2)]),
         strict_priority: false,
         status: ServerStatus::Active,
         started: now,
@@ -276,6 +277,7 @@ async fn every_read_endpoint_shows_our_tasks_and_go_asynqs() {
 
     let detail = web.read("/api/queues/web").await;
     assert_eq!(detail["queue"]["name"], "web");
+    assert_eq!(detail["queue"]["waiting"], 0);
     assert!(detail["location"].is_null(), "a single server has no slot");
 
     // Listings, with paging and search.
@@ -304,6 +306,7 @@ async fn every_read_endpoint_shows_our_tasks_and_go_asynqs() {
     assert_eq!(task["payload"]["format"], "json");
     assert_eq!(task["payload"]["text"], "{\n  \"to\": \"a@example.com\",\n  \"n\": [\n    1,\n    2\n  ]\n}");
     assert_eq!(task["headers"]["trace"], "t-1");
+    assert_eq!((&task["priority"], &task["workflow"]), (&json!(0), &Value::Null), "the defaults");
     let binary = web.read(&format!("/api/queues/web/tasks/{}", fx.binary_task)).await;
     assert_eq!(binary["payload"]["format"], "hex");
     assert!(binary["payload"]["text"].as_str().unwrap().starts_with("00000000  00 9f 92 96"), "{binary}");
@@ -333,6 +336,7 @@ async fn every_read_endpoint_shows_our_tasks_and_go_asynqs() {
         (Some("server-1"), Some("worker-1"), Some("active"))
     );
     assert_eq!(server["workers"][0]["task_id"], "running-1");
+    assert_eq!(server["queues"], json!({ "tenant:*": 2, "web": 1 }), "a pattern is listed as the heartbeat has it");
     let entries = web.read("/api/schedulers").await;
     assert_eq!(
         (entries["entries"][0]["id"].as_str(), entries["entries"][0]["spec"].as_str()),
@@ -864,4 +868,94 @@ async fn a_workflow_too_large_to_draw_comes_without_its_graph_and_pages_its_task
     assert_eq!(tasks.iter().map(|t| t["index"].as_u64().unwrap()).collect::<Vec<_>>(), [300, 301]);
     assert_eq!(tasks[1]["parents"].as_array().map(Vec::len), Some(301));
     assert_eq!(shown["has_next"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_workflow_tasks_and_priorities_are_shown() {
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
+    let flow = step("steps", "first").then(step("steps", "second"));
+    let workflow = FlowProducer::new(broker.clone()).enqueue(&flow).await.unwrap().id.into_string();
+    let client = Client::new(broker.clone());
+    let steps = TaskOptions::new().queue("steps");
+    client.enqueue(&Task::new("report:user", "7"), steps.clone().task_id("vip").priority(8)).await.unwrap();
+    client.enqueue(&Task::new("report:all", ""), steps.task_id("backfill").priority(-5)).await.unwrap();
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker))).await;
+
+    // The queue counts the waiting task apart from its size, which counts Go's states.
+    let queue = &web.read("/api/queues/steps").await["queue"];
+    assert_eq!((&queue["waiting"], &queue["pending"], &queue["size"]), (&json!(1), &json!(3), &json!(3)), "{queue}");
+    assert_eq!(self::queue(&web.read("/api/queues").await, "steps")["waiting"], 1);
+
+    // Listed in its own state, with its workflow; its page says so too.
+    let waiting = web.read("/api/queues/steps/states/waiting/tasks").await;
+    assert_eq!((ids(&waiting), &waiting["total"]), (vec!["second".to_owned()], &json!(1)));
+    assert_eq!(
+        (&waiting["tasks"][0]["state"], &waiting["tasks"][0]["workflow"]),
+        (&json!("waiting"), &json!(workflow))
+    );
+    let second = web.read("/api/queues/steps/tasks/second").await;
+    assert_eq!((&second["state"], &second["workflow"]), (&json!("waiting"), &json!(workflow)));
+    // It takes no action of its own (its workflow's page cancels it).
+    for action in ["run", "archive", "delete"] {
+        let refused = web.post(&format!("/api/queues/steps/tasks/second/{action}"), None).await;
+        assert_eq!(refused.error(StatusCode::CONFLICT), "failed_precondition", "{action}");
+    }
+    assert_eq!(web.read("/api/queues/steps/tasks/second").await["state"], "waiting");
+
+    // Pending tasks in the order they run, each with its priority.
+    let pending = web.read("/api/queues/steps/states/pending/tasks").await;
+    let listed: Vec<(&str, &Value)> =
+        pending["tasks"].as_array().unwrap().iter().map(|t| (t["id"].as_str().unwrap(), &t["priority"])).collect();
+    assert_eq!(listed, [("vip", &json!(8)), ("first", &json!(0)), ("backfill", &json!(-5))]);
+    let vip = web.read("/api/queues/steps/tasks/vip").await;
+    assert_eq!((&vip["priority"], &vip["workflow"]), (&json!(8), &Value::Null));
+    assert_eq!(web.read("/api/queues/steps/tasks/first").await["workflow"], json!(workflow));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holders_of_a_shared_concurrency_slot_are_listed() {
+    use asynq_core::broker::Capabilities;
+    use asynq_core::slots::SharedLimit;
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
+    let slots = Arc::new(broker.clone()).as_concurrency_slots().expect("Redis keeps shared limits");
+    let limit = SharedLimit::new("type:pdf:render", 2).unwrap();
+    let now = SystemClock.now();
+    let until = now + Duration::from_secs(30);
+    assert!(slots.take_slot(&limit, &TaskId::from_static("render-1"), now, until).await.unwrap());
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker)).read_only(true)).await;
+
+    let held = web.read("/api/slots/type%3Apdf%3Arender").await;
+    assert_eq!(held["key"], "type:pdf:render");
+    assert_eq!(
+        held["holders"],
+        json!([{ "task_id": "render-1", "held_until": timestamp(until) }]),
+        "read-only dashboards read slots too"
+    );
+    let free = web.read("/api/slots/type:video:encode").await;
+    assert_eq!((&free["key"], &free["holders"]), (&json!("type:video:encode"), &json!([])));
+
+    // Given back, it is gone.
+    slots.release_slot(limit.key(), &TaskId::from_static("render-1")).await.unwrap();
+    assert_eq!(web.read("/api/slots/type:pdf:render").await["holders"], json!([]));
+
+    for bad in ["%20", "a%07b", &"k".repeat(asynq_core::slots::MAX_SLOT_KEY_LEN + 1)] {
+        assert_eq!(
+            web.get(&format!("/api/slots/{bad}")).await.error(StatusCode::BAD_REQUEST),
+            "invalid_slot_key",
+            "{bad}"
+        );
+    }
+    let longest = "k".repeat(asynq_core::slots::MAX_SLOT_KEY_LEN);
+    assert_eq!(web.read(&format!("/api/slots/{longest}")).await["holders"], json!([]));
+
+    // The memory broker keeps shared limits too.
+    let memory = Web::with_session(WebConfig::new(Inspector::new(MemoryBroker::new()))).await;
+    assert_eq!(memory.read("/api/slots/type:pdf:render").await["holders"], json!([]));
+}
+
+/// A time as the API writes it: RFC 3339 in UTC, to the second.
+fn timestamp(time: std::time::SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

@@ -100,7 +100,8 @@ impl Drop for Dashboard {
 
 /// Our side of the data: queue `emails` with JSON payloads (pending and scheduled), queue
 /// `billing` with a task running on a (recorded) server, one waiting for a retry and one
-/// archived by the broker's own failure path. Returns the pending welcome emails' IDs.
+/// archived by the broker's own failure path; the server serves a queue pattern besides its
+/// queues. Returns the pending welcome emails' IDs.
 async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'static str, String> {
     let client = Client::new(broker.clone());
     let mut welcome = BTreeMap::new();
@@ -144,7 +145,13 @@ async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'static str,
         pid: 4242,
         server_id: "5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b".to_owned(),
         concurrency: 10,
-        queues: [("billing".to_owned(), 6), ("emails".to_owned(), 3), ("default".to_owned(), 1)].into(),
+        queues: [
+            ("billing".to_owned(), 6),
+            ("emails".to_owned(), 3),
+            ("default".to_owned(), 1),
+            ("tenant:*".to_owned(), 2),
+        ]
+        .into(),
         strict_priority: false,
         status: ServerStatus::Active,
         started: now - Duration::from_secs(5400),
@@ -696,4 +703,167 @@ async fn a_workflow_page_draws_its_graph_with_each_task_s_state() {
     browser
         .wait_for_text(r#"#workflow-tasks tr[data-index="20"] td[data-field="index"]"#, "task 20", |t| t == "20")
         .await;
+}
+
+/// Asserts that the page shows no value the script failed to fill in.
+async fn assert_no_stray_text(browser: &Browser) {
+    let text = browser.text("#view").await;
+    for stray in ["undefined", "null", "NaN", "[object"] {
+        assert!(!text.contains(stray), "{stray:?} on {}: {text}", browser.url().await);
+    }
+}
+
+/// `[page width, viewport width, table scroll width, table box width]` of the table `#{id}`.
+async fn table_fit(browser: &Browser, id: &str) -> [f64; 4] {
+    let script = format!(
+        "const wrap = document.querySelector('#{id}').closest('.table-wrap'); \
+         return [document.documentElement.scrollWidth, window.innerWidth, wrap.scrollWidth, wrap.clientWidth];"
+    );
+    let fit = browser.eval(&script, vec![]).await;
+    [0, 1, 2, 3].map(|i| fit[i].as_f64().expect("a number"))
+}
+
+/// Asserts that the page and table `#{id}` fit the viewport: nothing scrolls sideways.
+async fn assert_table_fits(browser: &Browser, id: &str) {
+    let [page, viewport, table, table_box] = table_fit(browser, id).await;
+    assert!(page <= viewport && table <= table_box, "#{id} overflows: {page} {viewport} {table} {table_box}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_tasks_priorities_slots_and_queue_patterns_are_shown() {
+    use asynq_core::broker::Capabilities;
+    use asynq_core::slots::SharedLimit;
+    let dash = Dashboard::start(None).await;
+    let workflow = seed_workflow(&dash).await;
+    let broker = redis_broker(&dash.redis.url(), Arc::new(SystemClock)).await;
+    let vip = Task::new("email:welcome", json!({ "to": "vip@example.com" }).to_string());
+    Client::new(broker.clone())
+        .enqueue(&vip, TaskOptions::new().queue("emails").task_id("vip-welcome").priority(8))
+        .await
+        .expect("a prioritized task");
+    let slots = Arc::new(broker).as_concurrency_slots().expect("Redis keeps shared limits");
+    let limit = SharedLimit::new("type:pdf:render", 4).expect("a valid limit");
+    let now = SystemClock.now();
+    let holder = TaskId::from_static("render-7");
+    assert!(slots.take_slot(&limit, &holder, now, now + Duration::from_secs(600)).await.expect("a slot"));
+    let browser = Browser::start().await;
+    browser.set_viewport(1280, 800).await;
+
+    // The queue's waiting tab counts and lists the workflow tasks waiting for others, each with
+    // a link to its workflow and no action. (The overview has no room left for their count at
+    // 1280 px.)
+    browser.goto(&dash.url).await;
+    browser.click(r#"#queues tr[data-queue="pipeline"] td[data-field="name"] a"#).await;
+    browser.wait_for_text(r#"[data-count="waiting"]"#, "three waiting tasks", |t| t == "3").await;
+    browser.click(r#"a[data-state="waiting"]"#).await;
+    browser.wait_for(r#"#tasks tr[data-task-id="merge"]"#).await;
+    assert_eq!(browser.count("#tasks tr[data-state=\"waiting\"]").await, 3);
+    let link = r#"#tasks tr[data-task-id="merge"] td[data-field="workflow"] a"#;
+    assert_eq!(browser.attr(link, "href").await, Some(format!("#/workflows/{workflow}")));
+    assert_eq!(browser.count("#tasks button, #tasks input[data-select]").await, 0, "a waiting task takes no action");
+    assert_eq!(browser.count("button[data-bulk], button[data-bulk-all]").await, 0);
+    assert!(browser.is_visible("#waiting-note").await);
+    assert_table_fits(&browser, "tasks").await;
+    assert_no_stray_text(&browser).await;
+    browser.screenshot(&screenshot_path("queue-waiting")).await;
+
+    // A waiting task's page leads to its workflow, and back to the waiting tab.
+    browser.click(r#"#tasks tr[data-task-id="merge"] td[data-field="id"] a"#).await;
+    browser.wait_for_text(r#"#task [data-field="state"]"#, "a waiting task", |t| t == "waiting").await;
+    let open = r#"#task a[data-action="open-workflow"]"#;
+    assert_eq!(browser.attr(open, "href").await, Some(format!("#/workflows/{workflow}")));
+    assert_eq!(browser.count("#task button[data-action]").await, 0, "no run, archive or delete");
+    assert_eq!(browser.text(r#"#task [data-field="priority"]"#).await, "0 (the default)");
+    assert_no_stray_text(&browser).await;
+    browser.screenshot(&screenshot_path("task-waiting")).await;
+    browser.click(r#"#task h1 a"#).await;
+    browser.wait_for(r#"a[data-state="waiting"][aria-current="page"]"#).await;
+    browser.wait_for(r#"#tasks tr[data-task-id="merge"]"#).await;
+    browser.click(r#"#tasks tr[data-task-id="merge"] td[data-field="id"] a"#).await;
+    browser.click(open).await;
+    browser.wait_for(r#"#workflow-graph .graph-node[data-task-id="merge"]"#).await;
+
+    // Pending tasks run highest priority first, which a Priority column shows.
+    browser.goto(&dash.page("#/queues/emails/pending")).await;
+    let vip_priority = r#"#tasks tr[data-task-id="vip-welcome"] td[data-field="priority"]"#;
+    browser.wait_for_text(vip_priority, "its priority", |t| t == "8").await;
+    assert!(browser.is_visible(r#"#tasks th[data-column="priority"]"#).await);
+    let first = browser.attr("#tasks tbody tr:first-child", "data-task-id").await;
+    assert_eq!(first.as_deref(), Some("vip-welcome"), "the highest priority runs first");
+    let ada = dash.welcome("ada").to_owned();
+    assert_eq!(browser.text(&format!(r#"#tasks tr[data-task-id="{ada}"] td[data-field="priority"]"#)).await, "0");
+    assert_table_fits(&browser, "tasks").await;
+    browser.screenshot(&screenshot_path("queue-priorities")).await;
+    browser.click(r#"#tasks tr[data-task-id="vip-welcome"] td[data-field="id"] a"#).await;
+    browser.wait_for_text(r#"#task [data-field="priority"]"#, "its priority", |t| t == "8").await;
+    // A queue whose tasks all have the default priority needs no such column.
+    browser.goto(&dash.page("#/queues/interop/pending")).await;
+    browser.wait_for(r#"#tasks tr[data-task-id="fixed-id"]"#).await;
+    assert!(!browser.is_visible(r#"#tasks th[data-column="priority"]"#).await);
+    assert!(!browser.is_visible(r#"#tasks td[data-field="priority"]"#).await);
+
+    // The Slots page: the operator types a key and sees who holds its slots, kept up to date.
+    browser.click(r#"#nav a[data-nav="slots"]"#).await;
+    browser.wait_for("#slot-form").await;
+    assert!(!browser.is_visible("#slot-results").await, "nothing to show before a key");
+    browser.fill("#slot-key", "type:pdf:render").await;
+    browser.click(r#"#slot-form button[type="submit"]"#).await;
+    let row = r#"#slot-holders tr[data-task-id="render-7"]"#;
+    browser.wait_for(row).await;
+    assert!(browser.url().await.ends_with("#/slots/type%3Apdf%3Arender"), "the key is in the route");
+    assert_eq!(browser.attr(r#"#nav a[aria-current="page"]"#, "data-nav").await.as_deref(), Some("slots"));
+    let until = browser.text(&format!(r#"{row} td[data-field="held_until"]"#)).await;
+    assert!(until.starts_with("in "), "a hold runs out in the future: {until}");
+    assert_eq!(browser.text("#slot-count").await, "1 task(s) hold a slot now.");
+    assert_table_fits(&browser, "slot-holders").await;
+    assert_no_stray_text(&browser).await;
+    browser.screenshot(&screenshot_path("slots")).await;
+    slots.release_slot(limit.key(), &holder).await.expect("released");
+    browser.wait_gone(row).await;
+    browser.wait_for_text("#slot-holders tr.empty", "no holder", |t| t.contains("No task holds a slot")).await;
+    // A key the broker could not hold is refused with the reason.
+    browser.fill("#slot-key", &"k".repeat(asynq_core::slots::MAX_SLOT_KEY_LEN + 1)).await;
+    browser.click(r#"#slot-form button[type="submit"]"#).await;
+    browser.wait_for_text("#error", "the refusal", |t| t.contains("more than 512")).await;
+
+    // The servers page marks a queue pattern as one, and links only the queues.
+    browser.goto(&dash.page("#/servers")).await;
+    let pattern = r#"#servers td[data-field="queues"] .queue-pattern[data-pattern="tenant:*"]"#;
+    browser.wait_for_text(pattern, "the pattern", |t| t == "tenant:* pattern").await;
+    assert_eq!(browser.count(r#"#servers td[data-field="queues"] a"#).await, 3, "billing, emails and default");
+    assert_eq!(
+        browser.attr(r#"#servers td[data-field="queues"] a[data-queue="billing"]"#, "href").await.as_deref(),
+        Some("#/queues/billing/pending")
+    );
+    assert_table_fits(&browser, "servers").await;
+    assert_no_stray_text(&browser).await;
+    browser.screenshot(&screenshot_path("servers-patterns")).await;
+
+    // Dark mode.
+    browser.goto(&dash.page("#/slots/type%3Apdf%3Arender")).await;
+    browser.wait_for("#slot-holders tr.empty").await;
+    browser.click("#theme").await;
+    assert_eq!(browser.attr("html", "data-theme").await.as_deref(), Some("dark"));
+    browser.screenshot(&screenshot_path("slots-dark")).await;
+    browser.goto(&dash.page("#/queues/pipeline/waiting")).await;
+    browser.wait_for(r#"#tasks tr[data-task-id="merge"]"#).await;
+    browser.screenshot(&screenshot_path("queue-waiting-dark")).await;
+    browser.click("#theme").await;
+
+    // A phone: every new page keeps its width; wide tables scroll inside their panel.
+    browser.set_viewport(390, 844).await;
+    let pages = [
+        ("queue-waiting-narrow", "#/queues/pipeline/waiting", r#"#tasks tr[data-task-id="merge"]"#),
+        ("queue-priorities-narrow", "#/queues/emails/pending", r#"#tasks tr[data-task-id="vip-welcome"]"#),
+        ("slots-narrow", "#/slots/type%3Apdf%3Arender", "#slot-holders tr.empty"),
+        ("servers-patterns-narrow", "#/servers", pattern),
+    ];
+    for (name, page, ready) in pages {
+        browser.goto(&dash.page(page)).await;
+        browser.wait_for(ready).await;
+        let width = browser.eval("return document.documentElement.scrollWidth;", vec![]).await;
+        assert!(width.as_f64().is_some_and(|w| w <= 390.0), "{page} fits 390 px: {width}");
+        assert_no_stray_text(&browser).await;
+        browser.screenshot(&screenshot_path(name)).await;
+    }
 }

@@ -20,13 +20,14 @@ use tower::ServiceExt;
 const CSRF: &str = "openapi-test-csrf";
 
 /// The codes of a 400 that refuse a path parameter.
-const NAME_CODES: [&str; 8] = [
+const NAME_CODES: [&str; 9] = [
     "invalid_path",
     "invalid_queue",
     "invalid_task_id",
     "invalid_group",
     "invalid_entry_id",
     "invalid_workflow_id",
+    "invalid_slot_key",
     "invalid_state",
     "invalid_action",
 ];
@@ -82,8 +83,15 @@ impl Operation {
 }
 
 /// A valid value of each path parameter (the task ID is the one [`memory_router`] enqueues).
-const DEFAULTS: [(&str, &str); 6] =
-    [("queue", "default"), ("state", "pending"), ("id", "task-1"), ("action", "run"), ("group", "g"), ("entry", "e")];
+const DEFAULTS: [(&str, &str); 7] = [
+    ("queue", "default"),
+    ("state", "pending"),
+    ("id", "task-1"),
+    ("action", "run"),
+    ("group", "g"),
+    ("entry", "e"),
+    ("key", "type:t"),
+];
 
 /// Percent-encodes every byte but ASCII letters and digits.
 fn encode(value: &str) -> String {

@@ -8,6 +8,7 @@ mod queues;
 mod render;
 mod schedulers;
 mod servers;
+mod slots;
 mod tasks;
 mod workflows;
 
@@ -78,6 +79,7 @@ pub(crate) fn routes() -> Routes {
         .get("/api/queues/{queue}/groups/{group}/tasks", groups::tasks)
         .post("/api/queues/{queue}/groups/{group}/bulk", groups::bulk)
         .get("/api/servers", servers::list)
+        .get("/api/slots/{key}", slots::holders)
         .get("/api/schedulers", schedulers::list)
         .get("/api/schedulers/{entry}/history", schedulers::history)
         .get("/api/redis", backend::info)
@@ -280,7 +282,17 @@ mod tests {
             let schema = &doc["components"]["schemas"][name];
             assert_eq!((schema["minLength"].as_u64(), schema["maxLength"].as_u64()), (Some(1), n(MAX_NAME_LEN)));
         }
-        let mut states: Vec<&str> = asynq_core::TaskState::ALL.iter().map(|s| s.as_str()).collect();
+        let key = &doc["components"]["schemas"]["SlotKey"];
+        assert_eq!(
+            (key["minLength"].as_u64(), key["maxLength"].as_u64()),
+            (Some(1), n(asynq_core::slots::MAX_SLOT_KEY_LEN))
+        );
+        // Go's seven, and our workflow tasks' waiting, which the handlers take too.
+        let mut states: Vec<&str> = asynq_core::TaskState::ALL
+            .into_iter()
+            .chain([asynq_core::TaskState::Waiting])
+            .map(asynq_core::TaskState::as_str)
+            .collect();
         let mut described: Vec<&str> = doc["components"]["schemas"]["TaskState"]["enum"]
             .as_array()
             .expect("an enum")

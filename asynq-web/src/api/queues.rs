@@ -32,6 +32,8 @@ pub(crate) struct QueueView {
     archived: usize,
     completed: usize,
     aggregating: usize,
+    /// Workflow tasks waiting for the tasks they depend on, left out of `size` (as Go counts).
+    waiting: usize,
     processed: u64,
     failed: u64,
     processed_total: u64,
@@ -54,6 +56,7 @@ impl From<QueueInfo> for QueueView {
             archived: info.archived,
             completed: info.completed,
             aggregating: info.aggregating,
+            waiting: info.waiting,
             processed: info.processed,
             failed: info.failed,
             processed_total: info.processed_total,

@@ -5,6 +5,7 @@ use super::render::{Rendered, preview, render};
 use super::{PageInfo, no_content, parse_body, path, query, queue_name, state as parse_state, task_id, timestamp};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use asynq_core::workflow::WORKFLOW_HEADER;
 use asynq_core::{Progress, TaskInfo, TaskSet, TaskState};
 use axum::Json;
 use axum::body::Bytes;
@@ -49,6 +50,10 @@ pub(crate) struct TaskSummary {
     result_preview: Option<String>,
     /// The debounce key it was enqueued with, if any.
     debounce_key: Option<String>,
+    /// Its priority within its queue, −10 to 10 (0, the default, is Go's pending list).
+    priority: i8,
+    /// The workflow it belongs to (its [`WORKFLOW_HEADER`]), if any.
+    workflow: Option<String>,
     /// For an active task in a listing: the server running it and when the attempt started
     /// and must end, from the servers' worker records.
     worker: Option<WorkerSummary>,
@@ -105,6 +110,8 @@ impl From<&TaskInfo> for TaskSummary {
             progress: task.progress.as_ref().map(ProgressSummary::from),
             result_preview: task.result.as_deref().map(preview),
             debounce_key: task.debounce_key.clone(),
+            priority: task.priority.get(),
+            workflow: task.headers.get(WORKFLOW_HEADER).cloned(),
             worker: None,
         }
     }
