@@ -1246,6 +1246,29 @@ fn kill_worker(profile: Profile, bin: &Path) -> anyhow::Result<Report> {
     rescue_and_finish(stage, profile)
 }
 
+/// The workers of the workflow scenarios: a few slots, and a recoverer quick enough in the quick
+/// profile that killed workers' tasks come back within the run.
+fn workflow_worker(profile: Profile) -> WorkerSpec {
+    WorkerSpec {
+        concurrency: 10,
+        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
+        ..WorkerSpec::default()
+    }
+}
+
+/// The producer of the workflow scenarios: one workflow of `members` side by side, a task
+/// waiting for them, then a chain of `chain` (alternating with `alternate_queue`, if given).
+fn workflow_producer(members: u64, chain: u64, alternate_queue: Option<&'static str>) -> ProducerSpec {
+    ProducerSpec {
+        count: members,
+        sleep: Duration::from_millis(20),
+        unique_every: 0,
+        workflow_chain: Some(chain),
+        alternate_queue,
+        ..ProducerSpec::default()
+    }
+}
+
 /// A workflow of a wide fan-out (each member a short task), a fan-in task waiting for every
 /// member, then a long chain: one worker is killed (`kill -9`) during the fan-out, another
 /// during the chain, and a third finishes. Every task runs, none twice, and each workflow task
@@ -1255,22 +1278,9 @@ fn kill_workers_during_workflow(profile: Profile, bin: &Path) -> anyhow::Result<
     let members = profile.pick(1_000, 10_000);
     let chain = profile.pick(30, 200);
     let mut stage = Stage::new(Scenario::KillWorkersDuringWorkflow, bin, &[])?;
-    let spec = WorkerSpec {
-        concurrency: 10,
-        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
-        ..WorkerSpec::default()
-    };
+    let spec = workflow_worker(profile);
     let first = stage.worker("fan-out", &spec)?;
-    let producer = stage.producer(
-        "producer",
-        &ProducerSpec {
-            count: members,
-            sleep: Duration::from_millis(20),
-            unique_every: 0,
-            workflow_chain: Some(chain),
-            ..ProducerSpec::default()
-        },
-    )?;
+    let producer = stage.producer("producer", &workflow_producer(members, chain, None))?;
     stage.finish_producer(producer, Duration::from_secs(120))?;
     stage.poll("a third of the fan-out to run", Duration::from_secs(120), |stage| {
         Ok(stage.finished("fan-out") >= members as usize / 3)
@@ -1323,24 +1333,10 @@ fn kill_workers_during_cross_queue_workflow(profile: Profile, bin: &Path) -> any
     let scenario = Scenario::KillWorkersDuringCrossQueueWorkflow;
     let mut stage = Stage::with_cluster_queues(scenario, bin, &[QUEUE, SECOND_QUEUE])?;
     stage.keep_event_logs(EVENT_CAP)?;
-    let spec = WorkerSpec {
-        concurrency: 10,
-        recoverer_interval: profile.pick(Duration::from_secs(1), Duration::from_secs(60)),
-        ..WorkerSpec::default()
-    };
+    let spec = workflow_worker(profile);
     let mut workers = vec!["worker-1".to_owned()];
     let mut worker = stage.worker(&workers[0], &spec)?;
-    let producer = stage.producer(
-        "producer",
-        &ProducerSpec {
-            count: members,
-            sleep: Duration::from_millis(20),
-            unique_every: 0,
-            workflow_chain: Some(chain),
-            alternate_queue: Some(SECOND_QUEUE),
-            ..ProducerSpec::default()
-        },
-    )?;
+    let producer = stage.producer("producer", &workflow_producer(members, chain, Some(SECOND_QUEUE)))?;
     stage.finish_producer(producer, Duration::from_secs(120))?;
     let mut killed = Vec::new();
     stage.notes.push(format!(
