@@ -50,7 +50,7 @@ pub struct Config {
     /// The queues to serve and their priorities. Default: `{"default": 1}`.
     pub queues: BTreeMap<String, u32>,
     /// Patterns of queue names to serve, each with the priority of every queue it matches
-    /// ([`QueuePattern`](asynq_core::queue::QueuePattern), such as `tenant:*`): a queue
+    /// ([`QueuePattern`], such as `tenant:*`): a queue
     /// registered later (by its first enqueue, from any producer, Go's included) is served
     /// within `queue_refresh_interval`, without a restart. A queue that is also in `queues`
     /// keeps that priority; one two patterns match takes the first's (by pattern). Needs a

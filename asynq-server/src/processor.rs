@@ -1,10 +1,11 @@
 //! A processor takes tasks from the broker and runs their handlers, at most `concurrency` at
 //! once.
 //!
-//! Each fetch takes as many tasks as there are free slots, trying the queues in the order the
-//! [`QueuePriorities`](asynq_core::queue::QueuePriorities) give. A task gives its slot back when its handler returns, not when its
-//! outcome is written: the next fetch overlaps the write (which the settler batches with other
-//! outcomes) instead of waiting a round trip for it. At most `concurrency` finished tasks wait
+//! Each fetch takes as many tasks as there are free slots, trying the served queues (which may
+//! change while the server runs: [`crate::served`]) in the order their
+//! [`QueuePriorities`](asynq_core::queue::QueuePriorities) give. A task gives its slot back when
+//! its handler returns, not when its outcome is written: the next fetch overlaps the write (which
+//! the settler batches with other outcomes) instead of waiting a round trip for it. At most `concurrency` finished tasks wait
 //! for their outcome to be written; while that many wait, fetching waits too.
 //!
 //! While attempts are short, a fetch also takes up to `prefetch` tasks ahead of the free
