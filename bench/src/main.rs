@@ -68,6 +68,45 @@ enum Scenario {
         #[arg(long)]
         events: Option<u32>,
     },
+    /// Prepare `fail-for-good`: archive `--archived` tasks (enqueued, then archived at once by
+    /// the inspector), then enqueue `--tasks` tasks with `max_retry` 0.
+    FillFailing {
+        #[arg(long, default_value_t = 20_000)]
+        tasks: u64,
+        /// Tasks in the archive first; 10 000 puts it at its cap.
+        #[arg(long, default_value_t = 0)]
+        archived: u64,
+    },
+    /// Run a server whose handler always fails until the queue's processed counter reaches
+    /// `--tasks` (`fill-failing` first): each task fails for good into the archive.
+    FailForGood {
+        #[arg(long, default_value_t = 20_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 100)]
+        concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
+    /// Prepare `scheduled-storm`: schedule `--tasks` tasks an hour ahead, all due at one second.
+    FillScheduled {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+    },
+    /// Start a server that sees the `--tasks` scheduled tasks of `fill-scheduled` due at once,
+    /// and sample the pickup of fresh tasks in another queue while they are forwarded.
+    ScheduledStorm {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+        /// Idle time before each fresh task's enqueue, in milliseconds.
+        #[arg(long, default_value_t = 5)]
+        gap_ms: u64,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
     /// Run a server until the queue's processed counter reaches `--tasks` (fill it first); run
     /// several at once to drain one queue with several processes.
     Drain {
@@ -144,6 +183,10 @@ enum Scenario {
         /// Serve the pattern `tenant:*` instead, with this many empty tenant queues registered.
         #[arg(long)]
         tenants: Option<usize>,
+        /// Run this many servers on the three usual queues instead, each with its own connection,
+        /// and time `Inspector::servers()` at the end.
+        #[arg(long, conflicts_with_all = ["queues", "tenants"])]
+        servers: Option<usize>,
     },
 }
 
@@ -190,7 +233,19 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
             };
             scenarios::pickup_latency(url, samples, concurrency, layout, gap, max).await
         }
-        Scenario::Idle { seconds, concurrency, queues, tenants } => {
+        Scenario::FillFailing { tasks, archived } => scenarios::fill_failing(url, tasks, archived).await,
+        Scenario::FailForGood { tasks, concurrency, timeout_secs } => {
+            scenarios::fail_for_good(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
+        }
+        Scenario::FillScheduled { tasks } => scenarios::fill_scheduled(url, tasks).await,
+        Scenario::ScheduledStorm { tasks, concurrency, gap_ms, timeout_secs } => {
+            let (gap, timeout) = (Duration::from_millis(gap_ms), Duration::from_secs(timeout_secs));
+            scenarios::scheduled_storm(url, tasks, concurrency, gap, timeout).await
+        }
+        Scenario::Idle { seconds, concurrency, servers: Some(servers), .. } => {
+            scenarios::idle_servers(url, servers, concurrency, Duration::from_secs(seconds)).await
+        }
+        Scenario::Idle { seconds, concurrency, queues, tenants, servers: None } => {
             let layout = match (queues, tenants) {
                 (_, Some(tenants)) => Some(scenarios::Layout::Tenants { tenants, busy_backlog: 0 }),
                 // The sampled queue and the rest empty: `queues` in all.

@@ -27,6 +27,10 @@ pub struct Measurement {
     pub pickup_p50_ms: Option<f64>,
     /// 99th percentile of the same latency.
     pub pickup_p99_ms: Option<f64>,
+    /// Median time of `Inspector::servers()` (what `asynq server ls` calls), for `idle
+    /// --servers`.
+    #[serde(default)]
+    pub servers_ls_ms: Option<f64>,
     /// CPU time (user + system, all threads) this process spent in the timed phase.
     pub cpu_s: Option<f64>,
     /// This process's peak resident memory (`VmHWM`) at the end of the timed phase, in MiB.
@@ -71,6 +75,7 @@ impl Timer {
             tasks_per_s: throughput.then(|| tasks as f64 / elapsed_s),
             pickup_p50_ms: None,
             pickup_p99_ms: None,
+            servers_ls_ms: None,
             cpu_s: cpu.map(|cpu| cpu.as_secs_f64()),
             peak_rss_mb: peak_rss_mb(),
             started_unix_us: unix_micros(self.started_wall),

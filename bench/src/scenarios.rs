@@ -13,11 +13,14 @@ use anyhow::{Context as _, bail, ensure};
 use asynq_client::{Client, TaskOptions};
 use asynq_core::QueueName;
 use asynq_core::broker::Inspect;
+use asynq_core::{Clock, SystemClock};
 use asynq_redis::RedisBroker;
 use asynq_redis::keys::Namespace;
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
 /// How often the processed counter is polled while waiting for a queue to drain.
@@ -119,6 +122,34 @@ pub async fn fill(redis_url: &str, tasks: u64, events: Option<u32>) -> anyhow::R
     Ok(timer.finish("fill", tasks, None, true))
 }
 
+/// Prepares [`fail_for_good`]: archives `archived` tasks first (enqueued, then archived by one
+/// `Inspector::archive_all` of the pending tasks, as an operator would), then enqueues `tasks`
+/// tasks that fail for good at their first failure (`max_retry` 0). With `archived` at
+/// [`asynq_core::ARCHIVE_MAX_SIZE`], every failure that follows lands in an archive at its cap.
+pub async fn fill_failing(redis_url: &str, tasks: u64, archived: u64) -> anyhow::Result<Measurement> {
+    let broker = connect(redis_url).await?;
+    let (client, inspector) = (Client::new(broker.clone()), asynq_client::Inspector::new(broker));
+    let timer = Timer::start();
+    if archived > 0 {
+        enqueue_in_batches(&client, archived, FILL_BATCH, &TaskOptions::new()).await?;
+        let pending = asynq_client::TaskSet::State(asynq_client::TaskState::Pending);
+        inspector.archive_all(QUEUE, &pending).await.context("archiving the pending tasks failed")?;
+    }
+    enqueue_in_batches(&client, tasks, FILL_BATCH, &TaskOptions::new().max_retry(0)).await?;
+    Ok(timer.finish("fill-failing", tasks, None, true))
+}
+
+/// Prepares [`scheduled_storm`]: `tasks` tasks scheduled [`SCHEDULED_AHEAD`] from now, all at
+/// the same whole second.
+pub async fn fill_scheduled(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
+    let client = Client::new(connect(redis_url).await?);
+    let due = SystemClock.now() + SCHEDULED_AHEAD;
+    let due = UNIX_EPOCH + Duration::from_secs(due.duration_since(UNIX_EPOCH)?.as_secs());
+    let timer = Timer::start();
+    enqueue_in_batches(&client, tasks, FILL_BATCH, &TaskOptions::new().process_at(due)).await?;
+    Ok(timer.finish("fill-scheduled", tasks, None, true))
+}
+
 /// Runs a server with `concurrency` on the queue until its processed counter reaches `tasks`,
 /// timed from the server's start. The queue must hold the tasks already ([`fill`]); several
 /// processes may drain the same queue at once, each waiting for the common total.
@@ -131,6 +162,18 @@ pub async fn drain(
     concurrency: usize,
     empty_queues: usize,
     timeout: Duration,
+) -> anyhow::Result<Measurement> {
+    run_queue(redis_url, tasks, concurrency, empty_queues, timeout, false).await
+}
+
+/// [`drain`], or with `failing` [`fail_for_good`].
+async fn run_queue(
+    redis_url: &str,
+    tasks: u64,
+    concurrency: usize,
+    empty_queues: usize,
+    timeout: Duration,
+    failing: bool,
 ) -> anyhow::Result<Measurement> {
     let monitor = connect(redis_url).await?;
     let info = monitor
@@ -146,11 +189,27 @@ pub async fn drain(
     let config = server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], empty_queues));
     let mut server = Server::new(connect(redis_url).await?, config)?;
     let timer = Timer::start();
-    server.start(handler_fn(noop))?;
-    let waited = wait_until_processed(redis_url, tasks, timeout).await;
-    let measurement = timer.finish("drain", tasks, Some(concurrency), true);
+    if failing {
+        server.start(handler_fn(fail))?;
+    } else {
+        server.start(handler_fn(noop))?;
+    }
+    let waited = wait_until_processed_or_failed(redis_url, tasks, timeout, failing).await;
+    let measurement = timer.finish(if failing { "fail-for-good" } else { "drain" }, tasks, Some(concurrency), true);
     server.shutdown().await;
     waited.map(|()| measurement)
+}
+
+/// Like [`drain`], with a handler that always fails: the queue must hold tasks that fail for
+/// good at once ([`fill_failing`]: `max_retry` 0), so each run of it archives one. Timed until
+/// the processed counter (which counts failures too) reaches `tasks`.
+pub async fn fail_for_good(
+    redis_url: &str,
+    tasks: u64,
+    concurrency: usize,
+    timeout: Duration,
+) -> anyhow::Result<Measurement> {
+    run_queue(redis_url, tasks, concurrency, 0, timeout, true).await
 }
 
 /// Starts a server with `concurrency`, then enqueues `tasks` tasks one at a time while it
@@ -325,6 +384,170 @@ pub async fn idle(
     Ok(measurement)
 }
 
+/// How many times `idle --servers` times `Inspector::servers()` after its idle time; it
+/// reports the median.
+const SERVERS_LS_CALLS: usize = 5;
+
+/// Runs `servers` servers in this process, each with its own connection and `concurrency`, on
+/// the three queues of [`IDLE_QUEUES`], for `duration`; what they cost Redis meanwhile is
+/// measured from outside. Then times `Inspector::servers()` (what `asynq server ls` calls)
+/// [`SERVERS_LS_CALLS`] times and reports the median as
+/// [`Measurement::servers_ls_ms`], after checking that it lists every server.
+pub async fn idle_servers(
+    redis_url: &str,
+    servers: usize,
+    concurrency: usize,
+    duration: Duration,
+) -> anyhow::Result<Measurement> {
+    ensure!(servers > 0, "there must be at least one server");
+    let config = server_config(concurrency, &with_empty_queues(&IDLE_QUEUES, 0));
+    let mut running = Vec::with_capacity(servers);
+    for _ in 0..servers {
+        running.push(Server::new(connect(redis_url).await?, config.clone())?);
+    }
+    let timer = Timer::start();
+    for server in &mut running {
+        server.start(handler_fn(noop))?;
+    }
+    tokio::time::sleep(duration).await;
+    let mut measurement = timer.finish("idle", 0, Some(concurrency), false);
+    let inspector = asynq_client::Inspector::new(connect(redis_url).await?);
+    let mut listed = Vec::new();
+    let mut took_ms = Vec::new();
+    for _ in 0..SERVERS_LS_CALLS {
+        let started = Instant::now();
+        listed = inspector.servers().await.context("Inspector::servers failed")?;
+        took_ms.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    let mut stopping = tokio::task::JoinSet::new();
+    for mut server in running {
+        stopping.spawn(async move { server.shutdown().await });
+    }
+    while stopping.join_next().await.is_some() {}
+    ensure!(listed.len() >= servers, "Inspector::servers listed {} servers of {servers}", listed.len());
+    took_ms.sort_by(f64::total_cmp);
+    measurement.servers_ls_ms = percentile(&took_ms, 50.0);
+    Ok(measurement)
+}
+
+/// The queue whose fresh tasks [`scheduled_storm`] samples, beside the storm's [`QUEUE`].
+pub const FRESH_QUEUE: &str = "fresh";
+
+/// A wall clock `ahead` of the system's: the storm's server sees the scheduled tasks due.
+#[derive(Debug)]
+struct AheadClock(Duration);
+
+impl Clock for AheadClock {
+    fn now(&self) -> std::time::SystemTime {
+        SystemClock.now() + self.0
+    }
+}
+
+/// A storm of scheduled tasks falling due at once: [`QUEUE`] must hold `tasks` scheduled tasks
+/// due at one second ([`fill_scheduled`]), which a server started now sees due at once (its
+/// clock runs [`SCHEDULED_AHEAD`] and a minute ahead; nothing else in the run reads it). The
+/// server of `concurrency` serves [`QUEUE`] and [`FRESH_QUEUE`] with the same weight, running
+/// the forwarded tasks as they come; meanwhile one fresh task at a time is enqueued into
+/// [`FRESH_QUEUE`] every `gap`, and its pickup latency is sampled while tasks are being
+/// forwarded (from the first one forwarded to the last).
+///
+/// Reports the pickup percentiles of those samples, `tasks_per_s` as the forwarding rate
+/// (`tasks` over the time from the first task forwarded to the last) and `elapsed_s` from the
+/// server's start until all are forwarded, the forwarder's first interval included.
+pub async fn scheduled_storm(
+    redis_url: &str,
+    tasks: u64,
+    concurrency: usize,
+    gap: Duration,
+    timeout: Duration,
+) -> anyhow::Result<Measurement> {
+    let redis = redis::Client::open(redis_url).with_context(|| format!("bad Redis URL {redis_url}"))?;
+    let mut monitor =
+        redis.get_multiplexed_async_connection().await.with_context(|| format!("could not connect to {redis_url}"))?;
+    let scheduled_key = Namespace::DEFAULT.queue(QUEUE).scheduled();
+    let held: u64 = redis::cmd("ZCARD").arg(&scheduled_key).query_async(&mut monitor).await?;
+    ensure!(held >= tasks, "queue {QUEUE:?} holds {held} scheduled tasks, not {tasks}; fill it first");
+    let mut config = asynq_redis::RedisConfig::from_url(redis_url)?;
+    config.clock = Arc::new(AheadClock(SCHEDULED_AHEAD + Duration::from_secs(60)));
+    let broker =
+        RedisBroker::connect_with(config).await.with_context(|| format!("could not connect to {redis_url}"))?;
+    let (started_tx, mut started_rx) = mpsc::unbounded_channel::<Instant>();
+    let handler = handler_fn(move |ctx: TaskContext, _task| {
+        let started = Instant::now();
+        let started_tx = started_tx.clone();
+        let fresh = ctx.queue() == FRESH_QUEUE;
+        async move {
+            if fresh {
+                // The receiver outlives the server; a send fails only if the scenario gave up.
+                let _ = started_tx.send(started);
+            }
+            Ok(())
+        }
+    });
+    let mut server =
+        Server::new(broker, server_config(concurrency, &with_empty_queues(&[(QUEUE, 1), (FRESH_QUEUE, 1)], 0)))?;
+    let client = Client::new(connect(redis_url).await?);
+    // Tasks still scheduled, as last seen; when the first and the last were forwarded.
+    let remaining = Arc::new(AtomicU64::new(held));
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel::<Instant>();
+    let watcher = {
+        let remaining = remaining.clone();
+        tokio::spawn(async move {
+            let mut first_tx = Some(first_tx);
+            loop {
+                let left: u64 = redis::cmd("ZCARD").arg(&scheduled_key).query_async(&mut monitor).await?;
+                remaining.store(left, Ordering::SeqCst);
+                if left < held
+                    && let Some(tx) = first_tx.take()
+                {
+                    let _ = tx.send(Instant::now());
+                }
+                if left == 0 {
+                    return anyhow::Ok(Instant::now());
+                }
+                tokio::time::sleep(POLL_INTERVAL).await;
+            }
+        })
+    };
+    let task = workload::task();
+    let options = TaskOptions::new().queue(FRESH_QUEUE);
+    let timer = Timer::start();
+    server.start(handler)?;
+    let mut latencies_ms = Vec::new();
+    let sampled = async {
+        while remaining.load(Ordering::SeqCst) > 0 {
+            ensure!(timer.elapsed() < timeout, "the scheduled tasks were not all forwarded within {timeout:?}");
+            tokio::time::sleep(gap).await;
+            let during_storm = remaining.load(Ordering::SeqCst) < held;
+            let enqueued = Instant::now();
+            client.enqueue(&task, options.clone()).await.context("enqueue failed")?;
+            let started = tokio::time::timeout(PICKUP_TIMEOUT, started_rx.recv())
+                .await
+                .with_context(|| format!("no handler started within {PICKUP_TIMEOUT:?} of an enqueue"))?
+                .context("the server dropped its handler")?;
+            if during_storm {
+                latencies_ms.push(started.duration_since(enqueued).as_secs_f64() * 1e3);
+            }
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let mut measurement = timer.finish("scheduled-storm", tasks, Some(concurrency), false);
+    server.shutdown().await;
+    if sampled.is_err() {
+        watcher.abort();
+    }
+    sampled?;
+    let last = watcher.await??;
+    let first = first_rx.await.context("no task was forwarded")?;
+    measurement.tasks_per_s =
+        Some(tasks as f64 / last.duration_since(first).as_secs_f64().max(POLL_INTERVAL.as_secs_f64()));
+    latencies_ms.sort_by(f64::total_cmp);
+    measurement.pickup_p50_ms = percentile(&latencies_ms, 50.0);
+    measurement.pickup_p99_ms = percentile(&latencies_ms, 99.0);
+    Ok(measurement)
+}
+
 /// Makes the bench queue keep an event log of about `events` events, if given.
 async fn keep_events(broker: &RedisBroker, events: Option<u32>) -> anyhow::Result<()> {
     if let Some(events) = events {
@@ -348,6 +571,11 @@ fn server_config(concurrency: usize, queues: &BTreeMap<String, u32>) -> Config {
 fn with_empty_queues(queues: &[(&str, u32)], empty: usize) -> BTreeMap<String, u32> {
     let named = queues.iter().map(|(name, priority)| ((*name).to_owned(), *priority));
     named.chain((0..empty).map(|i| (format!("empty-{i}"), 1))).collect()
+}
+
+/// The handler of [`fail_for_good`]: fails at once.
+async fn fail(_ctx: TaskContext, _task: asynq_core::Task) -> Result<(), HandlerError> {
+    Err(HandlerError::new("the bench handler always fails"))
 }
 
 /// The benchmark handler: succeeds at once.
@@ -379,6 +607,17 @@ async fn enqueue_in_batches(
 /// Polls the queue's processed counter until it reaches `target`. Fails as soon as a task
 /// fails (the benchmark handler never does, so something is broken), or after `timeout`.
 async fn wait_until_processed(redis_url: &str, target: u64, timeout: Duration) -> anyhow::Result<()> {
+    wait_until_processed_or_failed(redis_url, target, timeout, false).await
+}
+
+/// [`wait_until_processed`]; with `failures_expected`, failed tasks count as processed (as the
+/// processed counter counts them) instead of being an error.
+async fn wait_until_processed_or_failed(
+    redis_url: &str,
+    target: u64,
+    timeout: Duration,
+    failures_expected: bool,
+) -> anyhow::Result<()> {
     let client = redis::Client::open(redis_url).with_context(|| format!("bad Redis URL {redis_url}"))?;
     let mut connection =
         client.get_multiplexed_async_connection().await.with_context(|| format!("could not connect to {redis_url}"))?;
@@ -390,7 +629,7 @@ async fn wait_until_processed(redis_url: &str, target: u64, timeout: Duration) -
         let (processed, failed): (Option<u64>, Option<u64>) =
             read.query_async(&mut connection).await.context("could not read the queue's counters")?;
         let (processed, failed) = (processed.unwrap_or(0), failed.unwrap_or(0));
-        if failed > 0 {
+        if failed > 0 && !failures_expected {
             bail!("{failed} tasks failed in queue {QUEUE:?}; the benchmark handler never fails");
         }
         if processed >= target {

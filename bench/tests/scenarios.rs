@@ -123,3 +123,53 @@ async fn idle_runs_a_server_for_the_given_time() {
     assert_eq!((measured.tasks, measured.tasks_per_s), (0, None));
     assert!(measured.elapsed_s >= 0.3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_drain_takes_a_slice_of_a_deeper_backlog() {
+    let redis = RedisServer::start();
+    scenarios::fill(&redis.url(), 300, None).await.unwrap();
+    let drained = scenarios::drain(&redis.url(), 100, 4, 0, TIMEOUT).await.unwrap();
+    assert_eq!(drained.tasks, 100);
+    let (pending, processed) = queue_counts(&redis.url()).await;
+    assert!(processed >= 100 && pending + processed as usize == 300, "{pending} pending, {processed} processed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failing_for_good_fills_the_archive_up_to_its_cap() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let broker = RedisBroker::connect(&url).await.unwrap();
+    scenarios::fill_failing(&url, 30, 20).await.unwrap();
+    let info = broker.queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
+    assert_eq!((info.pending, info.archived), (30, 20));
+    let failed = scenarios::fail_for_good(&url, 30, 4, TIMEOUT).await.unwrap();
+    assert_eq!((failed.scenario.as_str(), failed.tasks), ("fail-for-good", 30));
+    let info = broker.queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
+    assert_eq!((info.pending, info.archived, info.processed_total, info.failed_total), (0, 50, 30, 30));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_servers_are_all_listed_by_the_inspector() {
+    let redis = RedisServer::start();
+    let measured = scenarios::idle_servers(&redis.url(), 3, 1, Duration::from_millis(300)).await.unwrap();
+    assert_eq!((measured.tasks, measured.concurrency), (0, Some(1)));
+    assert!(measured.servers_ls_ms.is_some_and(|ms| ms > 0.0));
+    assert!(scenarios::idle_servers(&redis.url(), 0, 1, Duration::ZERO).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_storm_of_scheduled_tasks_is_forwarded_while_fresh_tasks_are_picked_up() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    assert!(scenarios::scheduled_storm(&url, 10, 2, Duration::from_millis(5), TIMEOUT).await.is_err(), "not filled");
+    scenarios::fill_scheduled(&url, 3_000).await.unwrap();
+    let info = RedisBroker::connect(&url).await.unwrap().queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
+    assert_eq!((info.pending, info.scheduled), (0, 3_000));
+    let storm = scenarios::scheduled_storm(&url, 3_000, 4, Duration::from_millis(1), TIMEOUT).await.unwrap();
+    assert_eq!((storm.scenario.as_str(), storm.tasks), ("scheduled-storm", 3_000));
+    assert!(storm.tasks_per_s.is_some_and(|rate| rate > 0.0));
+    // The forwarder's first pass comes after its interval, 5 s.
+    assert!(storm.elapsed_s >= 4.0, "{}", storm.elapsed_s);
+    let info = RedisBroker::connect(&url).await.unwrap().queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
+    assert_eq!(info.scheduled, 0);
+}
