@@ -27,6 +27,8 @@ pub(crate) struct Run {
     pub(crate) pickup_p50_ms: Option<f64>,
     /// See `pickup_p50_ms`.
     pub(crate) pickup_p99_ms: Option<f64>,
+    /// Median time of `Inspector::servers()`, for the idle-servers scenarios.
+    pub(crate) servers_ls_ms: Option<f64>,
     /// CPU seconds of the benchmark processes (summed).
     pub(crate) client_cpu_s: Option<f64>,
     /// Peak resident memory of the benchmark processes (the largest).
@@ -60,6 +62,13 @@ pub(crate) struct Row {
     /// [`SLOW_COMMAND_US`](super::stats::SLOW_COMMAND_US) or more. The longest of the runs,
     /// not their median.
     pub(crate) longest_command_ms: Option<f64>,
+    /// Median time of `Inspector::servers()` (what `asynq server ls` calls) at the end of the
+    /// idle-servers scenarios, in milliseconds.
+    pub(crate) servers_ls_ms: Option<f64>,
+    /// The longest command's first words (the longest run's), from `SLOWLOG`; in the checks
+    /// only.
+    #[serde(skip)]
+    pub(crate) longest_command: Option<String>,
     /// Redis main-thread CPU per task, in microseconds; in the Markdown report only.
     #[serde(skip)]
     pub(crate) redis_main_thread_cpu_us_per_task: Option<f64>,
@@ -94,6 +103,8 @@ impl Row {
             client_cpu_s: run.client_cpu_s,
             peak_rss_mb: run.peak_rss_mb,
             longest_command_ms: redis.map(|usage| usage.longest_command_us.unwrap_or(0) as f64 / 1e3),
+            servers_ls_ms: run.servers_ls_ms,
+            longest_command: redis.and_then(|usage| usage.longest_command.clone()),
             redis_main_thread_cpu_us_per_task: redis
                 .and_then(|usage| usage.main_thread_cpu_s)
                 .and_then(|cpu_s| per_task(cpu_s * 1e6)),
@@ -141,6 +152,12 @@ fn median_row(group: &[Row]) -> Row {
         client_cpu_s: of(|row| row.client_cpu_s),
         peak_rss_mb: of(|row| row.peak_rss_mb),
         longest_command_ms: group.iter().filter_map(|row| row.longest_command_ms).reduce(f64::max),
+        servers_ls_ms: of(|row| row.servers_ls_ms),
+        longest_command: group
+            .iter()
+            .filter(|row| row.longest_command.is_some())
+            .max_by(|a, b| a.longest_command_ms.unwrap_or(0.0).total_cmp(&b.longest_command_ms.unwrap_or(0.0)))
+            .and_then(|row| row.longest_command.clone()),
         redis_main_thread_cpu_us_per_task: of(|row| row.redis_main_thread_cpu_us_per_task),
         redis_data_cmd_us_per_task: of(|row| row.redis_data_cmd_us_per_task),
         cmds_by_command: commands
@@ -417,6 +434,7 @@ mod tests {
                 calls: BTreeMap::from([("evalsha".to_owned(), 2_000), ("get".to_owned(), 500)]),
                 data_command_us: 1_500.0,
                 longest_command_us: Some(2_500),
+                longest_command: Some("EVALSHA 01234567… 1 asynq:{default}:pending".to_owned()),
             }),
             window_s: 2.0,
             ..Run::default()
@@ -474,6 +492,7 @@ mod tests {
             "client_cpu_s",
             "peak_rss_mb",
             "longest_command_ms",
+            "servers_ls_ms",
         ];
         expected.sort_unstable();
         let mut fields = fields;

@@ -50,11 +50,48 @@ enum Plan {
     /// `asynq-bench fill` (not measured), then `processes` `asynq-bench drain` processes at once,
     /// each serving `empty_queues` empty queues beside the filled one; with `events`, the queue
     /// keeps an event log of [`EVENT_CAP`] events.
-    Drain { processes: usize, concurrency: usize, empty_queues: usize, events: bool },
+    /// With `pending`, the fill is that many tasks and the drain takes the first
+    /// [`DEEP_BACKLOG_SLICE`] of them (all, if fewer), instead of the run's task count.
+    Drain { processes: usize, concurrency: usize, empty_queues: usize, events: bool, pending: Option<u64> },
     /// `asynq-bench idle` on three queues, or on `queues` queues, with Redis measured over a
-    /// window in the middle of its run.
-    Idle { concurrency: usize, queues: Option<usize>, tenants: Option<usize> },
+    /// window in the middle of its run; with `servers`, that many servers on three queues.
+    Idle { concurrency: usize, queues: Option<usize>, tenants: Option<usize>, servers: Option<usize> },
+    /// `asynq-bench fill-failing` with `archived` tasks archived first (not measured), then
+    /// `asynq-bench fail-for-good` of `tasks` tasks at concurrency 100.
+    FailForGood { archived: u64, tasks: u64 },
+    /// `asynq-bench fill-scheduled` of the run's task count (not measured: 100 000 by default,
+    /// `--tasks 1000000` for the million), then `asynq-bench scheduled-storm` at
+    /// concurrency 10.
+    ScheduledStorm,
 }
+
+/// The backlog sizes of the deep-backlog drains, each a scenario of its own.
+pub(crate) const DEEP_BACKLOGS: [u64; 3] = [10_000, 100_000, 1_000_000];
+/// `drain-c100` of the first [`DEEP_BACKLOG_SLICE`] tasks of a backlog of [`DEEP_BACKLOGS`]`[i]`.
+pub(crate) const DEEP_BACKLOG_DRAINS: [&str; 3] =
+    ["drain-c100-pending-10000", "drain-c100-pending-100000", "drain-c100-pending-1000000"];
+/// How many tasks a deep-backlog drain takes: the 1 000 000 case does not drain them all.
+pub(crate) const DEEP_BACKLOG_SLICE: u64 = 50_000;
+
+/// Go's archive cap ([`asynq_core::ARCHIVE_MAX_SIZE`]): tasks archived before
+/// [`FAIL_INTO_FULL_ARCHIVE`].
+pub(crate) const ARCHIVE_CAP: u64 = 10_000;
+/// Failures timed into an archive at its cap.
+pub(crate) const FAILURES_AT_CAP: u64 = 20_000;
+/// Failures timed into an empty archive: fewer than its cap, so that none trims it.
+pub(crate) const FAILURES_INTO_EMPTY: u64 = 9_000;
+/// Tasks failing for good into an empty archive.
+pub(crate) const FAIL_INTO_EMPTY_ARCHIVE: &str = "fail-for-good-into-empty-archive";
+/// Tasks failing for good into an archive at its cap.
+pub(crate) const FAIL_INTO_FULL_ARCHIVE: &str = "fail-for-good-into-full-archive";
+
+/// The server counts of the idle-servers scenarios, each a scenario of its own.
+pub(crate) const IDLE_SERVER_COUNTS: [usize; 3] = [1, 10, 50];
+/// Idle servers at concurrency 2 on three queues, [`IDLE_SERVER_COUNTS`]`[i]` of them.
+pub(crate) const IDLE_SERVERS: [&str; 3] = ["idle-1-server-c2", "idle-10-servers-c2", "idle-50-servers-c2"];
+
+/// Scheduled tasks all falling due at once, forwarded while fresh work is sampled.
+pub(crate) const SCHEDULED_STORM: &str = "scheduled-storm";
 
 /// How many queues the many-queues scenarios serve: one busy, the rest empty.
 pub(crate) const MANY_QUEUES: usize = 1_000;
@@ -92,7 +129,11 @@ pub(crate) const WORKFLOW_FAN_IN: &str = "workflow-fan-in-10000";
 pub(crate) const PLAIN_FAN_IN: &str = "plain-fan-in-10000";
 
 fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues: usize) -> Scenario {
-    Scenario { name, throughput: true, plan: Plan::Drain { processes, concurrency, empty_queues, events: false } }
+    Scenario {
+        name,
+        throughput: true,
+        plan: Plan::Drain { processes, concurrency, empty_queues, events: false, pending: None },
+    }
 }
 
 /// Every scenario, in report order.
@@ -105,7 +146,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process(name, false, &[&args[..], layout].concat())
     };
     let (many_empty, tenants) = ((MANY_QUEUES - 1).to_string(), TENANT_QUEUES.to_string());
-    vec![
+    let mut scenarios = vec![
         process("baseline-redis-ping", true, &["redis-ping", "--commands", &tasks]),
         process("baseline-redis-ping-pipelined-100", true, &["redis-ping", "--commands", &tasks, "--pipeline", "100"]),
         process("enqueue", true, &["enqueue", "--tasks", &tasks]),
@@ -128,7 +169,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         Scenario {
             name: DRAIN_WITH_EVENTS,
             throughput: true,
-            plan: Plan::Drain { processes: 1, concurrency: 100, empty_queues: 0, events: true },
+            plan: Plan::Drain { processes: 1, concurrency: 100, empty_queues: 0, events: true, pending: None },
         },
         process(WORKFLOW_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100"]),
         process(PLAIN_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100", "--plain"]),
@@ -140,19 +181,43 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         Scenario {
             name: "idle-3-queues",
             throughput: false,
-            plan: Plan::Idle { concurrency: 10, queues: None, tenants: None },
+            plan: Plan::Idle { concurrency: 10, queues: None, tenants: None, servers: None },
         },
         Scenario {
             name: MANY_QUEUES_IDLE,
             throughput: false,
-            plan: Plan::Idle { concurrency: 10, queues: Some(MANY_QUEUES), tenants: None },
+            plan: Plan::Idle { concurrency: 10, queues: Some(MANY_QUEUES), tenants: None, servers: None },
         },
         Scenario {
             name: TENANTS_IDLE,
             throughput: false,
-            plan: Plan::Idle { concurrency: 10, queues: None, tenants: Some(TENANT_QUEUES) },
+            plan: Plan::Idle { concurrency: 10, queues: None, tenants: Some(TENANT_QUEUES), servers: None },
         },
-    ]
+    ];
+    scenarios.extend(DEEP_BACKLOG_DRAINS.iter().zip(DEEP_BACKLOGS).map(|(name, pending)| Scenario {
+        name,
+        throughput: true,
+        plan: Plan::Drain { processes: 1, concurrency: 100, empty_queues: 0, events: false, pending: Some(pending) },
+    }));
+    scenarios.extend([
+        Scenario {
+            name: FAIL_INTO_EMPTY_ARCHIVE,
+            throughput: true,
+            plan: Plan::FailForGood { archived: 0, tasks: FAILURES_INTO_EMPTY },
+        },
+        Scenario {
+            name: FAIL_INTO_FULL_ARCHIVE,
+            throughput: true,
+            plan: Plan::FailForGood { archived: ARCHIVE_CAP, tasks: FAILURES_AT_CAP },
+        },
+    ]);
+    scenarios.extend(IDLE_SERVERS.iter().zip(IDLE_SERVER_COUNTS).map(|(name, servers)| Scenario {
+        name,
+        throughput: false,
+        plan: Plan::Idle { concurrency: 2, queues: None, tenants: None, servers: Some(servers) },
+    }));
+    scenarios.push(Scenario { name: SCHEDULED_STORM, throughput: false, plan: Plan::ScheduledStorm });
+    scenarios
 }
 
 /// Runs scenarios against one Redis.
@@ -179,9 +244,10 @@ impl<'a> Runner<'a> {
         self.redis.reset()?;
         match plan {
             Plan::Process(args) => self.measured(std::slice::from_ref(args)),
-            Plan::Drain { processes, concurrency, empty_queues, events } => {
-                let tasks = self.sizes.tasks.to_string();
-                let mut fill = strings(&["fill", "--tasks", &tasks]);
+            Plan::Drain { processes, concurrency, empty_queues, events, pending } => {
+                let fill_tasks = pending.unwrap_or(self.sizes.tasks).to_string();
+                let tasks = pending.map_or(self.sizes.tasks, |pending| pending.min(DEEP_BACKLOG_SLICE)).to_string();
+                let mut fill = strings(&["fill", "--tasks", &fill_tasks]);
                 if *events {
                     fill.extend(strings(&["--events", EVENT_CAP]));
                 }
@@ -198,7 +264,21 @@ impl<'a> Runner<'a> {
                 ]);
                 self.measured(&vec![drain; *processes])
             }
-            Plan::Idle { concurrency, queues, tenants } => self.idle(*concurrency, *queues, *tenants),
+            Plan::Idle { concurrency, queues, tenants, servers } => {
+                self.idle(*concurrency, *queues, *tenants, *servers)
+            }
+            Plan::FailForGood { archived, tasks } => {
+                let (archived, tasks) = (archived.to_string(), tasks.to_string());
+                self.launcher
+                    .spawn(&[strings(&["fill-failing", "--tasks", &tasks, "--archived", &archived])])?
+                    .wait()?;
+                self.measured(&[strings(&["fail-for-good", "--tasks", &tasks, "--concurrency", "100"])])
+            }
+            Plan::ScheduledStorm => {
+                let tasks = self.sizes.tasks.to_string();
+                self.launcher.spawn(&[strings(&["fill-scheduled", "--tasks", &tasks])])?.wait()?;
+                self.measured(&[strings(&["scheduled-storm", "--tasks", &tasks, "--concurrency", "10"])])
+            }
         }
     }
 
@@ -210,7 +290,13 @@ impl<'a> Runner<'a> {
 
     /// An idle server: Redis is measured from [`IDLE_WARMUP`] after its start, for the idle
     /// window, so that start-up and shutdown stay out of the figures.
-    fn idle(&mut self, concurrency: usize, queues: Option<usize>, tenants: Option<usize>) -> anyhow::Result<Run> {
+    fn idle(
+        &mut self,
+        concurrency: usize,
+        queues: Option<usize>,
+        tenants: Option<usize>,
+        servers: Option<usize>,
+    ) -> anyhow::Result<Run> {
         let seconds = (IDLE_WARMUP + self.sizes.idle_window).as_secs() + 1;
         let mut args = strings(&["idle", "--seconds", &seconds.to_string(), "--concurrency", &concurrency.to_string()]);
         if let Some(queues) = queues {
@@ -218,6 +304,9 @@ impl<'a> Runner<'a> {
         }
         if let Some(tenants) = tenants {
             args.extend(strings(&["--tenants", &tenants.to_string()]));
+        }
+        if let Some(servers) = servers {
+            args.extend(strings(&["--servers", &servers.to_string()]));
         }
         let processes = self.launcher.spawn(&[args])?;
         std::thread::sleep(IDLE_WARMUP);
@@ -296,6 +385,8 @@ struct Measurement {
     tasks_per_s: Option<f64>,
     pickup_p50_ms: Option<f64>,
     pickup_p99_ms: Option<f64>,
+    #[serde(default)]
+    servers_ls_ms: Option<f64>,
     cpu_s: Option<f64>,
     peak_rss_mb: Option<f64>,
     started_unix_us: u64,
@@ -321,6 +412,7 @@ fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> 
         tasks_per_s,
         pickup_p50_ms: first.pickup_p50_ms,
         pickup_p99_ms: first.pickup_p99_ms,
+        servers_ls_ms: first.servers_ls_ms,
         client_cpu_s: (!cpu.is_empty()).then(|| cpu.iter().sum()),
         peak_rss_mb: measurements.iter().filter_map(|m| m.peak_rss_mb).reduce(f64::max),
         redis: Some(redis),
@@ -339,6 +431,7 @@ mod tests {
             tasks_per_s: Some(1_000.0 / ((finished_unix_us - started_unix_us) as f64 / 1e6)),
             pickup_p50_ms: None,
             pickup_p99_ms: None,
+            servers_ls_ms: None,
             cpu_s: Some(cpu_s),
             peak_rss_mb: Some(peak_rss_mb),
             started_unix_us,

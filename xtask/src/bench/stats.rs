@@ -50,6 +50,9 @@ pub(crate) struct Usage {
     /// The longest command Redis ran, in microseconds, from its `SLOWLOG`: `None` when none
     /// took [`SLOW_COMMAND_US`] or more.
     pub(crate) longest_command_us: Option<u64>,
+    /// The longest command's first words (the command, and for a script its SHA, key count and
+    /// first keys, which name it), from the same `SLOWLOG` entry.
+    pub(crate) longest_command: Option<String>,
 }
 
 /// Commands that take at least this long (in microseconds) go to Redis's `SLOWLOG` during a
@@ -74,12 +77,18 @@ impl std::ops::Add for Usage {
         for (command, calls) in other.calls {
             *self.calls.entry(command).or_default() += calls;
         }
+        let (longest_command_us, longest_command) = if other.longest_command_us > self.longest_command_us {
+            (other.longest_command_us, other.longest_command)
+        } else {
+            (self.longest_command_us, self.longest_command)
+        };
         Usage {
             cpu_s: self.cpu_s + other.cpu_s,
             main_thread_cpu_s: self.main_thread_cpu_s.zip(other.main_thread_cpu_s).map(|(a, b)| a + b),
             calls: self.calls,
             data_command_us: self.data_command_us + other.data_command_us,
-            longest_command_us: self.longest_command_us.max(other.longest_command_us),
+            longest_command_us,
+            longest_command,
         }
     }
 }
@@ -139,6 +148,7 @@ impl Snapshot {
             .sum();
         Usage {
             longest_command_us: None,
+            longest_command: None,
             data_command_us,
             cpu_s: (self.cpu_s - earlier.cpu_s).max(0.0),
             main_thread_cpu_s: self.main_thread_cpu_s.zip(earlier.main_thread_cpu_s).map(|(a, b)| (a - b).max(0.0)),
@@ -161,23 +171,42 @@ pub(crate) fn measure<T>(
     let value = work()?;
     let window_s = started.elapsed().as_secs_f64();
     let mut usage = Snapshot::take(server)?.since(&before);
-    usage.longest_command_us = longest_logged(&server.command(&["SLOWLOG", "GET", SLOWLOG_LEN])?);
+    if let Some((us, command)) = longest_logged(&server.command(&["SLOWLOG", "GET", SLOWLOG_LEN])?) {
+        (usage.longest_command_us, usage.longest_command) = (Some(us), Some(command));
+    }
     Ok((value, usage, window_s))
 }
 
-/// The longest duration (microseconds, each entry's third field) in a `SLOWLOG GET` reply.
-fn longest_logged(reply: &Reply) -> Option<u64> {
+/// How many of the longest command's arguments are kept: a script's SHA, key count and first
+/// keys.
+const LONGEST_COMMAND_WORDS: usize = 5;
+
+/// The longest entry in a `SLOWLOG GET` reply: its duration (microseconds, each entry's third
+/// field) and its first [`LONGEST_COMMAND_WORDS`] arguments (the fourth), the SHA shortened.
+fn longest_logged(reply: &Reply) -> Option<(u64, String)> {
     let Reply::Array(entries) = reply else { return None };
     entries
         .iter()
-        .filter_map(|entry| match entry {
-            Reply::Array(fields) => match fields.get(2) {
-                Some(Reply::Integer(us)) => u64::try_from(*us).ok(),
-                _ => None,
-            },
-            _ => None,
+        .filter_map(|entry| {
+            let Reply::Array(fields) = entry else { return None };
+            let Some(Reply::Integer(us)) = fields.get(2) else { return None };
+            let words = match fields.get(3) {
+                Some(Reply::Array(args)) => args
+                    .iter()
+                    .take(LONGEST_COMMAND_WORDS)
+                    .map(|arg| match arg {
+                        Reply::Text(text) if text.len() == 40 => format!("{}…", &text[..8]),
+                        Reply::Text(text) => text.clone(),
+                        Reply::Integer(n) => n.to_string(),
+                        _ => "?".to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => String::new(),
+            };
+            Some((u64::try_from(*us).ok()?, words))
         })
-        .max()
+        .max_by_key(|(us, _)| *us)
 }
 
 /// The `field:value` lines of an `INFO` reply, without section headers.
@@ -237,9 +266,15 @@ mod tests {
     #[test]
     fn the_longest_slowlog_entry_is_found() {
         let entry = |id: i64, us: i64| {
-            Reply::Array(vec![Reply::Integer(id), Reply::Integer(1), Reply::Integer(us), Reply::Array(vec![])])
+            let args =
+                ["EVALSHA", "0123456789abcdef0123456789abcdef01234567", "2", "asynq:{default}:scheduled", "b", "c"];
+            let args = args.iter().map(|arg| Reply::Text((*arg).to_owned())).collect();
+            Reply::Array(vec![Reply::Integer(id), Reply::Integer(1), Reply::Integer(us), Reply::Array(args)])
         };
-        assert_eq!(longest_logged(&Reply::Array(vec![entry(1, 1_200), entry(2, 9_000), entry(3, 3_000)])), Some(9_000));
+        assert_eq!(
+            longest_logged(&Reply::Array(vec![entry(1, 1_200), entry(2, 9_000), entry(3, 3_000)])),
+            Some((9_000, "EVALSHA 01234567… 2 asynq:{default}:scheduled b".to_owned()))
+        );
         assert_eq!(longest_logged(&Reply::Array(vec![])), None);
     }
 
@@ -251,6 +286,7 @@ mod tests {
             calls: calls.iter().map(|(command, count)| ((*command).to_owned(), *count)).collect(),
             data_command_us,
             longest_command_us: None,
+            longest_command: None,
         };
         let enqueue = usage(1.5, Some(1.0), &[("evalsha", 10), ("hset", 10)], 20.0);
         let drain = usage(2.0, Some(1.5), &[("evalsha", 10), ("hget", 10)], 30.0);

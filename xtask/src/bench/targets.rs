@@ -6,8 +6,10 @@ use std::fmt::Write as _;
 
 use super::report::Row;
 use super::scenarios::{
-    DRAIN_WITH_EVENTS, ENQUEUE_WITH_EVENTS, EVENT_CAP, FAN_IN_MEMBERS, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE,
-    MANY_QUEUES_PICKUP, PLAIN_FAN_IN, QUIET_BESIDE_BUSY, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
+    DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_WITH_EVENTS, EVENT_CAP,
+    FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, IDLE_SERVER_COUNTS, IDLE_SERVERS,
+    MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_STORM,
+    TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
 };
 
 /// How one target fared.
@@ -29,6 +31,44 @@ struct Rows<'a>(&'a [Row]);
 impl Rows<'_> {
     fn get(&self, scenario: &str, field: fn(&Row) -> Option<f64>) -> Option<f64> {
         self.0.iter().find(|row| row.scenario == scenario).and_then(field)
+    }
+
+    fn row(&self, scenario: &str) -> Option<&Row> {
+        self.0.iter().find(|row| row.scenario == scenario)
+    }
+
+    /// The longest Redis command of `scenarios`, in milliseconds, with its first words.
+    fn longest(&self, scenarios: &[&str]) -> Option<(f64, String)> {
+        scenarios
+            .iter()
+            .filter_map(|scenario| {
+                let row = self.row(scenario)?;
+                Some((row.longest_command_ms?, row.longest_command.clone().unwrap_or_default(), *scenario))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(ms, words, scenario)| {
+                let what = if words.is_empty() { "none of 1 ms or more".to_owned() } else { format!("`{words}`") };
+                (ms, format!("{what} in `{scenario}`"))
+            })
+    }
+
+    /// The commands that grew most per task from `base` to `scenario` (`INFO commandstats`),
+    /// as a phrase.
+    fn grown_commands(&self, base: &str, scenario: &str) -> String {
+        let (Some(base), Some(row)) = (self.row(base), self.row(scenario)) else { return String::new() };
+        let mut grown: Vec<(&String, f64)> = row
+            .cmds_by_command
+            .iter()
+            .map(|(command, per)| (command, per - base.cmds_by_command.get(command).copied().unwrap_or(0.0)))
+            .filter(|(_, more)| *more > 0.005)
+            .collect();
+        grown.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let grown: Vec<String> = grown.iter().take(4).map(|(command, more)| format!("{command} +{more:.2}")).collect();
+        if grown.is_empty() {
+            "no command more per task".to_owned()
+        } else {
+            format!("commands per task grew: {}", grown.join(", "))
+        }
     }
 
     fn commands(&self, scenario: &str, command: &str) -> Option<f64> {
@@ -330,6 +370,8 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
         _ => not_measured(TENANTS, &format!("{TENANTS_IDLE}, {TENANTS_PICKUP} and {QUIET_BESIDE_BUSY}")),
     });
 
+    checks.extend(size_axis_checks(&rows));
+
     checks.push(match rows.get("drain-c100", |row| row.peak_rss_mb) {
         Some(rss) => Check {
             target: "server ≤ 50 MB RSS at concurrency 100 with 100 000 tasks pending",
@@ -338,6 +380,135 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
             context: "`drain-c100`: the peak over the whole drain".to_owned(),
         },
         None => not_measured("server ≤ 50 MB RSS at concurrency 100", "drain-c100"),
+    });
+    checks
+}
+
+/// The longest Redis command any size-axis scenario may run, in milliseconds.
+const LONGEST_COMMAND_MS: f64 = 10.0;
+
+const DEEP_TARGET: &str = "drain with 1 000 000 tasks pending: Redis CPU per task ≤ 1.25× that with 10 000 \
+                           pending, no Redis command of 10 ms";
+const ARCHIVE_TARGET: &str = "tasks failing for good into an archive at its cap (10 000): Redis CPU per task ≤ \
+                              1.25× into an empty archive, no Redis command of 10 ms";
+const SERVERS_TARGET: &str = "50 idle servers: Redis commands/s ≤ 50 × one server's × 1.1, `Inspector::servers()` \
+                              ≤ 50 ms";
+const STORM_TARGET: &str = "a storm of scheduled tasks falling due at once: no Redis command of 10 ms, pickup p99 \
+                            of new work during it ≤ 10 ms";
+
+/// The checks of the costs that must stay flat as work grows (issue 20, item 5).
+fn size_axis_checks(rows: &Rows) -> Vec<Check> {
+    let not_measured = |target, scenarios: String| Check {
+        target,
+        measured: "–".to_owned(),
+        met: None,
+        context: format!("not measured in this run (needs {scenarios})"),
+    };
+    let mut checks = Vec::new();
+
+    let [small, middle, large] = DEEP_BACKLOG_DRAINS;
+    checks.push(match (rows.get(small, redis_cpu), rows.get(large, redis_cpu), rows.longest(&DEEP_BACKLOG_DRAINS)) {
+        (Some(at_small), Some(at_large), Some((longest, what))) => Check {
+            target: DEEP_TARGET,
+            measured: format!(
+                "{:.2}× ({at_large:.1} µs at 1 000 000 pending, {} at 100 000, {at_small:.1} at 10 000; {} tasks/s); \
+                 longest command {longest:.1} ms",
+                at_large / at_small,
+                rows.get(middle, redis_cpu).map_or("–".to_owned(), |us| format!("{us:.1}")),
+                DEEP_BACKLOG_DRAINS
+                    .iter()
+                    .map(|name| rows.get(name, tasks_per_s).map_or("–".to_owned(), |rate| format!("{rate:.0}")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            met: Some(at_large <= 1.25 * at_small && longest < LONGEST_COMMAND_MS),
+            context: format!(
+                "concurrency 100 draining the first {DEEP_BACKLOG_SLICE} tasks (all of the 10 000); longest: {what}; \
+                 1 000 000 against 10 000: {}",
+                rows.grown_commands(small, large)
+            ),
+        },
+        _ => not_measured(DEEP_TARGET, DEEP_BACKLOG_DRAINS.join(", ")),
+    });
+
+    let archives = [FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE];
+    checks.push(
+        match (
+            rows.get(FAIL_INTO_EMPTY_ARCHIVE, redis_cpu),
+            rows.get(FAIL_INTO_FULL_ARCHIVE, redis_cpu),
+            rows.longest(&archives),
+        ) {
+            (Some(empty), Some(full), Some((longest, what))) => Check {
+                target: ARCHIVE_TARGET,
+                measured: format!(
+                    "{:.2}× ({full:.1} µs at the cap, {empty:.1} into an empty archive; {} and {} tasks/s); longest \
+                     command {longest:.1} ms",
+                    full / empty,
+                    rows.get(FAIL_INTO_FULL_ARCHIVE, tasks_per_s).map_or("–".to_owned(), |rate| format!("{rate:.0}")),
+                    rows.get(FAIL_INTO_EMPTY_ARCHIVE, tasks_per_s)
+                        .map_or("–".to_owned(), |rate| format!("{rate:.0}")),
+                ),
+                met: Some(full <= 1.25 * empty && longest < LONGEST_COMMAND_MS),
+                context: format!(
+                    "concurrency 100, `max_retry` 0: 20 000 failures after 10 000 tasks archived, against 9 000 into \
+                     an empty archive; longest: {what}; at the cap against empty: {}",
+                    rows.grown_commands(FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE)
+                ),
+            },
+            _ => not_measured(ARCHIVE_TARGET, archives.join(" and ")),
+        },
+    );
+
+    let cmds_per_s = |row: &Row| row.redis_cmds_per_s;
+    let [one, ten, fifty] = IDLE_SERVERS;
+    let servers_ls = |row: &Row| row.servers_ls_ms;
+    checks.push(match (rows.get(one, cmds_per_s), rows.get(fifty, cmds_per_s), rows.get(fifty, servers_ls)) {
+        (Some(alone), Some(many), Some(ls)) => Check {
+            target: SERVERS_TARGET,
+            measured: format!(
+                "{many:.1} commands/s with 50, {} with 10, {alone:.1} with one ({:.2}× one server's per server); \
+                 `Inspector::servers()` {ls:.1} ms with 50",
+                rows.get(ten, cmds_per_s).map_or("–".to_owned(), |rate| format!("{rate:.1}")),
+                many / alone / IDLE_SERVER_COUNTS[2] as f64
+            ),
+            met: Some(many <= IDLE_SERVER_COUNTS[2] as f64 * alone * 1.1 && ls <= 50.0),
+            context: format!(
+                "each server at concurrency 2 on three queues, with its own connection, in one process; \
+                 `Inspector::servers()` the median of 5 calls after the window ({} ms with one server, {} with 10); \
+                 50 against one: {}",
+                rows.get(one, servers_ls).map_or("–".to_owned(), |ms| format!("{ms:.1}")),
+                rows.get(ten, servers_ls).map_or("–".to_owned(), |ms| format!("{ms:.1}")),
+                rows.grown_commands(one, fifty)
+            ),
+        },
+        _ => not_measured(SERVERS_TARGET, IDLE_SERVERS.join(", ")),
+    });
+
+    let storm = rows.row(SCHEDULED_STORM);
+    checks.push(match (storm.and_then(|row| row.pickup_p99_ms), rows.longest(&[SCHEDULED_STORM])) {
+        (Some(p99), Some((longest, what))) => {
+            let storm = storm.expect("the storm's row");
+            Check {
+                target: STORM_TARGET,
+                measured: format!(
+                    "longest command {longest:.1} ms; pickup p50 {} ms, p99 {p99:.2} ms while {} scheduled tasks \
+                     were forwarded at {} tasks/s",
+                    storm.pickup_p50_ms.map_or("–".to_owned(), |ms| format!("{ms:.2}")),
+                    storm.tasks,
+                    storm.tasks_per_s.map_or("–".to_owned(), |rate| format!("{rate:.0}")),
+                ),
+                met: Some(longest < LONGEST_COMMAND_MS && p99 <= 10.0),
+                context: format!(
+                    "all due at one second; one server at concurrency 10 forwards them (and runs them, no-op) \
+                     while a fresh task is enqueued into another queue of the same weight every 5 ms; longest: \
+                     {what}; {:.1} µs of Redis CPU and {:.2} commands per scheduled task, the processing that \
+                     overlapped included",
+                    storm.redis_cpu_us_per_task.unwrap_or(f64::NAN),
+                    storm.redis_cmds_per_task.unwrap_or(f64::NAN),
+                ),
+            }
+        }
+        _ => not_measured(STORM_TARGET, SCHEDULED_STORM.to_owned()),
     });
     checks
 }
@@ -418,6 +589,8 @@ mod tests {
             redis_main_thread_cpu_us_per_task: None,
             redis_data_cmd_us_per_task: None,
             cmds_by_command: Default::default(),
+            servers_ls_ms: None,
+            longest_command: None,
         };
         edit(&mut row);
         row
@@ -477,8 +650,64 @@ mod tests {
         let halting = check(&rows, false);
         let enqueue = halting.iter().find(|c| c.target.starts_with("enqueue one at a time")).unwrap();
         assert!(enqueue.context.ends_with("`--awake` measures without them"), "{}", enqueue.context);
+        for target in ["drain with 1 000 000", "tasks failing for good", "50 idle servers", "a storm of scheduled"] {
+            assert_eq!(verdict(&checks, target), None, "{target}: no rows");
+        }
         let table = markdown(&checks);
         assert_eq!(table.lines().count(), checks.len() + 2);
         assert!(table.contains("| missed |") && table.contains("| not measured |"));
+    }
+
+    #[test]
+    fn size_axis_targets_are_met_or_missed_from_their_rows() {
+        let longest = |ms: f64, words: &'static str| {
+            move |r: &mut Row| {
+                r.longest_command_ms = Some(ms);
+                r.longest_command = (!words.is_empty()).then(|| words.to_owned());
+            }
+        };
+        let with = |cpu: f64, ms: f64| {
+            move |r: &mut Row| {
+                (r.redis_cpu_us_per_task, r.tasks_per_s, r.longest_command_ms) = (Some(cpu), Some(50_000.0), Some(ms));
+            }
+        };
+        let mut rows = vec![
+            row(DEEP_BACKLOG_DRAINS[0], with(10.0, 0.0)),
+            row(DEEP_BACKLOG_DRAINS[1], with(11.0, 0.0)),
+            row(DEEP_BACKLOG_DRAINS[2], with(12.0, 2.0)),
+            row(FAIL_INTO_EMPTY_ARCHIVE, with(20.0, 0.0)),
+            row(FAIL_INTO_FULL_ARCHIVE, |r| {
+                with(30.0, 0.0)(r);
+                longest(12.5, "EVALSHA 01234567… 10 asynq:{default}:active")(r);
+                r.cmds_by_command.insert("zremrangebyrank".into(), 1.0);
+            }),
+            row(IDLE_SERVERS[0], |r| (r.redis_cmds_per_s, r.servers_ls_ms) = (Some(10.0), Some(0.5))),
+            row(IDLE_SERVERS[2], |r| (r.redis_cmds_per_s, r.servers_ls_ms) = (Some(540.0), Some(20.0))),
+            row(SCHEDULED_STORM, |r| {
+                (r.pickup_p50_ms, r.pickup_p99_ms, r.tasks_per_s) = (Some(1.0), Some(4.0), Some(100_000.0));
+                longest(1.5, "EVALSHA 89abcdef… 5 asynq:{default}:scheduled")(r);
+            }),
+        ];
+        let checks = check(&rows, true);
+        assert_eq!(verdict(&checks, "drain with 1 000 000"), Some(true), "1.2×");
+        let archive = checks.iter().find(|c| c.target.starts_with("tasks failing for good")).unwrap();
+        assert_eq!(archive.met, Some(false), "1.5× and a 12.5 ms command");
+        assert!(
+            archive
+                .context
+                .contains("`EVALSHA 01234567… 10 asynq:{default}:active` in `fail-for-good-into-full-archive`")
+        );
+        assert!(archive.context.contains("zremrangebyrank +1.00"), "{}", archive.context);
+        assert_eq!(verdict(&checks, "50 idle servers"), Some(true), "540 ≤ 550");
+        assert_eq!(verdict(&checks, "a storm of scheduled"), Some(true));
+        rows[6].servers_ls_ms = Some(60.0);
+        rows[7].pickup_p99_ms = Some(11.0);
+        rows[2].redis_cpu_us_per_task = Some(13.0);
+        let checks = check(&rows, true);
+        assert_eq!(verdict(&checks, "drain with 1 000 000"), Some(false), "1.3×");
+        assert_eq!(verdict(&checks, "50 idle servers"), Some(false), "Inspector::servers() 60 ms");
+        assert_eq!(verdict(&checks, "a storm of scheduled"), Some(false), "p99 11 ms");
+        let storm = checks.iter().find(|c| c.target.starts_with("a storm of scheduled")).unwrap();
+        assert!(storm.context.contains("none of 1 ms or more") || storm.context.contains("asynq:{default}:scheduled"));
     }
 }
