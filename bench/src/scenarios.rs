@@ -139,7 +139,7 @@ pub async fn fill_failing(redis_url: &str, tasks: u64, archived: u64) -> anyhow:
     Ok(timer.finish("fill-failing", tasks, None, true))
 }
 
-/// Prepares [`scheduled_storm`]: `tasks` tasks scheduled [`SCHEDULED_AHEAD`] from now, all at
+/// Prepares [`scheduled_storm`]: `tasks` tasks scheduled an hour from now, all at
 /// the same whole second.
 pub async fn fill_scheduled(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
     let client = Client::new(connect(redis_url).await?);
@@ -391,7 +391,7 @@ const SERVERS_LS_CALLS: usize = 5;
 /// Runs `servers` servers in this process, each with its own connection and `concurrency`, on
 /// the three queues of [`IDLE_QUEUES`], for `duration`; what they cost Redis meanwhile is
 /// measured from outside. Then times `Inspector::servers()` (what `asynq server ls` calls)
-/// [`SERVERS_LS_CALLS`] times and reports the median as
+/// 5 times and reports the median as
 /// [`Measurement::servers_ls_ms`], after checking that it lists every server.
 pub async fn idle_servers(
     redis_url: &str,
@@ -445,7 +445,7 @@ impl Clock for AheadClock {
 
 /// A storm of scheduled tasks falling due at once: [`QUEUE`] must hold `tasks` scheduled tasks
 /// due at one second ([`fill_scheduled`]), which a server started now sees due at once (its
-/// clock runs [`SCHEDULED_AHEAD`] and a minute ahead; nothing else in the run reads it). The
+/// clock runs an hour and a minute ahead; nothing else in the run reads it). The
 /// server of `concurrency` serves [`QUEUE`] and [`FRESH_QUEUE`] with the same weight, running
 /// the forwarded tasks as they come; meanwhile one fresh task at a time is enqueued into
 /// [`FRESH_QUEUE`] every `gap`, and its pickup latency is sampled while tasks are being

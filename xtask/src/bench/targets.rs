@@ -52,8 +52,8 @@ impl Rows<'_> {
             })
     }
 
-    /// The commands that grew most per task from `base` to `scenario` (`INFO commandstats`),
-    /// as a phrase.
+    /// The commands that grew most per task (per second for scenarios without tasks) from
+    /// `base` to `scenario` (`INFO commandstats`), as a phrase.
     fn grown_commands(&self, base: &str, scenario: &str) -> String {
         let (Some(base), Some(row)) = (self.row(base), self.row(scenario)) else { return String::new() };
         let mut grown: Vec<(&String, f64)> = row
@@ -64,10 +64,11 @@ impl Rows<'_> {
             .collect();
         grown.sort_by(|a, b| b.1.total_cmp(&a.1));
         let grown: Vec<String> = grown.iter().take(4).map(|(command, more)| format!("{command} +{more:.2}")).collect();
+        let per = if row.tasks > 0 { "task" } else { "second" };
         if grown.is_empty() {
-            "no command more per task".to_owned()
+            format!("no command more per {per}")
         } else {
-            format!("commands per task grew: {}", grown.join(", "))
+            format!("commands per {per} grew: {}", grown.join(", "))
         }
     }
 
