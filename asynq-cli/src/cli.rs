@@ -288,13 +288,21 @@ pub(crate) struct SlotKeys {
     pub(crate) keys: Vec<String>,
 }
 
+/// `asynq queue ls` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct QueueListArgs {
+    /// Only the queues a server's queue pattern (such as `tenant:*`) matches: those it serves
+    #[arg(long = "match", value_name = "PATTERN")]
+    pub(crate) pattern: Option<String>,
+}
+
 /// `asynq queue ...`
 #[derive(Debug, Subcommand)]
 pub(crate) enum QueueCommand {
     /// List queues
     #[command(visible_alias = "list", name = "ls")]
-    #[command(after_help = "Example:\n  asynq queue ls")]
-    List,
+    #[command(after_help = "Example:\n  asynq queue ls\n  asynq queue ls --match 'tenant:*'")]
+    List(QueueListArgs),
     /// Display detailed information on one or more queues
     #[command(after_help = "Example:\n  asynq queue inspect critical default")]
     Inspect(QueueNames),

@@ -150,3 +150,15 @@ fn queues_are_paused_resumed_and_removed() {
     let ls = asynq_at(&server, &["queue", "ls"]).ok();
     assert!(!ls.stdout.lines().any(|l| l == "interop"), "{}", ls.stdout);
 }
+
+#[test]
+fn queue_ls_lists_the_queues_a_pattern_matches() {
+    let (server, _) = seeded_server();
+    let all = asynq_at(&server, &["queue", "ls", "--json"]).ok().json();
+    let matched = asynq_at(&server, &["queue", "ls", "--match", "crit*", "--json"]).ok().json();
+    assert!(all.as_array().unwrap().len() > 1, "{all}");
+    assert_eq!(matched, serde_json::json!([{"queue": "critical"}]));
+    let everything = asynq_at(&server, &["queue", "ls", "--match", "*"]);
+    assert_eq!(everything.code, 2, "{everything:#?}");
+    assert!(everything.stderr.contains("matches every queue"), "{}", everything.stderr);
+}

@@ -1,7 +1,8 @@
 //! Many tenants on one broker: two services in namespaces of their own, a debounced search-index
 //! refresh (five quick edits, one refresh with the last text), a reminder replaced by its ID, a
-//! concurrency limit the search service's servers share, and a queue per customer that its
-//! server serves through the pattern `tenant:*` from the first task enqueued into it.
+//! concurrency limit the search service's servers share, a queue per customer that its server
+//! serves through the pattern `tenant:*` from the first task enqueued into it, and priorities
+//! within a customer's queue (a user's request before the nightly backfill enqueued first).
 //! Runs on the embedded memory broker, where each broker value is a namespace of its own, and
 //! exits by itself; with `REDIS_URL` the two services share one Redis, each under its own prefix.
 //!
@@ -75,9 +76,14 @@ async fn main() -> anyhow::Result<()> {
     };
     let mut search_server = Server::from_shared(search.clone(), shared)?;
     search_server.start(handlers("search"))?;
-    for customer in ["acme", "globex"] {
-        let task = Task::new("index:refresh", format!("all of {customer}'s documents"));
-        search_client.enqueue(&task, TaskOptions::new().queue(format!("tenant:{customer}"))).await?;
+    for (customer, what, priority) in [
+        ("acme", "all of acme's documents, nightly", -5),
+        ("acme", "the document a user opened", 5),
+        ("globex", "all of globex's documents", 0),
+    ] {
+        let task = Task::new("index:refresh", what);
+        let options = TaskOptions::new().queue(format!("tenant:{customer}")).priority(priority);
+        search_client.enqueue(&task, options).await?;
     }
     let search_inspector = Inspector::from_shared(search);
     for queue in ["default", "tenant:acme", "tenant:globex"] {

@@ -6,6 +6,7 @@ use crate::error::{Batch, CliError, CliResult};
 use crate::output::{self, bytes_text, errln, error_rate, go_duration, heading, outln, print_json, print_table};
 use crate::view::{DailyStatsView, NodeView, QueueView};
 use asynq_client::{Error, QueueInfo, QueueName};
+use asynq_core::queue::QueuePattern;
 use serde::Serialize;
 
 /// What Go's tool prints between the reports of several queues.
@@ -14,7 +15,7 @@ const SEPARATOR: &str = "=================================================";
 /// Runs `asynq queue <command>`.
 pub(crate) async fn run(ctx: &Context, command: QueueCommand) -> CliResult {
     match command {
-        QueueCommand::List => list(ctx).await,
+        QueueCommand::List(args) => list(ctx, args.pattern.as_deref()).await,
         QueueCommand::Inspect(args) => inspect(ctx, &args.queues).await,
         QueueCommand::History(args) => history(ctx, &args.queues, args.days as usize).await,
         QueueCommand::Pause(args) => pause(ctx, &args.queues, true).await,
@@ -33,10 +34,13 @@ struct QueueEntry {
     nodes: Option<Vec<NodeView>>,
 }
 
-async fn list(ctx: &Context) -> CliResult {
+/// Lists the queues, or those `pattern` matches.
+async fn list(ctx: &Context, pattern: Option<&str>) -> CliResult {
+    let pattern = pattern.map(QueuePattern::new).transpose()?;
     let inspector = &ctx.conn.inspector;
     let mut entries = Vec::new();
-    for queue in inspector.queues().await? {
+    let queues = inspector.queues().await?;
+    for queue in queues.into_iter().filter(|queue| pattern.as_ref().is_none_or(|p| p.matches(queue))) {
         let location = if ctx.cluster { inspector.queue_location(&queue).await? } else { None };
         let (slot, nodes) = match location {
             Some(l) => {
