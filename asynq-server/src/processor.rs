@@ -226,9 +226,16 @@ impl Processor {
     ///
     /// A rate-limited queue gives at most as many tasks as its bucket grants; a task whose type
     /// is at its concurrency limit is deferred and not counted.
-    async fn fetch(&self) -> asynq_core::Result<FetchReport> {
+    ///
+    /// Returns `None` when `stop` is cancelled while it waits for a slot. Once it has a slot, it
+    /// is not cut short by `stop`: a dequeue whose tasks the broker has leased ends with them
+    /// started or given back, never dropped half way (which would leave them to lease recovery).
+    async fn fetch(&self, stop: &CancellationToken) -> asynq_core::Result<Option<FetchReport>> {
         let s = &self.shared;
-        let first = TaskPermits::acquire(&s.slots, &s.holds).await;
+        let first = tokio::select! {
+            _ = stop.cancelled() => return Ok(None),
+            permits = TaskPermits::acquire(&s.slots, &s.holds) => permits,
+        };
         let mut slots = vec![first];
         while let Some(permits) = TaskPermits::try_acquire(&s.slots, &s.holds) {
             slots.push(permits);
@@ -297,7 +304,7 @@ impl Processor {
             let shared = Arc::clone(s);
             s.running.spawn(async move { shared.start_then_run(queue, tasks).await });
         }
-        Ok(FetchReport { started, ran_short, rate_limited_for })
+        Ok(Some(FetchReport { started, ran_short, rate_limited_for }))
     }
 
     /// Runs the fetch loop until `stop` is cancelled. Running tasks are left to
@@ -313,10 +320,10 @@ impl Processor {
         let mut queues = s.config.queues.clone();
         loop {
             let served = queues.now();
-            let result = tokio::select! {
-                _ = stop.cancelled() => return,
-                r = self.fetch() => r,
-            };
+            if stop.is_cancelled() {
+                return;
+            }
+            let Some(result) = self.fetch(&stop).await.transpose() else { return };
             match result {
                 Ok(FetchReport { started: 0, rate_limited_for: Some(token_due), .. }) => {
                     // A rate-limited queue is out of tokens and nothing started: sleep until
