@@ -342,13 +342,7 @@ pub async fn pickup_latency(
     let result = async {
         while (latencies_ms.len() as u64) < samples && timer.elapsed() < max_duration {
             tokio::time::sleep(gap).await;
-            let enqueued = Instant::now();
-            client.enqueue(&task, options.clone()).await.context("enqueue failed")?;
-            let started = tokio::time::timeout(PICKUP_TIMEOUT, started_rx.recv())
-                .await
-                .with_context(|| format!("no handler started within {PICKUP_TIMEOUT:?} of an enqueue"))?
-                .context("the server dropped its handler")?;
-            latencies_ms.push(started.duration_since(enqueued).as_secs_f64() * 1e3);
+            latencies_ms.push(pickup_ms(&client, &task, &options, &mut started_rx).await?);
         }
         anyhow::Ok(())
     }
@@ -360,6 +354,23 @@ pub async fn pickup_latency(
     measurement.pickup_p50_ms = percentile(&latencies_ms, 50.0);
     measurement.pickup_p99_ms = percentile(&latencies_ms, 99.0);
     Ok(measurement)
+}
+
+/// Enqueues `task` and waits for its handler to report its start on `started`; returns the
+/// milliseconds from just before the enqueue to that start.
+async fn pickup_ms(
+    client: &Client,
+    task: &asynq_core::Task,
+    options: &TaskOptions,
+    started: &mut mpsc::UnboundedReceiver<Instant>,
+) -> anyhow::Result<f64> {
+    let enqueued = Instant::now();
+    client.enqueue(task, options.clone()).await.context("enqueue failed")?;
+    let started = tokio::time::timeout(PICKUP_TIMEOUT, started.recv())
+        .await
+        .with_context(|| format!("no handler started within {PICKUP_TIMEOUT:?} of an enqueue"))?
+        .context("the server dropped its handler")?;
+    Ok(started.duration_since(enqueued).as_secs_f64() * 1e3)
 }
 
 /// Runs a server with `concurrency` on three empty queues ([`IDLE_QUEUES`]), or on the queues
@@ -519,14 +530,9 @@ pub async fn scheduled_storm(
             ensure!(timer.elapsed() < timeout, "the scheduled tasks were not all forwarded within {timeout:?}");
             tokio::time::sleep(gap).await;
             let during_storm = remaining.load(Ordering::SeqCst) < held;
-            let enqueued = Instant::now();
-            client.enqueue(&task, options.clone()).await.context("enqueue failed")?;
-            let started = tokio::time::timeout(PICKUP_TIMEOUT, started_rx.recv())
-                .await
-                .with_context(|| format!("no handler started within {PICKUP_TIMEOUT:?} of an enqueue"))?
-                .context("the server dropped its handler")?;
+            let latency_ms = pickup_ms(&client, &task, &options, &mut started_rx).await?;
             if during_storm {
-                latencies_ms.push(started.duration_since(enqueued).as_secs_f64() * 1e3);
+                latencies_ms.push(latency_ms);
             }
         }
         anyhow::Ok(())
