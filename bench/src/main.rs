@@ -131,6 +131,23 @@ enum Scenario {
         #[arg(long, default_value_t = 600)]
         timeout_secs: u64,
     },
+    /// Run a server while `--producers` producers sharing one client enqueue `--tasks` tasks at
+    /// an offered load of `--rate` tasks/s in all, by a fixed timetable (open loop); without
+    /// `--rate`, as fast as they can. Reports the pickup of every task.
+    Stream {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        /// Tasks per second offered, all producers together; as fast as possible without.
+        #[arg(long)]
+        rate: Option<f64>,
+        #[arg(long, default_value_t = 4)]
+        producers: usize,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
     /// Store a fan-out of `--members` tasks and one fan-in task, and run them with a server,
     /// until the fan-in task ran: as a workflow (a chord), or with `--plain` as plain batch
     /// enqueues, for comparison.
@@ -240,6 +257,9 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::FillScheduled { tasks } => scenarios::fill_scheduled(url, tasks).await,
         Scenario::ScheduledStorm { tasks, concurrency, gap_ms, timeout_secs } => {
             let (gap, timeout) = (Duration::from_millis(gap_ms), Duration::from_secs(timeout_secs));
+        Scenario::Stream { tasks, rate, producers, concurrency, timeout_secs } => {
+            scenarios::stream(url, tasks, rate, producers, concurrency, Duration::from_secs(timeout_secs)).await
+        }
             scenarios::scheduled_storm(url, tasks, concurrency, gap, timeout).await
         }
         Scenario::Idle { seconds, concurrency, servers: Some(servers), .. } => {

@@ -31,6 +31,10 @@ pub struct Measurement {
     /// --servers`.
     #[serde(default)]
     pub servers_ls_ms: Option<f64>,
+    /// The rate producers achieved against their timetable, tasks per second from the first
+    /// scheduled send to the last enqueue's return, for the streaming scenarios.
+    #[serde(default)]
+    pub offered_per_s: Option<f64>,
     /// CPU time (user + system, all threads) this process spent in the timed phase.
     pub cpu_s: Option<f64>,
     /// This process's peak resident memory (`VmHWM`) at the end of the timed phase, in MiB.
@@ -76,6 +80,7 @@ impl Timer {
             pickup_p50_ms: None,
             pickup_p99_ms: None,
             servers_ls_ms: None,
+            offered_per_s: None,
             cpu_s: cpu.map(|cpu| cpu.as_secs_f64()),
             peak_rss_mb: peak_rss_mb(),
             started_unix_us: unix_micros(self.started_wall),

@@ -238,6 +238,91 @@ pub async fn enqueue_and_process(
     result.map(|()| measurement)
 }
 
+/// Producers and a worker server running together: `producers` concurrent producers sharing
+/// one [`Client`] enqueue `tasks` tasks into [`QUEUE`] at an offered load of `rate` tasks per
+/// second in all (`None`: as fast as they can, each awaiting its enqueue before the next), while
+/// a server of `concurrency` runs them; timed from the server's start until every task is
+/// processed.
+///
+/// The load is open-loop: task `i` is due at `i / rate` seconds after the start, by a fixed
+/// timetable (shared round-robin among the producers), not a sleep after each send, so a slow
+/// enqueue does not lower the load offered after it; tokio's timer wakes producers at 1 ms
+/// resolution, so sends due within one millisecond go out together. A producer behind its
+/// timetable sends at once. Reports the rate achieved against the timetable
+/// ([`Measurement::offered_per_s`]: `tasks` over the time from the start to the last enqueue's
+/// return) and the pickup percentiles of every task: from just before its enqueue to the start
+/// of its handler, read from a monotonic clock whose reading travels in the task's payload
+/// (40 bytes, as the workload's).
+pub async fn stream(
+    redis_url: &str,
+    tasks: u64,
+    rate: Option<f64>,
+    producers: usize,
+    concurrency: usize,
+    timeout: Duration,
+) -> anyhow::Result<Measurement> {
+    ensure!(producers > 0, "there must be at least one producer");
+    ensure!(rate.is_none_or(|rate| rate > 0.0), "the offered rate must be positive");
+    let client = Client::new(connect(redis_url).await?);
+    let epoch = Instant::now();
+    let latencies_us = Arc::new(std::sync::Mutex::new(Vec::<u64>::with_capacity(tasks as usize)));
+    let handler = {
+        let latencies_us = latencies_us.clone();
+        handler_fn(move |_ctx: TaskContext, task: asynq_core::Task| {
+            let started = epoch.elapsed().as_micros() as u64;
+            let sent = std::str::from_utf8(task.payload()).ok().and_then(|sent| sent.trim().parse::<u64>().ok());
+            if let Some(sent) = sent {
+                latencies_us.lock().expect("no handler panics holding it").push(started.saturating_sub(sent));
+            }
+            async { Ok(()) }
+        })
+    };
+    let mut server =
+        Server::new(connect(redis_url).await?, server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], 0)))?;
+    let timer = Timer::start();
+    server.start(handler)?;
+    let start = tokio::time::Instant::now();
+    let interval = rate.map(|rate| Duration::from_secs_f64(1.0 / rate));
+    let mut running = tokio::task::JoinSet::new();
+    for producer in 0..producers as u64 {
+        let client = client.clone();
+        running.spawn(async move {
+            for i in (producer..tasks).step_by(producers) {
+                if let Some(interval) = interval {
+                    tokio::time::sleep_until(start + interval.mul_f64(i as f64)).await;
+                }
+                // The monotonic microseconds since `epoch` at the send, padded to the
+                // workload's 40 bytes.
+                let payload = format!("{:>40}", epoch.elapsed().as_micros());
+                let task = asynq_core::Task::new(workload::TASK_TYPE, payload.into_bytes());
+                client.enqueue(&task, TaskOptions::new()).await.context("enqueue failed")?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    let result = async {
+        while let Some(done) = running.join_next().await {
+            done??;
+        }
+        let offered = tasks as f64 / start.elapsed().as_secs_f64();
+        wait_until_processed(redis_url, tasks, timeout).await?;
+        anyhow::Ok(offered)
+    }
+    .await;
+    let mut measurement = timer.finish("stream", tasks, Some(concurrency), true);
+    server.shutdown().await;
+    measurement.offered_per_s = Some(result?);
+    let mut latencies_ms: Vec<f64> = std::mem::take(&mut *latencies_us.lock().expect("no handler panicked"))
+        .into_iter()
+        .map(|us| us as f64 / 1e3)
+        .collect();
+    ensure!(latencies_ms.len() as u64 >= tasks, "only {} of {tasks} tasks reached a handler", latencies_ms.len());
+    latencies_ms.sort_by(f64::total_cmp);
+    measurement.pickup_p50_ms = percentile(&latencies_ms, 50.0);
+    measurement.pickup_p99_ms = percentile(&latencies_ms, 99.0);
+    Ok(measurement)
+}
+
 /// The queues a latency or idle scenario's server serves.
 #[derive(Debug, Clone, Copy)]
 pub enum Layout {

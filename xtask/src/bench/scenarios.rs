@@ -133,6 +133,18 @@ fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues:
         name,
         throughput: true,
         plan: Plan::Drain { processes, concurrency, empty_queues, events: false, pending: None },
+/// The streaming scenarios: producers and a server running together at an offered load of
+/// [`STREAM_RATES`]`[i]` tasks/s (the last as fast as the producers go).
+pub(crate) const STREAMS: [&str; 3] = ["stream-5000", "stream-20000", "stream-max"];
+/// The offered loads of [`STREAMS`]; `None` is as fast as possible.
+const STREAM_RATES: [Option<u64>; 3] = [Some(5_000), Some(20_000), None];
+/// How many producers share the streaming scenarios' client: enough to offer 20 000 tasks/s on
+/// this machine, where one awaited enqueue takes about 0.1–0.3 ms.
+pub(crate) const STREAM_PRODUCERS: &str = "16";
+/// How long a paced streaming scenario offers its load, at most: its tasks are its rate times
+/// this (the run's task count at most).
+const STREAM_SECS: u64 = 5;
+
     }
 }
 
@@ -186,6 +198,16 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         Scenario {
             name: MANY_QUEUES_IDLE,
             throughput: false,
+    ];
+    scenarios.extend(STREAMS.iter().zip(STREAM_RATES).map(|(name, rate)| {
+        let tasks = rate.map_or(sizes.tasks, |rate| sizes.tasks.min(rate * STREAM_SECS)).to_string();
+        let mut args = strings(&["stream", "--tasks", &tasks, "--producers", STREAM_PRODUCERS, "--concurrency", "10"]);
+        if let Some(rate) = rate {
+            args.extend(strings(&["--rate", &rate.to_string()]));
+        }
+        Scenario { name, throughput: true, plan: Plan::Process(args) }
+    }));
+    scenarios.extend([
             plan: Plan::Idle { concurrency: 10, queues: Some(MANY_QUEUES), tenants: None, servers: None },
         },
         Scenario {
@@ -193,7 +215,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
             throughput: false,
             plan: Plan::Idle { concurrency: 10, queues: None, tenants: Some(TENANT_QUEUES), servers: None },
         },
-    ];
+    ]);
     scenarios.extend(DEEP_BACKLOG_DRAINS.iter().zip(DEEP_BACKLOGS).map(|(name, pending)| Scenario {
         name,
         throughput: true,
@@ -419,6 +441,8 @@ fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> 
         window_s,
     })
 }
+    offered_per_s: Option<f64>,
+    #[serde(default)]
 
 #[cfg(test)]
 mod tests {
@@ -447,6 +471,7 @@ mod tests {
         let run = combine(&two, stats::Usage::default(), 1.0).unwrap();
         assert_eq!((run.tasks, run.tasks_per_s), (1_000, Some(2_000.0)));
         assert_eq!((run.client_cpu_s, run.peak_rss_mb), (Some(0.75), Some(12.0)));
+        offered_per_s: first.offered_per_s,
         assert!(combine(&[], stats::Usage::default(), 1.0).is_err());
     }
 
@@ -467,4 +492,5 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), all(&sizes).len());
     }
+            offered_per_s: None,
 }
