@@ -239,6 +239,9 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
             scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
         }
+        Scenario::Stream { tasks, rate, producers, concurrency, timeout_secs } => {
+            scenarios::stream(url, tasks, rate, producers, concurrency, Duration::from_secs(timeout_secs)).await
+        }
         Scenario::FanIn { members, concurrency, plain, timeout_secs } => {
             scenarios::fan_in(url, members, concurrency, !plain, Duration::from_secs(timeout_secs)).await
         }
@@ -257,9 +260,6 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::FillScheduled { tasks } => scenarios::fill_scheduled(url, tasks).await,
         Scenario::ScheduledStorm { tasks, concurrency, gap_ms, timeout_secs } => {
             let (gap, timeout) = (Duration::from_millis(gap_ms), Duration::from_secs(timeout_secs));
-        Scenario::Stream { tasks, rate, producers, concurrency, timeout_secs } => {
-            scenarios::stream(url, tasks, rate, producers, concurrency, Duration::from_secs(timeout_secs)).await
-        }
             scenarios::scheduled_storm(url, tasks, concurrency, gap, timeout).await
         }
         Scenario::Idle { seconds, concurrency, servers: Some(servers), .. } => {

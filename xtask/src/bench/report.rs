@@ -52,11 +52,11 @@ pub(crate) struct Row {
     pub(crate) tasks_per_s: Option<f64>,
     pub(crate) pickup_p50_ms: Option<f64>,
     pub(crate) pickup_p99_ms: Option<f64>,
-    /// Redis CPU (all threads) per task, in microseconds.
-    pub(crate) redis_cpu_us_per_task: Option<f64>,
     /// The offered load the producers achieved against their timetable, tasks/s, for the
     /// streaming scenarios.
     pub(crate) offered_per_s: Option<f64>,
+    /// Redis CPU (all threads) per task, in microseconds.
+    pub(crate) redis_cpu_us_per_task: Option<f64>,
     /// Commands Redis executed per task, those inside scripts included.
     pub(crate) redis_cmds_per_task: Option<f64>,
     /// Commands Redis executed per second of the measurement window (the idle cost).
@@ -102,6 +102,7 @@ impl Row {
             tasks_per_s: run.tasks_per_s,
             pickup_p50_ms: run.pickup_p50_ms,
             pickup_p99_ms: run.pickup_p99_ms,
+            offered_per_s: run.offered_per_s,
             redis_cpu_us_per_task: redis.and_then(|usage| per_task(usage.cpu_s * 1e6)),
             redis_cmds_per_task: redis.and_then(|usage| per_task(usage.total_calls() as f64)),
             redis_cmds_per_s: redis.and_then(|usage| per_second(usage.total_calls() as f64)),
@@ -111,7 +112,6 @@ impl Row {
             servers_ls_ms: run.servers_ls_ms,
             longest_command: redis.and_then(|usage| usage.longest_command.clone()),
             redis_main_thread_cpu_us_per_task: redis
-            offered_per_s: run.offered_per_s,
                 .and_then(|usage| usage.main_thread_cpu_s)
                 .and_then(|cpu_s| per_task(cpu_s * 1e6)),
             redis_data_cmd_us_per_task: redis.and_then(|usage| per_task(usage.data_command_us)),
@@ -152,6 +152,7 @@ fn median_row(group: &[Row]) -> Row {
         tasks_per_s: of(|row| row.tasks_per_s),
         pickup_p50_ms: of(|row| row.pickup_p50_ms),
         pickup_p99_ms: of(|row| row.pickup_p99_ms),
+        offered_per_s: of(|row| row.offered_per_s),
         redis_cpu_us_per_task: of(|row| row.redis_cpu_us_per_task),
         redis_cmds_per_task: of(|row| row.redis_cmds_per_task),
         redis_cmds_per_s: of(|row| row.redis_cmds_per_s),
@@ -163,7 +164,6 @@ fn median_row(group: &[Row]) -> Row {
             .iter()
             .filter(|row| row.longest_command.is_some())
             .max_by(|a, b| a.longest_command_ms.unwrap_or(0.0).total_cmp(&b.longest_command_ms.unwrap_or(0.0)))
-        offered_per_s: of(|row| row.offered_per_s),
             .and_then(|row| row.longest_command.clone()),
         redis_main_thread_cpu_us_per_task: of(|row| row.redis_main_thread_cpu_us_per_task),
         redis_data_cmd_us_per_task: of(|row| row.redis_data_cmd_us_per_task),
@@ -493,6 +493,7 @@ mod tests {
             "tasks_per_s",
             "pickup_p50_ms",
             "pickup_p99_ms",
+            "offered_per_s",
             "redis_cpu_us_per_task",
             "redis_cmds_per_task",
             "redis_cmds_per_s",
@@ -512,7 +513,6 @@ mod tests {
         let ratio = Ratio { label: "enqueue".to_owned(), ours: "ours", peer: "peer" };
         let rows = vec![Row::from_run("ours", &run(30.0, 0.1)), Row::from_run("peer", &run(10.0, 0.1))];
         assert_eq!(ratio.value(&rows), Some(3.0));
-            "offered_per_s",
         assert_eq!(ratio.value(&rows[..1]), None);
     }
 

@@ -121,18 +121,6 @@ pub(crate) const ENQUEUE_WITH_EVENTS: &str = "enqueue-batch-100-events";
 /// `drain-c100` of a queue that keeps an event log.
 pub(crate) const DRAIN_WITH_EVENTS: &str = "drain-c100-events";
 
-/// How many members the fan-in scenarios fan out to.
-pub(crate) const FAN_IN_MEMBERS: &str = "10000";
-/// A chord of [`FAN_IN_MEMBERS`] members and a callback reading their results, stored and run.
-pub(crate) const WORKFLOW_FAN_IN: &str = "workflow-fan-in-10000";
-/// The same tasks as [`WORKFLOW_FAN_IN`], enqueued plainly in batches, nothing waiting.
-pub(crate) const PLAIN_FAN_IN: &str = "plain-fan-in-10000";
-
-fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues: usize) -> Scenario {
-    Scenario {
-        name,
-        throughput: true,
-        plan: Plan::Drain { processes, concurrency, empty_queues, events: false, pending: None },
 /// The streaming scenarios: producers and a server running together at an offered load of
 /// [`STREAM_RATES`]`[i]` tasks/s (the last as fast as the producers go).
 pub(crate) const STREAMS: [&str; 3] = ["stream-5000", "stream-20000", "stream-max"];
@@ -145,6 +133,18 @@ pub(crate) const STREAM_PRODUCERS: &str = "16";
 /// this (the run's task count at most).
 const STREAM_SECS: u64 = 5;
 
+/// How many members the fan-in scenarios fan out to.
+pub(crate) const FAN_IN_MEMBERS: &str = "10000";
+/// A chord of [`FAN_IN_MEMBERS`] members and a callback reading their results, stored and run.
+pub(crate) const WORKFLOW_FAN_IN: &str = "workflow-fan-in-10000";
+/// The same tasks as [`WORKFLOW_FAN_IN`], enqueued plainly in batches, nothing waiting.
+pub(crate) const PLAIN_FAN_IN: &str = "plain-fan-in-10000";
+
+fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues: usize) -> Scenario {
+    Scenario {
+        name,
+        throughput: true,
+        plan: Plan::Drain { processes, concurrency, empty_queues, events: false, pending: None },
     }
 }
 
@@ -186,6 +186,16 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process(WORKFLOW_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100"]),
         process(PLAIN_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100", "--plain"]),
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
+    ];
+    scenarios.extend(STREAMS.iter().zip(STREAM_RATES).map(|(name, rate)| {
+        let tasks = rate.map_or(sizes.tasks, |rate| sizes.tasks.min(rate * STREAM_SECS)).to_string();
+        let mut args = strings(&["stream", "--tasks", &tasks, "--producers", STREAM_PRODUCERS, "--concurrency", "10"]);
+        if let Some(rate) = rate {
+            args.extend(strings(&["--rate", &rate.to_string()]));
+        }
+        Scenario { name, throughput: true, plan: Plan::Process(args) }
+    }));
+    scenarios.extend([
         pickup("pickup-latency-c10", &[]),
         pickup(MANY_QUEUES_PICKUP, &["--empty-queues", &many_empty]),
         pickup(TENANTS_PICKUP, &["--tenants", &tenants]),
@@ -198,16 +208,6 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         Scenario {
             name: MANY_QUEUES_IDLE,
             throughput: false,
-    ];
-    scenarios.extend(STREAMS.iter().zip(STREAM_RATES).map(|(name, rate)| {
-        let tasks = rate.map_or(sizes.tasks, |rate| sizes.tasks.min(rate * STREAM_SECS)).to_string();
-        let mut args = strings(&["stream", "--tasks", &tasks, "--producers", STREAM_PRODUCERS, "--concurrency", "10"]);
-        if let Some(rate) = rate {
-            args.extend(strings(&["--rate", &rate.to_string()]));
-        }
-        Scenario { name, throughput: true, plan: Plan::Process(args) }
-    }));
-    scenarios.extend([
             plan: Plan::Idle { concurrency: 10, queues: Some(MANY_QUEUES), tenants: None, servers: None },
         },
         Scenario {
@@ -408,6 +408,8 @@ struct Measurement {
     pickup_p50_ms: Option<f64>,
     pickup_p99_ms: Option<f64>,
     #[serde(default)]
+    offered_per_s: Option<f64>,
+    #[serde(default)]
     servers_ls_ms: Option<f64>,
     cpu_s: Option<f64>,
     peak_rss_mb: Option<f64>,
@@ -434,6 +436,7 @@ fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> 
         tasks_per_s,
         pickup_p50_ms: first.pickup_p50_ms,
         pickup_p99_ms: first.pickup_p99_ms,
+        offered_per_s: first.offered_per_s,
         servers_ls_ms: first.servers_ls_ms,
         client_cpu_s: (!cpu.is_empty()).then(|| cpu.iter().sum()),
         peak_rss_mb: measurements.iter().filter_map(|m| m.peak_rss_mb).reduce(f64::max),
@@ -441,8 +444,6 @@ fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> 
         window_s,
     })
 }
-    offered_per_s: Option<f64>,
-    #[serde(default)]
 
 #[cfg(test)]
 mod tests {
@@ -455,6 +456,7 @@ mod tests {
             tasks_per_s: Some(1_000.0 / ((finished_unix_us - started_unix_us) as f64 / 1e6)),
             pickup_p50_ms: None,
             pickup_p99_ms: None,
+            offered_per_s: None,
             servers_ls_ms: None,
             cpu_s: Some(cpu_s),
             peak_rss_mb: Some(peak_rss_mb),
@@ -471,7 +473,6 @@ mod tests {
         let run = combine(&two, stats::Usage::default(), 1.0).unwrap();
         assert_eq!((run.tasks, run.tasks_per_s), (1_000, Some(2_000.0)));
         assert_eq!((run.client_cpu_s, run.peak_rss_mb), (Some(0.75), Some(12.0)));
-        offered_per_s: first.offered_per_s,
         assert!(combine(&[], stats::Usage::default(), 1.0).is_err());
     }
 
@@ -492,5 +493,4 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), all(&sizes).len());
     }
-            offered_per_s: None,
 }

@@ -388,7 +388,6 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
     checks
 }
 
-/// The longest Redis command any size-axis scenario may run, in milliseconds.
 const STREAM_TARGET: &str = "producers and a server streaming at 20 000 tasks/s: ≤ 25 µs Redis CPU per task";
 const WAKE_TARGET: &str = "an idle wake-up costs ≤ 12 Redis commands per task";
 
@@ -466,6 +465,7 @@ fn streaming_checks(rows: &Rows) -> Vec<Check> {
     checks
 }
 
+/// The longest Redis command any size-axis scenario may run, in milliseconds.
 const LONGEST_COMMAND_MS: f64 = 10.0;
 
 const DEEP_TARGET: &str = "drain with 1 000 000 tasks pending: Redis CPU per task ≤ 1.25× that with 10 000 \
@@ -661,6 +661,7 @@ mod tests {
             tasks_per_s: None,
             pickup_p50_ms: None,
             pickup_p99_ms: None,
+            offered_per_s: None,
             redis_cpu_us_per_task: None,
             redis_cmds_per_task: None,
             redis_cmds_per_s: None,
@@ -714,7 +715,6 @@ mod tests {
             "{}",
             redis_cpu.context
         );
-            offered_per_s: None,
         assert_eq!(verdict(&checks, "processing ≥ 10×"), Some(true));
         assert_eq!(verdict(&checks, "processing ≥ 4× Go"), Some(false), "3×");
         assert_eq!(verdict(&checks, "enqueue one at a time"), Some(true));
@@ -738,6 +738,32 @@ mod tests {
         let table = markdown(&checks);
         assert_eq!(table.lines().count(), checks.len() + 2);
         assert!(table.contains("| missed |") && table.contains("| not measured |"));
+    }
+
+    #[test]
+    fn streaming_targets_are_met_or_missed_from_their_rows() {
+        let mut rows = vec![
+            row(STREAMS[1], |r| {
+                (r.redis_cpu_us_per_task, r.offered_per_s, r.tasks_per_s) =
+                    (Some(24.0), Some(19_990.0), Some(19_900.0));
+            }),
+            row("pickup-latency-c10", |r| {
+                r.redis_cmds_per_task = Some(12.0);
+                r.cmds_by_command.insert("evalsha".into(), 3.0);
+                r.cmds_by_command.insert("info".into(), 0.001);
+            }),
+        ];
+        let checks = check(&rows, true);
+        assert_eq!(verdict(&checks, "producers and a server streaming"), Some(true));
+        assert_eq!(verdict(&checks, "an idle wake-up"), Some(true));
+        let wake = checks.iter().find(|c| c.target.starts_with("an idle wake-up")).unwrap();
+        assert!(wake.context.ends_with("by command: evalsha 3.00"), "{}", wake.context);
+        rows[0].offered_per_s = Some(15_000.0);
+        rows[1].redis_cmds_per_task = Some(24.0);
+        let checks = check(&rows, true);
+        assert_eq!(verdict(&checks, "producers and a server streaming"), Some(false), "the load was not offered");
+        assert_eq!(verdict(&checks, "an idle wake-up"), Some(false));
+        assert_eq!(verdict(&check(&[], true), "producers and a server streaming"), None);
     }
 
     #[test]
@@ -793,29 +819,3 @@ mod tests {
         assert!(storm.context.contains("none of 1 ms or more") || storm.context.contains("asynq:{default}:scheduled"));
     }
 }
-    #[test]
-    fn streaming_targets_are_met_or_missed_from_their_rows() {
-        let mut rows = vec![
-            row(STREAMS[1], |r| {
-                (r.redis_cpu_us_per_task, r.offered_per_s, r.tasks_per_s) =
-                    (Some(24.0), Some(19_990.0), Some(19_900.0));
-            }),
-            row("pickup-latency-c10", |r| {
-                r.redis_cmds_per_task = Some(12.0);
-                r.cmds_by_command.insert("evalsha".into(), 3.0);
-                r.cmds_by_command.insert("info".into(), 0.001);
-            }),
-        ];
-        let checks = check(&rows, true);
-        assert_eq!(verdict(&checks, "producers and a server streaming"), Some(true));
-        assert_eq!(verdict(&checks, "an idle wake-up"), Some(true));
-        let wake = checks.iter().find(|c| c.target.starts_with("an idle wake-up")).unwrap();
-        assert!(wake.context.ends_with("by command: evalsha 3.00"), "{}", wake.context);
-        rows[0].offered_per_s = Some(15_000.0);
-        rows[1].redis_cmds_per_task = Some(24.0);
-        let checks = check(&rows, true);
-        assert_eq!(verdict(&checks, "producers and a server streaming"), Some(false), "the load was not offered");
-        assert_eq!(verdict(&checks, "an idle wake-up"), Some(false));
-        assert_eq!(verdict(&check(&[], true), "producers and a server streaming"), None);
-    }
-
