@@ -44,6 +44,38 @@ macro_rules! errln {
 }
 pub(crate) use errln;
 
+/// A progress bar on stderr for a bulk action, which goes in many steps on a large set: drawn
+/// only when stderr is a terminal and the output is not JSON, and cleared when dropped.
+pub(crate) struct BulkBar(indicatif::ProgressBar);
+
+impl BulkBar {
+    /// A bar for tasks being `verb` (for example "archiving").
+    pub(crate) fn new(json: bool, verb: &str) -> Self {
+        let bar = if json || !std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::hidden()
+        } else {
+            indicatif::ProgressBar::new(0)
+        };
+        let style = indicatif::ProgressStyle::with_template("{msg} {bar:30} {pos}/{len} tasks ({elapsed})")
+            .expect("a valid progress template");
+        bar.set_style(style);
+        bar.set_message(verb.to_owned());
+        Self(bar)
+    }
+
+    /// Shows how far the action has come.
+    pub(crate) fn update(&self, progress: asynq_core::BulkProgress) {
+        self.0.set_length(progress.total as u64);
+        self.0.set_position(progress.done as u64);
+    }
+}
+
+impl Drop for BulkBar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
 /// Whether to colour the output: stdout is a terminal and `NO_COLOR` is unset or empty.
 pub(crate) fn colour_enabled() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())

@@ -5,8 +5,8 @@ use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent,
 use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
 use asynq_core::workflow::{TaskRef, WorkflowSummary, Workflows};
 use asynq_core::{
-    BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, TaskId,
-    TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
+    BackendInfo, BulkAction, BulkProgress, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result,
+    ServerInfo, TaskId, TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
 };
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -110,6 +110,20 @@ impl Inspector {
     /// run. See [`Manage::delete_queue`](asynq_core::broker::Manage::delete_queue).
     pub async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
         self.broker.delete_queue(&QueueName::new(queue)?, force).await
+    }
+
+    /// [`Inspector::delete_queue`], calling `progress` as the tasks of a forced removal are
+    /// deleted. On Redis they are deleted in bounded steps, so that Redis serves others
+    /// meanwhile; an interrupted removal leaves each task whole or gone, and running it again
+    /// finishes it. See
+    /// [`Manage::delete_queue_with_progress`](asynq_core::broker::Manage::delete_queue_with_progress).
+    pub async fn delete_queue_with_progress(
+        &self,
+        queue: &str,
+        force: bool,
+        progress: impl Fn(BulkProgress) + Send + Sync,
+    ) -> Result<()> {
+        self.broker.delete_queue_with_progress(&QueueName::new(queue)?, force, &progress).await
     }
 
     /// Stops servers from taking tasks from `queue`.
@@ -261,6 +275,26 @@ impl Inspector {
     pub async fn delete_all(&self, queue: &str, set: &TaskSet) -> Result<usize> {
         asynq_core::validate_bulk(asynq_core::BulkAction::Delete, set)?;
         self.broker.delete_all(&QueueName::new(queue)?, set).await
+    }
+
+    /// Runs, archives or deletes every task of `set` (as [`Inspector::run_all`],
+    /// [`Inspector::archive_all`] and [`Inspector::delete_all`]), calling `progress` after each
+    /// step; returns how many tasks it acted on.
+    ///
+    /// On Redis the action goes in steps of a few hundred tasks, each one atomic script call,
+    /// so that a set of millions never blocks Redis for long. It acts on at most as many tasks
+    /// as the set held when it began; an interrupted action leaves each task acted on or
+    /// untouched, and running it again finishes it. See
+    /// [`Manage::bulk_action`](asynq_core::broker::Manage::bulk_action).
+    pub async fn bulk_action(
+        &self,
+        queue: &str,
+        action: BulkAction,
+        set: &TaskSet,
+        progress: impl Fn(BulkProgress) + Send + Sync,
+    ) -> Result<usize> {
+        asynq_core::validate_bulk(action, set)?;
+        self.broker.bulk_action(&QueueName::new(queue)?, action, set, &progress).await
     }
 
     /// Replaces the payload of a scheduled task.

@@ -280,6 +280,7 @@ macro_rules! broker_conformance {
             manage::case_run_all_makes_every_task_of_a_state_pending,
             manage::case_archive_all_archives_every_task_of_a_state,
             manage::case_delete_all_deletes_every_task_of_a_state,
+            manage::case_bulk_action_reports_its_progress,
             manage::case_bulk_actions_on_a_group_empty_it,
             manage::case_bulk_actions_refuse_sets_they_do_not_apply_to,
             manage::case_deletes_release_the_unique_lock,

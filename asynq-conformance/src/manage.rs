@@ -13,8 +13,8 @@ use super::fixture::{
 };
 use asynq_core::broker::{Dequeue, GroupInfo, Inspect, Manage, Outcome, Page};
 use asynq_core::{
-    Broker, DailyStats, Error, GroupName, QueueInfo, QueueName, Result, StoredTask, Task, TaskId, TaskOptions, TaskSet,
-    TaskState,
+    Broker, BulkAction, BulkProgress, DailyStats, Error, GroupName, QueueInfo, QueueName, Result, StoredTask, Task,
+    TaskId, TaskOptions, TaskSet, TaskState,
 };
 use bytes::Bytes;
 use std::fmt::Debug;
@@ -338,6 +338,41 @@ pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory>(f
     let info = t.info("q").await;
     assert_eq!(sizes(&info), [0, 0, 0, 0, 6, 0, 0, 0]);
     assert_eq!((info.processed_total, info.failed_total), (counters.processed_total, counters.failed_total));
+}
+
+/// `bulk_action` acts on every task of the set, reports its progress after each step (counting
+/// up to the total the set held, the last report all of it), and refuses a set the action does
+/// not apply to before acting; `delete_queue_with_progress` reports the tasks a forced removal
+/// deletes.
+pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    let q = QueueName::from_static("q");
+    for id in ["p1", "p2", "p3"] {
+        t.plain("q", id).await;
+    }
+    let reports = std::sync::Mutex::new(Vec::new());
+    let record = |p: BulkProgress| reports.lock().unwrap().push(p);
+
+    let pending = TaskSet::State(TaskState::Pending);
+    assert_eq!(t.broker.bulk_action(&q, BulkAction::Archive, &pending, &record).await.unwrap(), 3);
+    let taken = std::mem::take(&mut *reports.lock().unwrap());
+    assert_eq!(taken.last(), Some(&BulkProgress::new(3, 3)), "{taken:?}");
+    assert!(taken.windows(2).all(|w| w[0].done <= w[1].done), "{taken:?}");
+    assert_eq!(t.all_ids("q", TaskState::Archived).await, ["p1", "p2", "p3"]);
+
+    let refused = t.broker.bulk_action(&q, BulkAction::Run, &TaskSet::State(TaskState::Active), &record).await;
+    assert!(matches!(refused, Err(Error::InvalidArgument { .. })), "{refused:?}");
+    assert!(reports.lock().unwrap().is_empty());
+
+    let archived = TaskSet::State(TaskState::Archived);
+    assert_eq!(t.broker.bulk_action(&q, BulkAction::Run, &archived, &record).await.unwrap(), 3);
+    assert_eq!(std::mem::take(&mut *reports.lock().unwrap()).last(), Some(&BulkProgress::new(3, 3)));
+    assert_eq!(sizes(&t.info("q").await), [3, 0, 0, 0, 0, 0, 0, 0]);
+
+    t.broker.delete_queue_with_progress(&q, true, &record).await.unwrap();
+    assert!(!t.broker.queues().await.unwrap().contains(&q));
+    let taken = std::mem::take(&mut *reports.lock().unwrap());
+    assert!(taken.last().is_some_and(|p| p.done == p.total), "{taken:?}");
 }
 
 /// `delete_all` deletes every pending, scheduled, retry, archived or completed task and

@@ -55,7 +55,7 @@ pub use info::{
 #[cfg(feature = "json")]
 pub use json::PayloadError;
 pub use lease::Lease;
-pub use manage::{BulkAction, TaskSet, validate_bulk};
+pub use manage::{BulkAction, BulkProgress, OnProgress, TaskSet, validate_bulk};
 pub use names::{GroupName, QueueName, TaskId, WorkflowId};
 pub use options::{
     Debounce, EnqueueRequest, MAX_DEBOUNCE_KEY_LEN, Placement, ProcessAt, Replace, TaskOptions, resolve_enqueue,

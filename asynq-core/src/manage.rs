@@ -67,6 +67,27 @@ impl BulkAction {
     }
 }
 
+/// How far a bulk action has come, reported after each of its steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct BulkProgress {
+    /// Tasks acted on so far.
+    pub done: usize,
+    /// Tasks the action means to act on: those the set held when it began, at least `done`. An
+    /// action never acts on more, so tasks that join the set while it runs may be left.
+    pub total: usize,
+}
+
+impl BulkProgress {
+    /// Progress of `done` tasks out of `total` (raised to `done` when smaller).
+    pub fn new(done: usize, total: usize) -> Self {
+        Self { done, total: total.max(done) }
+    }
+}
+
+/// Receives a bulk action's progress after each of its steps.
+pub type OnProgress<'a> = &'a (dyn Fn(BulkProgress) + Send + Sync);
+
 /// Refuses a bulk action on a set it does not apply to (active tasks are cancelled, not run,
 /// archived or deleted; aggregating tasks are named by group), before anything is touched.
 pub fn validate_bulk(action: BulkAction, set: &TaskSet) -> Result<()> {
@@ -127,6 +148,32 @@ pub trait Manage: Send + Sync {
     /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
     async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize>;
 
+    /// Applies `action` to every task of `set`, calling `progress` after each step; returns how
+    /// many tasks it acted on.
+    ///
+    /// A backend whose action on a large set would block others (Redis runs a script
+    /// atomically) acts in steps of bounded size, each step atomic: an interrupted action
+    /// leaves every task acted on or untouched, and running it again finishes it. The action
+    /// acts on at most as many tasks as the set held when it began. The default runs
+    /// [`Manage::run_all`], [`Manage::archive_all`] or [`Manage::delete_all`] as one step.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a set the action does not apply to.
+    async fn bulk_action(
+        &self,
+        queue: &QueueName,
+        action: BulkAction,
+        set: &TaskSet,
+        progress: OnProgress<'_>,
+    ) -> Result<usize> {
+        let done = match action {
+            BulkAction::Run => self.run_all(queue, set).await?,
+            BulkAction::Archive => self.archive_all(queue, set).await?,
+            BulkAction::Delete => self.delete_all(queue, set).await?,
+        };
+        progress(BulkProgress::new(done, done));
+        Ok(done)
+    }
+
     /// Replaces the payload of a scheduled task and returns the updated task.
     ///
     /// Errors: [`Error::FailedPrecondition`] when the task is not scheduled.
@@ -137,6 +184,16 @@ pub trait Manage: Send + Sync {
     /// active tasks is never removed ([`Error::FailedPrecondition`]). As in Go asynq, completed
     /// and aggregating tasks, counters and the paused mark are left alone.
     async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()>;
+
+    /// [`Manage::delete_queue`], calling `progress` after each step of deleting the tasks of a
+    /// forced removal; as [`Manage::bulk_action`], a backend may delete them in bounded steps,
+    /// and an interrupted removal, run again, finishes. The default reports once, with no
+    /// count, after [`Manage::delete_queue`].
+    async fn delete_queue_with_progress(&self, queue: &QueueName, force: bool, progress: OnProgress<'_>) -> Result<()> {
+        self.delete_queue(queue, force).await?;
+        progress(BulkProgress::new(0, 0));
+        Ok(())
+    }
 }
 
 #[cfg(test)]

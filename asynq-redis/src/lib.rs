@@ -40,5 +40,6 @@ mod workflow;
 pub use broker::{RedisBroker, RedisConfig};
 pub use connection::RedisTarget;
 pub use error::ConnectError;
+pub use manage::BULK_STEP;
 pub use signals::WAIT_POLL_INTERVAL;
 pub use tls::{ClientCertificate, TlsOptions};

@@ -16,7 +16,8 @@ use asynq_core::broker::Manage;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::waiting_task_refused;
 use asynq_core::{
-    BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskPriority, TaskSet, TaskState, validate_bulk,
+    BulkAction, BulkProgress, Error, OnProgress, QueueName, Result, TaskId, TaskInfo, TaskPriority, TaskSet, TaskState,
+    validate_bulk,
 };
 use bytes::Bytes;
 use prost::Message;
@@ -124,47 +125,55 @@ impl Manage for RedisBroker {
     }
 
     async fn run_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
-        validate_bulk(BulkAction::Run, set)?;
-        self.require_queue(queue).await?;
-        let k = self.queue_keys(queue);
-        let (source, _, group) = container(&k, set);
-        let mut call = ScriptCall::new(&SCRIPTS.run_all);
-        call.key(source).key(k.pending()).key(k.groups()).key(k.idle_workers());
-        call.key(k.prioritized()).key(k.priority_sequence());
-        call.arg(k.task_prefix()).arg(group).arg(k.ready_channel());
-        let n: i64 = call.run(&mut self.conn(), "run all").await?;
-        if n > 0 {
-            self.pubsub().made_pending(queue);
-        }
-        Ok(n.max(0) as usize)
+        self.bulk_action(queue, BulkAction::Run, set, &|_| {}).await
     }
 
     async fn archive_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
-        validate_bulk(BulkAction::Archive, set)?;
-        self.require_queue(queue).await?;
-        let k = self.queue_keys(queue);
-        let (source, kind, group) = container(&k, set);
-        let now = unix_secs(self.now());
-        let mut call = ScriptCall::new(&SCRIPTS.archive_all);
-        call.key(source).key(k.archived()).key(k.groups()).key(k.prioritized()).key(k.events());
-        call.arg(kind).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
-        call.arg(k.task_prefix()).arg(group).arg(k.finished_channel());
-        call.arg(self.event_caps_now().await?.arg(queue));
-        let n: i64 = call.run(&mut self.conn(), "archive all").await?;
-        Ok(n.max(0) as usize)
+        self.bulk_action(queue, BulkAction::Archive, set, &|_| {}).await
     }
 
     async fn delete_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
-        validate_bulk(BulkAction::Delete, set)?;
+        self.bulk_action(queue, BulkAction::Delete, set, &|_| {}).await
+    }
+
+    /// One script call per [`BULK_STEP`] tasks: see `bulk_slice.lua`.
+    async fn bulk_action(
+        &self,
+        queue: &QueueName,
+        action: BulkAction,
+        set: &TaskSet,
+        progress: OnProgress<'_>,
+    ) -> Result<usize> {
+        validate_bulk(action, set)?;
         self.require_queue(queue).await?;
         let k = self.queue_keys(queue);
         let (source, kind, group) = container(&k, set);
-        let mut call = ScriptCall::new(&SCRIPTS.delete_all);
-        call.key(source).key(k.groups()).key(k.prioritized()).key(k.events());
-        call.arg(kind).arg(k.task_prefix()).arg(group).arg(k.finished_channel());
-        call.arg(self.event_caps_now().await?.arg(queue));
-        let n: i64 = call.run(&mut self.conn(), "delete all").await?;
-        Ok(n.max(0) as usize)
+        let call = match action {
+            BulkAction::Run => {
+                let mut call = ScriptCall::new(&SCRIPTS.run_all);
+                call.key(source).key(k.pending()).key(k.groups()).key(k.idle_workers());
+                call.key(k.prioritized()).key(k.priority_sequence());
+                call.arg(k.task_prefix()).arg(group).arg(k.ready_channel());
+                call
+            }
+            BulkAction::Archive => {
+                let now = unix_secs(self.now());
+                let mut call = ScriptCall::new(&SCRIPTS.archive_all);
+                call.key(source).key(k.archived()).key(k.groups()).key(k.prioritized()).key(k.events());
+                call.arg(kind).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
+                call.arg(k.task_prefix()).arg(group).arg(k.finished_channel());
+                call.arg(self.event_caps_now().await?.arg(queue));
+                call
+            }
+            BulkAction::Delete => self.delete_all_call(&k, set, self.event_caps_now().await?.arg(queue)),
+        };
+        let made_pending = action == BulkAction::Run;
+        self.in_steps(call, action_context(action), 0, progress, |acted| {
+            if made_pending && acted > 0 {
+                self.pubsub().made_pending(queue);
+            }
+        })
+        .await
     }
 
     /// Reads the task, replaces the payload in its message and writes the message back, as Go
@@ -202,17 +211,26 @@ impl Manage for RedisBroker {
     }
 
     async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()> {
+        self.delete_queue_with_progress(queue, force, &|_| {}).await
+    }
+
+    /// A forced removal deletes the tasks in [`BULK_STEP`] slices first (see `bulk_slice.lua`),
+    /// then removes the queue's containers with `delete_queue.lua`.
+    async fn delete_queue_with_progress(&self, queue: &QueueName, force: bool, progress: OnProgress<'_>) -> Result<()> {
         self.require_queue(queue).await?;
         let k = self.queue_keys(queue);
+        let mut conn = self.conn();
+        if force {
+            self.delete_tasks_of_queue(&k, progress).await?;
+        }
         let mut call = ScriptCall::new(&SCRIPTS.delete_queue);
         call.key(k.pending()).key(k.active()).key(k.scheduled()).key(k.retry()).key(k.archived()).key(k.lease());
         call.key(k.prioritized()).key(k.priority_sequence());
         call.arg(k.task_prefix()).arg(if force { "1" } else { "0" }).arg(k.finished_channel());
-        let mut conn = self.conn();
         match call.run::<i64>(&mut conn, "delete queue").await? {
             1 => {}
             -1 => return Err(Error::QueueNotEmpty { queue: queue.to_owned() }),
-            -2 => return Err(Error::FailedPrecondition("cannot remove queue with active tasks".into())),
+            -2 => return Err(active_tasks_refused()),
             n => return Err(unexpected("delete queue", format!("the script returned {n}"))),
         }
         // asynq:queues is global: outside the script, which keeps to the queue's slot.
@@ -223,6 +241,98 @@ impl Manage for RedisBroker {
         self.forget_queue(queue);
         Ok(())
     }
+}
+
+/// The most tasks one step of a bulk action acts on. Each step is one script call doing a few
+/// microseconds of Redis work per task, so no step blocks Redis for more than a few
+/// milliseconds, while the round trips stay a small share of the whole.
+pub const BULK_STEP: usize = 500;
+
+/// The states a forced queue removal deletes, as Go's `removeQueueForce`.
+const REMOVED_STATES: [TaskState; 4] =
+    [TaskState::Pending, TaskState::Scheduled, TaskState::Retry, TaskState::Archived];
+
+fn action_context(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::Run => "run all",
+        BulkAction::Archive => "archive all",
+        BulkAction::Delete => "delete all",
+    }
+}
+
+impl RedisBroker {
+    /// A `delete_all.lua` call on the tasks of `set`, with the event stream's cap `events`
+    /// (`""` for none); the step size is added by [`RedisBroker::in_steps`].
+    fn delete_all_call(&self, k: &QueueKeys, set: &TaskSet, events: String) -> ScriptCall {
+        let (source, kind, group) = container(k, set);
+        let mut call = ScriptCall::new(&SCRIPTS.delete_all);
+        call.key(source).key(k.groups()).key(k.prioritized()).key(k.events());
+        call.arg(kind).arg(k.task_prefix()).arg(group).arg(k.finished_channel()).arg(events);
+        call
+    }
+
+    /// Runs `call`, a bulk script whose last argument is the step size and whose reply is
+    /// `{acted on, left in the source}`, until the source is empty or as many tasks as it held
+    /// at first were acted on; calls `after_step` with each step's count and `progress` with
+    /// the count so far, offset by `before` tasks of earlier parts of one action. Returns how
+    /// many tasks it acted on.
+    async fn in_steps(
+        &self,
+        mut call: ScriptCall,
+        context: &str,
+        before: usize,
+        progress: OnProgress<'_>,
+        mut after_step: impl FnMut(usize),
+    ) -> Result<usize> {
+        call.arg(BULK_STEP);
+        let mut conn = self.conn();
+        let mut done = 0;
+        let mut total = None;
+        loop {
+            let (acted, left): (usize, usize) = call.run(&mut conn, context).await?;
+            done += acted;
+            let total = *total.get_or_insert(acted + left);
+            after_step(acted);
+            progress(BulkProgress::new(before + done, before + total));
+            if acted == 0 || left == 0 || done >= total {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// Deletes the tasks a forced removal of the queue deletes, in steps, after making sure
+    /// none of its tasks is active (nothing is deleted then).
+    async fn delete_tasks_of_queue(&self, k: &QueueKeys, progress: OnProgress<'_>) -> Result<()> {
+        let mut conn = self.conn();
+        let (active, pending, prioritized, scheduled, retry, archived): (usize, usize, usize, usize, usize, usize) =
+            redis::pipe()
+                .llen(k.active())
+                .llen(k.pending())
+                .zcard(k.prioritized())
+                .zcard(k.scheduled())
+                .zcard(k.retry())
+                .zcard(k.archived())
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| crate::error::broker_error("delete queue", e))?;
+        if active > 0 {
+            return Err(active_tasks_refused());
+        }
+        let counts = [pending + prioritized, scheduled, retry, archived];
+        let total = counts.iter().sum::<usize>();
+        let mut deleted = 0;
+        for (state, _) in REMOVED_STATES.into_iter().zip(counts).filter(|(_, count)| *count > 0) {
+            // Go's removal writes no events; neither does ours.
+            let call = self.delete_all_call(k, &TaskSet::State(state), String::new());
+            let parts = |p: BulkProgress| progress(BulkProgress::new(p.done, total.max(p.total)));
+            deleted += self.in_steps(call, "delete queue", deleted, &parts, |_| {}).await?;
+        }
+        Ok(())
+    }
+}
+
+fn active_tasks_refused() -> Error {
+    Error::FailedPrecondition("cannot remove queue with active tasks".into())
 }
 
 fn not_scheduled() -> Error {

@@ -77,6 +77,7 @@ impl From<asynq_core::Error> for ApiError {
             E::TaskIdConflict { .. } | E::DuplicateTask { .. } => {
                 Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }
+            E::Unsupported { .. } => Self::new(StatusCode::NOT_IMPLEMENTED, "unsupported", error.to_string()),
             E::Broker(broker) if broker.is_transient() => {
                 tracing::warn!(error = %broker, "backend unavailable");
                 Self::new(
@@ -138,6 +139,7 @@ mod tests {
                 "queue_not_empty",
             ),
             (asynq_core::Error::FailedPrecondition("x".into()), StatusCode::CONFLICT, "failed_precondition"),
+            (asynq_core::Error::Unsupported { capability: "workflows" }, StatusCode::NOT_IMPLEMENTED, "unsupported"),
         ];
         for (error, status, code) in cases {
             let api = ApiError::from(error);

@@ -51,6 +51,9 @@ use std::time::Duration;
 /// The default interval at which the UI refreshes its data.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(5);
 
+/// The default of [`WebConfig::job_reply_wait`].
+pub const DEFAULT_JOB_REPLY_WAIT: Duration = Duration::from_secs(2);
+
 /// What the dashboard serves and how it guards it.
 #[derive(Debug, Clone)]
 pub struct WebConfig {
@@ -63,6 +66,10 @@ pub struct WebConfig {
     pub auth: Option<Auth>,
     /// How often the UI polls the API for fresh data.
     pub refresh: Duration,
+    /// How long a request that starts a bulk action (every task of a state or group, or a
+    /// forced queue removal) waits for it before answering 202 with a job whose progress
+    /// `GET /api/jobs/{id}` reports; the action runs on either way.
+    pub job_reply_wait: Duration,
     /// More routes served beside the dashboard, behind its authentication (see
     /// [`WebConfig::with_metrics`]).
     metrics: Option<Router>,
@@ -72,7 +79,14 @@ impl WebConfig {
     /// A dashboard over `inspector`: writable, without authentication, refreshing every
     /// [`DEFAULT_REFRESH`].
     pub fn new(inspector: Inspector) -> Self {
-        Self { inspector, read_only: false, auth: None, refresh: DEFAULT_REFRESH, metrics: None }
+        Self {
+            inspector,
+            read_only: false,
+            auth: None,
+            refresh: DEFAULT_REFRESH,
+            job_reply_wait: DEFAULT_JOB_REPLY_WAIT,
+            metrics: None,
+        }
     }
 
     /// Requires `auth`'s token.
@@ -90,6 +104,12 @@ impl WebConfig {
     /// Sets [`WebConfig::refresh`]; intervals under a second are raised to one.
     pub fn refresh(mut self, refresh: Duration) -> Self {
         self.refresh = refresh;
+        self
+    }
+
+    /// Sets [`WebConfig::job_reply_wait`].
+    pub fn job_reply_wait(mut self, wait: Duration) -> Self {
+        self.job_reply_wait = wait;
         self
     }
 
@@ -117,6 +137,9 @@ pub(crate) struct Shared {
     pub(crate) sessions: auth::Sessions,
     /// The last hour of every queue, sampled from the first request on.
     pub(crate) history: history::History,
+    /// Bulk actions running or recently finished.
+    pub(crate) jobs: api::jobs::Jobs,
+    pub(crate) job_reply_wait: Duration,
 }
 
 impl std::ops::Deref for AppState {
@@ -152,6 +175,8 @@ pub fn router(config: WebConfig) -> Router {
         refresh: config.refresh.max(Duration::from_secs(1)),
         sessions: auth::Sessions::default(),
         history: history::History::default(),
+        jobs: api::jobs::Jobs::default(),
+        job_reply_wait: config.job_reply_wait,
     }));
     let guard = axum::middleware::from_fn_with_state(state.clone(), auth::guard);
     let api = api::routes().router.route_layer(guard.clone());

@@ -235,6 +235,58 @@
 
   const writable = () => app.session && !app.session.read_only;
 
+  // ---- Bulk actions that outlast their request -----------------------------------------------
+  // A bulk action answered with 202 goes on as a job; its progress is shown until it ends.
+
+  const jobs = new Map();
+  let jobTimer = null;
+
+  function showJobs() {
+    const box = byId('jobs');
+    box.replaceChildren(...[...jobs.values()].map((job) => h('div', { 'data-job': String(job.id) },
+      [`${cap(job.description)}: ${fmtNumber(job.done)} of ${fmtNumber(job.total)} tasks…`])));
+    box.hidden = jobs.size === 0;
+  }
+
+  function follow(result) {
+    if (!result || !result.job) return;
+    jobs.set(result.job.id, result.job);
+    showJobs();
+    if (!jobTimer) jobTimer = window.setInterval(pollJobs, 1000);
+  }
+
+  async function pollJobs() {
+    for (const id of [...jobs.keys()]) {
+      let job;
+      try {
+        job = await api('GET', `/api/jobs/${id}`);
+      } catch (e) {
+        if (e.status === 0 || e.status === 503) continue;
+        jobs.delete(id);
+        continue;
+      }
+      if (job.state === 'running') {
+        jobs.set(id, job);
+        continue;
+      }
+      jobs.delete(id);
+      if (job.state === 'failed') showError(`${cap(job.description)} failed: ${job.error.message}`, false);
+      await refresh();
+    }
+    showJobs();
+    if (jobs.size === 0 && jobTimer) {
+      window.clearInterval(jobTimer);
+      jobTimer = null;
+    }
+  }
+
+  async function resumeJobs() {
+    try {
+      const { jobs: all } = await api('GET', '/api/jobs');
+      for (const job of all) if (job.state === 'running') follow({ job });
+    } catch (_) { /* shown by the next refresh */ }
+  }
+
   // ---- Login and session -------------------------------------------------------------------
 
   function showLogin() {
@@ -439,7 +491,7 @@
     } catch (e) {
       if (e.code !== 'queue_not_empty') throw e;
       if (!window.confirm(`Queue "${name}" still holds tasks. Delete it with all its pending, scheduled, retry and archived tasks?`)) return;
-      await api('POST', `/api/queues/${enc(name)}/delete`, { force: true });
+      follow(await api('POST', `/api/queues/${enc(name)}/delete`, { force: true }));
     }
     app.samples.delete(name);
   }
@@ -621,7 +673,7 @@
 
     async function bulkAll(action) {
       if (!window.confirm(`${cap(action)} every ${state} task in queue "${queue}"?`)) return;
-      await api('POST', `/api/queues/${enc(queue)}/states/${state}/bulk`, { action });
+      follow(await api('POST', `/api/queues/${enc(queue)}/states/${state}/bulk`, { action }));
       local.selected.clear();
     }
 
@@ -744,7 +796,7 @@
         'data-group-action': action, class: action === 'delete' ? 'danger' : null, text: cap(action),
         onclick: () => act(async () => {
           if (!window.confirm(`${cap(action)} every task of group "${g.group}"?`)) return;
-          await api('POST', `/api/queues/${enc(queue)}/groups/${enc(g.group)}/bulk`, { action });
+          follow(await api('POST', `/api/queues/${enc(queue)}/groups/${enc(g.group)}/bulk`, { action }));
         }) })) : [];
       list.append(h('li', { 'data-group': g.group }, [h('span', { class: 'group-name', text: g.group }),
         h('span', { class: 'count', 'data-field': 'size', text: fmtNumber(g.size) }), ...buttons]));
@@ -1299,6 +1351,7 @@
     byId('view').hidden = false;
     mount();
     startTimer();
+    resumeJobs();
   }
 
   document.addEventListener('DOMContentLoaded', () => {

@@ -959,3 +959,58 @@ async fn the_holders_of_a_shared_concurrency_slot_are_listed() {
 fn timestamp(time: std::time::SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
+
+/// A bulk action that does not end within the reply wait is answered with 202 and a job, which
+/// runs to its end and reports its progress; a forced removal likewise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_bulk_action_answers_with_a_job_that_reports_its_progress() {
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
+    let client = Client::new(broker.clone());
+    let tasks: Vec<_> =
+        (0..3_000).map(|n| (Task::new("bulk", format!("{n}")), TaskOptions::new().queue("big"))).collect();
+    for chunk in tasks.chunks(500) {
+        assert!(client.enqueue_batch(chunk).await.iter().all(Result::is_ok));
+    }
+    // No wait: the action, several steps on Redis, is still running when the reply goes.
+    let config = WebConfig::new(Inspector::new(broker)).job_reply_wait(Duration::ZERO);
+    let web = Web::with_session(config).await;
+
+    let reply = web.post("/api/queues/big/states/pending/bulk", Some(json!({ "action": "archive" }))).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text());
+    let job = reply.json()["job"].clone();
+    assert_eq!(job["state"], "running", "{job}");
+    assert_eq!(job["description"], r#"archive the pending tasks of queue "big""#);
+    let path = format!("/api/jobs/{}", job["id"]);
+    let listed = web.read("/api/jobs").await;
+    assert!(listed["jobs"].as_array().unwrap().iter().any(|j| j["id"] == job["id"]), "{listed}");
+    let seen = Mutex::new(Vec::new());
+    asynq_tests::wait_for("the archive job to finish", || {
+        let (web, path, seen) = (&web, &path, &seen);
+        async move {
+            let job = web.read(path).await;
+            seen.lock().unwrap().push(job["done"].as_u64().unwrap());
+            job["state"] == "done"
+        }
+    })
+    .await;
+    let seen = seen.into_inner().unwrap();
+    let finished = web.read(&path).await;
+    assert_eq!((finished["count"].as_u64(), finished["done"].as_u64()), (Some(3_000), Some(3_000)), "{finished}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "progress only grows: {seen:?}");
+    assert_eq!(queue(&web.read("/api/queues").await, "big")["archived"], 3_000);
+
+    let reply = web.post("/api/queues/big/delete", Some(json!({ "force": true }))).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text());
+    let path = format!("/api/jobs/{}", reply.json()["job"]["id"]);
+    asynq_tests::wait_for("the removal to finish", || {
+        let (web, path) = (&web, &path);
+        async move { web.read(path).await["state"] != "running" }
+    })
+    .await;
+    let finished = web.read(&path).await;
+    assert_eq!(finished["state"], "done", "{finished}");
+    assert_eq!(finished["count"], Value::Null);
+    assert_eq!(web.get("/api/queues/big").await.error(StatusCode::NOT_FOUND), "queue_not_found");
+    assert_eq!(web.get("/api/jobs/999").await.error(StatusCode::NOT_FOUND), "job_not_found");
+}

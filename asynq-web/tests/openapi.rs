@@ -20,8 +20,9 @@ use tower::ServiceExt;
 const CSRF: &str = "openapi-test-csrf";
 
 /// The codes of a 400 that refuse a path parameter.
-const NAME_CODES: [&str; 9] = [
+const NAME_CODES: [&str; 10] = [
     "invalid_path",
+    "invalid_job_id",
     "invalid_queue",
     "invalid_task_id",
     "invalid_group",

@@ -3,7 +3,9 @@
 use super::Context;
 use crate::cli::QueueCommand;
 use crate::error::{Batch, CliError, CliResult};
-use crate::output::{self, bytes_text, errln, error_rate, go_duration, heading, outln, print_json, print_table};
+use crate::output::{
+    self, BulkBar, bytes_text, errln, error_rate, go_duration, heading, outln, print_json, print_table,
+};
 use crate::view::{DailyStatsView, NodeView, QueueView};
 use asynq_client::{Error, QueueInfo, QueueName};
 use asynq_core::queue::QueuePattern;
@@ -198,7 +200,10 @@ async fn remove(ctx: &Context, queues: &[String], force: bool) -> CliResult {
     let mut batch = Batch::new();
     let mut done = Vec::new();
     for queue in queues {
-        match ctx.conn.inspector.delete_queue(queue, force).await {
+        let bar = BulkBar::new(ctx.json || !force, "deleting the queue's tasks");
+        let removed = ctx.conn.inspector.delete_queue_with_progress(queue, force, |p| bar.update(p)).await;
+        drop(bar);
+        match removed {
             Ok(()) => {
                 if !ctx.json {
                     outln!("Successfully removed queue {queue:?}")?;

@@ -5,9 +5,9 @@ use super::Context;
 use crate::cli::{BulkArgs, TaskCommand, TaskEnqueueArgs, TaskListArgs, TaskRef};
 use crate::duration::{duration_flag, time_flag};
 use crate::error::{Batch, CliError, CliResult};
-use crate::output::{self, due, outln, past, payload_text, print_json, print_table, state_cell};
+use crate::output::{self, BulkBar, due, outln, past, payload_text, print_json, print_table, state_cell};
 use crate::view::TaskView;
-use asynq_client::{Page, Task, TaskInfo, TaskOptions, TaskSet, TaskState};
+use asynq_client::{BulkAction, Page, Task, TaskInfo, TaskOptions, TaskSet, TaskState};
 use asynq_core::GroupName;
 use comfy_table::Cell;
 use serde::Serialize;
@@ -233,12 +233,14 @@ async fn bulk(ctx: &Context, args: BulkArgs, action: Action) -> CliResult {
         }
         (state, _) => TaskSet::State(state),
     };
-    let inspector = &ctx.conn.inspector;
-    let count = match action {
-        Action::Archive => inspector.archive_all(&args.queue, &set).await?,
-        Action::Delete => inspector.delete_all(&args.queue, &set).await?,
-        Action::Run => inspector.run_all(&args.queue, &set).await?,
+    let (bulk_action, verb) = match action {
+        Action::Archive => (BulkAction::Archive, "archiving"),
+        Action::Delete => (BulkAction::Delete, "deleting"),
+        Action::Run => (BulkAction::Run, "running"),
     };
+    let bar = BulkBar::new(ctx.json, verb);
+    let count = ctx.conn.inspector.bulk_action(&args.queue, bulk_action, &set, |p| bar.update(p)).await?;
+    drop(bar);
     if ctx.json {
         let group = match &set {
             TaskSet::Group(group) => Some(group.as_str()),

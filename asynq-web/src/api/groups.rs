@@ -57,7 +57,7 @@ pub(crate) async fn bulk(
     State(app): State<AppState>,
     params: Result<Path<(String, String)>, PathRejection>,
     body: Bytes,
-) -> ApiResult<Json<super::tasks::BulkResult>> {
+) -> ApiResult<axum::response::Response> {
     let (queue, group) = path(params)?;
     queue_name(&queue)?;
     bulk_on(&app, &queue, &TaskSet::Group(group_name(&group)?), &body).await

@@ -4,6 +4,7 @@
 mod backend;
 mod events;
 mod groups;
+pub(crate) mod jobs;
 mod queues;
 mod render;
 mod schedulers;
@@ -83,6 +84,8 @@ pub(crate) fn routes() -> Routes {
         .get("/api/schedulers", schedulers::list)
         .get("/api/schedulers/{entry}/history", schedulers::history)
         .get("/api/redis", backend::info)
+        .get("/api/jobs", jobs::list)
+        .get("/api/jobs/{id}", jobs::get_one)
         .get("/api/workflows", workflows::list)
         .get("/api/workflows/{id}", workflows::get_one)
         .post("/api/workflows/{id}/cancel", workflows::cancel)
@@ -164,6 +167,11 @@ pub(crate) fn group_name(group: &str) -> ApiResult<GroupName> {
 /// Checks a scheduler entry ID.
 pub(crate) fn entry_id(id: &str) -> ApiResult<()> {
     check_name("scheduler entry ID", "invalid_entry_id", id)
+}
+
+/// A job ID's text, bounded as a name; jobs are numbered, so other text names no job.
+pub(crate) fn job_id(id: &str) -> ApiResult<()> {
+    check_name("job ID", "invalid_job_id", id)
 }
 
 /// Parses a task state name.

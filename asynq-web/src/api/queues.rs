@@ -10,6 +10,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -297,10 +298,21 @@ pub(crate) async fn delete(
     State(state): State<AppState>,
     queue: Result<Path<String>, PathRejection>,
     body: Bytes,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Response> {
     let queue = path(queue)?;
     queue_name(&queue)?;
     let DeleteQueue { force } = parse_optional_body(&body)?;
-    state.inspector.delete_queue(&queue, force).await?;
-    Ok(no_content())
+    if !force {
+        state.inspector.delete_queue(&queue, false).await?;
+        return Ok(no_content().into_response());
+    }
+    // A forced removal deletes the queue's tasks first, which may take a while: a job.
+    let description = format!("remove queue {queue:?} and its tasks");
+    let inspector = state.inspector.clone();
+    let work = move |sink: super::jobs::Sink| -> super::jobs::Work {
+        Box::pin(
+            async move { inspector.delete_queue_with_progress(&queue, true, move |p| sink(p)).await.map(|()| None) },
+        )
+    };
+    super::jobs::run(&state, description, work, |_| no_content().into_response()).await
 }

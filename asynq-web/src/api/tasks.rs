@@ -2,16 +2,19 @@
 //! (run, archive, delete, cancel) one by one, on a selection, or on every task of a state.
 
 use super::render::{Rendered, preview, render};
-use super::{PageInfo, no_content, parse_body, path, query, queue_name, state as parse_state, task_id, timestamp};
+use super::{
+    PageInfo, jobs, no_content, parse_body, path, query, queue_name, state as parse_state, task_id, timestamp,
+};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use asynq_core::workflow::WORKFLOW_HEADER;
-use asynq_core::{Progress, TaskInfo, TaskSet, TaskState};
+use asynq_core::{BulkAction, Progress, TaskInfo, TaskSet, TaskState};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -396,18 +399,30 @@ pub(crate) struct BulkResult {
     count: usize,
 }
 
-/// Applies a bulk action to every task of `set`.
-pub(crate) async fn bulk_on(app: &AppState, queue: &str, set: &TaskSet, body: &Bytes) -> ApiResult<Json<BulkResult>> {
+/// Applies a bulk action to every task of `set`, as a job (see [`super::jobs`]): 200 with the
+/// count when it ends within the reply wait, else 202 with the job.
+pub(crate) async fn bulk_on(app: &AppState, queue: &str, set: &TaskSet, body: &Bytes) -> ApiResult<Response> {
     let Bulk { action } = parse_body(body)?;
-    let count = match action {
-        Action::Run => app.inspector.run_all(queue, set).await?,
-        Action::Archive => app.inspector.archive_all(queue, set).await?,
-        Action::Delete => app.inspector.delete_all(queue, set).await?,
+    let action = match action {
+        Action::Run => BulkAction::Run,
+        Action::Archive => BulkAction::Archive,
+        Action::Delete => BulkAction::Delete,
         Action::Cancel => {
             return Err(ApiError::bad_request("invalid_action", "bulk actions are run, archive and delete"));
         }
     };
-    Ok(Json(BulkResult { count }))
+    asynq_core::validate_bulk(action, set)?;
+    let verb = match action {
+        BulkAction::Run => "run",
+        BulkAction::Archive => "archive",
+        BulkAction::Delete => "delete",
+    };
+    let description = format!("{verb} the {set} of queue {queue:?}");
+    let (inspector, queue, set) = (app.inspector.clone(), queue.to_owned(), set.clone());
+    let work = move |sink: jobs::Sink| -> jobs::Work {
+        Box::pin(async move { inspector.bulk_action(&queue, action, &set, move |p| sink(p)).await.map(Some) })
+    };
+    jobs::run(app, description, work, |count| Json(BulkResult { count: count.unwrap_or(0) }).into_response()).await
 }
 
 /// `POST /api/queues/{queue}/states/{state}/bulk` with `{"action": "delete"}`: the action on
@@ -416,7 +431,7 @@ pub(crate) async fn bulk_state(
     State(app): State<AppState>,
     params: Result<Path<(String, String)>, PathRejection>,
     body: Bytes,
-) -> ApiResult<Json<BulkResult>> {
+) -> ApiResult<Response> {
     let (queue, state) = path(params)?;
     queue_name(&queue)?;
     let set = TaskSet::State(parse_state(&state)?);
