@@ -93,6 +93,15 @@ enum Scenario {
         #[arg(long, default_value_t = 100_000)]
         tasks: u64,
     },
+    /// Time one bulk operator action on the queue's `--tasks` tasks, after `fill` (`archive`,
+    /// `delete`, `remove`: the pending tasks; `remove` is a forced queue removal) or
+    /// `fill-scheduled` (`run`: the scheduled tasks).
+    Bulk {
+        #[arg(long, value_enum)]
+        action: scenarios::BulkKind,
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+    },
     /// Start a server that sees the `--tasks` scheduled tasks of `fill-scheduled` due at once,
     /// and sample the pickup of fresh tasks in another queue while they are forwarded.
     ScheduledStorm {
@@ -258,6 +267,7 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
             scenarios::fail_for_good(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
         }
         Scenario::FillScheduled { tasks } => scenarios::fill_scheduled(url, tasks).await,
+        Scenario::Bulk { action, tasks } => scenarios::bulk(url, action, tasks).await,
         Scenario::ScheduledStorm { tasks, concurrency, gap_ms, timeout_secs } => {
             let (gap, timeout) = (Duration::from_millis(gap_ms), Duration::from_secs(timeout_secs));
             scenarios::scheduled_storm(url, tasks, concurrency, gap, timeout).await

@@ -63,6 +63,9 @@ enum Plan {
     /// `--tasks 1000000` for the issue's million), then `asynq-bench scheduled-storm` at
     /// concurrency 10.
     ScheduledStorm,
+    /// `asynq-bench fill` of the run's task count (`fill-scheduled` for `run`; not measured),
+    /// then `asynq-bench bulk --action <action>` on all of them.
+    Bulk { action: &'static str },
 }
 
 /// The backlog sizes of the deep-backlog drains, each a scenario of its own.
@@ -89,6 +92,14 @@ pub(crate) const FAIL_INTO_FULL_ARCHIVE: &str = "fail-for-good-into-full-archive
 pub(crate) const IDLE_SERVER_COUNTS: [usize; 3] = [1, 10, 50];
 /// Idle servers at concurrency 2 on three queues, [`IDLE_SERVER_COUNTS`]`[i]` of them.
 pub(crate) const IDLE_SERVERS: [&str; 3] = ["idle-1-server-c2", "idle-10-servers-c2", "idle-50-servers-c2"];
+
+/// Bulk operator actions on all of the run's tasks (100 000 by default; `--tasks 1000000` for
+/// the issue's million): `asynq task archiveall`, `deleteall` and `runall` and `asynq queue rm
+/// --force`, each a scenario of its own.
+pub(crate) const BULK_ACTIONS: [&str; 4] =
+    ["bulk-archive-all", "bulk-delete-all", "bulk-run-all", "bulk-queue-rm-force"];
+/// The `asynq-bench bulk --action` of each of [`BULK_ACTIONS`].
+const BULK_ACTION_ARGS: [&str; 4] = ["archive", "delete", "run", "remove"];
 
 /// Scheduled tasks all falling due at once, forwarded while fresh work is sampled.
 pub(crate) const SCHEDULED_STORM: &str = "scheduled-storm";
@@ -239,6 +250,11 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         plan: Plan::Idle { concurrency: 2, queues: None, tenants: None, servers: Some(servers) },
     }));
     scenarios.push(Scenario { name: SCHEDULED_STORM, throughput: false, plan: Plan::ScheduledStorm });
+    scenarios.extend(BULK_ACTIONS.iter().zip(BULK_ACTION_ARGS).map(|(name, action)| Scenario {
+        name,
+        throughput: true,
+        plan: Plan::Bulk { action },
+    }));
     scenarios
 }
 
@@ -300,6 +316,12 @@ impl<'a> Runner<'a> {
                 let tasks = self.sizes.tasks.to_string();
                 self.launcher.spawn(&[strings(&["fill-scheduled", "--tasks", &tasks])])?.wait()?;
                 self.measured(&[strings(&["scheduled-storm", "--tasks", &tasks, "--concurrency", "10"])])
+            }
+            Plan::Bulk { action } => {
+                let tasks = self.sizes.tasks.to_string();
+                let fill = if *action == "run" { "fill-scheduled" } else { "fill" };
+                self.launcher.spawn(&[strings(&[fill, "--tasks", &tasks])])?.wait()?;
+                self.measured(&[strings(&["bulk", "--action", action, "--tasks", &tasks])])
             }
         }
     }

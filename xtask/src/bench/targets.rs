@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::report::Row;
 use super::scenarios::{
-    DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_WITH_EVENTS, EVENT_CAP,
+    BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_WITH_EVENTS, EVENT_CAP,
     FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, IDLE_SERVER_COUNTS, IDLE_SERVERS,
     MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_STORM,
     TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
@@ -477,6 +477,9 @@ const SERVERS_TARGET: &str = "50 idle servers: Redis commands/s ≤ 50 × one se
 const STORM_TARGET: &str = "a storm of scheduled tasks falling due at once: no Redis command of 10 ms, pickup p99 \
                             of new work during it ≤ 10 ms";
 
+const BULK_TARGET: &str = "bulk operator actions (`archiveall`, `deleteall`, `runall`, `queue rm --force`) on a \
+                           large queue: no Redis command of 10 ms";
+
 /// The checks of the costs that must stay flat as work grows (issue 20, item 5).
 fn size_axis_checks(rows: &Rows) -> Vec<Check> {
     let not_measured = |target, scenarios: String| Check {
@@ -590,6 +593,23 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
             }
         }
         _ => not_measured(STORM_TARGET, SCHEDULED_STORM.to_owned()),
+    });
+
+    let rates: Vec<String> = BULK_ACTIONS
+        .iter()
+        .filter_map(|name| Some(format!("`{name}` {:.0}/s", rows.get(name, tasks_per_s)?)))
+        .collect();
+    checks.push(match (rows.row(BULK_ACTIONS[0]), rows.longest(&BULK_ACTIONS)) {
+        (Some(row), Some((longest, what))) if rates.len() == BULK_ACTIONS.len() => Check {
+            target: BULK_TARGET,
+            measured: format!("longest command {longest:.1} ms over {} tasks each; {}", row.tasks, rates.join(", ")),
+            met: Some(longest < LONGEST_COMMAND_MS),
+            context: format!(
+                "each action on all of one queue's tasks (`runall` on scheduled ones, the others on pending ones), in \
+                 steps of 500 tasks per script call; longest: {what}"
+            ),
+        },
+        _ => not_measured(BULK_TARGET, BULK_ACTIONS.join(", ")),
     });
     checks
 }
@@ -817,5 +837,16 @@ mod tests {
         assert_eq!(verdict(&checks, "a storm of scheduled"), Some(false), "p99 11 ms");
         let storm = checks.iter().find(|c| c.target.starts_with("a storm of scheduled")).unwrap();
         assert!(storm.context.contains("none of 1 ms or more") || storm.context.contains("asynq:{default}:scheduled"));
+    }
+
+    #[test]
+    fn bulk_actions_are_held_to_the_longest_command() {
+        let bulk = |ms: f64| move |r: &mut Row| (r.tasks_per_s, r.longest_command_ms) = (Some(200_000.0), Some(ms));
+        let mut rows: Vec<Row> = BULK_ACTIONS.iter().map(|name| row(name, bulk(3.0))).collect();
+        assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(true));
+        rows[2].longest_command_ms = Some(12.0);
+        assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(false));
+        rows.pop();
+        assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), None, "one action not run");
     }
 }
