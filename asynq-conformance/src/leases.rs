@@ -161,3 +161,32 @@ pub async fn case_recover_settles_only_under_the_lease_it_names<F: BrokerFactory
     assert_eq!(t.task("q", "b").await.state, TaskState::Active);
     assert_eq!(t.info("q").await.processed, 1);
 }
+
+/// `dequeue_starting` takes tasks as `dequeue` does, and each task's reported stage is the one
+/// its lease records: a backend that records the first `start` tasks started in the same step
+/// says so (and the rest are taken), one that does not reports every task taken. The tasks
+/// come next to run first, across queues in the given order, and no task beyond `start` is
+/// ever reported started.
+pub async fn case_dequeue_starting_reports_the_stage_its_leases_record<F: BrokerFactory>(factory: &F) {
+    let t = Fixture::new(factory).await;
+    for id in ["a", "b", "c"] {
+        t.plain("q", id).await;
+    }
+    t.plain("r", "d").await;
+    let taken_now = t.broker.dequeue_starting(&names(&["q", "r"]), 4, 2).await.unwrap();
+    let order: Vec<&str> = taken_now.iter().map(|task| task.message.id.as_str()).collect();
+    assert_eq!(order, ["a", "b", "c", "d"]);
+    let stages: Vec<LeaseStage> = taken_now.iter().map(|task| task.stage).collect();
+    assert!(
+        stages == [LeaseStage::Taken; 4]
+            || stages == [LeaseStage::Started, LeaseStage::Started, LeaseStage::Taken, LeaseStage::Taken],
+        "{stages:?}"
+    );
+    assert!(taken_now.iter().all(|task| task.lease_expiry == at(30)));
+    let expired = t.broker.list_lease_expired(&names(&["q", "r"]), at(31)).await.unwrap();
+    for task in &taken_now {
+        let listed = expired.iter().find(|lease| lease.message.id == task.message.id).expect("every lease expires");
+        assert_eq!(listed.stage, task.stage, "task {}", task.message.id);
+    }
+    assert!(t.broker.dequeue_starting(&names(&["q", "r"]), 4, 4).await.unwrap().is_empty());
+}

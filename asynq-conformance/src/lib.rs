@@ -253,6 +253,7 @@ macro_rules! broker_conformance {
             leases::case_extend_leases_moves_only_active_ids,
             leases::case_list_lease_expired_returns_exactly_the_expired,
             leases::case_lease_stage_is_recorded_and_never_regresses,
+            leases::case_dequeue_starting_reports_the_stage_its_leases_record,
             leases::case_a_stall_requeues_uncharged_and_is_counted,
             leases::case_recover_leaves_a_task_leased_again_since_it_was_listed,
             leases::case_recover_settles_only_under_the_lease_it_names,

@@ -112,6 +112,9 @@ pub struct Dequeued {
     pub message: StoredTask,
     /// When the worker's lease on it expires unless extended.
     pub lease_expiry: SystemTime,
+    /// How far the lease got: [`LeaseStage::Taken`], unless [`Dequeue::dequeue_starting`]
+    /// recorded the task's start in the same step.
+    pub stage: LeaseStage,
 }
 
 /// How an attempt at a task ended, as [`Dequeue::finish`] records it.
@@ -161,6 +164,23 @@ pub trait Dequeue: Send + Sync {
     /// value are seen at once; those made pending by another process once the wake-up arrives
     /// (or, for a producer that sends none, within the backend's own bound, which it documents).
     async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>>;
+
+    /// [`Dequeue::dequeue`] for a worker that runs the first `start` tasks it takes at once: a
+    /// backend may record those as started ([`LeaseStage::Started`]) in the same step, which
+    /// saves the worker the [`Dequeue::extend_leases`] call that records starts otherwise, and
+    /// says so in each task's [`Dequeued::stage`]. The worker still records the start of every
+    /// task returned at [`LeaseStage::Taken`] before it runs or holds it.
+    ///
+    /// The price: a reply that is lost (the connection dropped after the dequeue ran) leaves
+    /// those tasks started with no handler, so their expired leases are stalls, forgiven once
+    /// each ([`FREE_STALLS`](crate::FREE_STALLS)) instead of given back free.
+    ///
+    /// The default takes the tasks as [`Dequeue::dequeue`] does, every one at
+    /// [`LeaseStage::Taken`].
+    async fn dequeue_starting(&self, queues: &[QueueName], max: usize, start: usize) -> Result<Vec<Dequeued>> {
+        let _ = start;
+        self.dequeue(queues, max).await
+    }
 
     /// Resolves when a task may have become ready in one of `queues`, so an idle processor can
     /// pick it up at once instead of waiting for its next poll. Spurious wake-ups are allowed;

@@ -246,7 +246,11 @@ impl Queue {
             record.state = state;
             record.pending_since = None;
             record.progress = None;
-            taken.push(Dequeued { message: record.msg.clone(), lease_expiry: from_unix_secs(expiry) });
+            taken.push(Dequeued {
+                message: record.msg.clone(),
+                lease_expiry: from_unix_secs(expiry),
+                stage: LeaseStage::Taken,
+            });
             self.lease.insert(&id, expiry);
             self.unstarted.insert(id.clone());
             self.active.push_front(id);

@@ -38,6 +38,9 @@ pub(crate) struct Fetched {
 
 /// Dequeues up to `max` tasks from `order` (queues in the order to try), taking tokens from
 /// the bucket of each queue in `limits` first and dequeuing at most the granted number there.
+/// Without rate limits, the broker may record the first `start` tasks started in the same step
+/// ([`Dequeue::dequeue_starting`]); with them, every task is taken as [`Dequeue::dequeue`] takes
+/// it.
 ///
 /// Runs of unlimited queues are dequeued in one call, as without limits. A failure after some
 /// tasks were taken is logged and those tasks are returned, so that none is left leased and
@@ -48,11 +51,12 @@ pub(crate) async fn dequeue_within_rate_limits(
     limits: &BTreeMap<String, RateLimit>,
     order: &[QueueName],
     max: usize,
+    start: usize,
     now: SystemTime,
 ) -> asynq_core::Result<Fetched> {
     let limiter = match limiter {
         Some(limiter) if !limits.is_empty() => limiter,
-        _ => return Ok(Fetched { tasks: broker.dequeue(order, max).await?, rate_limited_for: None }),
+        _ => return Ok(Fetched { tasks: broker.dequeue_starting(order, max, start).await?, rate_limited_for: None }),
     };
     let mut fetched = Fetched { tasks: Vec::new(), rate_limited_for: None };
     let mut start = 0;
@@ -135,6 +139,11 @@ impl TypeLimits {
         let permits =
             limits.iter().map(|(name, limit)| (name.clone(), (*limit, Arc::new(Semaphore::new(*limit))))).collect();
         Self { permits }
+    }
+
+    /// Whether no type has a limit: then no task is ever deferred.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.permits.is_empty()
     }
 
     /// Admits a task of `type_name` dequeued at `now`, or defers it (see the module docs).

@@ -34,11 +34,11 @@ use crate::shared_limits::{SharedAdmission, SharedLimits};
 use crate::starter::Starter;
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks, Phase};
-use asynq_core::broker::{Dequeue, Dequeued, Outcome};
+use asynq_core::broker::{Dequeue, Dequeued, LeaseStage, Outcome};
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use asynq_core::slots::SlotKey;
 use asynq_core::workflow::Workflows;
-use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task};
+use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task, TaskId};
 use futures::FutureExt;
 use rand::Rng;
 use std::any::Any;
@@ -251,12 +251,16 @@ impl Processor {
         let order = s.config.queues.now().priorities.order(&mut rand::rng());
         let now = s.clock.now();
         let wanted = slots.len() + ahead.len();
+        // The tasks that take the slots run at once, unless a limit may defer them: their starts
+        // can be recorded by the dequeue itself, saving a call before their handlers start.
+        let start = if s.type_limits.is_empty() && s.config.shared_limits.is_none() { slots.len() } else { 0 };
         let Fetched { tasks, rate_limited_for } = dequeue_within_rate_limits(
             &*s.broker,
             s.rate_limiter.as_deref(),
             &s.config.rate_limits,
             &order,
             wanted,
+            start,
             now,
         )
         .await?;
@@ -470,15 +474,26 @@ impl Shared {
 
     /// Records that this server starts `tasks` (of one fetch, of `queue`), then runs those with
     /// a slot and holds the ones taken ahead until a slot frees up; gives them all back to the
-    /// queue, uncharged, if the record cannot be written. Tasks taken ahead count as started:
+    /// queue, uncharged, if the record cannot be written; those the dequeue itself recorded
+    /// started ([`Dequeue::dequeue_starting`]) need no record. Tasks taken ahead count as started:
     /// the worker committed to them, and if it dies holding them, their first stall is
     /// forgiven (see [`asynq_core::FREE_STALLS`]).
     async fn start_then_run(self: Arc<Self>, queue: QueueName, tasks: Vec<Taken>) {
-        let ids = tasks.iter().map(|taken| taken.task().message.id.clone()).collect();
-        match self.starter.start(&queue, ids).await {
-            Ok(expiry) => {
+        // Those the dequeue recorded started need no call.
+        let ids: Vec<TaskId> = tasks
+            .iter()
+            .filter(|taken| taken.task().stage == LeaseStage::Taken)
+            .map(|taken| taken.task().message.id.clone())
+            .collect();
+        let recorded = if ids.is_empty() { Ok(None) } else { self.starter.start(&queue, ids).await.map(Some) };
+        match recorded {
+            Ok(recorded) => {
                 for taken in tasks {
                     let shared = Arc::clone(&self);
+                    let expiry = match taken.task().stage {
+                        LeaseStage::Started => taken.task().lease_expiry,
+                        LeaseStage::Taken => recorded.unwrap_or(taken.task().lease_expiry),
+                    };
                     match taken {
                         Taken::Now(ready) => {
                             ready.held.lease.extend(expiry);

@@ -288,3 +288,27 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
     }
     assert_eq!(redis.command(&["GET", "asynq:{q}:processed"]).unwrap().as_str(), Some("2"));
 }
+
+/// A fetch for a worker that runs its first tasks at once leases them at Go's whole second,
+/// started, in the dequeue's own step, and the rest half a second later, taken; every task is in
+/// Go's active list and lease set as a plain dequeue leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_that_starts_its_first_tasks_leases_them_as_go_does() {
+    use asynq_core::broker::{Dequeue, LeaseStage};
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
+    for id in ["t1", "t2", "t3"] {
+        client.enqueue(&Task::new("batch", ""), TaskOptions::new().queue("q").task_id(id)).await.unwrap();
+    }
+    let taken = broker.dequeue_starting(&[QueueName::from_static("q")], 3, 2).await.unwrap();
+    let stages: Vec<(&str, LeaseStage)> = taken.iter().map(|d| (d.message.id.as_str(), d.stage)).collect();
+    assert_eq!(stages, [("t1", LeaseStage::Started), ("t2", LeaseStage::Started), ("t3", LeaseStage::Taken)]);
+    assert_eq!(members(&redis, "LRANGE", "asynq:{q}:active"), ["t3", "t2", "t1"]);
+    let score = |id: &str| redis.command(&["ZSCORE", "asynq:{q}:lease", id]).unwrap();
+    let whole = (FIXTURE_TIME + 30).to_string();
+    assert_eq!(score("t1").as_str(), Some(whole.as_str()), "started: Go's whole second");
+    assert_eq!(score("t2").as_str(), Some(whole.as_str()));
+    assert_eq!(score("t3").as_str(), Some(format!("{whole}.5").as_str()), "taken");
+}

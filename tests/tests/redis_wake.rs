@@ -49,14 +49,15 @@ async fn a_short_fetch_marks_the_queue_idle() {
     let enqueue = || client.enqueue(&task, TaskOptions::new());
 
     // The fetch that comes up short sets the mark itself, with its expiry; the producer that
-    // makes a task pending there clears it and wakes the wait.
+    // makes a task pending there wakes the wait (and leaves the mark; see `enqueue.lua`).
     enqueue().await.unwrap();
     assert_eq!(broker.dequeue(&queues, 5).await.unwrap().len(), 1);
     assert!(marked(&redis), "a short fetch marks the queue");
     let waiter = wait_in_background(&broker, &queues);
     enqueue().await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("the enqueue woke the wait").unwrap();
-    assert!(!marked(&redis));
+    assert!(marked(&redis), "the enqueue leaves the mark");
+    redis.command(&["DEL", MARK]).unwrap();
 
     // The next short fetch marks it again.
     assert_eq!(broker.dequeue(&queues, 5).await.unwrap().len(), 1);
@@ -73,7 +74,7 @@ async fn a_short_fetch_marks_the_queue_idle() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_enqueue_that_makes_the_queue_non_empty_clears_the_mark() {
+async fn only_the_enqueue_that_makes_the_queue_non_empty_wakes_servers() {
     let redis = RedisServer::start();
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
     let client = Client::new(broker.clone());
@@ -82,14 +83,15 @@ async fn only_the_enqueue_that_makes_the_queue_non_empty_clears_the_mark() {
     // The wake-ups published so far.
     let wake_ups = || redis.command_calls("publish");
 
-    // A server found the queue empty and waits: the first task clears the mark and wakes it.
+    // A server found the queue empty and waits: the first task wakes it, without a command for
+    // the mark, which stays (it still gates the wake-ups of the other scripts).
     redis.command(&["SET", MARK, "1"]).unwrap();
     enqueue().await.unwrap();
-    assert!(!marked(&redis));
+    assert!(marked(&redis));
     assert_eq!(wake_ups(), 1);
+    assert_eq!(redis.command_calls("del"), 0, "the enqueue ran no DEL");
 
-    // No server waits on a queue with tasks pending: those that join them leave any mark alone.
-    redis.command(&["SET", MARK, "1"]).unwrap();
+    // No server waits on a queue with tasks pending: those that join them publish nothing.
     enqueue().await.unwrap();
     enqueue().await.unwrap();
     assert!(marked(&redis), "the backlog's enqueues left the mark");
@@ -99,7 +101,6 @@ async fn only_the_enqueue_that_makes_the_queue_non_empty_clears_the_mark() {
     let queues = vec![QueueName::default()];
     assert_eq!(broker.dequeue(&queues, 10).await.unwrap().len(), 3);
     enqueue().await.unwrap();
-    assert!(!marked(&redis));
     assert_eq!(wake_ups(), 2);
 }
 
@@ -139,9 +140,12 @@ async fn a_task_made_pending_without_a_wake_up_is_found_by_the_check() {
     let queues = queues(50);
     assert!(broker.dequeue(&queues, 10).await.unwrap().is_empty());
 
-    // As Go's producers do: with the mark gone, our client publishes no wake-up either.
+    // As Go's producers do: with the mark gone, a batch publishes no wake-up either (a single
+    // enqueue publishes whenever its task makes the list non-empty).
     redis.command(&["DEL", "asynq:{q7}:idle_workers"]).unwrap();
-    client.enqueue(&Task::new("t", ""), TaskOptions::new().queue("q7")).await.unwrap();
+    let batch =
+        [(Task::new("t", ""), TaskOptions::new().queue("q7")), (Task::new("t", ""), TaskOptions::new().queue("q7"))];
+    assert!(client.enqueue_batch(&batch).await.iter().all(Result::is_ok));
     assert_eq!(redis.command_calls("publish"), 0);
     let taken = dequeue_until_taken(&broker, &queues).await;
     assert_eq!(taken[0].message.queue, "q7");

@@ -399,6 +399,12 @@ impl Dequeue for RedisBroker {
     /// queue found empty or paused is marked `idle_workers` in the same script, so that the next
     /// producer to make a task pending there wakes this broker's servers.
     async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
+        self.dequeue_starting(queues, max, 0).await
+    }
+
+    /// [`Dequeue::dequeue`], with the first `start` tasks leased at the whole second, as started,
+    /// by the same `dequeue.lua` call.
+    async fn dequeue_starting(&self, queues: &[QueueName], max: usize, start: usize) -> Result<Vec<Dequeued>> {
         let expiry = unix_secs(self.now() + LEASE_DURATION);
         let lease_expiry = from_unix_secs(expiry);
         // Without wake-ups, nothing is known to stay quiet: every queue is dequeued.
@@ -429,7 +435,9 @@ impl Dequeue for RedisBroker {
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
             invocation.key(k.prioritized()).key(k.events());
             invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(IDLE_MARK_SECS);
-            invocation.arg(events.arg(queue));
+            // Counted over the tasks with a message, as the script counts them.
+            let mut to_start = start.saturating_sub(taken.len());
+            invocation.arg(to_start).arg(expiry).arg(events.arg(queue));
             let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
             if pairs.len() == 1 {
                 // `dequeue.lua`'s answer for a paused queue.
@@ -444,8 +452,16 @@ impl Dequeue for RedisBroker {
                 self.pubsub().found_busy(queue);
             }
             for stored in read_stored(queue, pairs) {
+                let stage = match &stored {
+                    Stored::Missing { .. } => LeaseStage::Taken,
+                    Stored::Task(_) | Stored::Corrupt { .. } if to_start > 0 => {
+                        to_start -= 1;
+                        LeaseStage::Started
+                    }
+                    _ => LeaseStage::Taken,
+                };
                 match stored {
-                    Stored::Task(message) => taken.push(Dequeued { message, lease_expiry }),
+                    Stored::Task(message) => taken.push(Dequeued { message, lease_expiry, stage }),
                     // `dequeue.lua` already dropped it.
                     Stored::Missing { id } => tracing::error!(
                         queue = %queue,

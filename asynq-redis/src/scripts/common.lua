@@ -4,9 +4,6 @@
 -- ARGV -> none of its own.
 -- Returns: nothing; defines local functions only.
 
--- The largest int64: a total counter that reaches it wraps to 1, as in Go asynq.
-local MAX_INT64 = "9223372036854775807"
-
 -- How many arguments one variadic command gets from `call_chunked` (Lua's stack is bounded);
 -- even, so that a chunk never splits a pair.
 local CHUNK = 500
@@ -31,12 +28,13 @@ local function incr_daily(key, expire_at)
     end
 end
 
--- Increments a total counter, wrapping to 1 at the largest int64.
+-- Increments a total counter, wrapping to 1 at the largest int64 (9223372036854775807), as in
+-- Go asynq: INCR refuses to pass it with an error reply, caught here, so no GET is needed first
+-- (Go's script spends one).
 local function incr_total(key)
-    if redis.call("GET", key) == MAX_INT64 then
+    local reply = redis.pcall("INCR", key)
+    if type(reply) == "table" and reply.err then
         redis.call("SET", key, 1)
-    else
-        redis.call("INCR", key)
     end
 end
 
@@ -47,12 +45,9 @@ local function incr_daily_by(key, n, expire_at)
     end
 end
 
--- Adds n to a total counter, starting again from n where it would pass the largest int64.
+-- Adds n to a total counter, starting again from n where it would pass the largest int64
+-- (INCRBY refuses to, as INCR does in incr_total).
 local function incr_total_by(key, n)
-    if redis.call("GET", key) == MAX_INT64 then
-        redis.call("SET", key, n)
-        return
-    end
     local reply = redis.pcall("INCRBY", key, n)
     if type(reply) == "table" and reply.err then
         redis.call("SET", key, n)

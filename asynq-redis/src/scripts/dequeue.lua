@@ -1,9 +1,9 @@
 -- dequeue: leases up to ARGV[3] pending tasks of one queue to a worker (Go asynq's dequeue,
 -- repeated; each task gets exactly the state, lease and bookkeeping Go's gives one).
 --
--- The tasks are taken from the tail of the pending list in one LRANGE and LTRIM, rather than
--- one LMOVE each, and pushed onto the active list in the order one LMOVE each would leave; the
--- leases are added by one ZADD. Only the task hashes need a command per task.
+-- The tasks are taken from the tail of the pending list in one RPOP with a count (Redis 6.2),
+-- rather than one LMOVE each, and pushed onto the active list in the order one LMOVE each would
+-- leave; the leases are added by one ZADD. Only the task hashes need a command per task.
 --
 -- Each task's `progress` (write_progress.lua's) goes with its `pending_since`: an attempt starts
 -- with none.
@@ -12,7 +12,10 @@
 -- says no handler has started the task (LeaseStage::Taken); extend_leases rewrites the score
 -- to the whole second before a handler starts it. Go compares lease scores only with
 -- whole-second cutoffs (ZRANGEBYSCORE), so to Go such a lease expires a second later, well
--- within its recoverer's 30 s grace; Go reads nothing else of the score.
+-- within its recoverer's 30 s grace; Go reads nothing else of the score. The first ARGV[5]
+-- tasks with a message (next to run first), those the worker runs at once, are scored ARGV[6],
+-- the whole second, instead: started in this step (LeaseStage::Started), as Go leases every
+-- task, which saves the worker its extend_leases call.
 --
 -- A queue that gives fewer tasks than asked for (or none, paused) gets its idle mark
 -- (mark_idle.lua's) in the same step: the server then treats it as quiet and skips it until a
@@ -35,7 +38,9 @@
 -- ARGV[3] -> the most tasks to take, at least 1
 -- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole
 --            seconds
--- ARGV[5] -> the event stream's cap, or "" (see events.lua)
+-- ARGV[5] -> how many of the tasks to lease as started, at ARGV[6]; 0 for none
+-- ARGV[6] -> the started lease score: the lease expiry in whole Unix seconds
+-- ARGV[7] -> the event stream's cap, or "" (see events.lua)
 -- Returns: a flat array of pairs, next to run first: the task ID, then its encoded TaskMessage, or
 --          nil when the ID had no task hash or the hash no `msg`; such an ID cannot run, so it
 --          is dropped (never made active) and its stub hash deleted (Go would leave it active
@@ -55,9 +60,11 @@ end
 -- Next to run last: the list's tail is the next task.
 local ids
 if found == 0 then
-    ids = redis.call("LRANGE", KEYS[1], -wanted, -1)
-    if #ids > 0 then
-        redis.call("LTRIM", KEYS[1], 0, -#ids - 1)
+    -- Next to run first; nil (false) when the list is empty.
+    local popped = redis.call("RPOP", KEYS[1], wanted) or {}
+    ids = {}
+    for i = #popped, 1, -1 do
+        ids[#ids + 1] = popped[i]
     end
 else
     local next_first = {}
@@ -94,6 +101,7 @@ if #ids == 0 then
 end
 
 local taken, active, leases = {}, {}, {}
+local to_start = tonumber(ARGV[5])
 for i = #ids, 1, -1 do
     local id = ids[i]
     local key = ARGV[2] .. id
@@ -102,9 +110,9 @@ for i = #ids, 1, -1 do
         redis.call("HSET", key, "state", "active")
         redis.call("HDEL", key, "pending_since", "progress")
         active[#active + 1] = id
-        leases[#leases + 1] = ARGV[1]
+        leases[#leases + 1] = #active <= to_start and ARGV[6] or ARGV[1]
         leases[#leases + 1] = id
-        log_event(KEYS[7], ARGV[5], "started", id, msg)
+        log_event(KEYS[7], ARGV[7], "started", id, msg)
     else
         redis.call("DEL", key)
     end

@@ -4,9 +4,15 @@
 --
 -- A Rust server waits only after finding the list empty (or the queue paused): the scripts that
 -- set the idle mark look at the list in the same step. So a task that joins tasks already
--- pending cannot be the first one a waiting server misses, and needs no DEL; the waits it would
--- skip are those on a list a non-signalling writer (a Go producer or server) made non-empty,
--- which find both tasks at their next poll, and those on a paused queue, which the unpause wakes.
+-- pending cannot be the first one a waiting server misses, and needs no wake-up; the waits it
+-- would skip are those on a list a non-signalling writer (a Go producer or server) made
+-- non-empty, which find both tasks at their next poll, and those on a paused queue, which the
+-- unpause wakes. A default-priority task that makes the list non-empty publishes without
+-- looking at the idle mark (one command where DEL and PUBLISH were two, on the path of every
+-- woken pickup) and leaves the mark in place: a server that waited marked the queue, and the
+-- publish is what it waits for; the mark still gates the wake-ups of the other scripts that
+-- make tasks pending. Nobody waiting costs one PUBLISH to an unheard channel, as the DEL of a
+-- missing mark cost before.
 -- A task of a priority other than the default (ARGV[7]) goes to the prioritized set instead of
 -- the list, after the tasks of its priority, and its hash records the priority, which it keeps
 -- when scheduled (see priority.lua); being ours, it wakes idle servers whatever the set held.
@@ -17,7 +23,8 @@
 --            asynq:{<q>}:scheduled            when ARGV[3] is "scheduled"
 --            asynq:{<q>}:g:<group>            when ARGV[3] is "group"
 -- KEYS[3] -> asynq:{<q>}:groups
--- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
+-- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server may wait for work (read
+--                                              only for a task of another priority)
 -- KEYS[5] -> asynq:{<q>}:priority_seq         (ours; see priority.lua)
 -- KEYS[6] -> asynq:{<q>}:unique:<type>:<md5>  only for unique tasks
 -- KEYS[last] -> asynq:{<q>}:events             the event stream (see events.lua)
@@ -57,7 +64,7 @@ if placement == "pending" and priority then
     end
 elseif placement == "pending" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4])
-    if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 and redis.call("DEL", KEYS[4]) == 1 then
+    if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 then
         redis.call("PUBLISH", ARGV[6], "")
     end
 elseif placement == "scheduled" then
