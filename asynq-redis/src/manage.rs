@@ -246,7 +246,7 @@ impl Manage for RedisBroker {
 /// The most tasks one step of a bulk action acts on. Each step is one script call doing a few
 /// microseconds of Redis work per task, so no step blocks Redis for more than a few
 /// milliseconds, while the round trips stay a small share of the whole.
-pub const BULK_STEP: usize = 500;
+pub const BULK_STEP: usize = 250;
 
 /// The states a forced queue removal deletes, as Go's `removeQueueForce`.
 const REMOVED_STATES: [TaskState; 4] =

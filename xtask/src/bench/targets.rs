@@ -606,7 +606,7 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
             met: Some(longest < LONGEST_COMMAND_MS),
             context: format!(
                 "each action on all of one queue's tasks (`runall` on scheduled ones, the others on pending ones), in \
-                 steps of 500 tasks per script call; longest: {what}"
+                 steps of `asynq_redis::BULK_STEP` tasks per script call; longest: {what}"
             ),
         },
         _ => not_measured(BULK_TARGET, BULK_ACTIONS.join(", ")),
