@@ -52,6 +52,11 @@ impl Dashboard {
 
     /// As [`Dashboard::start`], refreshing pages every `refresh`.
     async fn start_with(auth: Option<Auth>, refresh: Duration) -> Self {
+        Self::start_configured(auth, |config| config.refresh(refresh)).await
+    }
+
+    /// As [`Dashboard::start`], with the settings `configure` makes.
+    async fn start_configured(auth: Option<Auth>, configure: impl FnOnce(WebConfig) -> WebConfig) -> Self {
         let redis = tokio::task::spawn_blocking(|| {
             let redis = RedisServer::start();
             // Go's queues: `interop` (pending, scheduled, aggregating, a unique lock) and
@@ -67,7 +72,7 @@ impl Dashboard {
         let welcome = seed(&broker, clock.as_ref()).await;
         let inspector = Inspector::new(broker);
 
-        let mut config = WebConfig::new(inspector.clone()).refresh(refresh);
+        let mut config = configure(WebConfig::new(inspector.clone()).refresh(Duration::from_secs(1)));
         if let Some(auth) = auth {
             config = config.with_auth(auth);
         }
@@ -866,4 +871,34 @@ async fn waiting_tasks_priorities_slots_and_queue_patterns_are_shown() {
         assert_no_stray_text(&browser).await;
         browser.screenshot(&screenshot_path(name)).await;
     }
+}
+
+/// A bulk action still running when its request is answered shows a banner with its progress
+/// until it ends, then the page shows its outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_bulk_action_shows_its_progress_until_it_ends() {
+    // No reply wait: every bulk action is answered with its job while it runs.
+    let dash = Dashboard::start_configured(None, |config| config.job_reply_wait(Duration::ZERO)).await;
+    let client = Client::new(redis_broker(&dash.redis.url(), Arc::new(SystemClock)).await);
+    let tasks: Vec<_> =
+        (0..2_000).map(|n| (Task::new("bulk", format!("{n}")), TaskOptions::new().queue("big"))).collect();
+    for chunk in tasks.chunks(500) {
+        assert!(client.enqueue_batch(chunk).await.iter().all(Result::is_ok));
+    }
+    let browser = Browser::start().await;
+    accept_confirmations(&browser).await;
+    browser.goto(&dash.page("#/queues/big/pending")).await;
+    browser.wait_for("#tasks tr[data-task-id]").await;
+    accept_confirmations(&browser).await;
+    browser.click(r#"button[data-bulk-all="archive"]"#).await;
+    let banner = browser
+        .wait_for_text("#jobs", "the job's banner", |t| t.starts_with(r#"Archive the pending tasks of queue "big""#))
+        .await;
+    assert!(banner.contains("tasks"), "{banner}");
+    browser.wait_for_text("#jobs", "the banner gone", str::is_empty).await;
+    assert!(!browser.is_visible("#jobs").await);
+    assert!(!browser.is_visible("#error").await, "{}", browser.text("#error").await);
+    browser.wait_gone("#tasks tr[data-task-id]").await;
+    let big = dash.inspector.queue_info("big").await.expect("queue info");
+    assert_eq!((big.pending, big.archived), (0, 2_000));
 }
