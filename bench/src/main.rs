@@ -197,6 +197,24 @@ enum Scenario {
         #[arg(long, default_value_t = 0)]
         busy_backlog: u64,
     },
+    /// Prepare the group scenarios: one grouped task in each of `--groups` groups.
+    FillGroups {
+        #[arg(long, default_value_t = 100_000)]
+        groups: u64,
+    },
+    /// Run a server with a group aggregator (no group ever ready) for a while, after
+    /// `fill-groups`.
+    IdleAggregator {
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+    },
+    /// Time the operator reads of a queue of `--groups` groups, after `fill-groups`.
+    GroupReads {
+        #[arg(long, default_value_t = 100_000)]
+        groups: u64,
+    },
     /// Run a server on three empty queues for a while.
     Idle {
         #[arg(long, default_value_t = 10)]
@@ -272,6 +290,11 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
             let (gap, timeout) = (Duration::from_millis(gap_ms), Duration::from_secs(timeout_secs));
             scenarios::scheduled_storm(url, tasks, concurrency, gap, timeout).await
         }
+        Scenario::FillGroups { groups } => scenarios::fill_groups(url, groups).await,
+        Scenario::IdleAggregator { seconds, concurrency } => {
+            scenarios::idle_aggregator(url, concurrency, Duration::from_secs(seconds)).await
+        }
+        Scenario::GroupReads { groups } => scenarios::group_reads(url, groups).await,
         Scenario::Idle { seconds, concurrency, servers: Some(servers), .. } => {
             scenarios::idle_servers(url, servers, concurrency, Duration::from_secs(seconds)).await
         }

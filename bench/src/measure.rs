@@ -35,6 +35,9 @@ pub struct Measurement {
     /// scheduled send to the last enqueue's return, for the streaming scenarios.
     #[serde(default)]
     pub offered_per_s: Option<f64>,
+    /// Median time of each operator read, by name, in milliseconds, for `group-reads`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub reads_ms: std::collections::BTreeMap<String, f64>,
     /// CPU time (user + system, all threads) this process spent in the timed phase.
     pub cpu_s: Option<f64>,
     /// This process's peak resident memory (`VmHWM`) at the end of the timed phase, in MiB.
@@ -81,6 +84,7 @@ impl Timer {
             pickup_p99_ms: None,
             servers_ls_ms: None,
             offered_per_s: None,
+            reads_ms: std::collections::BTreeMap::new(),
             cpu_s: cpu.map(|cpu| cpu.as_secs_f64()),
             peak_rss_mb: peak_rss_mb(),
             started_unix_us: unix_micros(self.started_wall),

@@ -31,6 +31,8 @@ pub(crate) struct Run {
     pub(crate) offered_per_s: Option<f64>,
     /// Median time of `Inspector::servers()`, for the idle-servers scenarios.
     pub(crate) servers_ls_ms: Option<f64>,
+    /// Median time of each operator read by name, for the group-reads scenario.
+    pub(crate) reads_ms: BTreeMap<String, f64>,
     /// CPU seconds of the benchmark processes (summed).
     pub(crate) client_cpu_s: Option<f64>,
     /// Peak resident memory of the benchmark processes (the largest).
@@ -70,6 +72,13 @@ pub(crate) struct Row {
     /// Median time of `Inspector::servers()` (what `asynq server ls` calls) at the end of the
     /// idle-servers scenarios, in milliseconds.
     pub(crate) servers_ls_ms: Option<f64>,
+    /// Redis CPU (all threads) over the measurement window, in percent of one CPU; in the
+    /// checks only.
+    #[serde(skip)]
+    pub(crate) redis_cpu_pct: Option<f64>,
+    /// Median time of each operator read by name, in milliseconds; in the checks only.
+    #[serde(skip)]
+    pub(crate) reads_ms: BTreeMap<String, f64>,
     /// The longest command's first words (the longest run's), from `SLOWLOG`; in the checks
     /// only.
     #[serde(skip)]
@@ -110,6 +119,8 @@ impl Row {
             peak_rss_mb: run.peak_rss_mb,
             longest_command_ms: redis.map(|usage| usage.longest_command_us.unwrap_or(0) as f64 / 1e3),
             servers_ls_ms: run.servers_ls_ms,
+            redis_cpu_pct: redis.and_then(|usage| per_second(usage.cpu_s * 100.0)),
+            reads_ms: run.reads_ms.clone(),
             longest_command: redis.and_then(|usage| usage.longest_command.clone()),
             redis_main_thread_cpu_us_per_task: redis
                 .and_then(|usage| usage.main_thread_cpu_s)
@@ -160,6 +171,14 @@ fn median_row(group: &[Row]) -> Row {
         peak_rss_mb: of(|row| row.peak_rss_mb),
         longest_command_ms: group.iter().filter_map(|row| row.longest_command_ms).reduce(f64::max),
         servers_ls_ms: of(|row| row.servers_ls_ms),
+        redis_cpu_pct: of(|row| row.redis_cpu_pct),
+        reads_ms: group[0]
+            .reads_ms
+            .keys()
+            .filter_map(|read| {
+                Some((read.clone(), median(group.iter().filter_map(|row| row.reads_ms.get(read).copied()))?))
+            })
+            .collect(),
         longest_command: group
             .iter()
             .filter(|row| row.longest_command.is_some())

@@ -59,6 +59,10 @@ enum Plan {
     /// `asynq-bench fill-failing` with `archived` tasks archived first (not measured), then
     /// `asynq-bench fail-for-good` of `tasks` tasks at concurrency 100.
     FailForGood { archived: u64, tasks: u64 },
+    /// `asynq-bench fill-groups` of `groups` groups (not measured), then with `reads` false
+    /// `asynq-bench idle-aggregator` measured over the idle window as [`Plan::Idle`] is, or with
+    /// `reads` true `asynq-bench group-reads` measured whole.
+    Groups { groups: u64, reads: bool },
     /// `asynq-bench fill-scheduled` of the run's task count (not measured: 100 000 by default,
     /// `--tasks 1000000` for the issue's million), then `asynq-bench scheduled-storm` at
     /// concurrency 10.
@@ -92,6 +96,14 @@ pub(crate) const FAIL_INTO_FULL_ARCHIVE: &str = "fail-for-good-into-full-archive
 pub(crate) const IDLE_SERVER_COUNTS: [usize; 3] = [1, 10, 50];
 /// Idle servers at concurrency 2 on three queues, [`IDLE_SERVER_COUNTS`]`[i]` of them.
 pub(crate) const IDLE_SERVERS: [&str; 3] = ["idle-1-server-c2", "idle-10-servers-c2", "idle-50-servers-c2"];
+
+/// How many groups the group scenarios spread their tasks over, one task each.
+pub(crate) const MANY_GROUPS: u64 = 100_000;
+/// An idle server with a group aggregator on a queue of [`MANY_GROUPS`] groups, none ready.
+pub(crate) const IDLE_AGGREGATOR: &str = "idle-aggregator-100000-groups";
+/// The operator reads (queue info, a metrics scrape's reads, the group list) of a queue of
+/// [`MANY_GROUPS`] groups.
+pub(crate) const GROUP_READS: &str = "stats-100000-groups";
 
 /// Bulk operator actions on all of the run's tasks (100 000 by default; `--tasks 1000000` for
 /// the issue's million): `asynq task archiveall`, `deleteall` and `runall` and `asynq queue rm
@@ -255,6 +267,10 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         throughput: true,
         plan: Plan::Bulk { action },
     }));
+    scenarios.extend([
+        Scenario { name: IDLE_AGGREGATOR, throughput: false, plan: Plan::Groups { groups: MANY_GROUPS, reads: false } },
+        Scenario { name: GROUP_READS, throughput: false, plan: Plan::Groups { groups: MANY_GROUPS, reads: true } },
+    ]);
     scenarios
 }
 
@@ -312,6 +328,17 @@ impl<'a> Runner<'a> {
                     .wait()?;
                 self.measured(&[strings(&["fail-for-good", "--tasks", &tasks, "--concurrency", "100"])])
             }
+            Plan::Groups { groups, reads } => {
+                let groups = groups.to_string();
+                self.launcher.spawn(&[strings(&["fill-groups", "--groups", &groups])])?.wait()?;
+                if *reads {
+                    self.measured(&[strings(&["group-reads", "--groups", &groups])])
+                } else {
+                    let seconds = (IDLE_WARMUP + self.sizes.idle_window).as_secs() + 1;
+                    let args = strings(&["idle-aggregator", "--seconds", &seconds.to_string()]);
+                    self.idle_process(args)
+                }
+            }
             Plan::ScheduledStorm => {
                 let tasks = self.sizes.tasks.to_string();
                 self.launcher.spawn(&[strings(&["fill-scheduled", "--tasks", &tasks])])?.wait()?;
@@ -352,6 +379,12 @@ impl<'a> Runner<'a> {
         if let Some(servers) = servers {
             args.extend(strings(&["--servers", &servers.to_string()]));
         }
+        self.idle_process(args)
+    }
+
+    /// Starts `asynq-bench` with `args`, which runs for [`IDLE_WARMUP`] and the idle window and
+    /// a second more; Redis is measured over the window.
+    fn idle_process(&mut self, args: Vec<String>) -> anyhow::Result<Run> {
         let processes = self.launcher.spawn(&[args])?;
         std::thread::sleep(IDLE_WARMUP);
         let (measurements, usage, window_s) = stats::measure(self.redis, || {
@@ -433,6 +466,8 @@ struct Measurement {
     offered_per_s: Option<f64>,
     #[serde(default)]
     servers_ls_ms: Option<f64>,
+    #[serde(default)]
+    reads_ms: std::collections::BTreeMap<String, f64>,
     cpu_s: Option<f64>,
     peak_rss_mb: Option<f64>,
     started_unix_us: u64,
@@ -460,6 +495,7 @@ fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> 
         pickup_p99_ms: first.pickup_p99_ms,
         offered_per_s: first.offered_per_s,
         servers_ls_ms: first.servers_ls_ms,
+        reads_ms: first.reads_ms.clone(),
         client_cpu_s: (!cpu.is_empty()).then(|| cpu.iter().sum()),
         peak_rss_mb: measurements.iter().filter_map(|m| m.peak_rss_mb).reduce(f64::max),
         redis: Some(redis),
@@ -480,6 +516,7 @@ mod tests {
             pickup_p99_ms: None,
             offered_per_s: None,
             servers_ls_ms: None,
+            reads_ms: std::collections::BTreeMap::new(),
             cpu_s: Some(cpu_s),
             peak_rss_mb: Some(peak_rss_mb),
             started_unix_us,

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use super::report::Row;
 use super::scenarios::{
     BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_WITH_EVENTS, EVENT_CAP,
-    FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, IDLE_SERVER_COUNTS, IDLE_SERVERS,
-    MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_STORM,
-    TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
+    FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, GROUP_READS, IDLE_AGGREGATOR, IDLE_SERVER_COUNTS,
+    IDLE_SERVERS, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, PLAIN_FAN_IN, QUIET_BESIDE_BUSY,
+    SCHEDULED_STORM, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
 };
 use super::scenarios::{STREAM_PRODUCERS, STREAMS};
 
@@ -375,6 +375,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
     });
 
     checks.extend(size_axis_checks(&rows));
+    checks.extend(group_checks(&rows));
 
     checks.push(match rows.get("drain-c100", |row| row.peak_rss_mb) {
         Some(rss) => Check {
@@ -476,6 +477,58 @@ const SERVERS_TARGET: &str = "50 idle servers: Redis commands/s ≤ 50 × one se
                               ≤ 50 ms";
 const STORM_TARGET: &str = "a storm of scheduled tasks falling due at once: no Redis command of 10 ms, pickup p99 \
                             of new work during it ≤ 10 ms";
+
+const IDLE_AGGREGATOR_TARGET: &str = "an idle group aggregator on a queue of 100 000 groups, none ready: Redis CPU \
+                                      ≤ 1 % of one CPU, no Redis command of 10 ms";
+const GROUP_READS_TARGET: &str = "operator reads of a queue of 100 000 groups: queue info (`asynq stats`, `queue ls`, \
+                                  `queue inspect`, a metrics scrape) ≤ 10 ms, no Redis command of 10 ms";
+
+/// The checks of the group scenarios (issue 20, item 5): an idle aggregator and operator reads
+/// over many groups.
+fn group_checks(rows: &Rows) -> Vec<Check> {
+    let not_measured = |target, scenario: &str| Check {
+        target,
+        measured: "–".to_owned(),
+        met: None,
+        context: format!("not measured in this run (needs {scenario})"),
+    };
+    let idle = rows.row(IDLE_AGGREGATOR);
+    let idle_check = match (idle.and_then(|row| row.redis_cpu_pct), rows.longest(&[IDLE_AGGREGATOR])) {
+        (Some(cpu), Some((longest, what))) => Check {
+            target: IDLE_AGGREGATOR_TARGET,
+            measured: format!(
+                "Redis CPU {cpu:.2} %, {} commands/s; longest command {longest:.1} ms",
+                idle.and_then(|row| row.redis_cmds_per_s).map_or("–".to_owned(), |rate| format!("{rate:.0}"))
+            ),
+            met: Some(cpu <= 1.0 && longest < LONGEST_COMMAND_MS),
+            context: format!(
+                "one grouped task in each group, the aggregator's grace period an hour, checks every 7 s; \
+                 longest: {what}"
+            ),
+        },
+        _ => not_measured(IDLE_AGGREGATOR_TARGET, IDLE_AGGREGATOR),
+    };
+    let reads = rows.row(GROUP_READS);
+    let read = |name: &str| reads.and_then(|row| row.reads_ms.get(name).copied());
+    let reads_check = match (read("queue_info"), read("queues_and_info"), rows.longest(&[GROUP_READS])) {
+        (Some(info), Some(scrape), Some((longest, what))) => Check {
+            target: GROUP_READS_TARGET,
+            measured: format!(
+                "queue info {info:.1} ms, a scrape's reads {scrape:.1} ms, the group list {} ms; longest command \
+                 {longest:.1} ms",
+                read("groups").map_or("–".to_owned(), |ms| format!("{ms:.0}"))
+            ),
+            met: Some(info <= 10.0 && scrape <= 10.0 && longest < LONGEST_COMMAND_MS),
+            context: format!(
+                "one grouped task in each group; medians of 3 calls of `Inspector::queue_info`, \
+                 `Inspector::queues` and each queue's info, `Inspector::groups` (the whole list, in pages); \
+                 longest: {what}"
+            ),
+        },
+        _ => not_measured(GROUP_READS_TARGET, GROUP_READS),
+    };
+    vec![idle_check, reads_check]
+}
 
 const BULK_TARGET: &str = "bulk operator actions (`archiveall`, `deleteall`, `runall`, `queue rm --force`) on a \
                            large queue: no Redis command of 10 ms";
@@ -692,6 +745,8 @@ mod tests {
             redis_data_cmd_us_per_task: None,
             cmds_by_command: Default::default(),
             servers_ls_ms: None,
+            redis_cpu_pct: None,
+            reads_ms: Default::default(),
             longest_command: None,
         };
         edit(&mut row);
