@@ -106,6 +106,58 @@ where
     assert!(t.groups(&QueueName::from_static("unknown")).await.is_empty());
 }
 
+/// `ready_groups` names the groups ready by the max size, then the max delay, then the grace
+/// period (each once, up to the limit), and, while only the broker writes, no other: not one
+/// its check found not ready, nor one the check emptied.
+pub async fn case_ready_groups_names_the_groups_each_rule_makes_ready<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Aggregate,
+{
+    let t = Fixture::new(factory).await;
+    let q = QueueName::from_static("q");
+    let ready = |limits: AggregationLimits, limit: usize| {
+        let (broker, q) = (t.broker.clone(), q.clone());
+        async move {
+            let named = broker.ready_groups(&q, limits, limit).await.unwrap_or_else(|e| panic!("ready_groups: {e}"));
+            named.into_iter().map(GroupName::into_string).collect::<Vec<_>>()
+        }
+    };
+    let all = limits(60, Some(60), Some(3));
+    assert!(ready(all, 10).await.is_empty());
+    t.grouped("q", "late", "l1").await;
+    t.grouped("q", "delayed", "d1").await;
+    t.advance(secs(50));
+    t.grouped("q", "delayed", "d2").await;
+    for id in ["b1", "b2", "b3"] {
+        t.grouped("q", "big", id).await;
+    }
+    t.grouped("q", "fresh", "f1").await;
+    t.grouped("other", "late", "o1").await;
+    assert_eq!(ready(all, 10).await, ["big"], "only the size rule has been reached yet");
+    t.advance(secs(15));
+
+    assert_eq!(ready(all, 10).await, ["big", "delayed", "late"], "size first, then delay, then grace");
+    assert_eq!(ready(all, 2).await, ["big", "delayed"]);
+    assert_eq!(ready(limits(60, None, None), 10).await, ["late"]);
+    assert_eq!(ready(limits(10, None, None), 10).await, ["late", "big", "delayed", "fresh"]);
+    let unknown = t.broker.ready_groups(&QueueName::from_static("unknown"), all, 10).await;
+    assert!(unknown.expect("ready_groups of an unknown queue").is_empty());
+    assert_invalid(t.broker.ready_groups(&q, limits(60, None, Some(0)), 10).await, "group max size");
+
+    assert_eq!(t.check("q", "fresh", all).await, None);
+    assert!(t.check("q", "big", all).await.is_some());
+    assert_eq!(ready(all, 10).await, ["delayed", "late"], "an emptied group is not named");
+    assert!(t.check("q", "late", limits(60, None, None)).await.is_some());
+    assert_eq!(ready(all, 10).await, ["delayed"]);
+    assert_eq!(
+        t.broker
+            .ready_groups(&QueueName::from_static("other"), limits(10, None, None), 10)
+            .await
+            .expect("ready_groups"),
+        [GroupName::new("late").unwrap()]
+    );
+}
+
 /// An empty or unknown group is never ready, whatever the limits.
 pub async fn case_an_empty_group_is_never_aggregated<F: BrokerFactory>(factory: &F)
 where

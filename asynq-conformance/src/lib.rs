@@ -180,6 +180,7 @@ macro_rules! broker_conformance {
             aggregate::case_completing_keeps_the_members_uniqueness_locks,
             aggregate::case_delete_aggregation_set_deletes_its_members,
             aggregate::case_stale_sets_are_reclaimed_into_their_group,
+            aggregate::case_ready_groups_names_the_groups_each_rule_makes_ready,
             enqueue::case_enqueue_pending_task,
             enqueue::case_enqueue_scheduled_task,
             enqueue::case_enqueue_grouped_task,

@@ -146,6 +146,23 @@ pub trait Aggregate: Send + Sync {
     /// Errors: [`Error::Broker`] when the backend fails.
     async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>>;
 
+    /// Up to `limit` groups of `queue` that may be ready by `limits` at the broker's clock, for
+    /// the aggregator to check ([`Aggregate::aggregation_check`] stays the judge): every group
+    /// [`Aggregate::groups`] lists that is ready is named, unless `limit` groups are; groups
+    /// that are not ready may be named too. The groups of the max size rule come first, then
+    /// those of the max delay, then those of the grace period.
+    ///
+    /// A backend may answer from an index of its own rather than look at every group, in
+    /// bounded work per call. The Redis broker keeps one in the same step as every change of
+    /// its own to a group and names exactly the ready groups while nothing else writes; a
+    /// group that Go's producers, servers or CLI changed may be named early, which is harmless,
+    /// or, until a reconciliation reaches it (see the Redis broker's documentation), late, never
+    /// later than one grace period after the newest task the index knew of.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for invalid `limits` (see
+    /// [`AggregationLimits::validate`]); [`Error::Broker`] when the backend fails.
+    async fn ready_groups(&self, queue: &QueueName, limits: AggregationLimits, limit: usize) -> Result<Vec<GroupName>>;
+
     /// Checks whether `group` of `queue` is ready to aggregate, and if so moves the tasks to
     /// aggregate into a new aggregation set and returns its ID (Go's `aggregationCheck`).
     ///

@@ -20,6 +20,12 @@ impl Aggregate for MemoryBroker {
         Ok(self.state().queues.get(queue).map(|q| q.group_stats()).unwrap_or_default())
     }
 
+    async fn ready_groups(&self, queue: &QueueName, limits: AggregationLimits, limit: usize) -> Result<Vec<GroupName>> {
+        limits.validate()?;
+        let now = self.now();
+        Ok(self.state().queues.get(queue).map(|q| q.ready_groups(&limits, now, limit)).unwrap_or_default())
+    }
+
     async fn aggregation_check(
         &self,
         queue: &QueueName,

@@ -55,6 +55,10 @@ pub(crate) const ARCHIVE_MAX_SIZE: i64 = asynq_core::ARCHIVE_MAX_SIZE as i64;
 const IDLE_MARK_SECS: u64 = 3600;
 /// `enqueue_batch.lua` stores at most this many tasks per call.
 const ENQUEUE_BATCH: usize = 500;
+/// ...and at most this many grouped ones, which cost several times a pending task (the group's
+/// set, its registration and its entries in the group index): 100 new groups a call took 2 to
+/// 5 ms of Redis on the 2-core VM of `docs/performance.md`.
+const ENQUEUE_BATCH_GROUPED: usize = 100;
 /// `settle_batch.lua` settles at most this many tasks per call, so that no call holds Redis long.
 const SETTLE_BATCH: usize = 500;
 

@@ -303,6 +303,35 @@ impl QueueKeys {
         self.key("groups")
     }
 
+    /// `<ns>:{q}:groups:size` — the group index (ours; Go neither writes nor reads it; see
+    /// `scripts/group_index.lua`): sorted set of each registered group by how many tasks it
+    /// holds. Its name is [`QueueKeys::groups`]'s with a suffix, which the scripts rely on.
+    pub fn group_index_size(&self) -> String {
+        self.key("groups:size")
+    }
+
+    /// `<ns>:{q}:groups:oldest` — the group index: sorted set of each registered, non-empty
+    /// group by its oldest task's score.
+    pub fn group_index_oldest(&self) -> String {
+        self.key("groups:oldest")
+    }
+
+    /// `<ns>:{q}:groups:newest` — the group index: sorted set of each registered, non-empty
+    /// group by its newest task's score.
+    pub fn group_index_newest(&self) -> String {
+        self.key("groups:newest")
+    }
+
+    /// `<ns>:{q}:groups:tasks` — the group index: how many tasks its groups hold in all.
+    pub fn group_index_tasks(&self) -> String {
+        self.key("groups:tasks")
+    }
+
+    /// `<ns>:{q}:groups:scan` — the group index: hash of the reconciliation's cursors.
+    pub fn group_index_scan(&self) -> String {
+        self.key("groups:scan")
+    }
+
     /// `<ns>:{q}:g:` — the prefix of group sorted sets.
     pub fn group_prefix(&self) -> String {
         self.key("g:")
@@ -475,6 +504,11 @@ mod tests {
             (k.group("g1"), "asynq:{interop}:g:g1"),
             (k.aggregation_set("g1", "abc"), "asynq:{interop}:g:g1:abc"),
             (k.aggregation_sets(), "asynq:{interop}:aggregation_sets"),
+            (k.group_index_size(), "asynq:{interop}:groups:size"),
+            (k.group_index_oldest(), "asynq:{interop}:groups:oldest"),
+            (k.group_index_newest(), "asynq:{interop}:groups:newest"),
+            (k.group_index_tasks(), "asynq:{interop}:groups:tasks"),
+            (k.group_index_scan(), "asynq:{interop}:groups:scan"),
             (k.idle_workers(), "asynq:{interop}:idle_workers"),
             (k.waiting(), "asynq:{interop}:waiting"),
             (k.debounce("user:42"), "asynq:{interop}:debounce:user:42"),

@@ -1,8 +1,10 @@
 //! An aggregator combines the tasks of each ready group into one task, with the user's
 //! [`GroupAggregator`], and replaces them with it.
 //!
-//! Every interval (by default the shorter of 7 s and the grace period, as in Go) it checks every
-//! group of its queues against the [`AggregationLimits`]. For a ready group it reads the tasks
+//! Every interval (by default the shorter of 7 s and the grace period, as in Go) it checks the
+//! groups of its queues that may be ready by the [`AggregationLimits`], as the broker names them
+//! ([`Aggregate::ready_groups`]: the Redis broker from an index, rather than every group, as Go
+//! does). For a ready group it reads the tasks
 //! the check set aside, hands them to the aggregator, and enqueues the task it returns into the
 //! group's queue: with the returned task's own options (a queue among them is overridden), Go's
 //! defaults otherwise (a new ID, 25 retries, a 30-minute timeout). The broker enqueues that task
@@ -21,12 +23,16 @@ use crate::served::ServedQueues;
 use asynq_core::broker::{Aggregate, AggregationLimits};
 use asynq_core::{Clock, Error, GroupName, QueueName, Task, TaskOptions, resolve_enqueue};
 use asynq_runtime::{FirstRun, run_every};
+use std::collections::HashSet;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// How many groups that may be ready one pass asks the broker for at a time.
+const READY_BATCH: usize = 1_000;
 
 /// The longest time between two aggregation checks (Go checks every `min(7 s, grace period)`).
 pub(crate) const MAX_CHECK_INTERVAL: Duration = Duration::from_secs(7);
@@ -139,8 +145,8 @@ impl Aggregator {
         Ok(Self { broker, clock, config })
     }
 
-    /// Checks every group of every queue once and aggregates the ready ones; returns how many
-    /// aggregated tasks were enqueued. A group that cannot be aggregated (its aggregator
+    /// Checks the groups of every queue that may be ready, each once, and aggregates the ready
+    /// ones; returns how many aggregated tasks were enqueued. A group that cannot be aggregated (its aggregator
     /// panicked, or the task it returned was refused) is logged and skipped.
     ///
     /// Errors: the first broker failure ([`Error::Broker`]); the rest of the pass is left for
@@ -149,14 +155,28 @@ impl Aggregator {
         let mut enqueued = 0;
         let served = self.config.queues.now();
         for queue in &served.names {
-            for group in self.broker.groups(queue).await? {
-                match self.aggregate_group(queue, &group.group).await {
-                    Ok(done) => enqueued += usize::from(done),
-                    Err(e @ Error::Broker(_)) => return Err(e),
-                    Err(e) => tracing::error!(
-                        queue = %queue, group = %group.group, error = %e,
-                        "could not aggregate a group; its tasks return to the group once the aggregation times out"
-                    ),
+            // Each group is checked once per pass, as Go checks each once per tick: a group
+            // still ready after its check (it held twice the max size) waits for the next pass.
+            let mut checked = HashSet::new();
+            loop {
+                let named = self.broker.ready_groups(queue, self.config.limits, READY_BATCH).await?;
+                let full = named.len() >= READY_BATCH;
+                let fresh: Vec<GroupName> = named.into_iter().filter(|group| checked.insert(group.clone())).collect();
+                if fresh.is_empty() {
+                    break;
+                }
+                for group in &fresh {
+                    match self.aggregate_group(queue, group).await {
+                        Ok(done) => enqueued += usize::from(done),
+                        Err(e @ Error::Broker(_)) => return Err(e),
+                        Err(e) => tracing::error!(
+                            queue = %queue, group = %group, error = %e,
+                            "could not aggregate a group; its tasks return to the group once the aggregation times out"
+                        ),
+                    }
+                }
+                if !full {
+                    break;
                 }
             }
         }

@@ -319,6 +319,16 @@ impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBr
         self.inner.groups(queue).await
     }
 
+    async fn ready_groups(
+        &self,
+        queue: &QueueName,
+        limits: asynq_core::broker::AggregationLimits,
+        limit: usize,
+    ) -> Result<Vec<GroupName>> {
+        self.check().await?;
+        self.inner.ready_groups(queue, limits, limit).await
+    }
+
     async fn aggregation_check(
         &self,
         queue: &QueueName,

@@ -162,3 +162,47 @@ async fn aggregation_sets_follow_go_key_layout_through_check_reclaim_and_complet
     );
     assert!(is_member(&redis, "asynq:queues", "q"));
 }
+
+/// The group index (ours) follows the writers that do not keep it: a group a Go producer
+/// registered and one it added to, and one a Go server or CLI emptied and unregistered, are
+/// reconciled by the next `ready_groups`, which finds the index and Go's set of groups apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_group_index_is_reconciled_with_what_go_wrote() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
+    for group in ["a", "b"] {
+        client.enqueue(&Task::new("t", group), TaskOptions::new().queue("q").group(group)).await.unwrap();
+    }
+    assert_eq!(
+        zset(&redis, "asynq:{q}:groups:size"),
+        BTreeMap::from([("a".into(), "1".into()), ("b".into(), "1".into())])
+    );
+    assert_eq!(redis.command(&["GET", "asynq:{q}:groups:tasks"]).unwrap().as_str(), Some("2"));
+
+    // What Go's producer, server and CLI write, none of which keeps the index.
+    let joined = FIXTURE_TIME.to_string();
+    redis.command(&["ZADD", "asynq:{q}:g:c", &joined, "go-c"]).unwrap();
+    redis.command(&["SADD", "asynq:{q}:groups", "c"]).unwrap();
+    redis.command(&["ZADD", "asynq:{q}:g:a", &joined, "go-a"]).unwrap();
+    redis.command(&["DEL", "asynq:{q}:g:b"]).unwrap();
+    redis.command(&["SREM", "asynq:{q}:groups", "b"]).unwrap();
+
+    let q = QueueName::from_static("q");
+    let by_size = AggregationLimits { max_size: Some(2), ..AggregationLimits::default() };
+    let named = broker.ready_groups(&q, by_size, 10).await.unwrap();
+    assert_eq!(named, [GroupName::from_static("a")], "the size Go's producer added to is reconciled");
+    assert_eq!(
+        zset(&redis, "asynq:{q}:groups:size"),
+        BTreeMap::from([("a".into(), "2".into()), ("c".into(), "1".into())])
+    );
+    assert_eq!(zset(&redis, "asynq:{q}:groups:oldest").len(), 2);
+    assert_eq!(redis.command(&["GET", "asynq:{q}:groups:tasks"]).unwrap().as_str(), Some("3"));
+    clock.advance(Duration::from_secs(60));
+    let mut named = broker.ready_groups(&q, AggregationLimits::default(), 10).await.unwrap();
+    named.sort();
+    assert_eq!(named, [GroupName::from_static("a"), GroupName::from_static("c")]);
+    let info = broker.queue_info(&q).await.unwrap();
+    assert_eq!((info.groups, info.aggregating), (2, 3));
+}

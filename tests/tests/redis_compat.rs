@@ -142,7 +142,18 @@ async fn what_our_client_writes_has_the_shape_of_what_go_wrote() {
         let info = client.enqueue(&Task::new(type_name, payload), opts).await.unwrap();
         our_ids.insert(info.id.into_string(), kind_of(type_name));
     }
-    assert_eq!(shape(&ours, &our_ids), shape(&go, &go_ids));
+    // Beside Go's keys, the group index of ours (README, "Groups and aggregation"), which Go
+    // neither reads nor writes.
+    let (index, ours): (BTreeSet<String>, BTreeSet<String>) =
+        shape(&ours, &our_ids).into_iter().partition(|line| line.starts_with("asynq:{interop}:groups:"));
+    assert_eq!(
+        index,
+        BTreeSet::from(
+            ["newest zset", "oldest zset", "size zset", "tasks string"]
+                .map(|key| format!("asynq:{{interop}}:groups:{key} expires=false"))
+        )
+    );
+    assert_eq!(ours, shape(&go, &go_ids));
 }
 
 fn kind_of(type_name: &str) -> &'static str {

@@ -56,6 +56,39 @@ impl Queue {
             .collect()
     }
 
+    /// Up to `limit` registered groups ready by `limits` at `now`, as the Redis broker's index
+    /// names them while only it writes: those of the max size rule by size, then those of the
+    /// max delay by their oldest task's score, then those of the grace period by their newest
+    /// task's score (ties by name), each once. `limits` must be valid.
+    pub(crate) fn ready_groups(&self, limits: &AggregationLimits, now: SystemTime, limit: usize) -> Vec<GroupName> {
+        let now_secs = unix_secs(now);
+        let secs_ago = |d: Duration| now_secs.saturating_sub(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let (mut by_size, mut by_delay, mut by_grace) = (Vec::new(), Vec::new(), Vec::new());
+        for group in &self.groups {
+            let Some(members) = self.group_sets.get(group) else { continue };
+            let (Some((_, oldest)), Some((_, newest))) = (members.iter().next(), members.highest()) else { continue };
+            if limits.max_size.is_some_and(|max_size| members.len() >= max_size) {
+                by_size.push((members.len() as i64, group));
+            }
+            if limits.max_delay.is_some_and(|max_delay| oldest <= secs_ago(max_delay)) {
+                by_delay.push((oldest, group));
+            }
+            if newest <= secs_ago(limits.grace_period) {
+                by_grace.push((newest, group));
+            }
+        }
+        let mut named: Vec<GroupName> = Vec::new();
+        for mut rule in [by_size, by_delay, by_grace] {
+            rule.sort();
+            for (_, group) in rule {
+                if named.len() < limit && !named.contains(group) {
+                    named.push(group.clone());
+                }
+            }
+        }
+        named
+    }
+
     /// Moves the tasks of `group` to aggregate now into a new aggregation set and returns its
     /// ID, or returns `None` when the group is not ready (script 5.14). `limits` must be valid.
     pub(crate) fn aggregation_check(

@@ -1,5 +1,6 @@
 //! Enqueue for [`RedisBroker`]: one `enqueue.lua` call per task, and batches as a pipeline of
-//! `enqueue_batch.lua` calls per queue, each storing up to `ENQUEUE_BATCH` tasks of any placement.
+//! `enqueue_batch.lua` calls per queue, each storing up to `ENQUEUE_BATCH` tasks of any placement
+//! (`ENQUEUE_BATCH_GROUPED` grouped ones).
 
 use super::*;
 use asynq_core::{Replace, TaskPriority};
@@ -238,23 +239,41 @@ struct QueueCalls {
     open: Vec<(usize, BatchTask)>,
     /// The bytes of task messages in `open`.
     open_bytes: usize,
+    /// The grouped tasks in `open`.
+    open_grouped: usize,
     /// Whether some task is to be pending (rather than scheduled or grouped).
     makes_pending: bool,
 }
 
 impl QueueCalls {
     fn new(keys: QueueKeys, now: SystemTime, event_cap: String) -> Self {
-        Self { keys, now, event_cap, calls: Vec::new(), open: Vec::new(), open_bytes: 0, makes_pending: false }
+        Self {
+            keys,
+            now,
+            event_cap,
+            calls: Vec::new(),
+            open: Vec::new(),
+            open_bytes: 0,
+            open_grouped: 0,
+            makes_pending: false,
+        }
     }
 
-    /// Adds the next task, starting a new call once the open one holds `ENQUEUE_BATCH` tasks or
-    /// would carry more than `BATCH_BYTES` of messages.
+    /// Adds the next task, starting a new call once the open one holds `ENQUEUE_BATCH` tasks
+    /// (`ENQUEUE_BATCH_GROUPED` grouped ones, for a grouped task) or would carry more than
+    /// `BATCH_BYTES` of messages.
     fn push(&mut self, index: usize, task: BatchTask) {
         let len = task.encoded.len();
-        if !self.open.is_empty() && (self.open.len() == ENQUEUE_BATCH || self.open_bytes + len > BATCH_BYTES) {
+        let grouped = matches!(task.placement, Placement::Grouped { .. });
+        if !self.open.is_empty()
+            && (self.open.len() == ENQUEUE_BATCH
+                || (grouped && self.open_grouped == ENQUEUE_BATCH_GROUPED)
+                || self.open_bytes + len > BATCH_BYTES)
+        {
             self.close();
         }
         self.open_bytes += len;
+        self.open_grouped += usize::from(grouped);
         self.makes_pending |= task.placement == Placement::Pending;
         self.open.push((index, task));
     }
@@ -273,6 +292,7 @@ impl QueueCalls {
         let (k, now) = (&self.keys, self.now);
         let tasks = std::mem::take(&mut self.open);
         self.open_bytes = 0;
+        self.open_grouped = 0;
         let mut call = ScriptCall::new(&SCRIPTS.enqueue_batch);
         call.key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
         call.key(k.prioritized()).key(k.priority_sequence()).key(k.events());

@@ -26,7 +26,8 @@ impl Forward for RedisBroker {
                     .key(k.pending())
                     .key(k.idle_workers())
                     .key(k.prioritized())
-                    .key(k.priority_sequence());
+                    .key(k.priority_sequence())
+                    .key(k.groups());
                 invocation.arg(unix_secs(now)).arg(k.task_prefix()).arg(unix_nanos(now)).arg(k.group_prefix());
                 invocation.arg(k.ready_channel());
                 let n: i64 = invocation.run(&mut conn, "forward").await?;

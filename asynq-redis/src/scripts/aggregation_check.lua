@@ -3,21 +3,24 @@
 -- aggregationCheck). A group is ready when, in this order: it holds at least max size tasks
 -- (the max size oldest are taken); its oldest task joined at least max delay ago; its newest
 -- task joined at least the grace period ago (in the last two cases the whole group is taken).
--- A group the move empties is removed from asynq:{<q>}:groups.
+-- A group the move empties is removed from asynq:{<q>}:groups. Either way the group's entries in
+-- the group index are set from the group (see group_index.lua), so a group the index named as
+-- possibly ready that is not stops being named until it changes.
 --
 -- KEYS[1] -> asynq:{<q>}:g:<group>
 -- KEYS[2] -> asynq:{<q>}:g:<group>:<set id>   the new aggregation set
 -- KEYS[3] -> asynq:{<q>}:aggregation_sets
--- KEYS[4] -> asynq:{<q>}:groups
+-- KEYS[4] -> asynq:{<q>}:groups (its name also prefixes the group index's keys)
 -- ARGV[1] -> the max size, 0 for no limit
 -- ARGV[2] -> the max delay in whole seconds, 0 for no limit
 -- ARGV[3] -> the grace period in whole seconds
 -- ARGV[4] -> the set's deadline, Unix seconds (now + 2 minutes)
 -- ARGV[5] -> now, Unix seconds
 -- ARGV[6] -> the group name
--- Returns: 1 a set was created; 0 the group is not ready (nothing written)
+-- Returns: 1 a set was created; 0 the group is not ready (nothing written but the index)
 local size = redis.call("ZCARD", KEYS[1])
 if size == 0 then
+    group_index_refresh(KEYS[4], KEYS[1], ARGV[6])
     return 0
 end
 local max_size = tonumber(ARGV[1])
@@ -34,6 +37,7 @@ local function take(n)
     if n == 0 or size <= n then
         redis.call("SREM", KEYS[4], ARGV[6])
     end
+    group_index_refresh(KEYS[4], KEYS[1], ARGV[6])
     return 1
 end
 
@@ -51,4 +55,5 @@ local newest = redis.call("ZRANGE", KEYS[1], 0, 0, "REV", "WITHSCORES")
 if tonumber(newest[2]) <= now - tonumber(ARGV[3]) then
     return take(max_size)
 end
+group_index_refresh(KEYS[4], KEYS[1], ARGV[6])
 return 0

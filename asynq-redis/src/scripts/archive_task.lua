@@ -2,11 +2,12 @@
 -- Inspector), trims the archive, and tells a waiting Rust client, if any. The message is not
 -- modified and no counter changes; the uniqueness lock is kept. Unlike Go's Inspector script,
 -- the trim deletes the hashes of the tasks it drops, as the core archive script does, so no
--- task hash is left without a container.
+-- task hash is left without a container. An aggregating task's group's entries in the group
+-- index are set from the group (see group_index.lua).
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:archived
--- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[3] -> asynq:{<q>}:groups (its name also prefixes the group index's keys)
 -- KEYS[4] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> now, Unix seconds (the archive score)
@@ -35,6 +36,9 @@ end
 local detach_error = detach_waiting(ARGV[1], state, group, ARGV[5], ARGV[6], KEYS[3])
 if detach_error then
     return detach_error
+end
+if state == "aggregating" then
+    group_index_refresh(KEYS[3], ARGV[6] .. group, group)
 end
 redis.call("ZADD", KEYS[2], ARGV[2], ARGV[1])
 redis.call("HSET", KEYS[1], "state", "archived")

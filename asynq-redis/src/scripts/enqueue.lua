@@ -16,13 +16,15 @@
 -- A task of a priority other than the default (ARGV[7]) goes to the prioritized set instead of
 -- the list, after the tasks of its priority, and its hash records the priority, which it keeps
 -- when scheduled (see priority.lua); being ours, it wakes idle servers whatever the set held.
+-- A grouped task's group's entries in the group index are set from the group (see
+-- group_index.lua).
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>               the task hash
 -- KEYS[2] -> asynq:{<q>}:pending              when ARGV[3] is "pending" and ARGV[7] is ""
 --            asynq:{<q>}:prioritized          when ARGV[3] is "pending" and ARGV[7] is not ""
 --            asynq:{<q>}:scheduled            when ARGV[3] is "scheduled"
 --            asynq:{<q>}:g:<group>            when ARGV[3] is "group"
--- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[3] -> asynq:{<q>}:groups               its name also prefixes the group index's keys
 -- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server may wait for work (read
 --                                              only for a task of another priority)
 -- KEYS[5] -> asynq:{<q>}:priority_seq         (ours; see priority.lua)
@@ -77,6 +79,7 @@ else
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "aggregating", "group", ARGV[5])
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])
     redis.call("SADD", KEYS[3], ARGV[5])
+    group_index_joined(KEYS[3], KEYS[2], ARGV[5], ARGV[4])
 end
 -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
 if lock and placement ~= "group" then

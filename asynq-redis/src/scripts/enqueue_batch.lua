@@ -12,11 +12,12 @@
 -- other placement touches those keys, so the end state is that of the tasks enqueued one by
 -- one. Idle servers are woken when any task was stored as pending. A task of a priority other
 -- than the default has a record, and goes to the prioritized set in its turn (see
--- priority.lua), so tasks of one priority keep their request order.
+-- priority.lua), so tasks of one priority keep their request order. The group index's entries
+-- of each group a task joined are set from the group once, after the loop (see group_index.lua).
 --
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:scheduled
--- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[3] -> asynq:{<q>}:groups               its name also prefixes the group index's keys
 -- KEYS[4] -> asynq:{<q>}:idle_workers         exists while a Rust server waits for work
 -- KEYS[5] -> asynq:{<q>}:prioritized          (ours; see priority.lua)
 -- KEYS[6] -> asynq:{<q>}:priority_seq         (ours; see priority.lua)
@@ -62,6 +63,7 @@ for first = 1, #task_keys, CHUNK do
     end
 end
 local replies, pending, scheduled, seen, prioritized = {}, {}, {}, {}, false
+local joined, joined_order = {}, {}
 if next(records) == nil then
     -- Plain tasks only: the loop they had before placement records, without a lookup per task.
     for n, key in ipairs(task_keys) do
@@ -118,10 +120,17 @@ else
                 redis.call("HSET", key, "msg", msg, "state", "aggregating", "group", group)
                 redis.call("ZADD", ARGV[4] .. group, ARGV[2], id)
                 redis.call("SADD", KEYS[3], group)
+                if not joined[group] then
+                    joined[group] = true
+                    joined_order[#joined_order + 1] = group
+                end
             end
             replies[n] = 1
         end
     end
+end
+for _, group in ipairs(joined_order) do
+    group_index_joined(KEYS[3], ARGV[4] .. group, group, ARGV[2])
 end
 call_chunked("LPUSH", KEYS[1], pending)
 call_chunked("ZADD", KEYS[2], scheduled)

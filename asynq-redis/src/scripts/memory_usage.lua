@@ -1,7 +1,9 @@
 -- memory_usage: an estimate of the memory one queue takes, by Go asynq v0.26's sampling
 -- (memoryUsage): per container, the average MEMORY USAGE of its first ARGV[2] task hashes
 -- times its size, plus the container itself; for groups, the average over the first ARGV[2]
--- tasks of each of the first ARGV[3] groups times the number of aggregating tasks. With the
+-- tasks of each of the first ARGV[3] groups (as SSCAN finds them; Go takes them from SMEMBERS)
+-- times the number of aggregating tasks (group_counts in group_index.lua: in constant time past
+-- a hundred groups). With the
 -- guards Go added after v0.26: a missing hash is left out of the sample, and an empty sample
 -- adds nothing (no division by zero).
 --
@@ -11,7 +13,7 @@
 -- KEYS[4] -> asynq:{<q>}:retry
 -- KEYS[5] -> asynq:{<q>}:archived
 -- KEYS[6] -> asynq:{<q>}:completed
--- KEYS[7] -> asynq:{<q>}:groups
+-- KEYS[7] -> asynq:{<q>}:groups (its name also prefixes the group index's keys)
 -- KEYS[8] -> asynq:{<q>}:prioritized (ours; see priority.lua), sampled as the others
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[2] -> how many tasks to sample per container (Go: 20)
@@ -69,15 +71,11 @@ for _, container in ipairs(containers) do
     total = total + estimate(sample, redis.call(size, key))
     total = total + (usage(key) or 0)
 end
-local groups = redis.call("SMEMBERS", KEYS[7])
-local aggregating = 0
+local _, aggregating = group_counts(KEYS[7], ARGV[4])
 local group_sample = {total = 0, count = 0}
-for i, group in ipairs(groups) do
-    local group_key = ARGV[4] .. group
-    aggregating = aggregating + redis.call("ZCARD", group_key)
-    if i <= tonumber(ARGV[3]) then
-        add_sample(group_sample, redis.call("ZRANGE", group_key, 0, sample_size - 1))
-    end
+local sampled = redis.call("SSCAN", KEYS[7], 0, "COUNT", ARGV[3])[2]
+for i = 1, math.min(#sampled, tonumber(ARGV[3])) do
+    add_sample(group_sample, redis.call("ZRANGE", ARGV[4] .. sampled[i], 0, sample_size - 1))
 end
 total = total + estimate(group_sample, aggregating)
 if unavailable then

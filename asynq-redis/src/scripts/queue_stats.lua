@@ -1,6 +1,8 @@
 -- queue_stats: the sizes and counters of one queue (the data of Go asynq's currentStats).
 -- Prioritized tasks (priority.lua) count as pending, and the oldest pending task is the one of
--- the list's next and each priority's next that became pending first.
+-- the list's next and each priority's next that became pending first. The groups are counted
+-- by group_counts (group_index.lua): in constant time past a hundred groups, from the group
+-- index.
 --
 -- KEYS[1] -> asynq:{<q>}:pending
 -- KEYS[2] -> asynq:{<q>}:active
@@ -13,7 +15,7 @@
 -- KEYS[9] -> asynq:{<q>}:processed
 -- KEYS[10] -> asynq:{<q>}:failed
 -- KEYS[11] -> asynq:{<q>}:paused
--- KEYS[12] -> asynq:{<q>}:groups
+-- KEYS[12] -> asynq:{<q>}:groups (its name also prefixes the group index's keys)
 -- KEYS[13] -> asynq:{<q>}:wf:waiting (ours; see workflow.lua)
 -- KEYS[14] -> asynq:{<q>}:prioritized (ours; see priority.lua)
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
@@ -45,11 +47,7 @@ if prioritized > 0 then
         end
     end
 end
-local groups = redis.call("SMEMBERS", KEYS[12])
-local aggregating = 0
-for _, group in ipairs(groups) do
-    aggregating = aggregating + redis.call("ZCARD", ARGV[2] .. group)
-end
+local groups, aggregating = group_counts(KEYS[12], ARGV[2])
 return {
     redis.call("LLEN", KEYS[1]) + prioritized,
     redis.call("LLEN", KEYS[2]),
@@ -63,7 +61,7 @@ return {
     counter(KEYS[10]),
     redis.call("EXISTS", KEYS[11]),
     oldest_since,
-    #groups,
+    groups,
     aggregating,
     redis.call("ZCARD", KEYS[13]),
 }

@@ -1,11 +1,12 @@
 -- run_task: makes one task pending now, whatever waiting state it is in (Go asynq v0.26's
 -- runTask), and wakes idle Rust servers. As in Go, pending_since is not set and the uniqueness
 -- lock is kept. A task of a priority other than the default goes to the prioritized set, after
--- the tasks of its priority (see priority.lua).
+-- the tasks of its priority (see priority.lua). An aggregating task's group's entries in the
+-- group index are set from the group (see group_index.lua).
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:pending
--- KEYS[3] -> asynq:{<q>}:groups
+-- KEYS[3] -> asynq:{<q>}:groups (its name also prefixes the group index's keys)
 -- KEYS[4] -> asynq:{<q>}:idle_workers
 -- KEYS[5] -> asynq:{<q>}:prioritized (ours; see priority.lua)
 -- KEYS[6] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
@@ -31,6 +32,9 @@ end
 local detach_error = detach_waiting(ARGV[1], state, group, ARGV[2], ARGV[3], KEYS[3])
 if detach_error then
     return detach_error
+end
+if state == "aggregating" then
+    group_index_refresh(KEYS[3], ARGV[3] .. group, group)
 end
 push_pending(KEYS[2], KEYS[5], KEYS[6], ARGV[1], priority_of(priority), false)
 redis.call("HSET", KEYS[1], "state", "pending")
