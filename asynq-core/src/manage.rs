@@ -58,7 +58,8 @@ impl BulkAction {
         }
     }
 
-    fn verb(self) -> &'static str {
+    /// The action as a verb: "run", "archive" or "delete".
+    pub fn verb(self) -> &'static str {
         match self {
             BulkAction::Run => "run",
             BulkAction::Archive => "archive",

@@ -412,12 +412,7 @@ pub(crate) async fn bulk_on(app: &AppState, queue: &str, set: &TaskSet, body: &B
         }
     };
     asynq_core::validate_bulk(action, set)?;
-    let verb = match action {
-        BulkAction::Run => "run",
-        BulkAction::Archive => "archive",
-        BulkAction::Delete => "delete",
-    };
-    let description = format!("{verb} the {set} of queue {queue:?}");
+    let description = format!("{} the {set} of queue {queue:?}", action.verb());
     let (inspector, queue, set) = (app.inspector.clone(), queue.to_owned(), set.clone());
     let work = move |sink: jobs::Sink| -> jobs::Work {
         Box::pin(async move { inspector.bulk_action(&queue, action, &set, move |p| sink(p)).await.map(Some) })
