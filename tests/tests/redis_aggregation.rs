@@ -46,6 +46,13 @@ async fn the_task_go_added_to_a_group_is_aggregated_with_ours_and_run_by_our_ser
         clock.advance(Duration::from_secs(1));
     }
     assert_eq!(zset(&redis, "asynq:{interop}:g:g1").len(), 3, "Go's member and ours share the group");
+    // Our first enqueue found the group unindexed (Go keeps no index) and indexed all of it.
+    assert_eq!(zset(&redis, "asynq:{interop}:groups:size"), BTreeMap::from([("g1".into(), "3".into())]));
+    assert_eq!(
+        zset(&redis, "asynq:{interop}:groups:oldest"),
+        BTreeMap::from([("g1".into(), FIXTURE_TIME.to_string())])
+    );
+    assert_eq!(redis.command(&["GET", "asynq:{interop}:groups:tasks"]).unwrap().as_str(), Some("3"));
     clock.advance(Duration::from_secs(2));
 
     let digests = Arc::new(Mutex::new(Vec::new()));

@@ -79,7 +79,7 @@ else
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "aggregating", "group", ARGV[5])
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])
     redis.call("SADD", KEYS[3], ARGV[5])
-    group_index_joined(KEYS[3], KEYS[2], ARGV[5], ARGV[4])
+    group_index_joined(KEYS[3], KEYS[2], ARGV[5], ARGV[4], 1)
 end
 -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
 if lock and placement ~= "group" then

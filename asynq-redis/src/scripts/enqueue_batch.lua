@@ -63,6 +63,7 @@ for first = 1, #task_keys, CHUNK do
     end
 end
 local replies, pending, scheduled, seen, prioritized = {}, {}, {}, {}, false
+-- How many tasks joined each group (by name), and the groups in the order they were first joined.
 local joined, joined_order = {}, {}
 if next(records) == nil then
     -- Plain tasks only: the loop they had before placement records, without a lookup per task.
@@ -121,16 +122,17 @@ else
                 redis.call("ZADD", ARGV[4] .. group, ARGV[2], id)
                 redis.call("SADD", KEYS[3], group)
                 if not joined[group] then
-                    joined[group] = true
+                    joined[group] = 0
                     joined_order[#joined_order + 1] = group
                 end
+                joined[group] = joined[group] + 1
             end
             replies[n] = 1
         end
     end
 end
 for _, group in ipairs(joined_order) do
-    group_index_joined(KEYS[3], ARGV[4] .. group, group, ARGV[2])
+    group_index_joined(KEYS[3], ARGV[4] .. group, group, ARGV[2], joined[group])
 end
 call_chunked("LPUSH", KEYS[1], pending)
 call_chunked("ZADD", KEYS[2], scheduled)

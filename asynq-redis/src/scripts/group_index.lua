@@ -58,22 +58,26 @@ local function group_index_refresh(groups_key, group_key, group)
     end
 end
 
--- Sets the entries of `group`, registered in `groups_key`, after tasks joined its sorted set
--- `group_key` with `score` (the Unix second they joined, the newest): its size from the set, its
--- newest score raised to `score`, its oldest score read from the set when it had no entry.
--- Five commands where group_index_refresh takes nine: what an enqueue asks.
-local function group_index_joined(groups_key, group_key, group, score)
+-- Sets the entries of `group`, registered in `groups_key`, after `added` new tasks joined its
+-- sorted set `group_key` with `score` (the Unix second they joined, the newest): what an enqueue
+-- asks, in five commands for a new group and four for one already indexed. The size entry is
+-- raised by `added` and checked against the set; an entry that was missing or stale (a writer
+-- that does not keep the index changed the group) is set from the set instead.
+local function group_index_joined(groups_key, group_key, group, score, added)
     local size_key = groups_key .. ":size"
-    local old = tonumber(redis.call("ZSCORE", size_key, group)) or 0
+    local indexed = tonumber(redis.call("ZINCRBY", size_key, added, group))
     local size = redis.call("ZCARD", group_key)
-    redis.call("ZADD", size_key, size, group)
-    if old == 0 then
+    if indexed ~= size then
+        redis.call("ZADD", size_key, size, group)
+        redis.call("INCRBY", groups_key .. ":tasks", size - indexed + added)
         redis.call("ZADD", groups_key .. ":oldest", redis.call("ZRANGE", group_key, 0, 0, "WITHSCORES")[2], group)
+    else
+        redis.call("INCRBY", groups_key .. ":tasks", added)
+        if size == added then
+            redis.call("ZADD", groups_key .. ":oldest", score, group)
+        end
     end
     redis.call("ZADD", groups_key .. ":newest", "GT", score, group)
-    if size ~= old then
-        redis.call("INCRBY", groups_key .. ":tasks", size - old)
-    end
 end
 
 -- Sets `group`'s entries from its sorted set `group_key` (see group_index_refresh) unless they
