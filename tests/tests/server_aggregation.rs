@@ -224,3 +224,24 @@ async fn a_server_configured_with_a_group_aggregator_aggregates_and_reclaims() {
     assert_eq!(digests.payloads()[1], "c");
     server.shutdown().await;
 }
+
+/// More groups are ready at once than the aggregator asks the broker for in one call (1 000):
+/// the first check still aggregates every one of them.
+#[tokio::test(start_paused = true)]
+async fn one_check_aggregates_more_ready_groups_than_one_ask_names() {
+    let h = Harness::new();
+    let tasks: Vec<(Task, TaskOptions)> =
+        (0..1_500).map(|i| (Task::new("notify", i.to_string()), TaskOptions::new().group(format!("g{i}")))).collect();
+    for result in h.client.enqueue_batch(&tasks).await {
+        result.unwrap();
+    }
+    let limits = AggregationLimits { grace_period: secs(60), max_size: Some(1), ..AggregationLimits::default() };
+    let (mut server, digests) = start_server(&h, limits, Arc::new(aggregator_fn(join_payloads)));
+    let default = QueueName::from_static("default");
+    h.eventually(secs(8), "the first check aggregates every group", || async {
+        h.broker.groups(&default).await.unwrap().is_empty()
+    })
+    .await;
+    h.eventually(secs(60), "every aggregated task runs", || async { digests.len() == 1_500 }).await;
+    server.shutdown().await;
+}
