@@ -106,6 +106,16 @@ impl Inspector {
         }
     }
 
+    /// How many tasks wait in `group` of `queue`, reading that group only (0 on a broker that
+    /// does not aggregate groups); see
+    /// [`Aggregate::group_size`](asynq_core::broker::Aggregate::group_size).
+    pub async fn group_size(&self, queue: &str, group: &str) -> Result<usize> {
+        match self.broker.clone().as_aggregate() {
+            Some(aggregate) => aggregate.group_size(&QueueName::new(queue)?, &GroupName::new(group)?).await,
+            None => Ok(0),
+        }
+    }
+
     /// Removes `queue`. Refused while it holds tasks unless `force`; never while tasks of it
     /// run. See [`Manage::delete_queue`](asynq_core::broker::Manage::delete_queue).
     pub async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {

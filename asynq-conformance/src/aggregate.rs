@@ -144,8 +144,14 @@ where
     assert!(unknown.expect("ready_groups of an unknown queue").is_empty());
     assert_invalid(t.broker.ready_groups(&q, limits(60, None, Some(0)), 10).await, "group max size");
 
+    let size = |group: &'static str| {
+        let (broker, q) = (t.broker.clone(), q.clone());
+        async move { broker.group_size(&q, &GroupName::from_static(group)).await }
+    };
+    assert_eq!((size("big").await.unwrap(), size("delayed").await.unwrap(), size("none").await.unwrap()), (3, 2, 0));
     assert_eq!(t.check("q", "fresh", all).await, None);
     assert!(t.check("q", "big", all).await.is_some());
+    assert_eq!(size("big").await.unwrap(), 0, "the check took the group's tasks");
     assert_eq!(ready(all, 10).await, ["delayed", "late"], "an emptied group is not named");
     assert!(t.check("q", "late", limits(60, None, None)).await.is_some());
     assert_eq!(ready(all, 10).await, ["delayed"]);

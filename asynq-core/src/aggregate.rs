@@ -146,6 +146,17 @@ pub trait Aggregate: Send + Sync {
     /// Errors: [`Error::Broker`] when the backend fails.
     async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>>;
 
+    /// How many tasks wait in `group` of `queue` (0 for a group or queue without any), without
+    /// reading the other groups: what one group's page of the dashboard shows. Provided: found
+    /// in [`Aggregate::groups`]; the memory and Redis brokers read the one group (a group that
+    /// only received tasks forwarded from the scheduled or retry set counts them there, though
+    /// `groups` does not list it).
+    ///
+    /// Errors: [`Error::Broker`] when the backend fails.
+    async fn group_size(&self, queue: &QueueName, group: &GroupName) -> Result<usize> {
+        Ok(self.groups(queue).await?.into_iter().find(|info| info.group == *group).map_or(0, |info| info.size))
+    }
+
     /// Up to `limit` groups of `queue` that may be ready by `limits` at the broker's clock, for
     /// the aggregator to check ([`Aggregate::aggregation_check`] stays the judge): every group
     /// [`Aggregate::groups`] lists that is ready is named, unless `limit` groups are; groups

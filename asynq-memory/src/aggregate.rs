@@ -20,6 +20,10 @@ impl Aggregate for MemoryBroker {
         Ok(self.state().queues.get(queue).map(|q| q.group_stats()).unwrap_or_default())
     }
 
+    async fn group_size(&self, queue: &QueueName, group: &GroupName) -> Result<usize> {
+        Ok(self.state().queues.get(queue).map_or(0, |q| q.group_size(group)))
+    }
+
     async fn ready_groups(&self, queue: &QueueName, limits: AggregationLimits, limit: usize) -> Result<Vec<GroupName>> {
         limits.validate()?;
         let now = self.now();

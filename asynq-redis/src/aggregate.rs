@@ -180,6 +180,14 @@ impl Aggregate for RedisBroker {
         Ok(sizes.into_iter().map(|(group, size)| GroupInfo::new(group, size)).collect())
     }
 
+    async fn group_size(&self, queue: &QueueName, group: &GroupName) -> Result<usize> {
+        let key = self.queue_keys(queue).group(group);
+        let size: usize = redis::AsyncCommands::zcard(&mut self.conn(), &key)
+            .await
+            .map_err(|e| crate::error::broker_error("group size", e))?;
+        Ok(size)
+    }
+
     async fn ready_groups(&self, queue: &QueueName, limits: AggregationLimits, limit: usize) -> Result<Vec<GroupName>> {
         limits.validate()?;
         let (first, mut named) = self.ready_groups_call(queue, limits, limit, RECONCILE_SLICE).await?;

@@ -319,6 +319,11 @@ impl<B: asynq_core::broker::Aggregate> asynq_core::broker::Aggregate for FlakyBr
         self.inner.groups(queue).await
     }
 
+    async fn group_size(&self, queue: &QueueName, group: &GroupName) -> Result<usize> {
+        self.check().await?;
+        self.inner.group_size(queue, group).await
+    }
+
     async fn ready_groups(
         &self,
         queue: &QueueName,

@@ -56,6 +56,11 @@ impl Queue {
             .collect()
     }
 
+    /// How many tasks wait in `group`, registered or not.
+    pub(crate) fn group_size(&self, group: &GroupName) -> usize {
+        self.group_sets.get(group).map_or(0, ZSet::len)
+    }
+
     /// Up to `limit` registered groups ready by `limits` at `now`, as the Redis broker's index
     /// names them while only it writes: those of the max size rule by size, then those of the
     /// max delay by their oldest task's score, then those of the grace period by their newest

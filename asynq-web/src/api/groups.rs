@@ -46,7 +46,7 @@ pub(crate) async fn tasks(
     queue_name(&queue)?;
     group_name(&group)?;
     let page = query::<PageQuery>(&uri)?.validate()?;
-    let size = app.inspector.groups(&queue).await?.into_iter().find(|g| g.group == group).map_or(0, |g| g.size);
+    let size = app.inspector.group_size(&queue, &group).await?;
     let tasks = app.inspector.list_group_tasks(&queue, &group, page.to_core()).await?;
     Ok(Json(TaskPage::of(&tasks, page, size)))
 }
