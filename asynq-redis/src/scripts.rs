@@ -129,9 +129,9 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     run_task: script!("common", "message", "manage_common", "priority", "group_index"; "run_task"),
     archive_task: script!("common", "message", "manage_common", "events", "group_index"; "archive_task"),
     delete_task: script!("common", "message", "manage_common", "events", "group_index"; "delete_task"),
-    run_all: script!("priority", "bulk_slice"; "run_all"),
-    archive_all: script!("common", "message", "manage_common", "events", "bulk_slice"; "archive_all"),
-    delete_all: script!("common", "message", "manage_common", "events", "bulk_slice"; "delete_all"),
+    run_all: script!("priority", "bulk_slice", "group_index"; "run_all"),
+    archive_all: script!("common", "message", "manage_common", "events", "bulk_slice", "group_index"; "archive_all"),
+    delete_all: script!("common", "message", "manage_common", "events", "bulk_slice", "group_index"; "delete_all"),
     update_task_payload: script!("update_task_payload"),
     delete_queue: script!("common", "message", "manage_common"; "delete_queue"),
 });

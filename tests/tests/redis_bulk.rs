@@ -163,3 +163,26 @@ async fn a_forced_queue_removal_deletes_the_tasks_in_steps() {
     assert!(!inspector.queues().await.unwrap().iter().any(|q| q.as_str() == QUEUE));
     assert_eq!(count_keys(&redis, "asynq:{bulk}:t:*"), 0);
 }
+
+#[tokio::test]
+async fn bulk_actions_on_groups_keep_the_group_index() {
+    let (redis, client, inspector) = setup().await;
+    // Past 100 groups, queue info counts aggregating tasks from the index.
+    for n in 0..150 {
+        enqueue(&client, 2, TaskOptions::new().group(format!("g{n}"))).await;
+    }
+    enqueue(&client, BULK_STEP + 50, TaskOptions::new().group("big")).await;
+    let aggregating = || async { inspector.queue_info(QUEUE).await.unwrap().aggregating };
+    assert_eq!(aggregating().await, 300 + BULK_STEP + 50);
+
+    let group = |name: &str| TaskSet::Group(GroupName::new(name).unwrap());
+    assert_eq!(inspector.delete_all(QUEUE, &group("big")).await.unwrap(), BULK_STEP + 50);
+    assert_eq!(aggregating().await, 300);
+    assert_eq!(inspector.archive_all(QUEUE, &group("g0")).await.unwrap(), 2);
+    assert_eq!(inspector.run_all(QUEUE, &group("g1")).await.unwrap(), 2);
+    assert_eq!(aggregating().await, 296);
+    for gone in ["big", "g0", "g1"] {
+        let entry = redis.command(&["ZSCORE", "asynq:{bulk}:groups:size", gone]).unwrap();
+        assert!(entry.as_str().is_none() && entry.as_int().is_none(), "{gone}: {entry:?}");
+    }
+}

@@ -17,7 +17,8 @@
 -- ARGV[3] -> the age cutoff: archived tasks scored at or before it are deleted, Unix seconds
 -- ARGV[4] -> the archive's size limit (10000: at most 9 999 remain after a trim)
 -- ARGV[5] -> the task key prefix, asynq:{<q>}:t:
--- ARGV[6] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[3] once empty
+-- ARGV[6] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[3] once empty, and
+--            keeps the group index (group_index.lua)
 -- ARGV[7] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[8] -> the event stream's cap, or "" (see events.lua)
 -- ARGV[9] -> the most tasks to archive in this call
@@ -33,8 +34,11 @@ for _, id in ipairs(ids) do
     end
 end
 local left = slice_left(ARGV[1], KEYS[1], KEYS[4])
-if ARGV[6] ~= "" and left == 0 then
-    redis.call("SREM", KEYS[3], ARGV[6])
+if ARGV[6] ~= "" then
+    if left == 0 then
+        redis.call("SREM", KEYS[3], ARGV[6])
+    end
+    group_index_refresh(KEYS[3], KEYS[1], ARGV[6])
 end
 trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
 return {#ids, left}

@@ -11,7 +11,8 @@
 -- KEYS[4] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> "list" or "zset": how to read KEYS[1]
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
--- ARGV[3] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[2] once empty
+-- ARGV[3] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[2] once empty, and
+--            keeps the group index (group_index.lua)
 -- ARGV[4] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[5] -> the event stream's cap, or "" (see events.lua)
 -- ARGV[6] -> the most tasks to delete in this call
@@ -24,7 +25,10 @@ for _, id in ipairs(ids) do
     delete_task_hash(ARGV[2] .. id, id, ARGV[4])
 end
 local left = slice_left(ARGV[1], KEYS[1], KEYS[3])
-if ARGV[3] ~= "" and left == 0 then
-    redis.call("SREM", KEYS[2], ARGV[3])
+if ARGV[3] ~= "" then
+    if left == 0 then
+        redis.call("SREM", KEYS[2], ARGV[3])
+    end
+    group_index_refresh(KEYS[2], KEYS[1], ARGV[3])
 end
 return {#ids, left}

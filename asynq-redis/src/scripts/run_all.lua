@@ -12,7 +12,8 @@
 -- KEYS[5] -> asynq:{<q>}:prioritized (ours; see priority.lua)
 -- KEYS[6] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
 -- ARGV[1] -> the task key prefix, asynq:{<q>}:t:
--- ARGV[2] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[3] once empty
+-- ARGV[2] -> the group name when KEYS[1] is a group ("" otherwise); it leaves KEYS[3] once empty, and
+--            keeps the group index (group_index.lua)
 -- ARGV[3] -> the wake-up channel, asynq:{<q>}:ready
 -- ARGV[4] -> the most tasks to make pending in this call
 -- Returns: {how many tasks became pending, how many the source still holds}
@@ -23,8 +24,11 @@ for _, id in ipairs(ids) do
     redis.call("HSET", key, "state", "pending")
 end
 local left = redis.call("ZCARD", KEYS[1])
-if ARGV[2] ~= "" and left == 0 then
-    redis.call("SREM", KEYS[3], ARGV[2])
+if ARGV[2] ~= "" then
+    if left == 0 then
+        redis.call("SREM", KEYS[3], ARGV[2])
+    end
+    group_index_refresh(KEYS[3], KEYS[1], ARGV[2])
 end
 if #ids > 0 and redis.call("DEL", KEYS[4]) == 1 then
     redis.call("PUBLISH", ARGV[3], "")
