@@ -884,7 +884,8 @@ pub async fn idle_aggregator(redis_url: &str, concurrency: usize, duration: Dura
 /// three times, and reports their medians in [`Measurement::reads_ms`]:
 /// `queue_info` (`asynq queue inspect`, and per queue `asynq stats`, `queue ls` and a metrics
 /// scrape), `queues_and_info` (what a metrics scrape reads: the queue list and each queue's
-/// info) and `groups` (`asynq group ls`). Checks that the queue counts `groups` groups.
+/// info), `groups` (`asynq group ls`) and `aggregating_page` (the first 20 aggregating tasks,
+/// the dashboard's page of them). Checks that the queue counts `groups` groups.
 pub async fn group_reads(redis_url: &str, groups: u64) -> anyhow::Result<Measurement> {
     let inspector = asynq_client::Inspector::new(connect(redis_url).await?);
     let timer = Timer::start();
@@ -906,6 +907,11 @@ pub async fn group_reads(redis_url: &str, groups: u64) -> anyhow::Result<Measure
         let started = Instant::now();
         let listed = inspector.groups(QUEUE).await.context("Inspector::groups failed")?;
         time("groups", started);
+        let started = Instant::now();
+        let page = asynq_core::broker::Page { size: 20, number: 0 };
+        let tasks = inspector.list_tasks(QUEUE, asynq_core::TaskState::Aggregating, page).await;
+        time("aggregating_page", started);
+        ensure!(tasks.context("Inspector::list_tasks failed")?.len() == 20, "a page of aggregating tasks is short");
         ensure!(listed.len() as u64 == groups, "Inspector::groups listed {} groups of {groups}", listed.len());
     }
     let mut measurement = timer.finish("group-reads", 0, None, false);

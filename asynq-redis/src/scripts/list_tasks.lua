@@ -1,17 +1,17 @@
 -- list_tasks: one page of the tasks of one queue in one state (Go asynq's listMessages and
--- listZSetEntries; aggregating tasks are listed across all groups, by group name then score).
+-- listZSetEntries), or of one group; the broker lists aggregating tasks across groups one group
+-- per call, so that no call reads every group.
 --
 -- KEYS[1] -> the container: asynq:{<q>}:pending or :active (lists), :scheduled, :retry,
---            :archived or :completed (sorted sets), or asynq:{<q>}:groups for aggregating
+--            :archived or :completed (sorted sets), or asynq:{<q>}:g:<group> (a sorted set)
 -- KEYS[2] -> asynq:{<q>}:lease
 -- KEYS[3] -> asynq:{<q>}:prioritized (ours; see priority.lua), read with "pending"
--- ARGV[1] -> "pending", "list", "zset" or "groups": how to read KEYS[1]; "pending" reads the
+-- ARGV[1] -> "pending", "list" or "zset": how to read KEYS[1]; "pending" reads the
 --            pending list as "list" does, between the prioritized tasks above the default
 --            priority and those below it, the order a dequeue takes them in
 -- ARGV[2] -> the first position of the page, from 0 (oldest or lowest score first)
 -- ARGV[3] -> the page size
 -- ARGV[4] -> the task key prefix, asynq:{<q>}:t:
--- ARGV[5] -> the group key prefix, asynq:{<q>}:g:
 -- Returns: a flat array of {msg, result or false, score or false, lease expiry or false, progress
 --          (write_progress.lua's) or false, debounce key (enqueue_replacing.lua's) or false,
 --          priority (priority.lua's) or false} per task; tasks without a msg are skipped
@@ -52,25 +52,11 @@ if ARGV[1] == "pending" and redis.call("EXISTS", KEYS[3]) == 1 then
     set_page(split, "+inf", math.max(first - above - listed, 0))
 elseif ARGV[1] == "list" or ARGV[1] == "pending" then
     list_page(first)
-elseif ARGV[1] == "zset" then
+else
     local page = redis.call("ZRANGE", KEYS[1], first, first + size - 1, "WITHSCORES")
     for i = 1, #page, 2 do
         ids[#ids + 1] = page[i]
         scores[#ids] = page[i + 1]
-    end
-else
-    local groups = redis.call("SMEMBERS", KEYS[1])
-    table.sort(groups)
-    local position = 0
-    for _, group in ipairs(groups) do
-        local members = redis.call("ZRANGE", ARGV[5] .. group, 0, -1, "WITHSCORES")
-        for i = 1, #members, 2 do
-            if position >= first and #ids < size then
-                ids[#ids + 1] = members[i]
-                scores[#ids] = members[i + 1]
-            end
-            position = position + 1
-        end
     end
 end
 local out = {}
