@@ -212,4 +212,5 @@ async fn the_group_index_is_reconciled_with_what_go_wrote() {
     assert_eq!(named, [GroupName::from_static("a"), GroupName::from_static("c")]);
     let info = broker.queue_info(&q).await.unwrap();
     assert_eq!((info.groups, info.aggregating), (2, 3));
+    assert!(!exists(&redis, "asynq:{q}:groups:scan"), "cursors at the start leave no key behind");
 }

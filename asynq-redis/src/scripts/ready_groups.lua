@@ -17,7 +17,8 @@
 -- KEYS[2] -> asynq:{<q>}:groups:size     (ours; see group_index.lua)
 -- KEYS[3] -> asynq:{<q>}:groups:oldest
 -- KEYS[4] -> asynq:{<q>}:groups:newest
--- KEYS[5] -> asynq:{<q>}:groups:scan     the reconciliation's cursors
+-- KEYS[5] -> asynq:{<q>}:groups:scan     the reconciliation's cursors (deleted while both are
+--                                        at the start)
 -- ARGV[1] -> the max size, 0 for no limit
 -- ARGV[2] -> the max delay in whole seconds, 0 for no limit
 -- ARGV[3] -> the grace period in whole seconds
@@ -42,7 +43,12 @@ for i = 1, #indexed[2], 2 do
         group_index_forget(KEYS[1], indexed[2][i])
     end
 end
-redis.call("HSET", KEYS[5], "set", scanned[1], "index", indexed[1])
+if scanned[1] == "0" and indexed[1] == "0" then
+    -- Both cursors are back at the start: no key is left behind on a queue without groups.
+    redis.call("DEL", KEYS[5])
+else
+    redis.call("HSET", KEYS[5], "set", scanned[1], "index", indexed[1])
+end
 
 local out = { 0, 0, 0 }
 if redis.call("SCARD", KEYS[1]) ~= redis.call("ZCARD", KEYS[2]) then
