@@ -123,7 +123,10 @@ pub struct QueueInfo {
     /// True while the queue is paused.
     pub paused: bool,
     /// Approximate memory the queue's tasks and containers take in the backend, in bytes
-    /// (sampled on Redis as Go asynq does).
+    /// (sampled on Redis as Go asynq does). A backend may reuse an estimate for a while: on
+    /// Redis one broker value takes a queue's estimate again after a minute, and past 100 a
+    /// second keeps older ones, so that reading every queue's info often costs Redis a bounded
+    /// share.
     pub memory_usage: u64,
     /// When the snapshot was taken.
     pub timestamp: SystemTime,

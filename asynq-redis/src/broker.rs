@@ -35,6 +35,7 @@ mod forward;
 mod health;
 mod inspect;
 mod janitor;
+mod memory_estimates;
 mod quiet;
 mod recover;
 mod server_state;
@@ -183,6 +184,8 @@ struct Inner {
     sweep_cursors: crate::workflow::SweepCursors,
     /// The queues this process relays in the background now (see `RedisBroker::relay_soon`).
     relaying: crate::workflow::Relaying,
+    /// Queues' memory estimates, kept a while (see `memory_estimates.rs`).
+    memory_estimates: memory_estimates::MemoryEstimates,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -256,6 +259,7 @@ impl RedisBroker {
             events: crate::events::EventSettings::default(),
             sweep_cursors: Default::default(),
             relaying: Default::default(),
+            memory_estimates: Default::default(),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -331,8 +335,9 @@ impl RedisBroker {
 
     /// Forgets that `queue` was registered, after it was removed from `<ns>:queues`, so the
     /// next task enqueued there registers it again.
-    pub(crate) fn forget_queue(&self, queue: &str) {
-        self.inner.registered.lock().expect("registered lock poisoned").remove(queue);
+    pub(crate) fn forget_queue(&self, queue: &QueueName) {
+        self.inner.registered.lock().expect("registered lock poisoned").remove(queue.as_str());
+        self.inner.memory_estimates.forget(queue);
     }
 
     pub(crate) async fn require_queue(&self, queue: &QueueName) -> Result<()> {

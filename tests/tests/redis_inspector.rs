@@ -285,3 +285,39 @@ async fn queue_info_reports_no_memory_where_memory_usage_is_disabled() {
     let info = Inspector::new(broker).queue_info("interop").await.unwrap();
     assert_eq!((info.pending, info.memory_usage), (4, 0));
 }
+
+/// A queue's memory estimate (up to about 150 `MEMORY USAGE` calls) is reused for a minute,
+/// and past 100 retakes a second an older one is kept: reading every queue's info over and
+/// over, as a metrics scrape does, costs Redis a bounded share however many queues there are.
+#[tokio::test]
+async fn memory_estimates_are_reused_for_a_minute_and_retaken_within_a_budget() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(NOW));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let (client, inspector) = (Client::new(broker.clone()), Inspector::new(broker));
+    let queues: Vec<String> = (0..150).map(|n| format!("q{n}")).collect();
+    for queue in &queues {
+        client.enqueue(&Task::new("t", "payload"), TaskOptions::new().queue(queue)).await.unwrap();
+    }
+    let estimated = || redis.command_calls("memory|usage");
+    let read_all = || async {
+        for queue in &queues {
+            assert!(inspector.queue_info(queue).await.unwrap().memory_usage > 0, "{queue}");
+        }
+    };
+
+    read_all().await;
+    let first = estimated();
+    assert!(first >= 150, "every queue estimated once: {first}");
+    clock.advance(Duration::from_secs(59));
+    read_all().await;
+    assert_eq!(estimated(), first, "every estimate reused within the minute");
+
+    clock.advance(Duration::from_secs(1));
+    read_all().await;
+    let retaken = estimated() - first;
+    assert!(retaken > 0 && retaken <= first * 100 / 150, "100 of 150 retaken in one second: {retaken}");
+    clock.advance(Duration::from_secs(1));
+    read_all().await;
+    assert_eq!(estimated() - first, first, "the other 50 the next second, then all are fresh");
+}

@@ -1,5 +1,6 @@
 //! Inspect for [`RedisBroker`]: queues, tasks, history, servers and backend information for operators.
 
+use super::memory_estimates::Estimate;
 use super::*;
 use asynq_core::broker::Aggregate;
 use asynq_core::{GroupName, Progress, QueueName, TaskId, TaskPriority};
@@ -110,6 +111,20 @@ impl RedisBroker {
         Ok(tasks)
     }
 
+    /// Go asynq's estimate of the memory `queue` takes, reused for a while (see
+    /// `memory_estimates.rs`).
+    async fn memory_estimate(&self, queue: &QueueName, k: &QueueKeys) -> Result<u64> {
+        let now = self.now();
+        match self.inner.memory_estimates.lookup(queue, now) {
+            Estimate::Reuse(bytes) => Ok(bytes),
+            Estimate::Take => {
+                let bytes = self.memory_usage(k).await?;
+                self.inner.memory_estimates.record(queue, now, bytes);
+                Ok(bytes)
+            }
+        }
+    }
+
     /// Go asynq's estimate of the memory `k`'s queue takes (`memory_usage.lua`); 0 when the
     /// server refuses `MEMORY USAGE`.
     async fn memory_usage(&self, k: &QueueKeys) -> Result<u64> {
@@ -207,7 +222,7 @@ impl Inspect for RedisBroker {
         info.aggregating = n(13) as usize;
         info.waiting = n(14) as usize;
         info.size = info.sum_of_states();
-        info.memory_usage = self.memory_usage(&k).await?;
+        info.memory_usage = self.memory_estimate(queue, &k).await?;
         Ok(info)
     }
 
