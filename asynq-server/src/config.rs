@@ -142,6 +142,15 @@ pub struct Config {
     /// most 256 (measured by `cargo xtask bench`: a quarter more throughput at concurrency 10
     /// than taking as many as `concurrency`); `Some(0)` turns it off.
     pub prefetch: Option<usize>,
+    /// Record the start of the tasks a fetch runs at once in the fetch itself
+    /// ([`Dequeue::dequeue_starting`](asynq_core::broker::Dequeue::dequeue_starting)), saving a
+    /// Redis call and a round trip before their handlers start: measured 8 % more tasks/s at
+    /// concurrency 10 with no-op tasks, and one Redis command less per woken task. The price: when
+    /// a fetch's reply is lost (the connection drops after Redis ran it), its tasks are left
+    /// started with no handler, so their expired leases count as stalls; a task's first stall is
+    /// forgiven, but a second would be charged as a failure although no handler of it ran.
+    /// Default: off, so that no task is ever charged a failure without its handler having run.
+    pub start_with_fetch: bool,
     /// Told when each task starts and finishes and when the recoverer finds a task whose lease
     /// expired, in this order: for metrics and tracing.
     /// Default: none.
@@ -181,6 +190,7 @@ impl Default for Config {
             shared_type_concurrency: BTreeMap::new(),
             shared_limit: None,
             prefetch: None,
+            start_with_fetch: false,
             task_observers: Vec::new(),
             clock: Arc::new(SystemClock),
         }
@@ -216,6 +226,7 @@ impl fmt::Debug for Config {
             .field("shared_type_concurrency", &self.shared_type_concurrency)
             .field("shared_limit", &self.shared_limit.is_some())
             .field("prefetch", &self.prefetch)
+            .field("start_with_fetch", &self.start_with_fetch)
             .field("task_observers", &self.task_observers.len())
             .field("clock", &self.clock)
             .finish_non_exhaustive()
@@ -496,6 +507,14 @@ impl ConfigBuilder {
     /// it off. Default: four times the concurrency, at most 256.
     pub fn prefetch(mut self, prefetch: usize) -> Self {
         self.config.prefetch = Some(prefetch);
+        self
+    }
+
+    /// Sets [`Config::start_with_fetch`]: trades the guarantee that no task is charged a
+    /// failure without its handler having run, in the rare case of two lost fetch replies, for
+    /// a round trip less before each fetch's handlers start.
+    pub fn start_with_fetch(mut self, start_with_fetch: bool) -> Self {
+        self.config.start_with_fetch = start_with_fetch;
         self
     }
 

@@ -111,6 +111,9 @@ pub(crate) struct ProcessorConfig {
     pub shared_limits: Option<Arc<SharedLimits>>,
     /// The most tasks taken ahead of free slots (see the module docs).
     pub prefetch: usize,
+    /// Whether a fetch records the start of the tasks it runs at once (see
+    /// `Config::start_with_fetch`).
+    pub start_with_fetch: bool,
     /// Told when each task starts and finishes.
     pub(crate) observers: Observers,
     /// Gives workflow tasks' handlers their parents' results, when the broker keeps workflows.
@@ -128,6 +131,7 @@ impl fmt::Debug for ProcessorConfig {
             .field("type_concurrency", &self.type_concurrency)
             .field("shared_limits", &self.shared_limits)
             .field("prefetch", &self.prefetch)
+            .field("start_with_fetch", &self.start_with_fetch)
             .field("observers", &self.observers)
             .finish_non_exhaustive()
     }
@@ -251,9 +255,12 @@ impl Processor {
         let order = s.config.queues.now().priorities.order(&mut rand::rng());
         let now = s.clock.now();
         let wanted = slots.len() + ahead.len();
-        // The tasks that take the slots run at once, unless a limit may defer them: their starts
-        // can be recorded by the dequeue itself, saving a call before their handlers start.
-        let start = if s.type_limits.is_empty() && s.config.shared_limits.is_none() { slots.len() } else { 0 };
+        // The tasks that take the slots run at once, unless a limit may defer them: when the
+        // configuration accepts the price (see `Config::start_with_fetch`), their starts are
+        // recorded by the dequeue itself, saving a call before their handlers start.
+        let start_with_fetch =
+            s.config.start_with_fetch && s.type_limits.is_empty() && s.config.shared_limits.is_none();
+        let start = if start_with_fetch { slots.len() } else { 0 };
         let Fetched { tasks, rate_limited_for } = dequeue_within_rate_limits(
             &*s.broker,
             s.rate_limiter.as_deref(),

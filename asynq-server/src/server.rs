@@ -209,6 +209,7 @@ impl Server {
                 type_concurrency: c.type_concurrency.clone(),
                 shared_limits: shared_limits.clone(),
                 prefetch: c.prefetch.unwrap_or_else(|| c.default_prefetch()),
+                start_with_fetch: c.start_with_fetch,
                 observers: observers.clone(),
                 workflows: self.capabilities.workflows.clone(),
             },

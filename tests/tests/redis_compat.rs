@@ -175,6 +175,11 @@ fn asynq_core_msg(bytes: &[u8]) -> asynq_core::StoredTask {
 /// Our client and server on one queue set: immediate, scheduled and failing-then-passing tasks
 /// all finish.
 async fn run_end_to_end(url: &str, queues: &[&str]) {
+    run_end_to_end_with(url, queues, false).await;
+}
+
+/// [`run_end_to_end`], the server recording starts in its fetches if `start_with_fetch`.
+async fn run_end_to_end_with(url: &str, queues: &[&str], start_with_fetch: bool) {
     let clock: Arc<dyn Clock> = Arc::new(asynq_core::SystemClock);
     let broker = redis_broker(url, clock.clone()).await;
     let client = Client::new(broker.clone());
@@ -189,7 +194,8 @@ async fn run_end_to_end(url: &str, queues: &[&str]) {
         }
     }
     let rec = Recorder::default();
-    let mut server = Server::new(broker.clone(), fast_config(queues, clock.clone())).unwrap();
+    let config = Config { start_with_fetch, ..fast_config(queues, clock.clone()) };
+    let mut server = Server::new(broker.clone(), config).unwrap();
     server
         .start(rec.handler(clock, |ctx, task| async move {
             if task.type_name() == "flaky" && ctx.retry_count() == 0 {
@@ -217,6 +223,12 @@ async fn run_end_to_end(url: &str, queues: &[&str]) {
 async fn client_and_server_run_tasks_through_redis() {
     let redis = RedisServer::start();
     run_end_to_end(&redis.url(), &["critical", "default"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_recording_starts_in_its_fetches_runs_tasks_through_redis() {
+    let redis = RedisServer::start();
+    run_end_to_end_with(&redis.url(), &["critical", "default"], true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
