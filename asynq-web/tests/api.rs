@@ -299,6 +299,11 @@ async fn every_read_endpoint_shows_our_tasks_and_go_asynqs() {
     assert!(archived["tasks"].as_array().unwrap().iter().all(|t| t["last_error"].is_string()), "{archived}");
     let aggregating = web.read("/api/queues/web/states/aggregating/tasks").await;
     assert_eq!(aggregating["total"], 3);
+    // A search of aggregating tasks goes group by group and finds what the listing shows.
+    let found = web.read("/api/queues/web/states/aggregating/tasks?search=DIGEST").await;
+    assert_eq!((ids(&found), found["search_truncated"].as_bool()), (ids(&aggregating), Some(false)));
+    let go_found = web.read("/api/queues/interop/states/aggregating/tasks?search=interop").await;
+    assert_eq!(go_found["total"], 1, "{go_found}");
 
     // One task: JSON pretty-printed in its own key order, anything else as a hex dump.
     let task = web.read(&format!("/api/queues/web/tasks/{}", fx.json_task)).await;
@@ -1013,4 +1018,39 @@ async fn a_long_bulk_action_answers_with_a_job_that_reports_its_progress() {
     assert_eq!(finished["count"], Value::Null);
     assert_eq!(web.get("/api/queues/big").await.error(StatusCode::NOT_FOUND), "queue_not_found");
     assert_eq!(web.get("/api/jobs/999").await.error(StatusCode::NOT_FOUND), "job_not_found");
+}
+
+/// A search of aggregating tasks goes group by group, stops once it has looked through 10 000
+/// tasks (the page that passes the limit is read whole), and says when it stopped early.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_of_aggregating_tasks_stops_at_its_limit() {
+    let broker = MemoryBroker::new();
+    let client = Client::new(broker.clone());
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker))).await;
+    let fill = |groups: std::ops::Range<usize>| {
+        let client = client.clone();
+        async move {
+            for group in groups {
+                let tasks: Vec<_> = (0..499)
+                    .map(|n| {
+                        (
+                            Task::new("digest", format!("{n}")),
+                            TaskOptions::new().queue("g").group(format!("g{group:02}")),
+                        )
+                    })
+                    .collect();
+                assert!(client.enqueue_batch(&tasks).await.iter().all(Result::is_ok));
+            }
+        }
+    };
+    fill(0..20).await;
+    let all = web.read("/api/queues/g/states/aggregating/tasks?search=digest&size=100").await;
+    assert_eq!((all["total"].as_u64(), all["search_truncated"].as_bool()), (Some(9_980), Some(false)), "every task");
+    fill(20..22).await;
+    let cut = web.read("/api/queues/g/states/aggregating/tasks?search=digest&size=100").await;
+    assert_eq!(
+        (cut["total"].as_u64(), cut["search_truncated"].as_bool()),
+        (Some(10_479), Some(true)),
+        "stopped after the page that passed 10 000"
+    );
 }

@@ -251,26 +251,53 @@ pub(crate) async fn list(
 /// The tasks of `state` whose ID or type contains `needle`, looking at no more than
 /// [`MAX_SEARCH_SCAN`] tasks; true when it stopped early.
 async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &str) -> ApiResult<(Vec<TaskInfo>, bool)> {
-    let mut matches = Vec::new();
-    let mut scanned = 0;
-    for number in 0.. {
-        if scanned >= MAX_SEARCH_SCAN {
-            return Ok((matches, true));
+    let mut search = Search { needle, matches: Vec::new(), scanned: 0 };
+    if state == TaskState::Aggregating {
+        // Group by group: a page of aggregating tasks across groups reads the queue's groups
+        // again for every page, which at 100 000 groups made a search take seconds.
+        for group in app.inspector.groups(queue).await? {
+            if !search.scan(|page| app.inspector.list_group_tasks(queue, &group.group, page)).await? {
+                return Ok((search.matches, true));
+            }
         }
-        let page = asynq_core::broker::Page { size: SEARCH_BATCH, number };
-        let batch = app.inspector.list_tasks(queue, state, page).await?;
-        scanned += batch.len();
-        let last = batch.len() < SEARCH_BATCH;
-        matches.extend(
-            batch.into_iter().filter(|task| {
-                task.id.to_lowercase().contains(needle) || task.type_name.to_lowercase().contains(needle)
-            }),
-        );
-        if last {
-            break;
-        }
+    } else if !search.scan(|page| app.inspector.list_tasks(queue, state, page)).await? {
+        return Ok((search.matches, true));
     }
-    Ok((matches, false))
+    Ok((search.matches, false))
+}
+
+/// A search's progress: what matched, and how many tasks it looked at.
+struct Search<'a> {
+    needle: &'a str,
+    matches: Vec<TaskInfo>,
+    scanned: usize,
+}
+
+impl Search<'_> {
+    /// Looks through the pages `read` gives until one comes up short; false when it stopped
+    /// at [`MAX_SEARCH_SCAN`] tasks first.
+    async fn scan<F, Fut>(&mut self, mut read: F) -> ApiResult<bool>
+    where
+        F: FnMut(asynq_core::broker::Page) -> Fut,
+        Fut: Future<Output = asynq_core::Result<Vec<TaskInfo>>>,
+    {
+        for number in 0.. {
+            if self.scanned >= MAX_SEARCH_SCAN {
+                return Ok(false);
+            }
+            let batch = read(asynq_core::broker::Page { size: SEARCH_BATCH, number }).await?;
+            self.scanned += batch.len();
+            let last = batch.len() < SEARCH_BATCH;
+            let needle = self.needle;
+            self.matches.extend(batch.into_iter().filter(|task| {
+                task.id.to_lowercase().contains(needle) || task.type_name.to_lowercase().contains(needle)
+            }));
+            if last {
+                break;
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// `GET /api/queues/{queue}/tasks/{id}`.
