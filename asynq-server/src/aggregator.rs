@@ -4,12 +4,11 @@
 //! Every interval (by default the shorter of 7 s and the grace period, as in Go) it checks the
 //! groups of its queues that may be ready by the [`AggregationLimits`], as the broker names them
 //! ([`Aggregate::ready_groups`]: the Redis broker from an index, rather than every group, as Go
-//! does). For a ready group it reads the tasks
-//! the check set aside, hands them to the aggregator, and enqueues the task it returns into the
-//! group's queue: with the returned task's own options (a queue among them is overridden), Go's
-//! defaults otherwise (a new ID, 25 retries, a 30-minute timeout). The broker enqueues that task
-//! and deletes the group's tasks in one atomic step
-//! ([`Aggregate::complete_aggregation`]). If anything fails in between (the aggregator panics,
+//! does). For a ready group it reads the tasks the check set aside, hands them to the
+//! aggregator, and enqueues the task it returns into the group's queue: with the returned
+//! task's own options (a queue among them is overridden), Go's defaults otherwise (a new ID, 25
+//! retries, a 30-minute timeout). The broker enqueues that task and deletes the group's tasks in
+//! one atomic step ([`Aggregate::complete_aggregation`]). If anything fails in between (the aggregator panics,
 //! the task is refused, the server dies), the set-aside tasks go back to their group after
 //! [`AGGREGATION_TIMEOUT`](asynq_core::broker::AGGREGATION_TIMEOUT), when the recoverer
 //! reclaims them, and are aggregated again.
@@ -146,8 +145,8 @@ impl Aggregator {
     }
 
     /// Checks the groups of every queue that may be ready, each once, and aggregates the ready
-    /// ones; returns how many aggregated tasks were enqueued. A group that cannot be aggregated (its aggregator
-    /// panicked, or the task it returned was refused) is logged and skipped.
+    /// ones; returns how many aggregated tasks were enqueued. A group that cannot be aggregated
+    /// (its aggregator panicked, or the task it returned was refused) is logged and skipped.
     ///
     /// Errors: the first broker failure ([`Error::Broker`]); the rest of the pass is left for
     /// the next tick.
