@@ -34,6 +34,12 @@ enum Scenario {
         #[arg(long, default_value_t = 1)]
         pipeline: usize,
     },
+    /// The baseline of scripts: `HGET`s made by `redis.call` from Lua, many per `EVAL`.
+    RedisCallsFromLua {
+        /// Calls in all (rounded up to whole `EVAL`s).
+        #[arg(long, default_value_t = 100_000)]
+        calls: u64,
+    },
     /// Enqueue tasks one at a time, each awaited before the next.
     Enqueue {
         #[arg(long, default_value_t = 100_000)]
@@ -254,6 +260,7 @@ async fn main() -> anyhow::Result<()> {
 async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
     match scenario {
         Scenario::RedisPing { commands, pipeline } => scenarios::redis_ping(url, commands, pipeline).await,
+        Scenario::RedisCallsFromLua { calls } => scenarios::redis_calls_from_lua(url, calls).await,
         Scenario::Enqueue { tasks } => scenarios::enqueue(url, tasks).await,
         Scenario::EnqueueBatch { tasks, batch_size, scheduled, events } => {
             scenarios::enqueue_batch(url, tasks, batch_size, scheduled, events).await

@@ -25,6 +25,17 @@ async fn the_baseline_counts_commands_in_whole_pipelines() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_script_baseline_counts_calls_in_whole_evals_and_leaves_nothing() {
+    let redis = RedisServer::start();
+    let measured = scenarios::redis_calls_from_lua(&redis.url(), 1).await.unwrap();
+    assert_eq!((measured.scenario.as_str(), measured.tasks), ("redis-calls-from-lua", scenarios::CALLS_PER_EVAL));
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: i64 = redis::cmd("DBSIZE").query_async(&mut connection).await.unwrap();
+    assert_eq!(keys, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn enqueue_scenarios_store_every_task() {
     let redis = RedisServer::start();
     let one_by_one = scenarios::enqueue(&redis.url(), 50).await.unwrap();

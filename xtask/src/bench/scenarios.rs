@@ -184,6 +184,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
     let mut scenarios = vec![
         process("baseline-redis-ping", true, &["redis-ping", "--commands", &tasks]),
         process("baseline-redis-ping-pipelined-100", true, &["redis-ping", "--commands", &tasks, "--pipeline", "100"]),
+        process("baseline-redis-call-from-lua", true, &["redis-calls-from-lua", "--calls", &tasks]),
         process("enqueue", true, &["enqueue", "--tasks", &tasks]),
         process("enqueue-batch-100", true, &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100"]),
         process(
