@@ -1054,3 +1054,25 @@ async fn a_search_of_aggregating_tasks_stops_at_its_limit() {
         "stopped after the page that passed 10 000"
     );
 }
+
+/// A group of more than one page is searched through to its end among groups of one page,
+/// whose first pages are read together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_of_aggregating_tasks_reads_every_page_of_a_big_group() {
+    let broker = MemoryBroker::new();
+    let client = Client::new(broker.clone());
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker))).await;
+    let mut tasks = Vec::new();
+    for (group, count, type_name) in [("big", 1_100, "digest"), ("small", 3, "digest"), ("other", 40, "report")] {
+        tasks.extend(
+            (0..count).map(|n| (Task::new(type_name, format!("{n}")), TaskOptions::new().queue("h").group(group))),
+        );
+    }
+    for chunk in tasks.chunks(500) {
+        assert!(client.enqueue_batch(chunk).await.iter().all(Result::is_ok));
+    }
+    let found = web.read("/api/queues/h/states/aggregating/tasks?search=digest&size=100").await;
+    assert_eq!((found["total"].as_u64(), found["search_truncated"].as_bool()), (Some(1_103), Some(false)), "{found}");
+    let others = web.read("/api/queues/h/states/aggregating/tasks?search=report").await;
+    assert_eq!(others["total"].as_u64(), Some(40), "{others}");
+}

@@ -15,6 +15,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use futures::{StreamExt as _, stream};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -22,6 +23,8 @@ use std::collections::{BTreeMap, HashMap};
 pub(super) const MAX_SEARCH_SCAN: usize = 10_000;
 /// The page size a search reads the backend with.
 const SEARCH_BATCH: usize = 500;
+/// How many groups' first pages a search of aggregating tasks reads at once.
+const SEARCH_GROUPS_AT_ONCE: usize = 32;
 /// The longest search text.
 pub(super) const MAX_SEARCH_LEN: usize = 200;
 /// The most tasks one batch action names.
@@ -252,16 +255,30 @@ pub(crate) async fn list(
 /// [`MAX_SEARCH_SCAN`] tasks; true when it stopped early.
 async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &str) -> ApiResult<(Vec<TaskInfo>, bool)> {
     let mut search = Search { needle, matches: Vec::new(), scanned: 0 };
-    if state == TaskState::Aggregating {
-        // Group by group: a page of aggregating tasks across groups reads the queue's groups
-        // again for every page, which at 100 000 groups made a search take seconds.
-        for group in app.inspector.groups(queue).await? {
-            if !search.scan(|page| app.inspector.list_group_tasks(queue, &group.group, page)).await? {
-                return Ok((search.matches, true));
-            }
+    if state != TaskState::Aggregating {
+        let complete = search.scan(0, |page| app.inspector.list_tasks(queue, state, page)).await?;
+        return Ok((search.matches, !complete));
+    }
+    // Group by group, as a page of aggregating tasks across groups reads the queue's groups
+    // again. Most groups fit in one page, so the groups' first pages are read
+    // `SEARCH_GROUPS_AT_ONCE` at a time (in order), and only a full one is followed alone.
+    let groups = app.inspector.groups(queue).await?.into_iter().map(|group| group.group);
+    let first_page = asynq_core::broker::Page { size: SEARCH_BATCH, number: 0 };
+    let mut first_pages = stream::iter(groups)
+        .map(|group| async move {
+            let page = app.inspector.list_group_tasks(queue, &group, first_page).await;
+            (group, page)
+        })
+        .buffered(SEARCH_GROUPS_AT_ONCE);
+    while let Some((group, first)) = first_pages.next().await {
+        if search.scanned >= MAX_SEARCH_SCAN {
+            return Ok((search.matches, true));
         }
-    } else if !search.scan(|page| app.inspector.list_tasks(queue, state, page)).await? {
-        return Ok((search.matches, true));
+        if search.look_through(first?)
+            && !search.scan(1, |page| app.inspector.list_group_tasks(queue, &group, page)).await?
+        {
+            return Ok((search.matches, true));
+        }
     }
     Ok((search.matches, false))
 }
@@ -274,29 +291,36 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    /// Looks through the pages `read` gives until one comes up short; false when it stopped
-    /// at [`MAX_SEARCH_SCAN`] tasks first.
-    async fn scan<F, Fut>(&mut self, mut read: F) -> ApiResult<bool>
+    /// Looks through the pages `read` gives from page `from` on until one comes up short; false
+    /// when it stopped at [`MAX_SEARCH_SCAN`] tasks first.
+    async fn scan<F, Fut>(&mut self, from: usize, mut read: F) -> ApiResult<bool>
     where
         F: FnMut(asynq_core::broker::Page) -> Fut,
         Fut: Future<Output = asynq_core::Result<Vec<TaskInfo>>>,
     {
-        for number in 0.. {
+        for number in from.. {
             if self.scanned >= MAX_SEARCH_SCAN {
                 return Ok(false);
             }
-            let batch = read(asynq_core::broker::Page { size: SEARCH_BATCH, number }).await?;
-            self.scanned += batch.len();
-            let last = batch.len() < SEARCH_BATCH;
-            let needle = self.needle;
-            self.matches.extend(batch.into_iter().filter(|task| {
-                task.id.to_lowercase().contains(needle) || task.type_name.to_lowercase().contains(needle)
-            }));
-            if last {
+            if !self.look_through(read(asynq_core::broker::Page { size: SEARCH_BATCH, number }).await?) {
                 break;
             }
         }
         Ok(true)
+    }
+
+    /// Keeps the tasks of one page that match; true when the page was full, so another may
+    /// follow.
+    fn look_through(&mut self, page: Vec<TaskInfo>) -> bool {
+        self.scanned += page.len();
+        let full = page.len() == SEARCH_BATCH;
+        let needle = self.needle;
+        self.matches.extend(
+            page.into_iter().filter(|task| {
+                task.id.to_lowercase().contains(needle) || task.type_name.to_lowercase().contains(needle)
+            }),
+        );
+        full
     }
 }
 
