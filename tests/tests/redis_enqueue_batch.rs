@@ -168,7 +168,7 @@ async fn a_mixed_batch_leaves_what_the_same_enqueues_one_by_one_leave() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_is_one_script_call_per_500_tasks_whatever_their_placement() {
+async fn a_batch_is_one_script_call_per_500_tasks_or_per_100_grouped_ones() {
     let redis = RedisServer::start();
     let broker = redis_broker(&redis.url(), Arc::new(SimulatedClock::new(from_unix_secs(START_SECS)))).await;
     let scheduled = TaskOptions::new().process_in(Duration::from_secs(60));

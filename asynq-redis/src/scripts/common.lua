@@ -61,8 +61,10 @@ local function take_active(active, lease, id)
         return false
     end
     -- An ID is in the active list once, so the scan can stop at the first match; it starts from
-    -- the tail, where the longest-running tasks (the likeliest to finish next) are.
-    redis.call("LREM", active, -1, id)
+    -- the tail, where the longest-running tasks (the likeliest to finish next) are. The count is
+    -- a string: Redis formats a Lua number argument with "%.17g", 0.2 µs a call here, and the
+    -- calls made for every task pass none.
+    redis.call("LREM", active, "-1", id)
     return true
 end
 

@@ -44,7 +44,7 @@ for first = 1, #ids, CHUNK do
         if score and (not cutoff or tonumber(score) <= cutoff) and not seen[id] then
             seen[id] = true
             local key = ARGV[2] .. id
-            redis.call("LREM", KEYS[1], -1, id)
+            redis.call("LREM", KEYS[1], "-1", id)
             if waited_for then
                 notify_waiters(key, ARGV[3], id)
             end

@@ -33,7 +33,7 @@ end
 local function detach_waiting(id, state, group, queue_prefix, group_prefix, groups_key)
     if state == "pending" then
         if redis.call("ZREM", queue_prefix .. "prioritized", id) == 0
-            and redis.call("LREM", queue_prefix .. "pending", 0, id) == 0 then
+            and redis.call("LREM", queue_prefix .. "pending", "0", id) == 0 then
             return redis.error_reply("task id not found in list " .. queue_prefix .. "pending")
         end
     elseif state == "aggregating" then

@@ -84,7 +84,7 @@ for first = 1, #ids, CHUNK do
             local at = 9 + (j - 1) * FIELDS
             local kind, msg, score, lock = ARGV[at], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
             local key = ARGV[5] .. id
-            redis.call("LREM", KEYS[1], -1, id)
+            redis.call("LREM", KEYS[1], "-1", id)
             if kind == "retry" or kind == "retry_uncounted" then
                 redis.call("ZADD", KEYS[4], score, id)
                 redis.call("HSET", key, "msg", msg, "state", "retry")

@@ -20,7 +20,7 @@ for i = 3, #ARGV do
     if state == "waiting" then
         gone = redis.call("ZREM", KEYS[3], id) == 1
     elseif state == "pending" then
-        gone = redis.call("LREM", KEYS[1], 1, id) == 1
+        gone = redis.call("LREM", KEYS[1], "1", id) == 1
     elseif state == "scheduled" then
         gone = redis.call("ZREM", KEYS[2], id) == 1
     end
