@@ -259,8 +259,8 @@ async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &st
         let complete = search.scan(0, |page| app.inspector.list_tasks(queue, state, page)).await?;
         return Ok((search.matches, !complete));
     }
-    // Group by group, as a page of aggregating tasks across groups reads the queue's groups
-    // again. Most groups fit in one page, so the groups' first pages are read
+    // Group by group: each page of aggregating tasks across all groups would read the queue's
+    // groups again. Most groups fit in one page, so the groups' first pages are read
     // `SEARCH_GROUPS_AT_ONCE` at a time (in order), and only a full one is followed alone.
     let groups = app.inspector.groups(queue).await?.into_iter().map(|group| group.group);
     let first_page = asynq_core::broker::Page { size: SEARCH_BATCH, number: 0 };
