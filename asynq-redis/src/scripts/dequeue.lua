@@ -57,17 +57,13 @@ if found > 0 and (found == 2 or redis.call("EXISTS", KEYS[2]) == 1) then
     mark_idle_if_short(0)
     return {"paused"}
 end
--- Next to run last: the list's tail is the next task.
-local ids
+-- The tasks taken, next to run first.
+local next_first
 if found == 0 then
-    -- Next to run first; nil (false) when the list is empty.
-    local popped = redis.call("RPOP", KEYS[1], wanted) or {}
-    ids = {}
-    for i = #popped, 1, -1 do
-        ids[#ids + 1] = popped[i]
-    end
+    -- The list's tail is the next task; nil (false) when the list is empty.
+    next_first = redis.call("RPOP", KEYS[1], wanted) or {}
 else
-    local next_first = {}
+    next_first = {}
     local function take_prioritized(min, max)
         local taken = redis.call("ZRANGE", KEYS[6], min, max, "BYSCORE", "LIMIT", 0, wanted - #next_first)
         if #taken > 0 then
@@ -90,36 +86,37 @@ else
     if #next_first < wanted then
         take_prioritized("(" .. string.format("%.0f", PRIORITY_SPLIT), "+inf")
     end
-    ids = {}
-    for i = #next_first, 1, -1 do
-        ids[#ids + 1] = next_first[i]
-    end
 end
-if #ids == 0 then
+if #next_first == 0 then
     mark_idle_if_short(0)
     return {}
 end
 
-local taken, active, leases = {}, {}, {}
+-- The loop runs once per task: it keeps its own counts (Lua's # searches the table) and reads
+-- KEYS, ARGV and redis.call (globals) through locals.
+local call, prefix, taken_score, started_score = redis.call, ARGV[2], ARGV[1], ARGV[6]
+local events, cap = KEYS[7], ARGV[7]
 local to_start = tonumber(ARGV[5])
-for i = #ids, 1, -1 do
-    local id = ids[i]
-    local key = ARGV[2] .. id
-    local msg = redis.call("HGET", key, "msg")
+local taken, active, leases = {}, {}, {}
+local n_active = 0
+for i, id in ipairs(next_first) do
+    local key = prefix .. id
+    local msg = call("HGET", key, "msg")
     if msg then
-        redis.call("HSET", key, "state", "active")
-        redis.call("HDEL", key, "pending_since", "progress")
-        active[#active + 1] = id
-        leases[#leases + 1] = #active <= to_start and ARGV[6] or ARGV[1]
-        leases[#leases + 1] = id
-        log_event(KEYS[7], ARGV[7], "started", id, msg)
+        call("HSET", key, "state", "active")
+        call("HDEL", key, "pending_since", "progress")
+        n_active = n_active + 1
+        active[n_active] = id
+        leases[2 * n_active - 1] = n_active <= to_start and started_score or taken_score
+        leases[2 * n_active] = id
+        log_event(events, cap, "started", id, msg)
     else
-        redis.call("DEL", key)
+        call("DEL", key)
     end
-    taken[#taken + 1] = id
-    taken[#taken + 1] = msg
+    taken[2 * i - 1] = id
+    taken[2 * i] = msg
 end
 call_chunked("LPUSH", KEYS[3], active)
 call_chunked("ZADD", KEYS[4], leases)
-mark_idle_if_short(#ids)
+mark_idle_if_short(#next_first)
 return taken

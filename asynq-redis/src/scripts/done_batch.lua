@@ -25,49 +25,54 @@
 -- ARGV[last] -> the event stream's cap, or "" (see events.lua)
 -- Returns: one reply per task, in order: 1 done; 0 the task is not active, or its lease is past
 --          the cutoff (nothing written; also for a second copy of an ID in the same batch)
-local ids = {}
 local cap = ARGV[#ARGV]
 local step = cap == "" and 2 or 3
 local cutoff = tonumber(ARGV[4])
-for i = 5, #ARGV - 1, step do
-    ids[#ids + 1] = ARGV[i]
+-- The loops run once per task: they keep their own counts (Lua's # searches the table) and read
+-- KEYS, ARGV and redis.call (globals) through locals.
+local argv, call, active, events, prefix = ARGV, redis.call, KEYS[1], KEYS[6], ARGV[2]
+local ids, n_ids = {}, 0
+for i = 5, #argv - 1, step do
+    n_ids = n_ids + 1
+    ids[n_ids] = argv[i]
 end
-local replies, finished, task_keys, seen = {}, {}, {}, {}
-local waited_for = redis.call("EXISTS", KEYS[5]) == 1
-for first = 1, #ids, CHUNK do
-    local last = math.min(first + CHUNK - 1, #ids)
-    local scores = redis.call("ZMSCORE", KEYS[2], unpack(ids, first, last))
+local replies, finished, task_keys, seen, n_finished = {}, {}, {}, {}, 0
+local waited_for = call("EXISTS", KEYS[5]) == 1
+for first = 1, n_ids, CHUNK do
+    local last = math.min(first + CHUNK - 1, n_ids)
+    local scores = call("ZMSCORE", KEYS[2], unpack(ids, first, last))
     for j = first, last do
         local id = ids[j]
         -- A task is active while it holds a lease.
         local score = scores[j - first + 1]
         if score and (not cutoff or tonumber(score) <= cutoff) and not seen[id] then
             seen[id] = true
-            local key = ARGV[2] .. id
-            redis.call("LREM", KEYS[1], "-1", id)
+            local key = prefix .. id
+            call("LREM", active, "-1", id)
             if waited_for then
                 notify_waiters(key, ARGV[3], id)
             end
             local at = 5 + step * (j - 1)
             if cap ~= "" then
-                redis.call("XADD", KEYS[6], "MAXLEN", "~", cap, "*", "kind", "succeeded", "task", id, "type", ARGV[at + 2])
+                call("XADD", events, "MAXLEN", "~", cap, "*", "kind", "succeeded", "task", id, "type", argv[at + 2])
             end
-            local lock = ARGV[at + 1]
+            local lock = argv[at + 1]
             if lock ~= "" then
                 release_lock(lock, id)
             end
-            finished[#finished + 1] = id
-            task_keys[#task_keys + 1] = key
+            n_finished = n_finished + 1
+            finished[n_finished] = id
+            task_keys[n_finished] = key
             replies[j] = 1
         else
             replies[j] = 0
         end
     end
 end
-if #finished > 0 then
+if n_finished > 0 then
     call_chunked("ZREM", KEYS[2], finished)
     call_chunked("DEL", nil, task_keys)
-    incr_daily_by(KEYS[3], #finished, ARGV[1])
-    incr_total_by(KEYS[4], #finished)
+    incr_daily_by(KEYS[3], n_finished, ARGV[1])
+    incr_total_by(KEYS[4], n_finished)
 end
 return replies

@@ -51,9 +51,12 @@ local RECORD = 7
 for r = 7 + 2 * n_tasks, #ARGV - 1, RECORD do
     records[tonumber(ARGV[r])] = r
 end
-local task_keys = {}
+-- The loops run once per task: they keep their own counts (Lua's # searches the table) and read
+-- ARGV and redis.call (globals) through locals.
+local argv, call = ARGV, redis.call
+local task_keys, task_prefix = {}, ARGV[3]
 for n = 1, n_tasks do
-    task_keys[n] = ARGV[3] .. ARGV[5 + 2 * n]
+    task_keys[n] = task_prefix .. argv[5 + 2 * n]
 end
 local some_exist = false
 for first = 1, #task_keys, CHUNK do
@@ -67,14 +70,16 @@ local replies, pending, scheduled, seen, prioritized = {}, {}, {}, {}, false
 local joined, joined_order = {}, {}
 if next(records) == nil then
     -- Plain tasks only: the loop they had before placement records, without a lookup per task.
+    local pending_since, n_pending = ARGV[1], 0
     for n, key in ipairs(task_keys) do
-        local id = ARGV[5 + 2 * n]
-        if seen[id] or (some_exist and redis.call("EXISTS", key) == 1) then
+        local id = argv[5 + 2 * n]
+        if seen[id] or (some_exist and call("EXISTS", key) == 1) then
             replies[n] = 0
         else
             seen[id] = true
-            redis.call("HSET", key, "msg", ARGV[6 + 2 * n], "state", "pending", "pending_since", ARGV[1])
-            pending[#pending + 1] = id
+            call("HSET", key, "msg", argv[6 + 2 * n], "state", "pending", "pending_since", pending_since)
+            n_pending = n_pending + 1
+            pending[n_pending] = id
             replies[n] = 1
         end
     end
