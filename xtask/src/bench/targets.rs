@@ -100,6 +100,16 @@ fn client_cpu(row: &Row) -> Option<f64> {
     (row.tasks > 0).then_some(row.client_cpu_s? * 1e6 / row.tasks as f64)
 }
 
+/// A target this run has no rows for: `scenarios` names those it needs.
+fn not_measured(target: &'static str, scenarios: impl std::fmt::Display) -> Check {
+    Check {
+        target,
+        measured: "–".to_owned(),
+        met: None,
+        context: format!("not measured in this run (needs {scenarios})"),
+    }
+}
+
 /// Issue 20's item 4: what Redis spends on a task from a batched enqueue to its acknowledgement
 /// in a drain at concurrency 100, against the data commands it needs.
 const LIFECYCLE_TARGET: &str = "Redis CPU per task lifecycle ≤ 8 µs, within 1.2× of its data commands";
@@ -116,12 +126,7 @@ fn lifecycle_check(rows: &Rows, ping_cpu: Option<f64>) -> Check {
         rows.get(ENQUEUE, data_commands),
         rows.get(DRAIN, data_commands),
     ) else {
-        return Check {
-            target: LIFECYCLE_TARGET,
-            measured: "–".to_owned(),
-            met: None,
-            context: format!("not measured in this run (needs {ENQUEUE} and {DRAIN})"),
-        };
+        return not_measured(LIFECYCLE_TARGET, format_args!("{ENQUEUE} and {DRAIN}"));
     };
     let (total, data) = (enqueue + drain, enqueue_data + drain_data);
     // Each command a script runs is one `redis.call`; the script calls themselves are not.
@@ -171,12 +176,6 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
     let ping_cpu = rows.get("baseline-redis-ping", redis_cpu);
     let ping_rate = rows.get("baseline-redis-ping", tasks_per_s);
     let pipelined_rate = rows.get("baseline-redis-ping-pipelined-100", tasks_per_s);
-    let not_measured = |target, scenarios: &str| Check {
-        target,
-        measured: "–".to_owned(),
-        met: None,
-        context: format!("not measured in this run (needs {scenarios})"),
-    };
     let mut checks = Vec::new();
 
     checks.push(lifecycle_check(&rows, ping_cpu));
@@ -397,7 +396,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
                  taken ahead included"
             ),
         },
-        _ => not_measured(TENANTS, &format!("{TENANTS_IDLE}, {TENANTS_PICKUP} and {QUIET_BESIDE_BUSY}")),
+        _ => not_measured(TENANTS, format!("{TENANTS_IDLE}, {TENANTS_PICKUP} and {QUIET_BESIDE_BUSY}")),
     });
 
     checks.extend(size_axis_checks(&rows));
@@ -452,12 +451,7 @@ fn streaming_checks(rows: &Rows) -> Vec<Check> {
                 .collect::<Vec<_>>()
                 .join("; "),
         },
-        None => Check {
-            target: STREAM_TARGET,
-            measured: "–".to_owned(),
-            met: None,
-            context: format!("not measured in this run (needs {middle})"),
-        },
+        None => not_measured(STREAM_TARGET, middle),
     });
     checks.push(match rows.get("pickup-latency-c10", commands) {
         Some(cmds) => {
@@ -482,12 +476,7 @@ fn streaming_checks(rows: &Rows) -> Vec<Check> {
                 ),
             }
         }
-        None => Check {
-            target: WAKE_TARGET,
-            measured: "–".to_owned(),
-            met: None,
-            context: "not measured in this run (needs pickup-latency-c10)".to_owned(),
-        },
+        None => not_measured(WAKE_TARGET, "pickup-latency-c10"),
     });
     checks
 }
@@ -512,12 +501,6 @@ const GROUP_READS_TARGET: &str = "operator reads of a queue of 100 000 groups: q
 /// The checks of the group scenarios (issue 20, item 5): an idle aggregator and operator reads
 /// over many groups.
 fn group_checks(rows: &Rows) -> Vec<Check> {
-    let not_measured = |target, scenario: &str| Check {
-        target,
-        measured: "–".to_owned(),
-        met: None,
-        context: format!("not measured in this run (needs {scenario})"),
-    };
     let idle = rows.row(IDLE_AGGREGATOR);
     let idle_check = match (idle.and_then(|row| row.redis_cpu_pct), rows.longest(&[IDLE_AGGREGATOR])) {
         (Some(cpu), Some((longest, what))) => Check {
@@ -563,12 +546,6 @@ const BULK_TARGET: &str = "bulk operator actions (`archiveall`, `deleteall`, `ru
 
 /// The checks of the costs that must stay flat as work grows (issue 20, item 5).
 fn size_axis_checks(rows: &Rows) -> Vec<Check> {
-    let not_measured = |target, scenarios: String| Check {
-        target,
-        measured: "–".to_owned(),
-        met: None,
-        context: format!("not measured in this run (needs {scenarios})"),
-    };
     let mut checks = Vec::new();
 
     let [small, middle, large] = DEEP_BACKLOG_DRAINS;
@@ -726,12 +703,7 @@ fn workflow_check(rows: &Rows) -> Check {
         rows.get(PLAIN_FAN_IN, commands),
         rows.get(WORKFLOW_FAN_IN, longest),
     ) else {
-        return Check {
-            target: WORKFLOW_TARGET,
-            measured: "–".to_owned(),
-            met: None,
-            context: format!("not measured in this run (needs {WORKFLOW_FAN_IN} and {PLAIN_FAN_IN})"),
-        };
+        return not_measured(WORKFLOW_TARGET, format_args!("{WORKFLOW_FAN_IN} and {PLAIN_FAN_IN}"));
     };
     Check {
         target: WORKFLOW_TARGET,
