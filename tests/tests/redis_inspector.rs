@@ -321,3 +321,48 @@ async fn memory_estimates_are_reused_for_a_minute_and_retaken_within_a_budget() 
     read_all().await;
     assert_eq!(estimated() - first, first, "the other 50 the next second, then all are fresh");
 }
+
+/// A listing of aggregating tasks pages through the groups in name order, and within a group by
+/// the time each task joined, across more groups than one round trip reads the sizes of; a
+/// group whose name our rules refuse (Go registers any non-blank one) is left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregating_tasks_page_through_the_groups_in_name_order() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(NOW));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let (client, inspector) = (Client::new(broker.clone()), Inspector::new(broker));
+    // Group g000 holds no task, g001 one, g002 two, g003 three, g004 none again, and so on.
+    let size_of = |group: usize| group % 4;
+    let groups = 450;
+    let mut expected = Vec::new();
+    for round in 0..3 {
+        let tasks: Vec<_> = (0..groups)
+            .filter(|&group| size_of(group) > round)
+            .map(|group| {
+                let id = format!("g{group:03}-{round}");
+                (Task::new("digest", ""), TaskOptions::new().queue("agg").group(format!("g{group:03}")).task_id(id))
+            })
+            .collect();
+        for chunk in tasks.chunks(100) {
+            assert!(client.enqueue_batch(chunk).await.iter().all(Result::is_ok));
+        }
+        clock.advance(Duration::from_secs(1));
+    }
+    for group in 0..groups {
+        expected.extend((0..size_of(group)).map(|round| format!("g{group:03}-{round}")));
+    }
+    cmd(&redis, &["SADD", "asynq:{agg}:groups", "bad\u{1}name"]);
+    cmd(&redis, &["ZADD", "asynq:{agg}:g:bad\u{1}name", "1", "stray"]);
+
+    let mut listed = Vec::new();
+    for number in 0.. {
+        let page = inspector.list_tasks("agg", TaskState::Aggregating, Page { size: 7, number }).await.unwrap();
+        assert!(page.iter().all(|task| task.state == TaskState::Aggregating && task.group.is_some()));
+        if page.is_empty() {
+            break;
+        }
+        listed.extend(page.into_iter().map(|task| task.id.into_string()));
+    }
+    assert_eq!(listed.len(), expected.len());
+    assert_eq!(listed, expected);
+}
