@@ -106,6 +106,16 @@ impl Inspector {
         }
     }
 
+    /// The names of the groups [`Inspector::groups`] lists, sorted, without reading their sizes
+    /// (none on a broker that does not aggregate groups); see
+    /// [`Aggregate::group_names`](asynq_core::broker::Aggregate::group_names).
+    pub async fn group_names(&self, queue: &str) -> Result<Vec<GroupName>> {
+        match self.broker.clone().as_aggregate() {
+            Some(aggregate) => aggregate.group_names(&QueueName::new(queue)?).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// How many tasks wait in `group` of `queue`, reading that group only (0 on a broker that
     /// does not aggregate groups); see
     /// [`Aggregate::group_size`](asynq_core::broker::Aggregate::group_size).

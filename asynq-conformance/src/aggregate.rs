@@ -104,6 +104,13 @@ where
     );
     assert_eq!(t.groups(&QueueName::from_static("other")).await, [("g".to_owned(), 1)]);
     assert!(t.groups(&QueueName::from_static("unknown")).await.is_empty());
+    let broker = &t.broker;
+    let names = |queue: &'static str| async move {
+        let names = broker.group_names(&QueueName::from_static(queue)).await.unwrap();
+        names.iter().map(GroupName::as_str).map(str::to_owned).collect::<Vec<_>>()
+    };
+    assert_eq!(names("q").await, ["g", "h", "x"], "the same groups' names, in the same order");
+    assert!(names("unknown").await.is_empty());
 }
 
 /// `ready_groups` names the groups ready by the max size, then the max delay, then the grace

@@ -146,6 +146,15 @@ pub trait Aggregate: Send + Sync {
     /// Errors: [`Error::Broker`] when the backend fails.
     async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>>;
 
+    /// The names of the groups [`Aggregate::groups`] lists, sorted, without their sizes: what a
+    /// walk through the groups one by one needs first. Provided: from [`Aggregate::groups`];
+    /// the Redis broker reads only the names, about a quarter of the work at 100 000 groups.
+    ///
+    /// Errors: [`Error::Broker`] when the backend fails.
+    async fn group_names(&self, queue: &QueueName) -> Result<Vec<GroupName>> {
+        Ok(self.groups(queue).await?.into_iter().map(|info| info.group).collect())
+    }
+
     /// How many tasks wait in `group` of `queue` (0 for a group or queue without any), without
     /// reading the other groups: what one group's page of the dashboard shows. Provided: found
     /// in [`Aggregate::groups`]; the memory and Redis brokers read the one group (a group that

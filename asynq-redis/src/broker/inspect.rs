@@ -2,6 +2,7 @@
 
 use super::memory_estimates::Estimate;
 use super::*;
+use asynq_core::broker::Aggregate;
 use asynq_core::{GroupName, Progress, QueueName, TaskId, TaskPriority};
 
 /// Reads a text field of a task hash, as a script returned it (false when absent).
@@ -29,10 +30,6 @@ fn int(value: &Value) -> i64 {
     i64::from_redis_value_ref(value).unwrap_or(0)
 }
 
-/// How many group names one `SSCAN` of a listing of aggregating tasks asks for (a name costs
-/// Redis far less than the size `group_stats.lua` reads with it, 500 groups a call).
-const GROUP_NAME_SLICE: usize = 2_000;
-
 /// How many groups' sizes a listing of aggregating tasks reads in one round trip.
 const GROUP_SIZE_SLICE: usize = 200;
 
@@ -52,17 +49,17 @@ impl RedisBroker {
     }
 
     /// One page of the queue's aggregating tasks, by group name and then score: the group names
-    /// read in slices (`SSCAN`, [`GROUP_NAME_SLICE`] at a time), then, in name order, the sizes
-    /// of the groups before the page and of those it spans ([`GROUP_SIZE_SLICE`] `ZCARD`s a
-    /// round trip), then the page's tasks from the groups it spans, one call per group. No call
-    /// reads every group (one script used to, 100 000 groups holding Redis for hundreds of
-    /// milliseconds), and an early page reads few sizes. Not one atomic read: a group that
-    /// changes between the calls shifts the page by its change.
+    /// ([`Aggregate::group_names`]), then, in name order, the sizes of the groups before the
+    /// page and of those it spans ([`GROUP_SIZE_SLICE`] `ZCARD`s a round trip), then the page's
+    /// tasks from the groups it spans, one call per group. No call reads every group (one
+    /// script used to, 100 000 groups holding Redis for hundreds of milliseconds), and an early
+    /// page reads few sizes. Not one atomic read: a group that changes between the calls shifts
+    /// the page by its change.
     async fn list_aggregating(&self, queue: &QueueName, k: &QueueKeys, page: Page) -> Result<Vec<TaskInfo>> {
         let (size, now) = (page.size.max(1), self.now());
         let mut skip = size.saturating_mul(page.number);
         let mut tasks = Vec::new();
-        let groups = self.group_names(queue, k).await?;
+        let groups = Aggregate::group_names(self, queue).await?;
         for slice in groups.chunks(GROUP_SIZE_SLICE) {
             let mut sizes = redis::pipe();
             for group in slice {
@@ -85,37 +82,6 @@ impl RedisBroker {
             }
         }
         Ok(tasks)
-    }
-
-    /// The names of the queue's groups, sorted; a name our rules refuse (Go registers any
-    /// non-blank one) is skipped with a warning, as `Aggregate::groups` skips it.
-    async fn group_names(&self, queue: &QueueName, k: &QueueKeys) -> Result<Vec<GroupName>> {
-        let mut names = std::collections::BTreeSet::new();
-        let mut cursor = 0_u64;
-        loop {
-            let (next, slice): (u64, Vec<String>) = redis::cmd("SSCAN")
-                .arg(k.groups())
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(GROUP_NAME_SLICE)
-                .query_async(&mut self.conn())
-                .await
-                .map_err(|e| crate::error::broker_error("group names", e))?;
-            for name in slice {
-                match GroupName::new(name.as_str()) {
-                    Ok(group) => {
-                        names.insert(group);
-                    }
-                    Err(e) => {
-                        tracing::warn!(%queue, group = name, error = %e, "skipping a group whose name is not ours")
-                    }
-                }
-            }
-            if next == 0 {
-                return Ok(names.into_iter().collect());
-            }
-            cursor = next;
-        }
     }
 
     /// The `size` tasks of `container` (read as `kind`, see `list_tasks.lua`) from position

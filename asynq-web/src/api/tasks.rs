@@ -262,11 +262,11 @@ async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &st
     // Group by group: each page of aggregating tasks across all groups would read the queue's
     // groups again. Most groups fit in one page, so the groups' first pages are read
     // `SEARCH_GROUPS_AT_ONCE` at a time (in order), and only a full one is followed alone.
-    let groups = app.inspector.groups(queue).await?.into_iter().map(|group| group.group);
+    let groups = app.inspector.group_names(queue).await?;
     let first_page = asynq_core::broker::Page { size: SEARCH_BATCH, number: 0 };
     let mut first_pages = stream::iter(groups)
         .map(|group| async move {
-            let page = app.inspector.list_group_tasks(queue, &group, first_page).await;
+            let page = app.inspector.list_group_tasks(queue, group.as_str(), first_page).await;
             (group, page)
         })
         .buffered(SEARCH_GROUPS_AT_ONCE);
@@ -275,7 +275,7 @@ async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &st
             return Ok((search.matches, true));
         }
         if search.look_through(first?)
-            && !search.scan(1, |page| app.inspector.list_group_tasks(queue, &group, page)).await?
+            && !search.scan(1, |page| app.inspector.list_group_tasks(queue, group.as_str(), page)).await?
         {
             return Ok((search.matches, true));
         }
