@@ -184,7 +184,7 @@ impl Aggregate for RedisBroker {
         Ok(sizes.into_iter().map(|(group, size)| GroupInfo::new(group, size)).collect())
     }
 
-    /// The names by `SSCAN`, [`GROUP_NAME_SLICE`] a call, without a `ZCARD` each.
+    /// The names by `SSCAN`, 2 000 a call, without a `ZCARD` each.
     async fn group_names(&self, queue: &QueueName) -> Result<Vec<GroupName>> {
         let k = self.queue_keys(queue);
         let mut names = std::collections::BTreeSet::new();
