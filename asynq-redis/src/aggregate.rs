@@ -79,6 +79,14 @@ fn set_not_found(queue: &QueueName, group: &GroupName, set_id: &str) -> Error {
     Error::AggregationSetNotFound { queue: queue.clone(), group: group.clone(), set_id: set_id.to_owned() }
 }
 
+/// `name` as a group name of ours, or `None` with a warning: Go registers any non-blank name,
+/// and ours cannot address one our rules refuse.
+fn our_group(queue: &QueueName, name: String) -> Option<GroupName> {
+    GroupName::new(name.as_str())
+        .inspect_err(|e| tracing::warn!(%queue, group = name, error = %e, "skipping a group whose name is not ours"))
+        .ok()
+}
+
 /// About how many groups one `group_stats.lua` call reads (2 ms on the 2-core VM of
 /// `docs/performance.md`).
 const GROUP_STATS_SLICE: usize = 500;
@@ -143,10 +151,7 @@ impl RedisBroker {
         let mut named = Vec::with_capacity(reply.len().saturating_sub(3));
         for value in &reply[3..] {
             let name = String::from_redis_value_ref(value).map_err(|e| unexpected("ready groups", e))?;
-            match GroupName::new(name.as_str()) {
-                Ok(group) => named.push(group),
-                Err(e) => tracing::warn!(%queue, group = name, error = %e, "skipping a group whose name is not ours"),
-            }
+            named.extend(our_group(queue, name));
         }
         Ok((reconciled, named))
     }
@@ -167,14 +172,8 @@ impl Aggregate for RedisBroker {
             for pair in flat.chunks_exact(2) {
                 let name = String::from_redis_value_ref(&pair[0]).map_err(|e| unexpected("group stats", e))?;
                 let size = usize::from_redis_value_ref(&pair[1]).map_err(|e| unexpected("group stats", e))?;
-                // Go registers any non-blank name; ours cannot address one our rules refuse.
-                match GroupName::new(name.as_str()) {
-                    Ok(group) => {
-                        sizes.insert(group, size);
-                    }
-                    Err(e) => {
-                        tracing::warn!(%queue, group = name, error = %e, "skipping a group whose name is not ours")
-                    }
+                if let Some(group) = our_group(queue, name) {
+                    sizes.insert(group, size);
                 }
             }
             if cursor == "0" {
@@ -198,18 +197,7 @@ impl Aggregate for RedisBroker {
                 .query_async(&mut self.conn())
                 .await
                 .map_err(|e| crate::error::broker_error("group names", e))?;
-            for name in slice {
-                // As in `groups`: Go registers any non-blank name; ours cannot address one our
-                // rules refuse.
-                match GroupName::new(name.as_str()) {
-                    Ok(group) => {
-                        names.insert(group);
-                    }
-                    Err(e) => {
-                        tracing::warn!(%queue, group = name, error = %e, "skipping a group whose name is not ours")
-                    }
-                }
-            }
+            names.extend(slice.into_iter().filter_map(|name| our_group(queue, name)));
             if next == 0 {
                 return Ok(names.into_iter().collect());
             }

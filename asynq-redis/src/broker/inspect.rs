@@ -68,9 +68,6 @@ impl RedisBroker {
             let sizes: Vec<usize> =
                 sizes.query_async(&mut self.conn()).await.map_err(|e| crate::error::broker_error("group sizes", e))?;
             for (group, group_size) in slice.iter().zip(sizes) {
-                if tasks.len() >= size {
-                    return Ok(tasks);
-                }
                 if skip >= group_size {
                     skip -= group_size;
                     continue;
@@ -78,6 +75,9 @@ impl RedisBroker {
                 let wanted = size - tasks.len();
                 let container = k.group(group);
                 tasks.extend(self.list_range(k, container, "zset", TaskState::Aggregating, skip, wanted, now).await?);
+                if tasks.len() >= size {
+                    return Ok(tasks);
+                }
                 skip = 0;
             }
         }
