@@ -57,6 +57,9 @@ const CARGO_STEPS: &[CargoStep] = &[
 pub(crate) fn run() -> anyhow::Result<()> {
     let total = CARGO_STEPS.len() + 1;
     for (index, cargo_step) in CARGO_STEPS.iter().enumerate() {
+        if cargo_step.args[0] == "package" {
+            drop_unpacked_packages()?;
+        }
         step(format_args!("== ci step {}/{total}: {}", index + 1, cargo_step.line()));
         let mut command = cmd::cargo_command(cargo_step.args);
         command.envs(cargo_step.env.iter().copied());
@@ -64,6 +67,35 @@ pub(crate) fn run() -> anyhow::Result<()> {
     }
     step(format_args!("== ci step {total}/{total}: cargo xtask test"));
     test::run(&[])
+}
+
+/// The names of this workspace's packages start with one of these.
+const PACKAGE_PREFIXES: [&str; 2] = ["asynq-", "rasynq-"];
+
+/// Removes the copies of this workspace's packages that an earlier `cargo package` unpacked:
+/// it verifies each crate against the others' packages, unpacked under
+/// `$CARGO_HOME/registry/src/-<hash of the folder>/`, and reuses a copy of the same name and
+/// version found there, so a second run in one folder would build against the first run's
+/// sources. `.ci/run` removes the same ones.
+fn drop_unpacked_packages() -> anyhow::Result<()> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cargo")));
+    let Some(sources) = home.map(|home| home.join("registry/src")) else { return Ok(()) };
+    let Ok(registries) = std::fs::read_dir(&sources) else { return Ok(()) };
+    for registry in registries.flatten() {
+        // Local registries only: crates.io's directory is named after its index.
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for unpacked in std::fs::read_dir(registry.path())?.flatten() {
+            let name = unpacked.file_name();
+            if PACKAGE_PREFIXES.iter().any(|prefix| name.to_string_lossy().starts_with(prefix)) {
+                std::fs::remove_dir_all(unpacked.path())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
