@@ -546,11 +546,17 @@ pub async fn idle(
         Some(layout) => layout.prepare(redis_url, concurrency).await?.0,
         None => server_config(concurrency, &with_empty_queues(&IDLE_QUEUES, 0)),
     };
+    serve_idle(redis_url, config, "idle", duration).await
+}
+
+/// Runs a no-op server with `config` for `duration`, measured as scenario `name`.
+async fn serve_idle(redis_url: &str, config: Config, name: &str, duration: Duration) -> anyhow::Result<Measurement> {
+    let concurrency = config.concurrency;
     let mut server = Server::new(connect(redis_url).await?, config)?;
     let timer = Timer::start();
     server.start(handler_fn(noop))?;
     tokio::time::sleep(duration).await;
-    let measurement = timer.finish("idle", 0, Some(concurrency), false);
+    let measurement = timer.finish(name, 0, Some(concurrency), false);
     server.shutdown().await;
     Ok(measurement)
 }
@@ -905,13 +911,7 @@ pub async fn idle_aggregator(redis_url: &str, concurrency: usize, duration: Dura
     let mut config = server_config(concurrency, &with_empty_queues(&[(QUEUE, 1)], 0));
     config.group_aggregator = Some(Arc::new(asynq_server::aggregator_fn(|_: &str, _| workload::task())));
     config.group_grace_period = GROUP_GRACE_PERIOD;
-    let mut server = Server::new(connect(redis_url).await?, config)?;
-    let timer = Timer::start();
-    server.start(handler_fn(noop))?;
-    tokio::time::sleep(duration).await;
-    let measurement = timer.finish("idle-aggregator", 0, Some(concurrency), false);
-    server.shutdown().await;
-    Ok(measurement)
+    serve_idle(redis_url, config, "idle-aggregator", duration).await
 }
 
 /// Times the operator reads of a queue of many groups ([`fill_groups`] first), each
