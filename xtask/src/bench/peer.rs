@@ -190,8 +190,9 @@ fn build_rust_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
 }
 
 /// Builds `xtask/go-peer` with the `go` on `PATH`. Go fetches Go asynq and its dependencies as
-/// it always does (the module proxy, or a workspace named by `GOWORK` that replaces them with
-/// local copies); outside a workspace `-mod=mod` lets it record their checksums in `go.sum`.
+/// it always does: the module proxy, a workspace named by `GOWORK` that replaces them with local
+/// copies, or a `vendor` directory beside `go.mod` when `GOFLAGS` says `-mod=vendor`. Unless a
+/// workspace or `GOFLAGS` decides, `-mod=mod` lets it record their checksums in `go.sum`.
 fn build_go_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
     let source = crate::workspace_root().join("xtask/go-peer");
     let binary = target_dir.join("go-asynq-peer");
@@ -204,7 +205,7 @@ fn build_go_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
     }
     let mut build = Command::new("go");
     build.arg("build");
-    if !in_go_workspace() {
+    if !in_go_workspace() && !goflags_set_mod() {
         build.arg("-mod=mod");
     }
     build.arg("-o").arg(&binary).arg(".").current_dir(&source);
@@ -215,6 +216,12 @@ fn build_go_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
 /// Whether `GOWORK` names a workspace, in which Go refuses `-mod=mod`.
 fn in_go_workspace() -> bool {
     std::env::var_os("GOWORK").is_some_and(|work| !work.is_empty() && work != "off" && Path::new(&work).is_file())
+}
+
+/// Whether `GOFLAGS` already says how Go reads modules (`-mod=vendor`, say), which a `-mod` of
+/// ours would override.
+fn goflags_set_mod() -> bool {
+    std::env::var("GOFLAGS").is_ok_and(|flags| flags.split_whitespace().any(|flag| flag.starts_with("-mod=")))
 }
 
 /// The `RESULT key=value ...` line a peer prints: `n=`, and per phase `enqueue_s=`,
