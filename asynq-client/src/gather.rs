@@ -12,10 +12,12 @@
 //! passes itself on when dropped, so a caller that gives up (its future dropped, a timeout)
 //! never stalls those behind it.
 
+use crate::spin::spin_wait;
 use asynq_core::broker::Enqueue;
 use asynq_core::{BrokerError, EnqueueRequest, Error, Result};
 use futures::channel::oneshot;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// How many broker calls one client keeps in flight. Two keep Redis busy while the client
 /// reads one call's replies and gathers the next batch; measured with 64 producers
@@ -69,12 +71,13 @@ impl Gathering {
 
     /// Stores `request`: at once when fewer than [`MAX_IN_FLIGHT`] calls are in flight,
     /// otherwise with the others that arrive meanwhile, in one batch call sent as soon as one
-    /// of those calls returns.
+    /// of those calls returns. A call carrying `request` alone waits for its reply as
+    /// [`spin_wait`] does with `spin`; a batch, sent under load, does not spin.
     ///
     /// Dropping the returned future before it completes may leave the task stored or not, as
     /// with any broker call; if it had become the call carrying other callers' tasks, those
     /// callers get an error that says their task may have been stored.
-    pub(crate) async fn enqueue(self: &Arc<Self>, request: EnqueueRequest) -> Result<()> {
+    pub(crate) async fn enqueue(self: &Arc<Self>, request: EnqueueRequest, spin: Option<Duration>) -> Result<()> {
         let turn = {
             let mut state = self.lock();
             if state.leads == MAX_IN_FLIGHT {
@@ -99,7 +102,7 @@ impl Gathering {
                 }
             },
         };
-        lead.send().await
+        lead.send(spin).await
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -144,12 +147,13 @@ impl Gathering {
 
 impl Lead {
     /// Sends the holder's request and its followers' in one call, answers each follower, and
-    /// returns the holder's own result. The lead passes on when this returns or is dropped.
-    async fn send(mut self) -> Result<()> {
+    /// returns the holder's own result, waiting for a lone request's reply as [`spin_wait`]
+    /// does with `spin`. The lead passes on when this returns or is dropped.
+    async fn send(mut self, spin: Option<Duration>) -> Result<()> {
         let own = self.own.take().expect("a lead carries its holder's request until it is sent");
         let broker = Arc::clone(self.gathering.as_ref().expect("a lead being sent is armed").broker());
         if self.followers.is_empty() {
-            return broker.enqueue(own).await;
+            return spin_wait(broker.enqueue(own), spin).await;
         }
         let (requests, replies): (Vec<_>, Vec<_>) = std::iter::once((own, None))
             .chain(self.followers.drain(..).map(|waiter| (waiter.request, Some(waiter.reply))))
@@ -251,8 +255,8 @@ mod tests {
         let gate = Gate::new();
         let gathering = Gathering::new(gate.clone());
         gate.permits.add_permits(2);
-        gathering.enqueue(request("a")).await.unwrap();
-        gathering.enqueue(request("b")).await.unwrap();
+        gathering.enqueue(request("a"), None).await.unwrap();
+        gathering.enqueue(request("b"), None).await.unwrap();
         assert_eq!(gate.singles.load(Ordering::SeqCst), 2);
         assert!(gate.batches().is_empty());
     }
@@ -263,7 +267,7 @@ mod tests {
         let gathering = Gathering::new(gate.clone());
         let mut calls: Vec<_> = ["first", "second", "a", "taken-b", "c"]
             .into_iter()
-            .map(|id| gathering.enqueue(request(id)).boxed())
+            .map(|id| gathering.enqueue(request(id), None).boxed())
             .collect();
         assert!(calls.iter_mut().all(waits));
         gate.permits.add_permits(3);
@@ -274,14 +278,14 @@ mod tests {
         assert!(matches!(&results[3], Err(Error::TaskIdConflict { id, .. }) if id == "taken-b"));
         // Released: the next lone enqueue is sent alone again.
         gate.permits.add_permits(1);
-        gathering.enqueue(request("d")).await.unwrap();
+        gathering.enqueue(request("d"), None).await.unwrap();
         assert_eq!(gate.singles.load(Ordering::SeqCst), MAX_IN_FLIGHT + 1);
     }
 
     /// Enqueues that take every lead and wait in the broker.
     fn occupy(gathering: &Arc<Gathering>) -> Vec<futures::future::BoxFuture<'_, Result<()>>> {
         let mut busy: Vec<_> =
-            (0..MAX_IN_FLIGHT).map(|i| gathering.enqueue(request(&format!("busy-{i}"))).boxed()).collect();
+            (0..MAX_IN_FLIGHT).map(|i| gathering.enqueue(request(&format!("busy-{i}")), None).boxed()).collect();
         assert!(busy.iter_mut().all(waits));
         busy
     }
@@ -291,7 +295,8 @@ mod tests {
         let gate = Gate::new();
         let gathering = Gathering::new(gate.clone());
         let busy = occupy(&gathering);
-        let mut behind: Vec<_> = ["a", "b"].into_iter().map(|id| gathering.enqueue(request(id)).boxed()).collect();
+        let mut behind: Vec<_> =
+            ["a", "b"].into_iter().map(|id| gathering.enqueue(request(id), None).boxed()).collect();
         assert!(behind.iter_mut().all(waits));
         drop(busy);
         gate.permits.add_permits(1);
@@ -305,8 +310,8 @@ mod tests {
         let gate = Gate::new();
         let gathering = Gathering::new(gate.clone());
         let busy = occupy(&gathering);
-        let mut gone = gathering.enqueue(request("gone")).boxed();
-        let mut kept = gathering.enqueue(request("kept")).boxed();
+        let mut gone = gathering.enqueue(request("gone"), None).boxed();
+        let mut kept = gathering.enqueue(request("kept"), None).boxed();
         assert!(waits(&mut gone));
         assert!(waits(&mut kept));
         drop(gone);
@@ -322,8 +327,8 @@ mod tests {
         let gate = Gate::new();
         let gathering = Gathering::new(gate.clone());
         let mut busy = occupy(&gathering).into_iter();
-        let mut carrier = gathering.enqueue(request("a")).boxed();
-        let mut carried = gathering.enqueue(request("b")).boxed();
+        let mut carrier = gathering.enqueue(request("a"), None).boxed();
+        let mut carried = gathering.enqueue(request("b"), None).boxed();
         assert!(waits(&mut carrier));
         assert!(waits(&mut carried));
         gate.permits.add_permits(1);
@@ -336,7 +341,7 @@ mod tests {
         // And every lead was released.
         drop(busy);
         gate.permits.add_permits(MAX_IN_FLIGHT);
-        let lone: Vec<_> = ["c", "d"].into_iter().map(|id| gathering.enqueue(request(id))).collect();
+        let lone: Vec<_> = ["c", "d"].into_iter().map(|id| gathering.enqueue(request(id), None)).collect();
         assert!(futures::future::join_all(lone).await.iter().all(Result::is_ok));
         assert!(gate.batches().is_empty(), "two leads free: each went alone");
     }

@@ -44,6 +44,13 @@ enum Scenario {
     Enqueue {
         #[arg(long, default_value_t = 100_000)]
         tasks: u64,
+        /// Wait for each reply busy for up to this many microseconds (`Client::with_spin_wait`).
+        #[arg(long)]
+        spin_wait_us: Option<u64>,
+        /// Run the producer on a current-thread runtime of its own, where the thread that
+        /// enqueues also reads the socket, instead of on a worker of the multi-thread runtime.
+        #[arg(long)]
+        current_thread: bool,
     },
     /// Enqueue tasks with `Client::enqueue_batch`, one batch at a time.
     EnqueueBatch {
@@ -261,7 +268,21 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
     match scenario {
         Scenario::RedisPing { commands, pipeline } => scenarios::redis_ping(url, commands, pipeline).await,
         Scenario::RedisCallsFromLua { calls } => scenarios::redis_calls_from_lua(url, calls).await,
-        Scenario::Enqueue { tasks } => scenarios::enqueue(url, tasks).await,
+        Scenario::Enqueue { tasks, spin_wait_us, current_thread } => {
+            let spin_wait = spin_wait_us.map(Duration::from_micros);
+            if current_thread {
+                let url = url.to_owned();
+                tokio::task::spawn_blocking(move || {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?
+                        .block_on(scenarios::enqueue(&url, tasks, spin_wait))
+                })
+                .await?
+            } else {
+                scenarios::enqueue(url, tasks, spin_wait).await
+            }
+        }
         Scenario::EnqueueBatch { tasks, batch_size, scheduled, events } => {
             scenarios::enqueue_batch(url, tasks, batch_size, scheduled, events).await
         }

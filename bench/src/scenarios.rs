@@ -89,9 +89,13 @@ pub async fn redis_calls_from_lua(redis_url: &str, calls: u64) -> anyhow::Result
     Ok(measurement)
 }
 
-/// Enqueues `tasks` tasks one at a time, each awaited before the next is sent.
-pub async fn enqueue(redis_url: &str, tasks: u64) -> anyhow::Result<Measurement> {
-    let client = Client::new(connect(redis_url).await?);
+/// Enqueues `tasks` tasks one at a time, each awaited before the next is sent; with
+/// `spin_wait`, waiting for each reply busy for up to that long (`Client::with_spin_wait`).
+pub async fn enqueue(redis_url: &str, tasks: u64, spin_wait: Option<Duration>) -> anyhow::Result<Measurement> {
+    let mut client = Client::new(connect(redis_url).await?);
+    if let Some(budget) = spin_wait {
+        client = client.with_spin_wait(budget);
+    }
     let task = workload::task();
     let timer = Timer::start();
     for _ in 0..tasks {

@@ -38,15 +38,17 @@ async fn the_script_baseline_counts_calls_in_whole_evals_and_leaves_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn enqueue_scenarios_store_every_task() {
     let redis = RedisServer::start();
-    let one_by_one = scenarios::enqueue(&redis.url(), 50).await.unwrap();
+    let one_by_one = scenarios::enqueue(&redis.url(), 50, None).await.unwrap();
     assert_eq!((one_by_one.scenario.as_str(), one_by_one.tasks), ("enqueue", 50));
     assert!(one_by_one.tasks_per_s.is_some_and(|rate| rate > 0.0));
+    let spinning = scenarios::enqueue(&redis.url(), 50, Some(Duration::from_micros(200))).await.unwrap();
+    assert_eq!(spinning.tasks, 50);
     let batched = scenarios::enqueue_batch(&redis.url(), 50, 20, false, None).await.unwrap();
     assert_eq!(batched.tasks, 50);
     let concurrent = scenarios::enqueue_concurrent(&redis.url(), 70, 8).await.unwrap();
     assert_eq!((concurrent.tasks, concurrent.concurrency), (70, Some(8)));
     scenarios::fill(&redis.url(), 30, Some(1_000)).await.unwrap();
-    assert_eq!(queue_counts(&redis.url()).await, (200, 0));
+    assert_eq!(queue_counts(&redis.url()).await, (250, 0));
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
     let logged = asynq_core::events::EventLog::read_events(
         &broker,
@@ -60,7 +62,7 @@ async fn enqueue_scenarios_store_every_task() {
     scenarios::enqueue_batch(&redis.url(), 40, 20, true, None).await.unwrap();
     let info =
         RedisBroker::connect(&redis.url()).await.unwrap().queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
-    assert_eq!((info.pending, info.scheduled), (200, 40));
+    assert_eq!((info.pending, info.scheduled), (250, 40));
 }
 
 #[tokio::test(flavor = "multi_thread")]

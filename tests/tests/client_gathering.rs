@@ -1,15 +1,15 @@
 //! Many producers sharing one client: the enqueues that arrive while a call is in flight go
 //! together in batch calls, and every caller still gets its own result, exactly what it would
 //! have got alone: conflicting IDs and held uniqueness locks are refused for one caller each,
-//! scheduled and grouped tasks land where they belong.
+//! scheduled and grouped tasks land where they belong; and so they do when the client waits busy
+//! for its replies (`Client::with_spin_wait`), alone or gathered.
 
 use asynq_client::{Client, Error, Task, TaskOptions};
 use asynq_core::QueueName;
-use asynq_core::broker::{Enqueue, Inspect};
+use asynq_core::broker::Inspect;
 use asynq_memory::MemoryBroker;
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisServer;
-use std::sync::Arc;
 use std::time::Duration;
 
 const PRODUCERS: usize = 64;
@@ -31,8 +31,7 @@ fn task(p: usize, n: usize) -> (Task, TaskOptions) {
 
 /// Runs every producer at once, on as many threads as the runtime has, and checks every
 /// result and what the queue holds afterwards.
-async fn producers_share_one_client(broker: Arc<dyn Enqueue>, inspect: &dyn Inspect) {
-    let client = Client::from_shared(broker);
+async fn producers_share_one_client(client: Client, inspect: &dyn Inspect) {
     let mut running = tokio::task::JoinSet::new();
     for p in 0..PRODUCERS {
         let client = client.clone();
@@ -76,16 +75,42 @@ async fn producers_share_one_client(broker: Arc<dyn Enqueue>, inspect: &dyn Insp
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_producers_sharing_a_client_each_get_their_own_result() {
     let broker = MemoryBroker::new();
-    producers_share_one_client(Arc::new(broker.clone()), &broker).await;
+    producers_share_one_client(Client::new(broker.clone()), &broker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_producers_sharing_a_client_each_get_their_own_result_in_fewer_calls() {
     let redis = RedisServer::start();
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
-    producers_share_one_client(Arc::new(broker.clone()), &broker).await;
+    producers_share_one_client(Client::new(broker.clone()), &broker).await;
     let calls = redis.command_calls("evalsha");
     // Sixty-four producers on four threads against one connection cannot all have been sent
     // alone; how much they were gathered depends on timing, so only that is checked.
     assert!(calls < (PRODUCERS * PER_PRODUCER) as u64, "{calls} script calls");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_producers_waiting_busy_each_get_their_own_result() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let client = Client::new(broker.clone()).with_spin_wait(Duration::from_micros(200));
+    producers_share_one_client(client, &broker).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_lone_producer_waiting_busy_gets_each_reply_and_each_refusal() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let client = Client::new(broker.clone()).with_spin_wait(Duration::from_millis(5));
+    let options = TaskOptions::new().queue("gathered").task_id("lone");
+    client.enqueue(&Task::new("now", "1"), options.clone()).await.unwrap();
+    let again = client.enqueue(&Task::new("now", "2"), options.clone()).await;
+    assert!(matches!(again, Err(Error::TaskIdConflict { .. })), "{again:?}");
+    let replaced = client.replace("lone", &Task::new("now", "3"), TaskOptions::new().queue("gathered")).await.unwrap();
+    assert_eq!(replaced.id, "lone");
+    let batch = [(Task::new("now", "4"), TaskOptions::new().queue("gathered")), (Task::new("now", "5"), options)];
+    let results = client.enqueue_batch(&batch).await;
+    assert!(results[0].is_ok() && matches!(results[1], Err(Error::TaskIdConflict { .. })), "{results:?}");
+    let info = broker.queue_info(&QueueName::from_static("gathered")).await.unwrap();
+    assert_eq!(info.pending, 2);
 }

@@ -118,6 +118,9 @@ pub(crate) const SCHEDULED_STORM: &str = "scheduled-storm";
 
 /// How many queues the many-queues scenarios serve: one busy, the rest empty.
 pub(crate) const MANY_QUEUES: usize = 1_000;
+/// The `enqueue` scenario's twin: one producer on a current-thread runtime, waiting busy for
+/// each reply for up to 200 µs (`Client::with_spin_wait`), as Go's runtime does.
+pub(crate) const ENQUEUE_SPIN_WAIT: &str = "enqueue-spin-wait";
 /// Draining one busy queue beside [`MANY_QUEUES`]` - 1` empty ones, all of one weight.
 pub(crate) const MANY_QUEUES_DRAIN: &str = "drain-c100-beside-999-empty";
 /// Pickup latency on one queue beside [`MANY_QUEUES`]` - 1` empty ones.
@@ -186,6 +189,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process("baseline-redis-ping-pipelined-100", true, &["redis-ping", "--commands", &tasks, "--pipeline", "100"]),
         process("baseline-redis-call-from-lua", true, &["redis-calls-from-lua", "--calls", &tasks]),
         process("enqueue", true, &["enqueue", "--tasks", &tasks]),
+        process(ENQUEUE_SPIN_WAIT, true, &["enqueue", "--tasks", &tasks, "--current-thread", "--spin-wait-us", "200"]),
         process("enqueue-batch-100", true, &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100"]),
         process(
             "enqueue-batch-100-scheduled",
