@@ -3,7 +3,8 @@
 //
 //	go-asynq-peer run <N> <concurrency>
 //	go-asynq-peer enqueue <N>
-//	go-asynq-peer drain <N> <concurrency>
+//	go-asynq-peer drain <N> <concurrency> [<empty queues> <max seconds>]
+//	go-asynq-peer bulk <N> archive|delete|run|remove
 //
 // `run` speaks the same protocol as the `asynq` 0.1.8 peer in ../shared/peers: it FLUSHALLs the
 // Redis at REDIS_URL, enqueues N no-op tasks (40-byte payload, queue "default") one at a time,
@@ -13,6 +14,13 @@
 // `drain` runs on the queue an `enqueue` left. Each prints one line with its phases' numbers:
 //
 //	RESULT n=.. enqueue_s=.. enqueue_tps=.. conc=.. process_s=.. process_tps=.. handler_calls=..
+//
+// `drain` with empty queues serves that many more queues, "empty-0" to "empty-<k-1>", all of
+// the busy queue's weight, as the Rust bench's many-queues drain does, and stops after max
+// seconds if N tasks have not been processed by then: its rate is of those processed. `bulk`
+// times one operator action of Go's Inspector on the queue the Rust bench's `fill` (or
+// `fill-scheduled`, for `run`) left: archive or delete every pending task, run every scheduled
+// one, or remove the queue by force; it prints `bulk_s=.. bulk_tps=.. affected=..`.
 package main
 
 import (
@@ -32,7 +40,8 @@ import (
 // The same 40 bytes as the other peer's payload.
 var payload = []byte(`{"user_id":1234567,"action":"noop-bnch"}`)
 
-const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | drain <N> <concurrency>"
+const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | " +
+	"drain <N> <concurrency> [<empty queues> <max seconds>] | bulk <N> archive|delete|run|remove"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -54,11 +63,21 @@ func main() {
 	var fields []string
 	switch os.Args[1] {
 	case "run":
-		fields = append(enqueue(opt, monitor, n), drain(opt, monitor, n, intArg(3, 10))...)
+		fields = append(enqueue(opt, monitor, n), drain(opt, monitor, n, intArg(3, 10), 0, 0)...)
 	case "enqueue":
 		fields = enqueue(opt, monitor, n)
 	case "drain":
-		fields = drain(opt, monitor, n, intArg(3, 10))
+		var empty, maxSeconds int
+		if len(os.Args) > 4 {
+			empty, maxSeconds = countArg(4), intArg(5, 0)
+		}
+		fields = drain(opt, monitor, n, intArg(3, 10), empty, time.Duration(maxSeconds)*time.Second)
+	case "bulk":
+		if len(os.Args) != 4 {
+			fmt.Fprintln(os.Stderr, usage)
+			os.Exit(2)
+		}
+		fields = bulk(opt, os.Args[3], n)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -83,13 +102,19 @@ func enqueue(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n int) []str
 	return []string{fmt.Sprintf("enqueue_s=%.3f", seconds), fmt.Sprintf("enqueue_tps=%.0f", float64(n)/seconds)}
 }
 
-// drain runs a server with the given concurrency until the queue's processed counter reaches n.
-func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency int) []string {
+// drain runs a server with the given concurrency, serving the busy queue and `empty` empty
+// ones, until the queue's processed counter reaches n or, with a positive maxTime, that long
+// has passed.
+func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency, empty int, maxTime time.Duration) []string {
 	ctx := context.Background()
 	var calls atomic.Int64
+	queues := map[string]int{"default": 1}
+	for i := 0; i < empty; i++ {
+		queues[fmt.Sprintf("empty-%d", i)] = 1
+	}
 	server := asynq.NewServer(opt, asynq.Config{
 		Concurrency: concurrency,
-		Queues:      map[string]int{"default": 1},
+		Queues:      queues,
 		Logger:      quietLogger{},
 	})
 	start := time.Now()
@@ -99,23 +124,64 @@ func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency
 	})); err != nil {
 		log.Fatalf("server: %v", err)
 	}
-	for {
-		processed, err := monitor.Get(ctx, "asynq:{default}:processed").Int()
+	processed := 0
+	for processed < n && (maxTime <= 0 || time.Since(start) < maxTime) {
+		time.Sleep(5 * time.Millisecond)
+		var err error
+		processed, err = monitor.Get(ctx, "asynq:{default}:processed").Int()
 		if err != nil && err != redis.Nil {
 			log.Fatalf("GET processed: %v", err)
 		}
-		if processed >= n {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	seconds := time.Since(start).Seconds()
 	return []string{
 		fmt.Sprintf("conc=%d", concurrency),
+		fmt.Sprintf("processed=%d", processed),
 		fmt.Sprintf("process_s=%.3f", seconds),
-		fmt.Sprintf("process_tps=%.0f", float64(n)/seconds),
+		fmt.Sprintf("process_tps=%.0f", float64(processed)/seconds),
 		fmt.Sprintf("handler_calls=%d", calls.Load()),
 	}
+}
+
+// bulk times one bulk action of Go's Inspector on the queue "default", which holds n tasks.
+func bulk(opt asynq.RedisConnOpt, action string, n int) []string {
+	inspector := asynq.NewInspector(opt)
+	defer inspector.Close()
+	start := time.Now()
+	var affected int
+	var err error
+	switch action {
+	case "archive":
+		affected, err = inspector.ArchiveAllPendingTasks("default")
+	case "delete":
+		affected, err = inspector.DeleteAllPendingTasks("default")
+	case "run":
+		affected, err = inspector.RunAllScheduledTasks("default")
+	case "remove":
+		if err = inspector.DeleteQueue("default", true); err == nil {
+			affected = n
+		}
+	default:
+		log.Fatalf("bulk: unknown action %q; want archive, delete, run or remove", action)
+	}
+	if err != nil {
+		log.Fatalf("bulk %s: %v", action, err)
+	}
+	seconds := time.Since(start).Seconds()
+	return []string{
+		fmt.Sprintf("bulk_s=%.3f", seconds),
+		fmt.Sprintf("bulk_tps=%.0f", float64(affected)/seconds),
+		fmt.Sprintf("affected=%d", affected),
+	}
+}
+
+// countArg is argument i, a number that may be 0.
+func countArg(i int) int {
+	v, err := strconv.Atoi(os.Args[i])
+	if err != nil || v < 0 {
+		log.Fatalf("argument %d: want a number of 0 or more, got %q", i, os.Args[i])
+	}
+	return v
 }
 
 func intArg(i, fallback int) int {

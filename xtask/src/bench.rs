@@ -14,6 +14,8 @@
 //!    run three times (once with `--quick`) and the report keeps medians ([`report`]);
 //! 6. with `--peer` or `--go`, run each peer as often ([`peer`]), in the same rounds: round
 //!    after round of all scenarios and peers, so that ratios compare runs made side by side;
+//!    with `--go`, Go asynq also does the work of those selected scenarios it can do (many
+//!    queues, bulk actions), as rows `go-<scenario>`;
 //! 7. stop Redis (also on errors), write the report and print its table.
 
 mod awake;
@@ -178,7 +180,9 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
             rows.push(row);
         }
         for peer in &peers {
-            let peer_rows = peer.run(&mut redis, pinning, sizes.tasks)?;
+            let mut peer_rows = peer.run(runner.redis(), pinning, sizes.tasks)?;
+            let runs_now = |name: &str| scenarios.iter().any(|s| s.name == name && (s.throughput || index == 1));
+            peer_rows.extend(peer.run_twins(&mut runner, pinning, sizes.tasks, runs_now)?);
             let summary: Vec<String> =
                 peer_rows.iter().map(|row| format!("{} {}", row.scenario, headline(row))).collect();
             step(format_args!("{} run {index}/{runs}: {}", peer.name(), summary.join("; ")));

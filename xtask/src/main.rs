@@ -46,7 +46,8 @@ commands:
                         --awake       keep idle CPUs polling, not halting, during the run
                                       (/dev/cpu_dma_latency at 0; needs root)
                         --peer        also run the asynq 0.1.8 crate's benchmark, with ratios
-                        --go          also run Go asynq's (xtask/go-peer; needs Go on PATH)
+                        --go          also run Go asynq's (xtask/go-peer; needs Go on PATH),
+                                      and its twins of the selected scenarios it can do
                         --tasks N     tasks per throughput scenario (default 100000; 2000 quick)
                         --runs N      rounds of the throughput scenarios and peers, medians
                                       reported (default 3; 1 quick)

@@ -8,6 +8,11 @@
 //! `RESULT key=value ...` line. Its two phases become two rows, and the whole lifecycle a third.
 //! Redis and the peer's CPU are measured around each process: the `asynq` 0.1.8 peer runs both
 //! phases in one, the Go peer each phase in its own.
+//!
+//! The Go peer also does the work of some of our scenarios where Go asynq can do the same
+//! ([`Twin`]): draining at concurrency 100 on one queue and beside 999 empty ones, and the bulk
+//! operator actions. Each is prepared as ours is, by `asynq-bench fill` (unmeasured; Go reads
+//! what we write), and becomes a row `go-<our scenario>`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,12 +21,18 @@ use anyhow::{Context as _, bail};
 
 use super::pin::Pinning;
 use super::report::{Ratio, Row, Run};
+use super::scenarios::{BULK_ACTION_ARGS, BULK_ACTIONS, MANY_QUEUES, MANY_QUEUES_DRAIN, Runner};
 use super::server::RedisServer;
 use super::stats::{self, Usage};
 use crate::cmd;
 
 /// The concurrency the peers' servers run with.
 const CONCURRENCY: usize = 10;
+/// How long Go's drain beside [`MANY_QUEUES`]` - 1` empty queues runs at most: it processes
+/// tens of tasks a second, so it stops long before the run's task count.
+const GO_MANY_QUEUES_SECS: u64 = 20;
+/// Go's twin of [`MANY_QUEUES_DRAIN`].
+pub(crate) const GO_MANY_QUEUES_DRAIN: &str = "go-drain-c100-beside-999-empty";
 /// The clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on Linux).
 const CLOCK_TICKS_PER_SEC: f64 = 100.0;
 
@@ -50,10 +61,25 @@ impl PeerKind {
             PeerKind::RustAsynq => "the `asynq` 0.1.8 crate",
             PeerKind::GoAsynq => "Go asynq",
         };
-        vec![
+        let mut ratios = vec![
             Ratio { label: format!("enqueue one at a time, ours / {name}'s"), ours: "enqueue", peer: enqueue },
             Ratio { label: format!("processing at concurrency 10, ours / {name}'s"), ours: "drain-c10", peer: drain },
-        ]
+        ];
+        if self == PeerKind::GoAsynq {
+            ratios.extend([
+                Ratio {
+                    label: format!("processing at concurrency 100, ours / {name}'s"),
+                    ours: "drain-c100",
+                    peer: "go-drain-c100",
+                },
+                Ratio {
+                    label: format!("processing at concurrency 100 beside 999 empty queues, ours / {name}'s"),
+                    ours: MANY_QUEUES_DRAIN,
+                    peer: GO_MANY_QUEUES_DRAIN,
+                },
+            ]);
+        }
+        ratios
     }
 }
 
@@ -134,6 +160,42 @@ impl Peer {
         ])
     }
 
+    /// One run of each of the peer's [`Twin`]s whose scenario `selected` takes, with `tasks`
+    /// tasks: a row `go-<scenario>` each. Only the Go peer has twins.
+    pub(crate) fn run_twins(
+        &self,
+        runner: &mut Runner<'_>,
+        pinning: Pinning,
+        tasks: u64,
+        selected: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<Vec<Row>> {
+        if self.kind != PeerKind::GoAsynq {
+            return Ok(Vec::new());
+        }
+        let mut rows = Vec::new();
+        for twin in Twin::all(tasks).into_iter().filter(|twin| selected(twin.scenario)) {
+            runner.prepare(&twin.fill.iter().map(String::as_str).collect::<Vec<_>>())?;
+            let args: Vec<&str> = twin.args.iter().map(String::as_str).collect();
+            let (result, cost) = self.invoke(runner.redis(), pinning, &args)?;
+            let (done, per_s, concurrency) = if twin.args[0] == "bulk" {
+                (result.field("affected")?, result.field("bulk_tps")?, None)
+            } else {
+                (result.field("processed")?, result.field("process_tps")?, Some(result.field("conc")? as usize))
+            };
+            let run = Run {
+                tasks: done as u64,
+                concurrency,
+                tasks_per_s: Some(per_s),
+                redis: Some(cost.usage),
+                window_s: cost.window_s,
+                client_cpu_s: cost.client_cpu_s,
+                ..Run::default()
+            };
+            rows.push(Row::from_run(&format!("go-{}", twin.scenario), &run));
+        }
+        Ok(rows)
+    }
+
     /// Runs the peer once with `args`: its `RESULT` line, and what Redis and the process spent.
     fn invoke(&self, redis: &mut RedisServer, pinning: Pinning, args: &[&str]) -> anyhow::Result<(ResultLine, Cost)> {
         let mut command = pinning.bench(&self.binary);
@@ -151,6 +213,39 @@ impl Peer {
             bail!("{} {} failed ({}); it printed {stdout:?}", self.binary.display(), args.join(" "), output.status);
         }
         Ok((ResultLine::find(&stdout)?, Cost { usage, window_s, client_cpu_s }))
+    }
+}
+
+/// Go asynq doing the work of one of our scenarios: `fill` (arguments of `asynq-bench`) leaves
+/// the queue as that scenario finds it, then the Go peer runs with `args`.
+#[derive(Debug, Clone, PartialEq)]
+struct Twin {
+    scenario: &'static str,
+    fill: Vec<String>,
+    args: Vec<String>,
+}
+
+impl Twin {
+    /// Every twin, with `tasks` tasks.
+    fn all(tasks: u64) -> Vec<Twin> {
+        let n = tasks.to_string();
+        let owned = |args: &[&str]| args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>();
+        let fill = owned(&["fill", "--tasks", &n]);
+        let empty = (MANY_QUEUES - 1).to_string();
+        let mut twins = vec![
+            Twin { scenario: "drain-c100", fill: fill.clone(), args: owned(&["drain", &n, "100"]) },
+            Twin {
+                scenario: MANY_QUEUES_DRAIN,
+                fill: fill.clone(),
+                args: owned(&["drain", &n, "100", &empty, &GO_MANY_QUEUES_SECS.to_string()]),
+            },
+        ];
+        twins.extend(BULK_ACTIONS.iter().zip(BULK_ACTION_ARGS).map(|(scenario, action)| Twin {
+            scenario,
+            fill: owned(&[if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n]),
+            args: owned(&["bulk", &n, action]),
+        }));
+        twins
     }
 }
 
@@ -279,6 +374,24 @@ mod tests {
     }
 
     #[test]
+    fn go_twins_are_prepared_as_our_scenarios_are_and_named_after_them() {
+        let twins = Twin::all(5_000);
+        let scenarios: Vec<&str> = twins.iter().map(|twin| twin.scenario).collect();
+        assert_eq!(scenarios, [&["drain-c100", MANY_QUEUES_DRAIN][..], &BULK_ACTIONS[..]].concat());
+        assert_eq!(GO_MANY_QUEUES_DRAIN, format!("go-{MANY_QUEUES_DRAIN}"));
+        let many = &twins[1];
+        assert_eq!(
+            (many.fill.as_slice(), many.args.as_slice()),
+            (
+                &["fill", "--tasks", "5000"].map(String::from)[..],
+                &["drain", "5000", "100", "999", "20"].map(String::from)[..]
+            )
+        );
+        let run_all = twins.iter().find(|twin| twin.scenario == "bulk-run-all").unwrap();
+        assert_eq!((run_all.fill[0].as_str(), run_all.args.join(" ")), ("fill-scheduled", "bulk 5000 run".to_owned()));
+    }
+
+    #[test]
     fn ratios_name_our_scenarios_and_the_peers_rows() {
         let sizes = super::super::scenarios::Sizes {
             tasks: 1,
@@ -290,7 +403,9 @@ mod tests {
         for kind in [PeerKind::RustAsynq, PeerKind::GoAsynq] {
             for ratio in kind.ratios() {
                 assert!(ours.contains(&ratio.ours), "{} is not a scenario", ratio.ours);
-                assert!(kind.rows().contains(&ratio.peer));
+                let twins: Vec<String> = Twin::all(1).iter().map(|twin| format!("go-{}", twin.scenario)).collect();
+                let twin_row = kind == PeerKind::GoAsynq && twins.iter().any(|twin| twin == ratio.peer);
+                assert!(kind.rows().contains(&ratio.peer) || twin_row, "{} is no row of {kind:?}", ratio.peer);
             }
         }
     }

@@ -111,7 +111,7 @@ pub(crate) const GROUP_READS: &str = "stats-100000-groups";
 pub(crate) const BULK_ACTIONS: [&str; 4] =
     ["bulk-archive-all", "bulk-delete-all", "bulk-run-all", "bulk-queue-rm-force"];
 /// The `asynq-bench bulk --action` of each of [`BULK_ACTIONS`].
-const BULK_ACTION_ARGS: [&str; 4] = ["archive", "delete", "run", "remove"];
+pub(crate) const BULK_ACTION_ARGS: [&str; 4] = ["archive", "delete", "run", "remove"];
 
 /// Scheduled tasks all falling due at once, forwarded while fresh work is sampled.
 pub(crate) const SCHEDULED_STORM: &str = "scheduled-storm";
@@ -294,6 +294,19 @@ impl<'a> Runner<'a> {
     pub(crate) fn new(redis: &'a mut RedisServer, binary: PathBuf, pinning: Pinning, sizes: Sizes) -> Self {
         let launcher = Launcher { binary, pinning, redis_url: redis.url() };
         Self { redis, launcher, sizes }
+    }
+
+    /// The Redis the scenarios run against.
+    pub(crate) fn redis(&mut self) -> &mut RedisServer {
+        self.redis
+    }
+
+    /// Flushes Redis and runs `asynq-bench` with `args` to its end, unmeasured: how a peer's
+    /// run of the same work as one of our scenarios is prepared.
+    pub(crate) fn prepare(&mut self, args: &[&str]) -> anyhow::Result<()> {
+        self.redis.reset()?;
+        self.launcher.spawn(&[strings(args)])?.wait()?;
+        Ok(())
     }
 
     /// One run of `scenario`, on a flushed Redis with reset statistics.

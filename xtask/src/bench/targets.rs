@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::peer::GO_MANY_QUEUES_DRAIN;
 use super::report::Row;
 use super::scenarios::{
     BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_SPIN_WAIT, ENQUEUE_WITH_EVENTS,
@@ -383,7 +384,8 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
             context: format!(
                 "`{MANY_QUEUES_DRAIN}` against `drain-c100`, `{MANY_QUEUES_IDLE}` (scripts' commands included), \
                  `{MANY_QUEUES_PICKUP}`; every queue of one weight, so the busy one comes first in one fetch of \
-                 1 000"
+                 1 000{}",
+                go_many_queues(&rows)
             ),
         },
         _ => not_measured(
@@ -684,12 +686,40 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
             met: Some(longest < LONGEST_COMMAND_MS),
             context: format!(
                 "each action on all of one queue's tasks (`runall` on scheduled ones, the others on pending ones), in \
-                 steps of `asynq_redis::BULK_STEP` tasks per script call; longest: {what}"
+                 steps of `asynq_redis::BULK_STEP` tasks per script call; longest: {what}{}",
+                go_bulk(rows)
             ),
         },
         _ => not_measured(BULK_TARGET, BULK_ACTIONS.join(", ")),
     });
     checks
+}
+
+/// Go asynq's drain rate at concurrency 100 beside 999 empty queues against alone, as a
+/// sentence to append, when the run has its twins (`--go`).
+fn go_many_queues(rows: &Rows) -> String {
+    match (rows.get(GO_MANY_QUEUES_DRAIN, tasks_per_s), rows.get("go-drain-c100", tasks_per_s)) {
+        (Some(beside), Some(alone)) => format!(
+            "; Go asynq, side by side: {:.3}× ({beside:.0}/s beside 999 empty queues, {alone:.0}/s alone)",
+            beside / alone
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Go asynq's bulk actions on the same tasks, each one script: their rates and longest
+/// command, as a sentence to append, when the run has their twins (`--go`).
+fn go_bulk(rows: &Rows) -> String {
+    let twins: Vec<String> = BULK_ACTIONS.iter().map(|name| format!("go-{name}")).collect();
+    let rates: Vec<String> =
+        twins.iter().filter_map(|name| Some(format!("`{name}` {:.0}/s", rows.get(name, tasks_per_s)?))).collect();
+    let names: Vec<&str> = twins.iter().map(String::as_str).collect();
+    match rows.longest(&names) {
+        Some((longest, what)) => {
+            format!("; Go asynq, side by side: {}, longest command {longest:.1} ms ({what})", rates.join(", "))
+        }
+        None => String::new(),
+    }
 }
 
 /// The checks as a Markdown table.
@@ -948,7 +978,44 @@ mod tests {
         assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(true));
         rows[2].longest_command_ms = Some(12.0);
         assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(false));
-        rows.pop();
+        rows.extend(BULK_ACTIONS.iter().map(|name| row(&format!("go-{name}"), bulk(900.0))));
+        rows[BULK_ACTIONS.len()].longest_command_ms = Some(950.0);
+        let checks = check(&rows, true);
+        let bulk_check = checks.iter().find(|c| c.target.starts_with("bulk operator actions")).unwrap();
+        assert!(
+            bulk_check.context.contains("Go asynq, side by side: `go-bulk-archive-all` 200000/s")
+                && bulk_check
+                    .context
+                    .ends_with("longest command 950.0 ms (none of 1 ms or more in `go-bulk-archive-all`)"),
+            "{}",
+            bulk_check.context
+        );
+        assert_eq!(verdict(&checks, "bulk operator actions"), Some(false), "Go's rows do not count: ours 12 ms");
+        rows.truncate(BULK_ACTIONS.len() - 1);
         assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), None, "one action not run");
+    }
+
+    #[test]
+    fn the_many_queues_target_sets_go_beside_ours_when_the_run_has_it() {
+        let rows = vec![
+            row(MANY_QUEUES_DRAIN, |r| r.tasks_per_s = Some(40_000.0)),
+            row("drain-c100", |r| r.tasks_per_s = Some(50_000.0)),
+            row(MANY_QUEUES_IDLE, |r| r.redis_cmds_per_s = Some(2.5)),
+            row(MANY_QUEUES_PICKUP, |r| r.pickup_p99_ms = Some(1.5)),
+        ];
+        let context = |rows: &[Row]| {
+            let checks = check(rows, true);
+            checks.iter().find(|c| c.target.starts_with("1 000 queues")).unwrap().context.clone()
+        };
+        assert!(!context(&rows).contains("Go"));
+        let mut with_go = rows.clone();
+        with_go.push(row(GO_MANY_QUEUES_DRAIN, |r| r.tasks_per_s = Some(30.0)));
+        with_go.push(row("go-drain-c100", |r| r.tasks_per_s = Some(12_000.0)));
+        assert!(
+            context(&with_go)
+                .ends_with("; Go asynq, side by side: 0.003× (30/s beside 999 empty queues, 12000/s alone)"),
+            "{}",
+            context(&with_go)
+        );
     }
 }
