@@ -5,6 +5,7 @@
 //	go-asynq-peer enqueue <N>
 //	go-asynq-peer drain <N> <concurrency> [<empty queues> <max seconds>]
 //	go-asynq-peer bulk <N> archive|delete|run|remove
+//	go-asynq-peer idle <seconds> <concurrency> <servers> [<empty queues>]
 //
 // `run` speaks the same protocol as the `asynq` 0.1.8 peer in ../shared/peers: it FLUSHALLs the
 // Redis at REDIS_URL, enqueues N no-op tasks (40-byte payload, queue "default") one at a time,
@@ -20,7 +21,11 @@
 // seconds if N tasks have not been processed by then: its rate is of those processed. `bulk`
 // times one operator action of Go's Inspector on the queue the Rust bench's `fill` (or
 // `fill-scheduled`, for `run`) left: archive or delete every pending task, run every scheduled
-// one, or remove the queue by force; it prints `bulk_s=.. bulk_tps=.. affected=..`.
+// one, or remove the queue by force; it prints `bulk_s=.. bulk_tps=.. affected=..`. `idle`
+// runs that many servers with no work for that many seconds, each with its own connection, on
+// the Rust bench's three idle queues (critical 6, default 3, low 1), or with empty queues on
+// "default" and "empty-0" to "empty-<k-1>", all of weight 1, as its many-queues layout; what
+// they cost Redis is measured from outside.
 package main
 
 import (
@@ -41,7 +46,8 @@ import (
 var payload = []byte(`{"user_id":1234567,"action":"noop-bnch"}`)
 
 const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | " +
-	"drain <N> <concurrency> [<empty queues> <max seconds>] | bulk <N> archive|delete|run|remove"
+	"drain <N> <concurrency> [<empty queues> <max seconds>] | bulk <N> archive|delete|run|remove | " +
+	"idle <seconds> <concurrency> <servers> [<empty queues>]"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -78,6 +84,12 @@ func main() {
 			os.Exit(2)
 		}
 		fields = bulk(opt, os.Args[3], n)
+	case "idle":
+		empty := 0
+		if len(os.Args) > 5 {
+			empty = countArg(5)
+		}
+		fields = idle(opt, time.Duration(n)*time.Second, intArg(3, 10), intArg(4, 1), empty)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -108,13 +120,9 @@ func enqueue(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n int) []str
 func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency, empty int, maxTime time.Duration) []string {
 	ctx := context.Background()
 	var calls atomic.Int64
-	queues := map[string]int{"default": 1}
-	for i := 0; i < empty; i++ {
-		queues[fmt.Sprintf("empty-%d", i)] = 1
-	}
 	server := asynq.NewServer(opt, asynq.Config{
 		Concurrency: concurrency,
-		Queues:      queues,
+		Queues:      besideEmpty(empty),
 		Logger:      quietLogger{},
 	})
 	start := time.Now()
@@ -141,6 +149,32 @@ func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency
 		fmt.Sprintf("process_tps=%.0f", float64(processed)/seconds),
 		fmt.Sprintf("handler_calls=%d", calls.Load()),
 	}
+}
+
+// besideEmpty is the queue "default" and `empty` empty queues, all of weight 1.
+func besideEmpty(empty int) map[string]int {
+	queues := map[string]int{"default": 1}
+	for i := 0; i < empty; i++ {
+		queues[fmt.Sprintf("empty-%d", i)] = 1
+	}
+	return queues
+}
+
+// idle runs `servers` servers with no work for `duration`: on the three idle queues, or with
+// `empty` > 0 on "default" beside that many empty ones.
+func idle(opt asynq.RedisConnOpt, duration time.Duration, concurrency, servers, empty int) []string {
+	queues := map[string]int{"critical": 6, "default": 3, "low": 1}
+	if empty > 0 {
+		queues = besideEmpty(empty)
+	}
+	for i := 0; i < servers; i++ {
+		server := asynq.NewServer(opt, asynq.Config{Concurrency: concurrency, Queues: queues, Logger: quietLogger{}})
+		if err := server.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })); err != nil {
+			log.Fatalf("server %d: %v", i, err)
+		}
+	}
+	time.Sleep(duration)
+	return []string{fmt.Sprintf("conc=%d", concurrency), fmt.Sprintf("servers=%d", servers), fmt.Sprintf("queues=%d", len(queues))}
 }
 
 // bulk times one bulk action of Go's Inspector on the queue "default", which holds n tasks.

@@ -10,9 +10,10 @@
 //! phases in one, the Go peer each phase in its own.
 //!
 //! The Go peer also does the work of some of our scenarios where Go asynq can do the same
-//! ([`Twin`]): draining at concurrency 100 on one queue and beside 999 empty ones, and the bulk
-//! operator actions. Each is prepared as ours is, by `asynq-bench fill` (unmeasured; Go reads
-//! what we write), and becomes a row `go-<our scenario>`.
+//! ([`Twin`]): draining at concurrency 100 on one queue and beside 999 empty ones, the bulk
+//! operator actions, and idle servers on 3 and 1 000 queues, one to fifty of them. Each is
+//! prepared as ours is, by `asynq-bench fill` (unmeasured; Go reads what we write), or measured
+//! over the same idle window, and becomes a row `go-<our scenario>`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,7 +22,10 @@ use anyhow::{Context as _, bail};
 
 use super::pin::Pinning;
 use super::report::{Ratio, Row, Run};
-use super::scenarios::{BULK_ACTION_ARGS, BULK_ACTIONS, MANY_QUEUES, MANY_QUEUES_DRAIN, Runner};
+use super::scenarios::{
+    BULK_ACTION_ARGS, BULK_ACTIONS, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_QUEUES, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE,
+    Runner,
+};
 use super::server::RedisServer;
 use super::stats::{self, Usage};
 use crate::cmd;
@@ -174,22 +178,49 @@ impl Peer {
         }
         let mut rows = Vec::new();
         for twin in Twin::all(tasks).into_iter().filter(|twin| selected(twin.scenario)) {
-            runner.prepare(&twin.fill.iter().map(String::as_str).collect::<Vec<_>>())?;
-            let args: Vec<&str> = twin.args.iter().map(String::as_str).collect();
-            let (result, cost) = self.invoke(runner.redis(), pinning, &args)?;
-            let (done, per_s, concurrency) = if twin.args[0] == "bulk" {
-                (result.field("affected")?, result.field("bulk_tps")?, None)
-            } else {
-                (result.field("processed")?, result.field("process_tps")?, Some(result.field("conc")? as usize))
-            };
-            let run = Run {
-                tasks: done as u64,
-                concurrency,
-                tasks_per_s: Some(per_s),
-                redis: Some(cost.usage),
-                window_s: cost.window_s,
-                client_cpu_s: cost.client_cpu_s,
-                ..Run::default()
+            let run = match &twin.plan {
+                TwinPlan::Work { fill } => {
+                    runner.prepare(&fill.iter().map(String::as_str).collect::<Vec<_>>())?;
+                    let args: Vec<&str> = twin.args.iter().map(String::as_str).collect();
+                    let (result, cost) = self.invoke(runner.redis(), pinning, &args)?;
+                    let (done, per_s, concurrency) = if twin.args[0] == "bulk" {
+                        (result.field("affected")?, result.field("bulk_tps")?, None)
+                    } else {
+                        (result.field("processed")?, result.field("process_tps")?, Some(result.field("conc")? as usize))
+                    };
+                    Run {
+                        tasks: done as u64,
+                        concurrency,
+                        tasks_per_s: Some(per_s),
+                        redis: Some(cost.usage),
+                        window_s: cost.window_s,
+                        client_cpu_s: cost.client_cpu_s,
+                        ..Run::default()
+                    }
+                }
+                TwinPlan::Idle => {
+                    runner.redis().reset()?;
+                    let seconds = runner.idle_seconds().to_string();
+                    let mut command = pinning.bench(&self.binary);
+                    command.arg("idle").arg(&seconds).args(&twin.args);
+                    command.env("REDIS_URL", format!("{}/", runner.redis().url()));
+                    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+                    let (child, usage, window_s) = runner.idle_window(|_| {
+                        command.spawn().with_context(|| format!("cannot run {}", self.binary.display()))
+                    })?;
+                    let output = child.wait_with_output().context("the idle Go peer vanished")?;
+                    if !output.status.success() {
+                        bail!(
+                            "{} idle {seconds} {} failed ({})",
+                            self.binary.display(),
+                            twin.args.join(" "),
+                            output.status
+                        );
+                    }
+                    let result = ResultLine::find(&String::from_utf8_lossy(&output.stdout))?;
+                    let concurrency = Some(result.field("conc")? as usize);
+                    Run { concurrency, redis: Some(usage), window_s, ..Run::default() }
+                }
             };
             rows.push(Row::from_run(&format!("go-{}", twin.scenario), &run));
         }
@@ -216,37 +247,59 @@ impl Peer {
     }
 }
 
-/// Go asynq doing the work of one of our scenarios: `fill` (arguments of `asynq-bench`) leaves
-/// the queue as that scenario finds it, then the Go peer runs with `args`.
+/// Go asynq doing the work of one of our scenarios, as the Go peer's `args` say.
 #[derive(Debug, Clone, PartialEq)]
 struct Twin {
     scenario: &'static str,
-    fill: Vec<String>,
+    plan: TwinPlan,
     args: Vec<String>,
+}
+
+/// How a [`Twin`] runs.
+#[derive(Debug, Clone, PartialEq)]
+enum TwinPlan {
+    /// `asynq-bench` with these arguments (`fill`, say) leaves the queue as our scenario finds
+    /// it, then the Go peer runs to its end, measured.
+    Work { fill: Vec<String> },
+    /// On a flushed Redis, the Go peer runs `idle <seconds>` then `args` for as long as our
+    /// idle processes run, with Redis measured over the same window.
+    Idle,
 }
 
 impl Twin {
     /// Every twin, with `tasks` tasks.
     fn all(tasks: u64) -> Vec<Twin> {
         let n = tasks.to_string();
-        let owned = |args: &[&str]| args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>();
-        let fill = owned(&["fill", "--tasks", &n]);
+        let fill = || TwinPlan::Work { fill: strings(&["fill", "--tasks", &n]) };
         let empty = (MANY_QUEUES - 1).to_string();
         let mut twins = vec![
-            Twin { scenario: "drain-c100", fill: fill.clone(), args: owned(&["drain", &n, "100"]) },
+            Twin { scenario: "drain-c100", plan: fill(), args: strings(&["drain", &n, "100"]) },
             Twin {
                 scenario: MANY_QUEUES_DRAIN,
-                fill: fill.clone(),
-                args: owned(&["drain", &n, "100", &empty, &GO_MANY_QUEUES_SECS.to_string()]),
+                plan: fill(),
+                args: strings(&["drain", &n, "100", &empty, &GO_MANY_QUEUES_SECS.to_string()]),
             },
         ];
         twins.extend(BULK_ACTIONS.iter().zip(BULK_ACTION_ARGS).map(|(scenario, action)| Twin {
             scenario,
-            fill: owned(&[if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n]),
-            args: owned(&["bulk", &n, action]),
+            plan: TwinPlan::Work {
+                fill: strings(&[if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n]),
+            },
+            args: strings(&["bulk", &n, action]),
+        }));
+        twins.push(Twin { scenario: "idle-3-queues", plan: TwinPlan::Idle, args: strings(&["10", "1"]) });
+        twins.push(Twin { scenario: MANY_QUEUES_IDLE, plan: TwinPlan::Idle, args: strings(&["10", "1", &empty]) });
+        twins.extend(IDLE_SERVERS.iter().zip(IDLE_SERVER_COUNTS).map(|(scenario, servers)| Twin {
+            scenario,
+            plan: TwinPlan::Idle,
+            args: strings(&["2", &servers.to_string()]),
         }));
         twins
     }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|arg| (*arg).to_owned()).collect()
 }
 
 /// What Redis and a peer's processes spent over one or more runs of them.
@@ -377,18 +430,24 @@ mod tests {
     fn go_twins_are_prepared_as_our_scenarios_are_and_named_after_them() {
         let twins = Twin::all(5_000);
         let scenarios: Vec<&str> = twins.iter().map(|twin| twin.scenario).collect();
-        assert_eq!(scenarios, [&["drain-c100", MANY_QUEUES_DRAIN][..], &BULK_ACTIONS[..]].concat());
+        let idle = ["idle-3-queues", MANY_QUEUES_IDLE];
+        assert_eq!(scenarios, [&["drain-c100", MANY_QUEUES_DRAIN][..], &BULK_ACTIONS, &idle, &IDLE_SERVERS].concat());
+        let sizes = super::super::scenarios::Sizes {
+            tasks: 1,
+            latency_samples: 1,
+            latency_max_secs: 1,
+            idle_window: std::time::Duration::from_secs(1),
+        };
+        let ours: Vec<&str> = super::super::scenarios::all(&sizes).iter().map(|scenario| scenario.name).collect();
+        assert!(scenarios.iter().all(|twin| ours.contains(twin)), "each twin is of one of our scenarios");
         assert_eq!(GO_MANY_QUEUES_DRAIN, format!("go-{MANY_QUEUES_DRAIN}"));
-        let many = &twins[1];
-        assert_eq!(
-            (many.fill.as_slice(), many.args.as_slice()),
-            (
-                &["fill", "--tasks", "5000"].map(String::from)[..],
-                &["drain", "5000", "100", "999", "20"].map(String::from)[..]
-            )
-        );
+        let fill = TwinPlan::Work { fill: strings(&["fill", "--tasks", "5000"]) };
+        assert_eq!((&twins[1].plan, twins[1].args.join(" ")), (&fill, "drain 5000 100 999 20".to_owned()));
         let run_all = twins.iter().find(|twin| twin.scenario == "bulk-run-all").unwrap();
-        assert_eq!((run_all.fill[0].as_str(), run_all.args.join(" ")), ("fill-scheduled", "bulk 5000 run".to_owned()));
+        let TwinPlan::Work { fill } = &run_all.plan else { panic!("runall works on filled tasks") };
+        assert_eq!((fill[0].as_str(), run_all.args.join(" ")), ("fill-scheduled", "bulk 5000 run".to_owned()));
+        let fifty = twins.iter().find(|twin| twin.scenario == IDLE_SERVERS[2]).unwrap();
+        assert_eq!((&fifty.plan, fifty.args.join(" ")), (&TwinPlan::Idle, "2 50".to_owned()));
     }
 
     #[test]

@@ -388,7 +388,7 @@ impl<'a> Runner<'a> {
         tenants: Option<usize>,
         servers: Option<usize>,
     ) -> anyhow::Result<Run> {
-        let seconds = (IDLE_WARMUP + self.sizes.idle_window).as_secs() + 1;
+        let seconds = self.idle_seconds();
         let mut args = strings(&["idle", "--seconds", &seconds.to_string(), "--concurrency", &concurrency.to_string()]);
         if let Some(queues) = queues {
             args.extend(strings(&["--queues", &queues.to_string()]));
@@ -402,22 +402,37 @@ impl<'a> Runner<'a> {
         self.idle_process(args)
     }
 
-    /// Starts `asynq-bench` with `args`, which runs for [`IDLE_WARMUP`] and the idle window and
-    /// a second more; Redis is measured over the window.
+    /// Starts `asynq-bench` with `args`, which runs for [`Runner::idle_seconds`]; Redis is
+    /// measured over the idle window.
     fn idle_process(&mut self, args: Vec<String>) -> anyhow::Result<Run> {
-        let processes = self.launcher.spawn(&[args])?;
+        let (processes, usage, window_s) = self.idle_window(|launcher| launcher.spawn(&[args]))?;
+        combine(&processes.wait()?, usage, window_s)
+    }
+
+    /// How long an idle process runs: [`IDLE_WARMUP`], the idle window, and a second more.
+    pub(crate) fn idle_seconds(&self) -> u64 {
+        (IDLE_WARMUP + self.sizes.idle_window).as_secs() + 1
+    }
+
+    /// Starts what `start` starts (a process that runs for [`Runner::idle_seconds`]), and
+    /// measures Redis over the idle window, from [`IDLE_WARMUP`] after the start: what `start`
+    /// returned, Redis's usage and the window's length in seconds.
+    pub(crate) fn idle_window<T>(
+        &mut self,
+        start: impl FnOnce(&Launcher) -> anyhow::Result<T>,
+    ) -> anyhow::Result<(T, stats::Usage, f64)> {
+        let started = start(&self.launcher)?;
         std::thread::sleep(IDLE_WARMUP);
-        let (measurements, usage, window_s) = stats::measure(self.redis, || {
+        stats::measure(self.redis, || {
             std::thread::sleep(self.sizes.idle_window);
-            Ok(processes)
-        })?;
-        combine(&measurements.wait()?, usage, window_s)
+            Ok(started)
+        })
     }
 }
 
 /// Starts `asynq-bench` processes against one Redis.
 #[derive(Debug)]
-struct Launcher {
+pub(crate) struct Launcher {
     binary: PathBuf,
     pinning: Pinning,
     redis_url: String,

@@ -359,7 +359,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
             target: "idle server with 3 queues ≤ 20 Redis commands/s",
             measured: format!("{rate:.1} commands/s"),
             met: Some(rate <= 20.0),
-            context: "`idle-3-queues`, scripts' commands included".to_owned(),
+            context: format!("`idle-3-queues`, scripts' commands included{}", go_idle(&rows, &["idle-3-queues"])),
         },
         None => not_measured("idle server with 3 queues ≤ 20 Redis commands/s", "idle-3-queues"),
     });
@@ -643,7 +643,7 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
                 rows.get(one, servers_ls).map_or("–".to_owned(), |ms| format!("{ms:.1}")),
                 rows.get(ten, servers_ls).map_or("–".to_owned(), |ms| format!("{ms:.1}")),
                 rows.grown_commands(one, fifty)
-            ),
+            ) + &go_idle(rows, &IDLE_SERVERS),
         },
         _ => not_measured(SERVERS_TARGET, IDLE_SERVERS.join(", ")),
     });
@@ -698,13 +698,34 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
 /// Go asynq's drain rate at concurrency 100 beside 999 empty queues against alone, as a
 /// sentence to append, when the run has its twins (`--go`).
 fn go_many_queues(rows: &Rows) -> String {
-    match (rows.get(GO_MANY_QUEUES_DRAIN, tasks_per_s), rows.get("go-drain-c100", tasks_per_s)) {
-        (Some(beside), Some(alone)) => format!(
-            "; Go asynq, side by side: {:.3}× ({beside:.0}/s beside 999 empty queues, {alone:.0}/s alone)",
-            beside / alone
-        ),
-        _ => String::new(),
+    let drain = match (rows.get(GO_MANY_QUEUES_DRAIN, tasks_per_s), rows.get("go-drain-c100", tasks_per_s)) {
+        (Some(beside), Some(alone)) => {
+            Some(format!("{:.3}× ({beside:.0}/s beside 999 empty queues, {alone:.0}/s alone)", beside / alone))
+        }
+        _ => None,
+    };
+    let idle = go_idle_rates(rows, &[MANY_QUEUES_IDLE]).map(|rates| format!("idle {rates}"));
+    let parts: Vec<String> = drain.into_iter().chain(idle).collect();
+    if parts.is_empty() { String::new() } else { format!("; Go asynq, side by side: {}", parts.join(", ")) }
+}
+
+/// Go asynq's idle twins of `scenarios`, as a sentence to append, when the run has them.
+fn go_idle(rows: &Rows, scenarios: &[&str]) -> String {
+    go_idle_rates(rows, scenarios).map(|rates| format!("; Go asynq, side by side: {rates}")).unwrap_or_default()
+}
+
+/// The Redis commands a second of Go asynq's idle twins of `scenarios` (`--go`), in order.
+fn go_idle_rates(rows: &Rows, scenarios: &[&str]) -> Option<String> {
+    let rates: Vec<String> = scenarios
+        .iter()
+        .filter_map(|scenario| rows.get(&format!("go-{scenario}"), |row| row.redis_cmds_per_s))
+        .map(|rate| format!("{rate:.1}"))
+        .collect();
+    if rates.is_empty() {
+        return None;
     }
+    let which = if scenarios.len() > 1 { format!(" (`{}`)", scenarios.join("`, `")) } else { String::new() };
+    Some(format!("{} commands/s{which}", rates.join(" / ")))
 }
 
 /// Go asynq's bulk actions on the same tasks, each one script: their rates and longest
