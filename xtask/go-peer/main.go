@@ -6,6 +6,9 @@
 //	go-asynq-peer drain <N> <concurrency> [<empty queues> <max seconds>]
 //	go-asynq-peer bulk <N> archive|delete|run|remove
 //	go-asynq-peer idle <seconds> <concurrency> <servers> [<empty queues>]
+//	go-asynq-peer idle-aggregator <seconds> <concurrency>
+//	go-asynq-peer enqueue-concurrent <N> <producers>
+//	go-asynq-peer group-reads <groups>
 //
 // `run` speaks the same protocol as the `asynq` 0.1.8 peer in ../shared/peers: it FLUSHALLs the
 // Redis at REDIS_URL, enqueues N no-op tasks (40-byte payload, queue "default") one at a time,
@@ -25,7 +28,13 @@
 // runs that many servers with no work for that many seconds, each with its own connection, on
 // the Rust bench's three idle queues (critical 6, default 3, low 1), or with empty queues on
 // "default" and "empty-0" to "empty-<k-1>", all of weight 1, as its many-queues layout; what
-// they cost Redis is measured from outside.
+// they cost Redis is measured from outside. `idle-aggregator` runs one server with a group
+// aggregator on "default" whose grace period (an hour) no group reaches, after the Rust bench's
+// `fill-groups`. `enqueue-concurrent` enqueues N tasks from that many producers sharing one
+// client (`enqueue_s=.. enqueue_tps=..`). `group-reads` times Go's Inspector reading a queue of
+// that many groups three times each, printing each read's median as `<read>_ms=..`:
+// `queue_info` (GetQueueInfo, what `asynq stats` and `queue inspect` read), `queues_and_info`
+// (every queue's info, as a metrics scrape reads) and `groups` (Groups, `asynq group ls`).
 package main
 
 import (
@@ -33,8 +42,10 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,7 +58,8 @@ var payload = []byte(`{"user_id":1234567,"action":"noop-bnch"}`)
 
 const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | " +
 	"drain <N> <concurrency> [<empty queues> <max seconds>] | bulk <N> archive|delete|run|remove | " +
-	"idle <seconds> <concurrency> <servers> [<empty queues>]"
+	"idle <seconds> <concurrency> <servers> [<empty queues>] | idle-aggregator <seconds> <concurrency> | " +
+	"enqueue-concurrent <N> <producers> | group-reads <groups>"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -90,6 +102,12 @@ func main() {
 			empty = countArg(5)
 		}
 		fields = idle(opt, time.Duration(n)*time.Second, intArg(3, 10), intArg(4, 1), empty)
+	case "idle-aggregator":
+		fields = idleAggregator(opt, time.Duration(n)*time.Second, intArg(3, 10))
+	case "enqueue-concurrent":
+		fields = enqueueConcurrent(opt, monitor, n, intArg(3, 64))
+	case "group-reads":
+		fields = groupReads(opt, n)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -175,6 +193,104 @@ func idle(opt asynq.RedisConnOpt, duration time.Duration, concurrency, servers, 
 	}
 	time.Sleep(duration)
 	return []string{fmt.Sprintf("conc=%d", concurrency), fmt.Sprintf("servers=%d", servers), fmt.Sprintf("queues=%d", len(queues))}
+}
+
+// idleAggregator runs a server with a group aggregator on "default" for `duration`, with a grace
+// period of an hour, so that no group of the Rust bench's `fill-groups` is ever ready.
+func idleAggregator(opt asynq.RedisConnOpt, duration time.Duration, concurrency int) []string {
+	server := asynq.NewServer(opt, asynq.Config{
+		Concurrency:      concurrency,
+		Queues:           map[string]int{"default": 1},
+		GroupGracePeriod: time.Hour,
+		GroupAggregator: asynq.GroupAggregatorFunc(func(group string, tasks []*asynq.Task) *asynq.Task {
+			return asynq.NewTask("bench:noop", payload)
+		}),
+		Logger: quietLogger{},
+	})
+	if err := server.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })); err != nil {
+		log.Fatalf("server: %v", err)
+	}
+	time.Sleep(duration)
+	return []string{fmt.Sprintf("conc=%d", concurrency)}
+}
+
+// enqueueConcurrent flushes Redis, then enqueues n tasks from `producers` goroutines sharing
+// one client, each awaiting its enqueue before the next.
+func enqueueConcurrent(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, producers int) []string {
+	if err := monitor.FlushAll(context.Background()).Err(); err != nil {
+		log.Fatalf("FLUSHALL: %v", err)
+	}
+	client := asynq.NewClient(opt)
+	var next atomic.Int64
+	var done sync.WaitGroup
+	start := time.Now()
+	for p := 0; p < producers; p++ {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			for next.Add(1) <= int64(n) {
+				if _, err := client.Enqueue(asynq.NewTask("bench:noop", payload)); err != nil {
+					log.Fatalf("enqueue: %v", err)
+				}
+			}
+		}()
+	}
+	done.Wait()
+	seconds := time.Since(start).Seconds()
+	return []string{
+		fmt.Sprintf("conc=%d", producers),
+		fmt.Sprintf("enqueue_s=%.3f", seconds),
+		fmt.Sprintf("enqueue_tps=%.0f", float64(n)/seconds),
+	}
+}
+
+// groupReads times Go's Inspector reading the queue "default" of `groups` groups, each read three
+// times; it prints each read's median in milliseconds.
+func groupReads(opt asynq.RedisConnOpt, groups int) []string {
+	inspector := asynq.NewInspector(opt)
+	defer inspector.Close()
+	reads := []struct {
+		name string
+		read func() error
+	}{
+		{"queue_info", func() error {
+			info, err := inspector.GetQueueInfo("default")
+			if err == nil && info.Groups != groups {
+				err = fmt.Errorf("GetQueueInfo counted %d groups of %d", info.Groups, groups)
+			}
+			return err
+		}},
+		{"queues_and_info", func() error {
+			queues, err := inspector.Queues()
+			for _, queue := range queues {
+				if err == nil {
+					_, err = inspector.GetQueueInfo(queue)
+				}
+			}
+			return err
+		}},
+		{"groups", func() error {
+			listed, err := inspector.Groups("default")
+			if err == nil && len(listed) != groups {
+				err = fmt.Errorf("Groups listed %d groups of %d", len(listed), groups)
+			}
+			return err
+		}},
+	}
+	var fields []string
+	for _, read := range reads {
+		var took []float64
+		for i := 0; i < 3; i++ {
+			start := time.Now()
+			if err := read.read(); err != nil {
+				log.Fatalf("%s: %v", read.name, err)
+			}
+			took = append(took, time.Since(start).Seconds()*1e3)
+		}
+		sort.Float64s(took)
+		fields = append(fields, fmt.Sprintf("%s_ms=%.3f", read.name, took[1]))
+	}
+	return fields
 }
 
 // bulk times one bulk action of Go's Inspector on the queue "default", which holds n tasks.

@@ -10,10 +10,12 @@
 //! phases in one, the Go peer each phase in its own.
 //!
 //! The Go peer also does the work of some of our scenarios where Go asynq can do the same
-//! ([`Twin`]): draining at concurrency 100 on one queue and beside 999 empty ones, the bulk
-//! operator actions, and idle servers on 3 and 1 000 queues, one to fifty of them. Each is
-//! prepared as ours is, by `asynq-bench fill` (unmeasured; Go reads what we write), or measured
-//! over the same idle window, and becomes a row `go-<our scenario>`.
+//! ([`Twin`]): 64 producers sharing one client, draining at concurrency 100 on one queue and
+//! beside 999 empty ones, the bulk operator actions, idle servers on 3 and 1 000 queues (one to
+//! fifty of them), and an idle group aggregator and operators' reads on a queue of 100 000
+//! groups. Each is prepared as ours is, by `asynq-bench fill` or `fill-groups` (unmeasured; Go
+//! reads what we write), measured to its end or over the same idle window as ours, and becomes
+//! a row `go-<our scenario>`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,8 +25,8 @@ use anyhow::{Context as _, bail};
 use super::pin::Pinning;
 use super::report::{Ratio, Row, Run};
 use super::scenarios::{
-    BULK_ACTION_ARGS, BULK_ACTIONS, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_QUEUES, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE,
-    Runner,
+    BULK_ACTION_ARGS, BULK_ACTIONS, ENQUEUE_CONCURRENT, GROUP_READS, IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS,
+    MANY_GROUPS, MANY_QUEUES, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, Runner,
 };
 use super::server::RedisServer;
 use super::stats::{self, Usage};
@@ -178,48 +180,42 @@ impl Peer {
         }
         let mut rows = Vec::new();
         for twin in Twin::all(tasks).into_iter().filter(|twin| selected(twin.scenario)) {
-            let run = match &twin.plan {
-                TwinPlan::Work { fill } => {
-                    runner.prepare(&fill.iter().map(String::as_str).collect::<Vec<_>>())?;
-                    let args: Vec<&str> = twin.args.iter().map(String::as_str).collect();
-                    let (result, cost) = self.invoke(runner.redis(), pinning, &args)?;
-                    let (done, per_s, concurrency) = if twin.args[0] == "bulk" {
-                        (result.field("affected")?, result.field("bulk_tps")?, None)
-                    } else {
-                        (result.field("processed")?, result.field("process_tps")?, Some(result.field("conc")? as usize))
-                    };
-                    Run {
-                        tasks: done as u64,
-                        concurrency,
-                        tasks_per_s: Some(per_s),
-                        redis: Some(cost.usage),
-                        window_s: cost.window_s,
-                        client_cpu_s: cost.client_cpu_s,
-                        ..Run::default()
-                    }
+            runner.redis().reset()?;
+            if let Some(fill) = &twin.fill {
+                runner.prepare(&fill.iter().map(String::as_str).collect::<Vec<_>>())?;
+            }
+            let run = if twin.idle {
+                // `<command> <seconds> <args...>`, for as long as our idle processes run.
+                let seconds = runner.idle_seconds().to_string();
+                let mut args = twin.args.clone();
+                args.insert(1, seconds);
+                let mut command = self.command(runner.redis(), pinning, &args);
+                command.stdout(Stdio::piped());
+                let (child, usage, window_s) = runner.idle_window(|_| {
+                    command.spawn().with_context(|| format!("cannot run {}", self.binary.display()))
+                })?;
+                let output = child.wait_with_output().context("the idle Go peer vanished")?;
+                let result = self.result(&args, &output)?;
+                Run {
+                    concurrency: result.optional("conc").map(|c| c as usize),
+                    redis: Some(usage),
+                    window_s,
+                    ..Run::default()
                 }
-                TwinPlan::Idle => {
-                    runner.redis().reset()?;
-                    let seconds = runner.idle_seconds().to_string();
-                    let mut command = pinning.bench(&self.binary);
-                    command.arg("idle").arg(&seconds).args(&twin.args);
-                    command.env("REDIS_URL", format!("{}/", runner.redis().url()));
-                    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
-                    let (child, usage, window_s) = runner.idle_window(|_| {
-                        command.spawn().with_context(|| format!("cannot run {}", self.binary.display()))
-                    })?;
-                    let output = child.wait_with_output().context("the idle Go peer vanished")?;
-                    if !output.status.success() {
-                        bail!(
-                            "{} idle {seconds} {} failed ({})",
-                            self.binary.display(),
-                            twin.args.join(" "),
-                            output.status
-                        );
-                    }
-                    let result = ResultLine::find(&String::from_utf8_lossy(&output.stdout))?;
-                    let concurrency = Some(result.field("conc")? as usize);
-                    Run { concurrency, redis: Some(usage), window_s, ..Run::default() }
+            } else {
+                let (result, cost) = self.invoke(runner.redis(), pinning, &twin.args)?;
+                let rate =
+                    ["process_tps", "bulk_tps", "enqueue_tps"].into_iter().find_map(|name| result.optional(name));
+                let done = ["processed", "affected", "n"].into_iter().find_map(|name| result.optional(name));
+                Run {
+                    tasks: rate.and(done).unwrap_or(0.0) as u64,
+                    concurrency: result.optional("conc").map(|c| c as usize),
+                    tasks_per_s: rate,
+                    reads_ms: result.reads_ms(),
+                    redis: Some(cost.usage),
+                    window_s: cost.window_s,
+                    client_cpu_s: cost.client_cpu_s,
+                    ..Run::default()
                 }
             };
             rows.push(Row::from_run(&format!("go-{}", twin.scenario), &run));
@@ -227,73 +223,89 @@ impl Peer {
         Ok(rows)
     }
 
-    /// Runs the peer once with `args`: its `RESULT` line, and what Redis and the process spent.
-    fn invoke(&self, redis: &mut RedisServer, pinning: Pinning, args: &[&str]) -> anyhow::Result<(ResultLine, Cost)> {
+    /// The peer's process with `args`, against `redis`.
+    fn command(&self, redis: &RedisServer, pinning: Pinning, args: &[impl AsRef<std::ffi::OsStr>]) -> Command {
         let mut command = pinning.bench(&self.binary);
         command.args(args);
         command.env("REDIS_URL", format!("{}/", redis.url()));
         command.stdin(Stdio::null()).stderr(Stdio::inherit());
+        command
+    }
+
+    /// The `RESULT` line of a finished run with `args`, which must have succeeded.
+    fn result(&self, args: &[impl AsRef<str>], output: &std::process::Output) -> anyhow::Result<ResultLine> {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+            bail!("{} {} failed ({}); it printed {stdout:?}", self.binary.display(), args.join(" "), output.status);
+        }
+        ResultLine::find(&stdout)
+    }
+
+    /// Runs the peer once with `args`: its `RESULT` line, and what Redis and the process spent.
+    fn invoke(
+        &self,
+        redis: &mut RedisServer,
+        pinning: Pinning,
+        args: &[impl AsRef<str>],
+    ) -> anyhow::Result<(ResultLine, Cost)> {
+        let os_args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+        let mut command = self.command(redis, pinning, &os_args);
         let cpu_before = reaped_children_cpu_s();
         let (output, usage, window_s) = stats::measure(redis, || {
             command.output().with_context(|| format!("cannot run {}", self.binary.display()))
         })?;
         // The peer is the only child reaped meanwhile.
         let client_cpu_s = reaped_children_cpu_s().zip(cpu_before).map(|(after, before)| after - before);
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() {
-            bail!("{} {} failed ({}); it printed {stdout:?}", self.binary.display(), args.join(" "), output.status);
-        }
-        Ok((ResultLine::find(&stdout)?, Cost { usage, window_s, client_cpu_s }))
+        Ok((self.result(args, &output)?, Cost { usage, window_s, client_cpu_s }))
     }
 }
 
-/// Go asynq doing the work of one of our scenarios, as the Go peer's `args` say.
+/// Go asynq doing the work of one of our scenarios: on a flushed Redis, after `asynq-bench`
+/// with `fill` when there is one (unmeasured), the Go peer runs with `args`, measured to its
+/// end; or, when `idle`, with its first argument, then the seconds our idle processes run, then
+/// the others, with Redis measured over the same window as theirs.
 #[derive(Debug, Clone, PartialEq)]
 struct Twin {
     scenario: &'static str,
-    plan: TwinPlan,
+    fill: Option<Vec<String>>,
+    idle: bool,
     args: Vec<String>,
-}
-
-/// How a [`Twin`] runs.
-#[derive(Debug, Clone, PartialEq)]
-enum TwinPlan {
-    /// `asynq-bench` with these arguments (`fill`, say) leaves the queue as our scenario finds
-    /// it, then the Go peer runs to its end, measured.
-    Work { fill: Vec<String> },
-    /// On a flushed Redis, the Go peer runs `idle <seconds>` then `args` for as long as our
-    /// idle processes run, with Redis measured over the same window.
-    Idle,
 }
 
 impl Twin {
     /// Every twin, with `tasks` tasks.
     fn all(tasks: u64) -> Vec<Twin> {
         let n = tasks.to_string();
-        let fill = || TwinPlan::Work { fill: strings(&["fill", "--tasks", &n]) };
+        let work = |scenario, fill: Option<&[&str]>, args: &[&str]| Twin {
+            scenario,
+            fill: fill.map(strings),
+            idle: false,
+            args: strings(args),
+        };
+        let idle = |scenario, fill: Option<&[&str]>, args: &[&str]| Twin { idle: true, ..work(scenario, fill, args) };
+        let (fill, groups) = (["fill", "--tasks", &n], MANY_GROUPS.to_string());
+        let fill_groups = ["fill-groups", "--groups", &groups];
         let empty = (MANY_QUEUES - 1).to_string();
         let mut twins = vec![
-            Twin { scenario: "drain-c100", plan: fill(), args: strings(&["drain", &n, "100"]) },
-            Twin {
-                scenario: MANY_QUEUES_DRAIN,
-                plan: fill(),
-                args: strings(&["drain", &n, "100", &empty, &GO_MANY_QUEUES_SECS.to_string()]),
-            },
+            work(ENQUEUE_CONCURRENT, None, &["enqueue-concurrent", &n, "64"]),
+            work("drain-c100", Some(&fill), &["drain", &n, "100"]),
+            work(MANY_QUEUES_DRAIN, Some(&fill), &["drain", &n, "100", &empty, &GO_MANY_QUEUES_SECS.to_string()]),
         ];
-        twins.extend(BULK_ACTIONS.iter().zip(BULK_ACTION_ARGS).map(|(scenario, action)| Twin {
-            scenario,
-            plan: TwinPlan::Work {
-                fill: strings(&[if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n]),
-            },
-            args: strings(&["bulk", &n, action]),
+        twins.extend(BULK_ACTIONS.iter().zip(BULK_ACTION_ARGS).map(|(scenario, action)| {
+            let fill = [if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n];
+            work(scenario, Some(&fill), &["bulk", &n, action])
         }));
-        twins.push(Twin { scenario: "idle-3-queues", plan: TwinPlan::Idle, args: strings(&["10", "1"]) });
-        twins.push(Twin { scenario: MANY_QUEUES_IDLE, plan: TwinPlan::Idle, args: strings(&["10", "1", &empty]) });
-        twins.extend(IDLE_SERVERS.iter().zip(IDLE_SERVER_COUNTS).map(|(scenario, servers)| Twin {
-            scenario,
-            plan: TwinPlan::Idle,
-            args: strings(&["2", &servers.to_string()]),
-        }));
+        twins.push(idle("idle-3-queues", None, &["idle", "10", "1"]));
+        twins.push(idle(MANY_QUEUES_IDLE, None, &["idle", "10", "1", &empty]));
+        twins.extend(
+            IDLE_SERVERS
+                .iter()
+                .zip(IDLE_SERVER_COUNTS)
+                .map(|(scenario, servers)| idle(scenario, None, &["idle", "2", &servers.to_string()])),
+        );
+        twins.push(idle(IDLE_AGGREGATOR, Some(&fill_groups), &["idle-aggregator", "10"]));
+        twins.push(work(GROUP_READS, Some(&fill_groups), &["group-reads", &groups]));
         twins
     }
 }
@@ -387,6 +399,22 @@ impl ResultLine {
             .with_context(|| format!("the peer printed no RESULT line: {stdout:?}"))
     }
 
+    /// The number after `name=`, if the line has one.
+    fn optional(&self, name: &str) -> Option<f64> {
+        self.0.split_whitespace().find_map(|pair| pair.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+    }
+
+    /// The operator reads a run timed: each `<read>_ms=` as `<read>`, in milliseconds.
+    fn reads_ms(&self) -> std::collections::BTreeMap<String, f64> {
+        self.0
+            .split_whitespace()
+            .filter_map(|pair| {
+                let (name, value) = pair.split_once('=')?;
+                Some((name.strip_suffix("_ms")?.to_owned(), value.parse().ok()?))
+            })
+            .collect()
+    }
+
     /// The number after `name=`.
     fn field(&self, name: &str) -> anyhow::Result<f64> {
         self.0
@@ -430,8 +458,6 @@ mod tests {
     fn go_twins_are_prepared_as_our_scenarios_are_and_named_after_them() {
         let twins = Twin::all(5_000);
         let scenarios: Vec<&str> = twins.iter().map(|twin| twin.scenario).collect();
-        let idle = ["idle-3-queues", MANY_QUEUES_IDLE];
-        assert_eq!(scenarios, [&["drain-c100", MANY_QUEUES_DRAIN][..], &BULK_ACTIONS, &idle, &IDLE_SERVERS].concat());
         let sizes = super::super::scenarios::Sizes {
             tasks: 1,
             latency_samples: 1,
@@ -439,15 +465,37 @@ mod tests {
             idle_window: std::time::Duration::from_secs(1),
         };
         let ours: Vec<&str> = super::super::scenarios::all(&sizes).iter().map(|scenario| scenario.name).collect();
-        assert!(scenarios.iter().all(|twin| ours.contains(twin)), "each twin is of one of our scenarios");
+        assert!(
+            scenarios.iter().all(|twin| ours.contains(twin)),
+            "each twin is of one of our scenarios: {scenarios:?}"
+        );
+        assert_eq!(twins.len(), 14);
         assert_eq!(GO_MANY_QUEUES_DRAIN, format!("go-{MANY_QUEUES_DRAIN}"));
-        let fill = TwinPlan::Work { fill: strings(&["fill", "--tasks", "5000"]) };
-        assert_eq!((&twins[1].plan, twins[1].args.join(" ")), (&fill, "drain 5000 100 999 20".to_owned()));
-        let run_all = twins.iter().find(|twin| twin.scenario == "bulk-run-all").unwrap();
-        let TwinPlan::Work { fill } = &run_all.plan else { panic!("runall works on filled tasks") };
-        assert_eq!((fill[0].as_str(), run_all.args.join(" ")), ("fill-scheduled", "bulk 5000 run".to_owned()));
-        let fifty = twins.iter().find(|twin| twin.scenario == IDLE_SERVERS[2]).unwrap();
-        assert_eq!((&fifty.plan, fifty.args.join(" ")), (&TwinPlan::Idle, "2 50".to_owned()));
+        let twin = |scenario: &str| twins.iter().find(|twin| twin.scenario == scenario).unwrap();
+        let shape = |twin: &Twin| (twin.fill.as_ref().map(|fill| fill.join(" ")), twin.idle, twin.args.join(" "));
+        let filled = |fill: &str| Some(fill.to_owned());
+        assert_eq!(shape(twin(ENQUEUE_CONCURRENT)), (None, false, "enqueue-concurrent 5000 64".to_owned()));
+        assert_eq!(
+            shape(twin(MANY_QUEUES_DRAIN)),
+            (filled("fill --tasks 5000"), false, "drain 5000 100 999 20".to_owned())
+        );
+        assert_eq!(
+            shape(twin("bulk-run-all")),
+            (filled("fill-scheduled --tasks 5000"), false, "bulk 5000 run".to_owned())
+        );
+        assert_eq!(shape(twin(IDLE_SERVERS[2])), (None, true, "idle 2 50".to_owned()));
+        assert_eq!(shape(twin(MANY_QUEUES_IDLE)), (None, true, "idle 10 1 999".to_owned()));
+        let groups = filled("fill-groups --groups 100000");
+        assert_eq!(shape(twin(IDLE_AGGREGATOR)), (groups.clone(), true, "idle-aggregator 10".to_owned()));
+        assert_eq!(shape(twin(GROUP_READS)), (groups, false, "group-reads 100000".to_owned()));
+    }
+
+    #[test]
+    fn reads_the_optional_fields_and_the_timed_reads() {
+        let result = ResultLine::find("RESULT n=3 queue_info_ms=77.9 groups_ms=47.5 conc=10\n").unwrap();
+        assert_eq!((result.optional("conc"), result.optional("processed")), (Some(10.0), None));
+        let reads: Vec<(String, f64)> = result.reads_ms().into_iter().collect();
+        assert_eq!(reads, [("groups".to_owned(), 47.5), ("queue_info".to_owned(), 77.9)]);
     }
 
     #[test]

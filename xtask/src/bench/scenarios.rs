@@ -118,6 +118,8 @@ pub(crate) const SCHEDULED_STORM: &str = "scheduled-storm";
 
 /// How many queues the many-queues scenarios serve: one busy, the rest empty.
 pub(crate) const MANY_QUEUES: usize = 1_000;
+/// 64 producers enqueueing one task at a time through one shared client.
+pub(crate) const ENQUEUE_CONCURRENT: &str = "enqueue-concurrent-64";
 /// The `enqueue` scenario's twin: one producer on a current-thread runtime, waiting busy for
 /// each reply for up to 200 µs (`Client::with_spin_wait`), as Go's runtime does.
 pub(crate) const ENQUEUE_SPIN_WAIT: &str = "enqueue-spin-wait";
@@ -196,7 +198,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
             true,
             &["enqueue-batch", "--tasks", &tasks, "--batch-size", "100", "--scheduled"],
         ),
-        process("enqueue-concurrent-64", true, &["enqueue-concurrent", "--tasks", &tasks, "--producers", "64"]),
+        process(ENQUEUE_CONCURRENT, true, &["enqueue-concurrent", "--tasks", &tasks, "--producers", "64"]),
         drain("drain-c10", 1, 10, 0),
         drain("drain-c100", 1, 100, 0),
         drain("drain-2-processes-c10", 2, 10, 0),

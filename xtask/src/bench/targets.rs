@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use super::peer::GO_MANY_QUEUES_DRAIN;
 use super::report::Row;
 use super::scenarios::{
-    BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_SPIN_WAIT, ENQUEUE_WITH_EVENTS,
-    EVENT_CAP, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, GROUP_READS, IDLE_AGGREGATOR,
-    IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, PLAIN_FAN_IN,
-    QUIET_BESIDE_BUSY, SCHEDULED_STORM, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
+    BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_CONCURRENT, ENQUEUE_SPIN_WAIT,
+    ENQUEUE_WITH_EVENTS, EVENT_CAP, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, GROUP_READS,
+    IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP,
+    PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_STORM, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
 };
 use super::scenarios::{STREAM_PRODUCERS, STREAMS};
 
@@ -328,7 +328,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
 
     const CONCURRENT: &str =
         "64 concurrent producers sharing one client ≥ 150 000 tasks/s at ≤ 8 µs Redis CPU per task";
-    checks.push(match (rows.get("enqueue-concurrent-64", tasks_per_s), rows.get("enqueue-concurrent-64", redis_cpu)) {
+    checks.push(match (rows.get(ENQUEUE_CONCURRENT, tasks_per_s), rows.get(ENQUEUE_CONCURRENT, redis_cpu)) {
         (Some(rate), Some(cpu)) => Check {
             target: CONCURRENT,
             measured: format!("{rate:.0}/s at {cpu:.1} µs"),
@@ -336,9 +336,18 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
             context: rows
                 .get("enqueue", tasks_per_s)
                 .map(|alone| format!("{:.1}× one producer's rate (`enqueue`, {alone:.0}/s)", rate / alone))
-                .unwrap_or_default(),
+                .into_iter()
+                .chain(rows.get(&go(ENQUEUE_CONCURRENT), tasks_per_s).map(|go_rate| {
+                    format!(
+                        "Go asynq, side by side: {go_rate:.0}/s at {} µs (each enqueue its own round trip)",
+                        rows.get(&go(ENQUEUE_CONCURRENT), redis_cpu)
+                            .map_or("–".to_owned(), |cpu| format!("{cpu:.1}"))
+                    )
+                }))
+                .collect::<Vec<_>>()
+                .join("; "),
         },
-        _ => not_measured(CONCURRENT, "enqueue-concurrent-64"),
+        _ => not_measured(CONCURRENT, ENQUEUE_CONCURRENT),
     });
 
     let pickup = |field: fn(&Row) -> Option<f64>| rows.get("pickup-latency-c10", field);
@@ -534,7 +543,14 @@ fn group_checks(rows: &Rows) -> Vec<Check> {
             met: Some(cpu <= 1.0 && longest < LONGEST_COMMAND_MS),
             context: format!(
                 "one grouped task in each group, the aggregator's grace period an hour, checks every 7 s; \
-                 longest: {what}"
+                 longest: {what}{}",
+                rows.row(&go(IDLE_AGGREGATOR))
+                    .and_then(|row| Some((row.redis_cpu_pct?, row.redis_cmds_per_s?, row.longest_command_ms)))
+                    .map(|(cpu, rate, longest)| format!(
+                        "; Go asynq, side by side: Redis CPU {cpu:.2} %, {rate:.0} commands/s, longest command {}",
+                        longest.map_or("–".to_owned(), |ms| format!("{ms:.1} ms"))
+                    ))
+                    .unwrap_or_default()
             ),
         },
         _ => not_measured(IDLE_AGGREGATOR_TARGET, IDLE_AGGREGATOR),
@@ -555,7 +571,8 @@ fn group_checks(rows: &Rows) -> Vec<Check> {
                 "one grouped task in each group; medians of 3 calls of `Inspector::queue_info`, \
                  `Inspector::queues` and each queue's info, `Inspector::groups` (the whole list, in pages), \
                  the first 20 aggregating tasks; \
-                 longest: {what}"
+                 longest: {what}{}",
+                go_reads(rows)
             ),
         },
         _ => not_measured(GROUP_READS_TARGET, GROUP_READS),
@@ -695,6 +712,26 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
     checks
 }
 
+/// The name of Go asynq's twin of our `scenario` (`--go`).
+fn go(scenario: &str) -> String {
+    format!("go-{scenario}")
+}
+
+/// Go asynq's reads of the same queue of many groups, as a sentence to append, when the run has
+/// their twin.
+fn go_reads(rows: &Rows) -> String {
+    let Some(row) = rows.row(&go(GROUP_READS)) else { return String::new() };
+    let read = |name: &str| row.reads_ms.get(name).map_or("–".to_owned(), |ms| format!("{ms:.1} ms"));
+    format!(
+        "; Go asynq, side by side (`GetQueueInfo`, `Queues` and each queue's info, `Groups`): {}, {}, {}; longest \
+         command {}",
+        read("queue_info"),
+        read("queues_and_info"),
+        read("groups"),
+        row.longest_command_ms.map_or("–".to_owned(), |ms| format!("{ms:.1} ms"))
+    )
+}
+
 /// Go asynq's drain rate at concurrency 100 beside 999 empty queues against alone, as a
 /// sentence to append, when the run has its twins (`--go`).
 fn go_many_queues(rows: &Rows) -> String {
@@ -718,7 +755,7 @@ fn go_idle(rows: &Rows, scenarios: &[&str]) -> String {
 fn go_idle_rates(rows: &Rows, scenarios: &[&str]) -> Option<String> {
     let rates: Vec<String> = scenarios
         .iter()
-        .filter_map(|scenario| rows.get(&format!("go-{scenario}"), |row| row.redis_cmds_per_s))
+        .filter_map(|scenario| rows.get(&go(scenario), |row| row.redis_cmds_per_s))
         .map(|rate| format!("{rate:.1}"))
         .collect();
     if rates.is_empty() {
@@ -731,7 +768,7 @@ fn go_idle_rates(rows: &Rows, scenarios: &[&str]) -> Option<String> {
 /// Go asynq's bulk actions on the same tasks, each one script: their rates and longest
 /// command, as a sentence to append, when the run has their twins (`--go`).
 fn go_bulk(rows: &Rows) -> String {
-    let twins: Vec<String> = BULK_ACTIONS.iter().map(|name| format!("go-{name}")).collect();
+    let twins: Vec<String> = BULK_ACTIONS.iter().map(|name| go(name)).collect();
     let rates: Vec<String> =
         twins.iter().filter_map(|name| Some(format!("`{name}` {:.0}/s", rows.get(name, tasks_per_s)?))).collect();
     let names: Vec<&str> = twins.iter().map(String::as_str).collect();
@@ -1014,6 +1051,46 @@ mod tests {
         assert_eq!(verdict(&checks, "bulk operator actions"), Some(false), "Go's rows do not count: ours 12 ms");
         rows.truncate(BULK_ACTIONS.len() - 1);
         assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), None, "one action not run");
+    }
+
+    #[test]
+    fn go_twins_join_the_producer_and_group_targets_as_context_only() {
+        let rows = vec![
+            row(ENQUEUE_CONCURRENT, |r| (r.tasks_per_s, r.redis_cpu_us_per_task) = (Some(160_000.0), Some(5.0))),
+            row(&go(ENQUEUE_CONCURRENT), |r| (r.tasks_per_s, r.redis_cpu_us_per_task) = (Some(40_000.0), Some(30.0))),
+            row(IDLE_AGGREGATOR, |r| {
+                (r.redis_cpu_pct, r.redis_cmds_per_s, r.longest_command_ms) = (Some(0.2), Some(56.0), Some(1.2));
+            }),
+            row(&go(IDLE_AGGREGATOR), |r| {
+                (r.redis_cpu_pct, r.redis_cmds_per_s, r.longest_command_ms) = (Some(35.0), Some(900.0), Some(310.0));
+            }),
+            row(GROUP_READS, |r| {
+                r.reads_ms = [("queue_info".to_owned(), 0.5), ("queues_and_info".to_owned(), 0.9)].into();
+                r.longest_command_ms = Some(2.9);
+            }),
+            row(&go(GROUP_READS), |r| {
+                r.reads_ms = [("queue_info".to_owned(), 460.0), ("groups".to_owned(), 240.0)].into();
+                r.longest_command_ms = Some(455.0);
+            }),
+        ];
+        let checks = check(&rows, true);
+        let context = |start: &str| checks.iter().find(|c| c.target.starts_with(start)).unwrap().context.clone();
+        assert_eq!(verdict(&checks, "64 concurrent producers"), Some(true));
+        assert!(
+            context("64 concurrent")
+                .ends_with("Go asynq, side by side: 40000/s at 30.0 µs (each enqueue its own round trip)")
+        );
+        assert_eq!(verdict(&checks, "an idle group aggregator"), Some(true), "Go's 310 ms is context, not ours");
+        assert!(
+            context("an idle group aggregator")
+                .ends_with("; Go asynq, side by side: Redis CPU 35.00 %, 900 commands/s, longest command 310.0 ms")
+        );
+        assert_eq!(verdict(&checks, "operator reads"), Some(true));
+        assert!(
+            context("operator reads").ends_with("`Groups`): 460.0 ms, –, 240.0 ms; longest command 455.0 ms"),
+            "{}",
+            context("operator reads")
+        );
     }
 
     #[test]
