@@ -183,6 +183,8 @@ const LONGEST_COMMAND_WORDS: usize = 5;
 
 /// The longest entry in a `SLOWLOG GET` reply: its duration (microseconds, each entry's third
 /// field) and its first [`LONGEST_COMMAND_WORDS`] arguments (the fourth), the SHA shortened.
+/// The measurement's own `SLOWLOG RESET`, which Redis logs after emptying the log (freeing the
+/// previous scenario's entries can take milliseconds), is left out.
 fn longest_logged(reply: &Reply) -> Option<(u64, String)> {
     let Reply::Array(entries) = reply else { return None };
     entries
@@ -190,6 +192,11 @@ fn longest_logged(reply: &Reply) -> Option<(u64, String)> {
         .filter_map(|entry| {
             let Reply::Array(fields) = entry else { return None };
             let Some(Reply::Integer(us)) = fields.get(2) else { return None };
+            if let Some(Reply::Array(args)) = fields.get(3)
+                && matches!(args.first(), Some(Reply::Text(command)) if command.eq_ignore_ascii_case("slowlog"))
+            {
+                return None;
+            }
             let words = match fields.get(3) {
                 Some(Reply::Array(args)) => args
                     .iter()
@@ -276,6 +283,14 @@ mod tests {
             Some((9_000, "EVALSHA 01234567… 2 asynq:{default}:scheduled b".to_owned()))
         );
         assert_eq!(longest_logged(&Reply::Array(vec![])), None);
+        let reset = Reply::Array(vec![
+            Reply::Integer(4),
+            Reply::Integer(1),
+            Reply::Integer(4_400),
+            Reply::Array(vec![Reply::Text("SLOWLOG".to_owned()), Reply::Text("RESET".to_owned())]),
+        ]);
+        assert_eq!(longest_logged(&Reply::Array(vec![reset.clone(), entry(5, 1_100)])).unwrap().0, 1_100);
+        assert_eq!(longest_logged(&Reply::Array(vec![reset])), None, "the measurement's own reset");
     }
 
     #[test]
