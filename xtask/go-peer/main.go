@@ -9,6 +9,7 @@
 //	go-asynq-peer idle-aggregator <seconds> <concurrency>
 //	go-asynq-peer enqueue-concurrent <N> <producers>
 //	go-asynq-peer group-reads <groups>
+//	go-asynq-peer pickup-latency <samples> <max seconds> <concurrency> [<empty queues>]
 //
 // `run` speaks the same protocol as the `asynq` 0.1.8 peer in ../shared/peers: it FLUSHALLs the
 // Redis at REDIS_URL, enqueues N no-op tasks (40-byte payload, queue "default") one at a time,
@@ -35,12 +36,17 @@
 // that many groups three times each, printing each read's median as `<read>_ms=..`:
 // `queue_info` (GetQueueInfo, what `asynq stats` and `queue inspect` read), `queues_and_info`
 // (every queue's info, as a metrics scrape reads) and `groups` (Groups, `asynq group ls`).
+// `pickup-latency` runs a server on "default" (and that many empty queues beside it), then
+// enqueues one task at a time, 5 ms after the last one started, and times each from just before
+// its enqueue to the start of its handler, until it has that many samples or that many seconds
+// have passed: `samples=.. p50=.. p99=..` (milliseconds, nearest rank).
 package main
 
 import (
 	"context"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -59,7 +65,8 @@ var payload = []byte(`{"user_id":1234567,"action":"noop-bnch"}`)
 const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | " +
 	"drain <N> <concurrency> [<empty queues> <max seconds>] | bulk <N> archive|delete|run|remove | " +
 	"idle <seconds> <concurrency> <servers> [<empty queues>] | idle-aggregator <seconds> <concurrency> | " +
-	"enqueue-concurrent <N> <producers> | group-reads <groups>"
+	"enqueue-concurrent <N> <producers> | group-reads <groups> | " +
+	"pickup-latency <samples> <max seconds> <concurrency> [<empty queues>]"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -108,6 +115,12 @@ func main() {
 		fields = enqueueConcurrent(opt, monitor, n, intArg(3, 64))
 	case "group-reads":
 		fields = groupReads(opt, n)
+	case "pickup-latency":
+		empty := 0
+		if len(os.Args) > 5 {
+			empty = countArg(5)
+		}
+		fields = pickupLatency(opt, n, time.Duration(intArg(3, 20))*time.Second, intArg(4, 10), empty)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -291,6 +304,46 @@ func groupReads(opt asynq.RedisConnOpt, groups int) []string {
 		fields = append(fields, fmt.Sprintf("%s_ms=%.3f", read.name, took[1]))
 	}
 	return fields
+}
+
+// pickupLatency samples the time from just before an enqueue to the start of its handler on an
+// idle server, one task at a time.
+func pickupLatency(opt asynq.RedisConnOpt, samples int, maxTime time.Duration, concurrency, empty int) []string {
+	started := make(chan time.Time, 1)
+	server := asynq.NewServer(opt, asynq.Config{Concurrency: concurrency, Queues: besideEmpty(empty), Logger: quietLogger{}})
+	if err := server.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
+		started <- time.Now()
+		return nil
+	})); err != nil {
+		log.Fatalf("server: %v", err)
+	}
+	client := asynq.NewClient(opt)
+	var latencies []float64
+	begin := time.Now()
+	for len(latencies) < samples && time.Since(begin) < maxTime {
+		time.Sleep(5 * time.Millisecond)
+		enqueued := time.Now()
+		if _, err := client.Enqueue(asynq.NewTask("bench:noop", payload)); err != nil {
+			log.Fatalf("enqueue: %v", err)
+		}
+		select {
+		case at := <-started:
+			latencies = append(latencies, at.Sub(enqueued).Seconds()*1e3)
+		case <-time.After(30 * time.Second):
+			log.Fatalf("no handler started within 30 s of an enqueue")
+		}
+	}
+	sort.Float64s(latencies)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p / 100 * float64(len(latencies))))
+		return latencies[max(min(i, len(latencies)), 1)-1]
+	}
+	return []string{
+		fmt.Sprintf("conc=%d", concurrency),
+		fmt.Sprintf("samples=%d", len(latencies)),
+		fmt.Sprintf("p50=%.3f", rank(50)),
+		fmt.Sprintf("p99=%.3f", rank(99)),
+	}
 }
 
 // bulk times one bulk action of Go's Inspector on the queue "default", which holds n tasks.

@@ -182,7 +182,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
         for peer in &peers {
             let mut peer_rows = peer.run(runner.redis(), pinning, sizes.tasks)?;
             let runs_now = |name: &str| scenarios.iter().any(|s| s.name == name && (s.throughput || index == 1));
-            peer_rows.extend(peer.run_twins(&mut runner, pinning, sizes.tasks, runs_now)?);
+            peer_rows.extend(peer.run_twins(&mut runner, pinning, &sizes, runs_now)?);
             let summary: Vec<String> =
                 peer_rows.iter().map(|row| format!("{} {}", row.scenario, headline(row))).collect();
             step(format_args!("{} run {index}/{runs}: {}", peer.name(), summary.join("; ")));

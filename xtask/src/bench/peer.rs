@@ -11,9 +11,9 @@
 //!
 //! The Go peer also does the work of some of our scenarios where Go asynq can do the same
 //! ([`Twin`]): 64 producers sharing one client, draining at concurrency 100 on one queue and
-//! beside 999 empty ones, the bulk operator actions, idle servers on 3 and 1 000 queues (one to
-//! fifty of them), and an idle group aggregator and operators' reads on a queue of 100 000
-//! groups. Each is prepared as ours is, by `asynq-bench fill` or `fill-groups` (unmeasured; Go
+//! beside 999 empty ones, the bulk operator actions, the pickup by an idle server and idle
+//! servers on 3 and 1 000 queues (one to fifty of them), and an idle group aggregator and
+//! operators' reads on a queue of 100 000 groups. Each is prepared as ours is, by `asynq-bench fill` or `fill-groups` (unmeasured; Go
 //! reads what we write), measured to its end or over the same idle window as ours, and becomes
 //! a row `go-<our scenario>`.
 
@@ -26,7 +26,7 @@ use super::pin::Pinning;
 use super::report::{Ratio, Row, Run};
 use super::scenarios::{
     BULK_ACTION_ARGS, BULK_ACTIONS, ENQUEUE_CONCURRENT, GROUP_READS, IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS,
-    MANY_GROUPS, MANY_QUEUES, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, Runner,
+    MANY_GROUPS, MANY_QUEUES, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, Runner, Sizes,
 };
 use super::server::RedisServer;
 use super::stats::{self, Usage};
@@ -166,20 +166,20 @@ impl Peer {
         ])
     }
 
-    /// One run of each of the peer's [`Twin`]s whose scenario `selected` takes, with `tasks`
-    /// tasks: a row `go-<scenario>` each. Only the Go peer has twins.
+    /// One run of each of the peer's [`Twin`]s whose scenario `selected` takes, at `sizes`: a
+    /// row `go-<scenario>` each. Only the Go peer has twins.
     pub(crate) fn run_twins(
         &self,
         runner: &mut Runner<'_>,
         pinning: Pinning,
-        tasks: u64,
+        sizes: &Sizes,
         selected: impl Fn(&str) -> bool,
     ) -> anyhow::Result<Vec<Row>> {
         if self.kind != PeerKind::GoAsynq {
             return Ok(Vec::new());
         }
         let mut rows = Vec::new();
-        for twin in Twin::all(tasks).into_iter().filter(|twin| selected(twin.scenario)) {
+        for twin in Twin::all(sizes).into_iter().filter(|twin| selected(twin.scenario)) {
             runner.redis().reset()?;
             if let Some(fill) = &twin.fill {
                 runner.prepare(&fill.iter().map(String::as_str).collect::<Vec<_>>())?;
@@ -274,9 +274,11 @@ struct Twin {
 }
 
 impl Twin {
-    /// Every twin, with `tasks` tasks.
-    fn all(tasks: u64) -> Vec<Twin> {
-        let n = tasks.to_string();
+    /// Every twin, at `sizes`.
+    fn all(sizes: &Sizes) -> Vec<Twin> {
+        let n = sizes.tasks.to_string();
+        let (samples, max_secs) = (sizes.latency_samples.to_string(), sizes.latency_max_secs.to_string());
+        let pickup = ["pickup-latency", &samples, &max_secs, "10"];
         let work = |scenario, fill: Option<&[&str]>, args: &[&str]| Twin {
             scenario,
             fill: fill.map(strings),
@@ -296,6 +298,8 @@ impl Twin {
             let fill = [if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n];
             work(scenario, Some(&fill), &["bulk", &n, action])
         }));
+        twins.push(work("pickup-latency-c10", None, &pickup));
+        twins.push(work(MANY_QUEUES_PICKUP, None, &[&pickup[..], &[empty.as_str()]].concat()));
         twins.push(idle("idle-3-queues", None, &["idle", "10", "1"]));
         twins.push(idle(MANY_QUEUES_IDLE, None, &["idle", "10", "1", &empty]));
         twins.extend(
@@ -456,20 +460,20 @@ mod tests {
 
     #[test]
     fn go_twins_are_prepared_as_our_scenarios_are_and_named_after_them() {
-        let twins = Twin::all(5_000);
-        let scenarios: Vec<&str> = twins.iter().map(|twin| twin.scenario).collect();
-        let sizes = super::super::scenarios::Sizes {
-            tasks: 1,
-            latency_samples: 1,
-            latency_max_secs: 1,
+        let sizes = Sizes {
+            tasks: 5_000,
+            latency_samples: 300,
+            latency_max_secs: 7,
             idle_window: std::time::Duration::from_secs(1),
         };
+        let twins = Twin::all(&sizes);
+        let scenarios: Vec<&str> = twins.iter().map(|twin| twin.scenario).collect();
         let ours: Vec<&str> = super::super::scenarios::all(&sizes).iter().map(|scenario| scenario.name).collect();
         assert!(
             scenarios.iter().all(|twin| ours.contains(twin)),
             "each twin is of one of our scenarios: {scenarios:?}"
         );
-        assert_eq!(twins.len(), 14);
+        assert_eq!(twins.len(), 16);
         assert_eq!(GO_MANY_QUEUES_DRAIN, format!("go-{MANY_QUEUES_DRAIN}"));
         let twin = |scenario: &str| twins.iter().find(|twin| twin.scenario == scenario).unwrap();
         let shape = |twin: &Twin| (twin.fill.as_ref().map(|fill| fill.join(" ")), twin.idle, twin.args.join(" "));
@@ -485,6 +489,7 @@ mod tests {
         );
         assert_eq!(shape(twin(IDLE_SERVERS[2])), (None, true, "idle 2 50".to_owned()));
         assert_eq!(shape(twin(MANY_QUEUES_IDLE)), (None, true, "idle 10 1 999".to_owned()));
+        assert_eq!(shape(twin(MANY_QUEUES_PICKUP)), (None, false, "pickup-latency 300 7 10 999".to_owned()));
         let groups = filled("fill-groups --groups 100000");
         assert_eq!(shape(twin(IDLE_AGGREGATOR)), (groups.clone(), true, "idle-aggregator 10".to_owned()));
         assert_eq!(shape(twin(GROUP_READS)), (groups, false, "group-reads 100000".to_owned()));
@@ -510,7 +515,7 @@ mod tests {
         for kind in [PeerKind::RustAsynq, PeerKind::GoAsynq] {
             for ratio in kind.ratios() {
                 assert!(ours.contains(&ratio.ours), "{} is not a scenario", ratio.ours);
-                let twins: Vec<String> = Twin::all(1).iter().map(|twin| format!("go-{}", twin.scenario)).collect();
+                let twins: Vec<String> = Twin::all(&sizes).iter().map(|twin| format!("go-{}", twin.scenario)).collect();
                 let twin_row = kind == PeerKind::GoAsynq && twins.iter().any(|twin| twin == ratio.peer);
                 assert!(kind.rows().contains(&ratio.peer) || twin_row, "{} is no row of {kind:?}", ratio.peer);
             }

@@ -356,7 +356,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
             target: "pickup with idle workers: p50 ≤ 2 ms, p99 ≤ 10 ms",
             measured: format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
             met: Some(p50 <= 2.0 && p99 <= 10.0),
-            context: "woken by push (`pickup-latency-c10`)".to_owned(),
+            context: format!("woken by push (`pickup-latency-c10`){}", go_pickup(&rows, "pickup-latency-c10")),
         },
         _ => not_measured("pickup with idle workers: p50 ≤ 2 ms, p99 ≤ 10 ms", "pickup-latency-c10"),
     });
@@ -742,8 +742,24 @@ fn go_many_queues(rows: &Rows) -> String {
         _ => None,
     };
     let idle = go_idle_rates(rows, &[MANY_QUEUES_IDLE]).map(|rates| format!("idle {rates}"));
-    let parts: Vec<String> = drain.into_iter().chain(idle).collect();
+    let pickup = go_pickup_latency(rows, MANY_QUEUES_PICKUP);
+    let parts: Vec<String> = drain.into_iter().chain(idle).chain(pickup).collect();
     if parts.is_empty() { String::new() } else { format!("; Go asynq, side by side: {}", parts.join(", ")) }
+}
+
+/// Go asynq's pickup latency in its twin of `scenario`, as a sentence to append, when the run
+/// has it.
+fn go_pickup(rows: &Rows, scenario: &str) -> String {
+    go_pickup_latency(rows, scenario).map(|pickup| format!("; Go asynq, side by side: {pickup}")).unwrap_or_default()
+}
+
+/// Go asynq's pickup p50 and p99 in its twin of `scenario` (`--go`), which polls its queues.
+fn go_pickup_latency(rows: &Rows, scenario: &str) -> Option<String> {
+    let row = rows.row(&go(scenario))?;
+    Some(format!(
+        "pickup p50 {:.1} ms, p99 {:.1} ms ({} samples; Go's servers poll empty queues about once a second)",
+        row.pickup_p50_ms?, row.pickup_p99_ms?, row.tasks
+    ))
 }
 
 /// Go asynq's idle twins of `scenarios`, as a sentence to append, when the run has them.
