@@ -204,18 +204,11 @@ impl Peer {
                 }
             } else {
                 let (result, cost) = self.invoke(runner.redis(), pinning, &twin.args)?;
-                let rate =
-                    ["process_tps", "bulk_tps", "enqueue_tps"].into_iter().find_map(|name| result.optional(name));
-                let done = ["processed", "affected", "n"].into_iter().find_map(|name| result.optional(name));
                 Run {
-                    tasks: rate.and(done).unwrap_or(0.0) as u64,
-                    concurrency: result.optional("conc").map(|c| c as usize),
-                    tasks_per_s: rate,
-                    reads_ms: result.reads_ms(),
                     redis: Some(cost.usage),
                     window_s: cost.window_s,
                     client_cpu_s: cost.client_cpu_s,
-                    ..Run::default()
+                    ..result.run()
                 }
             };
             rows.push(Row::from_run(&format!("go-{}", twin.scenario), &run));
@@ -403,6 +396,22 @@ impl ResultLine {
             .with_context(|| format!("the peer printed no RESULT line: {stdout:?}"))
     }
 
+    /// What a twin's line says of its run, whatever the command: its rate, the tasks it covered
+    /// (the samples of a pickup), its concurrency, its pickup percentiles and its timed reads.
+    fn run(&self) -> Run {
+        let rate = ["process_tps", "bulk_tps", "enqueue_tps"].into_iter().find_map(|name| self.optional(name));
+        let done = ["processed", "affected", "n"].into_iter().find_map(|name| self.optional(name));
+        Run {
+            tasks: self.optional("samples").or(rate.and(done)).unwrap_or(0.0) as u64,
+            concurrency: self.optional("conc").map(|conc| conc as usize),
+            tasks_per_s: rate,
+            pickup_p50_ms: self.optional("p50"),
+            pickup_p99_ms: self.optional("p99"),
+            reads_ms: self.reads_ms(),
+            ..Run::default()
+        }
+    }
+
     /// The number after `name=`, if the line has one.
     fn optional(&self, name: &str) -> Option<f64> {
         self.0.split_whitespace().find_map(|pair| pair.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
@@ -496,11 +505,19 @@ mod tests {
     }
 
     #[test]
-    fn reads_the_optional_fields_and_the_timed_reads() {
-        let result = ResultLine::find("RESULT n=3 queue_info_ms=77.9 groups_ms=47.5 conc=10\n").unwrap();
-        assert_eq!((result.optional("conc"), result.optional("processed")), (Some(10.0), None));
-        let reads: Vec<(String, f64)> = result.reads_ms().into_iter().collect();
-        assert_eq!(reads, [("groups".to_owned(), 47.5), ("queue_info".to_owned(), 77.9)]);
+    fn a_twins_line_says_what_its_run_was() {
+        let line = |text: &str| ResultLine::find(&format!("RESULT {text}\n")).unwrap().run();
+        let reads = line("n=3 queue_info_ms=77.9 groups_ms=47.5");
+        assert_eq!((reads.tasks, reads.tasks_per_s, reads.concurrency), (0, None, None));
+        let timed: Vec<(String, f64)> = reads.reads_ms.into_iter().collect();
+        assert_eq!(timed, [("groups".to_owned(), 47.5), ("queue_info".to_owned(), 77.9)]);
+        let drain = line("n=100 conc=100 processed=489 process_s=20.0 process_tps=24 handler_calls=489");
+        assert_eq!((drain.tasks, drain.tasks_per_s, drain.concurrency), (489, Some(24.0), Some(100)));
+        let bulk = line("n=100 bulk_s=0.5 bulk_tps=200 affected=100");
+        assert_eq!((bulk.tasks, bulk.tasks_per_s, bulk.concurrency), (100, Some(200.0), None));
+        let pickup = line("n=2000 conc=10 samples=6 p50=897.5 p99=1369.4");
+        assert_eq!((pickup.tasks, pickup.pickup_p50_ms, pickup.pickup_p99_ms), (6, Some(897.5), Some(1369.4)));
+        assert!(pickup.tasks_per_s.is_none() && pickup.reads_ms.is_empty());
     }
 
     #[test]
