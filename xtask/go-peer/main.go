@@ -4,6 +4,7 @@
 //	go-asynq-peer run <N> <concurrency>
 //	go-asynq-peer enqueue <N>
 //	go-asynq-peer drain <N> <concurrency> [<empty queues> <max seconds>]
+//	go-asynq-peer fail <N> <concurrency>
 //	go-asynq-peer bulk <N> archive|delete|run|remove
 //	go-asynq-peer idle <seconds> <concurrency> <servers> [<empty queues>]
 //	go-asynq-peer idle-aggregator <seconds> <concurrency>
@@ -22,7 +23,9 @@
 //
 // `drain` with empty queues serves that many more queues, "empty-0" to "empty-<k-1>", all of
 // the busy queue's weight, as the Rust bench's many-queues drain does, and stops after max
-// seconds if N tasks have not been processed by then: its rate is of those processed. `bulk`
+// seconds if N tasks have not been processed by then: its rate is of those processed. `fail` is
+// `drain` with a handler that always fails, on the tasks the Rust bench's `fill-failing` left
+// (no retries: each is archived at its first failure). `bulk`
 // times one operator action of Go's Inspector on the queue the Rust bench's `fill` (or
 // `fill-scheduled`, for `run`) left: archive or delete every pending task, run every scheduled
 // one, or remove the queue by force; it prints `bulk_s=.. bulk_tps=.. affected=..`. `idle`
@@ -44,6 +47,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"math"
@@ -63,7 +67,8 @@ import (
 var payload = []byte(`{"user_id":1234567,"action":"noop-bnch"}`)
 
 const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | " +
-	"drain <N> <concurrency> [<empty queues> <max seconds>] | bulk <N> archive|delete|run|remove | " +
+	"drain <N> <concurrency> [<empty queues> <max seconds>] | fail <N> <concurrency> | " +
+	"bulk <N> archive|delete|run|remove | " +
 	"idle <seconds> <concurrency> <servers> [<empty queues>] | idle-aggregator <seconds> <concurrency> | " +
 	"enqueue-concurrent <N> <producers> | group-reads <groups> | " +
 	"pickup-latency <samples> <max seconds> <concurrency> [<empty queues>]"
@@ -88,7 +93,7 @@ func main() {
 	var fields []string
 	switch os.Args[1] {
 	case "run":
-		fields = append(enqueue(opt, monitor, n), drain(opt, monitor, n, intArg(3, 10), 0, 0)...)
+		fields = append(enqueue(opt, monitor, n), drain(opt, monitor, n, intArg(3, 10), 0, 0, nil)...)
 	case "enqueue":
 		fields = enqueue(opt, monitor, n)
 	case "drain":
@@ -96,7 +101,9 @@ func main() {
 		if len(os.Args) > 4 {
 			empty, maxSeconds = countArg(4), intArg(5, 0)
 		}
-		fields = drain(opt, monitor, n, intArg(3, 10), empty, time.Duration(maxSeconds)*time.Second)
+		fields = drain(opt, monitor, n, intArg(3, 10), empty, time.Duration(maxSeconds)*time.Second, nil)
+	case "fail":
+		fields = drain(opt, monitor, n, intArg(3, 10), 0, 0, errors.New("the bench handler always fails"))
 	case "bulk":
 		if len(os.Args) != 4 {
 			fmt.Fprintln(os.Stderr, usage)
@@ -147,8 +154,8 @@ func enqueue(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n int) []str
 
 // drain runs a server with the given concurrency, serving the busy queue and `empty` empty
 // ones, until the queue's processed counter reaches n or, with a positive maxTime, that long
-// has passed.
-func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency, empty int, maxTime time.Duration) []string {
+// has passed. Its handler returns `failure` (nil: it succeeds).
+func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency, empty int, maxTime time.Duration, failure error) []string {
 	ctx := context.Background()
 	var calls atomic.Int64
 	server := asynq.NewServer(opt, asynq.Config{
@@ -159,7 +166,7 @@ func drain(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, concurrency
 	start := time.Now()
 	if err := server.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
 		calls.Add(1)
-		return nil
+		return failure
 	})); err != nil {
 		log.Fatalf("server: %v", err)
 	}

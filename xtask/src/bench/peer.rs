@@ -10,8 +10,9 @@
 //! phases in one, the Go peer each phase in its own.
 //!
 //! The Go peer also does the work of some of our scenarios where Go asynq can do the same
-//! ([`Twin`]): 64 producers sharing one client, draining at concurrency 100 on one queue and
-//! beside 999 empty ones, the bulk operator actions, the pickup by an idle server and idle
+//! ([`Twin`]): 64 producers sharing one client, draining at concurrency 100 on one queue, beside
+//! 999 empty ones and with up to 1 000 000 pending, failing for good into an empty archive and
+//! one at its cap, the bulk operator actions, the pickup by an idle server and idle
 //! servers on 3 and 1 000 queues (one to fifty of them), and an idle group aggregator and
 //! operators' reads on a queue of 100 000 groups. Each is prepared as ours is, by `asynq-bench fill` or `fill-groups` (unmeasured; Go
 //! reads what we write), measured to its end or over the same idle window as ours, and becomes
@@ -25,8 +26,10 @@ use anyhow::{Context as _, bail};
 use super::pin::Pinning;
 use super::report::{Ratio, Row, Run};
 use super::scenarios::{
-    BULK_ACTION_ARGS, BULK_ACTIONS, ENQUEUE_CONCURRENT, GROUP_READS, IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS,
-    MANY_GROUPS, MANY_QUEUES, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, Runner, Sizes,
+    ARCHIVE_CAP, BULK_ACTION_ARGS, BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DEEP_BACKLOGS,
+    ENQUEUE_CONCURRENT, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAILURES_AT_CAP, FAILURES_INTO_EMPTY,
+    GROUP_READS, IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_GROUPS, MANY_QUEUES, MANY_QUEUES_DRAIN,
+    MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, Runner, Sizes,
 };
 use super::server::RedisServer;
 use super::stats::{self, Usage};
@@ -287,6 +290,17 @@ impl Twin {
             work("drain-c100", Some(&fill), &["drain", &n, "100"]),
             work(MANY_QUEUES_DRAIN, Some(&fill), &["drain", &n, "100", &empty, &GO_MANY_QUEUES_SECS.to_string()]),
         ];
+        twins.extend(DEEP_BACKLOG_DRAINS.iter().zip(DEEP_BACKLOGS).map(|(scenario, pending)| {
+            let fill = ["fill", "--tasks", &pending.to_string()];
+            work(scenario, Some(&fill), &["drain", &pending.min(DEEP_BACKLOG_SLICE).to_string(), "100"])
+        }));
+        for (scenario, archived, failures) in
+            [(FAIL_INTO_EMPTY_ARCHIVE, 0, FAILURES_INTO_EMPTY), (FAIL_INTO_FULL_ARCHIVE, ARCHIVE_CAP, FAILURES_AT_CAP)]
+        {
+            let (archived, failures) = (archived.to_string(), failures.to_string());
+            let fill = ["fill-failing", "--tasks", &failures, "--archived", &archived];
+            twins.push(work(scenario, Some(&fill), &["fail", &failures, "100"]));
+        }
         twins.extend(BULK_ACTIONS.iter().zip(BULK_ACTION_ARGS).map(|(scenario, action)| {
             let fill = [if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n];
             work(scenario, Some(&fill), &["bulk", &n, action])
@@ -482,7 +496,7 @@ mod tests {
             scenarios.iter().all(|twin| ours.contains(twin)),
             "each twin is of one of our scenarios: {scenarios:?}"
         );
-        assert_eq!(twins.len(), 16);
+        assert_eq!(twins.len(), 21);
         assert_eq!(GO_MANY_QUEUES_DRAIN, format!("go-{MANY_QUEUES_DRAIN}"));
         let twin = |scenario: &str| twins.iter().find(|twin| twin.scenario == scenario).unwrap();
         let shape = |twin: &Twin| (twin.fill.as_ref().map(|fill| fill.join(" ")), twin.idle, twin.args.join(" "));
@@ -497,6 +511,18 @@ mod tests {
             (filled("fill-scheduled --tasks 5000"), false, "bulk 5000 run".to_owned())
         );
         assert_eq!(shape(twin(IDLE_SERVERS[2])), (None, true, "idle 2 50".to_owned()));
+        assert_eq!(
+            shape(twin(DEEP_BACKLOG_DRAINS[2])),
+            (filled("fill --tasks 1000000"), false, "drain 50000 100".to_owned())
+        );
+        assert_eq!(
+            shape(twin(DEEP_BACKLOG_DRAINS[0])),
+            (filled("fill --tasks 10000"), false, "drain 10000 100".to_owned())
+        );
+        assert_eq!(
+            shape(twin(FAIL_INTO_FULL_ARCHIVE)),
+            (filled("fill-failing --tasks 20000 --archived 10000"), false, "fail 20000 100".to_owned())
+        );
         assert_eq!(shape(twin(MANY_QUEUES_IDLE)), (None, true, "idle 10 1 999".to_owned()));
         assert_eq!(shape(twin(MANY_QUEUES_PICKUP)), (None, false, "pickup-latency 300 7 10 999".to_owned()));
         let groups = filled("fill-groups --groups 100000");

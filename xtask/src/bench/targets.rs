@@ -605,8 +605,9 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
             met: Some(at_large <= 1.25 * at_small && longest < LONGEST_COMMAND_MS),
             context: format!(
                 "concurrency 100 draining the first {DEEP_BACKLOG_SLICE} tasks (all of the 10 000); longest: {what}; \
-                 1 000 000 against 10 000: {}",
-                rows.grown_commands(small, large)
+                 1 000 000 against 10 000: {}{}",
+                rows.grown_commands(small, large),
+                go_growth(rows, small, large)
             ),
         },
         _ => not_measured(DEEP_TARGET, DEEP_BACKLOG_DRAINS.join(", ")),
@@ -632,8 +633,9 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
                 met: Some(full <= 1.25 * empty && longest < LONGEST_COMMAND_MS),
                 context: format!(
                     "concurrency 100, `max_retry` 0: 20 000 failures after 10 000 tasks archived, against 9 000 into \
-                     an empty archive; longest: {what}; at the cap against empty: {}",
-                    rows.grown_commands(FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE)
+                     an empty archive; longest: {what}; at the cap against empty: {}{}",
+                    rows.grown_commands(FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE),
+                    go_growth(rows, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE)
                 ),
             },
             _ => not_measured(ARCHIVE_TARGET, archives.join(" and ")),
@@ -745,6 +747,22 @@ fn go_many_queues(rows: &Rows) -> String {
     let pickup = go_pickup_latency(rows, MANY_QUEUES_PICKUP);
     let parts: Vec<String> = drain.into_iter().chain(idle).chain(pickup).collect();
     if parts.is_empty() { String::new() } else { format!("; Go asynq, side by side: {}", parts.join(", ")) }
+}
+
+/// How Go asynq's Redis CPU per task grew from its twin of `small` to its twin of `large`, as a
+/// sentence to append, when the run has both.
+fn go_growth(rows: &Rows, small: &str, large: &str) -> String {
+    match (rows.get(&go(small), redis_cpu), rows.get(&go(large), redis_cpu)) {
+        (Some(at_small), Some(at_large)) => {
+            let longest =
+                rows.longest(&[&go(small), &go(large)]).map_or("–".to_owned(), |(ms, _)| format!("{ms:.1} ms"));
+            format!(
+                "; Go asynq, side by side: {:.2}× ({at_large:.1} µs against {at_small:.1} µs), longest command {longest}",
+                at_large / at_small
+            )
+        }
+        _ => String::new(),
+    }
 }
 
 /// Go asynq's pickup latency in its twin of `scenario`, as a sentence to append, when the run
@@ -1043,6 +1061,18 @@ mod tests {
         assert_eq!(verdict(&checks, "a storm of scheduled"), Some(false), "p99 11 ms");
         let storm = checks.iter().find(|c| c.target.starts_with("a storm of scheduled")).unwrap();
         assert!(storm.context.contains("none of 1 ms or more") || storm.context.contains("asynq:{default}:scheduled"));
+        rows.push(row(&go(FAIL_INTO_EMPTY_ARCHIVE), with(40.0, 1.0)));
+        rows.push(row(&go(FAIL_INTO_FULL_ARCHIVE), with(60.0, 3.5)));
+        let checks = check(&rows, true);
+        let archive = checks.iter().find(|c| c.target.starts_with("tasks failing for good")).unwrap();
+        assert!(
+            archive
+                .context
+                .ends_with("; Go asynq, side by side: 1.50× (60.0 µs against 40.0 µs), longest command 3.5 ms"),
+            "{}",
+            archive.context
+        );
+        assert_eq!(archive.met, Some(false), "Go's rows do not change our verdict");
     }
 
     #[test]
