@@ -11,6 +11,7 @@
 //	go-asynq-peer enqueue-concurrent <N> <producers>
 //	go-asynq-peer group-reads <groups>
 //	go-asynq-peer pickup-latency <samples> <max seconds> <concurrency> [<empty queues>]
+//	go-asynq-peer stream <N> <producers> <concurrency> <rate>
 //
 // `run` speaks the same protocol as the `asynq` 0.1.8 peer in ../shared/peers: it FLUSHALLs the
 // Redis at REDIS_URL, enqueues N no-op tasks (40-byte payload, queue "default") one at a time,
@@ -42,7 +43,12 @@
 // `pickup-latency` runs a server on "default" (and that many empty queues beside it), then
 // enqueues one task at a time, 5 ms after the last one started, and times each from just before
 // its enqueue to the start of its handler, until it has that many samples or that many seconds
-// have passed: `samples=.. p50=.. p99=..` (milliseconds, nearest rank).
+// have passed: `samples=.. p50=.. p99=..` (milliseconds, nearest rank). `stream` runs a server
+// while that many producers sharing one client enqueue N tasks at an offered load of `rate`
+// tasks/s in all (0: as fast as they can), by the Rust bench's fixed timetable (task i is due
+// i/rate seconds after the start), timed from the server's start until all are processed; each
+// task's payload carries the time of its send, and the handler times its pickup:
+// `processed=.. process_s=.. process_tps=.. offered=.. p50=.. p99=..`.
 package main
 
 import (
@@ -71,7 +77,8 @@ const usage = "usage: go-asynq-peer run <N> <concurrency> | enqueue <N> | " +
 	"bulk <N> archive|delete|run|remove | " +
 	"idle <seconds> <concurrency> <servers> [<empty queues>] | idle-aggregator <seconds> <concurrency> | " +
 	"enqueue-concurrent <N> <producers> | group-reads <groups> | " +
-	"pickup-latency <samples> <max seconds> <concurrency> [<empty queues>]"
+	"pickup-latency <samples> <max seconds> <concurrency> [<empty queues>] | " +
+	"stream <N> <producers> <concurrency> <rate>"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -128,6 +135,8 @@ func main() {
 			empty = countArg(5)
 		}
 		fields = pickupLatency(opt, n, time.Duration(intArg(3, 20))*time.Second, intArg(4, 10), empty)
+	case "stream":
+		fields = stream(opt, monitor, n, intArg(3, 16), intArg(4, 10), float64(countArg(5)))
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -340,17 +349,77 @@ func pickupLatency(opt asynq.RedisConnOpt, samples int, maxTime time.Duration, c
 			log.Fatalf("no handler started within 30 s of an enqueue")
 		}
 	}
+	return append([]string{fmt.Sprintf("conc=%d", concurrency), fmt.Sprintf("samples=%d", len(latencies))},
+		percentiles(latencies)...)
+}
+
+// percentiles are the p50 and p99 of `latencies` (nearest rank), which it sorts.
+func percentiles(latencies []float64) []string {
 	sort.Float64s(latencies)
 	rank := func(p float64) float64 {
 		i := int(math.Ceil(p / 100 * float64(len(latencies))))
 		return latencies[max(min(i, len(latencies)), 1)-1]
 	}
-	return []string{
-		fmt.Sprintf("conc=%d", concurrency),
-		fmt.Sprintf("samples=%d", len(latencies)),
-		fmt.Sprintf("p50=%.3f", rank(50)),
-		fmt.Sprintf("p99=%.3f", rank(99)),
+	return []string{fmt.Sprintf("p50=%.3f", rank(50)), fmt.Sprintf("p99=%.3f", rank(99))}
+}
+
+// stream runs a server while `producers` goroutines sharing one client enqueue n tasks at an
+// offered load of `rate` tasks/s (0: as fast as they can), and times each task's pickup.
+func stream(opt asynq.RedisConnOpt, monitor redis.UniversalClient, n, producers, concurrency int, rate float64) []string {
+	epoch := time.Now()
+	var mu sync.Mutex
+	latencies := make([]float64, 0, n)
+	server := asynq.NewServer(opt, asynq.Config{Concurrency: concurrency, Queues: besideEmpty(0), Logger: quietLogger{}})
+	start := time.Now()
+	if err := server.Start(asynq.HandlerFunc(func(_ context.Context, task *asynq.Task) error {
+		started := time.Since(epoch).Microseconds()
+		if sent, err := strconv.ParseInt(strings.TrimSpace(string(task.Payload())), 10, 64); err == nil {
+			mu.Lock()
+			latencies = append(latencies, float64(started-sent)/1e3)
+			mu.Unlock()
+		}
+		return nil
+	})); err != nil {
+		log.Fatalf("server: %v", err)
 	}
+	client := asynq.NewClient(opt)
+	begin := time.Now()
+	var sending sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			for i := p; i < n; i += producers {
+				if rate > 0 {
+					time.Sleep(time.Until(begin.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+				}
+				payload := fmt.Sprintf("%40d", time.Since(epoch).Microseconds())
+				if _, err := client.Enqueue(asynq.NewTask("bench:noop", []byte(payload))); err != nil {
+					log.Fatalf("enqueue: %v", err)
+				}
+			}
+		}()
+	}
+	sending.Wait()
+	offered := float64(n) / time.Since(begin).Seconds()
+	for processed := 0; processed < n; {
+		time.Sleep(5 * time.Millisecond)
+		var err error
+		processed, err = monitor.Get(context.Background(), "asynq:{default}:processed").Int()
+		if err != nil && err != redis.Nil {
+			log.Fatalf("GET processed: %v", err)
+		}
+	}
+	seconds := time.Since(start).Seconds()
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]string{
+		fmt.Sprintf("conc=%d", concurrency),
+		fmt.Sprintf("processed=%d", n),
+		fmt.Sprintf("process_s=%.3f", seconds),
+		fmt.Sprintf("process_tps=%.0f", float64(n)/seconds),
+		fmt.Sprintf("offered=%.0f", offered),
+	}, percentiles(latencies)...)
 }
 
 // bulk times one bulk action of Go's Inspector on the queue "default", which holds n tasks.

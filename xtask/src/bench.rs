@@ -15,7 +15,7 @@
 //! 6. with `--peer` or `--go`, run each peer as often ([`peer`]), in the same rounds: round
 //!    after round of all scenarios and peers, so that ratios compare runs made side by side;
 //!    with `--go`, Go asynq also does the work of those selected scenarios it can do (many
-//!    queues, deep backlogs, failures, bulk actions, pickup, idle servers, 64 producers, 100 000
+//!    queues, deep backlogs, failures, streaming, bulk actions, pickup, idle servers, 64 producers, 100 000
 //!    groups), as rows `go-<scenario>`;
 //! 7. stop Redis (also on errors), write the report and print its table.
 

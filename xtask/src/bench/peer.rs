@@ -12,7 +12,7 @@
 //! The Go peer also does the work of some of our scenarios where Go asynq can do the same
 //! ([`Twin`]): 64 producers sharing one client, draining at concurrency 100 on one queue, beside
 //! 999 empty ones and with up to 1 000 000 pending, failing for good into an empty archive and
-//! one at its cap, the bulk operator actions, the pickup by an idle server and idle
+//! one at its cap, producers and a server streaming together, the bulk operator actions, the pickup by an idle server and idle
 //! servers on 3 and 1 000 queues (one to fifty of them), and an idle group aggregator and
 //! operators' reads on a queue of 100 000 groups. Each is prepared as ours is, by `asynq-bench fill` or `fill-groups` (unmeasured; Go
 //! reads what we write), measured to its end or over the same idle window as ours, and becomes
@@ -29,7 +29,7 @@ use super::scenarios::{
     ARCHIVE_CAP, BULK_ACTION_ARGS, BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DEEP_BACKLOGS,
     ENQUEUE_CONCURRENT, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAILURES_AT_CAP, FAILURES_INTO_EMPTY,
     GROUP_READS, IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_GROUPS, MANY_QUEUES, MANY_QUEUES_DRAIN,
-    MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, Runner, Sizes,
+    MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, Runner, STREAM_PRODUCERS, STREAM_RATES, STREAMS, Sizes, stream_tasks,
 };
 use super::server::RedisServer;
 use super::stats::{self, Usage};
@@ -305,6 +305,10 @@ impl Twin {
             let fill = [if action == "run" { "fill-scheduled" } else { "fill" }, "--tasks", &n];
             work(scenario, Some(&fill), &["bulk", &n, action])
         }));
+        twins.extend(STREAMS.iter().zip(STREAM_RATES).map(|(scenario, rate)| {
+            let (tasks, rate) = (stream_tasks(sizes, rate).to_string(), rate.unwrap_or(0).to_string());
+            work(scenario, None, &["stream", &tasks, STREAM_PRODUCERS, "10", &rate])
+        }));
         twins.push(work("pickup-latency-c10", None, &pickup));
         twins.push(work(MANY_QUEUES_PICKUP, None, &[&pickup[..], &[empty.as_str()]].concat()));
         twins.push(idle("idle-3-queues", None, &["idle", "10", "1"]));
@@ -419,6 +423,7 @@ impl ResultLine {
             tasks: self.optional("samples").or(rate.and(done)).unwrap_or(0.0) as u64,
             concurrency: self.optional("conc").map(|conc| conc as usize),
             tasks_per_s: rate,
+            offered_per_s: self.optional("offered"),
             pickup_p50_ms: self.optional("p50"),
             pickup_p99_ms: self.optional("p99"),
             reads_ms: self.reads_ms(),
@@ -496,7 +501,7 @@ mod tests {
             scenarios.iter().all(|twin| ours.contains(twin)),
             "each twin is of one of our scenarios: {scenarios:?}"
         );
-        assert_eq!(twins.len(), 21);
+        assert_eq!(twins.len(), 24);
         assert_eq!(GO_MANY_QUEUES_DRAIN, format!("go-{MANY_QUEUES_DRAIN}"));
         let twin = |scenario: &str| twins.iter().find(|twin| twin.scenario == scenario).unwrap();
         let shape = |twin: &Twin| (twin.fill.as_ref().map(|fill| fill.join(" ")), twin.idle, twin.args.join(" "));
@@ -511,6 +516,8 @@ mod tests {
             (filled("fill-scheduled --tasks 5000"), false, "bulk 5000 run".to_owned())
         );
         assert_eq!(shape(twin(IDLE_SERVERS[2])), (None, true, "idle 2 50".to_owned()));
+        assert_eq!(shape(twin(STREAMS[1])), (None, false, "stream 5000 16 10 20000".to_owned()), "5 000 at most");
+        assert_eq!(shape(twin(STREAMS[2])), (None, false, "stream 5000 16 10 0".to_owned()), "as fast as it can");
         assert_eq!(
             shape(twin(DEEP_BACKLOG_DRAINS[2])),
             (filled("fill --tasks 1000000"), false, "drain 50000 100".to_owned())
@@ -541,6 +548,8 @@ mod tests {
         assert_eq!((drain.tasks, drain.tasks_per_s, drain.concurrency), (489, Some(24.0), Some(100)));
         let bulk = line("n=100 bulk_s=0.5 bulk_tps=200 affected=100");
         assert_eq!((bulk.tasks, bulk.tasks_per_s, bulk.concurrency), (100, Some(200.0), None));
+        let stream = line("n=100 conc=10 processed=100 process_s=0.5 process_tps=200 offered=5000 p50=420.8 p99=863.3");
+        assert_eq!((stream.tasks, stream.offered_per_s, stream.pickup_p99_ms), (100, Some(5000.0), Some(863.3)));
         let pickup = line("n=2000 conc=10 samples=6 p50=897.5 p99=1369.4");
         assert_eq!((pickup.tasks, pickup.pickup_p50_ms, pickup.pickup_p99_ms), (6, Some(897.5), Some(1369.4)));
         assert!(pickup.tasks_per_s.is_none() && pickup.reads_ms.is_empty());

@@ -153,7 +153,7 @@ pub(crate) const DRAIN_WITH_EVENTS: &str = "drain-c100-events";
 /// [`STREAM_RATES`]`[i]` tasks/s (the last as fast as the producers go).
 pub(crate) const STREAMS: [&str; 3] = ["stream-5000", "stream-20000", "stream-max"];
 /// The offered loads of [`STREAMS`]; `None` is as fast as possible.
-const STREAM_RATES: [Option<u64>; 3] = [Some(5_000), Some(20_000), None];
+pub(crate) const STREAM_RATES: [Option<u64>; 3] = [Some(5_000), Some(20_000), None];
 /// How many producers share the streaming scenarios' client: enough to offer 20 000 tasks/s on
 /// this machine, where one awaited enqueue takes about 0.1–0.3 ms.
 pub(crate) const STREAM_PRODUCERS: &str = "16";
@@ -174,6 +174,12 @@ fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues:
         throughput: true,
         plan: Plan::Drain { processes, concurrency, empty_queues, events: false, pending: None },
     }
+}
+
+/// How many tasks a streaming scenario at the offered `rate` (tasks/s; `None`: as fast as
+/// possible) enqueues: its rate for [`STREAM_SECS`], the run's task count at most.
+pub(crate) fn stream_tasks(sizes: &Sizes, rate: Option<u64>) -> u64 {
+    rate.map_or(sizes.tasks, |rate| sizes.tasks.min(rate * STREAM_SECS))
 }
 
 /// Every scenario, in report order.
@@ -218,7 +224,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
     ];
     scenarios.extend(STREAMS.iter().zip(STREAM_RATES).map(|(name, rate)| {
-        let tasks = rate.map_or(sizes.tasks, |rate| sizes.tasks.min(rate * STREAM_SECS)).to_string();
+        let tasks = stream_tasks(sizes, rate).to_string();
         let mut args = strings(&["stream", "--tasks", &tasks, "--producers", STREAM_PRODUCERS, "--concurrency", "10"]);
         if let Some(rate) = rate {
             args.extend(strings(&["--rate", &rate.to_string()]));

@@ -474,7 +474,9 @@ fn streaming_checks(rows: &Rows) -> Vec<Check> {
             met: Some(cpu <= 25.0 && offered >= 0.95 * 20_000.0),
             context: [slow, middle, max]
                 .into_iter()
-                .filter_map(describe)
+                .map(str::to_owned)
+                .chain([slow, middle, max].map(go))
+                .filter_map(|name| describe(&name))
                 .chain(std::iter::once(format!(
                     "{STREAM_PRODUCERS} producers sharing one client, open loop (a fixed timetable); one server at \
                      concurrency 10; the load counts as offered from 95 % of it"
@@ -1008,6 +1010,21 @@ mod tests {
         assert_eq!(verdict(&checks, "producers and a server streaming"), Some(false), "the load was not offered");
         assert_eq!(verdict(&checks, "an idle wake-up"), Some(false));
         assert_eq!(verdict(&check(&[], true), "producers and a server streaming"), None);
+        let mut with_go = rows.clone();
+        with_go.push(row(&go(STREAMS[1]), |r| {
+            (r.offered_per_s, r.tasks_per_s, r.redis_cpu_us_per_task) = (Some(19_990.0), Some(8_000.0), Some(60.0));
+            (r.pickup_p50_ms, r.pickup_p99_ms) = (Some(420.0), Some(860.0));
+        }));
+        let checks = check(&with_go, true);
+        let streaming = checks.iter().find(|c| c.target.starts_with("producers and a server streaming")).unwrap();
+        assert!(
+            streaming.context.contains(
+                "`go-stream-20000`: offered 19990/s, ran 8000/s, 60.0 µs and – commands per task, pickup p50/p99 \
+                 420.00/860.00 ms"
+            ),
+            "{}",
+            streaming.context
+        );
     }
 
     #[test]
