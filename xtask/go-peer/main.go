@@ -22,33 +22,35 @@
 //
 //	RESULT n=.. enqueue_s=.. enqueue_tps=.. conc=.. process_s=.. process_tps=.. handler_calls=..
 //
-// `drain` with empty queues serves that many more queues, "empty-0" to "empty-<k-1>", all of
-// the busy queue's weight, as the Rust bench's many-queues drain does, and stops after max
-// seconds if N tasks have not been processed by then: its rate is of those processed. `fail` is
-// `drain` with a handler that always fails, on the tasks the Rust bench's `fill-failing` left
-// (no retries: each is archived at its first failure). `bulk`
-// times one operator action of Go's Inspector on the queue the Rust bench's `fill` (or
-// `fill-scheduled`, for `run`) left: archive or delete every pending task, run every scheduled
-// one, or remove the queue by force; it prints `bulk_s=.. bulk_tps=.. affected=..`. `idle`
-// runs that many servers with no work for that many seconds, each with its own connection, on
-// the Rust bench's three idle queues (critical 6, default 3, low 1), or with empty queues on
-// "default" and "empty-0" to "empty-<k-1>", all of weight 1, as its many-queues layout; what
-// they cost Redis is measured from outside. `idle-aggregator` runs one server with a group
-// aggregator on "default" whose grace period (an hour) no group reaches, after the Rust bench's
-// `fill-groups`. `enqueue-concurrent` enqueues N tasks from that many producers sharing one
-// client (`enqueue_s=.. enqueue_tps=..`). `group-reads` times Go's Inspector reading a queue of
-// that many groups three times each, printing each read's median as `<read>_ms=..`:
-// `queue_info` (GetQueueInfo, what `asynq stats` and `queue inspect` read), `queues_and_info`
-// (every queue's info, as a metrics scrape reads) and `groups` (Groups, `asynq group ls`).
-// `pickup-latency` runs a server on "default" (and that many empty queues beside it), then
-// enqueues one task at a time, 5 ms after the last one started, and times each from just before
-// its enqueue to the start of its handler, until it has that many samples or that many seconds
-// have passed: `samples=.. p50=.. p99=..` (milliseconds, nearest rank). `stream` runs a server
-// while that many producers sharing one client enqueue N tasks at an offered load of `rate`
-// tasks/s in all (0: as fast as they can), by the Rust bench's fixed timetable (task i is due
-// i/rate seconds after the start), timed from the server's start until all are processed; each
-// task's payload carries the time of its send, and the handler times its pickup:
-// `processed=.. process_s=.. process_tps=.. offered=.. p50=.. p99=..`.
+// The other commands do the work of more of the Rust bench's scenarios, as its twins (on the
+// queues and tasks its `fill`, `fill-failing`, `fill-scheduled` or `fill-groups` left):
+//
+//   - `drain` with empty queues serves that many more, "empty-0" to "empty-<k-1>", all of the
+//     busy queue's weight, and stops after max seconds if N tasks have not been processed by
+//     then: its rate is of those processed.
+//   - `fail` is `drain` with a handler that always fails (the tasks have no retries: each is
+//     archived at its first failure).
+//   - `bulk` times one operator action of Go's Inspector: archive or delete every pending task,
+//     run every scheduled one, or remove the queue by force: `bulk_s=.. bulk_tps=.. affected=..`.
+//   - `idle` runs that many servers with no work for that many seconds, each with its own
+//     connection, on the three idle queues (critical 6, default 3, low 1), or with empty queues
+//     on "default" and "empty-0" to "empty-<k-1>", all of weight 1; Redis is measured outside.
+//   - `idle-aggregator` runs one server with a group aggregator on "default" whose grace period
+//     (an hour) no group reaches.
+//   - `enqueue-concurrent` enqueues N tasks from that many producers sharing one client.
+//   - `group-reads` times Go's Inspector reading a queue of that many groups, three times each,
+//     and prints each read's median as `<read>_ms=..`: `queue_info` (GetQueueInfo, what
+//     `asynq stats` and `queue inspect` read), `queues_and_info` (every queue's info, as a
+//     metrics scrape reads) and `groups` (Groups, `asynq group ls`).
+//   - `pickup-latency` runs a server on "default" (and that many empty queues beside it), then
+//     enqueues one task at a time, 5 ms after the last one started, and times each from just
+//     before its enqueue to the start of its handler, until it has that many samples or that
+//     many seconds have passed: `samples=.. p50=.. p99=..` (milliseconds, nearest rank).
+//   - `stream` runs a server while that many producers sharing one client enqueue N tasks at an
+//     offered load of `rate` tasks/s in all (0: as fast as they can), by the same fixed
+//     timetable (task i is due i/rate seconds after the start), timed from the server's start
+//     until all are processed; each payload carries the time of its send, and the handler times
+//     its pickup: `processed=.. process_s=.. process_tps=.. offered=.. p50=.. p99=..`.
 package main
 
 import (

@@ -11,12 +11,12 @@
 //!
 //! The Go peer also does the work of some of our scenarios where Go asynq can do the same
 //! ([`Twin`]): 64 producers sharing one client, draining at concurrency 100 on one queue, beside
-//! 999 empty ones and with up to 1 000 000 pending, failing for good into an empty archive and
-//! one at its cap, producers and a server streaming together, the bulk operator actions, the pickup by an idle server and idle
-//! servers on 3 and 1 000 queues (one to fifty of them), and an idle group aggregator and
-//! operators' reads on a queue of 100 000 groups. Each is prepared as ours is, by `asynq-bench fill` or `fill-groups` (unmeasured; Go
-//! reads what we write), measured to its end or over the same idle window as ours, and becomes
-//! a row `go-<our scenario>`.
+//! 999 empty ones and with up to 1 000 000 pending, failing for good into an empty archive and one
+//! at its cap, producers and a server streaming together, the bulk operator actions, the pickup by
+//! an idle server, idle servers on 3 and 1 000 queues (one to fifty of them), and an idle group
+//! aggregator and operators' reads on a queue of 100 000 groups. Each is prepared as ours is, by
+//! `asynq-bench fill` or `fill-groups` (unmeasured; Go reads what we write), measured to its end or
+//! over the same idle window as ours, and becomes a row `go-<our scenario>`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,6 +30,7 @@ use super::scenarios::{
     ENQUEUE_CONCURRENT, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAILURES_AT_CAP, FAILURES_INTO_EMPTY,
     GROUP_READS, IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_GROUPS, MANY_QUEUES, MANY_QUEUES_DRAIN,
     MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP, Runner, STREAM_PRODUCERS, STREAM_RATES, STREAMS, Sizes, stream_tasks,
+    strings,
 };
 use super::server::RedisServer;
 use super::stats::{self, Usage};
@@ -323,10 +324,6 @@ impl Twin {
         twins.push(work(GROUP_READS, Some(&fill_groups), &["group-reads", &groups]));
         twins
     }
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|arg| (*arg).to_owned()).collect()
 }
 
 /// What Redis and a peer's processes spent over one or more runs of them.

@@ -309,10 +309,9 @@ impl<'a> Runner<'a> {
         self.redis
     }
 
-    /// Flushes Redis and runs `asynq-bench` with `args` to its end, unmeasured: how a peer's
-    /// run of the same work as one of our scenarios is prepared.
+    /// Runs `asynq-bench` with `args` to its end, unmeasured: how a peer's run of the same work
+    /// as one of our scenarios is prepared.
     pub(crate) fn prepare(&mut self, args: &[&str]) -> anyhow::Result<()> {
-        self.redis.reset()?;
         self.launcher.spawn(&[strings(args)])?.wait()?;
         Ok(())
     }
@@ -461,7 +460,8 @@ impl Launcher {
     }
 }
 
-fn strings(args: &[&str]) -> Vec<String> {
+/// `args` as owned strings, as a process's arguments are kept.
+pub(crate) fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|arg| (*arg).to_owned()).collect()
 }
 
