@@ -685,6 +685,11 @@ impl Queue {
         if let Some(task) = self.tasks.get_mut(id) {
             task.state = TaskState::Archived;
         }
+        self.trim_archive(now);
+    }
+
+    /// Deletes the tasks archived 90 days or more before `now`.
+    fn trim_archive(&mut self, now: i64) {
         let cutoff = now - ARCHIVE_MAX_AGE_SECS;
         let old: Vec<(i64, String)> = self.archived.iter().filter(|(score, _)| *score <= cutoff).cloned().collect();
         for entry in old {
@@ -1311,6 +1316,8 @@ impl Model {
         for id in &ids {
             q.archive(id, now);
         }
+        // As Go's archiveAll scripts do, the archive is trimmed even when nothing was archived.
+        q.trim_archive(now);
         Ok(ids.len())
     }
 

@@ -613,3 +613,32 @@ fn brokers_follow_the_reference_model() {
         Err(TestError::Abort(reason)) => panic!("aborted: {reason}"),
     }
 }
+
+/// Sequences the random search once found the brokers and the model to disagree on, replayed
+/// on every run: each pins down a rule the model had wrong or missed.
+#[test]
+fn sequences_found_once_agree() {
+    let archive_all_of_nothing_still_trims = vec![
+        Op::Enqueue(NewTask {
+            queue: "q0",
+            id: "a",
+            payload: "x",
+            when: When::Now,
+            unique: false,
+            retention: 0,
+            max_retry: 0,
+            priority: 0,
+        }),
+        Op::ArchiveTask { queue: "q0", id: "a" },
+        Op::Advance { secs: 90 * 86_400 },
+        // No pending task to archive, yet the archive is trimmed, as Go's archiveAll scripts do.
+        Op::ArchiveAll { queue: "q0", set: Set::State(TaskState::Pending) },
+    ];
+    let server = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    for ops in [archive_all_of_nothing_still_trims] {
+        if let Err(reason) = runtime.block_on(run_case(&server, &ops, &Tally::default())) {
+            panic!("{reason}\nsequence: {ops:?}");
+        }
+    }
+}
