@@ -41,7 +41,12 @@ const CONCURRENCY: usize = 10;
 /// How long Go's drain beside [`MANY_QUEUES`]` - 1` empty queues runs at most: it processes
 /// tens of tasks a second, so it stops long before the run's task count.
 const GO_MANY_QUEUES_SECS: u64 = 20;
-/// Go's twin of [`MANY_QUEUES_DRAIN`].
+/// The row of Go asynq's twin of our `scenario` (`--go`).
+pub(crate) fn go(scenario: &str) -> String {
+    format!("go-{scenario}")
+}
+
+/// Go's twin of [`MANY_QUEUES_DRAIN`], as [`go`] names it (a ratio needs the name as a constant).
 pub(crate) const GO_MANY_QUEUES_DRAIN: &str = "go-drain-c100-beside-999-empty";
 /// The clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on Linux).
 const CLOCK_TICKS_PER_SEC: f64 = 100.0;
@@ -215,7 +220,7 @@ impl Peer {
                     ..result.run()
                 }
             };
-            rows.push(Row::from_run(&format!("go-{}", twin.scenario), &run));
+            rows.push(Row::from_run(&go(twin.scenario), &run));
         }
         Ok(rows)
     }
@@ -499,7 +504,7 @@ mod tests {
             "each twin is of one of our scenarios: {scenarios:?}"
         );
         assert_eq!(twins.len(), 24);
-        assert_eq!(GO_MANY_QUEUES_DRAIN, format!("go-{MANY_QUEUES_DRAIN}"));
+        assert_eq!(GO_MANY_QUEUES_DRAIN, go(MANY_QUEUES_DRAIN));
         let twin = |scenario: &str| twins.iter().find(|twin| twin.scenario == scenario).unwrap();
         let shape = |twin: &Twin| (twin.fill.as_ref().map(|fill| fill.join(" ")), twin.idle, twin.args.join(" "));
         let filled = |fill: &str| Some(fill.to_owned());
@@ -564,7 +569,7 @@ mod tests {
         for kind in [PeerKind::RustAsynq, PeerKind::GoAsynq] {
             for ratio in kind.ratios() {
                 assert!(ours.contains(&ratio.ours), "{} is not a scenario", ratio.ours);
-                let twins: Vec<String> = Twin::all(&sizes).iter().map(|twin| format!("go-{}", twin.scenario)).collect();
+                let twins: Vec<String> = Twin::all(&sizes).iter().map(|twin| go(twin.scenario)).collect();
                 let twin_row = kind == PeerKind::GoAsynq && twins.iter().any(|twin| twin == ratio.peer);
                 assert!(kind.rows().contains(&ratio.peer) || twin_row, "{} is no row of {kind:?}", ratio.peer);
             }

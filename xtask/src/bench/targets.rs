@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::peer::GO_MANY_QUEUES_DRAIN;
+use super::peer::go;
 use super::report::Row;
 use super::scenarios::{
     BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_CONCURRENT, ENQUEUE_SPIN_WAIT,
@@ -716,11 +716,6 @@ fn size_axis_checks(rows: &Rows) -> Vec<Check> {
     checks
 }
 
-/// The name of Go asynq's twin of our `scenario` (`--go`).
-fn go(scenario: &str) -> String {
-    format!("go-{scenario}")
-}
-
 /// Go asynq's reads of the same queue of many groups, as a sentence to append, when the run has
 /// their twin.
 fn go_reads(rows: &Rows) -> String {
@@ -739,7 +734,7 @@ fn go_reads(rows: &Rows) -> String {
 /// Go asynq's drain rate at concurrency 100 beside 999 empty queues against alone, as a
 /// sentence to append, when the run has its twins (`--go`).
 fn go_many_queues(rows: &Rows) -> String {
-    let drain = match (rows.get(GO_MANY_QUEUES_DRAIN, tasks_per_s), rows.get("go-drain-c100", tasks_per_s)) {
+    let drain = match (rows.get(&go(MANY_QUEUES_DRAIN), tasks_per_s), rows.get(&go("drain-c100"), tasks_per_s)) {
         (Some(beside), Some(alone)) => {
             Some(format!("{:.3}× ({beside:.0}/s beside 999 empty queues, {alone:.0}/s alone)", beside / alone))
         }
@@ -1099,7 +1094,7 @@ mod tests {
         assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(true));
         rows[2].longest_command_ms = Some(12.0);
         assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(false));
-        rows.extend(BULK_ACTIONS.iter().map(|name| row(&format!("go-{name}"), bulk(900.0))));
+        rows.extend(BULK_ACTIONS.iter().map(|name| row(&go(name), bulk(900.0))));
         rows[BULK_ACTIONS.len()].longest_command_ms = Some(950.0);
         let checks = check(&rows, true);
         let bulk_check = checks.iter().find(|c| c.target.starts_with("bulk operator actions")).unwrap();
@@ -1170,8 +1165,8 @@ mod tests {
         };
         assert!(!context(&rows).contains("Go"));
         let mut with_go = rows.clone();
-        with_go.push(row(GO_MANY_QUEUES_DRAIN, |r| r.tasks_per_s = Some(30.0)));
-        with_go.push(row("go-drain-c100", |r| r.tasks_per_s = Some(12_000.0)));
+        with_go.push(row(&go(MANY_QUEUES_DRAIN), |r| r.tasks_per_s = Some(30.0)));
+        with_go.push(row(&go("drain-c100"), |r| r.tasks_per_s = Some(12_000.0)));
         assert!(
             context(&with_go)
                 .ends_with("; Go asynq, side by side: 0.003× (30/s beside 999 empty queues, 12000/s alone)"),
