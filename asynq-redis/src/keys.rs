@@ -526,7 +526,7 @@ mod tests {
     #[test]
     fn unique_keys_match_the_fixtures() {
         let k = Namespace::DEFAULT.queue("interop");
-        // From ../shared/fixtures/go-asynq/v0.26.0-enqueued.txt.
+        // From what Go asynq v0.26 wrote (the tests crate's fixtures/go-asynq/v0.26.0-enqueued.txt).
         assert_eq!(
             k.unique("interop:unique", br#"{"k":"unique"}"#),
             "asynq:{interop}:unique:interop:unique:e34bfc4fa54af4601f41bd50b9214f56"

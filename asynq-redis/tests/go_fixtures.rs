@@ -1,5 +1,5 @@
 //! Our protobuf types against the messages real Go asynq v0.26 wrote into Redis
-//! (`../shared/fixtures/go-asynq/`): every `msg` decodes, and re-encoding what we decoded gives
+//! (`tests/fixtures/go-asynq/` in the repository): every `msg` decodes, and re-encoding what we decoded gives
 //! a message that decodes to the same fields.
 
 use asynq_core::StoredTask;
@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/go-asynq").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/go-asynq").join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()));
     serde_json::from_str(&text).expect("fixture is JSON")
 }

@@ -1,6 +1,6 @@
-//! The Redis contents real Go asynq v0.26 wrote (`../shared/fixtures/go-asynq/*.json`), read
-//! and loaded into a test redis-server, so our server can be run on Go's data and what our
-//! client writes compared with what Go's wrote.
+//! The Redis contents real Go asynq v0.26 wrote (`tests/fixtures/go-asynq/*.json`, kept in the
+//! repository with a note of their origin), read and loaded into a test redis-server, so our
+//! server can be run on Go's data and what our client writes compared with what Go's wrote.
 
 use crate::RedisServer;
 use serde_json::Value;
@@ -24,7 +24,7 @@ pub struct FixtureKey {
 
 /// Reads fixture `name` (e.g. `v0.26.0-enqueued.json`): every key, by name.
 pub fn read_fixture(name: &str) -> BTreeMap<String, FixtureKey> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/go-asynq").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/go-asynq").join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let json: Value = serde_json::from_str(&text).expect("fixture is JSON");
     json.as_object()

@@ -9,12 +9,15 @@
 //! Every broker reads its own `SimulatedClock`, advanced identically. One redis-server serves
 //! the whole test and is flushed between cases.
 //!
-//! `ASYNQ_MODEL_CASES` sets the number of generated sequences (of up to 40 operations each):
-//! the default, 200, is the CI profile (about 35 s on 2 busy cores). The full profile runs 5 000,
-//! about 11 minutes, past nextest's 2-minute limit, so run it with `cargo test`:
+//! `ASYNQ_MODEL_CASES` sets the number of generated sequences (of up to 40 operations each), and
+//! `ASYNQ_MODEL_BUDGET_SECS` the time the search may take: the search stops at whichever comes
+//! first, after at least 20 sequences, and a failure found is shrunk whatever the time. The
+//! defaults, 200 sequences in at most 20 s, are the CI profile: a 2-core machine with the other
+//! core busy runs fewer sequences, never past a quarter of nextest's 2-minute limit. The full
+//! profile runs 5 000, about 11 minutes, so run it with `cargo test`:
 //!
 //! ```text
-//! ASYNQ_MODEL_CASES=5000 cargo test -p asynq-tests --test model_based -- --nocapture
+//! ASYNQ_MODEL_CASES=5000 ASYNQ_MODEL_BUDGET_SECS=3600 cargo test -p asynq-tests --test model_based -- --nocapture
 //! ```
 //!
 //! With `--nocapture` (nextest: `--no-capture`) a passing run prints how often each kind of
@@ -45,6 +48,10 @@ use std::time::{Duration, Instant};
 
 /// Generated sequences in the CI profile.
 const DEFAULT_CASES: u32 = 200;
+/// The time the search may take in the CI profile.
+const DEFAULT_BUDGET: Duration = Duration::from_secs(20);
+/// Sequences run whatever the budget.
+const MIN_CASES: u32 = 20;
 /// The longest generated sequence.
 const MAX_OPS: usize = 40;
 /// A page that holds every task of a queue.
@@ -593,6 +600,10 @@ fn brokers_follow_the_reference_model() {
         .ok()
         .map(|v| v.parse().expect("ASYNQ_MODEL_CASES is a number of cases"))
         .unwrap_or(DEFAULT_CASES);
+    let budget = std::env::var("ASYNQ_MODEL_BUDGET_SECS")
+        .ok()
+        .map(|v| Duration::from_secs(v.parse().expect("ASYNQ_MODEL_BUDGET_SECS is a number of seconds")))
+        .unwrap_or(DEFAULT_BUDGET);
     let server = RedisServer::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let config = Config { cases, failure_persistence: None, ..Config::default() };
@@ -600,10 +611,20 @@ fn brokers_follow_the_reference_model() {
     let began = Instant::now();
     let strategy = proptest::collection::vec(op(), 1..=MAX_OPS);
     let tally = Tally::default();
-    let result = runner.run(&strategy, |ops| runtime.block_on(run_case(&server, &ops, &tally)));
+    let search = Search::new(budget);
+    let result = runner.run(&strategy, |ops| {
+        if !search.should_run() {
+            return Ok(());
+        }
+        let outcome = runtime.block_on(run_case(&server, &ops, &tally));
+        search.record(outcome.is_err());
+        outcome
+    });
     match result {
         Ok(()) => {
-            eprintln!("{cases} sequences of up to {MAX_OPS} operations agreed in {:?}", began.elapsed());
+            let ran = search.ran();
+            assert!(ran >= MIN_CASES.min(cases), "only {ran} sequences ran");
+            eprintln!("{ran} sequences of up to {MAX_OPS} operations agreed in {:?}", began.elapsed());
             eprintln!("operations by reply (from the model):\n{tally}");
         }
         Err(TestError::Fail(reason, ops)) => {
@@ -611,6 +632,38 @@ fn brokers_follow_the_reference_model() {
             panic!("{reason}\nminimal failing sequence:\n{}", steps.join("\n"));
         }
         Err(TestError::Abort(reason)) => panic!("aborted: {reason}"),
+    }
+}
+
+/// How far the random search went: it runs sequences until the time budget is spent (after
+/// [`MIN_CASES`]), then lets proptest's remaining cases pass unrun; once a sequence failed, every
+/// call runs, so the failure is shrunk to its end.
+struct Search {
+    began: Instant,
+    budget: Duration,
+    ran: std::cell::Cell<u32>,
+    failed: std::cell::Cell<bool>,
+}
+
+impl Search {
+    fn new(budget: Duration) -> Self {
+        Self { began: Instant::now(), budget, ran: Default::default(), failed: Default::default() }
+    }
+
+    /// Whether the next sequence runs.
+    fn should_run(&self) -> bool {
+        self.failed.get() || self.ran.get() < MIN_CASES || self.began.elapsed() < self.budget
+    }
+
+    /// Counts a sequence that ran.
+    fn record(&self, failed: bool) {
+        self.ran.set(self.ran.get() + 1);
+        self.failed.set(self.failed.get() || failed);
+    }
+
+    /// Sequences run so far, shrinking steps included.
+    fn ran(&self) -> u32 {
+        self.ran.get()
     }
 }
 

@@ -1,5 +1,5 @@
 //! Wire compatibility with Go asynq through a real redis-server: Go's tasks run on our server,
-//! and what our client writes has the shape of what Go's wrote (`../shared/fixtures/go-asynq/`).
+//! and what our client writes has the shape of what Go's wrote (`tests/fixtures/go-asynq/`).
 //! Also: our client and server end to end on a single server, a Cluster and behind Sentinel.
 
 use asynq_client::{Client, Error, Task, TaskOptions, TaskState};

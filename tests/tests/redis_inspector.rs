@@ -1,5 +1,5 @@
 //! The `Inspector` on Redis: it reads and acts on the queues Go asynq v0.26 wrote
-//! (`../shared/fixtures/go-asynq/`), leaving what Go's Inspector scripts leave; and it
+//! (`tests/fixtures/go-asynq/`), leaving what Go's Inspector scripts leave; and it
 //! describes the backend on a single server, a Cluster and behind Sentinel.
 
 use asynq_client::{Client, Error, Inspector, Page, Task, TaskOptions, TaskSet, TaskState};

@@ -10,7 +10,9 @@
 //!   (or a comment line right above it) says `// allow: wall-clock`. `tokio::time::Instant::now`,
 //!   written out in full, is allowed: it is the timer layer, which follows tokio's paused time;
 //! - no code of `asynq-core` or `asynq-memory` spells a Redis key name;
-//! - every publishable crate carries its package metadata and a LICENSE file.
+//! - every publishable crate carries its package metadata and a LICENSE file;
+//! - no code reads the reference folder beside the repository, which a user's clone does not
+//!   have, except the bench's opt-in comparison with another crate (`--peer`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,36 @@ fn every_rust_file_starts_with_a_module_doc_comment() {
     assert!(
         offenders.is_empty(),
         "these files do not start with a `//!` comment saying what the file is for:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
+/// The reference folder beside the repository, written in two parts so this file does not name it.
+const OUTSIDE_FOLDER: &str = concat!("../", "shared");
+
+/// Files allowed to name [`OUTSIDE_FOLDER`]: the bench's opt-in comparison (`--peer`), which
+/// says what it needs when the folder is missing.
+const MAY_READ_OUTSIDE: &[&str] = &["xtask/src/bench/peer.rs"];
+
+#[test]
+fn nothing_reads_outside_the_repository() {
+    let root = workspace_root();
+    let mut offenders = Vec::new();
+    for path in files_with_extension(&root, "rs") {
+        let name = relative(&root, &path);
+        if MAY_READ_OUTSIDE.contains(&name.as_str()) {
+            continue;
+        }
+        for (number, line) in read(&path).lines().enumerate() {
+            if line.contains(OUTSIDE_FOLDER) {
+                offenders.push(format!("{name}:{}: {}", number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "these lines name {OUTSIDE_FOLDER}, which a clone of the repository does not have; keep what \
+         the tests need in the repository (as tests/fixtures/ does):\n  {}",
         offenders.join("\n  ")
     );
 }
