@@ -4,7 +4,7 @@
 //!
 //! The log is opt-in per queue ([`EventLog::set_event_cap`]): a queue without it costs nothing.
 //! Each event is written in the same atomic step as the change it reports, so a reader sees
-//! every change the log kept, in order. The log keeps about the last [`EventCap`] events; a
+//! every change the log kept, in order. The log keeps the last [`EventCap`] events; a
 //! reader resumes from the [`EventId`] it read last, and learns from [`EventPage::missed`] when
 //! the events after it were trimmed before it came back. Go asynq neither writes nor reads it:
 //! tasks a Go server runs leave no events.
@@ -227,9 +227,9 @@ pub struct EventPage {
     /// if it returned none.
     pub next: EventPosition,
     /// Whether events after the position read from may have been trimmed before they were
-    /// read: the reader fell behind by about the log's cap or more (or the log was turned off
-    /// meanwhile). The memory broker tells exactly; Redis keeps no record of what it trimmed,
-    /// and reports it once the event read last is trimmed itself.
+    /// read: the event read last was trimmed since (or the log was turned off meanwhile). A
+    /// log keeps no record of which events it trimmed, so this is told when the reader's own
+    /// last event went, even if nothing after it did.
     pub missed: bool,
 }
 
@@ -237,16 +237,17 @@ pub struct EventPage {
 /// ([`Capabilities::as_event_log`](crate::broker::Capabilities::as_event_log)).
 #[async_trait]
 pub trait EventLog: Send + Sync {
-    /// Starts keeping about `cap` events of `queue`'s tasks, or with `None` stops and drops the
-    /// log. Writers in other processes follow within
+    /// Starts keeping the last `cap` events of `queue`'s tasks (trimming what the log holds now
+    /// to it), or with `None` stops and drops the log. Writers in other processes follow within
     /// [`EVENT_SETTINGS_DELAY`] (the backend documents its own bound).
     async fn set_event_cap(&self, queue: &QueueName, cap: Option<EventCap>) -> Result<()>;
 
     /// The queues that keep event logs, with their caps, by name.
     async fn event_caps(&self) -> Result<Vec<(QueueName, EventCap)>>;
 
-    /// Up to `max` events of `queue`'s log from `from`, oldest first. A queue without a log
-    /// reads as an empty one.
+    /// Up to `max` events of `queue`'s log from `from`, oldest first; with `max` 0 none, but
+    /// [`EventPage::next`] and [`EventPage::missed`] as a read of more would give them. A queue
+    /// without a log reads as an empty one.
     async fn read_events(&self, queue: &QueueName, from: EventPosition, max: usize) -> Result<EventPage>;
 }
 

@@ -78,7 +78,8 @@ impl EventStream {
         };
         let events: Vec<QueueEvent> =
             self.events.iter().filter(|event| after.is_none_or(|after| event.id > after)).take(max).cloned().collect();
-        let missed = after.is_some_and(|after| self.trimmed.is_some_and(|trimmed| trimmed > after));
+        // The rule Redis can apply: the event read last is gone (trimming goes oldest first).
+        let missed = after.is_some_and(|after| self.trimmed.is_some_and(|trimmed| trimmed >= after));
         let next = events.last().map_or(from, |event| EventPosition::After(event.id));
         EventPage { events, next, missed }
     }

@@ -99,8 +99,8 @@ impl Drop for Refreshing<'_> {
 
 #[async_trait]
 impl EventLog for RedisBroker {
-    /// Writes the setting, then drops this process's copy so that its next call reads it again;
-    /// turning a log off also deletes its stream.
+    /// Writes the setting and trims the stream to it, then drops this process's copy so that its
+    /// next call reads it again; turning a log off also deletes its stream.
     async fn set_event_cap(&self, queue: &QueueName, cap: Option<EventCap>) -> Result<()> {
         let settings = self.namespace().event_caps();
         let mut conn = self.conn();
@@ -110,6 +110,14 @@ impl EventLog for RedisBroker {
                     .hset(settings, queue.as_str(), cap.get())
                     .await
                     .map_err(|e| broker_error("set an event cap", e))?;
+                // A lower cap applies to what the log holds now, as the memory broker's does.
+                let _: i64 = redis::cmd("XTRIM")
+                    .arg(self.queue_keys(queue).events())
+                    .arg("MAXLEN")
+                    .arg(cap.get())
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| broker_error("trim an event log to its cap", e))?;
             }
             None => {
                 let _: i64 =
@@ -144,7 +152,7 @@ impl EventLog for RedisBroker {
             EventPosition::Latest => "$".to_owned(),
         };
         let mut call = ScriptCall::new(&READ_EVENTS);
-        call.key(self.queue_keys(queue).events()).arg(start).arg(max.max(1));
+        call.key(self.queue_keys(queue).events()).arg(start).arg(max);
         let (missed, newest, entries): (i64, String, Vec<(String, HashMap<String, Vec<u8>>)>) =
             call.run(&mut self.conn(), "read events").await?;
         let mut events = Vec::with_capacity(entries.len());

@@ -145,7 +145,7 @@ impl Namespace {
     }
 
     /// `<ns>:event_caps` — the queues that keep task event logs: a hash of queue name to the
-    /// log's cap (about how many events it keeps). Ours only; Go asynq neither writes nor reads
+    /// log's cap (how many events it keeps). Ours only; Go asynq neither writes nor reads
     /// it.
     pub fn event_caps(&self) -> String {
         format!("{self}:event_caps")
@@ -381,8 +381,8 @@ impl QueueKeys {
         format!("{}debounce:{key}", self.prefix)
     }
 
-    /// `<ns>:{q}:events` — the queue's task event log, a stream trimmed to about its cap
-    /// (`MAXLEN ~`), written only while `<ns>:event_caps` names the queue. Ours only; Go asynq
+    /// `<ns>:{q}:events` — the queue's task event log, a stream trimmed to its cap (`MAXLEN`),
+    /// written only while `<ns>:event_caps` names the queue. Ours only; Go asynq
     /// neither writes nor reads it.
     pub fn events(&self) -> String {
         self.key("events")

@@ -54,7 +54,7 @@ for first = 1, n_ids, CHUNK do
             end
             local at = 5 + step * (j - 1)
             if cap ~= "" then
-                call("XADD", events, "MAXLEN", "~", cap, "*", "kind", "succeeded", "task", id, "type", argv[at + 2])
+                call("XADD", events, "MAXLEN", cap, "*", "kind", "succeeded", "task", id, "type", argv[at + 2])
             end
             local lock = argv[at + 1]
             if lock ~= "" then

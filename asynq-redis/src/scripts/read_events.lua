@@ -4,7 +4,7 @@
 -- KEYS[1] -> <ns>:{<q>}:events   the event stream
 -- ARGV[1] -> where to start: "-" at the oldest event kept; "(<id>" after event <id>; "$" after
 --            the newest (nothing is read)
--- ARGV[2] -> the most events to return
+-- ARGV[2] -> the most events to return (0 returns none, with missed and newest still told)
 -- Returns: {missed, newest, entries}: missed is 1 when reading after an ID older than the oldest
 --          event kept, which the reader read, so it was trimmed since, and maybe events after
 --          it (trimming keeps no record of which), else 0; newest the newest event's ID, or ""
@@ -39,5 +39,8 @@ end
 local missed = 0
 if oldest and string.sub(ARGV[1], 1, 1) == "(" and above(oldest, string.sub(ARGV[1], 2)) then
     missed = 1
+end
+if ARGV[2] == "0" then
+    return {missed, newest, {}}
 end
 return {missed, newest, redis.call("XRANGE", KEYS[1], ARGV[1], "+", "COUNT", ARGV[2])}
