@@ -76,8 +76,11 @@ impl Tracker {
     }
 
     /// Waits up to `timeout` for task `id` of `queue` to finish, and says how it ended: completed
-    /// (with the result its handler wrote), archived (with the last error), or deleted (it
-    /// succeeded without retention, was revoked, or was deleted; nothing is left to read).
+    /// (with the result its handler wrote), archived (with the last error), or deleted (it was
+    /// there when the wait began and went: it succeeded without retention, was revoked, or was
+    /// deleted; nothing is left to read). A result is readable only from a task enqueued with a
+    /// retention ([`TaskOptions::retention`](crate::TaskOptions::retention)); without one, a
+    /// task that finishes before the wait begins is gone, and the wait says it is not found.
     /// Returns at once for a task that already finished. Retries do not end the wait.
     ///
     /// The wait is told when the task finishes where the broker can tell (Redis tells when a
@@ -86,6 +89,8 @@ impl Tracker {
     /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name that is no
     /// [`QueueName`] or [`TaskId`], or a zero timeout;
     /// [`Error::QueueNotFound`](crate::Error::QueueNotFound) for a queue that never had a task;
+    /// [`Error::TaskNotFound`](crate::Error::TaskNotFound) for a task that is not there when the
+    /// wait begins (it never existed, or it is gone already);
     /// [`Error::WaitTimeout`](crate::Error::WaitTimeout) when the task has not finished in time;
     /// [`Error::Broker`](crate::Error::Broker) when the broker fails.
     pub async fn wait(&self, queue: &str, id: &str, timeout: Duration) -> Result<TaskOutcome> {
@@ -126,7 +131,8 @@ impl Tracker {
         let mut outcomes = Vec::with_capacity(workflow.tasks.len());
         for task in &workflow.tasks {
             let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
-            outcomes.push(self.wait.wait_for_outcome(&task.queue, &task.id, left).await?);
+            // The workflow stored every task: one not found has finished and gone meanwhile.
+            outcomes.push(gone_is_deleted(self.wait.wait_for_outcome(&task.queue, &task.id, left).await)?);
         }
         Ok(outcomes)
     }
@@ -164,6 +170,14 @@ impl Tracker {
     }
 }
 
+/// A wait's answer for a task known to have existed: not found means it went.
+fn gone_is_deleted(waited: Result<TaskOutcome>) -> Result<TaskOutcome> {
+    match waited {
+        Err(Error::TaskNotFound { .. }) => Ok(TaskOutcome::Deleted),
+        other => other,
+    }
+}
+
 /// The state of one [`Tracker::watch`].
 struct Watch {
     wait: Arc<dyn Wait>,
@@ -191,7 +205,10 @@ impl Watch {
                 return Err(Error::WaitTimeout { queue, id, timeout });
             }
             let slice = self.left.min(WATCH_INTERVAL);
-            match self.wait.wait_for_outcome(&self.queue, &self.id, slice).await {
+            let waited = self.wait.wait_for_outcome(&self.queue, &self.id, slice).await;
+            // Past the first slice the task was seen: one not found now has gone.
+            let waited = if self.left < self.timeout { gone_is_deleted(waited) } else { waited };
+            match waited {
                 Ok(outcome) => return Ok(TaskEvent::Finished(outcome)),
                 Err(Error::WaitTimeout { .. }) => self.left -= slice,
                 Err(e) => return Err(e),

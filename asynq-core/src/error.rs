@@ -41,7 +41,11 @@ pub enum Error {
         type_name: String,
     },
     /// No task with this ID exists in the queue (or it is not in the state the operation needs).
-    #[error("task not found: queue {queue:?}, id {id:?}")]
+    /// A task that succeeded without a retention is deleted at once, so it is not found either.
+    #[error(
+        "task not found: queue {queue:?}, id {id:?} (no such task now: it never existed, was deleted, or \
+         succeeded without a retention, which deletes it at once)"
+    )]
     TaskNotFound {
         /// The queue that was searched.
         queue: QueueName,

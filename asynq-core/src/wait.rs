@@ -23,9 +23,9 @@ pub enum TaskOutcome {
     /// It failed for good (its retries used up, or its handler skipped retries); the snapshot
     /// holds the last error.
     Archived(Box<TaskInfo>),
-    /// It no longer exists, so nothing is left to read: it succeeded without retention, was
-    /// revoked, was deleted by an operator, or outlived its retention (or never was in the
-    /// queue). Enqueue a task with a retention to read its result after it succeeds.
+    /// It was there when the wait began and is gone now, so nothing is left to read: it
+    /// succeeded without retention, was revoked, was deleted by an operator, or outlived its
+    /// retention. Enqueue a task with a retention to read its result after it succeeds.
     Deleted,
 }
 
@@ -40,13 +40,16 @@ impl TaskOutcome {
         }
     }
 
-    /// The outcome a task lookup (such as [`Inspect::task_info`](crate::broker::Inspect::task_info))
-    /// tells: `None` while the task is unfinished, [`TaskOutcome::Deleted`] when the lookup found
-    /// no such task. Other errors are passed on.
-    pub fn from_lookup(lookup: Result<TaskInfo>) -> Result<Option<Self>> {
+    /// The outcome a wait's task lookup (such as
+    /// [`Inspect::task_info`](crate::broker::Inspect::task_info)) tells: `None` while the task is
+    /// unfinished; when the lookup found no such task, [`TaskOutcome::Deleted`] if an earlier
+    /// lookup of the same wait found it (`seen`), else the lookup's
+    /// [`Error::TaskNotFound`]: a task missing when the wait begins may never have existed.
+    /// Other errors are passed on.
+    pub fn from_lookup(lookup: Result<TaskInfo>, seen: bool) -> Result<Option<Self>> {
         match lookup {
             Ok(info) => Ok(Self::from_info(info)),
-            Err(Error::TaskNotFound { .. }) => Ok(Some(TaskOutcome::Deleted)),
+            Err(Error::TaskNotFound { .. }) if seen => Ok(Some(TaskOutcome::Deleted)),
             Err(e) => Err(e),
         }
     }
@@ -86,12 +89,15 @@ impl TaskOutcome {
 #[async_trait]
 pub trait Wait: Send + Sync {
     /// Resolves when task `id` of `queue` is completed, archived or gone, with how it ended; at
-    /// once if it already is. A task that is retried is not finished: the wait goes on through
-    /// its retries.
+    /// once if it already is completed or archived. A task that is retried is not finished: the
+    /// wait goes on through its retries.
     ///
     /// Errors: [`Error::InvalidArgument`] for a zero timeout (checked with [`validate_wait`]
     /// before anything is written);
     /// [`Error::QueueNotFound`] for a queue that never had a task;
+    /// [`Error::TaskNotFound`] for a task that is not there when the wait begins (it never
+    /// existed, or it is already gone: one that succeeded without a retention is deleted at
+    /// once, so a wait that may begin after it finished needs the task to have a retention);
     /// [`Error::WaitTimeout`] when the task is still unfinished after `timeout`;
     /// [`Error::Broker`] when the backend fails.
     async fn wait_for_outcome(&self, queue: &QueueName, id: &TaskId, timeout: Duration) -> Result<TaskOutcome>;
@@ -153,12 +159,19 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_task_is_deleted_and_other_errors_pass() {
-        let missing = Err(Error::TaskNotFound { queue: QueueName::from_static("q"), id: TaskId::from_static("a") });
-        assert_eq!(TaskOutcome::from_lookup(missing).unwrap(), Some(TaskOutcome::Deleted));
-        let unknown = TaskOutcome::from_lookup(Err(Error::QueueNotFound { queue: QueueName::from_static("q") }));
-        assert!(matches!(unknown, Err(Error::QueueNotFound { .. })), "{unknown:?}");
-        assert_eq!(TaskOutcome::from_lookup(Ok(info(TaskState::Retry, "boom", None))).unwrap(), None);
+    fn a_task_that_went_is_deleted_one_never_seen_is_not_found_and_other_errors_pass() {
+        let missing = || Err(Error::TaskNotFound { queue: QueueName::from_static("q"), id: TaskId::from_static("a") });
+        assert_eq!(TaskOutcome::from_lookup(missing(), true).unwrap(), Some(TaskOutcome::Deleted));
+        let never = TaskOutcome::from_lookup(missing(), false);
+        assert!(matches!(never, Err(Error::TaskNotFound { .. })), "{never:?}");
+        let message = never.unwrap_err().to_string();
+        assert!(message.contains("without a retention"), "the error says why a finished task is not found: {message}");
+        for seen in [false, true] {
+            let unknown =
+                TaskOutcome::from_lookup(Err(Error::QueueNotFound { queue: QueueName::from_static("q") }), seen);
+            assert!(matches!(unknown, Err(Error::QueueNotFound { .. })), "{unknown:?}");
+            assert_eq!(TaskOutcome::from_lookup(Ok(info(TaskState::Retry, "boom", None)), seen).unwrap(), None);
+        }
     }
 
     #[test]

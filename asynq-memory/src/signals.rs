@@ -62,13 +62,15 @@ impl Wait for MemoryBroker {
     async fn wait_for_outcome(&self, queue: &QueueName, id: &TaskId, timeout: Duration) -> Result<TaskOutcome> {
         validate_wait(timeout)?;
         let outcome = async {
+            let mut seen = false;
             loop {
                 // Created before looking, so a task that finishes after the look wakes this
                 // wait (`notify_waiters` reaches every `Notified` that exists, polled or not).
                 let finished = self.inner.signals.finished.notified();
-                if let Some(outcome) = TaskOutcome::from_lookup(self.task_info(queue, id).await)? {
+                if let Some(outcome) = TaskOutcome::from_lookup(self.task_info(queue, id).await, seen)? {
                     return Ok(outcome);
                 }
+                seen = true;
                 finished.await;
             }
         };

@@ -78,6 +78,7 @@ impl RedisBroker {
     async fn outcome(&self, queue: &QueueName, id: &TaskId) -> Result<TaskOutcome> {
         let k = self.queue_keys(queue);
         let mut notifications: Option<UnboundedReceiver<String>> = None;
+        let mut seen = false;
         loop {
             if notifications.is_none() {
                 notifications = self.listen_for_finish(&k).await;
@@ -86,9 +87,10 @@ impl RedisBroker {
             if notifications.is_some() {
                 self.mark_waiter(&k, id).await?;
             }
-            if let Some(outcome) = TaskOutcome::from_lookup(self.task_info(queue, id).await)? {
+            if let Some(outcome) = TaskOutcome::from_lookup(self.task_info(queue, id).await, seen)? {
                 return Ok(outcome);
             }
+            seen = true;
             tokio::select! {
                 heard = next_finish_of(notifications.as_mut(), id) => {
                     if !heard {
@@ -115,7 +117,7 @@ impl RedisBroker {
     async fn mark_waiter(&self, k: &QueueKeys, id: &str) -> Result<()> {
         let mut call = ScriptCall::new(&SCRIPTS.mark_waiter);
         call.key(k.task(id)).key(k.waiting()).arg(WAITING_MARK_SECS);
-        // A missing task needs no mark: the lookup that follows reports it deleted.
+        // A missing task needs no mark: the lookup that follows reports it gone.
         let _exists: i64 = call.run(&mut self.conn(), "mark waiter").await?;
         Ok(())
     }

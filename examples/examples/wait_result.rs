@@ -1,12 +1,14 @@
 //! Waits for the outcome of tasks a server runs: one completes and its result is read back (its
 //! retention keeps it), one fails for good and its error is read back, and one succeeds without
-//! retention, so nothing of it is left. Runs on the embedded memory broker and exits by itself.
+//! retention, so nothing of it is left (its wait, begun after it finished, finds no task). Runs on the embedded memory broker and exits by itself.
 //!
 //! ```text
 //! cargo run --example wait_result
 //! ```
 
-use rasynq::{Client, Config, HandlerError, MemoryBroker, ServeMux, Server, Task, TaskOptions, TaskOutcome, Tracker};
+use rasynq::{
+    Client, Config, Error, HandlerError, MemoryBroker, ServeMux, Server, Task, TaskOptions, TaskOutcome, Tracker,
+};
 use std::time::Duration;
 
 /// Builds a quarterly report; the payload names the quarter, `q1` to `q4`.
@@ -41,15 +43,18 @@ async fn main() -> anyhow::Result<()> {
     }
     for info in enqueued {
         let payload = String::from_utf8_lossy(&info.payload);
-        match tracker.wait(&info.queue, &info.id, Duration::from_secs(10)).await? {
-            TaskOutcome::Completed(task) => {
+        match tracker.wait(&info.queue, &info.id, Duration::from_secs(10)).await {
+            Ok(TaskOutcome::Completed(task)) => {
                 let result = task.result.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
                 println!("{payload}: completed, result {result}");
             }
-            TaskOutcome::Archived(task) => {
+            Ok(TaskOutcome::Archived(task)) => {
                 println!("{payload}: failed for good: {}", task.last_error.unwrap_or_default());
             }
-            _deleted => println!("{payload}: succeeded and was deleted (no retention, so no result to read)"),
+            Ok(_deleted) => println!("{payload}: succeeded and was deleted (no retention, so no result to read)"),
+            // It finished before its wait began, and without a retention nothing was kept.
+            Err(Error::TaskNotFound { .. }) => println!("{payload}: gone before the wait began (no retention)"),
+            Err(e) => return Err(e.into()),
         }
     }
     server.shutdown().await;
