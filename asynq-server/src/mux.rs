@@ -13,7 +13,8 @@ pub type Middleware = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + 
 
 /// Routes each task to the handler registered for its type, as Go asynq's `ServeMux` does: an
 /// exact match first, otherwise the longest registered pattern that is a prefix of the type.
-/// A task no pattern matches fails with a "handler not found" error (and is retried).
+/// A task no pattern matches goes to the [fallback](ServeMux::fallback) if one is set;
+/// otherwise it fails with a "handler not found" error (and is retried), as in Go asynq.
 ///
 /// ```
 /// use asynq_server::{HandlerError, ServeMux, TaskContext};
@@ -32,6 +33,8 @@ pub type Middleware = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + 
 #[derive(Default)]
 pub struct ServeMux {
     routes: BTreeMap<String, Arc<dyn Handler>>,
+    /// The handler of tasks no pattern matches, if set.
+    fallback: Option<Arc<dyn Handler>>,
     middleware: Vec<Middleware>,
     /// Every route, and the not-found handler, wrapped in the middleware.
     composed: OnceLock<Composed>,
@@ -52,10 +55,14 @@ impl ServeMux {
     /// Routes tasks matching `pattern` to `handler`.
     ///
     /// # Panics
-    /// If `pattern` is blank or already registered: both are programming errors.
+    /// If `pattern` is blank or already registered: both are programming errors. A handler of
+    /// every task no pattern matches is the [fallback](ServeMux::fallback).
     pub fn handle(&mut self, pattern: impl Into<String>, handler: impl Handler) -> &mut Self {
         let pattern = pattern.into();
-        assert!(!pattern.trim().is_empty(), "asynq: invalid pattern");
+        assert!(
+            !pattern.trim().is_empty(),
+            "asynq: invalid pattern: a pattern may not be blank; use ServeMux::fallback for the tasks no pattern matches"
+        );
         assert!(!self.routes.contains_key(&pattern), "asynq: multiple registrations for {pattern}");
         self.routes.insert(pattern, Arc::new(handler));
         self.composed = OnceLock::new();
@@ -73,6 +80,46 @@ impl ServeMux {
     {
         let handler: HandlerFn<F> = handler_fn(f);
         self.handle(pattern, handler)
+    }
+
+    /// Routes every task that no pattern matches to `handler`, in place of the default, which
+    /// fails the task with a "handler not found" error so that it is retried (Go asynq's
+    /// behaviour, kept when no fallback is set). Middleware wraps the fallback as it wraps the
+    /// other handlers.
+    ///
+    /// ```
+    /// use asynq_server::{HandlerError, ServeMux, TaskContext};
+    /// use asynq_core::Task;
+    ///
+    /// let mut mux = ServeMux::new();
+    /// mux.handle_fn("email:", |_ctx: TaskContext, _task: Task| async { Ok::<_, HandlerError>(()) });
+    /// // Tasks of a type this worker does not know fail for good instead of being retried.
+    /// mux.fallback_fn(|_ctx: TaskContext, task: Task| async move {
+    ///     Err(HandlerError::skip_retry(format!("no handler for {:?}", task.type_name())))
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    /// If a fallback is already set: a programming error, as registering a pattern twice is.
+    pub fn fallback(&mut self, handler: impl Handler) -> &mut Self {
+        assert!(self.fallback.is_none(), "asynq: multiple fallbacks");
+        self.fallback = Some(Arc::new(handler));
+        self.composed = OnceLock::new();
+        self
+    }
+
+    /// Routes every task that no pattern matches to an async function or closure; see
+    /// [`ServeMux::fallback`].
+    ///
+    /// # Panics
+    /// As [`ServeMux::fallback`].
+    pub fn fallback_fn<F, Fut>(&mut self, f: F) -> &mut Self
+    where
+        F: Fn(TaskContext, Task) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+    {
+        let handler: HandlerFn<F> = handler_fn(f);
+        self.fallback(handler)
     }
 
     /// Adds middleware around every handler; the first added is the outermost.
@@ -101,7 +148,7 @@ impl ServeMux {
     fn compose(&self) -> Composed {
         Composed {
             routes: self.routes.iter().map(|(pattern, h)| (pattern.clone(), self.wrap(h.clone()))).collect(),
-            not_found: self.wrap(Arc::new(NotFound)),
+            not_found: self.wrap(self.fallback.clone().unwrap_or_else(|| Arc::new(NotFound))),
         }
     }
 }
@@ -122,6 +169,7 @@ impl fmt::Debug for ServeMux {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServeMux")
             .field("patterns", &self.routes.keys().collect::<Vec<_>>())
+            .field("fallback", &self.fallback.is_some())
             .field("middleware", &self.middleware.len())
             .finish()
     }
@@ -200,5 +248,40 @@ mod tests {
         mux.handle_fn("sms:", |_ctx, _task| async { Ok(()) });
         mux.process_task(context(), Task::new("sms:send", "")).await.unwrap();
         assert_eq!(wraps.load(Ordering::SeqCst), 10);
+    }
+
+    #[tokio::test]
+    async fn the_fallback_takes_what_no_pattern_matches_inside_the_middleware() {
+        let (log, wraps) = (Arc::new(Mutex::new(Vec::new())), Arc::new(AtomicUsize::new(0)));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut mux = ServeMux::new();
+        mux.handle_fn("email:", |_ctx, _task| async { Ok(()) });
+        let fallback_seen = seen.clone();
+        mux.fallback_fn(move |_ctx, task| {
+            fallback_seen.lock().unwrap().push(task.type_name().to_owned());
+            async { Err(HandlerError::skip_retry("unknown task type")) }
+        });
+        mux.middleware(tagging("outer", &log, &wraps));
+
+        mux.process_task(context(), Task::new("email:welcome", "")).await.unwrap();
+        let err = mux.process_task(context(), Task::new("sms:send", "")).await.unwrap_err();
+        assert!(!err.is_handler_not_found(), "the fallback answers, not the default: {err:?}");
+        assert!(err.to_string().contains("unknown task type"), "{err}");
+        assert_eq!(seen.lock().unwrap().as_slice(), ["sms:send"], "only the unmatched task reaches the fallback");
+        assert_eq!(log.lock().unwrap().as_slice(), ["outer", "outer"], "middleware wraps the fallback too");
+    }
+
+    #[test]
+    #[should_panic(expected = "use ServeMux::fallback")]
+    fn a_blank_pattern_points_to_the_fallback() {
+        ServeMux::new().handle_fn("", |_ctx, _task| async { Ok(()) });
+    }
+
+    #[test]
+    #[should_panic(expected = "multiple fallbacks")]
+    fn a_second_fallback_is_refused() {
+        let mut mux = ServeMux::new();
+        mux.fallback_fn(|_ctx, _task| async { Ok(()) });
+        mux.fallback_fn(|_ctx, _task| async { Ok(()) });
     }
 }
