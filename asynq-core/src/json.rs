@@ -37,7 +37,7 @@ impl Task {
     ///
     /// Errors: a [`PayloadError`] naming the task type, `T` and what serde reported.
     pub fn json_payload<T: DeserializeOwned>(&self) -> Result<T, PayloadError> {
-        decode(self.type_name(), self.payload())
+        decode(Decoded::Payload(self.type_name().to_owned()), self.payload())
     }
 }
 
@@ -46,56 +46,77 @@ impl TaskInfo {
     ///
     /// Errors: a [`PayloadError`] naming the task type, `T` and what serde reported.
     pub fn json_payload<T: DeserializeOwned>(&self) -> Result<T, PayloadError> {
-        decode(&self.type_name, &self.payload)
+        decode(Decoded::Payload(self.type_name.clone()), &self.payload)
     }
 
     /// The result the handler wrote, decoded from JSON into `T`; `None` when it wrote none.
     ///
     /// Errors: a [`PayloadError`] naming the task type, `T` and what serde reported.
     pub fn json_result<T: DeserializeOwned>(&self) -> Result<Option<T>, PayloadError> {
-        self.result.as_deref().map(|bytes| decode(&self.type_name, bytes)).transpose()
+        self.result.as_deref().map(|bytes| decode(Decoded::Result(self.type_name.clone()), bytes)).transpose()
     }
 }
 
 impl crate::workflow::ParentResult {
     /// The result the parent's handler wrote, decoded from JSON into `T`; `None` when it wrote
-    /// none, failed, or its outcome is not known. A [`PayloadError`] names the parent's task ID
-    /// where it would name a task type.
+    /// none, failed, or its outcome is not known.
     ///
-    /// Errors: a [`PayloadError`] naming the parent, `T` and what serde reported.
+    /// Errors: a [`PayloadError`] naming the parent (its queue and ID), `T` and what serde
+    /// reported. A handler that returns it (with `?`) fails its task for good, as one whose own
+    /// payload does not decode: the same bytes will not decode any better on a retry.
     pub fn json_result<T: DeserializeOwned>(&self) -> Result<Option<T>, PayloadError> {
         match &self.outcome {
             crate::workflow::ParentOutcome::Succeeded { result: Some(bytes) } => {
-                decode(&format!("parent task {}", self.task.id), bytes).map(Some)
+                decode(Decoded::ParentResult(self.task.clone()), bytes).map(Some)
             }
             _ => Ok(None),
         }
     }
 }
 
-fn decode<T: DeserializeOwned>(task_type: &str, bytes: &[u8]) -> Result<T, PayloadError> {
-    serde_json::from_slice(bytes).map_err(|source| PayloadError {
-        task_type: task_type.to_owned(),
-        target: std::any::type_name::<T>(),
-        source,
-    })
+fn decode<T: DeserializeOwned>(what: Decoded, bytes: &[u8]) -> Result<T, PayloadError> {
+    serde_json::from_slice(bytes).map_err(|source| PayloadError { what, target: std::any::type_name::<T>(), source })
 }
 
-/// A payload (or result) that does not decode as the type a caller asked for.
+/// What was decoded.
+#[derive(Debug)]
+enum Decoded {
+    /// The payload of a task of this type.
+    Payload(String),
+    /// The result of a task of this type.
+    Result(String),
+    /// The result of a workflow task's parent.
+    ParentResult(crate::workflow::TaskRef),
+}
+
+/// A payload or result (a task's own, or a workflow parent's) that does not decode as the type
+/// a caller asked for.
 ///
-/// A worker that meets one fails the task without retrying it: the same bytes will not decode
-/// any better on the next attempt.
+/// A worker whose handler returns one fails the task without retrying it, whichever data it
+/// was: the same bytes will not decode any better on the next attempt.
 #[derive(Debug)]
 pub struct PayloadError {
-    task_type: String,
+    what: Decoded,
     target: &'static str,
     source: serde_json::Error,
 }
 
 impl PayloadError {
-    /// The type name of the task whose payload failed to decode.
+    /// The type name of the task whose payload or result failed to decode; empty for a
+    /// workflow parent's result (see [`PayloadError::parent`]).
     pub fn task_type(&self) -> &str {
-        &self.task_type
+        match &self.what {
+            Decoded::Payload(task_type) | Decoded::Result(task_type) => task_type,
+            Decoded::ParentResult(_) => "",
+        }
+    }
+
+    /// The workflow parent whose result failed to decode, if that is what it was.
+    pub fn parent(&self) -> Option<&crate::workflow::TaskRef> {
+        match &self.what {
+            Decoded::ParentResult(parent) => Some(parent),
+            _ => None,
+        }
     }
 
     /// The Rust type it was decoded into, as `std::any::type_name` spells it.
@@ -106,7 +127,14 @@ impl PayloadError {
 
 impl fmt::Display for PayloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "payload of task type {:?} does not decode as {}: {}", self.task_type, self.target, self.source)
+        match &self.what {
+            Decoded::Payload(task_type) => write!(f, "payload of task type {task_type:?}")?,
+            Decoded::Result(task_type) => write!(f, "result of task type {task_type:?}")?,
+            Decoded::ParentResult(parent) => {
+                write!(f, "result of parent task {:?} in queue {:?}", parent.id.as_str(), parent.queue.as_str())?
+            }
+        }
+        write!(f, " does not decode as {}: {}", self.target, self.source)
     }
 }
 
@@ -161,5 +189,28 @@ mod tests {
         assert_eq!(info.json_result::<u32>().unwrap(), None);
         info.result = Some(bytes::Bytes::from_static(b"640"));
         assert_eq!(info.json_result::<u32>().unwrap(), Some(640));
+        info.result = Some(bytes::Bytes::from_static(b"wide"));
+        let err = info.json_result::<u32>().unwrap_err();
+        assert_eq!((err.task_type(), err.parent()), ("image:resize", None));
+        assert!(err.to_string().starts_with(r#"result of task type "image:resize" does not decode as u32: "#), "{err}");
+    }
+
+    #[test]
+    fn a_parent_result_that_does_not_decode_names_the_parent_in_the_same_words() {
+        use crate::workflow::{ParentOutcome, ParentResult, TaskRef};
+        let task =
+            TaskRef { queue: crate::QueueName::from_static("images"), id: crate::TaskId::from_static("resize-a") };
+        let parent = ParentResult {
+            task: task.clone(),
+            outcome: ParentOutcome::Succeeded { result: Some(bytes::Bytes::from_static(b"not json")) },
+        };
+        let err = parent.json_result::<Resize>().unwrap_err();
+        assert_eq!((err.task_type(), err.parent()), ("", Some(&task)));
+        let message = err.to_string();
+        assert!(
+            message.starts_with(r#"result of parent task "resize-a" in queue "images" does not decode as "#),
+            "{message}"
+        );
+        assert!(message.contains("Resize"), "{message}");
     }
 }

@@ -82,8 +82,10 @@ impl<F> fmt::Debug for HandlerFn<F> {
 /// Why a handler failed, and what the server should do about it.
 ///
 /// Any error converts into a plain failure with `?` (the task is retried after the retry delay,
-/// or archived once its retries are used up). [`HandlerError::skip_retry`] archives at once;
-/// [`HandlerError::revoke`] deletes the task without counting a failure.
+/// or archived once its retries are used up), except data that does not decode (a
+/// `PayloadError`, feature `json`: a task's payload or a workflow parent's result), which
+/// archives at once, as [`HandlerError::skip_retry`] does: the same bytes will not decode any
+/// better on a retry. [`HandlerError::revoke`] deletes the task without counting a failure.
 ///
 /// Like `anyhow::Error`, this type does not implement `std::error::Error` itself, so that any
 /// error converts into it.
@@ -109,9 +111,15 @@ impl HandlerError {
         Self { kind, source }
     }
 
-    /// A failure: the task is retried, or archived when out of retries.
+    /// A failure: the task is retried, or archived when out of retries. A `PayloadError`
+    /// (feature `json`) archives at once instead, as [`HandlerError::skip_retry`] does.
     pub fn new(err: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        Self::of(Kind::Failure, Some(err.into()))
+        let err = err.into();
+        #[cfg(feature = "json")]
+        if err.is::<asynq_core::PayloadError>() {
+            return Self::of(Kind::SkipRetry, Some(err));
+        }
+        Self::of(Kind::Failure, Some(err))
     }
 
     /// A failure that retrying cannot fix: the task is archived at once (Go's `SkipRetry`).
@@ -563,5 +571,32 @@ mod tests {
         let err = parse("nope").unwrap_err();
         assert!(!err.is_skip_retry() && !err.is_revoke());
         assert_eq!(err.to_string(), "invalid digit found in string");
+    }
+
+    /// A payload and a parent's result that do not decode fail alike: for good, in the same words.
+    #[cfg(feature = "json")]
+    #[test]
+    fn data_that_does_not_decode_skips_retries_however_it_is_returned() {
+        use asynq_core::workflow::ParentOutcome;
+        fn parent_width(parent: &ParentResult) -> Result<Option<u32>, HandlerError> {
+            Ok(parent.json_result::<u32>()?)
+        }
+        fn own_width(task: &Task) -> Result<u32, HandlerError> {
+            Ok(task.json_payload::<u32>()?)
+        }
+        let task = TaskRef { queue: QueueName::from_static("q"), id: TaskId::from_static("p") };
+        let parent =
+            ParentResult { task, outcome: ParentOutcome::Succeeded { result: Some(Bytes::from_static(b"x")) } };
+        let from_parent = parent_width(&parent).unwrap_err();
+        let from_payload = own_width(&Task::new("resize", "x")).unwrap_err();
+        let wrapped = HandlerError::new(Task::new("resize", "x").json_payload::<u32>().unwrap_err());
+        for err in [&from_parent, &from_payload, &wrapped] {
+            assert!(err.is_skip_retry(), "{err:?}");
+            assert!(err.to_string().ends_with(": skip retry for the task"), "{err}");
+        }
+        assert!(
+            from_parent.to_string().starts_with(r#"result of parent task "p" in queue "q" does not decode as u32"#)
+        );
+        assert!(from_payload.to_string().starts_with(r#"payload of task type "resize" does not decode as u32"#));
     }
 }
