@@ -54,7 +54,7 @@ pub async fn case_enqueue_grouped_task<F: BrokerFactory>(factory: &F) {
 
     t.advance(secs(86_400));
     assert!(t.dequeue(&["q"], 10).await.is_empty());
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 0);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 0);
     assert_eq!(t.info("q").await.aggregating, 3);
 }
 

@@ -78,7 +78,7 @@ pub async fn case_retry_as_failure_counts_and_records_the_error<F: BrokerFactory
     assert!(t.dequeue(&["q"], 1).await.is_empty());
 
     t.set(at(60));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
     assert_eq!(t.take("q", "a").await.message, stored);
 }
 

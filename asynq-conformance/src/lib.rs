@@ -252,6 +252,7 @@ macro_rules! broker_conformance {
             forward::case_forward_moves_more_than_one_batch,
             forward::case_forward_ignores_pause,
             forward::case_scheduled_task_with_a_group_becomes_plain_pending,
+            forward::case_forward_tells_when_the_next_task_falls_due_and_notices_name_new_ones,
             leases::case_extend_leases_moves_only_active_ids,
             leases::case_list_lease_expired_returns_exactly_the_expired,
             leases::case_lease_stage_is_recorded_and_never_regresses,

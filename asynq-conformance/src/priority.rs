@@ -110,7 +110,7 @@ pub async fn case_a_task_keeps_its_priority_through_scheduling_retries_and_reque
     t.plain("q", "plain").await;
     prioritized(&t, "early", 2).await;
     t.set(at(10));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
     assert_eq!(pending(&t).await, ["early", "later", "plain"], "due, it waits among its priority");
 
     let early = t.take("q", "early").await.message;

@@ -65,9 +65,9 @@ pub async fn case_debounce_keeps_the_last_task_of_a_burst<F: BrokerFactory>(fact
     assert_eq!(t.info("q").await.scheduled, 1);
 
     t.set(at(17));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 0, "due a window after the last enqueue");
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 0, "due a window after the last enqueue");
     t.set(at(18));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
     let taken = t.take("q", "c").await;
     assert_eq!(&taken.message.payload[..], b"v3");
 }
@@ -78,7 +78,7 @@ pub async fn case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue<F
     let t = Fixture::new(factory).await;
     debounced(&t, "a", "k", "v1").await.unwrap();
     t.set(at(10));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
     debounced(&t, "b", "k", "v2").await.unwrap();
     assert_eq!(
         (t.task("q", "a").await.state, t.task("q", "b").await.state),

@@ -60,7 +60,7 @@ pub async fn case_scheduled_and_grouped_unique_tasks_hold_the_lock<F: BrokerFact
     assert_duplicate(t.enqueue("g3", &digest, unique(60).group("g")).await, "q", "digest");
 
     t.advance(secs(3_600));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
     assert_duplicate(t.enqueue("s3", &report, unique(60)).await, "q", "report");
 }
 
@@ -100,7 +100,7 @@ pub async fn case_unique_lock_kept_until_success<F: BrokerFactory>(factory: &F) 
     }
 
     t.set(at(60));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 2);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 2);
     let msg = t.take("q", "t0").await.message;
     t.finish(&msg, Outcome::Done).await;
     t.enqueue("after", &Task::new("email", "to:0"), unique(3_600)).await.unwrap();

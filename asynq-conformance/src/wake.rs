@@ -77,7 +77,7 @@ pub async fn case_forward_and_requeue_wake_a_waiting_worker<F: BrokerFactory>(fa
     t.enqueue("s", &Task::new("t", ""), TaskOptions::new().queue("q").process_in(secs(10))).await.unwrap();
     let waiter = wait(&t.broker, &["q"]);
     t.advance(secs(10));
-    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap(), 1);
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
     assert_wakes(waiter, "a forward").await;
 
     let msg = t.take("q", "s").await.message;

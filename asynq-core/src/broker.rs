@@ -43,6 +43,8 @@ use crate::state::TaskState;
 use crate::task::TaskInfo;
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -239,8 +241,40 @@ pub trait Dequeue: Send + Sync {
 #[async_trait]
 pub trait Forward: Send + Sync {
     /// Moves every scheduled and retry task of `queues` whose time has come to pending (or to
-    /// its group, if it was stored with one). Returns how many moved.
-    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize>;
+    /// its group, if it was stored with one). Returns how many moved, and when the earliest task
+    /// left scheduled or waiting to retry in `queues` falls due, so the forwarder can come back
+    /// then rather than poll.
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<Forwarded>;
+
+    /// The names of queues in which a task was just scheduled or set to retry, from the moment
+    /// this returns, so a forwarder that sleeps until the earliest due time it knows of hears of
+    /// an earlier one (spurious names are allowed; a backend may name only tasks that became the
+    /// earliest of their set). The stream ends when the subscription is lost; call again.
+    ///
+    /// The default never yields: the forwarder then relies on its interval.
+    ///
+    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot subscribe now.
+    async fn due_notices(&self) -> Result<BoxStream<'static, String>> {
+        Ok(futures::stream::pending().boxed())
+    }
+}
+
+/// What one [`Forward::forward_ready`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Forwarded {
+    /// How many tasks moved.
+    pub moved: usize,
+    /// When the earliest task left scheduled or waiting to retry falls due (its score: whole
+    /// seconds, as Go's layout keeps them); `None` when none is left.
+    pub next_due: Option<SystemTime>,
+}
+
+impl Forwarded {
+    /// `moved` tasks moved; the earliest of those left falls due at `next_due`.
+    pub fn new(moved: usize, next_due: Option<SystemTime>) -> Self {
+        Self { moved, next_due }
+    }
 }
 
 /// Finds tasks whose worker vanished. Used by the recoverer.

@@ -76,10 +76,12 @@ impl MemoryBroker {
         let now = self.now();
         let (mut wake, mut finished) = (false, false);
         let (mut passed_on, mut passing) = (Vec::new(), Vec::new());
+        let mut retried: Vec<QueueName> = Vec::new();
         let mut replies = Vec::with_capacity(items.len());
         let mut state = self.state();
         for (message, outcome) in items {
             let requeue = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
+            let retry = matches!(outcome, Outcome::Retry { .. });
             let for_good = matches!(outcome, Outcome::Done | Outcome::Complete | Outcome::Archive { .. });
             let not_found = || Error::TaskNotFound { queue: message.queue.clone(), id: message.id.clone() };
             let Some(queue) = state.queues.get_mut(&message.queue) else {
@@ -97,6 +99,9 @@ impl MemoryBroker {
             let reply = queue.finish(&message, outcome, now);
             if reply.is_ok() {
                 wake |= requeue;
+                if retry && !retried.contains(&message.queue) {
+                    retried.push(message.queue.clone());
+                }
                 finished |= for_good;
                 if let Some(outcome) = passes_on {
                     passed_on.push((TaskRef::of(&message), outcome));
@@ -115,6 +120,9 @@ impl MemoryBroker {
         drop(state);
         if wake {
             self.wake_waiters();
+        }
+        for queue in &retried {
+            self.inner.due.notice(queue);
         }
         if finished {
             self.inner.signals.task_finished();

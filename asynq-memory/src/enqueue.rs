@@ -7,6 +7,7 @@ impl Enqueue for MemoryBroker {
     async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
         let now = self.now();
         let to_pending = request.placement == Placement::Pending;
+        let scheduled = matches!(request.placement, Placement::Scheduled { .. }).then(|| request.message.queue.clone());
         // A debounced task may delete the task it replaces: waits on its outcome look again.
         let may_delete = request.replace.is_some();
         {
@@ -17,6 +18,9 @@ impl Enqueue for MemoryBroker {
         }
         if to_pending {
             self.wake_waiters();
+        }
+        if let Some(queue) = scheduled {
+            self.inner.due.notice(&queue);
         }
         if may_delete {
             self.inner.signals.task_finished();

@@ -93,6 +93,8 @@ struct Inner {
     ready: Notify,
     /// Cancellation requests and finish notifications.
     signals: signals::Signals,
+    /// The forwarders that listen for tasks scheduled or set to retry.
+    due: forward::DueNotices,
 }
 
 #[derive(Debug, Default)]
@@ -129,8 +131,13 @@ impl MemoryBroker {
 
     /// An empty broker that reads `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
-        let inner =
-            Inner { clock, state: Mutex::new(State::default()), ready: Notify::new(), signals: Default::default() };
+        let inner = Inner {
+            clock,
+            state: Mutex::new(State::default()),
+            ready: Notify::new(),
+            signals: Default::default(),
+            due: Default::default(),
+        };
         Self { inner: Arc::new(inner) }
     }
 

@@ -430,6 +430,11 @@ impl Queue {
         moved
     }
 
+    /// When the earliest scheduled or retry task falls due (Unix seconds).
+    pub(crate) fn next_due(&self) -> Option<i64> {
+        self.scheduled.lowest_score().into_iter().chain(self.retry.lowest_score()).min()
+    }
+
     /// Whether task `id` holds a lease that expired at or before `cutoff` (Unix seconds).
     pub(crate) fn lease_expired_by(&self, id: &str, cutoff: i64) -> bool {
         self.lease.score(id).is_some_and(|expiry| expiry <= cutoff)

@@ -83,6 +83,11 @@ impl ZSet {
         self.take_up_to(i64::MAX, n)
     }
 
+    /// The lowest score (`ZRANGE 0 0 WITHSCORES`).
+    pub(crate) fn lowest_score(&self) -> Option<i64> {
+        self.ordered.first().map(|(score, _)| *score)
+    }
+
     /// The highest-ranked member and its score (`ZREVRANGE 0 0 WITHSCORES`).
     pub(crate) fn highest(&self) -> Option<(&str, i64)> {
         self.ordered.last().map(|(score, member)| (member.as_str(), *score))

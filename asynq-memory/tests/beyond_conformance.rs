@@ -60,7 +60,7 @@ async fn a_grouped_task_aggregates_until_forwarded_elsewhere() {
     f.enqueue("a", &Task::new("t", ""), TaskOptions::new().queue("q").group("g")).await.unwrap();
     f.advance(3_600);
 
-    assert_eq!(f.broker.forward_ready(&names(&["q"])).await.unwrap(), 0);
+    assert_eq!(f.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 0);
     let info = f.info("q").await;
     assert_eq!((info.aggregating, info.groups, info.size, info.pending), (1, 1, 1, 0));
     assert!(f.dequeue(&["q"], 1).await.is_empty());

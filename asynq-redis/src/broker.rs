@@ -186,6 +186,8 @@ struct Inner {
     relaying: crate::workflow::Relaying,
     /// Queues' memory estimates, kept a while (see `memory_estimates.rs`).
     memory_estimates: memory_estimates::MemoryEstimates,
+    /// The local due notices of the retries this process sets (see `broker/forward.rs`).
+    retry_notices: forward::RetryNotices,
 }
 
 impl fmt::Debug for RedisBroker {
@@ -259,6 +261,7 @@ impl RedisBroker {
             events: crate::events::EventSettings::default(),
             sweep_cursors: Default::default(),
             relaying: Default::default(),
+            retry_notices: Default::default(),
             memory_estimates: Default::default(),
         };
         Ok(Self { inner: Arc::new(inner) })
@@ -291,6 +294,11 @@ impl RedisBroker {
 
     pub(crate) fn conn(&self) -> Connection {
         self.inner.conn.clone()
+    }
+
+    /// The local due notices of the retries this process sets.
+    pub(crate) fn inner_retry_notices(&self) -> &forward::RetryNotices {
+        &self.inner.retry_notices
     }
 
     pub(crate) fn event_settings(&self) -> &crate::events::EventSettings {

@@ -103,6 +103,20 @@ impl Namespace {
         format!("{self}:cancel")
     }
 
+    /// `<ns>:due` — the pub/sub channel on which our enqueue scripts publish the scheduled set
+    /// (`<ns>:{q}:scheduled`) of a queue in which a new task became the earliest due, so a
+    /// forwarder sleeping until a later due time wakes for it. Ours only.
+    pub fn due_channel(&self) -> String {
+        format!("{self}:due")
+    }
+
+    /// The queue named by `key`, a key of this namespace's `<ns>:{q}:…` layout (as a
+    /// [`Namespace::due_channel`] message carries); `None` for any other string.
+    pub fn queue_of_key(&self, key: &str) -> Option<asynq_core::QueueName> {
+        let rest = key.strip_prefix(self.as_str())?.strip_prefix(":{")?;
+        asynq_core::QueueName::new(&rest[..rest.find('}')?]).ok()
+    }
+
     /// `<ns>:servers:{<host>:<pid>:<server id>}` — one server's info.
     pub fn server_info(&self, host: &str, pid: u32, server_id: &str) -> String {
         format!("{self}:servers:{{{host}:{pid}:{server_id}}}")

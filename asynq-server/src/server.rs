@@ -239,6 +239,7 @@ impl Server {
         }
         let forwarder = Forwarder::new(
             b.clone(),
+            clock.clone(),
             ForwarderConfig { queues: queues.clone(), interval: c.delayed_task_check_interval },
         );
         let relayer = self.capabilities.workflows.clone().map(|workflows| Relayer::new(workflows, queues.clone()));

@@ -3,7 +3,8 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
+    Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Outcome, Page, Recover,
+    ServerState,
 };
 use asynq_core::{
     BrokerError, EnqueueRequest, Error, GroupName, Progress, QueueInfo, QueueName, Result, ServerInfo, StoredTask,
@@ -116,9 +117,14 @@ impl<B: Dequeue> Dequeue for FlakyBroker<B> {
 
 #[async_trait]
 impl<B: Forward> Forward for FlakyBroker<B> {
-    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize> {
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<Forwarded> {
         self.check().await?;
         self.inner.forward_ready(queues).await
+    }
+
+    async fn due_notices(&self) -> Result<futures::stream::BoxStream<'static, String>> {
+        self.check().await?;
+        self.inner.due_notices().await
     }
 }
 

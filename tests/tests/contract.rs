@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use asynq_client::Inspector;
 use asynq_core::broker::{
-    Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Health, Inspect, Janitor, Manage, Outcome, Page, Recover,
-    ServerState,
+    Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Manage, Outcome, Page,
+    Recover, ServerState,
 };
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{
@@ -45,7 +45,7 @@ impl Dequeue for WorkerOnly {
 
 #[async_trait]
 impl Forward for WorkerOnly {
-    async fn forward_ready(&self, queues: &[QueueName]) -> Result<usize> {
+    async fn forward_ready(&self, queues: &[QueueName]) -> Result<Forwarded> {
         self.0.forward_ready(queues).await
     }
 }

@@ -167,7 +167,9 @@ impl<B: Broker + Workflows> Backend<B> {
                 self.clock.advance(Duration::from_secs(*secs));
                 Reply::Ok
             }
-            Op::Forward { queues } => Reply::of_count(b.forward_ready(&names(queues)).await),
+            Op::Forward { queues } => {
+                Reply::of_count(b.forward_ready(&names(queues)).await.map(|forwarded| forwarded.moved))
+            }
             Op::Recover { queues, wait } => {
                 self.clock.advance(Duration::from_secs(*wait));
                 let cutoff = from_unix_secs(unix_secs(self.clock.now()) - asynq_tests::model::LEASE_SECS);

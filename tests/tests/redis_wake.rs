@@ -205,7 +205,7 @@ async fn background_passes_over_idle_queues_run_no_script() {
     let redis = RedisServer::start();
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
     let queues = queues(300);
-    assert_eq!(broker.forward_ready(&queues).await.unwrap(), 0);
+    assert_eq!(broker.forward_ready(&queues).await.unwrap().moved, 0);
     assert!(broker.list_lease_expired(&queues, SystemTime::now()).await.unwrap().is_empty());
     assert_eq!(broker.delete_all_expired_completed(&queues, 100).await.unwrap(), 0);
     assert_eq!(redis.command_calls("evalsha"), 0);

@@ -6,7 +6,7 @@ use asynq_client::{FlowProducer, Task, TaskOptions, TaskState};
 use asynq_core::broker::Inspect;
 use asynq_core::workflow::Flow;
 use asynq_core::{QueueName, TaskId};
-use asynq_server::{HandlerError, Server, ServeMux, TaskContext};
+use asynq_server::{HandlerError, ServeMux, Server, TaskContext};
 use asynq_tests::{Harness, secs};
 
 /// `widths` writes a result that is no JSON number; `scale` reads its parents' results as

@@ -103,6 +103,7 @@ impl RedisBroker {
         let mut conn = self.conn();
         for (queue, items) in by_queue {
             let requeued = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Requeue | Outcome::Stalled));
+            let retried = items.iter().any(|(_, _, outcome)| matches!(outcome, Outcome::Retry { .. }));
             let (members, items): (Vec<_>, Vec<_>) =
                 items.into_iter().partition(|(_, msg, outcome)| crate::workflow::passes_outcome_on(msg, outcome));
             let mut calls = self.workflow_settle_calls(&queue, members, now, lease_cutoff, &events);
@@ -129,6 +130,10 @@ impl RedisBroker {
             }
             if requeued {
                 self.pubsub().made_pending(&queue);
+            }
+            // After the write, so a forwarder that looks when told finds the task.
+            if retried {
+                self.inner_retry_notices().notice(&queue);
             }
             if passes_on && let Ok(queue) = QueueName::new(queue) {
                 self.relay_soon(queue);
@@ -520,11 +525,15 @@ impl Dequeue for RedisBroker {
             return self.settle(vec![(msg.clone(), outcome)], None).await.remove(0);
         }
         let requeued = matches!(outcome, Outcome::Requeue | Outcome::Stalled);
+        let retried = matches!(outcome, Outcome::Retry { .. });
         let events = self.event_caps_now().await?;
         let (call, context) = self.finish_call(msg, outcome, self.now(), &events);
         let reply = call.run::<i64>(&mut self.conn(), context).await?;
         if requeued {
             self.pubsub().made_pending(&msg.queue);
+        }
+        if retried && reply == 1 {
+            self.inner_retry_notices().notice(&msg.queue);
         }
         match reply {
             1 => Ok(()),

@@ -28,6 +28,11 @@ impl RedisBroker {
         let unique_key = request.unique_ttl.map(|_| k.unique(&msg.type_name, &msg.payload));
         msg.unique_key.clone_from(&unique_key);
         let now = self.now();
+        // A scheduled task publishes on the due-notice channel where a pending one wakes servers.
+        let channel = match request.placement {
+            Placement::Scheduled { .. } => self.namespace().due_channel(),
+            _ => k.ready_channel(),
+        };
         let (placement, destination, score, group) = match &request.placement {
             Placement::Pending if request.priority.is_default() => {
                 ("pending", k.pending(), unix_nanos(now), String::new())
@@ -38,7 +43,7 @@ impl RedisBroker {
         };
         let mut call = ScriptCall::new(script);
         call.key(k.task(&msg.id)).key(destination).key(k.groups()).key(k.idle_workers()).key(k.priority_sequence());
-        call.arg(encode(&msg)).arg(msg.id.as_str()).arg(placement).arg(score).arg(group).arg(k.ready_channel());
+        call.arg(encode(&msg)).arg(msg.id.as_str()).arg(placement).arg(score).arg(group).arg(channel);
         call.arg(priority);
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
             call.key(key).arg(ttl.as_secs().max(1));
@@ -60,9 +65,9 @@ impl RedisBroker {
         let msg = request.message;
         checked_message_len(&msg)?;
         let k = self.queue_keys(&msg.queue);
-        let (placement, score) = match request.placement {
-            Placement::Scheduled { process_at } => ("scheduled", unix_secs(process_at)),
-            _ => ("pending", unix_nanos(self.now())),
+        let (placement, score, channel) = match request.placement {
+            Placement::Scheduled { process_at } => ("scheduled", unix_secs(process_at), self.namespace().due_channel()),
+            _ => ("pending", unix_nanos(self.now()), k.ready_channel()),
         };
         let mut call = ScriptCall::new(&SCRIPTS.enqueue_replacing);
         call.key(k.task(&msg.id)).key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
@@ -75,7 +80,7 @@ impl RedisBroker {
             Replace::Waiting => ("replace", Duration::ZERO, ""),
             _ => return Err(Error::Unsupported { capability: "this kind of replacement" }),
         };
-        call.arg(encode(&msg)).arg(msg.id.as_str()).arg(mode).arg(placement).arg(score).arg(k.ready_channel());
+        call.arg(encode(&msg)).arg(msg.id.as_str()).arg(mode).arg(placement).arg(score).arg(channel);
         call.arg(k.prefix()).arg(k.group_prefix()).arg(k.finished_channel());
         call.arg(u64::try_from(mark_lifetime.as_millis()).unwrap_or(u64::MAX)).arg(key);
         call.arg(priority_arg(request.priority));
@@ -168,7 +173,10 @@ impl Enqueue for RedisBroker {
                     let queue = task.msg.queue.clone();
                     by_queue
                         .entry(queue.into_string())
-                        .or_insert_with_key(|queue| QueueCalls::new(self.queue_keys(queue), now, events.arg(queue)))
+                        .or_insert_with_key(|queue| {
+                            let due = self.namespace().due_channel();
+                            QueueCalls::new(self.queue_keys(queue), due, now, events.arg(queue))
+                        })
                         .push(index, task);
                 }
                 Err(e) => results[index] = Some(Err(e)),
@@ -231,6 +239,8 @@ impl BatchTask {
 /// One queue's share of an `enqueue_batch`: its `enqueue_batch.lua` calls, in request order.
 struct QueueCalls {
     keys: QueueKeys,
+    /// The namespace's due-notice channel.
+    due_channel: String,
     now: SystemTime,
     /// The queue's event log cap, or "".
     event_cap: String,
@@ -246,9 +256,10 @@ struct QueueCalls {
 }
 
 impl QueueCalls {
-    fn new(keys: QueueKeys, now: SystemTime, event_cap: String) -> Self {
+    fn new(keys: QueueKeys, due_channel: String, now: SystemTime, event_cap: String) -> Self {
         Self {
             keys,
+            due_channel,
             now,
             event_cap,
             calls: Vec::new(),
@@ -297,7 +308,7 @@ impl QueueCalls {
         call.key(k.pending()).key(k.scheduled()).key(k.groups()).key(k.idle_workers());
         call.key(k.prioritized()).key(k.priority_sequence()).key(k.events());
         call.arg(unix_nanos(now)).arg(unix_secs(now)).arg(k.task_prefix()).arg(k.group_prefix());
-        call.arg(k.ready_channel()).arg(tasks.len());
+        call.arg(k.ready_channel()).arg(&self.due_channel).arg(tasks.len());
         let mut records = Vec::new();
         let mut items = Vec::with_capacity(tasks.len());
         for (n, (index, task)) in (1usize..).zip(tasks) {

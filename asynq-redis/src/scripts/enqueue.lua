@@ -36,7 +36,9 @@
 -- ARGV[4] -> pending: now in Unix nanoseconds (pending_since);
 --            scheduled: the process time in Unix seconds; group: now in Unix seconds
 -- ARGV[5] -> the group name ("" unless ARGV[3] is "group")
--- ARGV[6] -> the wake-up channel, asynq:{<q>}:ready
+-- ARGV[6] -> pending: the wake-up channel, asynq:{<q>}:ready; scheduled: the due-notice channel,
+--            asynq:due, on which KEYS[2]'s name is published when the task is its earliest
+--            (ours: a forwarder sleeping until a later due time wakes for it)
 -- ARGV[7] -> the task's priority, -10 to 10 but not 0, or "" for the default ("pending" and
 --            "scheduled" only)
 -- ARGV[8] -> the uniqueness lock's TTL in whole seconds (only with KEYS[6])
@@ -75,6 +77,9 @@ elseif placement == "scheduled" then
         redis.call("HSET", KEYS[1], "priority", ARGV[7])
     end
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])
+    if redis.call("ZRANGE", KEYS[2], 0, 0)[1] == ARGV[2] then
+        redis.call("PUBLISH", ARGV[6], KEYS[2])
+    end
 else
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "aggregating", "group", ARGV[5])
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])

@@ -27,9 +27,11 @@
 -- ARGV[3] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[4] -> the group key prefix, asynq:{<q>}:g:
 -- ARGV[5] -> the wake-up channel, asynq:{<q>}:ready
--- ARGV[6] -> n, the number of tasks
--- ARGV[7 .. 6+2n] -> n pairs of (task ID, encoded TaskMessage), in request order
--- ARGV[7+2n ..] -> one record of 7 per task that is not plain pending (pending, not unique, of
+-- ARGV[6] -> the due-notice channel, asynq:due, on which KEYS[2]'s name is published when a
+--            task of this call became the earliest scheduled (ours; see enqueue.lua)
+-- ARGV[7] -> n, the number of tasks
+-- ARGV[8 .. 7+2n] -> n pairs of (task ID, encoded TaskMessage), in request order
+-- ARGV[8+2n ..] -> one record of 7 per task that is not plain pending (pending, not unique, of
 --                  the default priority), in any order:
 --                  (the task's number 1..n,
 --                   "pending", "scheduled" or "group",
@@ -45,10 +47,10 @@
 --          by another task (nothing stored); -3 the lock's key holds another type than a
 --          string, so it is no lock (nothing stored). As in Go, a lock taken just before an ID
 --          conflict is kept until its TTL.
-local n_tasks = tonumber(ARGV[6])
+local n_tasks = tonumber(ARGV[7])
 local records = {}
 local RECORD = 7
-for r = 7 + 2 * n_tasks, #ARGV - 1, RECORD do
+for r = 8 + 2 * n_tasks, #ARGV - 1, RECORD do
     records[tonumber(ARGV[r])] = r
 end
 -- The loops run once per task: they keep their own counts (Lua's # searches the table) and read
@@ -56,7 +58,7 @@ end
 local argv, call = ARGV, redis.call
 local task_keys, task_prefix = {}, ARGV[3]
 for n = 1, n_tasks do
-    task_keys[n] = task_prefix .. argv[5 + 2 * n]
+    task_keys[n] = task_prefix .. argv[6 + 2 * n]
 end
 local some_exist = false
 for first = 1, #task_keys, CHUNK do
@@ -72,12 +74,12 @@ if next(records) == nil then
     -- Plain tasks only: the loop they had before placement records, without a lookup per task.
     local pending_since, n_pending = ARGV[1], 0
     for n, key in ipairs(task_keys) do
-        local id = argv[5 + 2 * n]
+        local id = argv[6 + 2 * n]
         if seen[id] or (some_exist and call("EXISTS", key) == 1) then
             replies[n] = 0
         else
             seen[id] = true
-            call("HSET", key, "msg", argv[6 + 2 * n], "state", "pending", "pending_since", pending_since)
+            call("HSET", key, "msg", argv[7 + 2 * n], "state", "pending", "pending_since", pending_since)
             n_pending = n_pending + 1
             pending[n_pending] = id
             replies[n] = 1
@@ -85,7 +87,7 @@ if next(records) == nil then
     end
 else
     for n, key in ipairs(task_keys) do
-        local id, r = ARGV[5 + 2 * n], records[n]
+        local id, r = ARGV[6 + 2 * n], records[n]
         local lock = r and ARGV[r + 4] ~= "" and ARGV[r + 4]
         if lock and not redis.call("SET", lock, id, "NX", "EX", ARGV[r + 5]) then
             replies[n] = redis.call("TYPE", lock).ok ~= "string" and -3 or -1
@@ -93,7 +95,7 @@ else
             replies[n] = 0
         else
             seen[id] = true
-            local msg, placement = ARGV[6 + 2 * n], r and ARGV[r + 1] or "pending"
+            local msg, placement = ARGV[7 + 2 * n], r and ARGV[r + 1] or "pending"
             local priority = r and priority_of(ARGV[r + 6])
             -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
             if placement == "pending" and priority then
@@ -140,14 +142,24 @@ for _, group in ipairs(joined_order) do
     group_index_joined(KEYS[3], ARGV[4] .. group, group, ARGV[2], joined[group])
 end
 call_chunked("LPUSH", KEYS[1], pending)
+local earliest = #scheduled > 0 and redis.call("ZRANGE", KEYS[2], 0, 0, "WITHSCORES")[2]
 call_chunked("ZADD", KEYS[2], scheduled)
+if #scheduled > 0 then
+    local sooner = not earliest
+    for i = 1, #scheduled, 2 do
+        sooner = sooner or tonumber(scheduled[i]) < tonumber(earliest)
+    end
+    if sooner then
+        redis.call("PUBLISH", ARGV[6], KEYS[2])
+    end
+end
 if (#pending > 0 or prioritized) and redis.call("DEL", KEYS[4]) == 1 then
     redis.call("PUBLISH", ARGV[5], "")
 end
 if ARGV[#ARGV] ~= "" then
     for n = 1, n_tasks do
         if replies[n] == 1 then
-            log_event(KEYS[7], ARGV[#ARGV], "enqueued", ARGV[5 + 2 * n], ARGV[6 + 2 * n])
+            log_event(KEYS[7], ARGV[#ARGV], "enqueued", ARGV[6 + 2 * n], ARGV[7 + 2 * n])
         end
     end
 end

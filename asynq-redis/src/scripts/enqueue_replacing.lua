@@ -29,7 +29,8 @@
 -- ARGV[4] -> "pending" or "scheduled" (always "scheduled" for "debounce")
 -- ARGV[5] -> pending: now in Unix nanoseconds (pending_since); scheduled: the process time in
 --            Unix seconds
--- ARGV[6] -> the wake-up channel, <ns>:{<q>}:ready
+-- ARGV[6] -> pending: the wake-up channel, <ns>:{<q>}:ready; scheduled: the due-notice channel,
+--            <ns>:due, on which KEYS[3]'s name is published when the task is its earliest (ours)
 -- ARGV[7] -> the queue key prefix, <ns>:{<q>}:
 -- ARGV[8] -> the group key prefix, <ns>:{<q>}:g:
 -- ARGV[9] -> the finish channel, <ns>:{<q>}:finished
@@ -64,6 +65,9 @@ local function store()
     else
         redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "scheduled")
         redis.call("ZADD", KEYS[3], ARGV[5], ARGV[2])
+        if redis.call("ZRANGE", KEYS[3], 0, 0)[1] == ARGV[2] then
+            redis.call("PUBLISH", ARGV[6], KEYS[3])
+        end
     end
     if ARGV[3] == "debounce" then
         redis.call("HSET", KEYS[1], "debounce", ARGV[11])

@@ -17,7 +17,8 @@
 -- ARGV[3] -> now, Unix nanoseconds (pending_since)
 -- ARGV[4] -> the group key prefix, asynq:{<q>}:g:
 -- ARGV[5] -> the wake-up channel, asynq:{<q>}:ready
--- Returns: how many tasks moved; call again while it returns 100
+-- Returns: {moved, next}: how many tasks moved (call again while it is 100), and the score of
+--          the earliest task left in KEYS[1] (Unix seconds), or false when none is left
 local ids = redis.call("ZRANGE", KEYS[1], "-inf", ARGV[1], "BYSCORE", "LIMIT", 0, 100)
 local to_pending = 0
 for _, id in ipairs(ids) do
@@ -37,4 +38,5 @@ end
 if to_pending > 0 and redis.call("DEL", KEYS[3]) == 1 then
     redis.call("PUBLISH", ARGV[5], "")
 end
-return #ids
+local next = redis.call("ZRANGE", KEYS[1], 0, 0, "WITHSCORES")[2]
+return {#ids, next or false}
