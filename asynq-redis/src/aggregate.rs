@@ -301,7 +301,10 @@ impl Aggregate for RedisBroker {
         self.register_queue(queue).await?;
         match call.run::<i64>(&mut self.conn(), "complete aggregation").await? {
             -2 => Err(set_not_found(queue, group, set_id)),
-            reply => enqueue_result(msg, reply),
+            reply => {
+                self.registered_again_if_fresh(queue, reply);
+                enqueue_result(msg, reply)
+            }
         }
     }
 

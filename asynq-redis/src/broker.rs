@@ -23,7 +23,7 @@ use asynq_core::{
 use bytes::Bytes;
 use prost::Message;
 use redis::{AsyncCommands, FromRedisValue, Script, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -166,8 +166,9 @@ struct Inner {
     conn: Connection,
     namespace: Namespace,
     clock: Arc<dyn Clock>,
-    /// Queues this process has added to `<ns>:queues` (Go v0.25+ caches the same way).
-    registered: Mutex<HashSet<String>>,
+    /// Queues this process has added to `<ns>:queues` (Go v0.25+ caches the same way), with
+    /// when it last did, and whether a registration again is on its way.
+    registered: Mutex<HashMap<String, Registration>>,
     /// The pub/sub connection: wake-ups, cancellations, finish notifications.
     pubsub: PubSub,
     /// When the quiet queues (those a fetch skips) were last checked for work.
@@ -196,6 +197,30 @@ impl fmt::Debug for RedisBroker {
             .field("namespace", &self.inner.namespace)
             .field("clock", &self.inner.clock)
             .finish_non_exhaustive()
+    }
+}
+
+/// How often at most this process registers a queue again when its tasks find it empty (see
+/// [`RedisBroker::registered_again_if_fresh`]).
+const REGISTRATION_REFRESH: Duration = Duration::from_secs(1);
+
+/// When this process last added a queue to `<ns>:queues`.
+#[derive(Debug, Clone, Copy)]
+struct Registration {
+    at: tokio::time::Instant,
+    /// A registration again is on its way.
+    again_soon: bool,
+}
+
+impl Registration {
+    fn now() -> Self {
+        Self { at: tokio::time::Instant::now(), again_soon: false }
+    }
+
+    /// One old enough to be made again at once.
+    fn long_ago() -> Self {
+        let now = tokio::time::Instant::now();
+        Self { at: now.checked_sub(REGISTRATION_REFRESH).unwrap_or(now), again_soon: false }
     }
 }
 
@@ -329,7 +354,7 @@ impl RedisBroker {
     /// Adds `queue` to `<ns>:queues` once per process: without it, Go's inspector and CLI
     /// report the queue as not found.
     pub(crate) async fn register_queue(&self, queue: &str) -> Result<()> {
-        if self.inner.registered.lock().expect("registered lock poisoned").contains(queue) {
+        if self.registrations().contains_key(queue) {
             return Ok(());
         }
         let _: i64 = self
@@ -337,14 +362,53 @@ impl RedisBroker {
             .sadd(self.namespace().all_queues(), queue)
             .await
             .map_err(|e| broker_error("register queue", e))?;
-        self.inner.registered.lock().expect("registered lock poisoned").insert(queue.to_owned());
+        self.registrations().insert(queue.to_owned(), Registration::now());
         Ok(())
+    }
+
+    fn registrations(&self) -> std::sync::MutexGuard<'_, HashMap<String, Registration>> {
+        self.inner.registered.lock().expect("registered lock poisoned")
+    }
+
+    /// After an enqueue script's `reply`: a task stored into an empty container (reply 2) may
+    /// be the first of a queue removed since this process registered it (an operator's `queue
+    /// rm` while it was empty), so the queue is registered again, in the background: at once if
+    /// the last registration is [`REGISTRATION_REFRESH`] old, else when it will be (one at a
+    /// time per queue). A queue that holds tasks is thus always registered within that time,
+    /// and a busy queue, never empty, costs nothing.
+    pub(crate) fn registered_again_if_fresh(&self, queue: &str, reply: i64) {
+        if reply != 2 {
+            return;
+        }
+        let delay = {
+            let mut registrations = self.registrations();
+            let registration = registrations.entry(queue.to_owned()).or_insert_with(Registration::long_ago);
+            if registration.again_soon {
+                return;
+            }
+            registration.again_soon = true;
+            REGISTRATION_REFRESH.saturating_sub(registration.at.elapsed())
+        };
+        let (broker, queue) = (self.clone(), queue.to_owned());
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let registered: redis::RedisResult<i64> = broker.conn().sadd(broker.namespace().all_queues(), &queue).await;
+            if let Err(e) = &registered {
+                tracing::warn!(queue, error = %e, "could not register a queue again; its next task will");
+            }
+            let mut registrations = broker.registrations();
+            match registered {
+                Ok(_) => registrations.insert(queue, Registration::now()),
+                // Unknown: the next fresh enqueue tries again.
+                Err(_) => registrations.remove(&queue),
+            };
+        });
     }
 
     /// Forgets that `queue` was registered, after it was removed from `<ns>:queues`, so the
     /// next task enqueued there registers it again.
     pub(crate) fn forget_queue(&self, queue: &QueueName) {
-        self.inner.registered.lock().expect("registered lock poisoned").remove(queue.as_str());
+        self.registrations().remove(queue.as_str());
         self.inner.memory_estimates.forget(queue);
     }
 

@@ -109,10 +109,11 @@ fn priority_arg(priority: TaskPriority) -> String {
     if priority.is_default() { String::new() } else { priority.to_string() }
 }
 
-/// What `enqueue.lua` answered for `msg`.
+/// What `enqueue.lua` answered for `msg` (2: stored into an empty container, which the caller
+/// reads first with [`RedisBroker::registered_again_if_fresh`]).
 pub(crate) fn enqueue_result(msg: StoredTask, reply: i64) -> Result<()> {
     match reply {
-        1 => Ok(()),
+        1 | 2 => Ok(()),
         0 => Err(Error::TaskIdConflict { queue: msg.queue, id: msg.id }),
         -1 => Err(Error::DuplicateTask { queue: msg.queue, type_name: msg.type_name }),
         -3 => Err(Error::FailedPrecondition(format!(
@@ -136,9 +137,10 @@ impl Enqueue for RedisBroker {
         let (call, msg) = self.enqueue_call(request, &events)?;
         self.register_queue(&msg.queue).await?;
         let reply = call.run(&mut self.conn(), "enqueue").await?;
-        if pending && reply == 1 {
+        if pending && matches!(reply, 1 | 2) {
             self.pubsub().made_pending(&msg.queue);
         }
+        self.registered_again_if_fresh(&msg.queue, reply);
         enqueue_result(msg, reply)
     }
 
@@ -193,6 +195,9 @@ impl Enqueue for RedisBroker {
                 continue;
             }
             for (index, msg, code) in run_pipeline(&mut conn, calls).await {
+                if let Ok(code) = code {
+                    self.registered_again_if_fresh(&queue, code);
+                }
                 results[index] = Some(code.and_then(|code| enqueue_result(msg, code)));
             }
             if pending {

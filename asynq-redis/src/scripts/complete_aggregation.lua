@@ -12,16 +12,16 @@
 -- KEYS[n]      -> asynq:{<q>}:aggregation_sets
 -- ARGV[1..m-1] -> enqueue.lua's ARGV, for the aggregated task
 -- ARGV[m]      -> the task key prefix, asynq:{<q>}:t:
--- Returns: -2 the set does not exist; otherwise enqueue.lua's reply (1 stored, 0 task ID
+-- Returns: -2 the set does not exist; otherwise enqueue.lua's reply (1 or 2 stored, 0 task ID
 --          conflict, -1 duplicate unique task, -3 the lock's key is not a string), the set
---          deleted only on 1
+--          deleted only when stored
 local n, m = #KEYS, #ARGV
 local set_key, sets_key = KEYS[n - 1], KEYS[n]
 if not redis.call("ZSCORE", sets_key, set_key) then
     return -2
 end
 local reply = enqueue({unpack(KEYS, 1, n - 2)}, {unpack(ARGV, 1, m - 1)})
-if reply == 1 then
+if reply >= 1 then
     delete_set({set_key, sets_key}, {ARGV[m]})
 end
 return reply

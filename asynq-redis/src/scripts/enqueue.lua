@@ -43,7 +43,9 @@
 --            "scheduled" only)
 -- ARGV[8] -> the uniqueness lock's TTL in whole seconds (only with KEYS[6])
 -- ARGV[last] -> the event stream's cap, or "" (see events.lua)
--- Returns: 1 stored; 0 a task with this ID exists (nothing stored); -1 the uniqueness lock is
+-- Returns: 1 stored; 2 stored into a container that was empty (the pending list, the
+--          prioritized or scheduled set, or a new group), so the queue may have been removed
+--          since the caller registered it; 0 a task with this ID exists (nothing stored); -1 the uniqueness lock is
 --          held by another task (nothing stored); -3 the lock's key holds another type than a
 --          string, so it is no lock (nothing stored). As in Go, a lock taken just before an ID
 --          conflict is kept until its TTL.
@@ -60,15 +62,18 @@ if redis.call("EXISTS", KEYS[1]) == 1 then
     return 0
 end
 local placement, priority = ARGV[3], priority_of(ARGV[7])
+local fresh = false
 if placement == "pending" and priority then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4], "priority", ARGV[7])
     push_pending(nil, KEYS[2], KEYS[5], ARGV[2], priority, false)
+    fresh = redis.call("ZCARD", KEYS[2]) == 1
     if redis.call("DEL", KEYS[4]) == 1 then
         redis.call("PUBLISH", ARGV[6], "")
     end
 elseif placement == "pending" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4])
     if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 then
+        fresh = true
         redis.call("PUBLISH", ARGV[6], "")
     end
 elseif placement == "scheduled" then
@@ -77,13 +82,15 @@ elseif placement == "scheduled" then
         redis.call("HSET", KEYS[1], "priority", ARGV[7])
     end
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])
-    if redis.call("ZRANGE", KEYS[2], 0, 0)[1] == ARGV[2] then
+    local first = redis.call("ZRANGE", KEYS[2], 0, 1)
+    fresh = #first == 1
+    if first[1] == ARGV[2] then
         redis.call("PUBLISH", ARGV[6], KEYS[2])
     end
 else
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "aggregating", "group", ARGV[5])
     redis.call("ZADD", KEYS[2], ARGV[4], ARGV[2])
-    redis.call("SADD", KEYS[3], ARGV[5])
+    fresh = redis.call("SADD", KEYS[3], ARGV[5]) == 1
     group_index_joined(KEYS[3], KEYS[2], ARGV[5], ARGV[4], 1)
 end
 -- Go records the lock on the hash for pending and scheduled tasks, not for grouped ones.
@@ -91,4 +98,4 @@ if lock and placement ~= "group" then
     redis.call("HSET", KEYS[1], "unique_key", lock)
 end
 log_event(KEYS[#KEYS], ARGV[#ARGV], "enqueued", ARGV[2], ARGV[1])
-return 1
+return fresh and 2 or 1

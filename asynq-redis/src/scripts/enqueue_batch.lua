@@ -42,7 +42,9 @@
 --                   the priority, -10 to 10 but not 0, or "" for the default (pending and
 --                   scheduled only))
 -- ARGV[last] -> the event stream's cap, or "" (see events.lua)
--- Returns: one reply per task, in order, as `enqueue` replies: 1 stored; 0 a task with this ID
+-- Returns: one reply per task, in order, as `enqueue` replies: 1 stored (2 for the first task
+--          stored when one went into the pending list, the scheduled set or a group that was
+--          empty, as enqueue.lua's 2); 0 a task with this ID
 --          exists, or came earlier in the batch (nothing stored); -1 the uniqueness lock is held
 --          by another task (nothing stored); -3 the lock's key holds another type than a
 --          string, so it is no lock (nothing stored). As in Go, a lock taken just before an ID
@@ -67,6 +69,9 @@ for first = 1, #task_keys, CHUNK do
         break
     end
 end
+-- Whether a task goes into a container that was empty (see the reply 2 below): the pending
+-- list, the scheduled set or a new group.
+local had_pending, fresh = redis.call("EXISTS", KEYS[1]) == 1, false
 local replies, pending, scheduled, seen, prioritized = {}, {}, {}, {}, false
 -- How many tasks joined each group (by name), and the groups in the order they were first joined.
 local joined, joined_order = {}, {}
@@ -127,7 +132,9 @@ else
                 local group = ARGV[r + 3]
                 redis.call("HSET", key, "msg", msg, "state", "aggregating", "group", group)
                 redis.call("ZADD", ARGV[4] .. group, ARGV[2], id)
-                redis.call("SADD", KEYS[3], group)
+                if redis.call("SADD", KEYS[3], group) == 1 then
+                    fresh = true
+                end
                 if not joined[group] then
                     joined[group] = 0
                     joined_order[#joined_order + 1] = group
@@ -142,6 +149,7 @@ for _, group in ipairs(joined_order) do
     group_index_joined(KEYS[3], ARGV[4] .. group, group, ARGV[2], joined[group])
 end
 call_chunked("LPUSH", KEYS[1], pending)
+fresh = fresh or (#pending > 0 and not had_pending)
 local earliest = #scheduled > 0 and redis.call("ZRANGE", KEYS[2], 0, 0, "WITHSCORES")[2]
 call_chunked("ZADD", KEYS[2], scheduled)
 if #scheduled > 0 then
@@ -151,6 +159,16 @@ if #scheduled > 0 then
     end
     if sooner then
         redis.call("PUBLISH", ARGV[6], KEYS[2])
+    end
+    fresh = fresh or not earliest
+end
+-- A batch with a task stored into an empty container says so in its first stored task's reply.
+if fresh then
+    for n = 1, n_tasks do
+        if replies[n] == 1 then
+            replies[n] = 2
+            break
+        end
     end
 end
 if (#pending > 0 or prioritized) and redis.call("DEL", KEYS[4]) == 1 then
