@@ -157,6 +157,31 @@ impl RedisBroker {
     }
 }
 
+impl RedisBroker {
+    /// Brings `queue`'s group index in step with Go's set of groups, in bounded calls: goes
+    /// round both once, as [`Aggregate::ready_groups`] does when it finds them apart.
+    pub(crate) async fn reconcile_group_index(&self, queue: &QueueName) -> Result<()> {
+        self.reconcile_from(queue, AggregationLimits::default(), (false, false)).await
+    }
+
+    /// Reconciling calls until both cursors went round once from `wrapped` (the set's, the
+    /// index's), or a call finds the index in step.
+    async fn reconcile_from(&self, queue: &QueueName, limits: AggregationLimits, wrapped: (bool, bool)) -> Result<()> {
+        let (mut set_wrapped, mut index_wrapped) = wrapped;
+        for _ in 0..MAX_DRIFT_CALLS {
+            if set_wrapped && index_wrapped {
+                break;
+            }
+            let (round, _) = self.ready_groups_call(queue, limits, 0, DRIFT_SLICE).await?;
+            (set_wrapped, index_wrapped) = (set_wrapped || round.set_wrapped, index_wrapped || round.index_wrapped);
+            if !round.drift {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Aggregate for RedisBroker {
     async fn groups(&self, queue: &QueueName) -> Result<Vec<GroupInfo>> {
@@ -221,17 +246,7 @@ impl Aggregate for RedisBroker {
         }
         // Writers that do not keep the index changed the groups: go round them (each call
         // bounded), then ask again on the reconciled index.
-        let (mut set_wrapped, mut index_wrapped) = (first.set_wrapped, first.index_wrapped);
-        for _ in 0..MAX_DRIFT_CALLS {
-            if set_wrapped && index_wrapped {
-                break;
-            }
-            let (round, _) = self.ready_groups_call(queue, limits, 0, DRIFT_SLICE).await?;
-            (set_wrapped, index_wrapped) = (set_wrapped || round.set_wrapped, index_wrapped || round.index_wrapped);
-            if !round.drift {
-                break;
-            }
-        }
+        self.reconcile_from(queue, limits, (first.set_wrapped, first.index_wrapped)).await?;
         (_, named) = self.ready_groups_call(queue, limits, limit, RECONCILE_SLICE).await?;
         Ok(named)
     }

@@ -366,9 +366,11 @@ impl QueueKeys {
         self.key("aggregation_sets")
     }
 
-    /// `<ns>:{q}:idle_workers` — set (with a short TTL) while some Rust server serving the queue
-    /// waits for work; a producer that sees it publishes on [`QueueKeys::ready_channel`] and
-    /// clears it. Ours only; Go asynq neither writes nor reads it.
+    /// `<ns>:{q}:idle_workers` — set while some Rust server serving the queue waits for work
+    /// (it expires after an hour unless a server renews it, which a waiting server does every
+    /// half hour at the latest); a producer that sees it publishes on
+    /// [`QueueKeys::ready_channel`] and clears it. Ours only; Go asynq neither writes nor reads
+    /// it.
     pub fn idle_workers(&self) -> String {
         self.key("idle_workers")
     }

@@ -214,3 +214,26 @@ async fn the_group_index_is_reconciled_with_what_go_wrote() {
     assert_eq!((info.groups, info.aggregating), (2, 3));
     assert!(!exists(&redis, "asynq:{q}:groups:scan"), "cursors at the start leave no key behind");
 }
+
+/// Past 100 groups an operator's count of aggregating tasks reads the group index, which Go's
+/// producers do not keep: a queue whose groups only Go wrote is counted right on the first
+/// read all the same (the read brings the index in step, in bounded calls).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_count_the_groups_only_go_wrote() {
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(SimulatedClock::new(from_unix_secs(FIXTURE_TIME)))).await;
+    let joined = FIXTURE_TIME.to_string();
+    // What Go's producer writes for 150 groups of 2 tasks (addToGroup, spec 5.4), never our index.
+    redis.command(&["SADD", "asynq:queues", "q"]).unwrap();
+    for group in 0..150 {
+        for member in 0..2 {
+            let (group, id) = (format!("g{group}"), format!("go-{group}-{member}"));
+            redis.command(&["HSET", &format!("asynq:{{q}}:t:{id}"), "state", "aggregating", "group", &group]).unwrap();
+            redis.command(&["ZADD", &format!("asynq:{{q}}:g:{group}"), &joined, &id]).unwrap();
+            redis.command(&["SADD", "asynq:{q}:groups", &group]).unwrap();
+        }
+    }
+    let info = broker.queue_info(&QueueName::from_static("q")).await.unwrap();
+    assert_eq!((info.groups, info.aggregating), (150, 300));
+    assert_eq!(redis.command(&["GET", "asynq:{q}:groups:tasks"]).unwrap().as_str(), Some("300"));
+}

@@ -211,7 +211,13 @@ impl Inspect for RedisBroker {
         invocation.key(k.processed_total()).key(k.failed_total()).key(k.paused()).key(k.groups());
         invocation.key(k.workflow_waiting()).key(k.prioritized());
         invocation.arg(k.task_prefix()).arg(k.group_prefix());
-        let values: Vec<Value> = invocation.run(&mut self.conn(), "queue info").await?;
+        let mut values: Vec<Value> = invocation.run(&mut self.conn(), "queue info").await?;
+        if values.get(13).is_some_and(|aggregating| int(aggregating) < 0) {
+            // Groups that writers other than our scripts (Go's producers) added: bring the
+            // index in step, in bounded calls, and count again.
+            self.reconcile_group_index(queue).await?;
+            values = invocation.run(&mut self.conn(), "queue info").await?;
+        }
         if values.len() != 15 {
             return Err(unexpected("queue info", format!("{} values instead of 15", values.len())));
         }
@@ -233,7 +239,8 @@ impl Inspect for RedisBroker {
             info.latency = now.duration_since(from_unix_nanos(oldest)).unwrap_or_default();
         }
         info.groups = n(12) as usize;
-        info.aggregating = n(13) as usize;
+        // Still out of step (writers at work meanwhile): the index's count, the best known.
+        info.aggregating = if int(&values[13]) < 0 { (-1 - int(&values[13])) as usize } else { n(13) as usize };
         info.waiting = n(14) as usize;
         info.size = info.sum_of_states();
         info.memory_usage = self.memory_estimate(queue, &k).await?;

@@ -104,7 +104,9 @@ local GROUP_COUNT_EXACT = 100
 
 -- How many groups are registered in `groups_key`, and how many tasks they hold (the groups'
 -- sorted sets are `group_prefix` .. name): summed up to GROUP_COUNT_EXACT groups, the index's
--- groups:tasks above.
+-- groups:tasks above. When the index names another number of groups than Go's set (groups a Go
+-- producer or an operator added or removed), the index's count is not the truth: the tasks
+-- come back as -1 - count, which the caller reads as "reconcile the index, then ask again".
 local function group_counts(groups_key, group_prefix)
     local groups = redis.call("SCARD", groups_key)
     if groups <= GROUP_COUNT_EXACT then
@@ -114,5 +116,9 @@ local function group_counts(groups_key, group_prefix)
         end
         return groups, tasks
     end
-    return groups, math.max(tonumber(redis.call("GET", groups_key .. ":tasks")) or 0, 0)
+    local tasks = math.max(tonumber(redis.call("GET", groups_key .. ":tasks")) or 0, 0)
+    if redis.call("ZCARD", groups_key .. ":size") ~= groups then
+        return groups, -1 - tasks
+    end
+    return groups, tasks
 end

@@ -72,6 +72,10 @@ for _, container in ipairs(containers) do
     total = total + (usage(key) or 0)
 end
 local _, aggregating = group_counts(KEYS[7], ARGV[4])
+if aggregating < 0 then
+    -- An estimate: the index's count, stale as it may be.
+    aggregating = -1 - aggregating
+end
 local group_sample = {total = 0, count = 0}
 local sampled = redis.call("SSCAN", KEYS[7], 0, "COUNT", ARGV[3])[2]
 for i = 1, math.min(#sampled, tonumber(ARGV[3])) do

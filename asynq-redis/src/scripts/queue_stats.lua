@@ -23,7 +23,9 @@
 -- Returns: {pending (the list's and the prioritized set's), active, scheduled, retry, archived, completed, processed today,
 --           failed today, processed total, failed total, paused (0/1),
 --           pending_since of the oldest pending task in Unix nanoseconds (0 if none or unset),
---           number of groups, number of aggregating tasks, number of waiting workflow tasks};
+--           number of groups, number of aggregating tasks (-1 - the index's count when the
+--           group index is out of step with Go's set; see group_counts), number of waiting
+--           workflow tasks};
 --           counters are strings
 local function counter(key)
     return redis.call("GET", key) or "0"
