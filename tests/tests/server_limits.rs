@@ -2,7 +2,8 @@
 //! no more tasks a second than its bucket allows and none of them fails; a limited type never
 //! runs more tasks at once than its limit while other types keep running; a limit shared by
 //! eight servers on one Redis holds across all of them, and a slot held by a worker that died
-//! comes back when its lease would have run out.
+//! comes back when its lease would have run out. A task over a limit waits for a slot, never
+//! through the retry set, and starts as soon as one frees, on memory and on Redis.
 //!
 //! Time is tokio's paused time; a processor that polled a rate-limited queue in a loop would
 //! never let it advance, so these tests finishing shows the processor sleeps instead.
@@ -13,7 +14,7 @@ use asynq_core::rate_limit::RateLimit;
 use asynq_server::{Config, Server};
 use asynq_tests::{Harness, Recorder, secs};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 const TASKS: usize = 50;
@@ -104,9 +105,9 @@ async fn a_type_limit_caps_that_type_while_others_keep_running() {
     assert!(email.max() >= 5, "email:send kept running beside it, at most {} at once", email.max());
     let calls = rec.calls();
     assert_eq!(calls.len(), 30, "each task ran once");
-    assert!(calls.iter().all(|c| c.retry_count == 0), "deferring a task does not use a retry");
+    assert!(calls.iter().all(|c| c.retry_count == 0), "waiting for a turn does not use a retry");
     let info = h.queue("default").await;
-    assert_eq!((info.failed, info.archived), (0, 0), "deferring is not a failure: {info:?}");
+    assert_eq!((info.failed, info.archived), (0, 0), "waiting is not a failure: {info:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -191,8 +192,137 @@ async fn a_shared_limit_holds_across_eight_servers() {
     assert_eq!(heavy.max(), 2, "at most 2 heavy tasks ran at once across the 8 servers, and 2 did");
     assert!(light.max() > 2, "light tasks ran beside them, {} at once", light.max());
     assert_eq!(rec.len(), HEAVY + 40, "each task ran once");
-    assert!(rec.calls().iter().all(|c| c.retry_count == 0), "deferring a task does not use a retry");
+    assert!(rec.calls().iter().all(|c| c.retry_count == 0), "waiting for a slot does not use a retry");
     let slots = redis.command(&["EXISTS", "asynq:slots:type:heavy"]).unwrap().as_int();
+    assert_eq!(slots, Some(0), "every slot was given back");
+}
+
+/// Twelve tasks of 300 ms, a limit of 2 shared by two servers of 4 workers each: each server's
+/// waiting room (4) fills, so some tasks also go back to their queue and are fetched again.
+const WAITING_TASKS: usize = 12;
+const WORK: Duration = Duration::from_millis(300);
+
+/// A server with a shared limit of 2 on "resize", on `broker`, recording into `rec`.
+fn limited_server<B>(broker: &B, config: Config, rec: &Recorder, peak: &Arc<Peak>) -> Server
+where
+    B: asynq_core::broker::WorkerBroker + Clone,
+{
+    let clock = config.clock.clone();
+    let config = Config { shared_type_concurrency: [("resize".to_owned(), 2)].into(), ..config };
+    let mut server = Server::new(broker.clone(), config).unwrap();
+    let peak = peak.clone();
+    server
+        .start(rec.handler(clock, move |_, _| {
+            let peak = peak.clone();
+            async move {
+                peak.around(WORK).await;
+                Ok(())
+            }
+        }))
+        .unwrap();
+    server
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
+    let h = Harness::new();
+    for _ in 0..WAITING_TASKS {
+        h.client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
+    }
+    let (rec, peak) = (Recorder::default(), Arc::new(Peak::default()));
+    let begin = tokio::time::Instant::now();
+    let mut servers: Vec<Server> =
+        (0..2).map(|_| limited_server(&h.broker, h.config("default", 4), &rec, &peak)).collect();
+    let ever_retried = AtomicU64::new(0);
+    h.eventually(secs(60), "every task has run", || async {
+        let info = h.queue("default").await;
+        ever_retried.fetch_max(info.retry as u64, Ordering::SeqCst);
+        info.processed == WAITING_TASKS as u64
+    })
+    .await;
+    let ever_retried = ever_retried.load(Ordering::SeqCst);
+    let took = begin.elapsed();
+    for server in &mut servers {
+        server.shutdown().await;
+    }
+    assert_eq!(peak.max(), 2, "at most 2 ran at once across both servers, and 2 did");
+    assert_eq!(ever_retried, 0, "no task over the limit ever went to the retry set");
+    assert_eq!(rec.len(), WAITING_TASKS, "each task ran once");
+    assert!(rec.calls().iter().all(|c| c.retry_count == 0), "waiting for a slot uses no retry");
+    // Six rounds of two make 1.8 s; deferring through the retry set took a second per refusal.
+    assert!(took < Duration::from_millis(2_400), "a freed slot starts a waiting task at once: {took:?}");
+    use asynq_core::slots::ConcurrencySlots;
+    let holders = h.broker.slot_holders(&asynq_core::slots::SlotKey::new("type:resize").unwrap(), h.now()).await;
+    assert!(holders.unwrap().is_empty(), "every slot was given back");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_over_a_type_limit_waits_for_its_turn_and_never_retries() {
+    let h = Harness::new();
+    for _ in 0..WAITING_TASKS {
+        h.client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
+    }
+    let (rec, peak) = (Recorder::default(), Arc::new(Peak::default()));
+    let config = Config { type_concurrency: [("resize".to_owned(), 2)].into(), ..h.config("default", 4) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    let p = peak.clone();
+    server
+        .start(rec.handler(h.clock.clone(), move |_, _| {
+            let peak = p.clone();
+            async move {
+                peak.around(WORK).await;
+                Ok(())
+            }
+        }))
+        .unwrap();
+    let begin = tokio::time::Instant::now();
+    let ever_retried = AtomicU64::new(0);
+    h.eventually(secs(60), "every task has run", || async {
+        let info = h.queue("default").await;
+        ever_retried.fetch_max(info.retry as u64, Ordering::SeqCst);
+        info.processed == WAITING_TASKS as u64
+    })
+    .await;
+    let ever_retried = ever_retried.load(Ordering::SeqCst);
+    let took = begin.elapsed();
+    server.shutdown().await;
+    assert_eq!(peak.max(), 2, "at most 2 ran at once, and 2 did");
+    assert_eq!(ever_retried, 0, "no task over the limit ever went to the retry set");
+    assert!(rec.calls().iter().all(|c| c.retry_count == 0), "waiting for a turn uses no retry");
+    assert!(took < Duration::from_millis(2_400), "a finished task lets a waiting one start at once: {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
+    let redis = asynq_tests::RedisServer::start();
+    let client = asynq_client::Client::new(asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap());
+    for _ in 0..WAITING_TASKS {
+        client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
+    }
+    let (rec, peak) = (Recorder::default(), Arc::new(Peak::default()));
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        // Each server has its own connection, as separate processes would.
+        let broker = asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap();
+        let config = Config { concurrency: 4, ..Config::default() };
+        servers.push(limited_server(&broker, config, &rec, &peak));
+    }
+    let mut ever_retried = 0;
+    asynq_tests::wait_for("every task ran", || {
+        let retry = redis.command(&["ZCARD", "asynq:{default}:retry"]).unwrap().as_int().unwrap();
+        ever_retried = ever_retried.max(retry);
+        let done = rec.len() >= WAITING_TASKS;
+        async move { done }
+    })
+    .await;
+    for server in &mut servers {
+        server.shutdown().await;
+    }
+    assert_eq!(peak.max(), 2, "at most 2 ran at once across both servers, and 2 did");
+    assert_eq!(ever_retried, 0, "no task over the limit ever went to the retry set");
+    assert_eq!(rec.len(), WAITING_TASKS, "each task ran once");
+    assert!(rec.calls().iter().all(|c| c.retry_count == 0), "waiting for a slot uses no retry");
+    let slots = redis.command(&["EXISTS", "asynq:slots:type:resize"]).unwrap().as_int();
     assert_eq!(slots, Some(0), "every slot was given back");
 }
 
