@@ -55,11 +55,13 @@ impl ConcurrencySlots for MemoryBroker {
         if held.is_empty() {
             state.slots.remove(key);
         }
-        if released && let Some(waits) = state.slot_waits.remove(key) {
-            if let Some(freed) = waits.upgrade() {
-                freed.notify_waiters();
-                state.slot_waits.insert(key.clone(), waits);
-            }
+        // Waits nobody holds any more are dropped here.
+        if released
+            && let Some(waits) = state.slot_waits.remove(key)
+            && let Some(freed) = waits.upgrade()
+        {
+            freed.notify_waiters();
+            state.slot_waits.insert(key.clone(), waits);
         }
         Ok(())
     }

@@ -300,6 +300,7 @@ async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
         client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
     }
     let (rec, peak) = (Recorder::default(), Arc::new(Peak::default()));
+    let begin = std::time::Instant::now();
     let mut servers = Vec::new();
     for _ in 0..2 {
         // Each server has its own connection, as separate processes would.
@@ -308,13 +309,15 @@ async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
         servers.push(limited_server(&broker, config, &rec, &peak));
     }
     let mut ever_retried = 0;
-    asynq_tests::wait_for("every task ran", || {
+    asynq_tests::wait_for("every task ran to its end", || {
         let retry = redis.command(&["ZCARD", "asynq:{default}:retry"]).unwrap().as_int().unwrap();
         ever_retried = ever_retried.max(retry);
-        let done = rec.len() >= WAITING_TASKS;
+        let done = rec.len() >= WAITING_TASKS && peak.now.load(Ordering::SeqCst) == 0;
         async move { done }
     })
     .await;
+    // Not asserted (wall-clock time); `cargo xtask bench` is where time is measured.
+    eprintln!("{WAITING_TASKS} tasks of {WORK:?} under a shared limit of 2 took {:?}", begin.elapsed());
     for server in &mut servers {
         server.shutdown().await;
     }
