@@ -3,14 +3,15 @@
 //! runs more tasks at once than its limit while other types keep running; a limit shared by
 //! eight servers on one Redis holds across all of them, and a slot held by a worker that died
 //! comes back when its lease would have run out. A task over a limit waits for a slot, never
-//! through the retry set, and starts as soon as one frees, on memory and on Redis.
+//! through the retry set, and starts as soon as one frees, on memory, on Redis and on a Cluster;
+//! shutdown gives waiting tasks back uncharged, and a wait longer than a lease keeps the lease.
 //!
 //! Time is tokio's paused time; a processor that polled a rate-limited queue in a loop would
 //! never let it advance, so these tests finishing shows the processor sleeps instead.
 
 use asynq_client::{Task, TaskOptions};
-use asynq_core::Error;
 use asynq_core::rate_limit::RateLimit;
+use asynq_core::{Clock, Error};
 use asynq_server::{Config, Server};
 use asynq_tests::{Harness, Recorder, secs};
 use std::sync::Arc;
@@ -292,10 +293,78 @@ async fn a_task_over_a_type_limit_waits_for_its_turn_and_never_retries() {
     assert!(took < Duration::from_millis(2_400), "a finished task lets a waiting one start at once: {took:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
-    let redis = asynq_tests::RedisServer::start();
-    let client = asynq_client::Client::new(asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap());
+#[tokio::test(start_paused = true)]
+async fn a_task_waits_for_a_slot_longer_than_a_lease_and_still_runs_once() {
+    let h = Harness::new();
+    for _ in 0..2 {
+        h.client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
+    }
+    let config = Config { shared_type_concurrency: [("resize".to_owned(), 1)].into(), ..h.config("default", 4) };
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    let work = asynq_core::LEASE_DURATION * 3;
+    let begin = h.now();
+    server
+        .start(rec.handler(h.clock.clone(), move |_, _| async move {
+            tokio::time::sleep(work).await;
+            Ok(())
+        }))
+        .unwrap();
+    h.eventually(secs(600), "both tasks have run", || async { h.queue("default").await.processed == 2 }).await;
+    server.shutdown().await;
+    let calls = rec.calls();
+    assert_eq!(calls.len(), 2, "each task ran once: the waiting one's lease was renewed while it waited");
+    assert!(calls.iter().all(|c| c.retry_count == 0), "waiting uses no retry");
+    let second = calls[1].at.duration_since(begin).unwrap();
+    assert!((work..work + secs(2)).contains(&second), "the second started when the first finished: {second:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_gives_tasks_waiting_for_a_slot_back_to_their_queue_uncharged() {
+    use asynq_core::slots::{ConcurrencySlots, SlotKey};
+    let h = Harness::new();
+    for _ in 0..3 {
+        h.client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
+    }
+    let config = Config {
+        shared_type_concurrency: [("resize".to_owned(), 1)].into(),
+        shutdown_timeout: secs(1),
+        ..h.config("default", 4)
+    };
+    let rec = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), config.clone()).unwrap();
+    server
+        .start(rec.handler(h.clock.clone(), |_, _| async {
+            tokio::time::sleep(secs(600)).await;
+            Ok(())
+        }))
+        .unwrap();
+    h.eventually(secs(10), "one task runs and two wait", || async {
+        rec.len() == 1 && h.queue("default").await.active == 3
+    })
+    .await;
+    server.shutdown().await;
+    let info = h.queue("default").await;
+    assert_eq!((info.pending, info.active, info.retry), (3, 0, 0), "all three went back to pending: {info:?}");
+    let holders = h.broker.slot_holders(&SlotKey::new("type:resize").unwrap(), h.now()).await.unwrap();
+    assert!(holders.is_empty(), "no slot is left held: {holders:?}");
+
+    let again = Recorder::default();
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    server.start(again.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    h.eventually(secs(10), "every task has run", || async { h.queue("default").await.processed == 3 }).await;
+    server.shutdown().await;
+    assert!(again.calls().iter().all(|c| c.retry_count == 0), "giving a task back uses no retry");
+}
+
+/// Two servers on the Redis (or Cluster) at `url`, each with its own connection as separate
+/// processes would have, under a shared limit of 2: never more than 2 at once, no task ever in
+/// the retry set, none retried, every slot given back.
+async fn tasks_wait_for_a_shared_slot_on(url: &str) {
+    use asynq_core::broker::Inspect;
+    use asynq_core::slots::{ConcurrencySlots, SlotKey};
+    let monitor = asynq_redis::RedisBroker::connect(url).await.unwrap();
+    let client = asynq_client::Client::new(monitor.clone());
     for _ in 0..WAITING_TASKS {
         client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
     }
@@ -303,17 +372,16 @@ async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
     let begin = std::time::Instant::now();
     let mut servers = Vec::new();
     for _ in 0..2 {
-        // Each server has its own connection, as separate processes would.
-        let broker = asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap();
+        let broker = asynq_redis::RedisBroker::connect(url).await.unwrap();
         let config = Config { concurrency: 4, ..Config::default() };
         servers.push(limited_server(&broker, config, &rec, &peak));
     }
-    let mut ever_retried = 0;
-    asynq_tests::wait_for("every task ran to its end", || {
-        let retry = redis.command(&["ZCARD", "asynq:{default}:retry"]).unwrap().as_int().unwrap();
-        ever_retried = ever_retried.max(retry);
-        let done = rec.len() >= WAITING_TASKS && peak.now.load(Ordering::SeqCst) == 0;
-        async move { done }
+    let queue = asynq_core::QueueName::new("default").unwrap();
+    let ever_retried = AtomicU64::new(0);
+    asynq_tests::wait_for("every task ran to its end", || async {
+        let info = monitor.queue_info(&queue).await.unwrap();
+        ever_retried.fetch_max(info.retry as u64, Ordering::SeqCst);
+        rec.len() >= WAITING_TASKS && peak.now.load(Ordering::SeqCst) == 0
     })
     .await;
     // Not asserted (wall-clock time); `cargo xtask bench` is where time is measured.
@@ -322,11 +390,24 @@ async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
         server.shutdown().await;
     }
     assert_eq!(peak.max(), 2, "at most 2 ran at once across both servers, and 2 did");
-    assert_eq!(ever_retried, 0, "no task over the limit ever went to the retry set");
+    assert_eq!(ever_retried.load(Ordering::SeqCst), 0, "no task over the limit ever went to the retry set");
     assert_eq!(rec.len(), WAITING_TASKS, "each task ran once");
     assert!(rec.calls().iter().all(|c| c.retry_count == 0), "waiting for a slot uses no retry");
-    let slots = redis.command(&["EXISTS", "asynq:slots:type:resize"]).unwrap().as_int();
-    assert_eq!(slots, Some(0), "every slot was given back");
+    let now = asynq_core::SystemClock.now();
+    let holders = monitor.slot_holders(&SlotKey::new("type:resize").unwrap(), now).await.unwrap();
+    assert!(holders.is_empty(), "every slot was given back: {holders:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
+    let redis = asynq_tests::RedisServer::start();
+    tasks_wait_for_a_shared_slot_on(&redis.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
+    let cluster = asynq_tests::RedisCluster::start(3);
+    tasks_wait_for_a_shared_slot_on(&format!("redis-cluster://{}", cluster.addrs().join(","))).await;
 }
 
 #[tokio::test]
