@@ -261,7 +261,7 @@ impl Processor {
         let order = s.config.queues.now().priorities.order(&mut rand::rng());
         let now = s.clock.now();
         let wanted = slots.len() + ahead.len();
-        // The tasks that take the slots run at once, unless a limit may defer them: when the
+        // The tasks that take the slots run at once, unless a limit may make them wait: when the
         // configuration accepts the price (see `Config::start_with_fetch`), their starts are
         // recorded by the dequeue itself, saving a call before their handlers start.
         let start_with_fetch =
