@@ -4,7 +4,8 @@
 //! eight servers on one Redis holds across all of them, and a slot held by a worker that died
 //! comes back when its lease would have run out. A task over a limit waits for a slot, never
 //! through the retry set, and starts as soon as one frees, on memory, on Redis and on a Cluster;
-//! shutdown gives waiting tasks back uncharged, and a wait longer than a lease keeps the lease.
+//! shutdown gives waiting tasks back uncharged, a wait longer than a lease keeps the lease, and a
+//! dead holder's slot is taken once its hold expires, though nothing announces it.
 //!
 //! Time is tokio's paused time; a processor that polled a rate-limited queue in a loop would
 //! never let it advance, so these tests finishing shows the processor sleeps instead.
@@ -408,6 +409,34 @@ async fn on_redis_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
 async fn on_a_cluster_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
     let cluster = asynq_tests::RedisCluster::start(3);
     tasks_wait_for_a_shared_slot_on(&format!("redis-cluster://{}", cluster.addrs().join(","))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_a_waiting_server_takes_a_dead_holders_slot_once_its_hold_expires() {
+    use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+    let redis = asynq_tests::RedisServer::start();
+    let broker = asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap();
+    // A worker that died held both slots; its holds run out in two seconds, nobody renews them
+    // and nothing is published when they do.
+    let limit = SharedLimit::new("type:resize", 2).unwrap();
+    let held_until = asynq_core::SystemClock.now() + secs(2);
+    for dead in ["dead-1", "dead-2"] {
+        let holder = asynq_core::TaskId::new(dead).unwrap();
+        assert!(broker.take_slot(&limit, &holder, asynq_core::SystemClock.now(), held_until).await.unwrap());
+    }
+    asynq_client::Client::new(broker.clone()).enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
+    let (rec, peak) = (Recorder::default(), Arc::new(Peak::default()));
+    let config = Config { concurrency: 2, task_check_interval: secs(10), ..Config::default() };
+    let mut server = limited_server(&broker, config, &rec, &peak);
+    asynq_tests::wait_for("the task ran", || {
+        let done = rec.len() == 1 && peak.now.load(Ordering::SeqCst) == 0;
+        async move { done }
+    })
+    .await;
+    server.shutdown().await;
+    let call = &rec.calls()[0];
+    assert!(call.at >= held_until, "the task waited for the dead holds to expire");
+    assert_eq!(call.retry_count, 0, "waiting for a slot uses no retry");
 }
 
 #[tokio::test]
