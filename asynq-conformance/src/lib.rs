@@ -231,6 +231,7 @@ macro_rules! broker_conformance {
             archive::case_archive_keeps_the_newest_9999,
             slots::case_slots_admit_up_to_the_limit,
             slots::case_a_slot_comes_back_when_its_hold_expires,
+            slots::case_a_released_slot_wakes_a_waiter,
             workflow::case_a_chain_runs_each_task_after_the_one_before,
             workflow::case_a_chord_callback_waits_for_every_member,
             workflow::case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway,

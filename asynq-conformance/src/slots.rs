@@ -58,3 +58,47 @@ where
     assert!(t.broker.take_slot(&limit, &id("new"), t.now(), t.now() + secs(30)).await.unwrap());
     assert!(!t.broker.take_slot(&limit, &id("never-held"), t.now(), t.now() + secs(30)).await.unwrap());
 }
+
+/// Long enough for a broker to deliver a release over loopback many times over.
+const DELIVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a wait that should not end is watched.
+const QUIET: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// A wait for a slot returns at once while one is free (expired holds not counted), and
+/// otherwise once a holder of its key gives a slot back, through any clone of the broker; a
+/// release of another key, or of a slot nobody held, does not end it.
+pub async fn case_a_released_slot_wakes_a_waiter<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: ConcurrencySlots,
+{
+    let t = Fixture::new(factory).await;
+    let limit = SharedLimit::new("type:resize", 2).unwrap();
+    let now = t.now();
+    within(DELIVERY, t.broker.wait_for_slot(&limit, now), "a free slot is waited for at once").await.unwrap();
+    assert!(t.broker.take_slot(&limit, &id("a"), now, now + secs(30)).await.unwrap());
+    assert!(t.broker.take_slot(&limit, &id("b"), now, now + secs(10)).await.unwrap());
+    let other = SharedLimit::new("tenant:42", 1).unwrap();
+    assert!(t.broker.take_slot(&other, &id("c"), now, now + secs(30)).await.unwrap());
+
+    let (broker, waited) = (t.broker.clone(), limit.clone());
+    let mut waiter = tokio::spawn(async move { broker.wait_for_slot(&waited, now).await });
+    assert!(tokio::time::timeout(QUIET, &mut waiter).await.is_err(), "woke although every slot is held");
+    t.broker.release_slot(other.key(), &id("c")).await.unwrap();
+    t.broker.release_slot(limit.key(), &id("nobody")).await.unwrap();
+    assert!(
+        tokio::time::timeout(QUIET, &mut waiter).await.is_err(),
+        "woke although only another key's slot, or no slot, was given back"
+    );
+    let clone = t.broker.clone();
+    clone.release_slot(limit.key(), &id("a")).await.unwrap();
+    within(DELIVERY, waiter, "no wake-up after a release").await.unwrap().unwrap();
+
+    assert!(t.broker.take_slot(&limit, &id("d"), now, now + secs(30)).await.unwrap());
+    let later = now + secs(11);
+    within(DELIVERY, t.broker.wait_for_slot(&limit, later), "a slot whose hold expired is free at once").await.unwrap();
+}
+
+/// What `future` gives, which it must give within `limit`.
+async fn within<T>(limit: std::time::Duration, future: impl std::future::Future<Output = T>, what: &str) -> T {
+    tokio::time::timeout(limit, future).await.unwrap_or_else(|_| panic!("{what}: not within {limit:?}"))
+}

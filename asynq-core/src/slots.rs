@@ -5,7 +5,9 @@
 //! with the task's lease and are renewed with it, so a slot held by a worker that died comes
 //! back when its lease would have run out. [`SlotKey`] names what is counted (a task type, or a
 //! key the application derives from the task), [`ConcurrencySlots`] is the broker role the
-//! server asks for slots. Time comes from the caller's clock. Go asynq has no such limit (its
+//! server asks for slots. A server whose task finds every slot held waits for one
+//! ([`ConcurrencySlots::wait_for_slot`]): giving a slot back wakes the waiters of its key on
+//! every server, as an enqueue wakes idle servers. Time comes from the caller's clock. Go asynq has no such limit (its
 //! issues #542 and #797); nothing here is read or written by Go.
 
 use crate::{Error, Result, TaskId};
@@ -101,6 +103,19 @@ pub trait ConcurrencySlots: Send + Sync {
 
     /// The holders of a slot of `key` at `now`, with the expiry of each hold, soonest first.
     async fn slot_holders(&self, key: &SlotKey, now: SystemTime) -> Result<Vec<(TaskId, SystemTime)>>;
+
+    /// Waits until a slot of `limit` may be had: returns at once when fewer than its limit of
+    /// holders hold one at `now`, else once a holder gives a slot of its key back
+    /// ([`ConcurrencySlots::release_slot`], through any clone of the broker or any process
+    /// sharing it) after the call began.
+    ///
+    /// It may return with every slot held again (another waiter took the freed one): take the
+    /// slot, and wait again if refused. A hold that expires wakes nobody; a caller also waits for
+    /// the soonest expiry ([`ConcurrencySlots::slot_holders`]), by its own clock.
+    ///
+    /// Errors: [`Error::Broker`] when releases cannot be listened for now (say, the broker is
+    /// out of reach); the caller then polls.
+    async fn wait_for_slot(&self, limit: &SharedLimit, now: SystemTime) -> Result<()>;
 }
 
 #[cfg(test)]

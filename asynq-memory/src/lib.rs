@@ -109,6 +109,8 @@ struct State {
     rate_buckets: HashMap<QueueName, asynq_core::rate_limit::TokenBucket>,
     /// Shared concurrency slots.
     slots: slots::Slots,
+    /// What waiters for a slot wait on, per slot key.
+    slot_waits: slots::SlotWaits,
     /// The workflows stored, oldest first.
     workflows: Vec<workflow::WorkflowRecord>,
 }

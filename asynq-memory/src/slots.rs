@@ -1,15 +1,22 @@
 //! Shared concurrency slots, kept beside the queues and updated under the broker's one lock, so
-//! every clone of the broker shares them and each take is atomic.
+//! every clone of the broker shares them and each take is atomic. Giving a slot back wakes the
+//! waiters for a slot of its key ([`ConcurrencySlots::wait_for_slot`]).
 
 use crate::MemoryBroker;
 use async_trait::async_trait;
 use asynq_core::slots::{ConcurrencySlots, SharedLimit, SlotKey};
 use asynq_core::{Result, TaskId};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Weak};
 use std::time::SystemTime;
+use tokio::sync::Notify;
 
 /// Per slot key, each holder and when its hold expires (Redis's `<ns>:slots:<key>`).
 pub(crate) type Slots = HashMap<SlotKey, BTreeMap<TaskId, SystemTime>>;
+
+/// Per slot key, what its waiters wait on while any waits; a key nobody waits on is dropped at
+/// its next release.
+pub(crate) type SlotWaits = HashMap<SlotKey, Weak<Notify>>;
 
 #[async_trait]
 impl ConcurrencySlots for MemoryBroker {
@@ -43,11 +50,18 @@ impl ConcurrencySlots for MemoryBroker {
 
     async fn release_slot(&self, key: &SlotKey, holder: &TaskId) -> Result<()> {
         let mut state = self.state();
-        if let Some(held) = state.slots.get_mut(key) {
-            held.remove(holder);
-            if held.is_empty() {
-                state.slots.remove(key);
-            }
+        let Some(held) = state.slots.get_mut(key) else { return Ok(()) };
+        let released = held.remove(holder).is_some();
+        if held.is_empty() {
+            state.slots.remove(key);
+        }
+        // Waits nobody holds any more are dropped here.
+        if released
+            && let Some(waits) = state.slot_waits.remove(key)
+            && let Some(freed) = waits.upgrade()
+        {
+            freed.notify_waiters();
+            state.slot_waits.insert(key.clone(), waits);
         }
         Ok(())
     }
@@ -63,5 +77,34 @@ impl ConcurrencySlots for MemoryBroker {
             .unwrap_or_default();
         holders.sort_by_key(|(id, until)| (*until, id.clone()));
         Ok(holders)
+    }
+
+    async fn wait_for_slot(&self, limit: &SharedLimit, now: SystemTime) -> Result<()> {
+        let Some(freed) = self.slot_wait(limit, now) else { return Ok(()) };
+        // Made before the second look, so that a release after it wakes this waiter.
+        let notified = freed.notified();
+        if self.slot_wait(limit, now).is_none() {
+            return Ok(());
+        }
+        notified.await;
+        Ok(())
+    }
+}
+
+impl MemoryBroker {
+    /// What to wait on for a slot of `limit`, or `None` when fewer than its limit of holders
+    /// hold one at `now`.
+    fn slot_wait(&self, limit: &SharedLimit, now: SystemTime) -> Option<Arc<Notify>> {
+        let mut state = self.state();
+        let live = state.slots.get(limit.key()).map_or(0, |held| held.values().filter(|until| **until > now).count());
+        if live < limit.limit() as usize {
+            return None;
+        }
+        let waits = state.slot_waits.entry(limit.key().clone()).or_default();
+        Some(waits.upgrade().unwrap_or_else(|| {
+            let freed = Arc::new(Notify::new());
+            *waits = Arc::downgrade(&freed);
+            freed
+        }))
     }
 }

@@ -158,6 +158,12 @@ impl Namespace {
         format!("{self}:slots:{key}")
     }
 
+    /// `<ns>:slot_freed` — the pub/sub channel on which giving a shared concurrency slot back
+    /// publishes the slot key, waking the servers that wait for a slot of it. Ours only.
+    pub fn slot_freed_channel(&self) -> String {
+        format!("{self}:slot_freed")
+    }
+
     /// `<ns>:event_caps` — the queues that keep task event logs: a hash of queue name to the
     /// log's cap (how many events it keeps). Ours only; Go asynq neither writes nor reads
     /// it.
@@ -562,6 +568,7 @@ mod tests {
         assert_eq!(ns.scheduler_history("e"), "asynq:scheduler_history:e");
         assert_eq!(ns.scheduler_fire("f"), "asynq:scheduler_fire:f");
         assert_eq!(ns.slots("type:resize"), "asynq:slots:type:resize");
+        assert_eq!(ns.slot_freed_channel(), "asynq:slot_freed");
         assert_eq!(
             (ns.all_queues(), ns.all_servers(), ns.all_workers(), ns.all_schedulers(), ns.cancel_channel()),
             (

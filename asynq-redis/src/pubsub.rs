@@ -7,7 +7,9 @@
 //!   work (see `broker::quiet`). Go producers do not publish, so the broker also checks its quiet
 //!   queues for work now and then, and the processor keeps polling as a fallback;
 //! - cancellation requests on `asynq:cancel`, Go asynq's channel;
-//! - finish notifications on `asynq:{<q>}:finished`, for waits on a task's outcome.
+//! - finish notifications on `asynq:{<q>}:finished`, for waits on a task's outcome;
+//! - freed shared concurrency slots on `asynq:slot_freed`, for servers waiting for a slot (see
+//!   `slots`).
 //!
 //! The connection opens on first use. When it drops, every listener hears of it (wake-ups fire
 //! for every queue, so idle servers poll; message streams end) and the next subscription

@@ -1,7 +1,11 @@
 //! Shared concurrency slots for [`RedisBroker`]: one sorted set per slot key,
 //! `<ns>:slots:<key>`, of holders scored by hold expiry in Unix milliseconds. Taking a slot is
-//! one script (`take_slot.lua`); renewing, releasing and listing are single commands. Each
-//! touches one key, so any Cluster slot does. Ours only: Go asynq neither writes nor reads it.
+//! one script (`take_slot.lua`), giving one back another (`release_slot.lua`), which publishes
+//! the slot key on `<ns>:slot_freed`; renewing and listing are single commands. Each touches one
+//! key, so any Cluster slot does (a publish reaches every node's subscribers). A wait for a slot
+//! listens on `<ns>:slot_freed` over the broker's shared pub/sub connection, then counts the live
+//! holders, so that a release after the count is heard. Ours only: Go asynq neither writes nor
+//! reads any of it.
 
 use crate::RedisBroker;
 use crate::error::broker_error;
@@ -10,12 +14,14 @@ use async_trait::async_trait;
 use asynq_core::slots::{ConcurrencySlots, SharedLimit, SlotKey};
 use asynq_core::time::unix_nanos;
 use asynq_core::{Result, TaskId};
+use futures::StreamExt;
 use redis::{AsyncCommands, Script};
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The one script of this module.
+/// The scripts of this module.
 static TAKE_SLOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/take_slot.lua")));
+static RELEASE_SLOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/release_slot.lua")));
 
 fn unix_millis(t: SystemTime) -> i64 {
     unix_nanos(t) / 1_000_000
@@ -52,8 +58,10 @@ impl ConcurrencySlots for RedisBroker {
     }
 
     async fn release_slot(&self, key: &SlotKey, holder: &TaskId) -> Result<()> {
-        let key = self.namespace().slots(key.as_str());
-        let _: i64 = self.conn().zrem(key, holder.as_str()).await.map_err(|e| broker_error("release a slot", e))?;
+        let mut call = ScriptCall::new(&RELEASE_SLOT);
+        call.key(self.namespace().slots(key.as_str()));
+        call.arg(holder.as_str()).arg(self.namespace().slot_freed_channel()).arg(key.as_str());
+        let _released: i64 = call.run(&mut self.conn(), "release a slot").await?;
         Ok(())
     }
 
@@ -72,5 +80,30 @@ impl ConcurrencySlots for RedisBroker {
             }
         }
         Ok(holders)
+    }
+
+    async fn wait_for_slot(&self, limit: &SharedLimit, now: SystemTime) -> Result<()> {
+        // Listening first, so that a release after the count is heard.
+        let mut freed = self
+            .pubsub()
+            .listen(&self.namespace().slot_freed_channel())
+            .await
+            .map_err(|e| broker_error("listen for freed slots", e))?;
+        let live: u64 = self
+            .conn()
+            .zcount(self.namespace().slots(limit.key().as_str()), format!("({}", unix_millis(now)), "+inf")
+            .await
+            .map_err(|e| broker_error("count slot holders", e))?;
+        if live < u64::from(limit.limit()) {
+            return Ok(());
+        }
+        // Other keys' releases are slept through; the stream ends when the connection drops,
+        // and the caller then looks again.
+        while let Some(key) = freed.next().await {
+            if key == limit.key().as_str() {
+                break;
+            }
+        }
+        Ok(())
     }
 }

@@ -112,19 +112,23 @@ pub struct Config {
     /// Per-type limits on tasks running at once on this server, by exact type name; each at
     /// least 1. Default: none.
     ///
-    /// A task whose type is at its limit is deferred: it goes back through the retry set, due a
-    /// second later, without counting as a failure or using a retry. Waiting in place instead
-    /// would hold a worker slot, and one busy type could then fill every slot and starve the
-    /// others. The price: an over-limit task is delayed by up to a second plus the forwarder's
-    /// interval, and its last error reads as the limit.
+    /// A task whose type is at its limit waits in the server for its turn and starts as soon as
+    /// a task of its type finishes: it stays active and leased, holds no worker (other types
+    /// keep running), uses no retry and is never shown as a retry. At most `concurrency` tasks
+    /// wait in a server (for type and shared limits together); a task that finds that room full
+    /// goes back to the front of its queue, charged nothing, and the server fetches again once a
+    /// waiter starts. While a limited type's backlog fills the room, tasks queued behind it in
+    /// the same queue wait too: give a limited type a queue of its own to keep them apart.
     pub type_concurrency: BTreeMap<String, usize>,
     /// Per-type limits on tasks running at once across every server of the broker (which must
     /// support shared concurrency slots), by exact type name; each at least 1. Default: none.
     ///
     /// A running task holds a slot of the key `type:<type name>` in the broker, renewed with
     /// its lease and given back when its outcome is written; a task that finds every slot held
-    /// is deferred as a task over `type_concurrency` is. A slot held by a worker that died comes
-    /// back when the task's lease would have run out (30 s at most). Every server running the
+    /// waits for one as a task over `type_concurrency` does, and a slot given back by any server
+    /// wakes it (over Redis pub/sub, with a poll every `task_check_interval` as the fallback). A
+    /// slot held by a worker that died comes back when the task's lease would have run out (30 s
+    /// at most), and a waiting server looks again then. Every server running the
     /// type should set the same limit: each counts against the limit it is given.
     pub shared_type_concurrency: BTreeMap<String, u32>,
     /// The shared limit each task counts against, derived from the task, for tasks whose type

@@ -9,25 +9,24 @@
 //! listening for wake-ups of its unlimited queues.
 //!
 //! **Type concurrency limits** bound how many tasks of one type run at once on this server. A
-//! dequeued task whose type is at its limit is *deferred*: it goes back through the retry set,
-//! due one second later, without counting as a failure or using a retry, and the forwarder
-//! returns it to the back of its pending list. The alternative, a task waiting for its type's
-//! permit while holding its worker slot, lets one busy type fill every slot and starve the
-//! others; deferring never holds a slot, so other types keep running at full concurrency. The
-//! price: an over-limit task is delayed by up to a second plus the forwarder's interval, its
-//! last error reads as the limit, and while a type has a backlog its excess tasks make one
-//! round trip through the retry set per forwarder interval instead of waiting in place.
+//! dequeued task whose type is at its limit *waits* in the server for its type's permit, then
+//! for a worker: it stays active and leased (the heartbeater renews it), its start is not yet
+//! recorded and nothing is charged, and it starts as soon as a task of its type finishes. A
+//! waiting task holds no worker, so other types keep running at full concurrency. At most
+//! `concurrency` tasks wait in a server (over per-type and shared limits together); a fetched
+//! task that finds that room full goes back to the front of its pending list, charged nothing,
+//! and the server fetches again once a waiter starts (or after its check interval). The price:
+//! while a limited type's backlog fills the room, tasks queued behind it in the same queue wait
+//! too; give a limited type a queue of its own to keep them apart. Shutdown gives waiting tasks
+//! back to their queue at once.
 
 use asynq_core::QueueName;
-use asynq_core::broker::{Dequeue, Dequeued, Outcome};
+use asynq_core::broker::{Dequeue, Dequeued};
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-/// How long a task deferred by its type's concurrency limit stays in the retry set.
-pub(crate) const TYPE_LIMIT_DEFER: Duration = Duration::from_secs(1);
 
 /// What one fetch took, and how long to wait before asking a rate-limited queue again.
 pub(crate) struct Fetched {
@@ -120,7 +119,7 @@ async fn dequeue_limited(
 /// The per-type concurrency limits of one server: a semaphore per limited type.
 #[derive(Debug, Default)]
 pub(crate) struct TypeLimits {
-    permits: HashMap<String, (usize, Arc<Semaphore>)>,
+    permits: HashMap<String, Arc<Semaphore>>,
 }
 
 /// Whether a dequeued task may run now.
@@ -129,35 +128,36 @@ pub(crate) enum Admission {
     Unlimited,
     /// Its type has a limit with room; the permit is held while the task runs.
     Admitted(OwnedSemaphorePermit),
-    /// Its type is at its limit: the task is deferred with this outcome.
-    Deferred(Outcome),
+    /// Its type is at its limit: the task waits for a permit ([`TypeLimits::acquire`]).
+    Wait,
 }
 
 impl TypeLimits {
     /// Limits from type names to the most tasks of that type running at once.
     pub(crate) fn new(limits: &BTreeMap<String, usize>) -> Self {
-        let permits =
-            limits.iter().map(|(name, limit)| (name.clone(), (*limit, Arc::new(Semaphore::new(*limit))))).collect();
+        let permits = limits.iter().map(|(name, limit)| (name.clone(), Arc::new(Semaphore::new(*limit)))).collect();
         Self { permits }
     }
 
-    /// Whether no type has a limit: then no task is ever deferred.
+    /// Whether no type has a limit.
     pub(crate) fn is_empty(&self) -> bool {
         self.permits.is_empty()
     }
 
-    /// Admits a task of `type_name` dequeued at `now`, or defers it (see the module docs).
-    pub(crate) fn admit(&self, type_name: &str, now: SystemTime) -> Admission {
-        let Some((limit, permits)) = self.permits.get(type_name) else {
+    /// Admits a task of `type_name` now, or says it must wait (see the module docs).
+    pub(crate) fn admit(&self, type_name: &str) -> Admission {
+        let Some(permits) = self.permits.get(type_name) else {
             return Admission::Unlimited;
         };
         match Arc::clone(permits).try_acquire_owned() {
             Ok(permit) => Admission::Admitted(permit),
-            Err(_) => Admission::Deferred(Outcome::Retry {
-                retry_at: now + TYPE_LIMIT_DEFER,
-                error: format!("deferred: at most {limit} {type_name:?} tasks run at once on a server"),
-                is_failure: false,
-            }),
+            Err(_) => Admission::Wait,
         }
+    }
+
+    /// Waits for a permit of `type_name`, in turn; `None` for a type without a limit.
+    pub(crate) async fn acquire(&self, type_name: &str) -> Option<OwnedSemaphorePermit> {
+        let permits = Arc::clone(self.permits.get(type_name)?);
+        Some(permits.acquire_owned().await.expect("type limit semaphores are never closed"))
     }
 }

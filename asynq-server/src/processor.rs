@@ -22,7 +22,8 @@
 //! straight to that wait.
 //!
 //! Rate-limited queues and per-type concurrency limits are applied here; [`crate::limits`]
-//! describes both.
+//! describes both. A task over a per-type or shared limit waits here for its turn, holding no
+//! worker (see [`crate::limits`] and [`crate::shared_limits`]).
 
 use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
 use crate::handler::{Handler, HandlerError, TaskContext};
@@ -155,6 +156,8 @@ struct Shared {
     /// One permit per task this server holds (running, taken ahead, or finished with its
     /// outcome not yet written): twice the concurrency, plus the prefetch.
     holds: Arc<Semaphore>,
+    /// One permit per task that may wait here for a per-type or shared limit: `concurrency`.
+    waiting: Arc<Semaphore>,
     /// Whether tasks may be taken ahead: a prefetch is set, and no limit needs a decision
     /// at fetch time.
     may_prefetch: bool,
@@ -197,6 +200,7 @@ impl Processor {
         let type_limits = TypeLimits::new(&config.type_concurrency);
         let slots = Arc::new(Semaphore::new(config.concurrency));
         let holds = Arc::new(Semaphore::new(config.concurrency.saturating_mul(2).saturating_add(config.prefetch)));
+        let waiting = Arc::new(Semaphore::new(config.concurrency));
         let may_prefetch = config.prefetch > 0
             && config.rate_limits.is_empty()
             && config.type_concurrency.is_empty()
@@ -212,6 +216,7 @@ impl Processor {
             type_limits,
             slots,
             holds,
+            waiting,
             may_prefetch,
             // Nothing is taken ahead until some attempts have shown to be short.
             average_attempt_nanos: AtomicU64::new(PREFETCH_MAX_AVERAGE.as_nanos() as u64),
@@ -228,8 +233,9 @@ impl Processor {
     /// their handlers; reports how many started (0 when no task was ready) and whether the
     /// queues ran short.
     ///
-    /// A rate-limited queue gives at most as many tasks as its bucket grants; a task whose type
-    /// is at its concurrency limit is deferred and not counted.
+    /// A rate-limited queue gives at most as many tasks as its bucket grants; a task over a
+    /// per-type or shared concurrency limit waits for its turn without a worker, or goes back to
+    /// its queue when as many tasks wait as the server has workers; neither is counted.
     ///
     /// Returns `None` when `stop` is cancelled while it waits for a slot. Once it has a slot, it
     /// is not cut short by `stop`: a dequeue whose tasks the broker has leased ends with them
@@ -255,7 +261,7 @@ impl Processor {
         let order = s.config.queues.now().priorities.order(&mut rand::rng());
         let now = s.clock.now();
         let wanted = slots.len() + ahead.len();
-        // The tasks that take the slots run at once, unless a limit may defer them: when the
+        // The tasks that take the slots run at once, unless a limit may make them wait: when the
         // configuration accepts the price (see `Config::start_with_fetch`), their starts are
         // recorded by the dequeue itself, saving a call before their handlers start.
         let start_with_fetch =
@@ -273,10 +279,10 @@ impl Processor {
         .await?;
         let ran_short = tasks.len() < wanted;
         let mut started = 0;
+        let mut gave_back = false;
         let mut slots = slots.into_iter();
         let mut taken: BTreeMap<QueueName, Vec<Taken>> = BTreeMap::new();
         for task in tasks {
-            let shared = Arc::clone(s);
             let Some(slot) = slots.next() else {
                 // Taken ahead: `may_prefetch` rules out limits to admit it by.
                 let hold = ahead.pop().expect("no more tasks are dequeued than slots and holds");
@@ -284,12 +290,14 @@ impl Processor {
                 taken.entry(task.message.queue.clone()).or_default().push(Taken::Ahead(task, hold));
                 continue;
             };
-            let type_permit = match s.type_limits.admit(&task.message.type_name, now) {
+            let type_permit = match s.type_limits.admit(&task.message.type_name) {
                 Admission::Unlimited => None,
                 Admission::Admitted(permit) => Some(permit),
-                Admission::Deferred(outcome) => {
-                    let hold = slot.hold;
-                    s.running.spawn(async move { shared.defer(task, outcome, hold).await });
+                Admission::Wait => {
+                    match s.wait_for_turn(task, slot.hold, None) {
+                        Some(waiting) => taken.entry(waiting.task().message.queue.clone()).or_default().push(waiting),
+                        None => gave_back = true,
+                    }
                     continue;
                 }
             };
@@ -298,10 +306,13 @@ impl Processor {
                 Some(limits) => match limits.admit(&task, now).await {
                     SharedAdmission::Unlimited => None,
                     SharedAdmission::Admitted(key) => Some(key),
-                    SharedAdmission::Deferred(outcome) => {
-                        drop(type_permit);
-                        let hold = slot.hold;
-                        s.running.spawn(async move { shared.defer(task, outcome, hold).await });
+                    SharedAdmission::Wait => {
+                        match s.wait_for_turn(task, slot.hold, type_permit) {
+                            Some(waiting) => {
+                                taken.entry(waiting.task().message.queue.clone()).or_default().push(waiting)
+                            }
+                            None => gave_back = true,
+                        }
                         continue;
                     }
                 },
@@ -315,7 +326,7 @@ impl Processor {
             let shared = Arc::clone(s);
             s.running.spawn(async move { shared.start_then_run(queue, tasks).await });
         }
-        Ok(Some(FetchReport { started, ran_short, rate_limited_for }))
+        Ok(Some(FetchReport { started, ran_short, rate_limited_for, gave_back }))
     }
 
     /// Runs the fetch loop until `stop` is cancelled. Running tasks are left to
@@ -336,6 +347,17 @@ impl Processor {
             }
             let Some(result) = self.fetch(&stop).await.transpose() else { return };
             match result {
+                // Tasks over a limit found the waiting room full and went back to their queue:
+                // fetching again would take them again. Wait until a waiter starts.
+                Ok(FetchReport { gave_back: true, .. }) => {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = Arc::clone(&s.waiting).acquire_owned() => {}
+                        _ = tokio::time::sleep(jitter(s.config.task_check_interval)) => {}
+                        _ = queues.changed() => {}
+                    }
+                    continue;
+                }
                 Ok(FetchReport { started: 0, rate_limited_for: Some(token_due), .. }) => {
                     // A rate-limited queue is out of tokens and nothing started: sleep until
                     // a token is due, waking early only for the unlimited queues.
@@ -472,19 +494,101 @@ impl Shared {
         }
     }
 
-    /// Sends a task its type's concurrency limit turned away back through the retry set.
-    async fn defer(self: Arc<Self>, task: Dequeued, outcome: Outcome, _hold: OwnedSemaphorePermit) {
-        let lease = Lease::new(task.lease_expiry, Arc::clone(&self.clock));
-        tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "concurrency limit reached; deferring");
-        self.write(&task.message, outcome, &lease).await;
+    /// A task over a per-type or shared limit, to wait here for its turn once its start is
+    /// recorded ([`Shared::wait_to_start`]), holding `hold` and, when it has one, its type's
+    /// permit; or, when as many tasks wait as the server has workers, `None`: the task goes
+    /// back to the front of its queue, charged nothing.
+    fn wait_for_turn(
+        self: &Arc<Self>,
+        task: Dequeued,
+        hold: OwnedSemaphorePermit,
+        type_permit: Option<OwnedSemaphorePermit>,
+    ) -> Option<Taken> {
+        match Arc::clone(&self.waiting).try_acquire_owned() {
+            Ok(room) => Some(Taken::Waiting(task, Waiter { hold, room, type_permit })),
+            Err(_) => {
+                tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "over a concurrency limit with no room to wait; giving the task back to its queue");
+                let shared = Arc::clone(self);
+                self.running.spawn(async move {
+                    let lease = Lease::new(task.lease_expiry, Arc::clone(&shared.clock));
+                    shared.write(&task.message, Outcome::Requeue, &lease).await;
+                    drop(hold);
+                });
+                None
+            }
+        }
+    }
+
+    /// Waits for the turn of a task whose start is recorded (its lease renewed to `expiry`):
+    /// its type's permit (unless it holds it already), a slot of its shared limit, then a
+    /// worker; then runs it. Meanwhile it is active, leased and renewed (shown as waiting, not
+    /// as a worker), as a task taken ahead is: shutdown gives it back to its queue, charged
+    /// nothing, and a cancellation is seen when it starts.
+    async fn wait_to_start(self: Arc<Self>, task: Dequeued, waiter: Waiter, expiry: SystemTime) {
+        let Waiter { hold, room, type_permit } = waiter;
+        let held = Held::new(&task, &self.clock);
+        held.lease.extend(expiry);
+        let now = self.clock.now();
+        self.active.insert(ActiveTask {
+            message: task.message.clone(),
+            started: now,
+            deadline: task.message.handler_deadline(now),
+            lease: held.lease.clone(),
+            cancel: held.cancel.clone(),
+            phase: Phase::Waiting,
+        });
+        tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "over a concurrency limit; waiting for a turn");
+        let limit = self.config.shared_limits.as_ref().and_then(|limits| Some((limits, limits.limit_for(&task)?)));
+        let turn = async {
+            let type_permit = match type_permit {
+                Some(permit) => Some(permit),
+                None => self.type_limits.acquire(&task.message.type_name).await,
+            };
+            let shared_slot = match &limit {
+                Some((limits, limit)) => {
+                    let poll = self.config.task_check_interval;
+                    Some(limits.wait_for_slot(limit, &task.message.id, &*self.clock, &held.lease, poll).await)
+                }
+                None => None,
+            };
+            let slot =
+                Arc::clone(&self.slots).acquire_owned().await.expect("the processor's semaphores are never closed");
+            (type_permit, shared_slot, slot)
+        };
+        let turn = tokio::select! {
+            biased;
+            _ = self.draining.cancelled() => None,
+            _ = held.lease.expired() => None,
+            turn = turn => Some(turn),
+        };
+        drop(room);
+        match turn {
+            Some((type_permit, shared_slot, slot)) if held.lease.is_valid() => {
+                self.run(Ready { task, permits: TaskPermits { slot, hold }, type_permit, shared_slot, held }).await;
+            }
+            turn => {
+                if self.draining.is_cancelled() && held.lease.is_valid() {
+                    tracing::debug!(task_id = %task.message.id, queue = %task.message.queue, "shutting down; giving back a task waiting for its turn");
+                    self.write(&task.message, Outcome::Requeue, &held.lease).await;
+                } else {
+                    tracing::warn!(task_id = %task.message.id, queue = %task.message.queue, "the lease of a task waiting for its turn expired; leaving the task to the recoverer");
+                }
+                // A slot taken as the wait was cut short would otherwise be held until the lease ran out.
+                if let Some((limits, limit)) = &limit {
+                    let key = turn.and_then(|(_, key, _)| key).unwrap_or_else(|| limit.key().clone());
+                    limits.release(&key, &task.message.id).await;
+                }
+                self.active.remove(&task.message.id);
+            }
+        }
     }
 
     /// Records that this server starts `tasks` (of one fetch, of `queue`), then runs those with
-    /// a slot and holds the ones taken ahead until a slot frees up; gives them all back to the
-    /// queue, uncharged, if the record cannot be written; those the dequeue itself recorded
-    /// started ([`Dequeue::dequeue_starting`]) need no record. Tasks taken ahead count as started:
-    /// the worker committed to them, and if it dies holding them, their first stall is
-    /// forgiven (see [`asynq_core::FREE_STALLS`]).
+    /// a slot, holds the ones taken ahead until a slot frees up and lets those over a limit wait
+    /// for their turn; gives them all back to the queue, uncharged, if the record cannot be
+    /// written; those the dequeue itself recorded started ([`Dequeue::dequeue_starting`]) need no
+    /// record. Tasks taken ahead or waiting count as started: the worker committed to them, and
+    /// if it dies holding them, their first stall is forgiven (see [`asynq_core::FREE_STALLS`]).
     async fn start_then_run(self: Arc<Self>, queue: QueueName, tasks: Vec<Taken>) {
         // Those the dequeue recorded started need no call.
         let ids: Vec<TaskId> = tasks
@@ -508,6 +612,9 @@ impl Shared {
                         }
                         Taken::Ahead(task, hold) => {
                             self.running.spawn(async move { shared.wait_for_slot(task, hold, expiry).await });
+                        }
+                        Taken::Waiting(task, waiter) => {
+                            self.running.spawn(async move { shared.wait_to_start(task, waiter, expiry).await });
                         }
                     }
                 }
@@ -659,28 +766,39 @@ impl Shared {
 
 /// What one fetch did.
 struct FetchReport {
-    /// How many tasks it started or took ahead (not those deferred by a type limit).
+    /// How many tasks it started or took ahead (not those waiting for a limit).
     started: usize,
     /// Whether the queues gave fewer tasks than it asked for.
     ran_short: bool,
     /// How long a rate-limited queue asks to be left alone.
     rate_limited_for: Option<Duration>,
+    /// Whether tasks over a limit went back to their queue for want of room to wait.
+    gave_back: bool,
 }
 
-/// A task a fetch took, waiting for its start to be recorded: to run at once, or held until a
-/// worker slot frees up.
+/// A task a fetch took, waiting for its start to be recorded: to run at once, held until a
+/// worker slot frees up, or waiting for its turn under a concurrency limit.
 enum Taken {
     Now(Ready),
     Ahead(Dequeued, OwnedSemaphorePermit),
+    Waiting(Dequeued, Waiter),
 }
 
 impl Taken {
     fn task(&self) -> &Dequeued {
         match self {
             Taken::Now(ready) => &ready.task,
-            Taken::Ahead(task, _) => task,
+            Taken::Ahead(task, _) | Taken::Waiting(task, _) => task,
         }
     }
+}
+
+/// What a task waiting for its turn under a concurrency limit holds: its hold, its room in the
+/// server's waiting room, and its type's permit once it has it.
+struct Waiter {
+    hold: OwnedSemaphorePermit,
+    room: OwnedSemaphorePermit,
+    type_permit: Option<OwnedSemaphorePermit>,
 }
 
 /// A task with what it needs to run.

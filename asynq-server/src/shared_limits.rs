@@ -8,22 +8,24 @@
 //! processor gives a slot back when the task's outcome is written. A worker that dies holding
 //! slots holds them until their leases would have run out: the same bound as its tasks' leases.
 //!
-//! A task refused a slot (or whose slot the broker could not grant) is deferred as a task over a
-//! per-server type limit is (see [`crate::limits`]): back through the retry set, due a second
-//! later, charged nothing.
+//! A task refused a slot (or whose slot the broker could not grant) waits for one in the server,
+//! as a task over a per-server type limit does (see [`crate::limits`]): still active and leased,
+//! its start not recorded, charged nothing. The server's waiters for one key queue in turn, and
+//! the first waits on the broker ([`ConcurrencySlots::wait_for_slot`]): a slot given back by any
+//! server wakes it, and so does the soonest hold's expiry (a dead worker's slots come back when
+//! its leases would have run out), with a poll every check interval as the fallback.
 //!
 //! [`Config::shared_type_concurrency`]: crate::Config::shared_type_concurrency
 //! [`Config::shared_limit`]: crate::Config::shared_limit
 
 use crate::config::SharedLimitFn;
-use crate::limits::TYPE_LIMIT_DEFER;
-use asynq_core::broker::{Dequeued, Outcome};
+use asynq_core::broker::Dequeued;
 use asynq_core::slots::{ConcurrencySlots, SharedLimit, SlotKey};
-use asynq_core::{Task, TaskId};
+use asynq_core::{Clock, Lease, Task, TaskId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime};
 
 /// Whether a task may start, as far as shared limits go.
 pub(crate) enum SharedAdmission {
@@ -31,8 +33,9 @@ pub(crate) enum SharedAdmission {
     Unlimited,
     /// It holds a slot of this key, to give back when it finishes.
     Admitted(SlotKey),
-    /// Every slot is held (or none could be taken): defer it with this outcome.
-    Deferred(Outcome),
+    /// Every slot is held (or none could be taken): it waits for one
+    /// ([`SharedLimits::wait_for_slot`]).
+    Wait,
 }
 
 /// The shared limits of one server and the slots its tasks hold.
@@ -42,6 +45,8 @@ pub(crate) struct SharedLimits {
     derive: Option<SharedLimitFn>,
     /// The slot each task holds, for the heartbeater to renew.
     held: Mutex<HashMap<TaskId, SlotKey>>,
+    /// Per key, the turn of this server's waiters: one at a time waits on the broker.
+    turns: Mutex<HashMap<SlotKey, Weak<tokio::sync::Mutex<()>>>>,
 }
 
 impl SharedLimits {
@@ -51,7 +56,7 @@ impl SharedLimits {
         by_type: BTreeMap<String, SharedLimit>,
         derive: Option<SharedLimitFn>,
     ) -> Self {
-        Self { slots, by_type, derive, held: Mutex::default() }
+        Self { slots, by_type, derive, held: Mutex::default(), turns: Mutex::default() }
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, SlotKey>> {
@@ -59,7 +64,7 @@ impl SharedLimits {
     }
 
     /// The limit `task` counts against: its type's, else the one `derive` names.
-    fn limit_for(&self, task: &Dequeued) -> Option<SharedLimit> {
+    pub(crate) fn limit_for(&self, task: &Dequeued) -> Option<SharedLimit> {
         if let Some(limit) = self.by_type.get(&task.message.type_name) {
             return Some(limit.clone());
         }
@@ -70,20 +75,79 @@ impl SharedLimits {
     /// Takes a slot for `task`, dequeued at `now`, held until its lease expires.
     pub(crate) async fn admit(&self, task: &Dequeued, now: SystemTime) -> SharedAdmission {
         let Some(limit) = self.limit_for(task) else { return SharedAdmission::Unlimited };
-        let id = &task.message.id;
-        let reason = match self.slots.take_slot(&limit, id, now, task.lease_expiry).await {
+        match self.take(&limit, &task.message.id, now, task.lease_expiry).await {
+            Ok(true) => SharedAdmission::Admitted(limit.key().clone()),
+            Ok(false) | Err(()) => SharedAdmission::Wait,
+        }
+    }
+
+    /// Takes a slot of `limit` for task `id` until `expiry`: whether it was granted, or `Err`
+    /// (logged) when the broker could not say.
+    async fn take(&self, limit: &SharedLimit, id: &TaskId, now: SystemTime, expiry: SystemTime) -> Result<bool, ()> {
+        match self.slots.take_slot(limit, id, now, expiry).await {
             Ok(true) => {
                 self.held().insert(id.clone(), limit.key().clone());
-                return SharedAdmission::Admitted(limit.key().clone());
+                Ok(true)
             }
-            Ok(false) => format!(
-                "deferred: at most {} tasks of {:?} run at once across servers",
-                limit.limit(),
-                limit.key().as_str()
-            ),
-            Err(e) => format!("deferred: no slot of {:?} could be taken: {e}", limit.key().as_str()),
-        };
-        SharedAdmission::Deferred(Outcome::Retry { retry_at: now + TYPE_LIMIT_DEFER, error: reason, is_failure: false })
+            Ok(false) => Ok(false),
+            Err(e) => {
+                tracing::warn!(task_id = %id, slot = %limit.key(), error = %e, "could not take a concurrency slot; waiting for one");
+                Err(())
+            }
+        }
+    }
+
+    /// Waits for a slot of `limit` and takes it for task `id`, held until `lease` expires (see
+    /// the module docs); polls every `poll` at the latest. Dropped part way, it may leave a
+    /// slot taken for `id`: give it back ([`SharedLimits::release`]).
+    pub(crate) async fn wait_for_slot(
+        &self,
+        limit: &SharedLimit,
+        id: &TaskId,
+        clock: &dyn Clock,
+        lease: &Lease,
+        poll: Duration,
+    ) -> SlotKey {
+        let turn = self.turn(limit.key());
+        let _turn = turn.lock().await;
+        loop {
+            let now = clock.now();
+            match self.take(limit, id, now, lease.expiry()).await {
+                Ok(true) => return limit.key().clone(),
+                Ok(false) => {}
+                Err(()) => {
+                    tokio::time::sleep(poll).await;
+                    continue;
+                }
+            }
+            // A hold that expires wakes nobody: look again when the soonest one does.
+            let soonest = match self.slots.slot_holders(limit.key(), now).await {
+                Ok(holders) => holders.first().map(|(_, until)| until.duration_since(now).unwrap_or_default()),
+                Err(_) => None,
+            };
+            let wait = soonest.map_or(poll, |soonest| soonest.min(poll));
+            tokio::select! {
+                freed = self.slots.wait_for_slot(limit, now) => {
+                    if let Err(e) = freed {
+                        tracing::debug!(slot = %limit.key(), error = %e, "cannot wait for a freed slot; polling");
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// The turn of this server's waiters for a slot of `key`.
+    fn turn(&self, key: &SlotKey) -> Arc<tokio::sync::Mutex<()>> {
+        let mut turns = self.turns.lock().expect("slot turns lock poisoned");
+        turns.retain(|_, turn| turn.strong_count() > 0);
+        let turn = turns.entry(key.clone()).or_default();
+        turn.upgrade().unwrap_or_else(|| {
+            let new = Arc::new(tokio::sync::Mutex::new(()));
+            *turn = Arc::downgrade(&new);
+            new
+        })
     }
 
     /// Gives back the slot task `id` holds of `key`; an error leaves it to expire with the lease.

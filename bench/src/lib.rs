@@ -7,6 +7,7 @@
 //! are outside it); the Redis side (CPU, commands) is measured by the caller around the process,
 //! which is why filling a queue is a scenario of its own ([`scenarios::fill`]).
 
+pub mod limits;
 pub mod measure;
 pub mod scenarios;
 pub mod workload;

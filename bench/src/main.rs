@@ -143,6 +143,24 @@ enum Scenario {
         #[arg(long, default_value_t = 0)]
         empty_queues: usize,
     },
+    /// Enqueue `--tasks` tasks, then run `--servers` servers (each with its own connection)
+    /// under a concurrency limit of `--limit` shared by all, each task taking `--work-ms`; timed
+    /// until all are processed, reporting the most that ran at once.
+    SharedLimitWait {
+        #[arg(long, default_value_t = 12)]
+        tasks: u64,
+        #[arg(long, default_value_t = 2)]
+        servers: usize,
+        #[arg(long, default_value_t = 2)]
+        limit: u32,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 300)]
+        work_ms: u64,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout_secs: u64,
+    },
     /// Run a server while enqueueing tasks one at a time, until all are processed.
     EnqueueAndProcess {
         #[arg(long, default_value_t = 100_000)]
@@ -290,6 +308,10 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::Fill { tasks, events } => scenarios::fill(url, tasks, events).await,
         Scenario::Drain { tasks, concurrency, timeout_secs, empty_queues } => {
             scenarios::drain(url, tasks, concurrency, empty_queues, Duration::from_secs(timeout_secs)).await
+        }
+        Scenario::SharedLimitWait { tasks, servers, limit, concurrency, work_ms, timeout_secs } => {
+            let (work, timeout) = (Duration::from_millis(work_ms), Duration::from_secs(timeout_secs));
+            asynq_bench::limits::shared_limit_wait(url, tasks, servers, limit, concurrency, work, timeout).await
         }
         Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
             scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await

@@ -38,6 +38,10 @@ pub struct Measurement {
     /// Median time of each operator read, by name, in milliseconds, for `group-reads`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub reads_ms: std::collections::BTreeMap<String, f64>,
+    /// The most handlers that ran at once, across the process's servers, for
+    /// `shared-limit-wait`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_running: Option<u64>,
     /// CPU time (user + system, all threads) this process spent in the timed phase.
     pub cpu_s: Option<f64>,
     /// This process's peak resident memory (`VmHWM`) at the end of the timed phase, in MiB.
@@ -85,6 +89,7 @@ impl Timer {
             servers_ls_ms: None,
             offered_per_s: None,
             reads_ms: std::collections::BTreeMap::new(),
+            max_running: None,
             cpu_s: cpu.map(|cpu| cpu.as_secs_f64()),
             peak_rss_mb: peak_rss_mb(),
             started_unix_us: unix_micros(self.started_wall),

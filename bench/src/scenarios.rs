@@ -733,7 +733,7 @@ async fn keep_events(broker: &RedisBroker, events: Option<u32>) -> anyhow::Resul
     Ok(())
 }
 
-async fn connect(redis_url: &str) -> anyhow::Result<RedisBroker> {
+pub(crate) async fn connect(redis_url: &str) -> anyhow::Result<RedisBroker> {
     RedisBroker::connect(redis_url).await.with_context(|| format!("could not connect to {redis_url}"))
 }
 
@@ -782,7 +782,7 @@ async fn enqueue_in_batches(
 
 /// Polls the queue's processed counter until it reaches `target`. Fails as soon as a task
 /// fails (the benchmark handler never does, so something is broken), or after `timeout`.
-async fn wait_until_processed(redis_url: &str, target: u64, timeout: Duration) -> anyhow::Result<()> {
+pub(crate) async fn wait_until_processed(redis_url: &str, target: u64, timeout: Duration) -> anyhow::Result<()> {
     wait_until_processed_or_failed(redis_url, target, timeout, false).await
 }
 

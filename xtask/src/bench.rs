@@ -20,6 +20,7 @@
 //! 7. stop Redis (also on errors), write the report and print its table.
 
 mod awake;
+mod limit_target;
 mod micro;
 mod peer;
 mod pin;

@@ -33,6 +33,8 @@ pub(crate) struct Run {
     pub(crate) servers_ls_ms: Option<f64>,
     /// Median time of each operator read by name, for the group-reads scenario.
     pub(crate) reads_ms: BTreeMap<String, f64>,
+    /// The most handlers that ran at once, for the shared-limit scenario.
+    pub(crate) max_running: Option<u64>,
     /// CPU seconds of the benchmark processes (summed).
     pub(crate) client_cpu_s: Option<f64>,
     /// Peak resident memory of the benchmark processes (the largest).
@@ -72,6 +74,9 @@ pub(crate) struct Row {
     /// Median time of `Inspector::servers()` (what `asynq server ls` calls) at the end of the
     /// idle-servers scenarios, in milliseconds.
     pub(crate) servers_ls_ms: Option<f64>,
+    /// The most handlers that ran at once, for the shared-limit scenario: the most of the runs,
+    /// not their median.
+    pub(crate) max_running: Option<u64>,
     /// Redis CPU (all threads) over the measurement window, in percent of one CPU; in the
     /// checks only.
     #[serde(skip)]
@@ -119,6 +124,7 @@ impl Row {
             peak_rss_mb: run.peak_rss_mb,
             longest_command_ms: redis.map(|usage| usage.longest_command_us.unwrap_or(0) as f64 / 1e3),
             servers_ls_ms: run.servers_ls_ms,
+            max_running: run.max_running,
             redis_cpu_pct: redis.and_then(|usage| per_second(usage.cpu_s * 100.0)),
             reads_ms: run.reads_ms.clone(),
             longest_command: redis.and_then(|usage| usage.longest_command.clone()),
@@ -171,6 +177,7 @@ fn median_row(group: &[Row]) -> Row {
         peak_rss_mb: of(|row| row.peak_rss_mb),
         longest_command_ms: group.iter().filter_map(|row| row.longest_command_ms).reduce(f64::max),
         servers_ls_ms: of(|row| row.servers_ls_ms),
+        max_running: group.iter().filter_map(|row| row.max_running).max(),
         redis_cpu_pct: of(|row| row.redis_cpu_pct),
         reads_ms: group[0]
             .reads_ms
@@ -520,6 +527,7 @@ mod tests {
             "peak_rss_mb",
             "longest_command_ms",
             "servers_ls_ms",
+            "max_running",
         ];
         expected.sort_unstable();
         let mut fields = fields;

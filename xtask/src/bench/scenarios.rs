@@ -168,6 +168,15 @@ pub(crate) const WORKFLOW_FAN_IN: &str = "workflow-fan-in-10000";
 /// The same tasks as [`WORKFLOW_FAN_IN`], enqueued plainly in batches, nothing waiting.
 pub(crate) const PLAIN_FAN_IN: &str = "plain-fan-in-10000";
 
+/// Two servers under a shared concurrency limit, waiting for slots.
+pub(crate) const SHARED_LIMIT_WAIT: &str = "shared-limit-wait";
+/// Its tasks, its limit and each task's work: the ideal is `ceil(tasks / limit) × work`.
+pub(crate) const SHARED_LIMIT_TASKS: u64 = 12;
+/// See [`SHARED_LIMIT_TASKS`].
+pub(crate) const SHARED_LIMIT: u64 = 2;
+/// See [`SHARED_LIMIT_TASKS`].
+pub(crate) const SHARED_LIMIT_WORK: Duration = Duration::from_millis(300);
+
 fn drain(name: &'static str, processes: usize, concurrency: usize, empty_queues: usize) -> Scenario {
     Scenario {
         name,
@@ -222,6 +231,23 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process(WORKFLOW_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100"]),
         process(PLAIN_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100", "--plain"]),
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
+        process(
+            SHARED_LIMIT_WAIT,
+            true,
+            &[
+                "shared-limit-wait",
+                "--tasks",
+                &SHARED_LIMIT_TASKS.to_string(),
+                "--servers",
+                "2",
+                "--limit",
+                &SHARED_LIMIT.to_string(),
+                "--work-ms",
+                &SHARED_LIMIT_WORK.as_millis().to_string(),
+                "--concurrency",
+                "10",
+            ],
+        ),
     ];
     scenarios.extend(STREAMS.iter().zip(STREAM_RATES).map(|(name, rate)| {
         let tasks = stream_tasks(sizes, rate).to_string();
@@ -511,6 +537,8 @@ struct Measurement {
     servers_ls_ms: Option<f64>,
     #[serde(default)]
     reads_ms: std::collections::BTreeMap<String, f64>,
+    #[serde(default)]
+    max_running: Option<u64>,
     cpu_s: Option<f64>,
     peak_rss_mb: Option<f64>,
     started_unix_us: u64,
@@ -539,6 +567,7 @@ fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> 
         offered_per_s: first.offered_per_s,
         servers_ls_ms: first.servers_ls_ms,
         reads_ms: first.reads_ms.clone(),
+        max_running: measurements.iter().filter_map(|m| m.max_running).max(),
         client_cpu_s: (!cpu.is_empty()).then(|| cpu.iter().sum()),
         peak_rss_mb: measurements.iter().filter_map(|m| m.peak_rss_mb).reduce(f64::max),
         redis: Some(redis),
@@ -560,6 +589,7 @@ mod tests {
             offered_per_s: None,
             servers_ls_ms: None,
             reads_ms: std::collections::BTreeMap::new(),
+            max_running: None,
             cpu_s: Some(cpu_s),
             peak_rss_mb: Some(peak_rss_mb),
             started_unix_us,

@@ -10,7 +10,7 @@ use super::scenarios::{
     BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_CONCURRENT, ENQUEUE_SPIN_WAIT,
     ENQUEUE_WITH_EVENTS, EVENT_CAP, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, GROUP_READS,
     IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP,
-    PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_STORM, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
+    PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_STORM, SHARED_LIMIT_WAIT, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
 };
 use super::scenarios::{STREAM_PRODUCERS, STREAMS};
 
@@ -272,6 +272,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
     );
 
     checks.push(workflow_check(&rows));
+    checks.push(super::limit_target::check(rows.row(SHARED_LIMIT_WAIT)));
 
     checks.push(match (rows.get("drain-c10", tasks_per_s), rows.get("peer-drain-c10", tasks_per_s)) {
         (Some(ours), Some(peer)) => Check {
@@ -884,6 +885,7 @@ mod tests {
             redis_data_cmd_us_per_task: None,
             cmds_by_command: Default::default(),
             servers_ls_ms: None,
+            max_running: None,
             redis_cpu_pct: None,
             reads_ms: Default::default(),
             longest_command: None,
