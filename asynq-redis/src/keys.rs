@@ -103,6 +103,14 @@ impl Namespace {
         format!("{self}:cancel")
     }
 
+    /// `<ns>:cancel_requests` — the kept requests to cancel tasks, a sorted set of task IDs
+    /// scored by expiry (Unix milliseconds), itself expiring when its newest request does. No
+    /// hash tag: one command or script touches it alone. Ours only; Go asynq neither writes nor
+    /// reads it (its servers hear requests on [`Namespace::cancel_channel`] alone).
+    pub fn cancel_requests(&self) -> String {
+        format!("{self}:cancel_requests")
+    }
+
     /// `<ns>:servers:{<host>:<pid>:<server id>}` — one server's info.
     pub fn server_info(&self, host: &str, pid: u32, server_id: &str) -> String {
         format!("{self}:servers:{{{host}:{pid}:{server_id}}}")
@@ -546,6 +554,7 @@ mod tests {
         assert_eq!(ns.scheduler_history("e"), "asynq:scheduler_history:e");
         assert_eq!(ns.scheduler_fire("f"), "asynq:scheduler_fire:f");
         assert_eq!(ns.slots("type:resize"), "asynq:slots:type:resize");
+        assert_eq!(ns.cancel_requests(), "asynq:cancel_requests");
         assert_eq!(
             (ns.all_queues(), ns.all_servers(), ns.all_workers(), ns.all_schedulers(), ns.cancel_channel()),
             (

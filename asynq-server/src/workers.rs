@@ -1,10 +1,13 @@
 //! The tasks this server holds, shared by the processor (which adds and removes them), the
-//! heartbeater (which reports the running ones and extends every lease) and cancellation.
+//! heartbeater (which reports the running ones and extends every lease) and cancellation; and
+//! the cancellation requests heard for tasks it did not hold then, so that taking such a task
+//! later cancels it.
 
-use asynq_core::{Lease, StoredTask, WorkerInfo};
+use asynq_core::{Lease, MAX_KEPT_CANCELS, StoredTask, WorkerInfo};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
+use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 /// Where a held task is in its attempt. Its start is recorded in every phase.
@@ -34,10 +37,22 @@ pub(crate) struct ActiveTask {
     pub(crate) phase: Phase,
 }
 
-/// The tasks one server holds, by task ID.
+/// A task this server took while a cancellation request for it was known: the subscriber
+/// settles the request with the broker, and fires `cancel` if this server settled it.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    pub(crate) id: String,
+    pub(crate) cancel: CancellationToken,
+}
+
+/// The tasks one server holds, by task ID, and the cancellation requests it heard, by task ID.
 #[derive(Debug, Default)]
 pub(crate) struct ActiveTasks {
     tasks: Mutex<HashMap<String, ActiveTask>>,
+    /// Requests heard for tasks not held then, with their expiry; at most [`MAX_KEPT_CANCELS`].
+    requests: Mutex<HashMap<String, SystemTime>>,
+    /// Where a task taken while its request was known goes; set by the subscriber, if any.
+    claims: OnceLock<UnboundedSender<Claim>>,
 }
 
 impl ActiveTasks {
@@ -45,8 +60,58 @@ impl ActiveTasks {
         self.tasks.lock().expect("active tasks lock poisoned")
     }
 
+    fn requests(&self) -> std::sync::MutexGuard<'_, HashMap<String, SystemTime>> {
+        self.requests.lock().expect("cancellation requests lock poisoned")
+    }
+
+    /// Holds `task`. If a cancellation request for it is known and not expired, the task is
+    /// claimed ([`Claim`]): the subscriber cancels it once it has settled the request.
     pub(crate) fn insert(&self, task: ActiveTask) {
-        self.lock().insert(task.message.id.to_string(), task);
+        let (id, cancel, now) = (task.message.id.to_string(), task.cancel.clone(), task.started);
+        self.lock().insert(id.clone(), task);
+        // After the insert, so that a request recorded meanwhile is seen either here or by
+        // `request`'s look at the tasks (or both; cancelling twice is harmless).
+        let requested = self.requests().remove(&id).is_some_and(|expiry| expiry > now);
+        if requested && let Some(claims) = self.claims.get() {
+            let _ = claims.send(Claim { id, cancel });
+        }
+    }
+
+    /// Sends every task taken while its cancellation request was known to `claims`.
+    pub(crate) fn claim_into(&self, claims: UnboundedSender<Claim>) {
+        let _ = self.claims.set(claims);
+    }
+
+    /// Handles a request to cancel task `id`, kept until `expiry`: cancels the task if this
+    /// server holds it and returns true; else remembers the request until `expiry`, so that
+    /// taking the task before then claims it ([`ActiveTasks::insert`]). Past
+    /// [`MAX_KEPT_CANCELS`] requests, expired ones go, then those closest to expiry.
+    pub(crate) fn request(&self, id: &str, expiry: SystemTime, now: SystemTime) -> bool {
+        {
+            let mut requests = self.requests();
+            requests.insert(id.to_owned(), expiry);
+            if requests.len() > MAX_KEPT_CANCELS {
+                requests.retain(|_, e| *e > now);
+            }
+            if requests.len() > MAX_KEPT_CANCELS {
+                let mut by_expiry: Vec<(SystemTime, String)> = requests.iter().map(|(id, e)| (*e, id.clone())).collect();
+                by_expiry.sort();
+                for (_, id) in by_expiry.into_iter().take(requests.len() - MAX_KEPT_CANCELS) {
+                    requests.remove(&id);
+                }
+            }
+        }
+        if self.cancel(id) {
+            self.requests().remove(id);
+            return true;
+        }
+        false
+    }
+
+    /// How many requests for tasks not held it remembers.
+    #[cfg(test)]
+    pub(crate) fn requests_known(&self) -> usize {
+        self.requests().len()
     }
 
     pub(crate) fn remove(&self, id: &str) {

@@ -2,7 +2,7 @@
 //! context sees the cancellation, and the attempt fails with "context canceled", so the task goes
 //! to retry, or to the archive when it has no retries left, as in Go asynq.
 
-use asynq_client::{Task, TaskOptions, TaskState, Tracker};
+use asynq_client::{CancelOutcome, Task, TaskOptions, TaskState, Tracker};
 use asynq_core::QueueName;
 use asynq_core::broker::Inspect;
 use asynq_server::{Server, TaskContext};
@@ -102,8 +102,11 @@ async fn a_cancellation_for_a_task_not_running_here_changes_nothing() {
     let scheduled = h.client.enqueue(&Task::new("long", "b"), TaskOptions::new().process_in(secs(600))).await.unwrap();
     h.eventually(secs(5), "the task runs", || async { rec.len() == 1 }).await;
 
-    tracker.cancel(&scheduled.id).await.unwrap();
-    tracker.cancel("no-such-task").await.unwrap();
+    assert_eq!(
+        tracker.cancel(&scheduled.id).await.unwrap(),
+        CancelOutcome::NotRunning { queue: QueueName::from_static("default"), state: TaskState::Scheduled }
+    );
+    assert_eq!(tracker.cancel("no-such-task").await.unwrap(), CancelOutcome::UnknownTask);
     tokio::time::sleep(secs(1)).await;
     assert!(!observed.saw(&running.id));
     assert_eq!(
