@@ -113,13 +113,26 @@ pub trait Cancel: Send + Sync {
 ///
 /// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
 pub async fn cancel_outcome<B: Inspect + ?Sized>(broker: &B, id: &TaskId) -> Result<CancelOutcome> {
-    let mut servers: Vec<String> = broker
+    let servers: Vec<String> = broker
         .servers()
         .await?
         .into_iter()
         .filter(|(_, workers)| workers.iter().any(|w| w.task_id == id.as_str()))
         .map(|(server, _)| server.server_id)
         .collect();
+    cancel_outcome_given(broker, id, servers).await
+}
+
+/// As [`cancel_outcome`], with `servers`, the IDs of the live servers whose heartbeats report
+/// running task `id`, already found (by a backend that finds them more cheaply than by reading
+/// every worker of every server).
+///
+/// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
+pub async fn cancel_outcome_given<B: Inspect + ?Sized>(
+    broker: &B,
+    id: &TaskId,
+    mut servers: Vec<String>,
+) -> Result<CancelOutcome> {
     if !servers.is_empty() {
         servers.sort();
         servers.dedup();

@@ -17,10 +17,12 @@ use crate::keys::QueueKeys;
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::{Cancel, Inspect, Wait};
-use asynq_core::time::{from_unix_nanos, unix_nanos};
+use asynq_core::time::{from_unix_nanos, unix_nanos, unix_secs};
+use prost::Message;
+use crate::proto;
 use asynq_core::{
     CANCEL_KEEP, CancelOutcome, Error, MAX_KEPT_CANCELS, Progress, QueueName, Result, TaskId, TaskOutcome,
-    cancel_outcome, progress_from_lookup, validate_wait,
+    cancel_outcome_given, progress_from_lookup, validate_wait,
 };
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
@@ -73,7 +75,8 @@ impl Cancel for RedisBroker {
             .publish(self.namespace().cancel_channel(), id.as_str())
             .await
             .map_err(|e| broker_error("publish a cancellation", e))?;
-        cancel_outcome(self, id).await
+        let servers = self.servers_running(id).await?;
+        cancel_outcome_given(self, id, servers).await
     }
 
     /// Ends when the pub/sub connection drops (a Redis restart or a network failure).
@@ -124,6 +127,33 @@ impl Wait for RedisBroker {
 }
 
 impl RedisBroker {
+    /// The IDs of the live servers whose workers record task `id`, sorted, as
+    /// [`Inspect::servers`] judges them: one `HEXISTS` per live server, and the record of those
+    /// that run it, rather than every worker of every server.
+    async fn servers_running(&self, id: &TaskId) -> Result<Vec<String>> {
+        let fail = |e| broker_error("look for the servers running a task", e);
+        let ns = self.namespace();
+        let live: Vec<String> =
+            self.conn().zrangebyscore(ns.all_servers(), unix_secs(self.now()), "+inf").await.map_err(fail)?;
+        let looks = live.into_iter().filter_map(|server_key| {
+            let workers_key = ns.workers_of(&server_key)?;
+            let mut conn = self.conn();
+            Some(async move {
+                if !conn.hexists::<_, _, bool>(&workers_key, id.as_str()).await.map_err(fail)? {
+                    return Ok(None);
+                }
+                let info: Option<Vec<u8>> = conn.get(&server_key).await.map_err(fail)?;
+                Ok::<_, Error>(
+                    info.and_then(|info| proto::ServerInfo::decode(info.as_slice()).ok()).map(|info| info.server_id),
+                )
+            })
+        });
+        let found: Vec<Option<String>> = futures::future::try_join_all(looks).await?;
+        let mut servers: Vec<String> = found.into_iter().flatten().collect();
+        servers.sort();
+        Ok(servers)
+    }
+
     /// Waits without a time limit for task `id` of `queue` to finish.
     async fn outcome(&self, queue: &QueueName, id: &TaskId) -> Result<TaskOutcome> {
         let k = self.queue_keys(queue);

@@ -621,7 +621,7 @@ impl Shared {
             _ = self.abandon.cancelled() => Attempt::Abandoned,
         };
         let duration = timer.elapsed();
-        self.active.settling(&message.id);
+        self.active.settling(&message.id, matches!(attempt, Attempt::Finished(_)));
         drop(running_permits);
         self.record_attempt(duration);
         cancel.cancel();

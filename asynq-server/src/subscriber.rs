@@ -11,14 +11,15 @@
 //! this server does not hold is remembered until it expires: taking the task later claims it,
 //! and the subscriber cancels it once it has settled the request with the broker
 //! ([`Cancel::settle_cancellation`]; a request another server settled, for an earlier attempt,
-//! or one never kept, as Go's tools publish, cancels nothing then). A task it cancels on a request
-//! it heard, it settles too.
+//! or one never kept, as Go's tools publish, cancels nothing then). A request that cancelled a
+//! task is settled when the attempt ends; if the task leaves without its attempt ending (given
+//! back at shutdown, its lease lost), the request is made anew, for the next server.
 //!
 //! When the subscription is lost or cannot be had (a broker outage), it subscribes again after a
 //! backoff that doubles from [`SubscriberConfig::min_backoff`] up to
 //! [`SubscriberConfig::max_backoff`].
 
-use crate::workers::{ActiveTasks, Claim};
+use crate::workers::{ActiveTasks, CancelEvent};
 use asynq_core::broker::Cancel;
 use asynq_core::{CANCEL_KEEP, Clock, TaskId};
 use futures::StreamExt;
@@ -26,7 +27,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 /// The subscriber's settings.
@@ -73,56 +74,82 @@ impl Subscriber {
         self.ready.clone()
     }
 
-    /// Handles one request, kept until `expiry`: cancels task `id` if this server holds it, and
-    /// settles the request in the background; else remembers it. Returns whether it cancelled.
+    /// Handles one request, kept until `expiry`: cancels task `id` if this server holds it (the
+    /// request is settled when the attempt ends), else remembers it. Returns whether it
+    /// cancelled.
     pub(crate) fn tick(&self, id: &str, expiry: SystemTime) -> bool {
         let cancelled = self.active.request(id, expiry, self.clock.now());
         if cancelled {
             tracing::info!(task_id = %id, "cancelling a running task on request");
-            if let Ok(task) = TaskId::new(id) {
-                let broker = self.broker.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = broker.settle_cancellation(&task).await {
-                        tracing::warn!(task_id = %task, error = %e, "cannot settle the cancellation request");
-                    }
-                });
-            }
         }
         cancelled
     }
 
     /// Listens for requests until `stop` is cancelled, subscribing again whenever the
-    /// subscription is lost, and cancels the tasks claimed meanwhile.
+    /// subscription is lost, and handles the [`CancelEvent`]s of the tasks meanwhile.
     pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
-        let (claims, incoming) = mpsc::unbounded_channel();
-        self.active.claim_into(claims);
+        let (events, incoming) = mpsc::unbounded_channel();
+        self.active.send_events_to(events);
         tokio::spawn(async move {
-            let settle = self.settle_claims(incoming, &stop);
-            tokio::join!(self.listen(&stop), settle);
+            tokio::join!(self.listen(&stop), self.handle_events(incoming, &stop));
         })
     }
 
-    /// Settles the request of each claimed task with the broker, and cancels the task if this
-    /// server settled it, or if the broker cannot say (a cancel is not to be lost).
-    async fn settle_claims(&self, mut incoming: mpsc::UnboundedReceiver<Claim>, stop: &CancellationToken) {
+    /// Handles each [`CancelEvent`] in a task of its own; when `stop` fires, handles those
+    /// already sent and waits for all (the server's shutdown bounds the wait).
+    async fn handle_events(&self, mut incoming: mpsc::UnboundedReceiver<CancelEvent>, stop: &CancellationToken) {
+        let mut handling = JoinSet::new();
         loop {
-            let claim = tokio::select! {
-                _ = stop.cancelled() => return,
-                claim = incoming.recv() => claim,
+            while handling.try_join_next().is_some() {}
+            let event = tokio::select! {
+                _ = stop.cancelled() => break,
+                event = incoming.recv() => event,
             };
-            let Some(Claim { id, cancel }) = claim else { return };
-            let Ok(task) = TaskId::new(id) else { continue };
-            let broker = self.broker.clone();
-            tokio::spawn(async move {
-                let settled = broker.settle_cancellation(&task).await;
+            let Some(event) = event else { break };
+            handling.spawn(self.clone().handle(event));
+        }
+        incoming.close();
+        while let Ok(event) = incoming.try_recv() {
+            handling.spawn(self.clone().handle(event));
+        }
+        while handling.join_next().await.is_some() {}
+    }
+
+    async fn handle(self, event: CancelEvent) {
+        match event {
+            CancelEvent::Claim { id, cancel } => {
+                let Ok(task) = TaskId::new(id.as_str()) else { return };
+                let settled = self.broker.settle_cancellation(&task).await;
                 if let Err(e) = &settled {
-                    tracing::warn!(task_id = %task, error = %e, "cannot settle a cancellation request; cancelling");
+                    tracing::warn!(task_id = %id, error = %e, "cannot settle a cancellation request; cancelling");
                 }
                 if settled.unwrap_or(true) {
-                    tracing::info!(task_id = %task, "cancelling a task taken while a request to cancel it was kept");
-                    cancel.cancel();
+                    tracing::info!(task_id = %id, "cancelling a task taken while a request to cancel it was kept");
+                    if !self.active.fire(&id) {
+                        // Gone meanwhile: the request goes on for whoever holds the task next.
+                        cancel.cancel();
+                        self.renew(&task).await;
+                    }
                 }
-            });
+            }
+            CancelEvent::Settle(id) => {
+                let Ok(task) = TaskId::new(id.as_str()) else { return };
+                if let Err(e) = self.broker.settle_cancellation(&task).await {
+                    tracing::warn!(task_id = %id, error = %e, "cannot settle a cancellation request; it expires by itself");
+                }
+            }
+            CancelEvent::Renew(id) => {
+                let Ok(task) = TaskId::new(id.as_str()) else { return };
+                self.renew(&task).await;
+            }
+        }
+    }
+
+    /// Makes the request to cancel `task` anew: kept again, and heard by every server.
+    async fn renew(&self, task: &TaskId) {
+        tracing::info!(task_id = %task, "a task to cancel left this server before its attempt ended; asking again");
+        if let Err(e) = self.broker.cancel(task).await {
+            tracing::warn!(task_id = %task, error = %e, "cannot renew a cancellation request");
         }
     }
 
@@ -237,6 +264,8 @@ mod tests {
         let handle = subscriber.spawn(stop.clone());
         ready.cancelled().await;
         assert!(token.is_cancelled(), "the kept request was read on subscribing");
+        assert_eq!(broker.kept_cancellations().await.unwrap().len(), 1, "kept until the attempt ends");
+        active.settling("a", true);
         tokio::time::timeout(Duration::from_secs(1), async {
             while !broker.kept_cancellations().await.unwrap().is_empty() {
                 tokio::task::yield_now().await;
@@ -244,6 +273,32 @@ mod tests {
         })
         .await
         .expect("the request was settled");
+        stop.cancel();
+        handle.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_task_given_back_before_its_attempt_ended_asks_again() {
+        let broker = MemoryBroker::new();
+        let (subscriber, active) = subscriber(Arc::new(broker.clone()));
+        let mut heard = broker.cancellations().await.unwrap();
+        let token = run(&active, "a");
+        let stop = CancellationToken::new();
+        let ready = subscriber.ready();
+        let handle = subscriber.spawn(stop.clone());
+        ready.cancelled().await;
+        broker.cancel(&TaskId::from_static("a")).await.unwrap();
+        assert_eq!(heard.next().await.as_deref(), Some("a"));
+        tokio::time::timeout(Duration::from_secs(1), token.cancelled()).await.expect("the task was cancelled");
+        // Abandoned at shutdown: the attempt did not end, so the request is made anew.
+        assert!(broker.settle_cancellation(&TaskId::from_static("a")).await.unwrap());
+        active.settling("a", false);
+        active.remove("a");
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(1), heard.next()).await.expect("asked again").as_deref(),
+            Some("a")
+        );
+        assert_eq!(broker.kept_cancellations().await.unwrap().len(), 1, "kept again");
         stop.cancel();
         handle.await.unwrap();
     }

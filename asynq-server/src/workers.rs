@@ -4,7 +4,7 @@
 //! later cancels it.
 
 use asynq_core::{Lease, MAX_KEPT_CANCELS, StoredTask, WorkerInfo};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 use tokio::sync::mpsc::UnboundedSender;
@@ -37,22 +37,37 @@ pub(crate) struct ActiveTask {
     pub(crate) phase: Phase,
 }
 
-/// A task this server took while a cancellation request for it was known: the subscriber
-/// settles the request with the broker, and fires `cancel` if this server settled it.
+/// What the subscriber does about a cancellation request, told by the tasks' comings and goings.
 #[derive(Debug)]
-pub(crate) struct Claim {
-    pub(crate) id: String,
-    pub(crate) cancel: CancellationToken,
+pub(crate) enum CancelEvent {
+    /// A task was taken while a request for it was known: the subscriber settles the request
+    /// with the broker, and fires `cancel` if this server settled it (another server may have
+    /// settled it, cancelling an earlier attempt).
+    Claim { id: String, cancel: CancellationToken },
+    /// The attempt of a task a request cancelled ended: the request is settled.
+    Settle(String),
+    /// A task whose cancellation was requested left this server without an attempt ending (it
+    /// was given back at shutdown, or its lease was lost): the request is made anew, for the
+    /// server that takes the task next.
+    Renew(String),
 }
 
-/// The tasks one server holds, by task ID, and the cancellation requests it heard, by task ID.
+/// The cancellation requests one server knows of.
+#[derive(Debug, Default)]
+struct Requests {
+    /// Heard for tasks not held then, with their expiry; at most [`MAX_KEPT_CANCELS`].
+    remembered: HashMap<String, SystemTime>,
+    /// Held tasks whose token a request fired, until their attempt ends.
+    fired: HashSet<String>,
+}
+
+/// The tasks one server holds, by task ID, and the cancellation requests it knows of.
 #[derive(Debug, Default)]
 pub(crate) struct ActiveTasks {
     tasks: Mutex<HashMap<String, ActiveTask>>,
-    /// Requests heard for tasks not held then, with their expiry; at most [`MAX_KEPT_CANCELS`].
-    requests: Mutex<HashMap<String, SystemTime>>,
-    /// Where a task taken while its request was known goes; set by the subscriber, if any.
-    claims: OnceLock<UnboundedSender<Claim>>,
+    requests: Mutex<Requests>,
+    /// Where [`CancelEvent`]s go; set by the subscriber, if any.
+    events: OnceLock<UnboundedSender<CancelEvent>>,
 }
 
 impl ActiveTasks {
@@ -60,75 +75,102 @@ impl ActiveTasks {
         self.tasks.lock().expect("active tasks lock poisoned")
     }
 
-    fn requests(&self) -> std::sync::MutexGuard<'_, HashMap<String, SystemTime>> {
+    fn requests(&self) -> std::sync::MutexGuard<'_, Requests> {
         self.requests.lock().expect("cancellation requests lock poisoned")
     }
 
+    fn send(&self, event: CancelEvent) {
+        if let Some(events) = self.events.get() {
+            // The subscriber stopped: the server is going away.
+            let _ = events.send(event);
+        }
+    }
+
     /// Holds `task`. If a cancellation request for it is known and not expired, the task is
-    /// claimed ([`Claim`]): the subscriber cancels it once it has settled the request.
+    /// claimed ([`CancelEvent::Claim`]).
     pub(crate) fn insert(&self, task: ActiveTask) {
         let (id, cancel, now) = (task.message.id.to_string(), task.cancel.clone(), task.started);
         self.lock().insert(id.clone(), task);
         // After the insert, so that a request recorded meanwhile is seen either here or by
         // `request`'s look at the tasks (or both; cancelling twice is harmless).
-        let requested = self.requests().remove(&id).is_some_and(|expiry| expiry > now);
-        if requested && let Some(claims) = self.claims.get() {
-            let _ = claims.send(Claim { id, cancel });
+        let requested = self.requests().remembered.remove(&id).is_some_and(|expiry| expiry > now);
+        if requested {
+            self.send(CancelEvent::Claim { id, cancel });
         }
     }
 
-    /// Sends every task taken while its cancellation request was known to `claims`.
-    pub(crate) fn claim_into(&self, claims: UnboundedSender<Claim>) {
-        let _ = self.claims.set(claims);
+    /// Sends the [`CancelEvent`]s to `events`.
+    pub(crate) fn send_events_to(&self, events: UnboundedSender<CancelEvent>) {
+        let _ = self.events.set(events);
     }
 
-    /// Handles a request to cancel task `id`, kept until `expiry`: cancels the task if this
-    /// server holds it and returns true; else remembers the request until `expiry`, so that
-    /// taking the task before then claims it ([`ActiveTasks::insert`]). Past
-    /// [`MAX_KEPT_CANCELS`] requests, expired ones go, then those closest to expiry.
+    /// Handles a request to cancel task `id`, kept until `expiry`: fires the task's token if
+    /// this server holds it, and returns true (the request is settled when the attempt ends,
+    /// [`ActiveTasks::settling`]); else remembers the request until `expiry`, so that taking the
+    /// task before then claims it ([`ActiveTasks::insert`]). Past [`MAX_KEPT_CANCELS`]
+    /// remembered requests, expired ones go, then those closest to expiry.
     pub(crate) fn request(&self, id: &str, expiry: SystemTime, now: SystemTime) -> bool {
         {
             let mut requests = self.requests();
-            requests.insert(id.to_owned(), expiry);
-            if requests.len() > MAX_KEPT_CANCELS {
-                requests.retain(|_, e| *e > now);
+            let remembered = &mut requests.remembered;
+            remembered.insert(id.to_owned(), expiry);
+            if remembered.len() > MAX_KEPT_CANCELS {
+                remembered.retain(|_, e| *e > now);
             }
-            if requests.len() > MAX_KEPT_CANCELS {
-                let mut by_expiry: Vec<(SystemTime, String)> = requests.iter().map(|(id, e)| (*e, id.clone())).collect();
+            if remembered.len() > MAX_KEPT_CANCELS {
+                let mut by_expiry: Vec<(SystemTime, String)> =
+                    remembered.iter().map(|(id, e)| (*e, id.clone())).collect();
                 by_expiry.sort();
-                for (_, id) in by_expiry.into_iter().take(requests.len() - MAX_KEPT_CANCELS) {
-                    requests.remove(&id);
+                for (_, id) in by_expiry.into_iter().take(remembered.len() - MAX_KEPT_CANCELS) {
+                    remembered.remove(&id);
                 }
             }
         }
-        if self.cancel(id) {
-            self.requests().remove(id);
-            return true;
+        self.fire(id)
+    }
+
+    /// Fires the token of held task `id` on a request, which is settled when its attempt ends;
+    /// false when this server does not hold it.
+    pub(crate) fn fire(&self, id: &str) -> bool {
+        let tasks = self.lock();
+        let Some(task) = tasks.get(id) else { return false };
+        let mut requests = self.requests();
+        requests.remembered.remove(id);
+        if task.phase != Phase::Settling {
+            // A settling task's attempt has ended; its outcome stands.
+            requests.fired.insert(id.to_owned());
+            task.cancel.cancel();
         }
-        false
+        true
+    }
+
+    /// Lets task `id` go. A task whose cancellation was requested and whose attempt did not end
+    /// ([`ActiveTasks::settling`]) renews the request ([`CancelEvent::Renew`]).
+    pub(crate) fn remove(&self, id: &str) {
+        self.lock().remove(id);
+        if self.requests().fired.remove(id) {
+            self.send(CancelEvent::Renew(id.to_owned()));
+        }
+    }
+
+    /// Marks task `id` as finished: it holds its lease until its outcome is written, but is no
+    /// longer reported as a worker. `ended` says whether its attempt ended (the handler returned,
+    /// failed or was cancelled), rather than being abandoned at shutdown or losing its lease: a
+    /// request that cancelled an attempt that ended is settled ([`CancelEvent::Settle`]), one
+    /// whose attempt did not is renewed ([`CancelEvent::Renew`]).
+    pub(crate) fn settling(&self, id: &str, ended: bool) {
+        if let Some(task) = self.lock().get_mut(id) {
+            task.phase = Phase::Settling;
+        }
+        if self.requests().fired.remove(id) {
+            self.send(if ended { CancelEvent::Settle(id.to_owned()) } else { CancelEvent::Renew(id.to_owned()) });
+        }
     }
 
     /// How many requests for tasks not held it remembers.
     #[cfg(test)]
     pub(crate) fn requests_known(&self) -> usize {
-        self.requests().len()
-    }
-
-    pub(crate) fn remove(&self, id: &str) {
-        self.lock().remove(id);
-    }
-
-    /// Marks task `id` as finished: it holds its lease until its outcome is written, but is no
-    /// longer reported as a worker.
-    pub(crate) fn settling(&self, id: &str) {
-        if let Some(task) = self.lock().get_mut(id) {
-            task.phase = Phase::Settling;
-        }
-    }
-
-    /// Cancels the attempt at task `id`; false when this server is not running it.
-    pub(crate) fn cancel(&self, id: &str) -> bool {
-        self.lock().get(id).map(|task| task.cancel.cancel()).is_some()
+        self.requests().remembered.len()
     }
 
     /// How many handlers are running: never more than the concurrency.
@@ -187,7 +229,7 @@ mod tests {
         hold(&active, "running", Phase::Running);
         hold(&active, "finished", Phase::Running);
         hold(&active, "ahead", Phase::Waiting);
-        active.settling("finished");
+        active.settling("finished", true);
 
         assert_eq!(active.len(), 1);
         let workers = active.worker_infos("host", 1, "server");
