@@ -5,8 +5,8 @@ use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent,
 use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
 use asynq_core::workflow::{TaskRef, WorkflowSummary, Workflows};
 use asynq_core::{
-    BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result,
-    ServerInfo, TaskId, TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
+    BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats, Error, GroupName, QueueInfo, QueueLocation,
+    QueueName, Result, ServerInfo, TaskId, TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
 };
 use bytes::Bytes;
 use futures::StreamExt as _;

@@ -33,11 +33,11 @@ pub use asynq_core::PayloadError;
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
 pub use asynq_core::events::{EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
 pub use asynq_core::workflow::{TaskRef, WorkflowSummary};
-pub use asynq_core::{CANCEL_KEEP, CancelOutcome, MAX_KEPT_CANCELS};
 pub use asynq_core::{
     BackendInfo, BulkAction, BulkProgress, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo,
     ServerStatus, TaskSet, WorkerInfo,
 };
+pub use asynq_core::{CANCEL_KEEP, CancelOutcome, MAX_KEPT_CANCELS};
 pub use asynq_core::{
     Error, FailureKind, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
     TaskState,

@@ -10,10 +10,10 @@ use asynq_core::{
     CANCEL_KEEP, CancelOutcome, Error, MAX_KEPT_CANCELS, Progress, QueueName, Result, TaskId, TaskOutcome,
     cancel_outcome, progress_from_lookup, validate_wait,
 };
-use std::collections::HashMap;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::stream::BoxStream;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};

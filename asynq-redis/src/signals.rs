@@ -14,12 +14,11 @@ use crate::RedisBroker;
 use crate::error::broker_error;
 use crate::keys::QueueKeys;
 
+use crate::proto;
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::{Cancel, Inspect, Wait};
 use asynq_core::time::{from_unix_nanos, unix_nanos, unix_secs};
-use prost::Message;
-use crate::proto;
 use asynq_core::{
     CANCEL_KEEP, CancelOutcome, Error, MAX_KEPT_CANCELS, Progress, QueueName, Result, TaskId, TaskOutcome,
     cancel_outcome_given, progress_from_lookup, validate_wait,
@@ -27,6 +26,7 @@ use asynq_core::{
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
 use futures::stream::BoxStream;
+use prost::Message;
 use redis::{AsyncCommands, Script};
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};

@@ -9,7 +9,6 @@
 //! On the memory broker, a single Redis (restarted in the middle) and a Redis Cluster.
 
 use asynq_client::{Client, Task, TaskOptions, TaskState, Tracker};
-use asynq_core::broker::Inspect;
 use asynq_core::{Broker, Clock, QueueName, SystemClock, TaskId};
 use asynq_memory::MemoryBroker;
 use asynq_server::{Config, Server, TaskContext, handler_fn};
@@ -162,7 +161,13 @@ fn config() -> Config {
 /// Sends a request for each of `ids`, all at once, each after a random number of yields (so
 /// that they interleave with the server's work at random), sending again those the broker
 /// refuses (it is restarting). Counts those acknowledged within 100 ms after `born`.
-async fn send(tracker: &Tracker, ids: Vec<String>, rng: &mut Rng, born: Option<Instant>, measured: &Arc<Mutex<Measured>>) {
+async fn send(
+    tracker: &Tracker,
+    ids: Vec<String>,
+    rng: &mut Rng,
+    born: Option<Instant>,
+    measured: &Arc<Mutex<Measured>>,
+) {
     let sends = ids.into_iter().map(|id| {
         let (tracker, measured, yields) = (tracker.clone(), measured.clone(), rng.below(64));
         async move {
