@@ -47,12 +47,15 @@ impl Signals {
     }
 
     /// Keeps a request to cancel `id` until `now + CANCEL_KEEP`, as Redis's `keep_cancel.lua`
-    /// does: expired requests go, then the ones closest to expiry past [`MAX_KEPT_CANCELS`].
+    /// does: past [`MAX_KEPT_CANCELS`], expired requests go, then the ones closest to expiry.
     fn keep(&self, id: &TaskId, now: SystemTime) {
         let (now, expiry) = (millis(now), millis(now + CANCEL_KEEP));
         let mut kept = self.kept();
-        kept.retain(|_, e| *e > now);
         kept.insert(id.to_owned(), expiry);
+        // Expired requests are never listed nor settled, so they need going only to make room.
+        if kept.len() > MAX_KEPT_CANCELS {
+            kept.retain(|_, e| *e > now);
+        }
         if kept.len() > MAX_KEPT_CANCELS {
             let mut by_expiry: Vec<(i64, TaskId)> = kept.iter().map(|(id, e)| (*e, id.clone())).collect();
             by_expiry.sort();
@@ -125,5 +128,26 @@ impl Wait for MemoryBroker {
 
     async fn task_progress(&self, queue: &QueueName, id: &TaskId) -> Result<Option<Progress>> {
         progress_from_lookup(self.task_info(queue, id).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asynq_core::SimulatedClock;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn at_most_max_kept_cancels_are_kept_the_soonest_to_expire_going_first() {
+        let clock = SimulatedClock::new(SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000));
+        let broker = MemoryBroker::with_clock(Arc::new(clock.clone()));
+        for i in 0..=MAX_KEPT_CANCELS {
+            broker.cancel(&TaskId::new(format!("t{i}")).unwrap()).await.unwrap();
+            clock.advance(Duration::from_millis(1));
+        }
+        let kept = broker.kept_cancellations().await.unwrap();
+        assert_eq!(kept.len(), MAX_KEPT_CANCELS);
+        assert_eq!(kept[0].0.as_str(), "t1", "the oldest request went");
+        assert_eq!(kept.last().unwrap().0.to_string(), format!("t{MAX_KEPT_CANCELS}"));
     }
 }

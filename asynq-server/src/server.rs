@@ -163,6 +163,10 @@ impl Server {
 
     /// Starts processing with `handler` in the background (on the current tokio runtime).
     ///
+    /// When the broker carries cancellation requests, no handler starts before the server has
+    /// subscribed to them and read those kept from before ([`asynq_core::broker::Cancel`]), so
+    /// that no request made for a task it runs is missed.
+    ///
     /// Errors: [`Error::FailedPrecondition`] if the server was already started.
     pub fn start(&mut self, handler: impl Handler) -> Result<()> {
         if self.status.get() != ServerStatus::New {

@@ -224,6 +224,18 @@ mod tests {
     }
 
     #[test]
+    fn at_most_max_kept_cancels_requests_are_remembered_the_soonest_to_expire_going_first() {
+        let active = ActiveTasks::default();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        for i in 0..=MAX_KEPT_CANCELS {
+            let expiry = now + Duration::from_millis(i as u64 + 1);
+            assert!(!active.request(&format!("t{i}"), expiry, now), "no such task is held");
+        }
+        assert_eq!(active.requests_known(), MAX_KEPT_CANCELS);
+        assert!(!active.requests().remembered.contains_key("t0"), "the soonest to expire went");
+    }
+
+    #[test]
     fn only_running_handlers_are_workers_but_every_held_task_keeps_its_lease() {
         let active = ActiveTasks::default();
         hold(&active, "running", Phase::Running);

@@ -108,6 +108,10 @@ async fn a_cancellation_for_a_task_not_running_here_changes_nothing() {
         CancelOutcome::NotRunning { queue: QueueName::from_static("default"), state: TaskState::Scheduled }
     );
     assert_eq!(tracker.cancel("no-such-task").await.unwrap(), CancelOutcome::UnknownTask);
+    // An ID that breaks the rules is refused, and nothing is kept or published for it.
+    let refused = tracker.cancel("").await.unwrap_err();
+    assert!(matches!(refused, asynq_client::Error::InvalidArgument { field: "task ID", .. }), "{refused:?}");
+    assert_eq!(h.broker.kept_cancellations().await.unwrap().len(), 2);
     tokio::time::sleep(secs(1)).await;
     assert!(!observed.saw(&running.id));
     assert_eq!(
