@@ -119,3 +119,19 @@ async fn a_request_made_before_the_server_subscribed_is_honoured() {
     .await;
     server.shutdown().await;
 }
+
+/// What a Go server sees of our request: the same `PUBLISH asynq:cancel <id>` as Go's inspector
+/// sends, heard by a plain subscriber.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_server_hears_our_request_on_asynq_cancel() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let mut go_server = redis.connect().unwrap();
+    go_server.set_timeout(Duration::from_secs(5)).unwrap();
+    let subscribed = go_server.command(&["SUBSCRIBE", "asynq:cancel"]).unwrap();
+    assert_eq!(subscribed.as_array().map(<[RespValue]>::len), Some(3), "{subscribed:?}");
+    Tracker::new(broker.clone()).cancel("some-task").await.unwrap();
+    let message = go_server.read_reply().unwrap();
+    let parts: Vec<&str> = message.as_array().unwrap().iter().filter_map(RespValue::as_str).collect();
+    assert_eq!(parts, ["message", "asynq:cancel", "some-task"]);
+}
