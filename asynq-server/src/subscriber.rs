@@ -126,7 +126,8 @@ impl Subscriber {
                 if settled.unwrap_or(true) {
                     tracing::info!(task_id = %id, "cancelling a task taken while a request to cancel it was kept");
                     if !self.active.fire(&id) {
-                        // Gone meanwhile: the request goes on for whoever holds the task next.
+                        // Its attempt ended or it left meanwhile: the request goes on for
+                        // whoever holds the task next.
                         cancel.cancel();
                         self.renew(&task).await;
                     }

@@ -130,17 +130,15 @@ impl ActiveTasks {
     }
 
     /// Fires the token of held task `id` on a request, which is settled when its attempt ends;
-    /// false when this server does not hold it.
+    /// false when this server does not hold it, or holds it settling: that attempt has ended and
+    /// its outcome stands, and a request still remembered claims the task if it comes back.
     pub(crate) fn fire(&self, id: &str) -> bool {
         let tasks = self.lock();
-        let Some(task) = tasks.get(id) else { return false };
+        let Some(task) = tasks.get(id).filter(|task| task.phase != Phase::Settling) else { return false };
         let mut requests = self.requests();
         requests.remembered.remove(id);
-        if task.phase != Phase::Settling {
-            // A settling task's attempt has ended; its outcome stands.
-            requests.fired.insert(id.to_owned());
-            task.cancel.cancel();
-        }
+        requests.fired.insert(id.to_owned());
+        task.cancel.cancel();
         true
     }
 
