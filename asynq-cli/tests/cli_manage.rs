@@ -29,7 +29,9 @@ fn tasks_are_run_archived_and_deleted_one_by_one() {
         gone.stderr
     );
     let cancel = asynq_at(&server, &["task", "cancel", &seeded.pending[0]]).ok();
-    cancel.shows(&[&format!("Sent cancelation signal for task {}", seeded.pending[0])]);
+    cancel.shows(&[&format!("Sent cancelation signal for task {}: not running (pending in queue ", seeded.pending[0])]);
+    let unknown = asynq_at(&server, &["task", "cancel", "no-such-task", "--json"]).ok();
+    unknown.shows(&[r#""outcome": "unknown_task""#]);
 }
 
 #[test]

@@ -5,8 +5,8 @@ use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent,
 use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
 use asynq_core::workflow::{TaskRef, WorkflowSummary, Workflows};
 use asynq_core::{
-    BackendInfo, BulkAction, BulkProgress, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result,
-    ServerInfo, TaskId, TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
+    BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats, Error, GroupName, QueueInfo, QueueLocation,
+    QueueName, Result, ServerInfo, TaskId, TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
 };
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -237,7 +237,7 @@ impl Inspector {
                     }
                 }
                 TaskState::Active => {
-                    self.cancel(id.as_str()).await?;
+                    let _found = self.cancel(id.as_str()).await?;
                     done.stopping += 1;
                 }
                 TaskState::Completed | TaskState::Archived => {}
@@ -323,10 +323,13 @@ impl Inspector {
     }
 
     /// Asks the server running task `id` to cancel it (its handler's cancellation token fires;
-    /// the task goes to retry). Nothing happens when no server runs it.
+    /// the task goes to retry), as [`Tracker::cancel`](crate::Tracker::cancel) does: the request
+    /// is kept for [`CANCEL_KEEP`](crate::CANCEL_KEEP) for a server that runs or takes the task
+    /// but did not hear it, and the answer says what it found.
     ///
-    /// Errors: [`Error::Unsupported`] on a broker that does not carry cancellation requests.
-    pub async fn cancel(&self, id: &str) -> Result<()> {
+    /// Errors: [`Error::InvalidArgument`] for an ID that is no [`TaskId`] (nothing is written);
+    /// [`Error::Unsupported`] on a broker that does not carry cancellation requests.
+    pub async fn cancel(&self, id: &str) -> Result<CancelOutcome> {
         let cancel = self.broker.clone().as_cancel().ok_or(Error::Unsupported { capability: "cancelling tasks" })?;
         cancel.cancel(&TaskId::new(id)?).await
     }

@@ -37,6 +37,7 @@ pub use asynq_core::{
     BackendInfo, BulkAction, BulkProgress, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo,
     ServerStatus, TaskSet, WorkerInfo,
 };
+pub use asynq_core::{CANCEL_KEEP, CancelOutcome, MAX_KEPT_CANCELS};
 pub use asynq_core::{
     Error, FailureKind, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
     TaskState,

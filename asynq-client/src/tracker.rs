@@ -3,7 +3,7 @@
 
 use crate::EnqueuedWorkflow;
 use asynq_core::broker::{Cancel, Wait};
-use asynq_core::{Error, Progress, QueueName, Result, TaskId, TaskOutcome, validate_wait};
+use asynq_core::{CancelOutcome, Error, Progress, QueueName, Result, TaskId, TaskOutcome, validate_wait};
 use futures::stream::{self, BoxStream, StreamExt};
 use std::fmt;
 use std::sync::Arc;
@@ -158,14 +158,43 @@ impl Tracker {
         .boxed())
     }
 
-    /// Asks the servers to cancel task `id` if one of them is running it (Go asynq's
-    /// `Inspector.CancelProcessing`): its handler's cancellation token fires, and the attempt
-    /// fails, so the task goes to retry, or to the archive when its retries are used up. Succeeds
-    /// whether or not a server runs it; nothing confirms the cancellation.
+    /// Asks the servers to cancel task `id` (Go asynq's `Inspector.CancelProcessing`): its
+    /// handler's cancellation token fires, and the attempt fails, so the task goes to retry, or
+    /// to the archive when its retries are used up.
     ///
-    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an ID that is no [`TaskId`];
-    /// [`Error::Broker`](crate::Error::Broker) when the broker fails.
-    pub async fn cancel(&self, id: &str) -> Result<()> {
+    /// The request is kept for [`CANCEL_KEEP`](crate::CANCEL_KEEP), so that a server that runs
+    /// the task but was not listening at this moment (it was starting, or reconnecting), or that
+    /// takes the task within that time, cancels it too; the first server to cancel it settles
+    /// it, so the next attempt runs. Returns what the request found: the servers that report
+    /// running the task, or the task's queue and state, or that no task has this ID. Nothing
+    /// confirms the cancellation itself.
+    ///
+    /// ```
+    /// use asynq_client::{CancelOutcome, Client, Error, Task, TaskOptions, TaskState, Tracker};
+    /// use asynq_memory::MemoryBroker;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Error> {
+    /// let broker = MemoryBroker::new();
+    /// let (client, tracker) = (Client::new(broker.clone()), Tracker::new(broker));
+    /// let info = client.enqueue(&Task::new("report:build", "{}"), TaskOptions::new()).await?;
+    /// // No server runs it yet: a server that takes it within the next 30 s cancels it.
+    /// match tracker.cancel(&info.id).await? {
+    ///     CancelOutcome::Running { servers } => println!("cancelling on {servers:?}"),
+    ///     CancelOutcome::NotRunning { queue, state } => assert_eq!((queue.as_str(), state), ("default", TaskState::Pending)),
+    ///     CancelOutcome::UnknownTask => println!("no such task"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// // An ID that breaks the rules is refused, and no request is kept.
+    /// assert!(matches!(tracker.cancel("").await, Err(Error::InvalidArgument { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an ID that is no
+    /// [`TaskId`] (nothing is written); [`Error::Broker`](crate::Error::Broker) when the broker
+    /// fails.
+    pub async fn cancel(&self, id: &str) -> Result<CancelOutcome> {
         self.cancel.cancel(&TaskId::new(id)?).await
     }
 }

@@ -329,6 +329,8 @@ macro_rules! broker_conformance {
             wake::case_a_paused_queue_wakes_no_one_until_unpaused,
             cancel::case_cancellations_reach_every_subscriber,
             cancel::case_a_dropped_subscription_leaves_the_others_listening,
+            cancel::case_a_request_is_kept_until_settled_or_expired,
+            cancel::case_a_request_reports_what_it_found,
             wait::case_wait_reports_a_completed_task_with_its_result,
             wait::case_wait_reports_an_archived_task_with_its_error,
             wait::case_wait_reports_a_task_done_without_retention_as_deleted,

@@ -17,7 +17,7 @@ use std::time::Duration;
 const TTL: Duration = Duration::from_secs(10);
 
 /// A server record for `host` and `pid`, with ID `<host>-<pid>`.
-fn server(host: &str, pid: u32) -> ServerInfo {
+pub(crate) fn server(host: &str, pid: u32) -> ServerInfo {
     ServerInfo {
         host: host.into(),
         pid,
@@ -32,7 +32,7 @@ fn server(host: &str, pid: u32) -> ServerInfo {
 }
 
 /// A worker of `server` running task `task_id`.
-fn worker(server: &ServerInfo, task_id: &str) -> WorkerInfo {
+pub(crate) fn worker(server: &ServerInfo, task_id: &str) -> WorkerInfo {
     WorkerInfo {
         host: server.host.clone(),
         pid: server.pid,

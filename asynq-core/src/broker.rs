@@ -432,10 +432,16 @@ pub trait Inspect: Send + Sync {
 /// # struct MyBroker;
 /// # #[async_trait::async_trait]
 /// # impl Cancel for MyBroker {
-/// #     async fn cancel(&self, _id: &asynq_core::TaskId) -> asynq_core::Result<()> { Ok(()) }
+/// #     async fn cancel(&self, _id: &asynq_core::TaskId) -> asynq_core::Result<asynq_core::CancelOutcome> {
+/// #         Ok(asynq_core::CancelOutcome::UnknownTask)
+/// #     }
 /// #     async fn cancellations(&self) -> asynq_core::Result<futures::stream::BoxStream<'static, String>> {
 /// #         Ok(Box::pin(futures::stream::pending()))
 /// #     }
+/// #     async fn kept_cancellations(&self) -> asynq_core::Result<Vec<(asynq_core::TaskId, std::time::SystemTime)>> {
+/// #         Ok(Vec::new())
+/// #     }
+/// #     async fn settle_cancellation(&self, _id: &asynq_core::TaskId) -> asynq_core::Result<bool> { Ok(false) }
 /// # }
 /// impl Capabilities for MyBroker {
 ///     fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn Cancel>> {

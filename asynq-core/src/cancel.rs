@@ -1,36 +1,165 @@
 //! Cancelling running tasks: a broker carries cancellation requests from whoever asks (an
-//! operator's tool) to every server, as a stream of task IDs.
+//! operator's tool) to every server, as a stream of task IDs, and keeps each request for a
+//! while, so that a server that was not listening when it was made still honours it.
 //!
 //! The stream is backend-neutral: Redis carries it over the `asynq:cancel` pub/sub channel Go
-//! asynq uses, the memory broker over an in-process channel. Delivery is best effort, as in Go:
-//! a request reaches the servers subscribed when it is published, and nothing acknowledges it.
+//! asynq uses, the memory broker over an in-process channel. A request published while a server
+//! is not subscribed (it is starting, or its connection dropped) would be lost, as in Go; so the
+//! broker also keeps every request of ours for [`CANCEL_KEEP`] (at most [`MAX_KEPT_CANCELS`] of
+//! them), and a server reads the kept requests each time it subscribes, and cancels a task it
+//! takes later while a request for it is kept. The server that cancels a task settles its
+//! request ([`Cancel::settle_cancellation`]), so the task's next attempt runs.
 
-use crate::error::Result;
-use crate::names::TaskId;
+use crate::broker::Inspect;
+use crate::error::{Error, Result};
+use crate::names::{QueueName, TaskId};
+use crate::state::TaskState;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// How long a cancellation request is kept unless a server settles it first: a server that
+/// subscribes, or takes the task, within this time after the request cancels the task.
+pub const CANCEL_KEEP: Duration = Duration::from_secs(30);
+
+/// The most cancellation requests kept at once; past it, the ones closest to expiry go first.
+pub const MAX_KEPT_CANCELS: usize = 10_000;
+
+/// What [`Cancel::cancel`] found when it made its request. In every case the request is kept
+/// for [`CANCEL_KEEP`]: a server that runs the task, or takes it within that time, cancels it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelOutcome {
+    /// Servers report running the task (as their last heartbeats wrote it), and were asked to
+    /// cancel it: their IDs ([`ServerInfo::server_id`](crate::ServerInfo::server_id)), sorted.
+    Running {
+        /// The IDs of the servers running the task.
+        servers: Vec<String>,
+    },
+    /// The task is in `queue`, in `state`, and no server reports running it. An
+    /// [`TaskState::Active`] task here started after its server's last heartbeat (or its
+    /// server died): a live server running it cancels it all the same.
+    NotRunning {
+        /// The queue holding the task (the first, by name, if several hold a task of this ID).
+        queue: QueueName,
+        /// Its state.
+        state: TaskState,
+    },
+    /// No queue holds a task of this ID and no server reports running it: it finished and was
+    /// not retained, was deleted, or never existed.
+    UnknownTask,
+}
+
+/// In words, for operators: "running on server a, b", "not running (pending in queue
+/// default)", "unknown task".
+impl fmt::Display for CancelOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Running { servers } => {
+                let noun = if servers.len() == 1 { "server" } else { "servers" };
+                write!(f, "running on {noun} {}", servers.join(", "))
+            }
+            Self::NotRunning { queue, state } => write!(f, "not running ({state} in queue {queue})"),
+            Self::UnknownTask => f.write_str("unknown task"),
+        }
+    }
+}
 
 /// Carries requests to cancel running tasks. Used by operators (to ask) and by the server's
 /// subscriber (to listen).
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait]
 pub trait Cancel: Send + Sync {
-    /// Asks every server that runs task `id` right now to cancel it. The task's handler sees its
-    /// cancellation token fire and the attempt ends as a failure, so the task goes to retry (or
-    /// to the archive when its retries are used up), as in Go asynq.
+    /// Asks every server that runs task `id` now, or takes it within [`CANCEL_KEEP`], to cancel
+    /// it: keeps the request (dropping expired ones, and the ones closest to expiry past
+    /// [`MAX_KEPT_CANCELS`]), publishes it to the servers subscribed now, then says what it
+    /// found ([`cancel_outcome`]). The task's handler sees its cancellation token fire and the
+    /// attempt ends as a failure, so the task goes to retry (or to the archive when its retries
+    /// are used up), as in Go asynq.
     ///
-    /// Fire and forget: succeeds whether or not any server runs the task, and a server that is
-    /// not subscribed at this moment never hears of it.
+    /// Asking again renews the request. Nothing confirms the cancellation itself.
     ///
-    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot publish.
-    async fn cancel(&self, id: &TaskId) -> Result<()>;
+    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot keep or publish
+    /// the request, or cannot look for the task (the request is then kept and published).
+    async fn cancel(&self, id: &TaskId) -> Result<CancelOutcome>;
 
     /// The IDs of tasks to cancel, as any process publishes them from the moment this returns
     /// (a request published just before may arrive too, if it was still on its way).
     ///
     /// The stream ends when the subscription is lost (a broken connection); call again to
-    /// subscribe anew. Requests published in between are missed.
+    /// subscribe anew, then read [`Cancel::kept_cancellations`] for what was asked meanwhile.
     ///
     /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot subscribe now.
     async fn cancellations(&self) -> Result<BoxStream<'static, String>>;
+
+    /// The cancellation requests kept now, each with the time it expires, soonest first: those
+    /// [`Cancel::cancel`] made within [`CANCEL_KEEP`] that no server settled.
+    ///
+    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot be read.
+    async fn kept_cancellations(&self) -> Result<Vec<(TaskId, SystemTime)>>;
+
+    /// Settles the kept request to cancel task `id`, as the server that cancels the task does:
+    /// removes it, and says whether it was kept and not expired. Only one caller gets `true`
+    /// for one request; a server cancels a task it took only when it does.
+    ///
+    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot be written.
+    async fn settle_cancellation(&self, id: &TaskId) -> Result<bool>;
+}
+
+/// What a request to cancel task `id` finds, looked up through `broker`: the servers whose
+/// heartbeats report running it; if none, the first queue (by name) holding the task, and its
+/// state; if none, [`CancelOutcome::UnknownTask`]. Brokers' [`Cancel::cancel`] answers with it.
+///
+/// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
+pub async fn cancel_outcome<B: Inspect + ?Sized>(broker: &B, id: &TaskId) -> Result<CancelOutcome> {
+    let servers: Vec<String> = broker
+        .servers()
+        .await?
+        .into_iter()
+        .filter(|(_, workers)| workers.iter().any(|w| w.task_id == id.as_str()))
+        .map(|(server, _)| server.server_id)
+        .collect();
+    cancel_outcome_given(broker, id, servers).await
+}
+
+/// As [`cancel_outcome`], with `servers`, the IDs of the live servers whose heartbeats report
+/// running task `id`, already found (by a backend that finds them more cheaply than by reading
+/// every worker of every server).
+///
+/// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
+pub async fn cancel_outcome_given<B: Inspect + ?Sized>(
+    broker: &B,
+    id: &TaskId,
+    mut servers: Vec<String>,
+) -> Result<CancelOutcome> {
+    if !servers.is_empty() {
+        servers.sort();
+        servers.dedup();
+        return Ok(CancelOutcome::Running { servers });
+    }
+    for queue in broker.queues().await? {
+        match broker.task_info(&queue, id).await {
+            Ok(info) => return Ok(CancelOutcome::NotRunning { queue, state: info.state }),
+            // A queue deleted meanwhile holds nothing.
+            Err(Error::TaskNotFound { .. } | Error::QueueNotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(CancelOutcome::UnknownTask)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_reads_as_what_it_found() {
+        let running = CancelOutcome::Running { servers: vec!["a".into(), "b".into()] };
+        assert_eq!(running.to_string(), "running on servers a, b");
+        assert_eq!(CancelOutcome::Running { servers: vec!["a".into()] }.to_string(), "running on server a");
+        let pending = CancelOutcome::NotRunning { queue: QueueName::from_static("default"), state: TaskState::Pending };
+        assert_eq!(pending.to_string(), "not running (pending in queue default)");
+        assert_eq!(CancelOutcome::UnknownTask.to_string(), "unknown task");
+    }
 }

@@ -47,6 +47,7 @@ pub mod workflow;
 
 pub use aggregate::{validate_aggregation_completion, validate_aggregation_set};
 pub use broker::Broker;
+pub use cancel::{CANCEL_KEEP, CancelOutcome, MAX_KEPT_CANCELS, cancel_outcome, cancel_outcome_given};
 pub use clock::{Clock, SimulatedClock, SystemClock};
 pub use error::{BrokerError, Error, FailureKind, Result};
 pub use info::{

@@ -117,6 +117,14 @@ impl Namespace {
         asynq_core::QueueName::new(&rest[..rest.find('}')?]).ok()
     }
 
+    /// `<ns>:cancel_requests` — the kept requests to cancel tasks, a sorted set of task IDs
+    /// scored by expiry (Unix milliseconds), itself expiring when its newest request does. No
+    /// hash tag: one command or script touches it alone. Ours only; Go asynq neither writes nor
+    /// reads it (its servers hear requests on [`Namespace::cancel_channel`] alone).
+    pub fn cancel_requests(&self) -> String {
+        format!("{self}:cancel_requests")
+    }
+
     /// `<ns>:servers:{<host>:<pid>:<server id>}` — one server's info.
     pub fn server_info(&self, host: &str, pid: u32, server_id: &str) -> String {
         format!("{self}:servers:{{{host}:{pid}:{server_id}}}")
@@ -569,6 +577,11 @@ mod tests {
         assert_eq!(ns.scheduler_fire("f"), "asynq:scheduler_fire:f");
         assert_eq!(ns.slots("type:resize"), "asynq:slots:type:resize");
         assert_eq!(ns.slot_freed_channel(), "asynq:slot_freed");
+        assert_eq!(ns.cancel_requests(), "asynq:cancel_requests");
+        assert_eq!(ns.due_channel(), "asynq:due");
+        assert_eq!(ns.queue_of_key(&ns.queue("tenant:7").scheduled()).as_ref().map(|q| q.as_str()), Some("tenant:7"));
+        assert_eq!(ns.queue_of_key("other:{q}:scheduled"), None);
+        assert_eq!(ns.queue_of_key("asynq:{unclosed"), None);
         assert_eq!(
             (ns.all_queues(), ns.all_servers(), ns.all_workers(), ns.all_schedulers(), ns.cancel_channel()),
             (

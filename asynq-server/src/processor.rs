@@ -336,6 +336,18 @@ impl Processor {
         tokio::spawn(async move { this.fetch_loop(stop).await })
     }
 
+    /// As [`Processor::spawn`], once `ready` is cancelled (the server can hear cancellation
+    /// requests); stopping before then ends it without taking a task.
+    pub(crate) fn spawn_when(&self, ready: CancellationToken, stop: CancellationToken) -> JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = ready.cancelled() => this.fetch_loop(stop).await,
+                _ = stop.cancelled() => {}
+            }
+        })
+    }
+
     async fn fetch_loop(&self, stop: CancellationToken) {
         let s = &self.shared;
         let mut last_error_log: Option<tokio::time::Instant> = None;
@@ -716,7 +728,7 @@ impl Shared {
             _ = self.abandon.cancelled() => Attempt::Abandoned,
         };
         let duration = timer.elapsed();
-        self.active.settling(&message.id);
+        self.active.settling(&message.id, matches!(attempt, Attempt::Finished(_)));
         drop(running_permits);
         self.record_attempt(duration);
         cancel.cancel();

@@ -163,6 +163,10 @@ impl Server {
 
     /// Starts processing with `handler` in the background (on the current tokio runtime).
     ///
+    /// When the broker carries cancellation requests, no handler starts before the server has
+    /// subscribed to them and read those kept from before ([`asynq_core::broker::Cancel`]), so
+    /// that no request made for a task it runs is missed.
+    ///
     /// Errors: [`Error::FailedPrecondition`] if the server was already started.
     pub fn start(&mut self, handler: impl Handler) -> Result<()> {
         if self.status.get() != ServerStatus::New {
@@ -218,7 +222,10 @@ impl Server {
             .capabilities
             .cancel
             .clone()
-            .map(|cancel| Subscriber::new(cancel, active.clone(), SubscriberConfig::default()));
+            .map(|cancel| Subscriber::new(cancel, active.clone(), clock.clone(), SubscriberConfig::default()));
+        // Handlers start once the server can hear cancellation requests, and has read those
+        // made before it could.
+        let cancels_heard = subscriber.as_ref().map(Subscriber::ready);
         let heartbeater = Heartbeater::new(
             b.clone(),
             b.clone(),
@@ -269,7 +276,10 @@ impl Server {
         let syncer = Role::spawn(|stop| syncer.spawn(stop));
         let recoverer = Role::spawn(|stop| recoverer.spawn(stop));
         let forwarder = Role::spawn(|stop| forwarder.spawn(stop));
-        let fetching = Role::spawn(|stop| processor.spawn(stop));
+        let fetching = Role::spawn(|stop| match cancels_heard {
+            Some(ready) => processor.spawn_when(ready, stop),
+            None => processor.spawn(stop),
+        });
         let janitor = Role::spawn(|stop| janitor.spawn(stop));
         let aggregator = aggregator.map(|a| Role::spawn(|stop| a.spawn(stop)));
         let relayer = relayer.map(|r| Role::spawn(|stop| r.spawn(stop)));

@@ -4,18 +4,30 @@
 //! the attempt fails with "context canceled", so the task goes to retry (or to the archive when
 //! its retries are used up), as in Go asynq.
 //!
+//! Each time it subscribes, it then reads the requests the broker keeps
+//! ([`Cancel::kept_cancellations`]), so that a request made while it was not subscribed (the
+//! server was starting, or the broker was out of reach) is honoured too; the server's processor
+//! starts no handler before the first such read ([`Subscriber::ready`]). A request for a task
+//! this server does not hold is remembered until it expires: taking the task later claims it,
+//! and the subscriber cancels it once it has settled the request with the broker
+//! ([`Cancel::settle_cancellation`]; a request another server settled, for an earlier attempt,
+//! or one never kept, as Go's tools publish, cancels nothing then). A request that cancelled a
+//! task is settled when the attempt ends; if the task leaves without its attempt ending (given
+//! back at shutdown, its lease lost), the request is made anew, for the next server.
+//!
 //! When the subscription is lost or cannot be had (a broker outage), it subscribes again after a
 //! backoff that doubles from [`SubscriberConfig::min_backoff`] up to
-//! [`SubscriberConfig::max_backoff`]. Requests published while it is not subscribed are missed,
-//! as in Go.
+//! [`SubscriberConfig::max_backoff`].
 
-use crate::workers::ActiveTasks;
+use crate::workers::{ActiveTasks, CancelEvent};
 use asynq_core::broker::Cancel;
+use asynq_core::{CANCEL_KEEP, Clock, TaskId};
 use futures::StreamExt;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::task::JoinHandle;
+use std::time::{Duration, SystemTime};
+use tokio::sync::mpsc;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 /// The subscriber's settings.
@@ -39,19 +51,34 @@ impl Default for SubscriberConfig {
 pub(crate) struct Subscriber {
     broker: Arc<dyn Cancel>,
     active: Arc<ActiveTasks>,
+    clock: Arc<dyn Clock>,
     config: SubscriberConfig,
+    ready: CancellationToken,
 }
 
 impl Subscriber {
     /// A subscriber that hears requests through `broker` and cancels the matching tasks among
-    /// `active`.
-    pub(crate) fn new(broker: Arc<dyn Cancel>, active: Arc<ActiveTasks>, config: SubscriberConfig) -> Self {
-        Self { broker, active, config }
+    /// `active`, judging the expiry of requests by `clock`.
+    pub(crate) fn new(
+        broker: Arc<dyn Cancel>,
+        active: Arc<ActiveTasks>,
+        clock: Arc<dyn Clock>,
+        config: SubscriberConfig,
+    ) -> Self {
+        Self { broker, active, clock, config, ready: CancellationToken::new() }
     }
 
-    /// Handles one request: cancels task `id` if this server runs it; returns whether it did.
-    pub(crate) fn tick(&self, id: &str) -> bool {
-        let cancelled = self.active.cancel(id);
+    /// Cancelled once the subscriber first subscribed and read the kept requests: from then on,
+    /// no request made for a task this server takes is missed.
+    pub(crate) fn ready(&self) -> CancellationToken {
+        self.ready.clone()
+    }
+
+    /// Handles one request, kept until `expiry`: cancels task `id` if this server holds it (the
+    /// request is settled when the attempt ends), else remembers it. Returns whether it
+    /// cancelled.
+    pub(crate) fn tick(&self, id: &str, expiry: SystemTime) -> bool {
+        let cancelled = self.active.request(id, expiry, self.clock.now());
         if cancelled {
             tracing::info!(task_id = %id, "cancelling a running task on request");
         }
@@ -59,9 +86,72 @@ impl Subscriber {
     }
 
     /// Listens for requests until `stop` is cancelled, subscribing again whenever the
-    /// subscription is lost.
+    /// subscription is lost, and handles the [`CancelEvent`]s of the tasks meanwhile.
     pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
-        tokio::spawn(async move { self.listen(&stop).await })
+        let (events, incoming) = mpsc::unbounded_channel();
+        self.active.send_events_to(events);
+        tokio::spawn(async move {
+            tokio::join!(self.listen(&stop), self.handle_events(incoming, &stop));
+        })
+    }
+
+    /// Handles each [`CancelEvent`] in a task of its own; when `stop` fires, handles those
+    /// already sent and waits for all (the server's shutdown bounds the wait).
+    async fn handle_events(&self, mut incoming: mpsc::UnboundedReceiver<CancelEvent>, stop: &CancellationToken) {
+        let mut handling = JoinSet::new();
+        loop {
+            while handling.try_join_next().is_some() {}
+            let event = tokio::select! {
+                _ = stop.cancelled() => break,
+                event = incoming.recv() => event,
+            };
+            let Some(event) = event else { break };
+            handling.spawn(self.clone().handle(event));
+        }
+        incoming.close();
+        while let Ok(event) = incoming.try_recv() {
+            handling.spawn(self.clone().handle(event));
+        }
+        while handling.join_next().await.is_some() {}
+    }
+
+    async fn handle(self, event: CancelEvent) {
+        match event {
+            CancelEvent::Claim { id, cancel } => {
+                let Ok(task) = TaskId::new(id.as_str()) else { return };
+                let settled = self.broker.settle_cancellation(&task).await;
+                if let Err(e) = &settled {
+                    tracing::warn!(task_id = %id, error = %e, "cannot settle a cancellation request; cancelling");
+                }
+                if settled.unwrap_or(true) {
+                    tracing::info!(task_id = %id, "cancelling a task taken while a request to cancel it was kept");
+                    if !self.active.fire(&id) {
+                        // Its attempt ended or it left meanwhile: the request goes on for
+                        // whoever holds the task next.
+                        cancel.cancel();
+                        self.renew(&task).await;
+                    }
+                }
+            }
+            CancelEvent::Settle(id) => {
+                let Ok(task) = TaskId::new(id.as_str()) else { return };
+                if let Err(e) = self.broker.settle_cancellation(&task).await {
+                    tracing::warn!(task_id = %id, error = %e, "cannot settle a cancellation request; it expires by itself");
+                }
+            }
+            CancelEvent::Renew(id) => {
+                let Ok(task) = TaskId::new(id.as_str()) else { return };
+                self.renew(&task).await;
+            }
+        }
+    }
+
+    /// Makes the request to cancel `task` anew: kept again, and heard by every server.
+    async fn renew(&self, task: &TaskId) {
+        tracing::info!(task_id = %task, "a task to cancel left this server before its attempt ended; asking again");
+        if let Err(e) = self.broker.cancel(task).await {
+            tracing::warn!(task_id = %task, error = %e, "cannot renew a cancellation request");
+        }
     }
 
     async fn listen(&self, stop: &CancellationToken) {
@@ -69,11 +159,12 @@ impl Subscriber {
         loop {
             let subscribed = tokio::select! {
                 _ = stop.cancelled() => return,
-                subscribed = self.broker.cancellations() => subscribed,
+                subscribed = self.subscribe() => subscribed,
             };
             match subscribed {
                 Ok(mut requests) => {
                     backoff = self.config.min_backoff;
+                    self.ready.cancel();
                     loop {
                         let request = tokio::select! {
                             _ = stop.cancelled() => return,
@@ -81,7 +172,7 @@ impl Subscriber {
                         };
                         match request {
                             Some(id) => {
-                                self.tick(&id);
+                                self.tick(&id, self.clock.now() + CANCEL_KEEP);
                             }
                             None => break,
                         }
@@ -99,6 +190,16 @@ impl Subscriber {
             backoff = (backoff * 2).min(self.config.max_backoff);
         }
     }
+
+    /// Subscribes, then handles the requests kept meanwhile: together, every request made
+    /// before this returns, and every one published after.
+    async fn subscribe(&self) -> asynq_core::Result<futures::stream::BoxStream<'static, String>> {
+        let requests = self.broker.cancellations().await?;
+        for (id, expiry) in self.broker.kept_cancellations().await? {
+            self.tick(id.as_str(), expiry);
+        }
+        Ok(requests)
+    }
 }
 
 impl fmt::Debug for Subscriber {
@@ -112,7 +213,7 @@ mod tests {
     use super::*;
     use crate::workers::{ActiveTask, Phase};
     use async_trait::async_trait;
-    use asynq_core::{BrokerError, Clock, Error, Lease, QueueName, Result, StoredTask, SystemClock, TaskId};
+    use asynq_core::{BrokerError, CancelOutcome, Error, Lease, QueueName, Result, StoredTask, SystemClock};
     use asynq_memory::MemoryBroker;
     use futures::channel::mpsc::{UnboundedSender, unbounded};
     use futures::stream::{self, BoxStream};
@@ -136,16 +237,102 @@ mod tests {
 
     fn subscriber(broker: Arc<dyn Cancel>) -> (Subscriber, Arc<ActiveTasks>) {
         let active = Arc::new(ActiveTasks::default());
-        (Subscriber::new(broker, active.clone(), SubscriberConfig::default()), active)
+        (Subscriber::new(broker, active.clone(), Arc::new(SystemClock), SubscriberConfig::default()), active)
     }
 
-    #[test]
-    fn tick_cancels_only_a_task_this_server_runs() {
+    fn later() -> SystemTime {
+        SystemClock.now() + CANCEL_KEEP
+    }
+
+    #[tokio::test]
+    async fn tick_cancels_only_a_task_this_server_runs() {
         let (subscriber, active) = subscriber(Arc::new(MemoryBroker::new()));
         let (a, b) = (run(&active, "a"), run(&active, "b"));
-        assert!(!subscriber.tick("elsewhere"));
-        assert!(subscriber.tick("a"));
+        assert!(!subscriber.tick("elsewhere", later()));
+        assert!(subscriber.tick("a", later()));
         assert!(a.is_cancelled() && !b.is_cancelled());
+        assert_eq!(active.requests_known(), 1, "only the request for a task not held is remembered");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_kept_before_the_server_subscribed_cancels_the_task() {
+        let broker = MemoryBroker::new();
+        broker.cancel(&TaskId::from_static("a")).await.unwrap();
+        let (subscriber, active) = subscriber(Arc::new(broker.clone()));
+        let token = run(&active, "a");
+        let ready = subscriber.ready();
+        let stop = CancellationToken::new();
+        let handle = subscriber.spawn(stop.clone());
+        ready.cancelled().await;
+        assert!(token.is_cancelled(), "the kept request was read on subscribing");
+        assert_eq!(broker.kept_cancellations().await.unwrap().len(), 1, "kept until the attempt ends");
+        active.settling("a", true);
+        tokio::time::timeout(Duration::from_secs(1), async {
+            while !broker.kept_cancellations().await.unwrap().is_empty() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the request was settled");
+        stop.cancel();
+        handle.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_task_given_back_before_its_attempt_ended_asks_again() {
+        let broker = MemoryBroker::new();
+        let (subscriber, active) = subscriber(Arc::new(broker.clone()));
+        let mut heard = broker.cancellations().await.unwrap();
+        let token = run(&active, "a");
+        let stop = CancellationToken::new();
+        let ready = subscriber.ready();
+        let handle = subscriber.spawn(stop.clone());
+        ready.cancelled().await;
+        broker.cancel(&TaskId::from_static("a")).await.unwrap();
+        assert_eq!(heard.next().await.as_deref(), Some("a"));
+        tokio::time::timeout(Duration::from_secs(1), token.cancelled()).await.expect("the task was cancelled");
+        // Abandoned at shutdown: the attempt did not end, so the request is made anew.
+        assert!(broker.settle_cancellation(&TaskId::from_static("a")).await.unwrap());
+        active.settling("a", false);
+        active.remove("a");
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(1), heard.next()).await.expect("asked again").as_deref(),
+            Some("a")
+        );
+        assert_eq!(broker.kept_cancellations().await.unwrap().len(), 1, "kept again");
+        stop.cancel();
+        handle.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_taken_after_its_request_is_cancelled_once_settled() {
+        let broker = MemoryBroker::new();
+        let (subscriber, active) = subscriber(Arc::new(broker.clone()));
+        let stop = CancellationToken::new();
+        let ready = subscriber.ready();
+        let handle = subscriber.spawn(stop.clone());
+        ready.cancelled().await;
+        // Kept and heard before this server holds either task; "b" is settled elsewhere.
+        for id in ["a", "b"] {
+            broker.cancel(&TaskId::new(id).unwrap()).await.unwrap();
+        }
+        tokio::time::timeout(Duration::from_secs(1), async {
+            while active.requests_known() < 2 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("both requests were heard");
+        assert!(broker.settle_cancellation(&TaskId::from_static("b")).await.unwrap());
+        let (a, b) = (run(&active, "a"), run(&active, "b"));
+        tokio::time::timeout(Duration::from_secs(1), a.cancelled()).await.expect("a was cancelled");
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!b.is_cancelled(), "a request settled elsewhere cancels nothing");
+        assert!(broker.kept_cancellations().await.unwrap().is_empty());
+        stop.cancel();
+        handle.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]
@@ -174,8 +361,16 @@ mod tests {
 
     #[async_trait]
     impl Cancel for Outage {
-        async fn cancel(&self, _id: &TaskId) -> Result<()> {
+        async fn cancel(&self, _id: &TaskId) -> Result<CancelOutcome> {
             unreachable!("the test publishes through the held subscription")
+        }
+
+        async fn kept_cancellations(&self) -> Result<Vec<(TaskId, SystemTime)>> {
+            Ok(Vec::new())
+        }
+
+        async fn settle_cancellation(&self, _id: &TaskId) -> Result<bool> {
+            Ok(true)
         }
 
         async fn cancellations(&self) -> Result<BoxStream<'static, String>> {
@@ -230,8 +425,16 @@ mod tests {
 
         #[async_trait]
         impl Cancel for Down {
-            async fn cancel(&self, _id: &TaskId) -> Result<()> {
+            async fn cancel(&self, _id: &TaskId) -> Result<CancelOutcome> {
                 unreachable!("nothing is published")
+            }
+
+            async fn kept_cancellations(&self) -> Result<Vec<(TaskId, SystemTime)>> {
+                unreachable!("never subscribed")
+            }
+
+            async fn settle_cancellation(&self, _id: &TaskId) -> Result<bool> {
+                unreachable!("never subscribed")
             }
 
             async fn cancellations(&self) -> Result<BoxStream<'static, String>> {

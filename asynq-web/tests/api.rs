@@ -1076,3 +1076,49 @@ async fn a_search_of_aggregating_tasks_reads_every_page_of_a_big_group() {
     let others = web.read("/api/queues/h/states/aggregating/tasks?search=report").await;
     assert_eq!(others["total"].as_u64(), Some(40), "{others}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_task_answers_with_what_the_request_found() {
+    let broker = MemoryBroker::new();
+    let info = Client::new(broker.clone()).enqueue(&Task::new("t", "p"), TaskOptions::new()).await.unwrap();
+    let taken = asynq_core::broker::Dequeue::dequeue(&broker, &[QueueName::from_static("default")], 1).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker.clone()))).await;
+
+    // Active, but no server's heartbeat reports it.
+    let found = web.act(&format!("/api/queues/default/tasks/{}/cancel", info.id), None).await;
+    assert_eq!(
+        found,
+        json!({
+            "outcome": "not_running",
+            "queue": "default",
+            "state": "active",
+            "message": "not running (active in queue default)",
+        })
+    );
+    let server = ServerInfo {
+        host: "h".into(),
+        pid: 1,
+        server_id: "s1".into(),
+        concurrency: 1,
+        queues: BTreeMap::from([("default".to_owned(), 1)]),
+        strict_priority: false,
+        status: ServerStatus::Active,
+        started: std::time::SystemTime::now(),
+        active_workers: 1,
+    };
+    let worker = WorkerInfo {
+        host: "h".into(),
+        pid: 1,
+        server_id: "s1".into(),
+        task_id: info.id.to_string(),
+        task_type: "t".into(),
+        task_payload: "p".into(),
+        queue: "default".into(),
+        started: std::time::SystemTime::now(),
+        deadline: std::time::SystemTime::now() + Duration::from_secs(60),
+    };
+    broker.write_server_state(&server, &[worker], Duration::from_secs(60)).await.unwrap();
+    let found = web.act(&format!("/api/queues/default/tasks/{}/cancel", info.id), None).await;
+    assert_eq!(found, json!({ "outcome": "running", "servers": ["s1"], "message": "running on server s1" }));
+}

@@ -75,7 +75,8 @@ async fn main() -> anyhow::Result<()> {
     while inspector.task_info("default", &video.id).await?.state != TaskState::Active {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    tracker.cancel(&video.id).await?;
+    let found = tracker.cancel(&video.id).await?;
+    println!("cancel:   asked to cancel the video task; {found}");
     while inspector.task_info("default", &video.id).await?.state != TaskState::Retry {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -8,8 +8,8 @@ pub use asynq_core::PayloadError;
 /// Workflows: chains, groups, chords and DAGs of tasks, stored with a [`FlowProducer`].
 pub use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentOutcome, ParentResult, Step};
 pub use asynq_core::{
-    BrokerError, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
-    TaskPriority, TaskState, WorkflowId,
+    BrokerError, CancelOutcome, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions,
+    TaskOutcome, TaskPriority, TaskState, WorkflowId,
 };
 
 // The worker's side.

@@ -294,7 +294,7 @@ impl<B: asynq_core::broker::Manage> asynq_core::broker::Manage for FlakyBroker<B
 
 #[async_trait]
 impl<B: asynq_core::broker::Cancel> asynq_core::broker::Cancel for FlakyBroker<B> {
-    async fn cancel(&self, id: &TaskId) -> Result<()> {
+    async fn cancel(&self, id: &TaskId) -> Result<asynq_core::CancelOutcome> {
         self.check().await?;
         self.inner.cancel(id).await
     }
@@ -302,6 +302,16 @@ impl<B: asynq_core::broker::Cancel> asynq_core::broker::Cancel for FlakyBroker<B
     async fn cancellations(&self) -> Result<futures::stream::BoxStream<'static, String>> {
         self.check().await?;
         self.inner.cancellations().await
+    }
+
+    async fn kept_cancellations(&self) -> Result<Vec<(TaskId, std::time::SystemTime)>> {
+        self.check().await?;
+        self.inner.kept_cancellations().await
+    }
+
+    async fn settle_cancellation(&self, id: &TaskId) -> Result<bool> {
+        self.check().await?;
+        self.inner.settle_cancellation(id).await
     }
 }
 

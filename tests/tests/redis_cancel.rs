@@ -1,6 +1,7 @@
 //! Cancelling a running task through a real redis-server: a request on `asynq:cancel` (what Go's
-//! `Inspector.CancelProcessing` publishes) reaches our server's running task, and the server
-//! subscribes again after Redis restarts.
+//! `Inspector.CancelProcessing` publishes) reaches our server's running task, the server
+//! subscribes again after Redis restarts, and a request of ours made before the server listened
+//! is kept in `asynq:cancel_requests` and honoured.
 
 use asynq_client::{Client, Task, TaskOptions, TaskState, Tracker};
 use asynq_core::broker::Inspect;
@@ -96,4 +97,41 @@ async fn the_server_subscribes_again_after_redis_restarts() {
     Tracker::new(broker.clone()).cancel(&id).await.unwrap();
     assert_cancelled_to_retry(&broker, &cancelled, &id).await;
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_made_before_the_server_subscribed_is_honoured() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let client = Client::new(broker.clone());
+    let info = client.enqueue(&Task::new("long", ""), TaskOptions::new()).await.unwrap();
+    // Nobody listens: Go's PUBLISH alone would be dropped.
+    assert_eq!(cancel_subscribers(&redis), 0);
+    Tracker::new(broker.clone()).cancel(&info.id).await.unwrap();
+    assert_eq!(redis.command(&["ZCARD", "asynq:cancel_requests"]).unwrap(), RespValue::Integer(1));
+
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let (mut server, _rec) = start(&broker, &cancelled);
+    assert_cancelled_to_retry(&broker, &cancelled, &info.id).await;
+    wait_for("the request is settled", || async {
+        redis.command(&["ZCARD", "asynq:cancel_requests"]).unwrap() == RespValue::Integer(0)
+    })
+    .await;
+    server.shutdown().await;
+}
+
+/// What a Go server sees of our request: the same `PUBLISH asynq:cancel <id>` as Go's inspector
+/// sends, heard by a plain subscriber.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_server_hears_our_request_on_asynq_cancel() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let mut go_server = redis.connect().unwrap();
+    go_server.set_timeout(Duration::from_secs(5)).unwrap();
+    let subscribed = go_server.command(&["SUBSCRIBE", "asynq:cancel"]).unwrap();
+    assert_eq!(subscribed.as_array().map(<[RespValue]>::len), Some(3), "{subscribed:?}");
+    Tracker::new(broker.clone()).cancel("some-task").await.unwrap();
+    let message = go_server.read_reply().unwrap();
+    let parts: Vec<&str> = message.as_array().unwrap().iter().filter_map(RespValue::as_str).collect();
+    assert_eq!(parts, ["message", "asynq:cancel", "some-task"]);
 }

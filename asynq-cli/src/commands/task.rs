@@ -7,7 +7,7 @@ use crate::duration::{duration_flag, time_flag};
 use crate::error::{Batch, CliError, CliResult};
 use crate::output::{self, BulkBar, due, outln, past, payload_text, print_json, print_table, state_cell};
 use crate::view::TaskView;
-use asynq_client::{BulkAction, Page, Task, TaskInfo, TaskOptions, TaskSet, TaskState};
+use asynq_client::{BulkAction, CancelOutcome, Page, Task, TaskInfo, TaskOptions, TaskSet, TaskState};
 use asynq_core::GroupName;
 use comfy_table::Cell;
 use serde::Serialize;
@@ -264,11 +264,36 @@ async fn bulk(ctx: &Context, args: BulkArgs, action: Action) -> CliResult {
     Ok(())
 }
 
-/// Whether a cancellation request went out for a task, in JSON.
+/// A cancellation request that went out for a task, and what it found, in JSON: `outcome` is
+/// `running` (with the `servers` running it), `not_running` (with the task's `queue` and
+/// `state`) or `unknown_task`.
 #[derive(Debug, Serialize)]
 struct CancelView {
     id: String,
     cancel_sent: bool,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    servers: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
+}
+
+impl CancelView {
+    fn new(id: &str, found: &CancelOutcome) -> Self {
+        let mut view =
+            Self { id: id.to_owned(), cancel_sent: true, outcome: "", servers: Vec::new(), queue: None, state: None };
+        match found {
+            CancelOutcome::Running { servers } => (view.outcome, view.servers) = ("running", servers.clone()),
+            CancelOutcome::NotRunning { queue, state } => {
+                (view.outcome, view.queue, view.state) = ("not_running", Some(queue.to_string()), Some(state.as_str()));
+            }
+            CancelOutcome::UnknownTask => view.outcome = "unknown_task",
+            _ => view.outcome = "other",
+        }
+        view
+    }
 }
 
 async fn cancel(ctx: &Context, ids: &[String]) -> CliResult {
@@ -276,11 +301,13 @@ async fn cancel(ctx: &Context, ids: &[String]) -> CliResult {
     let mut sent = Vec::new();
     for id in ids {
         match ctx.conn.inspector.cancel(id).await {
-            Ok(()) => {
+            Ok(found) => {
                 if !ctx.json {
-                    outln!("Sent cancelation signal for task {id}")?;
+                    // Go's line, then what the request found (it is kept for a while in case a
+                    // server takes the task).
+                    outln!("Sent cancelation signal for task {id}: {found}")?;
                 }
-                sent.push(CancelView { id: id.clone(), cancel_sent: true });
+                sent.push(CancelView::new(id, &found));
             }
             Err(e) => batch.fail(CliError::from(e)),
         }

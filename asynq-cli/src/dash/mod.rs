@@ -98,10 +98,10 @@ async fn fetch_msg(inspector: &Inspector, fetch: Fetch) -> Msg {
         Fetch::Servers => Msg::Servers(inspector.servers().await.map_err(|e| e.to_string())),
         Fetch::Act { action, queue, id } => {
             let done = match action {
-                Action::Run => inspector.run_task(&queue, &id).await.map(|()| "is now pending"),
-                Action::Archive => inspector.archive_task(&queue, &id).await.map(|()| "archived"),
-                Action::Delete => inspector.delete_task(&queue, &id).await.map(|()| "deleted"),
-                Action::Cancel => inspector.cancel(&id).await.map(|()| "asked to cancel"),
+                Action::Run => inspector.run_task(&queue, &id).await.map(|()| "is now pending".to_owned()),
+                Action::Archive => inspector.archive_task(&queue, &id).await.map(|()| "archived".to_owned()),
+                Action::Delete => inspector.delete_task(&queue, &id).await.map(|()| "deleted".to_owned()),
+                Action::Cancel => inspector.cancel(&id).await.map(|found| format!("asked to cancel: {found}")),
             };
             Msg::Acted(
                 done.map(|what| format!("task {id} {what}"))

@@ -8,7 +8,7 @@ use super::{
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use asynq_core::workflow::WORKFLOW_HEADER;
-use asynq_core::{BulkAction, Progress, TaskInfo, TaskSet, TaskState};
+use asynq_core::{BulkAction, CancelOutcome, Progress, TaskInfo, TaskSet, TaskState};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -358,7 +358,40 @@ impl Action {
     }
 }
 
-async fn act_on(app: &AppState, queue: &str, id: &str, action: Action) -> ApiResult<()> {
+/// What a request to cancel a task found, as `POST .../cancel` answers it: `outcome` is
+/// `running` (with the `servers` running it), `not_running` (with the task's `queue` and
+/// `state`) or `unknown_task`. The request is kept for a while in every case.
+#[derive(Debug, Serialize)]
+pub(crate) struct CancelFound {
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    servers: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
+    /// The outcome in words.
+    message: String,
+}
+
+impl From<&CancelOutcome> for CancelFound {
+    fn from(found: &CancelOutcome) -> Self {
+        let mut view =
+            Self { outcome: "other", servers: Vec::new(), queue: None, state: None, message: found.to_string() };
+        match found {
+            CancelOutcome::Running { servers } => (view.outcome, view.servers) = ("running", servers.clone()),
+            CancelOutcome::NotRunning { queue, state } => {
+                (view.outcome, view.queue, view.state) = ("not_running", Some(queue.to_string()), Some(state.as_str()));
+            }
+            CancelOutcome::UnknownTask => view.outcome = "unknown_task",
+            _ => {}
+        }
+        view
+    }
+}
+
+/// Acts on one task; a cancellation says what it found.
+async fn act_on(app: &AppState, queue: &str, id: &str, action: Action) -> ApiResult<Option<CancelOutcome>> {
     task_id(id)?;
     match action {
         Action::Run => app.inspector.run_task(queue, id).await?,
@@ -373,22 +406,25 @@ async fn act_on(app: &AppState, queue: &str, id: &str, action: Action) -> ApiRes
                     format!("only active tasks can be cancelled; this one is {}", task.state),
                 ));
             }
-            app.inspector.cancel(id).await?;
+            return Ok(Some(app.inspector.cancel(id).await?));
         }
     }
-    Ok(())
+    Ok(None)
 }
 
-/// `POST /api/queues/{queue}/tasks/{id}/{action}` (run, archive, delete, cancel).
+/// `POST /api/queues/{queue}/tasks/{id}/{action}` (run, archive, delete, cancel): 204, or for a
+/// cancellation 200 with what it found ([`CancelFound`]).
 pub(crate) async fn act(
     State(app): State<AppState>,
     params: Result<Path<(String, String, String)>, PathRejection>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Response> {
     let (queue, id, action) = path(params)?;
     queue_name(&queue)?;
     task_id(&id)?;
-    act_on(&app, &queue, &id, Action::parse(&action)?).await?;
-    Ok(no_content())
+    Ok(match act_on(&app, &queue, &id, Action::parse(&action)?).await? {
+        Some(found) => Json(CancelFound::from(&found)).into_response(),
+        None => no_content().into_response(),
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -430,7 +466,7 @@ pub(crate) async fn batch(
     let mut result = BatchResult { succeeded: Vec::new(), failed: Vec::new() };
     for id in ids {
         match act_on(&app, &queue, &id, action).await {
-            Ok(()) => result.succeeded.push(id),
+            Ok(_) => result.succeeded.push(id),
             Err(e) if e.status().is_server_error() => return Err(e),
             Err(e) => result.failed.push(Failure { code: e.code(), message: e.message().to_owned(), id }),
         }
