@@ -240,6 +240,7 @@ macro_rules! broker_conformance {
             workflow::case_a_parent_an_operator_settles_passes_its_outcome_on,
             workflow::case_workflows_are_kept_for_operators,
             workflow::case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it,
+            workflow::case_a_cancel_mark_is_kept_and_reported,
             events::case_events_are_kept_only_for_a_queue_that_asks,
             events::case_events_follow_each_task_through_its_life,
             events::case_event_reads_resume_and_report_what_was_trimmed,

@@ -9,8 +9,8 @@ use super::fixture::{Fixture, archive, assert_id_conflict, at, millis, names, re
 use asynq_core::broker::Wait;
 use asynq_core::broker::{Dequeue, Manage, Outcome, Page, Recover};
 use asynq_core::workflow::{
-    DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef,
-    WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowPlan, Workflows,
+    CancelMark, DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome,
+    TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowCancellation, WorkflowPlan, Workflows,
 };
 use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState, WorkflowId};
 use bytes::Bytes;
@@ -312,4 +312,39 @@ where
     assert_eq!((c.state, c.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
     let info = t.counts("q").await;
     assert_eq!((info.pending, info.archived, info.waiting, info.failed), (1, 2, 0, 0));
+}
+
+/// A workflow's cancel mark: none at first; the first mark says so, a later one that the first
+/// has not recorded what it did, then what it recorded; listings and `is_cancelled` show it; an
+/// unknown workflow is not found and nothing is marked.
+pub async fn case_a_cancel_mark_is_kept_and_reported<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    t.store_as(&task("q", "a").then(task("q", "b")), "first").await.unwrap();
+    t.store_as(&task("q", "c"), "second").await.unwrap();
+    let first = WorkflowId::from_static("first");
+    assert!(!t.broker.is_cancelled(&first).await.unwrap());
+    let cancelled = |listed: Vec<asynq_core::workflow::WorkflowSummary>| {
+        listed.into_iter().map(|w| (w.id.into_string(), w.cancelled)).collect::<Vec<_>>()
+    };
+    let listed = cancelled(t.broker.list_workflows(Page::default()).await.unwrap());
+    assert_eq!(listed, [("second".to_owned(), false), ("first".to_owned(), false)]);
+    let done = WorkflowCancellation { archived: 1, stopping: 1 };
+    t.broker.record_cancellation(&first, done).await.unwrap();
+    assert!(!t.broker.is_cancelled(&first).await.unwrap(), "recording marks nothing");
+    assert_eq!(t.broker.mark_cancelled(&first).await.unwrap(), CancelMark::Marked);
+    assert_eq!(t.broker.mark_cancelled(&first).await.unwrap(), CancelMark::Unfinished);
+    t.broker.record_cancellation(&first, done).await.unwrap();
+    assert_eq!(t.broker.mark_cancelled(&first).await.unwrap(), CancelMark::Done(done));
+    assert!(t.broker.is_cancelled(&first).await.unwrap());
+    assert!(!t.broker.is_cancelled(&WorkflowId::from_static("second")).await.unwrap());
+    let listed = cancelled(t.broker.list_workflows(Page::default()).await.unwrap());
+    assert_eq!(listed, [("second".to_owned(), false), ("first".to_owned(), true)]);
+    let ghost = WorkflowId::from_static("ghost");
+    let missing = t.broker.mark_cancelled(&ghost).await;
+    assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "ghost"), "{missing:?}");
+    assert!(!t.broker.is_cancelled(&ghost).await.unwrap(), "an unknown workflow is not marked");
+    assert_eq!(t.task("q", "b").await.state, TaskState::Waiting, "marking moves no task");
 }

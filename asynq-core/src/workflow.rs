@@ -39,6 +39,17 @@ pub const WORKFLOW_RESULT_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// ([`Workflows::cancel_waiting`]): it never ran, and the tasks waiting for it see it failed.
 pub const WORKFLOW_CANCELLED_ERROR: &str = "workflow: cancelled before it ran";
 
+/// The start of the error a task of a cancelled workflow is archived with when it was running as
+/// the cancel came (or failed after it): this, `": "`, and the attempt's own error. A task of a
+/// cancelled workflow is never retried.
+pub const WORKFLOW_STOPPED_ERROR: &str = "workflow: cancelled while it ran";
+
+/// Whether `error`, a task's last error, says that its workflow was cancelled: it is
+/// [`WORKFLOW_CANCELLED_ERROR`] or starts with [`WORKFLOW_STOPPED_ERROR`].
+pub fn is_cancelled_error(error: &str) -> bool {
+    error == WORKFLOW_CANCELLED_ERROR || error.starts_with(WORKFLOW_STOPPED_ERROR)
+}
+
 /// The error a waiting task is archived with when a task it waits for failed for good under
 /// [`OnParentFailure::FailWorkflow`]: it never ran, and the tasks waiting for it see it failed.
 pub const PARENT_FAILED_ERROR: &str = "workflow: a task it waits for failed, so it did not run";
@@ -285,6 +296,31 @@ pub struct WorkflowSummary {
     pub created_at: SystemTime,
     /// How many tasks it has.
     pub tasks: usize,
+    /// Whether it was cancelled ([`Workflows::mark_cancelled`]).
+    pub cancelled: bool,
+}
+
+/// What cancelling a workflow did, as the cancel that marked it recorded it
+/// ([`Workflows::record_cancellation`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkflowCancellation {
+    /// Tasks archived without running further.
+    pub archived: usize,
+    /// Running tasks whose servers were asked to stop them (each is archived, not retried, once
+    /// its attempt ends).
+    pub stopping: usize,
+}
+
+/// What [`Workflows::mark_cancelled`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelMark {
+    /// This call marked the workflow cancelled.
+    Marked,
+    /// An earlier call marked it and has not recorded what it did (it is under way, or it
+    /// stopped half-way): the caller does the cancel's work again.
+    Unfinished,
+    /// An earlier cancel marked it and did this.
+    Done(WorkflowCancellation),
 }
 
 /// How a task that another waits for settled for good, as its dependent sees it.
@@ -360,6 +396,21 @@ pub trait Workflows: Send + Sync {
     /// parent's failure would be. Returns whether it was waiting (a task in any other state is
     /// left alone).
     async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool>;
+
+    /// Marks workflow `id` cancelled, for as long as its record is kept: from then on a server
+    /// archives its tasks rather than run or retry them. Says whether this call marked it, or an
+    /// earlier one did (and what that one recorded it did).
+    ///
+    /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept, with nothing written.
+    async fn mark_cancelled(&self, id: &WorkflowId) -> Result<CancelMark>;
+
+    /// Records what the cancel of workflow `id`, already marked, did, for a later cancel to
+    /// report ([`CancelMark::Done`]). Does nothing for a workflow not marked.
+    async fn record_cancellation(&self, id: &WorkflowId, done: WorkflowCancellation) -> Result<()>;
+
+    /// Whether workflow `id` was cancelled ([`Workflows::mark_cancelled`]); `false` for one not
+    /// kept.
+    async fn is_cancelled(&self, id: &WorkflowId) -> Result<bool>;
 
     /// The parents of the workflow task `task` and how each settled, in its plan's order; one
     /// whose outcome is not known is [`ParentOutcome::Unknown`]. Empty for a task that waits for

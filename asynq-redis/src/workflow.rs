@@ -32,8 +32,9 @@ use asynq_core::broker::Page;
 use asynq_core::time::from_unix_secs;
 use asynq_core::time::{unix_nanos, unix_secs};
 use asynq_core::workflow::{
-    OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef, WORKFLOW_CANCELLED_ERROR,
-    WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowNode, WorkflowPlan, WorkflowSummary, Workflows,
+    CancelMark, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef,
+    WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowCancellation, WorkflowNode, WorkflowPlan,
+    WorkflowSummary, Workflows,
 };
 use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId, WorkflowId};
 use bytes::Bytes;
@@ -175,6 +176,13 @@ fn read_record_entry(entry: &str, position: usize) -> Option<WorkflowNode> {
             .collect::<Option<_>>()?,
     };
     Some(WorkflowNode { task: TaskRef { queue, id }, parents })
+}
+
+/// What a cancel recorded it did, from its mark (`<archived>,<stopping>`); `None` for a mark
+/// whose cancel has not recorded it (empty) or one that cannot be read.
+fn read_cancel_mark(mark: &str) -> Option<WorkflowCancellation> {
+    let (archived, stopping) = mark.split_once(',')?;
+    Some(WorkflowCancellation { archived: archived.parse().ok()?, stopping: stopping.parse().ok()? })
 }
 
 /// Whether settling `msg` with `outcome` passes a workflow outcome on: it is a workflow task
@@ -540,17 +548,21 @@ impl Workflows for RedisBroker {
         let listed: Vec<(String, i64)> = conn.zrevrange_withscores(ns.workflows(), first, last).await.map_err(fail)?;
         let sizes = try_join_all(listed.iter().map(|(id, _)| {
             let mut conn = conn.clone();
-            let key = ns.workflow(id);
-            async move { conn.llen::<_, usize>(key).await }
+            let (key, mark) = (ns.workflow(id), ns.workflow_cancelled(id));
+            async move {
+                let tasks = conn.llen::<_, usize>(key).await?;
+                let cancelled = conn.exists::<_, bool>(mark).await?;
+                Ok::<_, redis::RedisError>((tasks, cancelled))
+            }
         }))
         .await
         .map_err(fail)?;
         Ok(listed
             .into_iter()
             .zip(sizes)
-            .filter_map(|((id, created), tasks)| {
+            .filter_map(|((id, created), (tasks, cancelled))| {
                 let id = WorkflowId::new(id).ok()?;
-                Some(WorkflowSummary { id, created_at: from_unix_secs(created), tasks })
+                Some(WorkflowSummary { id, created_at: from_unix_secs(created), tasks, cancelled })
             })
             .collect())
     }
@@ -572,6 +584,48 @@ impl Workflows for RedisBroker {
                     .ok_or_else(|| unexpected("read a workflow", format!("a bad task {entry:?}")))
             })
             .collect()
+    }
+
+    async fn mark_cancelled(&self, id: &WorkflowId) -> Result<CancelMark> {
+        let ns = self.namespace();
+        let mut conn = self.conn();
+        let fail = |e| broker_error("mark a workflow cancelled", e);
+        let kept: bool = conn.exists(ns.workflow(id.as_str())).await.map_err(fail)?;
+        if !kept {
+            return Err(Error::WorkflowNotFound { id: id.clone() });
+        }
+        let mark = ns.workflow_cancelled(id.as_str());
+        let options = redis::SetOptions::default()
+            .conditional_set(redis::ExistenceCheck::NX)
+            .with_expiration(redis::SetExpiry::EX(WORKFLOW_RESULT_TTL.as_secs()));
+        let marked: Option<String> = conn.set_options(&mark, "", options).await.map_err(fail)?;
+        if marked.is_some() {
+            return Ok(CancelMark::Marked);
+        }
+        let earlier: Option<String> = conn.get(&mark).await.map_err(fail)?;
+        Ok(match earlier.as_deref().and_then(read_cancel_mark) {
+            Some(done) => CancelMark::Done(done),
+            None => CancelMark::Unfinished,
+        })
+    }
+
+    async fn record_cancellation(&self, id: &WorkflowId, done: WorkflowCancellation) -> Result<()> {
+        let mark = self.namespace().workflow_cancelled(id.as_str());
+        let options = redis::SetOptions::default()
+            .conditional_set(redis::ExistenceCheck::XX)
+            .with_expiration(redis::SetExpiry::KEEPTTL);
+        let value = format!("{},{}", done.archived, done.stopping);
+        let _: Option<String> = self
+            .conn()
+            .set_options(&mark, value, options)
+            .await
+            .map_err(|e| broker_error("record a workflow's cancel", e))?;
+        Ok(())
+    }
+
+    async fn is_cancelled(&self, id: &WorkflowId) -> Result<bool> {
+        let mark = self.namespace().workflow_cancelled(id.as_str());
+        self.conn().exists(mark).await.map_err(|e| broker_error("read a workflow's cancel mark", e))
     }
 
     async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool> {

@@ -2,11 +2,15 @@
 //! once all have succeeded and reads their results in member order, and what follows reads the
 //! callback's; a member that fails for good cancels what waits for it, which never runs. On the
 //! memory broker (paused time) and on a real redis-server, with the callback in another queue
-//! than its members, so its release goes through the relay.
+//! than its members, so its release goes through the relay. A workflow cancelled while a task
+//! runs ends, its running task archived rather than retried.
 
-use asynq_client::{FlowProducer, Task, TaskOptions, TaskState};
+use asynq_client::{FlowProducer, Task, TaskOptions, TaskState, WorkflowState};
 use asynq_core::broker::{Inspect, WorkerBroker};
-use asynq_core::workflow::{Flow, PARENT_FAILED_ERROR, ParentOutcome, Workflows};
+use asynq_core::workflow::{
+    CancelMark, Flow, PARENT_FAILED_ERROR, ParentOutcome, WORKFLOW_CANCELLED_ERROR, WORKFLOW_STOPPED_ERROR, Workflows,
+    is_cancelled_error,
+};
 use asynq_core::{Clock, QueueName, SystemClock, TaskId};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
@@ -204,4 +208,126 @@ async fn a_tracker_waits_for_a_whole_workflow() {
     let notify = outcomes[4].info().unwrap();
     assert_eq!(notify.last_error.as_deref(), Some(PARENT_FAILED_ERROR));
     server.shutdown().await;
+}
+
+/// `block` runs until its attempt is cancelled, then fails (so that, but for its workflow's
+/// cancel, it would be retried); any other type succeeds. Each logs its ID as it starts.
+fn blocking(log: Log) -> impl asynq_server::Handler {
+    handler_fn(move |ctx: TaskContext, task: Task| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push((ctx.task_id().to_owned(), Vec::new()));
+            if task.type_name() == "block" {
+                ctx.cancelled().await;
+                return Err(HandlerError::new("stopped by its cancel"));
+            }
+            Ok(())
+        }
+    })
+}
+
+/// Waits (30 s of tokio time at most) until task `id` of `queue` is in `state`.
+async fn until_state<B: Inspect>(broker: &B, queue: &str, id: &str, state: TaskState) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+    let (queue, id) = (QueueName::new(queue).unwrap(), TaskId::new(id).unwrap());
+    loop {
+        if broker.task_info(&queue, &id).await.is_ok_and(|info| info.state == state) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < give_up, "task {id} never became {state:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A workflow cancelled while its first task runs ends: the running task is stopped and
+/// archived, never retried; the tasks waiting are archived unrun; the workflow reads
+/// `cancelled`; a tracker's wait ends with every outcome saying so; a second cancel writes
+/// nothing and reports what the first did.
+async fn cancel_while_running<B>(broker: B, clock: Arc<dyn Clock>)
+where
+    B: WorkerBroker + Inspect + Workflows + asynq_core::broker::OperatorBroker + asynq_core::broker::Wait + Clone,
+    B: asynq_core::broker::Cancel,
+{
+    let step = |kind: &str, id: &str| Flow::task(Task::new(kind, ""), TaskOptions::new().queue("images").task_id(id));
+    let flow = step("block", "running").then(step("next", "waiting")).then(step("next", "last"));
+    let workflow = FlowProducer::new(broker.clone()).with_clock(clock.clone()).enqueue(&flow).await.unwrap();
+    let log = Log::default();
+    let mut server = Server::new(broker.clone(), config(clock)).unwrap();
+    server.start(blocking(log.clone())).unwrap();
+    until_state(&broker, "images", "running", TaskState::Active).await;
+
+    let inspector = asynq_client::Inspector::new(broker.clone());
+    let done = inspector.cancel_workflow(workflow.id.as_str()).await.unwrap();
+    assert_eq!((done.archived, done.stopping), (2, 1));
+    assert_eq!(inspector.workflow(workflow.id.as_str()).await.unwrap().state(), WorkflowState::Cancelled);
+    let outcomes =
+        asynq_client::Tracker::new(broker.clone()).wait_workflow(&workflow, Duration::from_secs(30)).await.unwrap();
+    let errors: Vec<String> = outcomes
+        .iter()
+        .map(|outcome| {
+            let info = outcome.info().expect("each task is archived");
+            assert_eq!(info.state, TaskState::Archived, "{info:?}");
+            info.last_error.clone().unwrap_or_default()
+        })
+        .collect();
+    assert!(errors.iter().all(|error| is_cancelled_error(error)), "{errors:?}");
+    assert!(errors[0].starts_with(WORKFLOW_STOPPED_ERROR), "{errors:?}");
+    assert_eq!(&errors[1..], [WORKFLOW_CANCELLED_ERROR, WORKFLOW_CANCELLED_ERROR]);
+    let running = broker.task_info(&QueueName::from_static("images"), &TaskId::from_static("running")).await.unwrap();
+    assert_eq!(running.retried, 0, "the stopped task was not retried");
+
+    let again = inspector.cancel_workflow(workflow.id.as_str()).await.unwrap();
+    assert_eq!(again, done, "a second cancel reports what the first did");
+    let listed = inspector.workflows(asynq_core::broker::Page::default()).await.unwrap();
+    assert!(listed.iter().any(|w| w.id == workflow.id && w.cancelled), "{listed:?}");
+    let ran: Vec<String> = log.lock().unwrap().iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(ran, ["running"], "only the first task ever ran");
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_workflow_cancelled_while_a_task_runs_ends_on_the_memory_broker() {
+    let h = Harness::new();
+    cancel_while_running(h.broker.clone(), h.clock.clone()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_cancelled_while_a_task_runs_ends_on_redis() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    cancel_while_running(broker, Arc::new(SystemClock)).await;
+}
+
+/// A task of a cancelled workflow that a server picks up later (one a cancel did not reach) is
+/// archived unrun, and what waits for it never runs.
+async fn cancelled_tasks_picked_up_later_do_not_run<B>(broker: B, clock: Arc<dyn Clock>)
+where
+    B: WorkerBroker + Inspect + Workflows + Clone,
+{
+    let step = |id: &str| Flow::task(Task::new("next", ""), TaskOptions::new().queue("images").task_id(id));
+    let workflow =
+        FlowProducer::new(broker.clone()).with_clock(clock.clone()).enqueue(&step("root").then(step("child"))).await;
+    let workflow = workflow.unwrap();
+    assert_eq!(broker.mark_cancelled(&workflow.id).await.unwrap(), CancelMark::Marked);
+    let log = Log::default();
+    let mut server = Server::new(broker.clone(), config(clock)).unwrap();
+    server.start(blocking(log.clone())).unwrap();
+    until_state(&broker, "images", "child", TaskState::Archived).await;
+    let root = broker.task_info(&QueueName::from_static("images"), &TaskId::from_static("root")).await.unwrap();
+    assert_eq!((root.state, root.last_error.as_deref()), (TaskState::Archived, Some(WORKFLOW_CANCELLED_ERROR)));
+    assert!(log.lock().unwrap().is_empty(), "nothing ran: {log:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_of_a_cancelled_workflow_picked_up_later_do_not_run_on_the_memory_broker() {
+    let h = Harness::new();
+    cancelled_tasks_picked_up_later_do_not_run(h.broker.clone(), h.clock.clone()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_of_a_cancelled_workflow_picked_up_later_do_not_run_on_redis() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    cancelled_tasks_picked_up_later_do_not_run(broker, Arc::new(SystemClock)).await;
 }

@@ -22,9 +22,15 @@ pub(crate) async fn run(ctx: &Context, command: WorkflowCommand) -> CliResult {
             } else if workflows.is_empty() {
                 outln!("No workflows found")?;
             } else {
-                let mut table = output::table(["ID", "Created", "Tasks"]);
+                let mut table = output::table(["ID", "Created", "Tasks", "Cancelled"]);
                 for w in &workflows {
-                    table.add_row([w.id.to_string(), past(Some(w.created_at)), w.tasks.to_string()]);
+                    let cancelled = if w.cancelled { "yes" } else { "no" };
+                    table.add_row([
+                        w.id.to_string(),
+                        past(Some(w.created_at)),
+                        w.tasks.to_string(),
+                        cancelled.to_owned(),
+                    ]);
                 }
                 print_table(&table)?;
             }
