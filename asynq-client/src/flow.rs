@@ -3,6 +3,7 @@
 use crate::DEFAULT_MAX_PAYLOAD;
 use asynq_core::workflow::{DEFAULT_MAX_WORKFLOW_TASKS, Flow, TaskRef, Workflows};
 use asynq_core::{Clock, Error, Result, SystemClock, WorkflowId};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -10,7 +11,10 @@ use std::sync::Arc;
 /// released to run once the tasks it waits for have settled.
 ///
 /// Its broker needs the [`Workflows`] capability (the memory and Redis brokers have it). Task
-/// IDs not given are generated (UUID v4), as is the workflow's ID.
+/// IDs not given are generated (UUID v4) afresh for each run, as is the workflow's ID: a DAG
+/// task's name ([`DagTask`](asynq_core::workflow::DagTask)) is a name within one run, not its
+/// ID, so the same definition can be enqueued again and again ([`EnqueuedWorkflow::names`]
+/// maps each name to the task of that run).
 ///
 /// ```
 /// use asynq_client::{FlowProducer, Task, TaskOptions};
@@ -42,6 +46,8 @@ pub struct EnqueuedWorkflow {
     pub id: WorkflowId,
     /// Its tasks, each after the tasks it waits for.
     pub tasks: Vec<TaskRef>,
+    /// Each DAG task's name with the task this run stored for it.
+    pub names: BTreeMap<String, TaskRef>,
 }
 
 impl FlowProducer {
@@ -84,10 +90,10 @@ impl FlowProducer {
     /// pending (or scheduled), the others waiting until the tasks they wait for have settled.
     ///
     /// Errors, with nothing written: [`Error::InvalidArgument`] naming what is wrong (an empty
-    /// chain, group or DAG, a task ID used twice, a dependency outside its DAG, a cycle, more
+    /// chain, group or DAG, a task ID or DAG name used twice, a dependency outside its DAG, a cycle, more
     /// tasks than the limit, an option a workflow task cannot have), [`Error::TooLarge`] for a
     /// payload over the limit, [`Error::TaskIdConflict`] when a task's ID is taken in its
-    /// queue. [`Error::Broker`] when the broker fails: see
+    /// queue (only an ID the caller set can be: one set on a DAG task holds for every run). [`Error::Broker`] when the broker fails: see
     /// [`Workflows::store_workflow`] for what it may leave.
     pub async fn enqueue(&self, flow: &Flow) -> Result<EnqueuedWorkflow> {
         let plan = flow.plan(self.max_tasks, self.clock.now(), || uuid::Uuid::new_v4().to_string())?;
@@ -100,7 +106,7 @@ impl FlowProducer {
         }
         self.broker.store_workflow(&plan).await?;
         let tasks = plan.tasks.iter().map(|task| TaskRef::of(&task.request.message)).collect();
-        Ok(EnqueuedWorkflow { id: plan.id, tasks })
+        Ok(EnqueuedWorkflow { names: plan.names(), id: plan.id, tasks })
     }
 }
 

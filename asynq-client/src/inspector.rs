@@ -179,8 +179,8 @@ impl Inspector {
     pub async fn workflow(&self, id: &str) -> Result<WorkflowReport> {
         let id = WorkflowId::new(id)?;
         let workflows = self.workflow_store()?;
-        let (refs, parents): (Vec<TaskRef>, Vec<Vec<usize>>) =
-            workflows.workflow_tasks(&id).await?.into_iter().map(|node| (node.task, node.parents)).unzip();
+        let nodes = workflows.workflow_tasks(&id).await?;
+        let refs: Vec<TaskRef> = nodes.iter().map(|node| node.task.clone()).collect();
         let cancelled = workflows.is_cancelled(&id).await?;
         // Each read owns its task, so that the future stays `Send` for callers that spawn it.
         let infos: Vec<Result<Option<TaskInfo>>> = futures::stream::iter(refs.iter().cloned())
@@ -194,11 +194,12 @@ impl Inspector {
             .buffered(WORKFLOW_READS_AT_ONCE)
             .collect()
             .await;
-        let tasks = refs
+        let tasks = nodes
             .into_iter()
-            .zip(parents)
             .zip(infos)
-            .map(|((task, parents), info)| Ok(WorkflowTask { task, parents, info: info? }))
+            .map(|(node, info)| {
+                Ok(WorkflowTask { task: node.task, name: node.name, parents: node.parents, info: info? })
+            })
             .collect::<Result<_>>()?;
         Ok(WorkflowReport { id, tasks, cancelled })
     }
@@ -463,6 +464,9 @@ pub struct WorkflowReport {
 pub struct WorkflowTask {
     /// Where it is.
     pub task: TaskRef,
+    /// Its name in its DAG, for a task of a DAG
+    /// ([`DagTask`](asynq_core::workflow::DagTask)).
+    pub name: Option<String>,
     /// The tasks it waits for, as positions in [`WorkflowReport::tasks`] (each before its own),
     /// in the order its handler sees their results.
     pub parents: Vec<usize>,

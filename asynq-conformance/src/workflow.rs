@@ -142,11 +142,12 @@ where
 {
     let t = Fixture::new(factory).await;
     let dag = Flow::dag([
-        DagTask::new("x", Task::new("t", "x"), TaskOptions::new().queue("q")),
-        DagTask::new("y", Task::new("t", "y"), TaskOptions::new().queue("q")),
-        DagTask::new("below-x", Task::new("t", "bx"), TaskOptions::new().queue("q")).after(["x"]),
-        DagTask::new("below-that", Task::new("t", "bt"), TaskOptions::new().queue("q")).after(["below-x"]),
-        DagTask::new("report", Task::new("t", "r"), TaskOptions::new().queue("q"))
+        DagTask::new("x", Task::new("t", "x"), TaskOptions::new().queue("q").task_id("x")),
+        DagTask::new("y", Task::new("t", "y"), TaskOptions::new().queue("q").task_id("y")),
+        DagTask::new("below-x", Task::new("t", "bx"), TaskOptions::new().queue("q").task_id("below-x")).after(["x"]),
+        DagTask::new("below-that", Task::new("t", "bt"), TaskOptions::new().queue("q").task_id("below-that"))
+            .after(["below-x"]),
+        DagTask::new("report", Task::new("t", "r"), TaskOptions::new().queue("q").task_id("report"))
             .after(["below-that", "y"])
             .on_parent_failure(OnParentFailure::RunAnyway),
     ]);
@@ -347,4 +348,39 @@ where
     assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "ghost"), "{missing:?}");
     assert!(!t.broker.is_cancelled(&ghost).await.unwrap(), "an unknown workflow is not marked");
     assert_eq!(t.task("q", "b").await.state, TaskState::Waiting, "marking moves no task");
+}
+
+/// A DAG's task names are kept in its workflow's record beside each task (a task of no DAG has
+/// none), and a name is no task ID: two runs of one DAG keep the same names for their own tasks.
+pub async fn case_a_dag_s_names_are_kept_in_its_record<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let dag = || {
+        Flow::dag([
+            DagTask::new("fetch", Task::new("t", ""), TaskOptions::new().queue("q")),
+            DagTask::new("line\nbreak", Task::new("t", ""), TaskOptions::new().queue("q2")).after(["fetch"]),
+        ])
+        .then(Flow::task(Task::new("t", ""), TaskOptions::new().queue("q")))
+    };
+    let mut runs = Vec::new();
+    for run in ["run-1", "run-2"] {
+        let mut n = 0;
+        let plan = dag()
+            .plan(DEFAULT_MAX_WORKFLOW_TASKS, t.now(), || {
+                n += 1;
+                format!("{run}-{n}")
+            })
+            .unwrap();
+        t.broker.store_workflow(&plan).await.unwrap();
+        runs.push(plan.id);
+    }
+    for (run, id) in ["run-1", "run-2"].iter().zip(&runs) {
+        let kept = t.broker.workflow_tasks(id).await.unwrap();
+        let kept: Vec<(Option<&str>, String, &[usize])> =
+            kept.iter().map(|node| (node.name.as_deref(), node.task.id.to_string(), node.parents.as_slice())).collect();
+        let [fetch, line, plain] = [1, 2, 3].map(|n| format!("{run}-{n}"));
+        assert_eq!(kept, [(Some("fetch"), fetch, &[][..]), (Some("line\nbreak"), line, &[0]), (None, plain, &[1])]);
+    }
 }

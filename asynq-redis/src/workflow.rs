@@ -155,17 +155,22 @@ fn read_outcome(stored: &[u8]) -> ParentOutcome {
 }
 
 /// A task's entry in a workflow's record (`<ns>:workflow:<id>`): its queue, its ID and its
-/// parents' positions in the record, comma-separated, one per line.
+/// parents' positions in the record, comma-separated, one per line, then its DAG name for a task
+/// of a DAG (the rest of the entry, so a name may hold anything).
 fn record_entry(node: &WorkflowNode) -> String {
     let parents: Vec<String> = node.parents.iter().map(usize::to_string).collect();
-    format!("{}\n{}\n{}", node.task.queue, node.task.id, parents.join(","))
+    let entry = format!("{}\n{}\n{}", node.task.queue, node.task.id, parents.join(","));
+    match &node.name {
+        Some(name) => format!("{entry}\n{name}"),
+        None => entry,
+    }
 }
 
 /// The task at `position` of a workflow's record, from its entry; one of two lines (the record
-/// before it kept edges) has no parents. `None` for an entry naming a bad queue or ID, or a
-/// parent that is not before it.
+/// before it kept edges) has no parents, one of three (before it kept names) no name. `None` for
+/// an entry naming a bad queue or ID, or a parent that is not before it.
 fn read_record_entry(entry: &str, position: usize) -> Option<WorkflowNode> {
-    let mut lines = entry.splitn(3, '\n');
+    let mut lines = entry.splitn(4, '\n');
     let queue = QueueName::new(lines.next()?).ok()?;
     let id = TaskId::new(lines.next()?).ok()?;
     let parents = match lines.next() {
@@ -175,7 +180,8 @@ fn read_record_entry(entry: &str, position: usize) -> Option<WorkflowNode> {
             .map(|parent| parent.parse().ok().filter(|&parent| parent < position))
             .collect::<Option<_>>()?,
     };
-    Some(WorkflowNode { task: TaskRef { queue, id }, parents })
+    let name = lines.next().map(str::to_owned);
+    Some(WorkflowNode { task: TaskRef { queue, id }, parents, name })
 }
 
 /// What a cancel recorded it did, from its mark (`<archived>,<stopping>`); `None` for a mark
@@ -722,7 +728,7 @@ mod tests {
 
     fn node(queue: &'static str, id: &'static str, parents: &[usize]) -> WorkflowNode {
         let task = TaskRef { queue: QueueName::from_static(queue), id: TaskId::from_static(id) };
-        WorkflowNode { task, parents: parents.to_vec() }
+        WorkflowNode { task, parents: parents.to_vec(), name: None }
     }
 
     #[test]
@@ -733,6 +739,11 @@ mod tests {
             assert_eq!(read_record_entry(&record_entry(written), position).as_ref(), Some(written));
         }
         assert_eq!(record_entry(&node("q", "sum", &[0, 1])), "q\nsum\n0,1");
+        let named = WorkflowNode { name: Some("the\nsum".to_owned()), ..node("q", "id-1", &[0]) };
+        assert_eq!(record_entry(&named), "q\nid-1\n0\nthe\nsum");
+        assert_eq!(read_record_entry(&record_entry(&named), 1), Some(named), "a name may hold anything");
+        let root = WorkflowNode { name: Some("fetch".to_owned()), ..node("q", "id-0", &[]) };
+        assert_eq!(read_record_entry(&record_entry(&root), 0), Some(root));
     }
 
     #[test]

@@ -8,8 +8,8 @@
 use asynq_client::{FlowProducer, Task, TaskOptions, TaskState, WorkflowState};
 use asynq_core::broker::{Inspect, WorkerBroker};
 use asynq_core::workflow::{
-    CancelMark, Flow, PARENT_FAILED_ERROR, ParentOutcome, WORKFLOW_CANCELLED_ERROR, WORKFLOW_STOPPED_ERROR, Workflows,
-    is_cancelled_error,
+    CancelMark, DagTask, Flow, PARENT_FAILED_ERROR, ParentOutcome, WORKFLOW_CANCELLED_ERROR, WORKFLOW_STOPPED_ERROR,
+    Workflows, is_cancelled_error,
 };
 use asynq_core::{Clock, QueueName, SystemClock, TaskId};
 use asynq_redis::RedisBroker;
@@ -330,4 +330,72 @@ async fn tasks_of_a_cancelled_workflow_picked_up_later_do_not_run_on_redis() {
     let redis = RedisServer::start();
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
     cancelled_tasks_picked_up_later_do_not_run(broker, Arc::new(SystemClock)).await;
+}
+
+/// A DAG's task names hold within one run: the same definition enqueued twice stores two runs
+/// with their own task IDs, each run's dependent reads its own parent's result, and the report
+/// and the enqueue name each task. A task ID the caller set holds for every run, so a second
+/// run of a DAG with one conflicts, naming it, and stores nothing.
+async fn a_dag_runs_twice<B>(broker: B, clock: Arc<dyn Clock>)
+where
+    B: WorkerBroker + Inspect + Workflows + asynq_core::broker::OperatorBroker + asynq_core::broker::Wait + Clone,
+    B: asynq_core::broker::Cancel,
+{
+    let dag = |image: &str| {
+        Flow::dag([
+            DagTask::new("fetch", Task::new("resize", image.to_owned()), TaskOptions::new().queue("images")),
+            DagTask::new("join", Task::new("archive", ""), TaskOptions::new().queue("images")).after(["fetch"]),
+        ])
+    };
+    let producer = FlowProducer::new(broker.clone()).with_clock(clock.clone());
+    let first = producer.enqueue(&dag("a")).await.unwrap();
+    let second = producer.enqueue(&dag("b")).await.expect("the same DAG enqueued again");
+    assert_ne!(first.names["join"], second.names["join"], "each run has its own task IDs");
+    assert_eq!(first.names.keys().collect::<Vec<_>>(), ["fetch", "join"]);
+
+    let log = Log::default();
+    let mut server = Server::new(broker.clone(), config(clock)).unwrap();
+    server.start(image_pipeline(log.clone())).unwrap();
+    let tracker = asynq_client::Tracker::new(broker.clone());
+    for run in [&first, &second] {
+        tracker.wait_workflow(run, Duration::from_secs(30)).await.unwrap();
+    }
+    assert_eq!(entry(&log, first.names["join"].id.as_str()).unwrap(), ["a:small"]);
+    assert_eq!(entry(&log, second.names["join"].id.as_str()).unwrap(), ["b:small"]);
+    let report = asynq_client::Inspector::new(broker.clone()).workflow(second.id.as_str()).await.unwrap();
+    let names: Vec<(Option<&str>, &TaskId)> =
+        report.tasks.iter().map(|task| (task.name.as_deref(), &task.task.id)).collect();
+    assert_eq!(names, [(Some("fetch"), &second.names["fetch"].id), (Some("join"), &second.names["join"].id)]);
+
+    let fixed = || {
+        Flow::dag([DagTask::new(
+            "report",
+            Task::new("never", ""),
+            TaskOptions::new().queue("idle").task_id("report-1"),
+        )])
+    };
+    producer.enqueue(&fixed()).await.unwrap();
+    let inspector = asynq_client::Inspector::new(broker.clone());
+    let kept = inspector.workflows(asynq_core::broker::Page::default()).await.unwrap().len();
+    match producer.enqueue(&fixed()).await {
+        Err(e @ asynq_core::Error::TaskIdConflict { .. }) => {
+            assert_eq!(e.to_string(), r#"task ID conflicts with another task: queue "idle", id "report-1""#);
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(inspector.workflows(asynq_core::broker::Page::default()).await.unwrap().len(), kept, "no record");
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dag_runs_twice_on_the_memory_broker() {
+    let h = Harness::new();
+    a_dag_runs_twice(h.broker.clone(), h.clock.clone()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dag_runs_twice_on_redis() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    a_dag_runs_twice(broker, Arc::new(SystemClock)).await;
 }

@@ -101,6 +101,8 @@ pub(crate) struct WorkflowTaskView {
     index: usize,
     queue: String,
     id: String,
+    /// Its name in its DAG; `null` for a task of no DAG.
+    name: Option<String>,
     /// `null` once the task is gone.
     #[serde(rename = "type")]
     type_name: Option<String>,
@@ -123,6 +125,7 @@ impl WorkflowTaskView {
             index,
             queue: task.task.queue.to_string(),
             id: task.task.id.to_string(),
+            name: task.name.clone(),
             type_name: info.map(|info| info.type_name.clone()),
             state: info.map_or(GONE, |info| info.state.as_str()),
             parents: task.parents.clone(),
