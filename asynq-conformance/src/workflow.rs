@@ -11,6 +11,7 @@ use asynq_core::broker::{Dequeue, Manage, Outcome, Page, Recover};
 use asynq_core::workflow::{
     CancelMark, DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome,
     TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowCancellation, WorkflowPlan, Workflows,
+    parent_vanished_error,
 };
 use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState, WorkflowId};
 use bytes::Bytes;
@@ -383,4 +384,38 @@ where
         let [fetch, line, plain] = [1, 2, 3].map(|n| format!("{run}-{n}"));
         assert_eq!(kept, [(Some("fetch"), fetch, &[][..]), (Some("line\nbreak"), line, &[0]), (None, plain, &[1])]);
     }
+}
+
+/// A task others wait for that a forced queue removal deletes unsettled vanished: once relayed,
+/// each task waiting for it, in any queue and whatever its policy, is archived unrun with an
+/// error naming it, and that failure flows on; the removed queue's own waiting task is archived
+/// too (seen once the queue is known again). It never counts as succeeded.
+pub async fn case_a_parent_removed_with_its_queue_vanishes<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let step = |queue: &str, id: &str| {
+        DagTask::new(id, Task::new("t", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
+    };
+    let dag = Flow::dag([
+        step("q", "a"),
+        step("q2", "b").after(["a"]).on_parent_failure(OnParentFailure::RunAnyway),
+        step("q", "c").after(["a"]),
+        step("q2", "d").after(["b"]),
+    ]);
+    t.store(&dag).await.unwrap();
+    t.broker.delete_queue(&QueueName::from_static("q"), true).await.unwrap();
+    t.relay(&["q", "q2"]).await;
+    t.relay(&["q", "q2"]).await;
+    let vanished = parent_vanished_error(&task_ref("q", "a"));
+    assert!(vanished.contains(r#"task a of queue "q""#), "{vanished}");
+    let b = t.task("q2", "b").await;
+    assert_eq!((b.state, b.last_error.as_deref()), (TaskState::Archived, Some(vanished.as_str())), "it never runs");
+    let d = t.task("q2", "d").await;
+    assert_eq!((d.state, d.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
+    assert!(t.dequeue(&["q", "q2"], 10).await.is_empty(), "nothing runs");
+    t.plain("q", "again").await;
+    let c = t.task("q", "c").await;
+    assert_eq!((c.state, c.last_error.as_deref()), (TaskState::Archived, Some(vanished.as_str())));
 }

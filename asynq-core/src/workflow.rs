@@ -56,6 +56,21 @@ pub fn is_cancelled_error(error: &str) -> bool {
 /// [`OnParentFailure::FailWorkflow`]: it never ran, and the tasks waiting for it see it failed.
 pub const PARENT_FAILED_ERROR: &str = "workflow: a task it waits for failed, so it did not run";
 
+/// The start of the error a waiting task is archived with when a task it waits for vanished:
+/// removed, unsettled, with its queue (an operator's forced queue removal, ours or Go's
+/// `asynq queue rm --force`, deletes the queue's tasks but not the tasks waiting for them). Such
+/// a task never runs, whatever its [`OnParentFailure`]; see [`parent_vanished_error`].
+pub const PARENT_VANISHED_ERROR: &str = "workflow: a task it waits for vanished";
+
+/// The error a waiting task is archived with when `parent` vanished (see
+/// [`PARENT_VANISHED_ERROR`]), naming it.
+pub fn parent_vanished_error(parent: &TaskRef) -> String {
+    format!(
+        "{PARENT_VANISHED_ERROR}: task {} of queue {:?} was removed with its queue before it settled, so it did not run",
+        parent.id, parent.queue
+    )
+}
+
 /// What a task does when a task it waits for fails for good (is archived).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnParentFailure {

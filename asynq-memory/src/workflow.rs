@@ -7,7 +7,7 @@ use asynq_core::WorkflowId;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::{
     CancelMark, ParentOutcome, ParentResult, TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL,
-    WorkflowCancellation, WorkflowNode, WorkflowPlan, WorkflowSummary, Workflows,
+    WorkflowCancellation, WorkflowNode, WorkflowPlan, WorkflowSummary, Workflows, parent_vanished_error,
 };
 use queue::Passed;
 use std::collections::VecDeque;
@@ -187,6 +187,27 @@ impl MemoryBroker {
 }
 
 impl State {
+    /// Settles `parent`, a task others wait for that vanished (deleted unsettled with its
+    /// queue), as failed: each task still waiting for it is archived unrun with
+    /// [`parent_vanished_error`], whatever its policy, and that failure flows on. Returns whether
+    /// a task was archived. Does nothing for a task that no task waits for.
+    pub(crate) fn pass_vanished(&mut self, parent: TaskRef, now: SystemTime) -> Result<bool> {
+        let Some(children) = self.queues.get(&parent.queue).and_then(|q| q.workflow_children(parent.id.as_str()))
+        else {
+            return Ok(false);
+        };
+        let error = parent_vanished_error(&parent);
+        let mut settled = vec![(parent, ParentOutcome::Failed { error: error.clone() })];
+        for child in children {
+            if self.queues.get_mut(&child.queue).is_some_and(|q| q.archive_unrun(child.id.as_str(), &error, now)) {
+                settled.push((child, ParentOutcome::Failed { error: error.clone() }));
+            }
+        }
+        let archived = settled.len() > 1;
+        self.pass_workflow_outcomes(settled, now)?;
+        Ok(archived)
+    }
+
     /// Passes the outcomes of `settled`, workflow tasks that settled for good, in order, to the
     /// tasks that wait for them, and on down the workflow through those it cancels, breadth
     /// first (as the Redis broker's settle and relay do): every dependent of the settled tasks

@@ -34,7 +34,7 @@ use asynq_core::time::{unix_nanos, unix_secs};
 use asynq_core::workflow::{
     CancelMark, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef,
     WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowCancellation, WorkflowNode, WorkflowPlan,
-    WorkflowSummary, Workflows,
+    WorkflowSummary, Workflows, parent_vanished_error,
 };
 use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId, WorkflowId};
 use bytes::Bytes;
@@ -287,14 +287,29 @@ impl RedisBroker {
         let k = self.queue_keys(queue);
         let (now, events) = (self.now(), self.event_caps_now().await?);
         let mut conn = self.conn();
+        // Outside the script: asynq:queues is in no queue's slot.
+        let registered: bool = conn
+            .sismember(self.namespace().all_queues(), queue.as_str())
+            .await
+            .map_err(|e| broker_error("look for settled workflow tasks", e))?;
         let cursors = self.sweep_cursors();
         let mut cursor = cursors.lock().expect("sweep cursors poisoned").get(queue.as_str()).cloned();
         let mut found = 0;
         for _ in 0..SWEEP_CALLS {
             let mut call = self.workflow_call(&SCRIPTS.sweep, queue, &k, now, &events);
-            call.arg(cursor.as_deref().unwrap_or("0")).arg(SWEEP_SLICE);
-            let (next, settled): (String, usize) = call.run(&mut conn, "look for settled workflow tasks").await?;
-            found += settled;
+            call.arg(cursor.as_deref().unwrap_or("0")).arg(SWEEP_SLICE).arg(if registered { "0" } else { "1" });
+            let reply: Vec<String> = call.run(&mut conn, "look for settled workflow tasks").await?;
+            let [next, settled, vanished @ ..] = reply.as_slice() else {
+                return Err(unexpected(
+                    "look for settled workflow tasks",
+                    format!("workflow_sweep.lua replied {reply:?}"),
+                ));
+            };
+            let next = next.clone();
+            found += settled.parse::<usize>().unwrap_or_default() + vanished.len();
+            for parent in vanished {
+                self.pass_vanished(queue, parent, now).await?;
+            }
             let complete = next == "0";
             cursor = Some(next);
             if complete {
@@ -303,6 +318,80 @@ impl RedisBroker {
         }
         cursors.lock().expect("sweep cursors poisoned").insert(queue.to_string(), cursor.unwrap_or_default());
         Ok(found)
+    }
+
+    /// Settles the task `parent` of `queue`, which others wait for and which vanished with its
+    /// removed queue, as failed: archives each task still waiting for it unrun, naming it
+    /// ([`parent_vanished_error`]), whatever its policy (their failures flow on through the
+    /// relay), then records its outcome and that it passed it on. Each step is idempotent, so a
+    /// pass cut short is finished by the next sweep.
+    async fn pass_vanished(&self, queue: &QueueName, parent: &str, now: SystemTime) -> Result<()> {
+        let fail = |e| broker_error("pass on a vanished workflow task", e);
+        let k = self.queue_keys(queue);
+        let mut conn = self.conn();
+        let id = TaskId::new(parent)?;
+        let error = parent_vanished_error(&TaskRef { queue: queue.clone(), id });
+        let Some(children): Option<String> = conn.hget(k.workflow_open(), parent).await.map_err(fail)? else {
+            return Ok(());
+        };
+        let pairs: Vec<String> = if children == "*" {
+            conn.lrange(k.workflow_children(parent), 0, -1).await.map_err(fail)?
+        } else {
+            children.split('\n').map(str::to_owned).collect()
+        };
+        // Each queue's dependents in one step, and relayed only once all are archived, so that
+        // each hears of the vanished parent before a sibling's failure reaches it.
+        let mut by_queue: Vec<(&str, Vec<&str>)> = Vec::new();
+        for pair in pairs.chunks_exact(2) {
+            match by_queue.iter_mut().find(|(queue, _)| *queue == pair[0]) {
+                Some((_, ids)) => ids.push(&pair[1]),
+                None => by_queue.push((&pair[0], vec![&pair[1]])),
+            }
+        }
+        let mut archived_in = Vec::new();
+        for (child_queue, ids) in by_queue {
+            let Ok(child_queue) = QueueName::new(child_queue) else {
+                return Err(unexpected(
+                    "pass on a vanished workflow task",
+                    format!("a bad dependent queue {child_queue:?}"),
+                ));
+            };
+            if self.archive_waiting(&child_queue, &ids, &error, now).await? > 0 {
+                archived_in.push(child_queue);
+            }
+        }
+        for child_queue in archived_in {
+            self.relay_soon(child_queue);
+        }
+        let outcome = format!("0{error}");
+        let _: () =
+            conn.set_ex(k.workflow_outcome(parent), outcome, WORKFLOW_RESULT_TTL.as_secs()).await.map_err(fail)?;
+        let _: i64 = conn.del(k.workflow_children(parent)).await.map_err(fail)?;
+        let _: i64 = conn.hdel(k.workflow_open(), parent).await.map_err(fail)?;
+        Ok(())
+    }
+
+    /// Archives the waiting tasks `ids` of `queue` without running them, with `error`, counted
+    /// nowhere, in one step (their failures left in the queue's outbox for the relay); returns
+    /// how many were waiting.
+    async fn archive_waiting(&self, queue: &QueueName, ids: &[&str], error: &str, now: SystemTime) -> Result<usize> {
+        let k = self.queue_keys(queue);
+        let mut conn = self.conn();
+        let events = self.event_caps_now().await?;
+        let mut call = self.workflow_call(&SCRIPTS.cancel, queue, &k, now, &events);
+        let mut any = false;
+        for id in ids {
+            let stored: Option<Vec<u8>> =
+                conn.hget(k.task(id), "msg").await.map_err(|e| broker_error("archive a workflow task", e))?;
+            if let Some(stored) = stored {
+                call.arg(*id).arg(encode(&decode(&stored)?.archived(error, now)));
+                any = true;
+            }
+        }
+        if !any {
+            return Ok(0);
+        }
+        call.run(&mut conn, "archive a workflow task").await
     }
 
     /// Empties the outbox of `queue`; returns how many dependents it told.
@@ -635,21 +724,12 @@ impl Workflows for RedisBroker {
     }
 
     async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool> {
-        let k = self.queue_keys(&task.queue);
-        let mut conn = self.conn();
-        let stored: Option<Vec<u8>> =
-            conn.hget(k.task(task.id.as_str()), "msg").await.map_err(|e| broker_error("cancel a workflow task", e))?;
-        let Some(stored) = stored else { return Ok(false) };
-        let now = self.now();
-        let archived = decode(&stored)?.archived(WORKFLOW_CANCELLED_ERROR, now);
-        let events = self.event_caps_now().await?;
-        let mut call = self.workflow_call(&SCRIPTS.cancel, &task.queue, &k, now, &events);
-        call.arg(task.id.as_str()).arg(encode(&archived));
-        let cancelled: i64 = call.run(&mut conn, "cancel a workflow task").await?;
-        if cancelled == 1 {
+        let cancelled =
+            self.archive_waiting(&task.queue, &[task.id.as_str()], WORKFLOW_CANCELLED_ERROR, self.now()).await?;
+        if cancelled > 0 {
             self.relay_soon(task.queue.clone());
         }
-        Ok(cancelled == 1)
+        Ok(cancelled > 0)
     }
 
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {

@@ -399,3 +399,47 @@ async fn a_dag_runs_twice_on_redis() {
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
     a_dag_runs_twice(broker, Arc::new(SystemClock)).await;
 }
+
+/// Go's `asynq queue rm --force` deletes a queue's task hashes and lists but not our waiting
+/// tasks: a task whose parent vanished so never runs, in the removed queue or another one; our
+/// servers' relay archives it with an error naming the parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependents_of_a_parent_go_removed_with_its_queue_are_archived_naming_it() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let step =
+        |queue: &str, id: &str| Flow::task(Task::new("go", id.to_owned()), TaskOptions::new().queue(queue).task_id(id));
+    let flow = step("gone", "root").then(Flow::group([step("gone", "after-root"), step("kept", "elsewhere")]));
+    FlowProducer::new(broker.clone()).enqueue(&flow).await.unwrap();
+    // What Go's removeQueueForce writes: every task hash its lists name, the lists, and the
+    // queue's name out of asynq:queues.
+    redis.command(&["DEL", "asynq:{gone}:t:root"]).unwrap();
+    for list in ["pending", "active", "scheduled", "retry", "archived", "lease"] {
+        redis.command(&["DEL", &format!("asynq:{{gone}}:{list}")]).unwrap();
+    }
+    redis.command(&["SREM", "asynq:queues", "gone"]).unwrap();
+
+    let log = Log::default();
+    let config =
+        Config { queues: [("gone".to_owned(), 1), ("kept".to_owned(), 1)].into(), ..config(Arc::new(SystemClock)) };
+    let mut server = Server::new(broker.clone(), config).unwrap();
+    server.start(image_pipeline(log.clone())).unwrap();
+    let give_up = tokio::time::Instant::now() + asynq_server::WORKFLOW_RELAY_INTERVAL * 10;
+    let kept = QueueName::from_static("kept");
+    loop {
+        let elsewhere = broker.task_info(&kept, &TaskId::from_static("elsewhere")).await.unwrap();
+        let state = redis.command(&["HGET", "asynq:{gone}:t:after-root", "state"]).unwrap();
+        if elsewhere.state == TaskState::Archived && state.as_str() == Some("archived") {
+            let root = asynq_core::workflow::TaskRef {
+                queue: QueueName::from_static("gone"),
+                id: TaskId::from_static("root"),
+            };
+            assert_eq!(elsewhere.last_error, Some(asynq_core::workflow::parent_vanished_error(&root)));
+            break;
+        }
+        assert!(tokio::time::Instant::now() < give_up, "the relay did not notice the removal: {log:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.shutdown().await;
+    assert!(log.lock().unwrap().is_empty(), "nothing ran: {log:?}");
+}
