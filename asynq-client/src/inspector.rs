@@ -235,30 +235,34 @@ impl Inspector {
         for task in report.tasks.iter().rev() {
             let Some(info) = &task.info else { continue };
             let (queue, id) = (&task.task.queue, &task.task.id);
-            let moved_on = |result: Result<()>| match result {
-                Ok(()) => Ok(true),
-                Err(Error::TaskNotFound { .. } | Error::FailedPrecondition(_)) => Ok(false),
-                Err(e) => Err(e),
-            };
-            match info.state {
-                TaskState::Waiting => {
-                    // Released meanwhile: archived as the pending task it now is.
-                    if workflows.cancel_waiting(&task.task).await?
-                        || moved_on(self.broker.archive_task(queue, id).await)?
-                    {
-                        done.archived += 1;
-                    }
-                }
-                TaskState::Pending | TaskState::Scheduled | TaskState::Retry | TaskState::Aggregating => {
-                    if moved_on(self.broker.archive_task(queue, id).await)? {
-                        done.archived += 1;
-                    }
-                }
+            let archive = match info.state {
+                // Released meanwhile: archived as the pending task it now is.
+                TaskState::Waiting => !workflows.cancel_waiting(&task.task).await?,
+                TaskState::Pending | TaskState::Scheduled | TaskState::Retry | TaskState::Aggregating => true,
                 TaskState::Active => {
                     self.cancel(id.as_str()).await?;
                     done.stopping += 1;
+                    false
                 }
-                TaskState::Completed | TaskState::Archived => {}
+                TaskState::Completed | TaskState::Archived => false,
+            };
+            if !archive {
+                if info.state == TaskState::Waiting {
+                    done.archived += 1;
+                }
+                continue;
+            }
+            match self.broker.archive_task(queue, id).await {
+                Ok(()) => done.archived += 1,
+                Err(Error::TaskNotFound { .. }) => {}
+                // Taken by a server meanwhile: stopped as a running one is.
+                Err(Error::FailedPrecondition(_)) => {
+                    if self.broker.task_info(queue, id).await.is_ok_and(|now| now.state == TaskState::Active) {
+                        self.cancel(id.as_str()).await?;
+                        done.stopping += 1;
+                    }
+                }
+                Err(e) => return Err(e),
             }
         }
         workflows.record_cancellation(&workflow, done).await?;
