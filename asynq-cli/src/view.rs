@@ -182,11 +182,18 @@ pub(crate) struct WorkflowSummaryView {
     id: String,
     created_at: String,
     tasks: usize,
+    /// Whether it was cancelled.
+    cancelled: bool,
 }
 
 impl From<&asynq_client::WorkflowSummary> for WorkflowSummaryView {
     fn from(w: &asynq_client::WorkflowSummary) -> Self {
-        Self { id: w.id.to_string(), created_at: crate::output::rfc3339(w.created_at), tasks: w.tasks }
+        Self {
+            id: w.id.to_string(),
+            created_at: crate::output::rfc3339(w.created_at),
+            tasks: w.tasks,
+            cancelled: w.cancelled,
+        }
     }
 }
 

@@ -332,8 +332,11 @@ fn workflows_are_listed_and_inspected() {
     asynq_at(&server, &["task", "ls", "-q", "flows", "-s", "waiting"]).ok().shows(&["second", "Workflow", &id]);
 
     asynq_at(&server, &["workflow", "cancel", &id]).ok().shows(&["2 tasks archived, 0 running tasks asked to stop"]);
+    asynq_at(&server, &["workflow", "cancel", &id]).ok().shows(&["2 tasks archived, 0 running tasks asked to stop"]);
     let json = asynq_at(&server, &["workflow", "inspect", &id, "--json"]).ok().json();
-    assert_eq!(json["state"], "failed");
+    assert_eq!(json["state"], "cancelled");
+    let listed = asynq_at(&server, &["workflow", "ls", "--json"]).ok().json();
+    assert_eq!(listed[0]["cancelled"], json!(true));
     assert_eq!(json["tasks"][1]["task"]["last_error"], asynq_core::workflow::WORKFLOW_CANCELLED_ERROR);
 
     let missing = asynq_at(&server, &["workflow", "inspect", "no-such-workflow"]);

@@ -3,14 +3,19 @@
 use crate::DEFAULT_MAX_PAYLOAD;
 use asynq_core::workflow::{DEFAULT_MAX_WORKFLOW_TASKS, Flow, TaskRef, Workflows};
 use asynq_core::{Clock, Error, Result, SystemClock, WorkflowId};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Stores workflows: every task of one, checked as a whole before anything is written, each
 /// released to run once the tasks it waits for have settled.
 ///
 /// Its broker needs the [`Workflows`] capability (the memory and Redis brokers have it). Task
-/// IDs not given are generated (UUID v4), as is the workflow's ID.
+/// IDs not given are generated (UUID v4) afresh for each run, as is the workflow's ID: a DAG
+/// task's name ([`DagTask`](asynq_core::workflow::DagTask)) is a name within one run, not its
+/// ID, so the same definition can be enqueued again and again ([`EnqueuedWorkflow::names`]
+/// maps each name to the task of that run).
 ///
 /// ```
 /// use asynq_client::{FlowProducer, Task, TaskOptions};
@@ -42,6 +47,8 @@ pub struct EnqueuedWorkflow {
     pub id: WorkflowId,
     /// Its tasks, each after the tasks it waits for.
     pub tasks: Vec<TaskRef>,
+    /// Each DAG task's name with the task this run stored for it.
+    pub names: BTreeMap<String, TaskRef>,
 }
 
 impl FlowProducer {
@@ -82,15 +89,19 @@ impl FlowProducer {
 
     /// Checks `flow` as a whole and stores every task of it: those that wait for nothing
     /// pending (or scheduled), the others waiting until the tasks they wait for have settled.
+    /// The store runs in one [`ENQUEUE_SPAN_NAME`](crate::ENQUEUE_SPAN_NAME) span
+    /// (`send workflow`); with the `opentelemetry` feature, inside a trace, every task carries
+    /// its context in its `traceparent` header (one the caller set is kept), so each handler
+    /// joins the producer's trace.
     ///
     /// Errors, with nothing written: [`Error::InvalidArgument`] naming what is wrong (an empty
-    /// chain, group or DAG, a task ID used twice, a dependency outside its DAG, a cycle, more
+    /// chain, group or DAG, a task ID or DAG name used twice, a dependency outside its DAG, a cycle, more
     /// tasks than the limit, an option a workflow task cannot have), [`Error::TooLarge`] for a
     /// payload over the limit, [`Error::TaskIdConflict`] when a task's ID is taken in its
-    /// queue. [`Error::Broker`] when the broker fails: see
+    /// queue (only an ID the caller set can be: one set on a DAG task holds for every run). [`Error::Broker`] when the broker fails: see
     /// [`Workflows::store_workflow`] for what it may leave.
     pub async fn enqueue(&self, flow: &Flow) -> Result<EnqueuedWorkflow> {
-        let plan = flow.plan(self.max_tasks, self.clock.now(), || uuid::Uuid::new_v4().to_string())?;
+        let mut plan = flow.plan(self.max_tasks, self.clock.now(), || uuid::Uuid::new_v4().to_string())?;
         for task in &plan.tasks {
             let size = task.request.message.payload.len();
             if size > self.max_payload {
@@ -98,9 +109,23 @@ impl FlowProducer {
                 return Err(Error::TooLarge { what: "payload", size, limit: self.max_payload, limit_by });
             }
         }
-        self.broker.store_workflow(&plan).await?;
+        let traced = crate::caller_in_trace();
+        let span = tracing::info_span!(
+            crate::ENQUEUE_SPAN_NAME,
+            otel.name = "send workflow",
+            otel.kind = "producer",
+            messaging.system = "asynq",
+            messaging.operation.type = "send",
+            messaging.operation.name = "send",
+            messaging.batch.message_count = plan.tasks.len(),
+            workflow.id = %plan.id,
+        );
+        for task in &mut plan.tasks {
+            crate::propagate(&span, &mut task.request, traced);
+        }
+        self.broker.store_workflow(&plan).instrument(span).await?;
         let tasks = plan.tasks.iter().map(|task| TaskRef::of(&task.request.message)).collect();
-        Ok(EnqueuedWorkflow { id: plan.id, tasks })
+        Ok(EnqueuedWorkflow { names: plan.names(), id: plan.id, tasks })
     }
 }
 

@@ -3,7 +3,8 @@
 
 use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
 use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
-use asynq_core::workflow::{TaskRef, WorkflowSummary, Workflows};
+pub use asynq_core::workflow::WorkflowCancellation;
+use asynq_core::workflow::{CancelMark, TaskRef, WorkflowSummary, Workflows};
 use asynq_core::{
     BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats, Error, GroupName, QueueInfo, QueueLocation,
     QueueName, Result, ServerInfo, TaskId, TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
@@ -177,8 +178,10 @@ impl Inspector {
     /// [`Error::Unsupported`] on a broker without workflows.
     pub async fn workflow(&self, id: &str) -> Result<WorkflowReport> {
         let id = WorkflowId::new(id)?;
-        let (refs, parents): (Vec<TaskRef>, Vec<Vec<usize>>) =
-            self.workflow_store()?.workflow_tasks(&id).await?.into_iter().map(|node| (node.task, node.parents)).unzip();
+        let workflows = self.workflow_store()?;
+        let nodes = workflows.workflow_tasks(&id).await?;
+        let refs: Vec<TaskRef> = nodes.iter().map(|node| node.task.clone()).collect();
+        let cancelled = workflows.is_cancelled(&id).await?;
         // Each read owns its task, so that the future stays `Send` for callers that spawn it.
         let infos: Vec<Result<Option<TaskInfo>>> = futures::stream::iter(refs.iter().cloned())
             .map(|task| async move {
@@ -191,58 +194,78 @@ impl Inspector {
             .buffered(WORKFLOW_READS_AT_ONCE)
             .collect()
             .await;
-        let tasks = refs
+        let tasks = nodes
             .into_iter()
-            .zip(parents)
             .zip(infos)
-            .map(|((task, parents), info)| Ok(WorkflowTask { task, parents, info: info? }))
+            .map(|(node, info)| {
+                Ok(WorkflowTask { task: node.task, name: node.name, parents: node.parents, info: info? })
+            })
             .collect::<Result<_>>()?;
-        Ok(WorkflowReport { id, tasks })
+        Ok(WorkflowReport { id, tasks, cancelled })
     }
 
-    /// Cancels workflow `id`: each task still waiting is archived without running
+    /// Cancels workflow `id`. The workflow is marked cancelled first
+    /// ([`Workflows::mark_cancelled`]; its state reads [`WorkflowState::Cancelled`] from then on),
+    /// so that a server archives each of its tasks rather than run or retry it, whenever it
+    /// picks one up. Then each task still waiting is archived without running
     /// ([`WORKFLOW_CANCELLED_ERROR`](asynq_core::workflow::WORKFLOW_CANCELLED_ERROR)), each
     /// pending, scheduled, aggregating or to be retried is archived as [`Inspector::archive_task`]
-    /// would, and servers are asked to stop each running one ([`Inspector::cancel`];
-    /// its handler sees its context cancelled, and the attempt fails as any cancelled attempt
-    /// does). Tasks that settled are left as they are. A task that moves on while this runs (a
-    /// pending one that a worker takes) is not chased further.
+    /// would, and servers are asked to stop each running one ([`Inspector::cancel`]): its
+    /// handler sees its context cancelled, and the attempt ends archived, never retried, with
+    /// [`WORKFLOW_STOPPED_ERROR`](asynq_core::workflow::WORKFLOW_STOPPED_ERROR) before its error
+    /// (a handler that succeeds anyway succeeds). Tasks that settled are left as they are.
+    ///
+    /// Idempotent: cancelling a workflow cancelled before writes nothing and reports what the
+    /// first cancel did; one whose cancel stopped half-way (its process died) is cancelled
+    /// again. A task that a Go server runs is stopped the same way but, as Go knows nothing of
+    /// workflows, a Go server may retry it (a Rust server taking the retry archives it).
     ///
     /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept;
     /// [`Error::Unsupported`] on a broker without workflows.
     pub async fn cancel_workflow(&self, id: &str) -> Result<WorkflowCancellation> {
         let workflows = self.workflow_store()?;
+        let workflow = WorkflowId::new(id)?;
+        if let CancelMark::Done(earlier) = workflows.mark_cancelled(&workflow).await? {
+            return Ok(earlier);
+        }
         let report = self.workflow(id).await?;
         let mut done = WorkflowCancellation::default();
-        for task in &report.tasks {
+        // Children first, so that each waiting task is archived as cancelled before a parent's
+        // failure reaches it.
+        for task in report.tasks.iter().rev() {
             let Some(info) = &task.info else { continue };
             let (queue, id) = (&task.task.queue, &task.task.id);
-            let moved_on = |result: Result<()>| match result {
-                Ok(()) => Ok(true),
-                Err(Error::TaskNotFound { .. } | Error::FailedPrecondition(_)) => Ok(false),
-                Err(e) => Err(e),
-            };
-            match info.state {
-                TaskState::Waiting => {
-                    // Released meanwhile: archived as the pending task it now is.
-                    if workflows.cancel_waiting(&task.task).await?
-                        || moved_on(self.broker.archive_task(queue, id).await)?
-                    {
-                        done.archived += 1;
-                    }
-                }
-                TaskState::Pending | TaskState::Scheduled | TaskState::Retry | TaskState::Aggregating => {
-                    if moved_on(self.broker.archive_task(queue, id).await)? {
-                        done.archived += 1;
-                    }
-                }
+            let archive = match info.state {
+                // Released meanwhile: archived as the pending task it now is.
+                TaskState::Waiting => !workflows.cancel_waiting(&task.task).await?,
+                TaskState::Pending | TaskState::Scheduled | TaskState::Retry | TaskState::Aggregating => true,
                 TaskState::Active => {
                     let _found = self.cancel(id.as_str()).await?;
                     done.stopping += 1;
+                    false
                 }
-                TaskState::Completed | TaskState::Archived => {}
+                TaskState::Completed | TaskState::Archived => false,
+            };
+            if !archive {
+                if info.state == TaskState::Waiting {
+                    done.archived += 1;
+                }
+                continue;
+            }
+            match self.broker.archive_task(queue, id).await {
+                Ok(()) => done.archived += 1,
+                Err(Error::TaskNotFound { .. }) => {}
+                // Taken by a server meanwhile: stopped as a running one is.
+                Err(Error::FailedPrecondition(_)) => {
+                    if self.broker.task_info(queue, id).await.is_ok_and(|now| now.state == TaskState::Active) {
+                        self.cancel(id.as_str()).await?;
+                        done.stopping += 1;
+                    }
+                }
+                Err(e) => return Err(e),
             }
         }
+        workflows.record_cancellation(&workflow, done).await?;
         Ok(done)
     }
 
@@ -439,6 +462,8 @@ pub struct WorkflowReport {
     pub id: WorkflowId,
     /// Its tasks, parents first.
     pub tasks: Vec<WorkflowTask>,
+    /// Whether it was cancelled ([`Inspector::cancel_workflow`]).
+    pub cancelled: bool,
 }
 
 /// One task of a [`WorkflowReport`].
@@ -446,6 +471,9 @@ pub struct WorkflowReport {
 pub struct WorkflowTask {
     /// Where it is.
     pub task: TaskRef,
+    /// Its name in its DAG, for a task of a DAG
+    /// ([`DagTask`](asynq_core::workflow::DagTask)).
+    pub name: Option<String>,
     /// The tasks it waits for, as positions in [`WorkflowReport::tasks`] (each before its own),
     /// in the order its handler sees their results.
     pub parents: Vec<usize>,
@@ -464,24 +492,30 @@ pub enum WorkflowState {
     Failed,
     /// Every task succeeded (or is gone, as a task that succeeded without retention is).
     Succeeded,
+    /// It was cancelled ([`Inspector::cancel_workflow`]); tasks that were running may still
+    /// be stopping.
+    Cancelled,
 }
 
 impl WorkflowState {
-    /// Its name: `running`, `failed` or `succeeded`.
+    /// Its name: `running`, `failed`, `succeeded` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             WorkflowState::Running => "running",
             WorkflowState::Failed => "failed",
             WorkflowState::Succeeded => "succeeded",
+            WorkflowState::Cancelled => "cancelled",
         }
     }
 }
 
 impl WorkflowReport {
-    /// Where the workflow stands, from its tasks' states.
+    /// Where the workflow stands: cancelled once it was cancelled, otherwise from its tasks' states.
     pub fn state(&self) -> WorkflowState {
         let states = || self.tasks.iter().filter_map(|task| task.info.as_ref().map(|info| info.state));
-        if states().any(|state| !matches!(state, TaskState::Completed | TaskState::Archived)) {
+        if self.cancelled {
+            WorkflowState::Cancelled
+        } else if states().any(|state| !matches!(state, TaskState::Completed | TaskState::Archived)) {
             WorkflowState::Running
         } else if states().any(|state| state == TaskState::Archived) {
             WorkflowState::Failed
@@ -489,13 +523,4 @@ impl WorkflowReport {
             WorkflowState::Succeeded
         }
     }
-}
-
-/// What [`Inspector::cancel_workflow`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WorkflowCancellation {
-    /// Tasks archived without running further.
-    pub archived: usize,
-    /// Running tasks whose servers were asked to stop them.
-    pub stopping: usize,
 }

@@ -60,13 +60,16 @@ use tracing::Instrument;
 /// `messaging.operation.type` (`send`), `messaging.destination.name` (the queue) and
 /// `messaging.message.id` (the task ID), or `messaging.batch.message_count` for a batch; with
 /// `otel.kind` `producer` and `otel.name` `send <queue>`. Built with the `opentelemetry`
-/// feature, the client writes this span's context into each task's `traceparent` header, so the
-/// worker's task span joins the trace.
+/// feature, the client writes this span's context into each task's `traceparent` header when
+/// the caller is inside a trace, so the worker's task span joins the trace; outside any span
+/// nothing is written. [`FlowProducer::enqueue`] makes one such span per workflow
+/// (`send workflow`), which every task of the workflow carries.
 pub const ENQUEUE_SPAN_NAME: &str = "asynq.enqueue";
 
 /// The enqueue span of `request` (see [`ENQUEUE_SPAN_NAME`]), its context written into the
 /// request's headers with the `opentelemetry` feature.
 fn enqueue_span(request: &mut EnqueueRequest) -> tracing::Span {
+    let traced = caller_in_trace();
     let span = tracing::info_span!(
         ENQUEUE_SPAN_NAME,
         otel.name = %format_args!("send {}", request.queue()),
@@ -77,7 +80,7 @@ fn enqueue_span(request: &mut EnqueueRequest) -> tracing::Span {
         messaging.destination.name = %request.queue(),
         messaging.message.id = %request.id(),
     );
-    propagate(&span, request);
+    propagate(&span, request, traced);
     span
 }
 
@@ -94,12 +97,23 @@ fn batch_span(count: usize) -> tracing::Span {
     )
 }
 
-/// With the `opentelemetry` feature, writes `span`'s trace context into `request`'s headers
-/// (unless they carry one already).
-#[cfg_attr(not(feature = "opentelemetry"), expect(unused_variables))]
-fn propagate(span: &tracing::Span, request: &mut EnqueueRequest) {
+/// Whether the caller is inside a trace (with the `opentelemetry` feature; never without it):
+/// only then does an enqueue write a trace context.
+pub(crate) fn caller_in_trace() -> bool {
     #[cfg(feature = "opentelemetry")]
-    asynq_core::trace_context::inject_span(span, &mut request.message.headers);
+    return asynq_core::trace_context::in_trace();
+    #[cfg(not(feature = "opentelemetry"))]
+    false
+}
+
+/// With the `opentelemetry` feature, writes `span`'s trace context into `request`'s headers
+/// when the caller is `traced` ([`caller_in_trace`]), unless they carry one already.
+#[cfg_attr(not(feature = "opentelemetry"), expect(unused_variables))]
+pub(crate) fn propagate(span: &tracing::Span, request: &mut EnqueueRequest, traced: bool) {
+    #[cfg(feature = "opentelemetry")]
+    if traced {
+        asynq_core::trace_context::inject_span(span, &mut request.message.headers);
+    }
 }
 
 /// Enqueues tasks into a broker.
@@ -285,10 +299,11 @@ impl Client {
         let mut requests = Vec::with_capacity(tasks.len());
         let mut sent = Vec::with_capacity(tasks.len());
         let span = batch_span(tasks.len());
+        let traced = caller_in_trace();
         for (index, (task, options)) in tasks.iter().enumerate() {
             match self.prepare(task, options) {
                 Ok((mut request, info)) => {
-                    propagate(&span, &mut request);
+                    propagate(&span, &mut request, traced);
                     requests.push(request);
                     sent.push(index);
                     results.push(Ok(info));

@@ -102,7 +102,10 @@ impl Tracker {
     /// Waits up to `timeout` for every task of `workflow` to finish, and says how each ended, in
     /// the workflow's order (parents first). A task cancelled because a task it waited for
     /// failed ends archived with
-    /// [`PARENT_FAILED_ERROR`](asynq_core::workflow::PARENT_FAILED_ERROR).
+    /// [`PARENT_FAILED_ERROR`](asynq_core::workflow::PARENT_FAILED_ERROR). A cancelled
+    /// workflow ([`Inspector::cancel_workflow`](crate::Inspector::cancel_workflow)) ends once
+    /// its running tasks have stopped: each task it did not finish ends archived with an error
+    /// that says so ([`is_cancelled_error`](asynq_core::workflow::is_cancelled_error)).
     ///
     /// ```
     /// use asynq_client::{FlowProducer, Task, TaskOptions, Tracker};

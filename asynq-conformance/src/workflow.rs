@@ -9,8 +9,9 @@ use super::fixture::{Fixture, archive, assert_id_conflict, at, millis, names, re
 use asynq_core::broker::Wait;
 use asynq_core::broker::{Dequeue, Manage, Outcome, Page, Recover};
 use asynq_core::workflow::{
-    DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef,
-    WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowPlan, Workflows,
+    CancelMark, DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome,
+    TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowCancellation, WorkflowPlan, Workflows,
+    parent_vanished_error,
 };
 use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState, WorkflowId};
 use bytes::Bytes;
@@ -142,11 +143,12 @@ where
 {
     let t = Fixture::new(factory).await;
     let dag = Flow::dag([
-        DagTask::new("x", Task::new("t", "x"), TaskOptions::new().queue("q")),
-        DagTask::new("y", Task::new("t", "y"), TaskOptions::new().queue("q")),
-        DagTask::new("below-x", Task::new("t", "bx"), TaskOptions::new().queue("q")).after(["x"]),
-        DagTask::new("below-that", Task::new("t", "bt"), TaskOptions::new().queue("q")).after(["below-x"]),
-        DagTask::new("report", Task::new("t", "r"), TaskOptions::new().queue("q"))
+        DagTask::new("x", Task::new("t", "x"), TaskOptions::new().queue("q").task_id("x")),
+        DagTask::new("y", Task::new("t", "y"), TaskOptions::new().queue("q").task_id("y")),
+        DagTask::new("below-x", Task::new("t", "bx"), TaskOptions::new().queue("q").task_id("below-x")).after(["x"]),
+        DagTask::new("below-that", Task::new("t", "bt"), TaskOptions::new().queue("q").task_id("below-that"))
+            .after(["below-x"]),
+        DagTask::new("report", Task::new("t", "r"), TaskOptions::new().queue("q").task_id("report"))
             .after(["below-that", "y"])
             .on_parent_failure(OnParentFailure::RunAnyway),
     ]);
@@ -312,4 +314,108 @@ where
     assert_eq!((c.state, c.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
     let info = t.counts("q").await;
     assert_eq!((info.pending, info.archived, info.waiting, info.failed), (1, 2, 0, 0));
+}
+
+/// A workflow's cancel mark: none at first; the first mark says so, a later one that the first
+/// has not recorded what it did, then what it recorded; listings and `is_cancelled` show it; an
+/// unknown workflow is not found and nothing is marked.
+pub async fn case_a_cancel_mark_is_kept_and_reported<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    t.store_as(&task("q", "a").then(task("q", "b")), "first").await.unwrap();
+    t.store_as(&task("q", "c"), "second").await.unwrap();
+    let first = WorkflowId::from_static("first");
+    assert!(!t.broker.is_cancelled(&first).await.unwrap());
+    let cancelled = |listed: Vec<asynq_core::workflow::WorkflowSummary>| {
+        listed.into_iter().map(|w| (w.id.into_string(), w.cancelled)).collect::<Vec<_>>()
+    };
+    let listed = cancelled(t.broker.list_workflows(Page::default()).await.unwrap());
+    assert_eq!(listed, [("second".to_owned(), false), ("first".to_owned(), false)]);
+    let done = WorkflowCancellation { archived: 1, stopping: 1 };
+    t.broker.record_cancellation(&first, done).await.unwrap();
+    assert!(!t.broker.is_cancelled(&first).await.unwrap(), "recording marks nothing");
+    assert_eq!(t.broker.mark_cancelled(&first).await.unwrap(), CancelMark::Marked);
+    assert_eq!(t.broker.mark_cancelled(&first).await.unwrap(), CancelMark::Unfinished);
+    t.broker.record_cancellation(&first, done).await.unwrap();
+    assert_eq!(t.broker.mark_cancelled(&first).await.unwrap(), CancelMark::Done(done));
+    assert!(t.broker.is_cancelled(&first).await.unwrap());
+    assert!(!t.broker.is_cancelled(&WorkflowId::from_static("second")).await.unwrap());
+    let listed = cancelled(t.broker.list_workflows(Page::default()).await.unwrap());
+    assert_eq!(listed, [("second".to_owned(), false), ("first".to_owned(), true)]);
+    let ghost = WorkflowId::from_static("ghost");
+    let missing = t.broker.mark_cancelled(&ghost).await;
+    assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "ghost"), "{missing:?}");
+    assert!(!t.broker.is_cancelled(&ghost).await.unwrap(), "an unknown workflow is not marked");
+    assert_eq!(t.task("q", "b").await.state, TaskState::Waiting, "marking moves no task");
+}
+
+/// A DAG's task names are kept in its workflow's record beside each task (a task of no DAG has
+/// none), and a name is no task ID: two runs of one DAG keep the same names for their own tasks.
+pub async fn case_a_dag_s_names_are_kept_in_its_record<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let dag = || {
+        Flow::dag([
+            DagTask::new("fetch", Task::new("t", ""), TaskOptions::new().queue("q")),
+            DagTask::new("line\nbreak", Task::new("t", ""), TaskOptions::new().queue("q2")).after(["fetch"]),
+        ])
+        .then(Flow::task(Task::new("t", ""), TaskOptions::new().queue("q")))
+    };
+    let mut runs = Vec::new();
+    for run in ["run-1", "run-2"] {
+        let mut n = 0;
+        let plan = dag()
+            .plan(DEFAULT_MAX_WORKFLOW_TASKS, t.now(), || {
+                n += 1;
+                format!("{run}-{n}")
+            })
+            .unwrap();
+        t.broker.store_workflow(&plan).await.unwrap();
+        runs.push(plan.id);
+    }
+    for (run, id) in ["run-1", "run-2"].iter().zip(&runs) {
+        let kept = t.broker.workflow_tasks(id).await.unwrap();
+        let kept: Vec<(Option<&str>, String, &[usize])> =
+            kept.iter().map(|node| (node.name.as_deref(), node.task.id.to_string(), node.parents.as_slice())).collect();
+        let [fetch, line, plain] = [1, 2, 3].map(|n| format!("{run}-{n}"));
+        assert_eq!(kept, [(Some("fetch"), fetch, &[][..]), (Some("line\nbreak"), line, &[0]), (None, plain, &[1])]);
+    }
+}
+
+/// A task others wait for that a forced queue removal deletes unsettled vanished: once relayed,
+/// each task waiting for it, in any queue and whatever its policy, is archived unrun with an
+/// error naming it, and that failure flows on; the removed queue's own waiting task is archived
+/// too (seen once the queue is known again). It never counts as succeeded.
+pub async fn case_a_parent_removed_with_its_queue_vanishes<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let step = |queue: &str, id: &str| {
+        DagTask::new(id, Task::new("t", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
+    };
+    let dag = Flow::dag([
+        step("q", "a"),
+        step("q2", "b").after(["a"]).on_parent_failure(OnParentFailure::RunAnyway),
+        step("q", "c").after(["a"]),
+        step("q2", "d").after(["b"]),
+    ]);
+    t.store(&dag).await.unwrap();
+    t.broker.delete_queue(&QueueName::from_static("q"), true).await.unwrap();
+    t.relay(&["q", "q2"]).await;
+    t.relay(&["q", "q2"]).await;
+    let vanished = parent_vanished_error(&task_ref("q", "a"));
+    assert!(vanished.contains(r#"task a of queue "q""#), "{vanished}");
+    let b = t.task("q2", "b").await;
+    assert_eq!((b.state, b.last_error.as_deref()), (TaskState::Archived, Some(vanished.as_str())), "it never runs");
+    let d = t.task("q2", "d").await;
+    assert_eq!((d.state, d.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)));
+    assert!(t.dequeue(&["q", "q2"], 10).await.is_empty(), "nothing runs");
+    t.plain("q", "again").await;
+    let c = t.task("q", "c").await;
+    assert_eq!((c.state, c.last_error.as_deref()), (TaskState::Archived, Some(vanished.as_str())));
 }

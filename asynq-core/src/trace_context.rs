@@ -2,7 +2,8 @@
 //! task to the handler that ran it: the client writes the context of its enqueue span
 //! ([`inject`]), the server makes the context it reads ([`extract`]) the parent of the task's
 //! span. Both read `tracing` spans through the `tracing-opentelemetry` layer the application
-//! installs with its exporter; without it, or outside any span, nothing is written.
+//! installs with its exporter; without it, or outside any span ([`in_trace`]), nothing is
+//! written.
 //!
 //! Go asynq neither reads nor writes these headers, and keeps them as they are.
 
@@ -33,6 +34,14 @@ pub fn inject(cx: &Context, headers: &mut HashMap<String, String>) {
     if headers.get(TRACESTATE_HEADER).is_some_and(String::is_empty) {
         headers.remove(TRACESTATE_HEADER);
     }
+}
+
+/// Whether the caller is inside a trace: the current `tracing` span, or else the current
+/// OpenTelemetry context, has a valid span context. Enqueues write a trace context only then, so
+/// that a task enqueued outside any span carries none (its handler starts a trace of its own).
+pub fn in_trace() -> bool {
+    tracing::Span::current().context().span().span_context().is_valid()
+        || Context::current().span().span_context().is_valid()
 }
 
 /// [`inject`] with the context of `span`.

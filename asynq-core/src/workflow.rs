@@ -5,10 +5,12 @@
 //!
 //! [`Flow::plan`] checks a whole workflow before anything is written and resolves it into a
 //! [`WorkflowPlan`]: every task's enqueue request and the ordered list of its parents (a chord's
-//! callback gets its members in member order), parents first. Bad input (an empty chain, group
-//! or DAG, a task ID used twice, a dependency on a task outside its DAG, a cycle, more tasks than
-//! the limit, options a waiting task cannot have) is refused with
-//! [`Error::InvalidArgument`] naming the problem.
+//! callback gets its members in member order), parents first. A DAG's tasks have names, which
+//! its tasks wait for by; a name holds within one run of the workflow, and each run's tasks get
+//! fresh IDs unless the caller set one ([`TaskOptions::task_id`]), so one definition runs as often
+//! as it is stored. Bad input (an empty chain, group or DAG, a task ID or name used twice, a
+//! dependency on a task outside its DAG, a cycle, more tasks than the limit, options a waiting
+//! task cannot have) is refused with [`Error::InvalidArgument`] naming the problem.
 //!
 //! Storing a plan and releasing its tasks as their parents settle is the brokers' part, the
 //! [`Workflows`] capability: every task of a plan carries the [`WORKFLOW_HEADER`], so that the
@@ -20,7 +22,7 @@ use crate::{
 };
 use async_trait::async_trait;
 use bytes::Bytes;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 
 /// The most tasks one workflow holds unless [`Flow::plan`] is given another limit.
@@ -39,9 +41,35 @@ pub const WORKFLOW_RESULT_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// ([`Workflows::cancel_waiting`]): it never ran, and the tasks waiting for it see it failed.
 pub const WORKFLOW_CANCELLED_ERROR: &str = "workflow: cancelled before it ran";
 
+/// The start of the error a task of a cancelled workflow is archived with when it was running as
+/// the cancel came (or failed after it): this, `": "`, and the attempt's own error. A task of a
+/// cancelled workflow is never retried.
+pub const WORKFLOW_STOPPED_ERROR: &str = "workflow: cancelled while it ran";
+
+/// Whether `error`, a task's last error, says that its workflow was cancelled: it is
+/// [`WORKFLOW_CANCELLED_ERROR`] or starts with [`WORKFLOW_STOPPED_ERROR`].
+pub fn is_cancelled_error(error: &str) -> bool {
+    error == WORKFLOW_CANCELLED_ERROR || error.starts_with(WORKFLOW_STOPPED_ERROR)
+}
+
 /// The error a waiting task is archived with when a task it waits for failed for good under
 /// [`OnParentFailure::FailWorkflow`]: it never ran, and the tasks waiting for it see it failed.
 pub const PARENT_FAILED_ERROR: &str = "workflow: a task it waits for failed, so it did not run";
+
+/// The start of the error a waiting task is archived with when a task it waits for vanished:
+/// removed, unsettled, with its queue (an operator's forced queue removal, ours or Go's
+/// `asynq queue rm --force`, deletes the queue's tasks but not the tasks waiting for them). Such
+/// a task never runs, whatever its [`OnParentFailure`]; see [`parent_vanished_error`].
+pub const PARENT_VANISHED_ERROR: &str = "workflow: a task it waits for vanished";
+
+/// The error a waiting task is archived with when `parent` vanished (see
+/// [`PARENT_VANISHED_ERROR`]), naming it.
+pub fn parent_vanished_error(parent: &TaskRef) -> String {
+    format!(
+        "{PARENT_VANISHED_ERROR}: task {} of queue {:?} was removed with its queue before it settled, so it did not run",
+        parent.id, parent.queue
+    )
+}
 
 /// What a task does when a task it waits for fails for good (is archived).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,24 +102,31 @@ impl Step {
     }
 }
 
-/// A task of a [`Flow::dag`]: its ID (which the others name to wait for it), its step, and the
-/// IDs of the tasks of the same DAG it waits for, in the order its handler sees their results.
+/// A task of a [`Flow::dag`]: its name (which the others name to wait for it), its step, and
+/// the names of the tasks of the same DAG it waits for, in the order its handler sees their
+/// results.
+///
+/// The name holds within one run of the workflow; it is not the task's ID. Each run's task gets a
+/// fresh ID (a UUID v4 when the client's `FlowProducer` stores it), unless `options` set one
+/// ([`TaskOptions::task_id`]), which then holds for every run: storing the workflow again while
+/// that task is kept is refused as a conflicting ID. The name → task map of a stored run is
+/// [`WorkflowPlan::names`]. Names are unique within a workflow, across its DAGs.
 #[derive(Debug, Clone)]
 pub struct DagTask {
-    id: String,
+    name: String,
     step: Step,
     after: Vec<String>,
 }
 
 impl DagTask {
-    /// Task `id` of a DAG, running `task` with `options`, waiting for nothing yet.
-    pub fn new(id: impl Into<String>, task: Task, options: TaskOptions) -> Self {
-        Self { id: id.into(), step: Step::new(task, options), after: Vec::new() }
+    /// Task `name` of a DAG, running `task` with `options`, waiting for nothing yet.
+    pub fn new(name: impl Into<String>, task: Task, options: TaskOptions) -> Self {
+        Self { name: name.into(), step: Step::new(task, options), after: Vec::new() }
     }
 
-    /// This task, waiting for the tasks `ids` of its DAG too.
-    pub fn after<I: Into<String>>(mut self, ids: impl IntoIterator<Item = I>) -> Self {
-        self.after.extend(ids.into_iter().map(Into::into));
+    /// This task, waiting for the tasks named `names` of its DAG too.
+    pub fn after<I: Into<String>>(mut self, names: impl IntoIterator<Item = I>) -> Self {
+        self.after.extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -160,12 +195,12 @@ impl Flow {
     }
 
     /// Checks the whole workflow and resolves it at `now`, at most `max_tasks` tasks, task IDs
-    /// not given taken from `new_id`.
+    /// not given (in [`TaskOptions::task_id`]) taken from `new_id`, DAG tasks' names included.
     ///
     /// Errors: [`Error::InvalidArgument`] (field `"workflow"`, or the field of a task's bad
     /// option) naming the problem; nothing is resolved further once one is found.
     pub fn plan(&self, max_tasks: usize, now: SystemTime, mut new_id: impl FnMut() -> String) -> Result<WorkflowPlan> {
-        let mut planner = Planner { nodes: Vec::new(), ids: HashMap::new(), max_tasks, now };
+        let mut planner = Planner { nodes: Vec::new(), ids: HashMap::new(), names: HashMap::new(), max_tasks, now };
         planner.walk(self, "the workflow", &mut new_id)?;
         let order = planner.topological_order()?;
         let Planner { nodes, .. } = planner;
@@ -187,6 +222,7 @@ impl Flow {
                 let mut node = slots[index].take().expect("each node is ordered once");
                 node.request.message.headers.insert(WORKFLOW_HEADER.to_owned(), id.to_string());
                 PlannedTask {
+                    name: node.name,
                     parents: node.parents.iter().map(|&parent| refs[parent].clone()).collect(),
                     children: std::mem::take(&mut children[index]),
                     request: node.request,
@@ -239,14 +275,22 @@ impl WorkflowPlan {
             .map(|task| WorkflowNode {
                 task: TaskRef::of(&task.request.message),
                 parents: task.parents.iter().map(|parent| positions[parent]).collect(),
+                name: task.name.clone(),
             })
             .collect()
+    }
+
+    /// Each DAG task's name with where this run stored it.
+    pub fn names(&self) -> BTreeMap<String, TaskRef> {
+        self.tasks.iter().filter_map(|task| Some((task.name.clone()?, TaskRef::of(&task.request.message)))).collect()
     }
 }
 
 /// One task of a [`WorkflowPlan`].
 #[derive(Debug, Clone)]
 pub struct PlannedTask {
+    /// Its name, for a task of a DAG ([`DagTask`]).
+    pub name: Option<String>,
     /// What to store once its parents have settled (at once for a root).
     pub request: EnqueueRequest,
     /// The tasks it waits for, in the order its handler sees their results.
@@ -266,6 +310,8 @@ pub struct WorkflowNode {
     /// their results. The list is in plan order, parents first, so each is smaller than the
     /// task's own position.
     pub parents: Vec<usize>,
+    /// Its name, for a task of a DAG ([`DagTask`]).
+    pub name: Option<String>,
 }
 
 /// The refusal of an operator's action (run, archive, delete) on the workflow task `id` while it
@@ -285,6 +331,31 @@ pub struct WorkflowSummary {
     pub created_at: SystemTime,
     /// How many tasks it has.
     pub tasks: usize,
+    /// Whether it was cancelled ([`Workflows::mark_cancelled`]).
+    pub cancelled: bool,
+}
+
+/// What cancelling a workflow did, as the cancel that marked it recorded it
+/// ([`Workflows::record_cancellation`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkflowCancellation {
+    /// Tasks archived without running further.
+    pub archived: usize,
+    /// Running tasks whose servers were asked to stop them (each is archived, not retried, once
+    /// its attempt ends).
+    pub stopping: usize,
+}
+
+/// What [`Workflows::mark_cancelled`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelMark {
+    /// This call marked the workflow cancelled.
+    Marked,
+    /// An earlier call marked it and has not recorded what it did (it is under way, or it
+    /// stopped half-way): the caller does the cancel's work again.
+    Unfinished,
+    /// An earlier cancel marked it and did this.
+    Done(WorkflowCancellation),
 }
 
 /// How a task that another waits for settled for good, as its dependent sees it.
@@ -361,6 +432,21 @@ pub trait Workflows: Send + Sync {
     /// left alone).
     async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool>;
 
+    /// Marks workflow `id` cancelled, for as long as its record is kept: from then on a server
+    /// archives its tasks rather than run or retry them. Says whether this call marked it, or an
+    /// earlier one did (and what that one recorded it did).
+    ///
+    /// Errors: [`Error::WorkflowNotFound`] when no such workflow is kept, with nothing written.
+    async fn mark_cancelled(&self, id: &WorkflowId) -> Result<CancelMark>;
+
+    /// Records what the cancel of workflow `id`, already marked, did, for a later cancel to
+    /// report ([`CancelMark::Done`]). Does nothing for a workflow not marked.
+    async fn record_cancellation(&self, id: &WorkflowId, done: WorkflowCancellation) -> Result<()>;
+
+    /// Whether workflow `id` was cancelled ([`Workflows::mark_cancelled`]); `false` for one not
+    /// kept.
+    async fn is_cancelled(&self, id: &WorkflowId) -> Result<bool>;
+
     /// The parents of the workflow task `task` and how each settled, in its plan's order; one
     /// whose outcome is not known is [`ParentOutcome::Unknown`]. Empty for a task that waits for
     /// nothing, or was never a workflow task.
@@ -381,6 +467,8 @@ pub trait Workflows: Send + Sync {
 }
 
 struct Node {
+    /// Its DAG name, if any.
+    name: Option<String>,
     request: EnqueueRequest,
     /// Indexes of the nodes it waits for, in order.
     parents: Vec<usize>,
@@ -390,6 +478,8 @@ struct Node {
 struct Planner {
     nodes: Vec<Node>,
     ids: HashMap<TaskId, usize>,
+    /// The DAG names used, each once in a workflow.
+    names: HashMap<String, usize>,
     max_tasks: usize,
     now: SystemTime,
 }
@@ -406,20 +496,26 @@ fn refused(reason: impl Into<String>) -> Error {
 }
 
 impl Planner {
-    fn add(&mut self, step: &Step, id: Option<&str>, new_id: &mut dyn FnMut() -> String) -> Result<usize> {
+    fn add(&mut self, step: &Step, name: Option<&str>, new_id: &mut dyn FnMut() -> String) -> Result<usize> {
         if self.nodes.len() == self.max_tasks {
             return Err(refused(format!("more than {} tasks, the limit of one workflow", self.max_tasks)));
         }
-        let options = match id {
-            Some(id) => step.options.clone().task_id(id),
-            None => step.options.clone(),
-        };
-        let request = resolve_enqueue(&step.task, &options, self.now, new_id)?;
         let index = self.nodes.len();
+        if let Some(name) = name
+            && self.names.insert(name.to_owned(), index).is_some()
+        {
+            return Err(refused(format!("task name {name:?} is used twice")));
+        }
+        let request = resolve_enqueue(&step.task, &step.options, self.now, new_id)?;
         if self.ids.insert(request.message.id.clone(), index).is_some() {
             return Err(refused(format!("task ID {} is used twice", request.message.id)));
         }
-        self.nodes.push(Node { request, parents: Vec::new(), on_parent_failure: step.on_parent_failure });
+        self.nodes.push(Node {
+            name: name.map(str::to_owned),
+            request,
+            parents: Vec::new(),
+            on_parent_failure: step.on_parent_failure,
+        });
         Ok(index)
     }
 
@@ -471,25 +567,25 @@ impl Planner {
         }
         let mut local: HashMap<&str, usize> = HashMap::with_capacity(tasks.len());
         for task in tasks {
-            let index = self.add(&task.step, Some(&task.id), new_id)?;
-            local.insert(task.id.as_str(), index);
+            let index = self.add(&task.step, Some(&task.name), new_id)?;
+            local.insert(task.name.as_str(), index);
         }
         let mut waited_for = vec![false; tasks.len()];
-        let first_index = local[tasks[0].id.as_str()];
+        let first_index = local[tasks[0].name.as_str()];
         for task in tasks {
-            let index = local[task.id.as_str()];
+            let index = local[task.name.as_str()];
             for parent in &task.after {
                 let Some(&parent_index) = local.get(parent.as_str()) else {
                     return Err(refused(format!(
                         "task {} waits for {parent:?}, which is not a task of its DAG ({at})",
-                        task.id
+                        task.name
                     )));
                 };
                 waited_for[parent_index - first_index] = true;
                 self.nodes[index].parents.push(parent_index);
             }
         }
-        let indexes = tasks.iter().map(|task| local[task.id.as_str()]);
+        let indexes = tasks.iter().map(|task| local[task.name.as_str()]);
         Ok(Ends {
             first: indexes.clone().filter(|&index| self.nodes[index].parents.is_empty()).collect(),
             last: indexes.filter(|&index| !waited_for[index - first_index]).collect(),
@@ -540,8 +636,10 @@ impl Planner {
         }
     }
 
+    /// How errors call the task: its DAG name, or else its ID.
     fn id(&self, index: usize) -> &str {
-        self.nodes[index].request.message.id.as_str()
+        let node = &self.nodes[index];
+        node.name.as_deref().unwrap_or(node.request.message.id.as_str())
     }
 }
 
@@ -552,7 +650,7 @@ impl Planner {
 /// be scheduled.
 fn check_options(node: &Node) -> Result<()> {
     let request = &node.request;
-    let id = &request.message.id;
+    let id = node.name.as_deref().unwrap_or(request.message.id.as_str());
     let why = if request.replace.is_some() {
         Some("is debounced or replaces another task, but a workflow task keeps its ID")
     } else if matches!(request.placement, Placement::Grouped { .. }) {
@@ -596,13 +694,16 @@ mod tests {
         })
     }
 
-    /// Each task's ID with its parents', in plan order.
+    /// Each task's DAG name (or else its ID) with its parents', in plan order.
     fn edges(plan: &WorkflowPlan) -> Vec<(String, Vec<String>)> {
+        let label = |task: &PlannedTask| task.name.clone().unwrap_or_else(|| task.request.message.id.to_string());
+        let by_ref: HashMap<TaskRef, String> =
+            plan.tasks.iter().map(|task| (TaskRef::of(&task.request.message), label(task))).collect();
         plan.tasks
             .iter()
             .map(|task| {
-                let parents = task.parents.iter().map(|p| p.id.to_string()).collect();
-                (task.request.message.id.to_string(), parents)
+                let parents = task.parents.iter().map(|p| by_ref[p].clone()).collect();
+                (label(task), parents)
             })
             .collect()
     }
@@ -687,8 +788,48 @@ mod tests {
                 edge("end", &["join"]),
             ]
         );
-        let join = plan.tasks.iter().find(|task| task.request.message.id == "join").unwrap();
+        let join = plan.tasks.iter().find(|task| task.name.as_deref() == Some("join")).unwrap();
         assert_eq!(join.on_parent_failure, OnParentFailure::RunAnyway);
+        assert_eq!(join.request.message.id, "generated-3", "a DAG name is no task ID");
+        let names: Vec<(String, String)> =
+            plan.names().into_iter().map(|(name, task)| (name, task.id.into_string())).collect();
+        assert_eq!(
+            names,
+            [
+                ("join".to_owned(), "generated-3".to_owned()),
+                ("left".to_owned(), "generated-1".to_owned()),
+                ("right".to_owned(), "generated-2".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_dag_plans_fresh_ids_each_time_and_keeps_an_id_the_caller_set() {
+        let dag = || {
+            Flow::dag([
+                DagTask::new("fetch", Task::new("t", ""), TaskOptions::new()),
+                DagTask::new("fixed", Task::new("t", ""), TaskOptions::new().task_id("report-1")).after(["fetch"]),
+            ])
+        };
+        let mut n = 0;
+        let mut new_id = || {
+            n += 1;
+            format!("id-{n}")
+        };
+        let first = dag().plan(DEFAULT_MAX_WORKFLOW_TASKS, now(), &mut new_id).unwrap();
+        let second = dag().plan(DEFAULT_MAX_WORKFLOW_TASKS, now(), &mut new_id).unwrap();
+        let ids =
+            |plan: &WorkflowPlan| plan.names().into_values().map(|task| task.id.into_string()).collect::<Vec<_>>();
+        assert_eq!(
+            (ids(&first), ids(&second)),
+            (vec!["id-1".to_owned(), "report-1".to_owned()], vec!["id-3".to_owned(), "report-1".to_owned()])
+        );
+        assert_eq!(first.nodes()[1].name.as_deref(), Some("fixed"));
+        let twice = Flow::group([
+            Flow::dag([DagTask::new("a", Task::new("t", ""), TaskOptions::new())]),
+            Flow::dag([DagTask::new("a", Task::new("t", ""), TaskOptions::new())]),
+        ]);
+        assert!(reason(plan(&twice)).contains("task name \"a\" is used twice"));
     }
 
     #[test]
@@ -756,12 +897,13 @@ mod tests {
                     DagTask::new(format!("n{i}"), Task::new("t", ""), TaskOptions::new()).after(names)
                 })
                 .collect();
-            let wanted: HashMap<String, Vec<String>> = tasks.iter().map(|t| (t.id.clone(), t.after.clone())).collect();
+            let wanted: HashMap<String, Vec<String>> = tasks.iter().map(|t| (t.name.clone(), t.after.clone())).collect();
             let plan = plan(&Flow::dag(tasks)).unwrap();
+            let names: HashMap<TaskRef, String> = plan.names().into_iter().map(|(name, task)| (task, name)).collect();
             let mut seen = std::collections::HashSet::new();
             for task in &plan.tasks {
-                let id = task.request.message.id.to_string();
-                let parents: Vec<String> = task.parents.iter().map(|p| p.id.to_string()).collect();
+                let id = task.name.clone().unwrap();
+                let parents: Vec<String> = task.parents.iter().map(|p| names[p].clone()).collect();
                 prop_assert!(parents.iter().all(|p| seen.contains(p)), "{id} before a parent");
                 prop_assert_eq!(&parents, &wanted[&id]);
                 seen.insert(id);

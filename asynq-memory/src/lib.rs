@@ -113,6 +113,9 @@ struct State {
     slot_waits: slots::SlotWaits,
     /// The workflows stored, oldest first.
     workflows: Vec<workflow::WorkflowRecord>,
+    /// The workflows of `workflows` that were cancelled, each with what its cancel recorded it
+    /// did.
+    cancelled_workflows: HashMap<asynq_core::WorkflowId, Option<asynq_core::workflow::WorkflowCancellation>>,
 }
 
 impl State {

@@ -10,6 +10,7 @@ use crate::queue::Queue;
 use crate::{MemoryBroker, State};
 use async_trait::async_trait;
 use asynq_core::broker::Manage;
+use asynq_core::workflow::TaskRef;
 use asynq_core::{BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskSet, validate_bulk};
 use bytes::Bytes;
 
@@ -96,15 +97,32 @@ impl Manage for MemoryBroker {
     /// and every inspector call on it fails with [`Error::QueueNotFound`] until a task is
     /// enqueued to it again, when its surviving completed and grouped tasks, counters and
     /// paused mark show again (as on Redis, where their keys stay).
+    ///
+    /// A deleted task that workflow tasks wait for vanished: each task waiting for it is
+    /// archived unrun, naming it
+    /// ([`parent_vanished_error`](asynq_core::workflow::parent_vanished_error)), whatever its
+    /// policy, and that failure flows on down the workflow, as the Redis broker's relay does
+    /// after a forced removal (ours or Go's).
     async fn delete_queue(&self, queue: &QueueName, force: bool) -> Result<()> {
-        let deleted = {
+        let now = self.now();
+        let (deleted, changed) = {
             let mut state = self.state();
             let deleted = state.known_queue_mut(queue)?.empty_for_removal(queue, force)?;
             state.known.remove(queue);
-            deleted
+            let mut changed = false;
+            for id in &deleted {
+                let parent =
+                    TaskRef { queue: queue.clone(), id: TaskId::new(id.as_str()).expect("stored IDs are valid") };
+                changed |= state.pass_vanished(parent, now)?;
+            }
+            (deleted.len(), changed)
         };
         if deleted > 0 {
             self.tasks_left();
+        }
+        if changed {
+            self.wake_waiters();
+            self.inner.signals.task_finished();
         }
         Ok(())
     }

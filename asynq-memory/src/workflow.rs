@@ -6,8 +6,8 @@ use super::*;
 use asynq_core::WorkflowId;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::{
-    ParentOutcome, ParentResult, TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowNode,
-    WorkflowPlan, WorkflowSummary, Workflows,
+    CancelMark, ParentOutcome, ParentResult, TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL,
+    WorkflowCancellation, WorkflowNode, WorkflowPlan, WorkflowSummary, Workflows, parent_vanished_error,
 };
 use queue::Passed;
 use std::collections::VecDeque;
@@ -25,7 +25,9 @@ impl State {
     /// Drops the workflow records older than [`WORKFLOW_RESULT_TTL`] at `now`.
     fn forget_old_workflows(&mut self, now: SystemTime) {
         let kept_from = self.workflows.partition_point(|record| record.created_at + WORKFLOW_RESULT_TTL <= now);
-        self.workflows.drain(..kept_from);
+        for record in self.workflows.drain(..kept_from) {
+            self.cancelled_workflows.remove(&record.id);
+        }
     }
 }
 
@@ -66,6 +68,7 @@ impl Workflows for MemoryBroker {
     async fn list_workflows(&self, page: Page) -> Result<Vec<WorkflowSummary>> {
         let mut state = self.state();
         state.forget_old_workflows(self.now());
+        let state = &*state;
         Ok(state
             .workflows
             .iter()
@@ -76,6 +79,7 @@ impl Workflows for MemoryBroker {
                 id: record.id.clone(),
                 created_at: record.created_at,
                 tasks: record.tasks.len(),
+                cancelled: state.cancelled_workflows.contains_key(&record.id),
             })
             .collect())
     }
@@ -85,6 +89,38 @@ impl Workflows for MemoryBroker {
         state.forget_old_workflows(self.now());
         let record = state.workflows.iter().find(|record| record.id == *id);
         record.map(|record| record.tasks.clone()).ok_or_else(|| Error::WorkflowNotFound { id: id.clone() })
+    }
+
+    async fn mark_cancelled(&self, id: &WorkflowId) -> Result<CancelMark> {
+        let now = self.now();
+        let mut state = self.state();
+        state.forget_old_workflows(now);
+        if !state.workflows.iter().any(|record| record.id == *id) {
+            return Err(Error::WorkflowNotFound { id: id.clone() });
+        }
+        Ok(match state.cancelled_workflows.get(id) {
+            None => {
+                state.cancelled_workflows.insert(id.clone(), None);
+                CancelMark::Marked
+            }
+            Some(None) => CancelMark::Unfinished,
+            Some(Some(done)) => CancelMark::Done(*done),
+        })
+    }
+
+    async fn record_cancellation(&self, id: &WorkflowId, done: WorkflowCancellation) -> Result<()> {
+        let mut state = self.state();
+        if let Some(recorded) = state.cancelled_workflows.get_mut(id) {
+            *recorded = Some(done);
+        }
+        Ok(())
+    }
+
+    async fn is_cancelled(&self, id: &WorkflowId) -> Result<bool> {
+        let now = self.now();
+        let mut state = self.state();
+        state.forget_old_workflows(now);
+        Ok(state.cancelled_workflows.contains_key(id))
     }
 
     async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool> {
@@ -151,6 +187,27 @@ impl MemoryBroker {
 }
 
 impl State {
+    /// Settles `parent`, a task others wait for that vanished (deleted unsettled with its
+    /// queue), as failed: each task still waiting for it is archived unrun with
+    /// [`parent_vanished_error`], whatever its policy, and that failure flows on. Returns whether
+    /// a task was archived. Does nothing for a task that no task waits for.
+    pub(crate) fn pass_vanished(&mut self, parent: TaskRef, now: SystemTime) -> Result<bool> {
+        let Some(children) = self.queues.get(&parent.queue).and_then(|q| q.workflow_children(parent.id.as_str()))
+        else {
+            return Ok(false);
+        };
+        let error = parent_vanished_error(&parent);
+        let mut settled = vec![(parent, ParentOutcome::Failed { error: error.clone() })];
+        for child in children {
+            if self.queues.get_mut(&child.queue).is_some_and(|q| q.archive_unrun(child.id.as_str(), &error, now)) {
+                settled.push((child, ParentOutcome::Failed { error: error.clone() }));
+            }
+        }
+        let archived = settled.len() > 1;
+        self.pass_workflow_outcomes(settled, now)?;
+        Ok(archived)
+    }
+
     /// Passes the outcomes of `settled`, workflow tasks that settled for good, in order, to the
     /// tasks that wait for them, and on down the workflow through those it cancels, breadth
     /// first (as the Redis broker's settle and relay do): every dependent of the settled tasks

@@ -193,6 +193,13 @@ impl Namespace {
         format!("{self}:workflow:{id}")
     }
 
+    /// `<ns>:workflow_cancelled:<id>` — the mark that workflow `id` was cancelled: empty while
+    /// its cancel is under way, then `<archived>,<stopping>` (what the cancel did), expiring
+    /// with the workflow's record. No hash tag: single commands touch it. Ours only.
+    pub fn workflow_cancelled(&self, id: &str) -> String {
+        format!("{self}:workflow_cancelled:{id}")
+    }
+
     /// `<ns>:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task
     /// was enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither
     /// writes nor reads it.

@@ -32,8 +32,9 @@ use asynq_core::broker::Page;
 use asynq_core::time::from_unix_secs;
 use asynq_core::time::{unix_nanos, unix_secs};
 use asynq_core::workflow::{
-    OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef, WORKFLOW_CANCELLED_ERROR,
-    WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowNode, WorkflowPlan, WorkflowSummary, Workflows,
+    CancelMark, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef,
+    WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowCancellation, WorkflowNode, WorkflowPlan,
+    WorkflowSummary, Workflows, parent_vanished_error,
 };
 use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId, WorkflowId};
 use bytes::Bytes;
@@ -154,17 +155,22 @@ fn read_outcome(stored: &[u8]) -> ParentOutcome {
 }
 
 /// A task's entry in a workflow's record (`<ns>:workflow:<id>`): its queue, its ID and its
-/// parents' positions in the record, comma-separated, one per line.
+/// parents' positions in the record, comma-separated, one per line, then its DAG name for a task
+/// of a DAG (the rest of the entry, so a name may hold anything).
 fn record_entry(node: &WorkflowNode) -> String {
     let parents: Vec<String> = node.parents.iter().map(usize::to_string).collect();
-    format!("{}\n{}\n{}", node.task.queue, node.task.id, parents.join(","))
+    let entry = format!("{}\n{}\n{}", node.task.queue, node.task.id, parents.join(","));
+    match &node.name {
+        Some(name) => format!("{entry}\n{name}"),
+        None => entry,
+    }
 }
 
 /// The task at `position` of a workflow's record, from its entry; one of two lines (the record
-/// before it kept edges) has no parents. `None` for an entry naming a bad queue or ID, or a
-/// parent that is not before it.
+/// before it kept edges) has no parents, one of three (before it kept names) no name. `None` for
+/// an entry naming a bad queue or ID, or a parent that is not before it.
 fn read_record_entry(entry: &str, position: usize) -> Option<WorkflowNode> {
-    let mut lines = entry.splitn(3, '\n');
+    let mut lines = entry.splitn(4, '\n');
     let queue = QueueName::new(lines.next()?).ok()?;
     let id = TaskId::new(lines.next()?).ok()?;
     let parents = match lines.next() {
@@ -174,7 +180,15 @@ fn read_record_entry(entry: &str, position: usize) -> Option<WorkflowNode> {
             .map(|parent| parent.parse().ok().filter(|&parent| parent < position))
             .collect::<Option<_>>()?,
     };
-    Some(WorkflowNode { task: TaskRef { queue, id }, parents })
+    let name = lines.next().map(str::to_owned);
+    Some(WorkflowNode { task: TaskRef { queue, id }, parents, name })
+}
+
+/// What a cancel recorded it did, from its mark (`<archived>,<stopping>`); `None` for a mark
+/// whose cancel has not recorded it (empty) or one that cannot be read.
+fn read_cancel_mark(mark: &str) -> Option<WorkflowCancellation> {
+    let (archived, stopping) = mark.split_once(',')?;
+    Some(WorkflowCancellation { archived: archived.parse().ok()?, stopping: stopping.parse().ok()? })
 }
 
 /// Whether settling `msg` with `outcome` passes a workflow outcome on: it is a workflow task
@@ -273,14 +287,29 @@ impl RedisBroker {
         let k = self.queue_keys(queue);
         let (now, events) = (self.now(), self.event_caps_now().await?);
         let mut conn = self.conn();
+        // Outside the script: asynq:queues is in no queue's slot.
+        let registered: bool = conn
+            .sismember(self.namespace().all_queues(), queue.as_str())
+            .await
+            .map_err(|e| broker_error("look for settled workflow tasks", e))?;
         let cursors = self.sweep_cursors();
         let mut cursor = cursors.lock().expect("sweep cursors poisoned").get(queue.as_str()).cloned();
         let mut found = 0;
         for _ in 0..SWEEP_CALLS {
             let mut call = self.workflow_call(&SCRIPTS.sweep, queue, &k, now, &events);
-            call.arg(cursor.as_deref().unwrap_or("0")).arg(SWEEP_SLICE);
-            let (next, settled): (String, usize) = call.run(&mut conn, "look for settled workflow tasks").await?;
-            found += settled;
+            call.arg(cursor.as_deref().unwrap_or("0")).arg(SWEEP_SLICE).arg(if registered { "0" } else { "1" });
+            let reply: Vec<String> = call.run(&mut conn, "look for settled workflow tasks").await?;
+            let [next, settled, vanished @ ..] = reply.as_slice() else {
+                return Err(unexpected(
+                    "look for settled workflow tasks",
+                    format!("workflow_sweep.lua replied {reply:?}"),
+                ));
+            };
+            let next = next.clone();
+            found += settled.parse::<usize>().unwrap_or_default() + vanished.len();
+            for parent in vanished {
+                self.pass_vanished(queue, parent, now).await?;
+            }
             let complete = next == "0";
             cursor = Some(next);
             if complete {
@@ -289,6 +318,80 @@ impl RedisBroker {
         }
         cursors.lock().expect("sweep cursors poisoned").insert(queue.to_string(), cursor.unwrap_or_default());
         Ok(found)
+    }
+
+    /// Settles the task `parent` of `queue`, which others wait for and which vanished with its
+    /// removed queue, as failed: archives each task still waiting for it unrun, naming it
+    /// ([`parent_vanished_error`]), whatever its policy (their failures flow on through the
+    /// relay), then records its outcome and that it passed it on. Each step is idempotent, so a
+    /// pass cut short is finished by the next sweep.
+    async fn pass_vanished(&self, queue: &QueueName, parent: &str, now: SystemTime) -> Result<()> {
+        let fail = |e| broker_error("pass on a vanished workflow task", e);
+        let k = self.queue_keys(queue);
+        let mut conn = self.conn();
+        let id = TaskId::new(parent)?;
+        let error = parent_vanished_error(&TaskRef { queue: queue.clone(), id });
+        let Some(children): Option<String> = conn.hget(k.workflow_open(), parent).await.map_err(fail)? else {
+            return Ok(());
+        };
+        let pairs: Vec<String> = if children == "*" {
+            conn.lrange(k.workflow_children(parent), 0, -1).await.map_err(fail)?
+        } else {
+            children.split('\n').map(str::to_owned).collect()
+        };
+        // Each queue's dependents in one step, and relayed only once all are archived, so that
+        // each hears of the vanished parent before a sibling's failure reaches it.
+        let mut by_queue: Vec<(&str, Vec<&str>)> = Vec::new();
+        for pair in pairs.chunks_exact(2) {
+            match by_queue.iter_mut().find(|(queue, _)| *queue == pair[0]) {
+                Some((_, ids)) => ids.push(&pair[1]),
+                None => by_queue.push((&pair[0], vec![&pair[1]])),
+            }
+        }
+        let mut archived_in = Vec::new();
+        for (child_queue, ids) in by_queue {
+            let Ok(child_queue) = QueueName::new(child_queue) else {
+                return Err(unexpected(
+                    "pass on a vanished workflow task",
+                    format!("a bad dependent queue {child_queue:?}"),
+                ));
+            };
+            if self.archive_waiting(&child_queue, &ids, &error, now).await? > 0 {
+                archived_in.push(child_queue);
+            }
+        }
+        for child_queue in archived_in {
+            self.relay_soon(child_queue);
+        }
+        let outcome = format!("0{error}");
+        let _: () =
+            conn.set_ex(k.workflow_outcome(parent), outcome, WORKFLOW_RESULT_TTL.as_secs()).await.map_err(fail)?;
+        let _: i64 = conn.del(k.workflow_children(parent)).await.map_err(fail)?;
+        let _: i64 = conn.hdel(k.workflow_open(), parent).await.map_err(fail)?;
+        Ok(())
+    }
+
+    /// Archives the waiting tasks `ids` of `queue` without running them, with `error`, counted
+    /// nowhere, in one step (their failures left in the queue's outbox for the relay); returns
+    /// how many were waiting.
+    async fn archive_waiting(&self, queue: &QueueName, ids: &[&str], error: &str, now: SystemTime) -> Result<usize> {
+        let k = self.queue_keys(queue);
+        let mut conn = self.conn();
+        let events = self.event_caps_now().await?;
+        let mut call = self.workflow_call(&SCRIPTS.cancel, queue, &k, now, &events);
+        let mut any = false;
+        for id in ids {
+            let stored: Option<Vec<u8>> =
+                conn.hget(k.task(id), "msg").await.map_err(|e| broker_error("archive a workflow task", e))?;
+            if let Some(stored) = stored {
+                call.arg(*id).arg(encode(&decode(&stored)?.archived(error, now)));
+                any = true;
+            }
+        }
+        if !any {
+            return Ok(0);
+        }
+        call.run(&mut conn, "archive a workflow task").await
     }
 
     /// Empties the outbox of `queue`; returns how many dependents it told.
@@ -540,17 +643,21 @@ impl Workflows for RedisBroker {
         let listed: Vec<(String, i64)> = conn.zrevrange_withscores(ns.workflows(), first, last).await.map_err(fail)?;
         let sizes = try_join_all(listed.iter().map(|(id, _)| {
             let mut conn = conn.clone();
-            let key = ns.workflow(id);
-            async move { conn.llen::<_, usize>(key).await }
+            let (key, mark) = (ns.workflow(id), ns.workflow_cancelled(id));
+            async move {
+                let tasks = conn.llen::<_, usize>(key).await?;
+                let cancelled = conn.exists::<_, bool>(mark).await?;
+                Ok::<_, redis::RedisError>((tasks, cancelled))
+            }
         }))
         .await
         .map_err(fail)?;
         Ok(listed
             .into_iter()
             .zip(sizes)
-            .filter_map(|((id, created), tasks)| {
+            .filter_map(|((id, created), (tasks, cancelled))| {
                 let id = WorkflowId::new(id).ok()?;
-                Some(WorkflowSummary { id, created_at: from_unix_secs(created), tasks })
+                Some(WorkflowSummary { id, created_at: from_unix_secs(created), tasks, cancelled })
             })
             .collect())
     }
@@ -574,22 +681,55 @@ impl Workflows for RedisBroker {
             .collect()
     }
 
-    async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool> {
-        let k = self.queue_keys(&task.queue);
+    async fn mark_cancelled(&self, id: &WorkflowId) -> Result<CancelMark> {
+        let ns = self.namespace();
         let mut conn = self.conn();
-        let stored: Option<Vec<u8>> =
-            conn.hget(k.task(task.id.as_str()), "msg").await.map_err(|e| broker_error("cancel a workflow task", e))?;
-        let Some(stored) = stored else { return Ok(false) };
-        let now = self.now();
-        let archived = decode(&stored)?.archived(WORKFLOW_CANCELLED_ERROR, now);
-        let events = self.event_caps_now().await?;
-        let mut call = self.workflow_call(&SCRIPTS.cancel, &task.queue, &k, now, &events);
-        call.arg(task.id.as_str()).arg(encode(&archived));
-        let cancelled: i64 = call.run(&mut conn, "cancel a workflow task").await?;
-        if cancelled == 1 {
+        let fail = |e| broker_error("mark a workflow cancelled", e);
+        let kept: bool = conn.exists(ns.workflow(id.as_str())).await.map_err(fail)?;
+        if !kept {
+            return Err(Error::WorkflowNotFound { id: id.clone() });
+        }
+        let mark = ns.workflow_cancelled(id.as_str());
+        let options = redis::SetOptions::default()
+            .conditional_set(redis::ExistenceCheck::NX)
+            .with_expiration(redis::SetExpiry::EX(WORKFLOW_RESULT_TTL.as_secs()));
+        let marked: Option<String> = conn.set_options(&mark, "", options).await.map_err(fail)?;
+        if marked.is_some() {
+            return Ok(CancelMark::Marked);
+        }
+        let earlier: Option<String> = conn.get(&mark).await.map_err(fail)?;
+        Ok(match earlier.as_deref().and_then(read_cancel_mark) {
+            Some(done) => CancelMark::Done(done),
+            None => CancelMark::Unfinished,
+        })
+    }
+
+    async fn record_cancellation(&self, id: &WorkflowId, done: WorkflowCancellation) -> Result<()> {
+        let mark = self.namespace().workflow_cancelled(id.as_str());
+        let options = redis::SetOptions::default()
+            .conditional_set(redis::ExistenceCheck::XX)
+            .with_expiration(redis::SetExpiry::KEEPTTL);
+        let value = format!("{},{}", done.archived, done.stopping);
+        let _: Option<String> = self
+            .conn()
+            .set_options(&mark, value, options)
+            .await
+            .map_err(|e| broker_error("record a workflow's cancel", e))?;
+        Ok(())
+    }
+
+    async fn is_cancelled(&self, id: &WorkflowId) -> Result<bool> {
+        let mark = self.namespace().workflow_cancelled(id.as_str());
+        self.conn().exists(mark).await.map_err(|e| broker_error("read a workflow's cancel mark", e))
+    }
+
+    async fn cancel_waiting(&self, task: &TaskRef) -> Result<bool> {
+        let cancelled =
+            self.archive_waiting(&task.queue, &[task.id.as_str()], WORKFLOW_CANCELLED_ERROR, self.now()).await?;
+        if cancelled > 0 {
             self.relay_soon(task.queue.clone());
         }
-        Ok(cancelled == 1)
+        Ok(cancelled > 0)
     }
 
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {
@@ -668,7 +808,7 @@ mod tests {
 
     fn node(queue: &'static str, id: &'static str, parents: &[usize]) -> WorkflowNode {
         let task = TaskRef { queue: QueueName::from_static(queue), id: TaskId::from_static(id) };
-        WorkflowNode { task, parents: parents.to_vec() }
+        WorkflowNode { task, parents: parents.to_vec(), name: None }
     }
 
     #[test]
@@ -679,6 +819,11 @@ mod tests {
             assert_eq!(read_record_entry(&record_entry(written), position).as_ref(), Some(written));
         }
         assert_eq!(record_entry(&node("q", "sum", &[0, 1])), "q\nsum\n0,1");
+        let named = WorkflowNode { name: Some("the\nsum".to_owned()), ..node("q", "id-1", &[0]) };
+        assert_eq!(record_entry(&named), "q\nid-1\n0\nthe\nsum");
+        assert_eq!(read_record_entry(&record_entry(&named), 1), Some(named), "a name may hold anything");
+        let root = WorkflowNode { name: Some("fetch".to_owned()), ..node("q", "id-0", &[]) };
+        assert_eq!(read_record_entry(&record_entry(&root), 0), Some(root));
     }
 
     #[test]

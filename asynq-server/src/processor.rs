@@ -35,10 +35,11 @@ use crate::shared_limits::{SharedAdmission, SharedLimits};
 use crate::starter::Starter;
 use crate::syncer::Syncer;
 use crate::workers::{ActiveTask, ActiveTasks, Phase};
+use asynq_core::WorkflowId;
 use asynq_core::broker::{Dequeue, Dequeued, LeaseStage, Outcome};
 use asynq_core::rate_limit::{RateLimit, RateLimiter};
 use asynq_core::slots::SlotKey;
-use asynq_core::workflow::Workflows;
+use asynq_core::workflow::{WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_STOPPED_ERROR, Workflows};
 use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task, TaskId};
 use futures::FutureExt;
 use rand::Rng;
@@ -719,13 +720,19 @@ impl Shared {
         let progress = ctx.progress().clone();
         let task = Task::from_message(&message);
         let time_left = deadline.duration_since(self.clock.now()).unwrap_or_default();
-        let handler = AssertUnwindSafe(self.handler.process_task(ctx, task.clone())).catch_unwind();
-        let attempt = tokio::select! {
-            r = handler => Attempt::Finished(r.unwrap_or_else(|panic| Err(HandlerError::panic(panic_message(&*panic))))),
-            _ = tokio::time::sleep(time_left) => Attempt::Finished(Err(HandlerError::deadline_exceeded())),
-            _ = cancel.cancelled() => Attempt::Finished(Err(HandlerError::cancelled())),
-            _ = lease.expired() => Attempt::LeaseLost,
-            _ = self.abandon.cancelled() => Attempt::Abandoned,
+        // A task of a cancelled workflow is archived rather than run.
+        let cancelled_before = self.workflow_cancelled(&message).await;
+        let attempt = if cancelled_before {
+            Attempt::Finished(Err(HandlerError::cancelled()))
+        } else {
+            let handler = AssertUnwindSafe(self.handler.process_task(ctx, task.clone())).catch_unwind();
+            tokio::select! {
+                r = handler => Attempt::Finished(r.unwrap_or_else(|panic| Err(HandlerError::panic(panic_message(&*panic))))),
+                _ = tokio::time::sleep(time_left) => Attempt::Finished(Err(HandlerError::deadline_exceeded())),
+                _ = cancel.cancelled() => Attempt::Finished(Err(HandlerError::cancelled())),
+                _ = lease.expired() => Attempt::LeaseLost,
+                _ = self.abandon.cancelled() => Attempt::Abandoned,
+            }
         };
         let duration = timer.elapsed();
         self.active.settling(&message.id, matches!(attempt, Attempt::Finished(_)));
@@ -735,12 +742,22 @@ impl Shared {
         let outcome = match &attempt {
             Attempt::Finished(Ok(())) if message.retention.is_some() => Some(Outcome::Complete),
             Attempt::Finished(Ok(())) => Some(Outcome::Done),
+            Attempt::Finished(Err(_)) if cancelled_before => {
+                tracing::debug!(task_id = %message.id, queue = %message.queue, "its workflow was cancelled; archiving it unrun");
+                Some(Outcome::Archive { error: WORKFLOW_CANCELLED_ERROR.to_owned() })
+            }
             Attempt::Finished(Err(err)) => {
                 if let Some(on_error) = &self.config.error_handler {
                     on_error(&task, err);
                 }
                 tracing::debug!(task_id = %message.id, queue = %message.queue, error = %err, "task failed");
-                Some(self.config.failure_policy.outcome(&message, err, self.clock.now()))
+                match self.config.failure_policy.outcome(&message, err, self.clock.now()) {
+                    // A task of a workflow cancelled meanwhile is not retried.
+                    Outcome::Retry { .. } if self.workflow_cancelled(&message).await => {
+                        Some(Outcome::Archive { error: format!("{WORKFLOW_STOPPED_ERROR}: {err}") })
+                    }
+                    outcome => Some(outcome),
+                }
             }
             Attempt::Abandoned => Some(Outcome::Requeue),
             Attempt::LeaseLost => None,
@@ -760,6 +777,22 @@ impl Shared {
             }
         }
         self.active.remove(&message.id);
+    }
+
+    /// Whether `message` is a task of a workflow that was cancelled. A failure to read says no,
+    /// as a server that cannot read the mark runs the task as it would without workflows.
+    async fn workflow_cancelled(&self, message: &StoredTask) -> bool {
+        let (Some(workflows), Some(workflow)) = (&self.config.workflows, message.headers.get(WORKFLOW_HEADER)) else {
+            return false;
+        };
+        let Ok(workflow) = WorkflowId::new(workflow.as_str()) else { return false };
+        match workflows.is_cancelled(&workflow).await {
+            Ok(cancelled) => cancelled,
+            Err(e) => {
+                tracing::warn!(task_id = %message.id, %workflow, error = %e, "could not read whether the task's workflow was cancelled; running it");
+                false
+            }
+        }
     }
 
     async fn write(&self, message: &StoredTask, outcome: Outcome, lease: &Lease) {

@@ -849,7 +849,7 @@ async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
 
     // Cancelled: what is still to run is archived, what runs is asked to stop.
     assert_eq!(web.act(&format!("/api/workflows/{solo}/cancel"), None).await, json!({ "archived": 1, "stopping": 0 }));
-    assert_eq!(web.read(&format!("/api/workflows/{solo}")).await["state"], "failed");
+    assert_eq!(web.read(&format!("/api/workflows/{solo}")).await["state"], "cancelled");
     let done = web.act(&format!("/api/workflows/{media}/cancel"), None).await;
     assert_eq!(done["stopping"], 1, "m3 runs: {done}");
     let merge = &web.read(&format!("/api/workflows/{media}")).await["graph"][3];

@@ -1349,10 +1349,22 @@ impl Model {
         for state in [TaskState::Scheduled, TaskState::Retry, TaskState::Archived] {
             doomed.extend(std::mem::take(q.zset(state)).into_iter().map(|(_, id)| id));
         }
+        let now = self.now;
         for id in doomed {
             // Unlike Go's, a forced removal releases the locks the deleted tasks hold.
             self.release(queue, &id);
-            self.queue(queue).tasks.remove(&id);
+            let q = self.queue(queue);
+            q.tasks.remove(&id);
+            // A task others wait for vanished: each still waiting for it is archived unrun,
+            // whatever its policy, and its failure flows on.
+            let mut failed = Vec::new();
+            for child in q.open.remove(&id).unwrap_or_default() {
+                if q.waiting.remove(&child).is_some() {
+                    q.archive(&child, now);
+                    failed.push((child, false));
+                }
+            }
+            self.pass_on(queue, failed);
         }
         self.known.remove(queue);
         Ok(())

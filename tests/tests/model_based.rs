@@ -253,7 +253,7 @@ impl<B: Broker + Workflows> Backend<B> {
     /// The plan of the workflow `tasks`, all in `queue`, as a client makes it before storing.
     fn plan(&self, queue: &str, tasks: &[WorkflowTask], id: String) -> asynq_core::Result<WorkflowPlan> {
         let flow = Flow::dag(tasks.iter().map(|t| {
-            let mut options = TaskOptions::new().queue(queue).max_retry(t.max_retry);
+            let mut options = TaskOptions::new().queue(queue).task_id(t.id).max_retry(t.max_retry);
             if t.retention > 0 {
                 options = options.retention(Duration::from_secs(t.retention));
             }

@@ -2,11 +2,15 @@
 //! once all have succeeded and reads their results in member order, and what follows reads the
 //! callback's; a member that fails for good cancels what waits for it, which never runs. On the
 //! memory broker (paused time) and on a real redis-server, with the callback in another queue
-//! than its members, so its release goes through the relay.
+//! than its members, so its release goes through the relay. A workflow cancelled while a task
+//! runs ends, its running task archived rather than retried.
 
-use asynq_client::{FlowProducer, Task, TaskOptions, TaskState};
+use asynq_client::{FlowProducer, Task, TaskOptions, TaskState, WorkflowState};
 use asynq_core::broker::{Inspect, WorkerBroker};
-use asynq_core::workflow::{Flow, PARENT_FAILED_ERROR, ParentOutcome, Workflows};
+use asynq_core::workflow::{
+    CancelMark, DagTask, Flow, PARENT_FAILED_ERROR, ParentOutcome, WORKFLOW_CANCELLED_ERROR, WORKFLOW_STOPPED_ERROR,
+    Workflows, is_cancelled_error,
+};
 use asynq_core::{Clock, QueueName, SystemClock, TaskId};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
@@ -204,4 +208,238 @@ async fn a_tracker_waits_for_a_whole_workflow() {
     let notify = outcomes[4].info().unwrap();
     assert_eq!(notify.last_error.as_deref(), Some(PARENT_FAILED_ERROR));
     server.shutdown().await;
+}
+
+/// `block` runs until its attempt is cancelled, then fails (so that, but for its workflow's
+/// cancel, it would be retried); any other type succeeds. Each logs its ID as it starts.
+fn blocking(log: Log) -> impl asynq_server::Handler {
+    handler_fn(move |ctx: TaskContext, task: Task| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push((ctx.task_id().to_owned(), Vec::new()));
+            if task.type_name() == "block" {
+                ctx.cancelled().await;
+                return Err(HandlerError::new("stopped by its cancel"));
+            }
+            Ok(())
+        }
+    })
+}
+
+/// Waits (30 s of tokio time at most) until task `id` of `queue` is in `state`.
+async fn until_state<B: Inspect>(broker: &B, queue: &str, id: &str, state: TaskState) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+    let (queue, id) = (QueueName::new(queue).unwrap(), TaskId::new(id).unwrap());
+    loop {
+        if broker.task_info(&queue, &id).await.is_ok_and(|info| info.state == state) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < give_up, "task {id} never became {state:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A workflow cancelled while its first task runs ends: the running task is stopped and
+/// archived, never retried; the tasks waiting are archived unrun; the workflow reads
+/// `cancelled`; a tracker's wait ends with every outcome saying so; a second cancel writes
+/// nothing and reports what the first did.
+async fn cancel_while_running<B>(broker: B, clock: Arc<dyn Clock>)
+where
+    B: WorkerBroker + Inspect + Workflows + asynq_core::broker::OperatorBroker + asynq_core::broker::Wait + Clone,
+    B: asynq_core::broker::Cancel,
+{
+    let step = |kind: &str, id: &str| Flow::task(Task::new(kind, ""), TaskOptions::new().queue("images").task_id(id));
+    let flow = step("block", "running").then(step("next", "waiting")).then(step("next", "last"));
+    let workflow = FlowProducer::new(broker.clone()).with_clock(clock.clone()).enqueue(&flow).await.unwrap();
+    let log = Log::default();
+    let mut server = Server::new(broker.clone(), config(clock)).unwrap();
+    server.start(blocking(log.clone())).unwrap();
+    until_state(&broker, "images", "running", TaskState::Active).await;
+
+    let inspector = asynq_client::Inspector::new(broker.clone());
+    let done = inspector.cancel_workflow(workflow.id.as_str()).await.unwrap();
+    assert_eq!((done.archived, done.stopping), (2, 1));
+    assert_eq!(inspector.workflow(workflow.id.as_str()).await.unwrap().state(), WorkflowState::Cancelled);
+    let outcomes =
+        asynq_client::Tracker::new(broker.clone()).wait_workflow(&workflow, Duration::from_secs(30)).await.unwrap();
+    let errors: Vec<String> = outcomes
+        .iter()
+        .map(|outcome| {
+            let info = outcome.info().expect("each task is archived");
+            assert_eq!(info.state, TaskState::Archived, "{info:?}");
+            info.last_error.clone().unwrap_or_default()
+        })
+        .collect();
+    assert!(errors.iter().all(|error| is_cancelled_error(error)), "{errors:?}");
+    assert!(errors[0].starts_with(WORKFLOW_STOPPED_ERROR), "{errors:?}");
+    assert_eq!(&errors[1..], [WORKFLOW_CANCELLED_ERROR, WORKFLOW_CANCELLED_ERROR]);
+    let running = broker.task_info(&QueueName::from_static("images"), &TaskId::from_static("running")).await.unwrap();
+    assert_eq!(running.retried, 0, "the stopped task was not retried");
+
+    let again = inspector.cancel_workflow(workflow.id.as_str()).await.unwrap();
+    assert_eq!(again, done, "a second cancel reports what the first did");
+    let listed = inspector.workflows(asynq_core::broker::Page::default()).await.unwrap();
+    assert!(listed.iter().any(|w| w.id == workflow.id && w.cancelled), "{listed:?}");
+    let ran: Vec<String> = log.lock().unwrap().iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(ran, ["running"], "only the first task ever ran");
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_workflow_cancelled_while_a_task_runs_ends_on_the_memory_broker() {
+    let h = Harness::new();
+    cancel_while_running(h.broker.clone(), h.clock.clone()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_cancelled_while_a_task_runs_ends_on_redis() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    cancel_while_running(broker, Arc::new(SystemClock)).await;
+}
+
+/// A task of a cancelled workflow that a server picks up later (one a cancel did not reach) is
+/// archived unrun, and what waits for it never runs.
+async fn cancelled_tasks_picked_up_later_do_not_run<B>(broker: B, clock: Arc<dyn Clock>)
+where
+    B: WorkerBroker + Inspect + Workflows + Clone,
+{
+    let step = |id: &str| Flow::task(Task::new("next", ""), TaskOptions::new().queue("images").task_id(id));
+    let workflow =
+        FlowProducer::new(broker.clone()).with_clock(clock.clone()).enqueue(&step("root").then(step("child"))).await;
+    let workflow = workflow.unwrap();
+    assert_eq!(broker.mark_cancelled(&workflow.id).await.unwrap(), CancelMark::Marked);
+    let log = Log::default();
+    let mut server = Server::new(broker.clone(), config(clock)).unwrap();
+    server.start(blocking(log.clone())).unwrap();
+    until_state(&broker, "images", "child", TaskState::Archived).await;
+    let root = broker.task_info(&QueueName::from_static("images"), &TaskId::from_static("root")).await.unwrap();
+    assert_eq!((root.state, root.last_error.as_deref()), (TaskState::Archived, Some(WORKFLOW_CANCELLED_ERROR)));
+    assert!(log.lock().unwrap().is_empty(), "nothing ran: {log:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_of_a_cancelled_workflow_picked_up_later_do_not_run_on_the_memory_broker() {
+    let h = Harness::new();
+    cancelled_tasks_picked_up_later_do_not_run(h.broker.clone(), h.clock.clone()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_of_a_cancelled_workflow_picked_up_later_do_not_run_on_redis() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    cancelled_tasks_picked_up_later_do_not_run(broker, Arc::new(SystemClock)).await;
+}
+
+/// A DAG's task names hold within one run: the same definition enqueued twice stores two runs
+/// with their own task IDs, each run's dependent reads its own parent's result, and the report
+/// and the enqueue name each task. A task ID the caller set holds for every run, so a second
+/// run of a DAG with one conflicts, naming it, and stores nothing.
+async fn a_dag_runs_twice<B>(broker: B, clock: Arc<dyn Clock>)
+where
+    B: WorkerBroker + Inspect + Workflows + asynq_core::broker::OperatorBroker + asynq_core::broker::Wait + Clone,
+    B: asynq_core::broker::Cancel,
+{
+    let dag = |image: &str| {
+        Flow::dag([
+            DagTask::new("fetch", Task::new("resize", image.to_owned()), TaskOptions::new().queue("images")),
+            DagTask::new("join", Task::new("archive", ""), TaskOptions::new().queue("images")).after(["fetch"]),
+        ])
+    };
+    let producer = FlowProducer::new(broker.clone()).with_clock(clock.clone());
+    let first = producer.enqueue(&dag("a")).await.unwrap();
+    let second = producer.enqueue(&dag("b")).await.expect("the same DAG enqueued again");
+    assert_ne!(first.names["join"], second.names["join"], "each run has its own task IDs");
+    assert_eq!(first.names.keys().collect::<Vec<_>>(), ["fetch", "join"]);
+
+    let log = Log::default();
+    let mut server = Server::new(broker.clone(), config(clock)).unwrap();
+    server.start(image_pipeline(log.clone())).unwrap();
+    let tracker = asynq_client::Tracker::new(broker.clone());
+    for run in [&first, &second] {
+        tracker.wait_workflow(run, Duration::from_secs(30)).await.unwrap();
+    }
+    assert_eq!(entry(&log, first.names["join"].id.as_str()).unwrap(), ["a:small"]);
+    assert_eq!(entry(&log, second.names["join"].id.as_str()).unwrap(), ["b:small"]);
+    let report = asynq_client::Inspector::new(broker.clone()).workflow(second.id.as_str()).await.unwrap();
+    let names: Vec<(Option<&str>, &TaskId)> =
+        report.tasks.iter().map(|task| (task.name.as_deref(), &task.task.id)).collect();
+    assert_eq!(names, [(Some("fetch"), &second.names["fetch"].id), (Some("join"), &second.names["join"].id)]);
+
+    let fixed = || {
+        Flow::dag([DagTask::new(
+            "report",
+            Task::new("never", ""),
+            TaskOptions::new().queue("idle").task_id("report-1"),
+        )])
+    };
+    producer.enqueue(&fixed()).await.unwrap();
+    let inspector = asynq_client::Inspector::new(broker.clone());
+    let kept = inspector.workflows(asynq_core::broker::Page::default()).await.unwrap().len();
+    match producer.enqueue(&fixed()).await {
+        Err(e @ asynq_core::Error::TaskIdConflict { .. }) => {
+            assert_eq!(e.to_string(), r#"task ID conflicts with another task: queue "idle", id "report-1""#);
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(inspector.workflows(asynq_core::broker::Page::default()).await.unwrap().len(), kept, "no record");
+    server.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dag_runs_twice_on_the_memory_broker() {
+    let h = Harness::new();
+    a_dag_runs_twice(h.broker.clone(), h.clock.clone()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dag_runs_twice_on_redis() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    a_dag_runs_twice(broker, Arc::new(SystemClock)).await;
+}
+
+/// Go's `asynq queue rm --force` deletes a queue's task hashes and lists but not our waiting
+/// tasks: a task whose parent vanished so never runs, in the removed queue or another one; our
+/// servers' relay archives it with an error naming the parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependents_of_a_parent_go_removed_with_its_queue_are_archived_naming_it() {
+    let redis = RedisServer::start();
+    let broker = RedisBroker::connect(&redis.url()).await.unwrap();
+    let step =
+        |queue: &str, id: &str| Flow::task(Task::new("go", id.to_owned()), TaskOptions::new().queue(queue).task_id(id));
+    let flow = step("gone", "root").then(Flow::group([step("gone", "after-root"), step("kept", "elsewhere")]));
+    FlowProducer::new(broker.clone()).enqueue(&flow).await.unwrap();
+    // What Go's removeQueueForce writes: every task hash its lists name, the lists, and the
+    // queue's name out of asynq:queues.
+    redis.command(&["DEL", "asynq:{gone}:t:root"]).unwrap();
+    for list in ["pending", "active", "scheduled", "retry", "archived", "lease"] {
+        redis.command(&["DEL", &format!("asynq:{{gone}}:{list}")]).unwrap();
+    }
+    redis.command(&["SREM", "asynq:queues", "gone"]).unwrap();
+
+    let log = Log::default();
+    let config =
+        Config { queues: [("gone".to_owned(), 1), ("kept".to_owned(), 1)].into(), ..config(Arc::new(SystemClock)) };
+    let mut server = Server::new(broker.clone(), config).unwrap();
+    server.start(image_pipeline(log.clone())).unwrap();
+    let give_up = tokio::time::Instant::now() + asynq_server::WORKFLOW_RELAY_INTERVAL * 10;
+    let kept = QueueName::from_static("kept");
+    loop {
+        let elsewhere = broker.task_info(&kept, &TaskId::from_static("elsewhere")).await.unwrap();
+        let state = redis.command(&["HGET", "asynq:{gone}:t:after-root", "state"]).unwrap();
+        if elsewhere.state == TaskState::Archived && state.as_str() == Some("archived") {
+            let root = asynq_core::workflow::TaskRef {
+                queue: QueueName::from_static("gone"),
+                id: TaskId::from_static("root"),
+            };
+            assert_eq!(elsewhere.last_error, Some(asynq_core::workflow::parent_vanished_error(&root)));
+            break;
+        }
+        assert!(tokio::time::Instant::now() < give_up, "the relay did not notice the removal: {log:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.shutdown().await;
+    assert!(log.lock().unwrap().is_empty(), "nothing ran: {log:?}");
 }

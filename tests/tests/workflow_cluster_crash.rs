@@ -186,7 +186,7 @@ const JOINT: &str = "joint";
 /// dependents in `qb`, sorted.
 fn fan_out(in_qb: usize) -> (Flow, Vec<String>) {
     let task = |queue: &'static str, id: &str| {
-        DagTask::new(id.to_owned(), Task::new("t", id.to_owned()), TaskOptions::new().queue(queue))
+        DagTask::new(id.to_owned(), Task::new("t", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
     };
     let mut dependents: Vec<String> = (0..in_qb).map(|n| format!("b-{n}")).collect();
     let mut tasks = vec![task(QA, PARENT), task(QC, OTHER_PARENT)];
@@ -354,7 +354,7 @@ async fn a_failure_cut_off_anywhere_in_its_cascade_fails_each_dependent_once() {
         let doomed = world.broker(&ns).await;
         log_events(&doomed).await;
         let task = |queue: &'static str, id: &str| {
-            DagTask::new(id.to_owned(), Task::new("t", id.to_owned()), TaskOptions::new().queue(queue))
+            DagTask::new(id.to_owned(), Task::new("t", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
         };
         let flow = Flow::dag([
             task(QA, PARENT),

@@ -68,7 +68,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 
 fn flow(nodes: &[Node]) -> Flow {
     Flow::dag(nodes.iter().enumerate().map(|(i, node)| {
-        let options = TaskOptions::new().queue(QUEUES[node.queue]).max_retry(1);
+        let options = TaskOptions::new().queue(QUEUES[node.queue]).task_id(format!("t{i}")).max_retry(1);
         let task = DagTask::new(format!("t{i}"), Task::new("t", format!("t{i}")), options)
             .after(node.after.iter().map(|a| format!("t{a}")));
         if node.run_anyway { task.on_parent_failure(OnParentFailure::RunAnyway) } else { task }

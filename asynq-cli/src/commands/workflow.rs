@@ -22,9 +22,15 @@ pub(crate) async fn run(ctx: &Context, command: WorkflowCommand) -> CliResult {
             } else if workflows.is_empty() {
                 outln!("No workflows found")?;
             } else {
-                let mut table = output::table(["ID", "Created", "Tasks"]);
+                let mut table = output::table(["ID", "Created", "Tasks", "Cancelled"]);
                 for w in &workflows {
-                    table.add_row([w.id.to_string(), past(Some(w.created_at)), w.tasks.to_string()]);
+                    let cancelled = if w.cancelled { "yes" } else { "no" };
+                    table.add_row([
+                        w.id.to_string(),
+                        past(Some(w.created_at)),
+                        w.tasks.to_string(),
+                        cancelled.to_owned(),
+                    ]);
                 }
                 print_table(&table)?;
             }
@@ -57,7 +63,7 @@ fn parent_ids(report: &WorkflowReport, task: &WorkflowTask) -> Vec<String> {
 
 fn print_report(report: &WorkflowReport) -> CliResult {
     outln!("Workflow {}: {} ({} tasks)", report.id, report.state().as_str(), report.tasks.len())?;
-    let mut table = output::table(["Queue", "ID", "Type", "State", "Parents", "Last Error", "Result"]);
+    let mut table = output::table(["Queue", "ID", "Name", "Type", "State", "Parents", "Last Error", "Result"]);
     for task in &report.tasks {
         let (type_name, state, error, result) = match &task.info {
             Some(info) => (
@@ -72,6 +78,7 @@ fn print_report(report: &WorkflowReport) -> CliResult {
         table.add_row([
             task.task.queue.to_string(),
             task.task.id.to_string(),
+            task.name.clone().unwrap_or_default(),
             type_name,
             state,
             parents,
@@ -95,6 +102,8 @@ struct WorkflowView {
 struct WorkflowTaskView {
     queue: String,
     id: String,
+    /// Its name in its DAG; `null` for a task of no DAG.
+    name: Option<String>,
     /// The IDs of the tasks it waits for, in the order its handler sees their results.
     parents: Vec<String>,
     task: Option<TaskView>,
@@ -111,6 +120,7 @@ impl From<&WorkflowReport> for WorkflowView {
                 .map(|t| WorkflowTaskView {
                     queue: t.task.queue.to_string(),
                     id: t.task.id.to_string(),
+                    name: t.name.clone(),
                     parents: parent_ids(report, t),
                     task: t.info.as_ref().map(TaskView::from),
                 })

@@ -299,13 +299,13 @@ impl Queue {
     }
 
     /// Empties the queue's task containers so that it can be forgotten (scripts `removeQueue`
-    /// and `removeQueueForce`, 6.13); returns how many tasks were deleted.
+    /// and `removeQueueForce`, 6.13); returns the IDs of the tasks deleted.
     ///
     /// Without `force`, refuses with `QueueNotEmpty` while pending, active, scheduled, retry or
     /// archived tasks exist. With it, refuses while tasks are active, else deletes the others.
     /// Completed and aggregating tasks, aggregation sets, counters and the paused mark stay, as
     /// in Go; unlike Go, the deleted tasks' uniqueness locks are released.
-    pub(crate) fn empty_for_removal(&mut self, queue: &QueueName, force: bool) -> Result<usize> {
+    pub(crate) fn empty_for_removal(&mut self, queue: &QueueName, force: bool) -> Result<Vec<String>> {
         if force {
             if !self.active.is_empty() {
                 return Err(refused("cannot remove queue with active tasks"));
@@ -326,7 +326,7 @@ impl Queue {
         for id in &ids {
             self.forget(id);
         }
-        Ok(ids.len())
+        Ok(ids)
     }
 }
 

@@ -171,6 +171,11 @@ impl Queue {
         settled
     }
 
+    /// The tasks that wait for the task `id`, if any do and it has not settled.
+    pub(crate) fn workflow_children(&self, id: &str) -> Option<Vec<TaskRef>> {
+        self.workflows.children.get(id).cloned()
+    }
+
     /// The result the task `id` wrote, if any.
     pub(crate) fn result_of(&self, id: &str) -> Option<bytes::Bytes> {
         self.tasks.get(id).and_then(|record| record.result.clone())

@@ -1,16 +1,19 @@
--- workflow_cancel: archives one waiting workflow task without running it, with the message
--- given (its own, with WORKFLOW_CANCELLED_ERROR recorded), counted nowhere; the tasks waiting for
--- it hear of its failure through the relay (see workflow.lua). A task in any other state is
+-- workflow_cancel: archives waiting workflow tasks of one queue without running them, each with
+-- the message given (its own, with the error recorded: WORKFLOW_CANCELLED_ERROR, or the error
+-- naming a parent that vanished), counted nowhere, all in one step; the tasks waiting for them
+-- hear of their failures through the relay (see workflow.lua). A task in any other state is
 -- left alone.
 --
 -- KEYS[1..7] -> as workflow_pass.lua's
 -- ARGV[1..11] -> as workflow_pass.lua's
--- ARGV[12] -> the task ID
--- ARGV[13] -> its encoded TaskMessage as archived
--- Returns: 1 archived; 0 the task was not waiting (nothing written)
+-- ARGV[12..] -> per task, 2 values: its ID, and its encoded TaskMessage as archived
+-- Returns: how many tasks were archived (those not waiting were left as they were)
 local q = workflow_queue(1)
-if redis.call("HGET", q.task_prefix .. ARGV[12], "state") ~= "waiting" then
-    return 0
+local archived = 0
+for i = 12, #ARGV - 1, 2 do
+    if redis.call("HGET", q.task_prefix .. ARGV[i], "state") == "waiting" then
+        archive_unrun(q, ARGV[i], ARGV[i + 1])
+        archived = archived + 1
+    end
 end
-archive_unrun(q, ARGV[12], ARGV[13])
-return 1
+return archived

@@ -44,7 +44,7 @@ mod tests {
     /// A DAG of tasks named by `(queue, name, waits for)`, planned.
     fn plan(tasks: &[(&str, String, Vec<String>)]) -> Vec<PlannedTask> {
         let flow = Flow::dag(tasks.iter().map(|(queue, name, after)| {
-            DagTask::new(name.clone(), Task::new("t", name.clone()), TaskOptions::new().queue(*queue))
+            DagTask::new(name.clone(), Task::new("t", name.clone()), TaskOptions::new().queue(*queue).task_id(name))
                 .after(after.iter().cloned())
         }));
         let mut ids = 0;

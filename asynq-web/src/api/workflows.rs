@@ -7,7 +7,7 @@ use super::tasks::ProgressSummary;
 use super::{PageInfo, PageQuery, check_name, path, query, timestamp};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
-use asynq_client::{WorkflowReport, WorkflowTask};
+use asynq_client::{WorkflowReport, WorkflowState, WorkflowTask};
 use asynq_core::{TaskState, WorkflowId};
 use axum::Json;
 use axum::extract::rejection::PathRejection;
@@ -40,7 +40,7 @@ pub(crate) struct WorkflowSummaryView {
     created_at: String,
     /// How many tasks it has.
     tasks: usize,
-    /// `running`, `failed` or `succeeded`; `null` for a workflow of more than
+    /// `running`, `failed`, `succeeded` or `cancelled`; `null` for a workflow of more than
     /// [`MAX_LISTED_STATE_TASKS`] tasks (its own page tells).
     state: Option<&'static str>,
 }
@@ -60,8 +60,11 @@ pub(crate) async fn list(State(app): State<AppState>, uri: Uri) -> ApiResult<Jso
     let first_of_next = asynq_core::broker::Page { size: 1, number: page.page * page.size };
     let has_next = !app.inspector.workflows(first_of_next).await?.is_empty();
     // The workflows small enough to have their state worked out here.
-    let to_read: Vec<Option<WorkflowId>> =
-        listed.iter().map(|summary| (summary.tasks <= MAX_LISTED_STATE_TASKS).then(|| summary.id.clone())).collect();
+    // A cancelled one's state needs no read.
+    let to_read: Vec<Option<WorkflowId>> = listed
+        .iter()
+        .map(|summary| (!summary.cancelled && summary.tasks <= MAX_LISTED_STATE_TASKS).then(|| summary.id.clone()))
+        .collect();
     let inspector = &app.inspector;
     let states: Vec<ApiResult<Option<&'static str>>> = futures::stream::iter(to_read)
         .map(|id| async move {
@@ -84,7 +87,7 @@ pub(crate) async fn list(State(app): State<AppState>, uri: Uri) -> ApiResult<Jso
                 id: summary.id.into_string(),
                 created_at: timestamp(summary.created_at),
                 tasks: summary.tasks,
-                state: state?,
+                state: if summary.cancelled { Some(WorkflowState::Cancelled.as_str()) } else { state? },
             })
         })
         .collect::<ApiResult<_>>()?;
@@ -98,6 +101,8 @@ pub(crate) struct WorkflowTaskView {
     index: usize,
     queue: String,
     id: String,
+    /// Its name in its DAG; `null` for a task of no DAG.
+    name: Option<String>,
     /// `null` once the task is gone.
     #[serde(rename = "type")]
     type_name: Option<String>,
@@ -120,6 +125,7 @@ impl WorkflowTaskView {
             index,
             queue: task.task.queue.to_string(),
             id: task.task.id.to_string(),
+            name: task.name.clone(),
             type_name: info.map(|info| info.type_name.clone()),
             state: info.map_or(GONE, |info| info.state.as_str()),
             parents: task.parents.clone(),
@@ -139,7 +145,7 @@ impl WorkflowTaskView {
 #[derive(Debug, Serialize)]
 pub(crate) struct WorkflowDetail {
     id: String,
-    /// `running`, `failed` or `succeeded`.
+    /// `running`, `failed`, `succeeded` or `cancelled`.
     state: &'static str,
     /// How many tasks it has.
     total: usize,
