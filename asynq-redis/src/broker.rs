@@ -389,19 +389,29 @@ impl RedisBroker {
             registration.again_soon = true;
             REGISTRATION_REFRESH.saturating_sub(registration.at.elapsed())
         };
-        let (broker, queue) = (self.clone(), queue.to_owned());
+        // Weak: a broker dropped meanwhile (every clone of it) registers nothing more.
+        let (inner, queue) = (Arc::downgrade(&self.inner), queue.to_owned());
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
+            let Some(inner) = inner.upgrade() else { return };
+            let broker = RedisBroker { inner };
+            // This process removed the queue meanwhile (`forget_queue`): its next task registers it.
+            if !broker.registrations().get(&queue).is_some_and(|registration| registration.again_soon) {
+                return;
+            }
             let registered: redis::RedisResult<i64> = broker.conn().sadd(broker.namespace().all_queues(), &queue).await;
             if let Err(e) = &registered {
                 tracing::warn!(queue, error = %e, "could not register a queue again; its next task will");
             }
             let mut registrations = broker.registrations();
-            match registered {
-                Ok(_) => registrations.insert(queue, Registration::now()),
+            match (registered, registrations.get_mut(&queue)) {
+                (Ok(_), Some(registration)) => *registration = Registration::now(),
                 // Unknown: the next fresh enqueue tries again.
-                Err(_) => registrations.remove(&queue),
-            };
+                (Err(_), Some(_)) => {
+                    registrations.remove(&queue);
+                }
+                (_, None) => {}
+            }
         });
     }
 

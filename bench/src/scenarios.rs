@@ -634,7 +634,7 @@ impl Clock for AheadClock {
 ///
 /// Reports the pickup percentiles of those samples, `tasks_per_s` as the forwarding rate
 /// (`tasks` over the time from the first task forwarded to the last) and `elapsed_s` from the
-/// server's start until all are forwarded, the forwarder's first interval included.
+/// server's start until all are forwarded (its forwarder looks at once).
 pub async fn scheduled_storm(
     redis_url: &str,
     tasks: u64,

@@ -162,15 +162,6 @@ if #scheduled > 0 then
     end
     fresh = fresh or not earliest
 end
--- A batch with a task stored into an empty container says so in its first stored task's reply.
-if fresh then
-    for n = 1, n_tasks do
-        if replies[n] == 1 then
-            replies[n] = 2
-            break
-        end
-    end
-end
 if (#pending > 0 or prioritized) and redis.call("DEL", KEYS[4]) == 1 then
     redis.call("PUBLISH", ARGV[5], "")
 end
@@ -178,6 +169,15 @@ if ARGV[#ARGV] ~= "" then
     for n = 1, n_tasks do
         if replies[n] == 1 then
             log_event(KEYS[7], ARGV[#ARGV], "enqueued", ARGV[6 + 2 * n], ARGV[7 + 2 * n])
+        end
+    end
+end
+-- A batch with a task stored into an empty container says so in its first stored task's reply.
+if fresh then
+    for n = 1, n_tasks do
+        if replies[n] == 1 then
+            replies[n] = 2
+            break
         end
     end
 end
