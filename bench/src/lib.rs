@@ -10,6 +10,7 @@
 pub mod limits;
 pub mod measure;
 pub mod scenarios;
+pub mod schedule;
 pub mod workload;
 
 pub use measure::Measurement;

@@ -161,6 +161,19 @@ enum Scenario {
         #[arg(long, default_value_t = 120)]
         timeout_secs: u64,
     },
+    /// With an idle server of `--concurrency`, schedule `--tasks` tasks to fall due over
+    /// `--spread-secs`; reports how late each started after its due second (p50, p99).
+    ScheduledOnTime {
+        #[arg(long, default_value_t = 200)]
+        tasks: u64,
+        #[arg(long, default_value_t = 8)]
+        spread_secs: u64,
+        #[arg(long, default_value_t = 10)]
+        concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout_secs: u64,
+    },
     /// Run a server while enqueueing tasks one at a time, until all are processed.
     EnqueueAndProcess {
         #[arg(long, default_value_t = 100_000)]
@@ -312,6 +325,10 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::SharedLimitWait { tasks, servers, limit, concurrency, work_ms, timeout_secs } => {
             let (work, timeout) = (Duration::from_millis(work_ms), Duration::from_secs(timeout_secs));
             asynq_bench::limits::shared_limit_wait(url, tasks, servers, limit, concurrency, work, timeout).await
+        }
+        Scenario::ScheduledOnTime { tasks, spread_secs, concurrency, timeout_secs } => {
+            let (spread, timeout) = (Duration::from_secs(spread_secs), Duration::from_secs(timeout_secs));
+            asynq_bench::schedule::scheduled_on_time(url, tasks, spread, concurrency, timeout).await
         }
         Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
             scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await

@@ -191,3 +191,13 @@ async fn a_storm_of_scheduled_tasks_is_forwarded_while_fresh_tasks_are_picked_up
     let info = RedisBroker::connect(&url).await.unwrap().queue_info(&QueueName::from_static(QUEUE)).await.unwrap();
     assert_eq!(info.scheduled, 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scheduled_tasks_are_timed_from_their_due_second() {
+    let redis = RedisServer::start();
+    let measured =
+        asynq_bench::schedule::scheduled_on_time(&redis.url(), 10, Duration::from_secs(1), 2, TIMEOUT).await.unwrap();
+    assert_eq!((measured.scenario.as_str(), measured.tasks), ("scheduled-on-time", 10));
+    assert!(measured.pickup_p50_ms.is_some() && measured.pickup_p99_ms.is_some());
+    assert!(asynq_bench::schedule::scheduled_on_time(&redis.url(), 0, Duration::ZERO, 1, TIMEOUT).await.is_err());
+}

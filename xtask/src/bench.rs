@@ -27,6 +27,7 @@ mod pin;
 mod report;
 mod resp;
 mod scenarios;
+mod schedule_target;
 mod server;
 mod stats;
 mod targets;

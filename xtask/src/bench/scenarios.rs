@@ -168,6 +168,9 @@ pub(crate) const WORKFLOW_FAN_IN: &str = "workflow-fan-in-10000";
 /// The same tasks as [`WORKFLOW_FAN_IN`], enqueued plainly in batches, nothing waiting.
 pub(crate) const PLAIN_FAN_IN: &str = "plain-fan-in-10000";
 
+/// An idle server, and tasks scheduled to fall due over a few seconds: how late each starts.
+pub(crate) const SCHEDULED_ON_TIME: &str = "scheduled-on-time";
+
 /// Two servers under a shared concurrency limit, waiting for slots.
 pub(crate) const SHARED_LIMIT_WAIT: &str = "shared-limit-wait";
 /// Its tasks, its limit and each task's work: the ideal is `ceil(tasks / limit) × work`.
@@ -231,6 +234,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         process(WORKFLOW_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100"]),
         process(PLAIN_FAN_IN, true, &["fan-in", "--members", FAN_IN_MEMBERS, "--concurrency", "100", "--plain"]),
         process("enqueue-and-process-c10", true, &["enqueue-and-process", "--tasks", &tasks, "--concurrency", "10"]),
+        process(SCHEDULED_ON_TIME, false, &["scheduled-on-time", "--tasks", "200", "--spread-secs", "8"]),
         process(
             SHARED_LIMIT_WAIT,
             true,

@@ -10,7 +10,8 @@ use super::scenarios::{
     BULK_ACTIONS, DEEP_BACKLOG_DRAINS, DEEP_BACKLOG_SLICE, DRAIN_WITH_EVENTS, ENQUEUE_CONCURRENT, ENQUEUE_SPIN_WAIT,
     ENQUEUE_WITH_EVENTS, EVENT_CAP, FAIL_INTO_EMPTY_ARCHIVE, FAIL_INTO_FULL_ARCHIVE, FAN_IN_MEMBERS, GROUP_READS,
     IDLE_AGGREGATOR, IDLE_SERVER_COUNTS, IDLE_SERVERS, MANY_QUEUES_DRAIN, MANY_QUEUES_IDLE, MANY_QUEUES_PICKUP,
-    PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_STORM, SHARED_LIMIT_WAIT, TENANTS_IDLE, TENANTS_PICKUP, WORKFLOW_FAN_IN,
+    PLAIN_FAN_IN, QUIET_BESIDE_BUSY, SCHEDULED_ON_TIME, SCHEDULED_STORM, SHARED_LIMIT_WAIT, TENANTS_IDLE,
+    TENANTS_PICKUP, WORKFLOW_FAN_IN,
 };
 use super::scenarios::{STREAM_PRODUCERS, STREAMS};
 
@@ -273,6 +274,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
 
     checks.push(workflow_check(&rows));
     checks.push(super::limit_target::check(rows.row(SHARED_LIMIT_WAIT)));
+    checks.push(super::schedule_target::check(rows.row(SCHEDULED_ON_TIME)));
 
     checks.push(match (rows.get("drain-c10", tasks_per_s), rows.get("peer-drain-c10", tasks_per_s)) {
         (Some(ours), Some(peer)) => Check {
