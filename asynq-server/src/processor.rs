@@ -468,11 +468,11 @@ impl Shared {
         self.average_attempt_nanos.store(updated, Ordering::Relaxed);
     }
 
-    /// Holds a task taken ahead (its start recorded, its lease renewed to `expiry`) until a
-    /// worker slot frees up, then runs it; gives it back to its queue if shutdown begins first.
-    /// Meanwhile it is leased and cancellable like a running task.
-    async fn wait_for_slot(self: Arc<Self>, task: Dequeued, hold: OwnedSemaphorePermit, expiry: SystemTime) {
-        let held = Held::new(&task, &self.clock);
+    /// Shows `task`, whose start is recorded and whose lease is renewed to `expiry`, as one that
+    /// waits here for its turn: leased, renewed by the heartbeat and cancellable, holding no
+    /// worker.
+    fn hold_waiting(&self, task: &Dequeued, expiry: SystemTime) -> Held {
+        let held = Held::new(task, &self.clock);
         held.lease.extend(expiry);
         let now = self.clock.now();
         self.active.insert(ActiveTask {
@@ -483,6 +483,14 @@ impl Shared {
             cancel: held.cancel.clone(),
             phase: Phase::Waiting,
         });
+        held
+    }
+
+    /// Holds a task taken ahead (its start recorded, its lease renewed to `expiry`) until a
+    /// worker slot frees up, then runs it; gives it back to its queue if shutdown begins first.
+    /// Meanwhile it is leased and cancellable like a running task.
+    async fn wait_for_slot(self: Arc<Self>, task: Dequeued, hold: OwnedSemaphorePermit, expiry: SystemTime) {
+        let held = self.hold_waiting(&task, expiry);
         let slot = tokio::select! {
             biased;
             _ = self.draining.cancelled() => None,
@@ -539,17 +547,7 @@ impl Shared {
     /// nothing, and a cancellation is seen when it starts.
     async fn wait_to_start(self: Arc<Self>, task: Dequeued, waiter: Waiter, expiry: SystemTime) {
         let Waiter { hold, room, type_permit } = waiter;
-        let held = Held::new(&task, &self.clock);
-        held.lease.extend(expiry);
-        let now = self.clock.now();
-        self.active.insert(ActiveTask {
-            message: task.message.clone(),
-            started: now,
-            deadline: task.message.handler_deadline(now),
-            lease: held.lease.clone(),
-            cancel: held.cancel.clone(),
-            phase: Phase::Waiting,
-        });
+        let held = self.hold_waiting(&task, expiry);
         tracing::debug!(task_id = %task.message.id, task_type = %task.message.type_name, "over a concurrency limit; waiting for a turn");
         let limit = self.config.shared_limits.as_ref().and_then(|limits| Some((limits, limits.limit_for(&task)?)));
         let turn = async {
