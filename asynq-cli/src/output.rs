@@ -81,6 +81,11 @@ pub(crate) fn colour_enabled() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// The columns of a "Task Count by State" table: Go's seven states, then our workflow tasks
+/// waiting for their parents.
+pub(crate) const STATE_COLUMNS: [&str; 8] =
+    ["active", "pending", "aggregating", "scheduled", "retry", "archived", "completed", "waiting"];
+
 /// A table with a dashed line under the header and no other rules, like Go's tool prints.
 pub(crate) fn table<I, S>(header: I) -> Table
 where

@@ -116,6 +116,8 @@ pub(crate) struct QueueView {
     retry: usize,
     archived: usize,
     completed: usize,
+    /// Workflow tasks waiting for their parents, not in `size` (as Go counts).
+    waiting: usize,
     processed: u64,
     failed: u64,
     processed_total: u64,
@@ -139,6 +141,7 @@ impl From<&QueueInfo> for QueueView {
             retry: q.retry,
             archived: q.archived,
             completed: q.completed,
+            waiting: q.waiting,
             processed: q.processed,
             failed: q.failed,
             processed_total: q.processed_total,

@@ -21,8 +21,8 @@ fn queues_are_listed_and_inspected() {
     let counts: Vec<&str> = counts.split_whitespace().collect();
     assert_eq!(
         counts,
-        ["0", "3", "0", "1", "0", "0", "0"],
-        "active pending aggregating scheduled retry archived completed"
+        ["0", "3", "0", "1", "0", "0", "0", "0"],
+        "active pending aggregating scheduled retry archived completed waiting"
     );
 
     let json = asynq_at(&server, &["queue", "inspect", "critical", "interop-processed", "--json"]).ok().json();
@@ -342,4 +342,47 @@ fn workflows_are_listed_and_inspected() {
     let missing = asynq_at(&server, &["workflow", "inspect", "no-such-workflow"]);
     assert_eq!(missing.code, 3, "{missing:#?}");
     assert!(missing.stderr.contains("asynq workflow ls"), "{missing:#?}");
+}
+
+#[test]
+fn waiting_workflow_tasks_are_counted_in_stats_and_queue_views() {
+    use asynq_client::{FlowProducer, Task, TaskOptions};
+    use asynq_core::workflow::Flow;
+    let server = asynq_tests::RedisServer::start();
+    // The first task pends in `flows`, the second waits for it in `flows-next`, alone there.
+    let step = |id: &str, queue: &str| {
+        Flow::task(Task::new("step", id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
+    };
+    common::block_on(async {
+        let broker = common::broker(&server).await;
+        FlowProducer::new(broker)
+            .enqueue(&step("first", "flows").then(step("second", "flows-next")))
+            .await
+            .expect("stored")
+    });
+
+    let ls = asynq_at(&server, &["queue", "ls"]).ok();
+    assert_eq!(ls.stdout.lines().collect::<Vec<_>>(), ["flows", "flows-next"], "a queue of waiting tasks is listed");
+    let json = asynq_at(&server, &["queue", "ls", "--json"]).ok().json();
+    assert_eq!(json, json!([{"queue": "flows"}, {"queue": "flows-next"}]));
+
+    let inspect = asynq_at(&server, &["queue", "inspect", "flows-next"]).ok();
+    inspect.shows(&["Size:    0", "waiting"]);
+    let header: Vec<&str> = inspect.line("aggregating").split_whitespace().collect();
+    assert_eq!(header.last(), Some(&"waiting"), "{}", inspect.stdout);
+    let counts = inspect.stdout.lines().skip_while(|l| !l.contains("aggregating")).nth(2).expect("counts row");
+    assert_eq!(counts.split_whitespace().collect::<Vec<_>>(), ["0", "0", "0", "0", "0", "0", "0", "1"]);
+    let json = asynq_at(&server, &["queue", "inspect", "flows", "flows-next", "--json"]).ok().json();
+    assert_eq!((&json[0]["waiting"], &json[0]["pending"]), (&json!(0), &json!(1)));
+    assert_eq!((&json[1]["waiting"], &json[1]["size"]), (&json!(1), &json!(0)), "waiting is apart from size");
+
+    let stats = asynq_at(&server, &["stats"]).ok();
+    assert!(stats.stdout.lines().all(|l| l.len() <= 100), "{}", stats.stdout);
+    let counts = stats.stdout.lines().skip_while(|l| !l.contains("aggregating")).nth(2).expect("counts row");
+    assert_eq!(counts.split_whitespace().collect::<Vec<_>>(), ["0", "1", "0", "0", "0", "0", "0", "1"]);
+    let per_queue: Vec<&str> = stats.line("flows-next").split_whitespace().collect();
+    assert_eq!(per_queue, ["flows-next", "0", "1", "running"], "queue size waiting state: {}", stats.stdout);
+    let json = asynq_at(&server, &["stats", "--json"]).ok().json();
+    assert_eq!((&json["aggregate"]["waiting"], &json["aggregate"]["pending"]), (&json!(1), &json!(1)));
+    assert_eq!(json["queues"][1]["waiting"], 1, "{json}");
 }

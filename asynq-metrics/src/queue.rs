@@ -24,13 +24,16 @@ pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// | series | type | labels |
 /// | --- | --- | --- |
-/// | `asynq_tasks_enqueued_total` | gauge | `queue`, `state` (active, pending, scheduled, retry, archived, completed) |
+/// | `asynq_tasks_enqueued_total` | gauge | `queue`, `state` (active, pending, scheduled, retry, archived, completed; and waiting, ours) |
 /// | `asynq_queue_size` | gauge | `queue` |
 /// | `asynq_queue_latency_seconds` | gauge | `queue` |
 /// | `asynq_queue_memory_usage_approx_bytes` | gauge | `queue` |
 /// | `asynq_tasks_processed_total` | counter | `queue` |
 /// | `asynq_tasks_failed_total` | counter | `queue` |
 /// | `asynq_queue_paused_total` | gauge (1 when paused) | `queue` |
+///
+/// The `waiting` state is ours: workflow tasks waiting for their parents, left out of
+/// `asynq_queue_size` as Go counts.
 ///
 /// and two of ours:
 /// - `asynq_up`: 1 when the last [`refresh`](QueueMetrics::refresh) read every queue, 0 when it
@@ -166,14 +169,16 @@ const COUNTERS: [(&str, &str, QueueCounter); 2] = [
     ("tasks_failed", "Number of tasks failed; broken down by queue", |q| q.failed_total),
 ];
 
-/// The states `tasks_enqueued_total` breaks queues down by, in Go's order.
-const STATES: [(&str, StateCount); 6] = [
+/// The states `tasks_enqueued_total` breaks queues down by: Go's, in Go's order, then our
+/// workflow tasks waiting for their parents.
+const STATES: [(&str, StateCount); 7] = [
     ("active", |q| q.active),
     ("pending", |q| q.pending),
     ("scheduled", |q| q.scheduled),
     ("retry", |q| q.retry),
     ("archived", |q| q.archived),
     ("completed", |q| q.completed),
+    ("waiting", |q| q.waiting),
 ];
 
 impl Collector for QueueCollector {

@@ -131,4 +131,12 @@ async fn the_grafana_dashboard_and_the_alert_rules_query_only_exported_metrics()
         }
     }
     assert!(read.len() >= 8, "the dashboard and the rules read {read:?}");
+
+    // Every state shows, our waiting workflow tasks too: broken down by state, none filtered out.
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let by_state = panels.iter().find(|p| p["title"] == "Tasks by state").expect("a Tasks by state panel");
+    let expr = by_state["targets"][0]["expr"].as_str().expect("an expression");
+    assert!(expr.contains("asynq_tasks_enqueued_total") && expr.contains("by (queue, state)"), "{expr}");
+    assert!(!expr.contains("state="), "no state is filtered out: {expr}");
+    assert!(by_state["description"].as_str().is_some_and(|d| d.contains("waiting")), "{by_state}");
 }

@@ -4,8 +4,9 @@
 
 mod support;
 
-use asynq_client::{Client, Inspector, Task, TaskOptions};
+use asynq_client::{Client, FlowProducer, Inspector, Task, TaskOptions};
 use asynq_core::broker::Outcome;
+use asynq_core::workflow::Flow;
 use asynq_core::{Broker, QueueName, SimulatedClock};
 use asynq_memory::MemoryBroker;
 use asynq_metrics::{CONTENT_TYPE, Exporter, QueueMetrics};
@@ -22,9 +23,10 @@ fn exporter(broker: impl Broker) -> Exporter {
     Exporter::new(registry).refreshing(queue_metrics)
 }
 
-/// Fills `default` with 2 pending, 1 scheduled, 1 active, 1 retry and 1 archived task, and
-/// `critical` with 1 pending task. Returns the time the pending tasks were enqueued.
-async fn fill(broker: &(impl Broker + Clone), client: &Client) {
+/// Fills `default` with 2 pending, 1 scheduled, 1 active, 1 retry and 1 archived task,
+/// `critical` with 1 pending task, and `flows` with a two-task chain: 1 pending task and 1
+/// waiting for it.
+async fn fill(broker: &(impl Broker + asynq_core::workflow::Workflows + Clone), client: &Client) {
     let default = TaskOptions::new();
     for (kind, opts) in [("active", &default), ("retry", &default), ("archived", &default)] {
         client.enqueue(&Task::new(kind, ""), opts.clone()).await.unwrap();
@@ -47,11 +49,20 @@ async fn fill(broker: &(impl Broker + Clone), client: &Client) {
     client.enqueue(&Task::new("p", "2"), default.clone()).await.unwrap();
     client.enqueue(&Task::new("s", ""), TaskOptions::new().process_in(Duration::from_secs(600))).await.unwrap();
     client.enqueue(&Task::new("c", ""), TaskOptions::new().queue("critical")).await.unwrap();
+    let step = |id: &str| Flow::task(Task::new("step", id.to_owned()), TaskOptions::new().queue("flows").task_id(id));
+    FlowProducer::new(broker.clone()).enqueue(&step("first").then(step("second"))).await.unwrap();
 }
 
 fn assert_default_queue(scrape: &prometheus_parse::Scrape) {
-    let states =
-        [("active", 1.0), ("pending", 2.0), ("scheduled", 1.0), ("retry", 1.0), ("archived", 1.0), ("completed", 0.0)];
+    let states = [
+        ("active", 1.0),
+        ("pending", 2.0),
+        ("scheduled", 1.0),
+        ("retry", 1.0),
+        ("archived", 1.0),
+        ("completed", 0.0),
+        ("waiting", 0.0),
+    ];
     for (state, n) in states {
         assert_eq!(
             value(scrape, "asynq_tasks_enqueued_total", &[("queue", "default"), ("state", state)]),
@@ -65,6 +76,9 @@ fn assert_default_queue(scrape: &prometheus_parse::Scrape) {
     assert_eq!(value(scrape, "asynq_queue_paused_total", &[("queue", "default")]), 0.0);
     assert_eq!(value(scrape, "asynq_tasks_enqueued_total", &[("queue", "critical"), ("state", "pending")]), 1.0);
     assert_eq!(value(scrape, "asynq_queue_size", &[("queue", "critical")]), 1.0);
+    let flows = |state| value(scrape, "asynq_tasks_enqueued_total", &[("queue", "flows"), ("state", state)]);
+    assert_eq!((flows("pending"), flows("waiting")), (1.0, 1.0), "the chain's second task waits for its first");
+    assert_eq!(value(scrape, "asynq_queue_size", &[("queue", "flows")]), 1.0, "waiting is apart from the size");
     assert_eq!(value(scrape, "asynq_up", &[]), 1.0);
 }
 

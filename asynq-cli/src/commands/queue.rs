@@ -101,7 +101,7 @@ fn print_queue_info(info: &QueueInfo) -> CliResult {
     outln!("Memory:  {}", bytes_text(info.memory_usage))?;
     outln!("Paused:  {}\n", info.paused)?;
     heading("Task Count by State")?;
-    let mut table = output::table(["active", "pending", "aggregating", "scheduled", "retry", "archived", "completed"]);
+    let mut table = output::table(output::STATE_COLUMNS);
     table.add_row([
         info.active,
         info.pending,
@@ -110,6 +110,7 @@ fn print_queue_info(info: &QueueInfo) -> CliResult {
         info.retry,
         info.archived,
         info.completed,
+        info.waiting,
     ]);
     print_table(&table)?;
     outln!()?;

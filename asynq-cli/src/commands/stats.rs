@@ -1,4 +1,4 @@
-//! `asynq stats`: tasks per state and per queue, today's processed and failed counts, and what
+//! `asynq stats`: tasks per state (workflow tasks waiting for their parents too) and per queue, today's processed and failed counts, and what
 //! Redis says about itself, led by a warning when its eviction policy can drop tasks.
 
 use super::Context;
@@ -19,6 +19,8 @@ struct Aggregate {
     retry: usize,
     archived: usize,
     completed: usize,
+    /// Workflow tasks waiting for their parents (not in Go's states).
+    waiting: usize,
     processed: u64,
     failed: u64,
     timestamp: String,
@@ -35,6 +37,7 @@ impl Aggregate {
             sum.retry += q.retry;
             sum.archived += q.archived;
             sum.completed += q.completed;
+            sum.waiting += q.waiting;
             sum.processed += q.processed;
             sum.failed += q.failed;
             sum.timestamp = rfc3339(q.timestamp);
@@ -81,17 +84,17 @@ pub(crate) async fn run(ctx: &Context) -> CliResult {
     }
 
     heading("Task Count by State")?;
-    let mut table = output::table(["active", "pending", "aggregating", "scheduled", "retry", "archived", "completed"]);
+    let mut table = output::table(output::STATE_COLUMNS);
     let a = &aggregate;
-    table.add_row([a.active, a.pending, a.aggregating, a.scheduled, a.retry, a.archived, a.completed]);
+    table.add_row([a.active, a.pending, a.aggregating, a.scheduled, a.retry, a.archived, a.completed, a.waiting]);
     print_table(&table)?;
     outln!()?;
 
     heading("Task Count by Queue")?;
-    let mut table = output::table(["queue", "size", "state"]);
+    let mut table = output::table(["queue", "size", "waiting", "state"]);
     for q in &queues {
         let state = if q.paused { state_cell("paused") } else { state_cell("running") };
-        table.add_row(vec![q.queue.clone().into(), q.size.into(), state]);
+        table.add_row(vec![q.queue.clone().into(), q.size.into(), q.waiting.into(), state]);
     }
     print_table(&table)?;
     outln!()?;

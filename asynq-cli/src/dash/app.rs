@@ -4,8 +4,9 @@
 use asynq_client::{QueueInfo, ServerReport, TaskInfo, TaskState};
 use std::time::SystemTime;
 
-/// The task states in the order the dashboard's tabs show them (Go's dashboard order).
-pub(crate) const STATES: [TaskState; 7] = [
+/// The task states in the order the dashboard's tabs show them: Go's dashboard order, then our
+/// workflow tasks waiting for their parents.
+pub(crate) const STATES: [TaskState; 8] = [
     TaskState::Active,
     TaskState::Pending,
     TaskState::Aggregating,
@@ -13,6 +14,7 @@ pub(crate) const STATES: [TaskState; 7] = [
     TaskState::Retry,
     TaskState::Archived,
     TaskState::Completed,
+    TaskState::Waiting,
 ];
 
 /// How many tasks of one state the task list fetches.
@@ -106,8 +108,12 @@ impl Action {
         }
     }
 
-    /// Whether it applies to a task in `state`; the server refuses it otherwise.
+    /// Whether it applies to a task in `state`; the server refuses it otherwise (a waiting
+    /// task takes no action of its own: its workflow is cancelled instead).
     fn applies_to(self, state: TaskState) -> bool {
+        if state == TaskState::Waiting {
+            return false;
+        }
         match self {
             Self::Run => !matches!(state, TaskState::Active | TaskState::Pending),
             Self::Archive => !matches!(state, TaskState::Active | TaskState::Archived),
@@ -467,7 +473,7 @@ pub(crate) mod tests {
     pub(crate) fn queues() -> Vec<QueueInfo> {
         let at = from_unix_secs(1_795_317_896);
         let mut critical = QueueInfo::empty(&QueueName::from_static("critical"), at);
-        (critical.pending, critical.active, critical.retry, critical.size) = (3, 1, 2, 6);
+        (critical.pending, critical.active, critical.retry, critical.size, critical.waiting) = (3, 1, 2, 6, 1);
         (critical.processed, critical.failed) = (40, 10);
         let mut default = QueueInfo::empty(&QueueName::default(), at);
         (default.pending, default.size, default.paused) = (7, 7, true);
@@ -623,6 +629,21 @@ pub(crate) mod tests {
         );
         app.update(Msg::Acted(Err("cannot cancel task t0: no such task".into())));
         assert_eq!(app.error.as_deref(), Some("cannot cancel task t0: no such task"));
+    }
+
+    #[test]
+    fn waiting_workflow_tasks_have_the_last_tab_and_take_no_action_of_their_own() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        app.update(Msg::Key(Key::Enter));
+        let fetches = app.update(Msg::Key(Key::BackTab));
+        assert_eq!(fetches, vec![Fetch::Tasks { queue: "critical".into(), state: TaskState::Waiting, page: 0 }]);
+
+        let mut app = on_tasks(TaskState::Waiting, page_of(TaskState::Waiting, 1));
+        for (key, verb) in [('r', "run"), ('a', "archive"), ('d', "delete"), ('c', "cancel")] {
+            assert!(app.update(Msg::Key(Key::Char(key))).is_empty(), "{verb}");
+            assert_eq!(app.notice, Some(format!("cannot {verb} a task that is waiting")));
+        }
     }
 
     #[test]

@@ -47,8 +47,9 @@ pub(crate) fn draw(frame: &mut Frame<'_>, app: &App) {
 
 fn draw_queues(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let [table_area, summary_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(area);
-    let header = Row::new(["Queue", "State", "Size", "Latency", "Memory", "Processed", "Failed", "Error rate"])
-        .style(Style::new().add_modifier(Modifier::BOLD));
+    let header =
+        Row::new(["Queue", "State", "Size", "Waiting", "Latency", "Memory", "Processed", "Failed", "Error rate"])
+            .style(Style::new().add_modifier(Modifier::BOLD));
     let rows = app.queues.iter().map(|q| {
         let state = if q.paused {
             Cell::from("paused").style(Style::new().fg(Color::Yellow))
@@ -59,6 +60,7 @@ fn draw_queues(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Cell::from(q.queue.to_string()),
             state,
             Cell::from(q.size.to_string()),
+            Cell::from(q.waiting.to_string()),
             Cell::from(go_duration(q.latency)),
             Cell::from(bytes_text(q.memory_usage)),
             Cell::from(q.processed.to_string()),
@@ -69,6 +71,7 @@ fn draw_queues(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let widths = [
         Constraint::Min(12),
         Constraint::Length(7),
+        Constraint::Length(8),
         Constraint::Length(8),
         Constraint::Length(9),
         Constraint::Length(9),
@@ -94,11 +97,12 @@ fn draw_queues(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 ("retry", q.retry),
                 ("archived", q.archived),
                 ("completed", q.completed),
+                ("waiting", q.waiting),
             ];
             let spans: Vec<Span<'_>> = counts
                 .iter()
                 .flat_map(|(name, n)| {
-                    [Span::styled(format!("{name} "), state_style(name)), Span::raw(format!("{n}   "))]
+                    [Span::styled(format!("{name} "), state_style(name)), Span::raw(format!("{n}  "))]
                 })
                 .collect();
             vec![Line::from(spans), Line::from(format!("groups {}", q.groups))]
@@ -120,6 +124,7 @@ fn state_style(state: &str) -> Style {
         "aggregating" | "scheduled" => Color::Cyan,
         "retry" => Color::Yellow,
         "archived" => Color::Red,
+        "waiting" => Color::Magenta,
         _ => Color::Reset,
     };
     Style::new().fg(colour)
@@ -142,8 +147,10 @@ fn count(app: &App, state: TaskState) -> usize {
 fn draw_tasks(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let [tabs_area, table_area] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area);
     let queue = app.queue().map(|q| q.queue.as_str()).unwrap_or_default();
-    let titles = STATES.iter().map(|s| format!("{s} ({})", count(app, *s)));
+    // Compact, so that the eight states fit a 100-column terminal: the selected one is reversed.
+    let titles = STATES.iter().map(|s| format!("{s} {}", count(app, *s)));
     let tabs = Tabs::new(titles)
+        .divider("")
         .select(app.state_tab)
         .block(Block::default().borders(Borders::ALL).title(format!(" Queue {queue} ")))
         .highlight_style(Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED));
@@ -371,10 +378,39 @@ mod tests {
         app.update(Msg::Tasks { queue: "critical".into(), state: TaskState::Pending, page: 0, tasks: Ok(tasks) });
         let screen = render(&app);
         assert!(contains(&screen, "Queue critical"), "{screen:#?}");
-        assert!(contains(&screen, "pending (3)") && contains(&screen, "retry (2)"), "{screen:#?}");
+        assert!(contains(&screen, "pending 3") && contains(&screen, "retry 2"), "{screen:#?}");
         let first = screen.iter().find(|l| l.contains("task-1")).expect("task-1 row");
         assert!(first.contains("> ") && first.contains("email:welcome") && first.contains(r#"{"user":42}"#), "{first}");
         assert!(contains(&screen, "0/25"), "{screen:#?}");
+    }
+
+    #[test]
+    fn waiting_workflow_tasks_are_counted_in_the_queue_table_the_summary_and_their_tab() {
+        let mut app = App::new("8s");
+        app.update(Msg::Queues(Ok(queues())));
+        let screen = render(&app);
+        let header = screen.iter().find(|l| l.contains("Queue") && l.contains("Size")).expect("header");
+        assert!(header.contains("Size     Waiting"), "{screen:#?}");
+        let critical = screen.iter().find(|l| l.contains("critical") && l.contains("run")).expect("critical row");
+        assert!(critical.contains(" 6        1 "), "size 6, 1 waiting: {critical}");
+        assert!(contains(&screen, "completed 0  waiting 1"), "{screen:#?}");
+
+        app.update(Msg::Key(Key::Enter));
+        app.update(Msg::Key(Key::BackTab));
+        let mut waiting = task("critical", "w1");
+        waiting.state = TaskState::Waiting;
+        waiting.headers.insert(asynq_core::workflow::WORKFLOW_HEADER.to_owned(), "wf-1".to_owned());
+        app.update(Msg::Tasks {
+            queue: "critical".into(),
+            state: TaskState::Waiting,
+            page: 0,
+            tasks: Ok(vec![waiting]),
+        });
+        let screen = render(&app);
+        assert!(contains(&screen, " completed 0  waiting 1 "), "{screen:#?}");
+        assert!(contains(&screen, "waiting tasks, page 1") && contains(&screen, "Workflow"), "{screen:#?}");
+        let row = screen.iter().find(|l| l.contains("w1")).expect("the waiting task's row");
+        assert!(row.contains("wf-1"), "{row}");
     }
 
     #[test]
