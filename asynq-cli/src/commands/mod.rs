@@ -93,8 +93,11 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
     if let Command::Web(args) = &cli.command {
         web::plan(args)?; // Refuse bad flags before connecting.
     }
-    if let Command::Metrics(args) = &cli.command {
-        return metrics(&global, args.listen).await;
+    // These serve while Redis is down, and connect when it answers.
+    match &cli.command {
+        Command::Metrics(args) => return metrics(&global, args.listen).await,
+        Command::Web(args) => return web::run_connecting(&global, args, shutdown_signal()).await,
+        _ => {}
     }
     let conn = connect::connect(&global).await?;
     let cluster = global.cluster || global.uri.starts_with("redis-cluster://");
@@ -110,8 +113,7 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         Command::Events(args) => events::run(&ctx, args, shutdown_signal()).await,
         Command::Slots(args) => slots::run(&ctx, args).await,
         Command::Dash(_) => crate::dash::run(ctx.conn.inspector, refresh.unwrap_or(MIN_REFRESH)).await,
-        Command::Metrics(_) => Ok(()), // Served above, connected or not.
-        Command::Web(args) => web::run(ctx.conn.inspector, &args, shutdown_signal()).await,
+        Command::Metrics(_) | Command::Web(_) => Ok(()), // Served above, connected or not.
         Command::Version => Ok(()),
     }
 }
