@@ -4,10 +4,12 @@
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, Failure};
+use crate::output::errln;
 use asynq_client::{Client, Inspector};
 use asynq_redis::{ConnectError, RedisBroker, RedisConfig, TlsOptions};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The bytes escaped in a URL's user and password: all but RFC 3986's unreserved characters.
 const USERINFO: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
@@ -107,12 +109,108 @@ fn tls_options(args: &GlobalArgs) -> Result<TlsOptions, CliError> {
 /// Connects as the flags say.
 pub(crate) async fn connect(args: &GlobalArgs) -> Result<Connection, CliError> {
     let (config, url) = config(args)?;
-    let broker = RedisBroker::connect_with(config).await.map_err(|e| match refused_database(&e, &url) {
-        Some(refused) => refused,
-        None => connect_error(e),
+    connect_to(config, &url).await.map_err(|refused| refused.error)
+}
+
+/// A failed attempt to connect.
+#[derive(Debug)]
+struct Refused {
+    /// What went wrong, classified.
+    error: CliError,
+    /// Redis did not answer (or refused the connection), so a later attempt may succeed.
+    unreachable: bool,
+}
+
+/// One attempt to connect with `config`, which came from `url`.
+async fn connect_to(config: RedisConfig, url: &str) -> Result<Connection, Refused> {
+    let broker = RedisBroker::connect_with(config).await.map_err(|e| match refused_database(&e, url) {
+        Some(error) => Refused { error, unreachable: false },
+        None => {
+            let unreachable = matches!(e, ConnectError::Connect { .. });
+            Refused { error: connect_error(e), unreachable }
+        }
     })?;
     let broker = Arc::new(broker);
     Ok(Connection { inspector: Inspector::from_shared(broker.clone()), client: Client::from_shared(broker) })
+}
+
+/// The first pause between two attempts of [`Reconnect::connect`]; it doubles after each
+/// failure up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest pause between two attempts of [`Reconnect::connect`].
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// How [`connect_or_retry`] started.
+#[derive(Debug)]
+pub(crate) enum Start {
+    /// Connected at once.
+    Connected(Connection),
+    /// Redis did not answer; [`Reconnect::connect`] keeps trying.
+    Unreachable(Box<Reconnect>),
+}
+
+/// A connection still to be made, to a Redis that did not answer at start.
+pub(crate) struct Reconnect {
+    config: RedisConfig,
+    /// Holds the password, if any: never shown.
+    url: String,
+    /// The last failure, already reported.
+    last: CliError,
+}
+
+impl std::fmt::Debug for Reconnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reconnect").field("config", &self.config).field("last", &self.last).finish_non_exhaustive()
+    }
+}
+
+impl Reconnect {
+    /// Why the first attempt failed.
+    pub(crate) fn error(&self) -> &CliError {
+        &self.last
+    }
+
+    /// Tries again until connected, pausing [`RETRY_FIRST`] after the first failure and twice
+    /// as long after each next one, up to [`RETRY_MAX`]. A failure unlike the last one is said
+    /// on stderr once (one line per streak of the same failure, not one per attempt), and so is
+    /// the connection when it is made.
+    pub(crate) async fn connect(self) -> Connection {
+        let Self { config, url, mut last } = self;
+        let mut pause = RETRY_FIRST;
+        let mut failed = 1_u64;
+        loop {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(RETRY_MAX);
+            match connect_to(config.clone(), &url).await {
+                Ok(connection) => {
+                    errln!("connected to Redis after {failed} failed attempts");
+                    return connection;
+                }
+                Err(refused) => {
+                    if refused.error.message != last.message {
+                        errln!("warning: {}; still retrying", refused.error.message);
+                    }
+                    last = refused.error;
+                    failed += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Connects as the flags say; when Redis does not answer, gives what it takes to keep trying
+/// rather than an error. Bad flags and URLs, and a Redis that answers but refuses (a database
+/// it lacks, a version too old), are errors at once.
+pub(crate) async fn connect_or_retry(args: &GlobalArgs) -> Result<Start, CliError> {
+    let (config, url) = config(args)?;
+    match connect_to(config.clone(), &url).await {
+        Ok(connection) => Ok(Start::Connected(connection)),
+        Err(Refused { error, unreachable: true }) => {
+            Ok(Start::Unreachable(Box::new(Reconnect { config, url, last: error })))
+        }
+        Err(Refused { error, .. }) => Err(error),
+    }
 }
 
 /// Redis's reply to a `SELECT` of a database it does not have.

@@ -83,6 +83,8 @@ impl Exporter {
         let _scrape = self.scrape.lock().await;
         if let Some(queue_metrics) = &self.queue_metrics
             && let Err(e) = queue_metrics.refresh().await
+            // Whoever connects the broker reports that it is not there yet, once.
+            && queue_metrics.has_broker()
         {
             tracing::warn!(error = %e, "could not read the queue metrics from the broker");
         }

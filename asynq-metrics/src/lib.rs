@@ -40,7 +40,6 @@ pub use queue::{DEFAULT_REFRESH_TIMEOUT, QueueMetrics};
 pub use worker::{DEFAULT_DURATION_BUCKETS, WorkerMetrics};
 
 use asynq_client::Inspector;
-use prometheus_client::registry::Registry;
 use std::future::Future;
 use std::net::SocketAddr;
 
@@ -65,8 +64,5 @@ pub async fn serve_queue_metrics(
 /// `asynq metrics` serves, and `asynq web --metrics` beside the dashboard
 /// ([`Exporter::router`]).
 pub fn queue_exporter(inspector: Inspector) -> Exporter {
-    let queue_metrics = QueueMetrics::new(inspector);
-    let mut registry = Registry::default();
-    queue_metrics.register(&mut registry);
-    Exporter::new(registry).refreshing(queue_metrics)
+    QueueMetrics::new(inspector).exporter()
 }

@@ -13,7 +13,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// How long one refresh may take by default: Prometheus's default scrape timeout.
@@ -46,10 +46,16 @@ pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// The values are read on [`refresh`](QueueMetrics::refresh), which the
 /// [`Exporter`](crate::Exporter) calls before each scrape; encoding the registry shows the last
-/// refresh. Cheap to clone; clones share the snapshot.
+/// refresh. Cheap to clone; clones share the snapshot and the broker.
+///
+/// An exporter that must start before its broker is reachable (a container whose Redis is not
+/// up yet) starts with [`awaiting_broker`](QueueMetrics::awaiting_broker), serves `asynq_up 0`,
+/// and gets its broker later through [`connect`](QueueMetrics::connect).
 #[derive(Clone)]
 pub struct QueueMetrics {
-    inspector: Inspector,
+    /// Unset until [`connect`](QueueMetrics::connect) for metrics made by
+    /// [`awaiting_broker`](QueueMetrics::awaiting_broker).
+    inspector: Arc<OnceLock<Inspector>>,
     timeout: Duration,
     snapshot: Arc<Mutex<Snapshot>>,
 }
@@ -68,7 +74,35 @@ impl QueueMetrics {
     /// Queue metrics read through `inspector`, each refresh limited to
     /// [`DEFAULT_REFRESH_TIMEOUT`].
     pub fn new(inspector: Inspector) -> Self {
-        Self { inspector, timeout: DEFAULT_REFRESH_TIMEOUT, snapshot: Arc::default() }
+        let metrics = Self::awaiting_broker();
+        metrics.connect(inspector);
+        metrics
+    }
+
+    /// Queue metrics with no broker yet: every refresh fails and `asynq_up` is 0, with no queue
+    /// series, until [`connect`](Self::connect) gives them one.
+    pub fn awaiting_broker() -> Self {
+        Self { inspector: Arc::default(), timeout: DEFAULT_REFRESH_TIMEOUT, snapshot: Arc::default() }
+    }
+
+    /// Gives these metrics (and their clones) the broker `inspector` reads; the next refresh
+    /// reads through it. Returns false, and changes nothing, when they already have one.
+    pub fn connect(&self, inspector: Inspector) -> bool {
+        self.inspector.set(inspector).is_ok()
+    }
+
+    /// Whether they have a broker to read ([`new`](Self::new), or [`connect`](Self::connect)
+    /// was called).
+    pub fn has_broker(&self) -> bool {
+        self.inspector.get().is_some()
+    }
+
+    /// An [`Exporter`](crate::Exporter) serving these metrics alone, refreshed before each
+    /// scrape.
+    pub fn exporter(&self) -> crate::Exporter {
+        let mut registry = Registry::default();
+        self.register(&mut registry);
+        crate::Exporter::new(registry).refreshing(self.clone())
     }
 
     /// These metrics with each refresh limited to `timeout`.
@@ -87,7 +121,7 @@ impl QueueMetrics {
     /// ([`Inspector::backend_info`]), and keeps them for the next encoding.
     ///
     /// Errors: the broker's error, or [`Error::Broker`] when the refresh takes longer than the
-    /// timeout. On error the snapshot is cleared and `asynq_up` is 0. A backend that answers
+    /// timeout or there is no broker yet ([`awaiting_broker`](Self::awaiting_broker)). On error the snapshot is cleared and `asynq_up` is 0. A backend that answers
     /// for its queues but not about itself (an ACL refusing `INFO`) is no error: the eviction
     /// series is left out and the failure logged.
     pub async fn refresh(&self) -> asynq_core::Result<()> {
@@ -111,17 +145,20 @@ impl QueueMetrics {
     }
 
     async fn read(&self) -> asynq_core::Result<(Vec<QueueInfo>, Option<bool>)> {
-        let names = self.inspector.queues().await?;
+        let Some(inspector) = self.inspector.get() else {
+            return Err(Error::Broker(BrokerError::permanent("not connected to the broker yet")));
+        };
+        let names = inspector.queues().await?;
         let mut queues = Vec::with_capacity(names.len());
         for name in names {
-            match self.inspector.queue_info(&name).await {
+            match inspector.queue_info(&name).await {
                 Ok(info) => queues.push(info),
                 // Deleted between the two calls.
                 Err(Error::QueueNotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
-        let eviction_risk = match self.inspector.backend_info().await {
+        let eviction_risk = match inspector.backend_info().await {
             Ok(info) => Some(!info.eviction_risks.is_empty()),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the backend's eviction policy");
@@ -134,7 +171,10 @@ impl QueueMetrics {
 
 impl fmt::Debug for QueueMetrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueMetrics").field("timeout", &self.timeout).finish_non_exhaustive()
+        f.debug_struct("QueueMetrics")
+            .field("timeout", &self.timeout)
+            .field("has_broker", &self.has_broker())
+            .finish_non_exhaustive()
     }
 }
 

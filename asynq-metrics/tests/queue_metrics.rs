@@ -189,6 +189,27 @@ async fn a_failed_refresh_shows_as_asynq_up_0_without_stale_queue_series() {
 }
 
 #[tokio::test]
+async fn metrics_awaiting_their_broker_show_asynq_up_0_until_connected() {
+    let queue_metrics = QueueMetrics::awaiting_broker();
+    assert!(!queue_metrics.has_broker());
+    let served = Served::start(queue_metrics.exporter()).await;
+    let response = served.get("/metrics").await;
+    assert_eq!(response.status, 200);
+    let scrape = parse(&response.body);
+    assert_eq!(value(&scrape, "asynq_up", &[]), 0.0);
+    assert_eq!(find(&scrape, "asynq_queue_size", &[("queue", "default")]), None);
+
+    let broker = MemoryBroker::new();
+    Client::new(broker.clone()).enqueue(&Task::new("t", ""), TaskOptions::new()).await.unwrap();
+    assert!(queue_metrics.connect(Inspector::new(broker.clone())), "the first broker is taken");
+    assert!(!queue_metrics.connect(Inspector::new(MemoryBroker::new())), "a second one is refused");
+    let scrape = parse(&served.get("/metrics").await.body);
+    assert_eq!(value(&scrape, "asynq_up", &[]), 1.0);
+    assert_eq!(value(&scrape, "asynq_queue_size", &[("queue", "default")]), 1.0);
+    served.stop().await;
+}
+
+#[tokio::test]
 async fn serve_queue_metrics_binds_where_told_and_stops_on_shutdown() {
     let broker = MemoryBroker::new();
     Client::new(broker.clone()).enqueue(&Task::new("t", ""), TaskOptions::new()).await.unwrap();

@@ -12,7 +12,7 @@ mod task;
 mod web;
 mod workflow;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, GlobalArgs};
 use crate::connect::{self, Connection};
 use crate::duration::{MIN_REFRESH, refresh_flag};
 use crate::error::{CliError, CliResult, Failure};
@@ -29,15 +29,36 @@ pub(crate) struct Context {
     pub(crate) cluster: bool,
 }
 
-/// Serves the queue metrics on `listen` until ctrl-c or SIGTERM.
-async fn metrics(inspector: asynq_client::Inspector, listen: std::net::SocketAddr) -> CliResult {
-    errln!("serving metrics at http://{listen}/metrics (ctrl-c to stop)");
-    asynq_metrics::serve_queue_metrics(inspector, listen, shutdown_signal()).await.map_err(|e| {
+/// Serves the queue metrics on `listen` until ctrl-c or SIGTERM. When Redis does not answer at
+/// start it serves `asynq_up 0` meanwhile, and keeps trying to connect in the background, so
+/// that an exporter started before its Redis (a container) does not exit.
+async fn metrics(global: &GlobalArgs, listen: std::net::SocketAddr) -> CliResult {
+    let queue_metrics = asynq_metrics::QueueMetrics::awaiting_broker();
+    let reconnect = match connect::connect_or_retry(global).await? {
+        connect::Start::Connected(conn) => {
+            queue_metrics.connect(conn.inspector);
+            None
+        }
+        connect::Start::Unreachable(reconnect) => Some(reconnect),
+    };
+    let failed = |e: std::io::Error| {
         CliError::new(
             Failure::Failed,
             format!("cannot serve metrics on {listen}: {e} (is the address in use? try --listen)"),
         )
-    })
+    };
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(failed)?;
+    if let Some(reconnect) = reconnect {
+        let why = &reconnect.error().message;
+        errln!("warning: {why}; serving asynq_up 0 until Redis answers, retrying in the background");
+        let queue_metrics = queue_metrics.clone();
+        tokio::spawn(async move {
+            queue_metrics.connect(reconnect.connect().await.inspector);
+        });
+    }
+    let listen = listener.local_addr().unwrap_or(listen);
+    errln!("serving metrics at http://{listen}/metrics (ctrl-c to stop)");
+    asynq_metrics::serve(listener, queue_metrics.exporter(), shutdown_signal()).await.map_err(failed)
 }
 
 /// Completes on ctrl-c or, on Unix, SIGTERM.
@@ -72,6 +93,12 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
     if let Command::Web(args) = &cli.command {
         web::plan(args)?; // Refuse bad flags before connecting.
     }
+    // These serve while Redis is down, and connect when it answers.
+    match &cli.command {
+        Command::Metrics(args) => return metrics(&global, args.listen).await,
+        Command::Web(args) => return web::run_connecting(&global, args, shutdown_signal()).await,
+        _ => {}
+    }
     let conn = connect::connect(&global).await?;
     let cluster = global.cluster || global.uri.starts_with("redis-cluster://");
     let ctx = Context { conn, json: global.json, cluster };
@@ -86,8 +113,7 @@ pub(crate) async fn run(cli: Cli) -> CliResult {
         Command::Events(args) => events::run(&ctx, args, shutdown_signal()).await,
         Command::Slots(args) => slots::run(&ctx, args).await,
         Command::Dash(_) => crate::dash::run(ctx.conn.inspector, refresh.unwrap_or(MIN_REFRESH)).await,
-        Command::Metrics(args) => metrics(ctx.conn.inspector, args.listen).await,
-        Command::Web(args) => web::run(ctx.conn.inspector, &args, shutdown_signal()).await,
+        Command::Metrics(_) | Command::Web(_) => Ok(()), // Served above, connected or not.
         Command::Version => Ok(()),
     }
 }

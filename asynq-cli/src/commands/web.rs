@@ -1,14 +1,21 @@
 //! `asynq web`: serves the web dashboard (`asynq_web`) over the connection's inspector until
 //! ctrl-c or SIGTERM. The token comes from `ASYNQ_WEB_TOKEN`, never from a flag (which `ps`
 //! would show); a non-loopback `--listen` without one is refused unless `--insecure-no-auth`.
+//! Started while Redis does not answer, it answers 503 until it connects.
 
-use crate::cli::WebArgs;
+use crate::cli::{GlobalArgs, WebArgs};
+use crate::connect::{self, Start};
 use crate::duration::refresh_flag;
 use crate::error::{CliError, CliResult, Failure};
 use crate::output::errln;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use tower::ServiceExt;
 
 /// The environment variable holding the dashboard's bearer token.
 const TOKEN_VAR: &str = "ASYNQ_WEB_TOKEN";
@@ -52,36 +59,98 @@ fn plan_with(args: &WebArgs, token: Option<String>) -> Result<WebPlan, CliError>
     Ok(WebPlan { listen: args.listen, read_only: args.read_only, refresh, auth })
 }
 
-/// Serves the dashboard until `shutdown` completes.
-pub(crate) async fn run(
-    inspector: asynq_client::Inspector,
+/// Serves the dashboard until `shutdown` completes. When Redis does not answer at start it
+/// listens all the same, answering 503 (`backend_unavailable`, saying Redis is unreachable)
+/// to every request, connects in the background, and serves the dashboard once connected.
+pub(crate) async fn run_connecting(
+    global: &GlobalArgs,
     args: &WebArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> CliResult {
+    let reconnect = match connect::connect_or_retry(global).await? {
+        Start::Connected(conn) => return run(conn.inspector, args, shutdown).await,
+        Start::Unreachable(reconnect) => reconnect,
+    };
     let plan = plan(args)?;
-    let listener = tokio::net::TcpListener::bind(plan.listen).await.map_err(|e| {
+    let listener = bind(plan.listen).await?;
+    let why = &reconnect.error().message;
+    errln!("warning: {why}; answering 503 until Redis answers, retrying in the background");
+    let live = Arc::new(OnceLock::new());
+    let app = axum::Router::new().fallback({
+        let live = live.clone();
+        move |request: Request| serve_live(live.clone(), request)
+    });
+    errln!("serving the dashboard at http://{} ({}; ctrl-c to stop)", plan.listen, notes(&plan, args).join(", "));
+    let metrics = args.metrics;
+    tokio::spawn(async move {
+        let inspector = reconnect.connect().await.inspector;
+        let _ = live.set(asynq_web::router(web_config(inspector, plan, metrics)));
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|e| CliError::new(Failure::Failed, format!("the dashboard stopped: {e}")))
+}
+
+/// `request` answered by the dashboard once it is `live`, by a 503 before.
+async fn serve_live(live: Arc<OnceLock<axum::Router>>, request: Request) -> Response {
+    let Some(router) = live.get() else {
+        let body = serde_json::json!({"error": {
+            "code": "backend_unavailable",
+            "message": "Redis is unreachable; the dashboard serves once it answers (retrying in the background)",
+        }});
+        return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "5")], axum::Json(body)).into_response();
+    };
+    match router.clone().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// Binds the dashboard's address.
+async fn bind(listen: SocketAddr) -> Result<tokio::net::TcpListener, CliError> {
+    tokio::net::TcpListener::bind(listen).await.map_err(|e| {
         CliError::new(
             Failure::Failed,
-            format!("cannot serve the dashboard on {}: {e} (is the address in use? try --listen)", plan.listen),
+            format!("cannot serve the dashboard on {listen}: {e} (is the address in use? try --listen)"),
         )
-    })?;
+    })
+}
+
+/// The dashboard `plan` describes, over `inspector`, with the queue metrics when `metrics`.
+fn web_config(inspector: asynq_client::Inspector, plan: WebPlan, metrics: bool) -> asynq_web::WebConfig {
     let mut config = asynq_web::WebConfig::new(inspector.clone()).read_only(plan.read_only).refresh(plan.refresh);
-    if args.metrics {
+    if metrics {
         config = config.with_metrics(asynq_metrics::queue_exporter(inspector).router());
     }
-    let mut notes = vec!["no authentication"];
     if let Some(auth) = plan.auth {
         config = config.with_auth(auth);
-        notes[0] = "token required";
     }
+    config
+}
+
+/// How the dashboard is served, for the line saying where.
+fn notes(plan: &WebPlan, args: &WebArgs) -> Vec<&'static str> {
+    let mut notes = vec![if plan.auth.is_some() { "token required" } else { "no authentication" }];
     if plan.read_only {
         notes.push("read-only");
     }
     if args.metrics {
         notes.push("metrics at /metrics");
     }
-    errln!("serving the dashboard at http://{} ({}; ctrl-c to stop)", plan.listen, notes.join(", "));
-    asynq_web::serve(listener, config, shutdown)
+    notes
+}
+
+/// Serves the dashboard over `inspector` until `shutdown` completes.
+pub(crate) async fn run(
+    inspector: asynq_client::Inspector,
+    args: &WebArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> CliResult {
+    let plan = plan(args)?;
+    let listener = bind(plan.listen).await?;
+    errln!("serving the dashboard at http://{} ({}; ctrl-c to stop)", plan.listen, notes(&plan, args).join(", "));
+    asynq_web::serve(listener, web_config(inspector, plan, args.metrics), shutdown)
         .await
         .map_err(|e| CliError::new(Failure::Failed, format!("the dashboard stopped: {e}")))
 }
