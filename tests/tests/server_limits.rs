@@ -232,18 +232,9 @@ async fn tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
         h.client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
     }
     let (rec, peak) = (Recorder::default(), Arc::new(Peak::default()));
-    let begin = tokio::time::Instant::now();
     let mut servers: Vec<Server> =
         (0..2).map(|_| limited_server(&h.broker, h.config("default", 4), &rec, &peak)).collect();
-    let ever_retried = AtomicU64::new(0);
-    h.eventually(secs(60), "every task has run", || async {
-        let info = h.queue("default").await;
-        ever_retried.fetch_max(info.retry as u64, Ordering::SeqCst);
-        info.processed == WAITING_TASKS as u64
-    })
-    .await;
-    let ever_retried = ever_retried.load(Ordering::SeqCst);
-    let took = begin.elapsed();
+    let (ever_retried, took) = until_every_task_ran(&h).await;
     for server in &mut servers {
         server.shutdown().await;
     }
@@ -277,16 +268,7 @@ async fn a_task_over_a_type_limit_waits_for_its_turn_and_never_retries() {
             }
         }))
         .unwrap();
-    let begin = tokio::time::Instant::now();
-    let ever_retried = AtomicU64::new(0);
-    h.eventually(secs(60), "every task has run", || async {
-        let info = h.queue("default").await;
-        ever_retried.fetch_max(info.retry as u64, Ordering::SeqCst);
-        info.processed == WAITING_TASKS as u64
-    })
-    .await;
-    let ever_retried = ever_retried.load(Ordering::SeqCst);
-    let took = begin.elapsed();
+    let (ever_retried, took) = until_every_task_ran(&h).await;
     server.shutdown().await;
     assert_eq!(peak.max(), 2, "at most 2 ran at once, and 2 did");
     assert_eq!(ever_retried, 0, "no task over the limit ever went to the retry set");
@@ -452,4 +434,18 @@ async fn limits_that_cannot_apply_are_refused() {
         let result = Server::new(h.broker.clone(), config);
         assert!(matches!(result, Err(Error::InvalidArgument { .. })), "{:?}", result.err());
     }
+}
+
+/// Waits (in tokio time, up to a minute) until the `WAITING_TASKS` tasks of queue `default` have
+/// run; returns the most tasks its retry set ever held meanwhile, and how long it took.
+async fn until_every_task_ran(h: &Harness) -> (u64, std::time::Duration) {
+    let begin = tokio::time::Instant::now();
+    let ever_retried = AtomicU64::new(0);
+    h.eventually(secs(60), "every task has run", || async {
+        let info = h.queue("default").await;
+        ever_retried.fetch_max(info.retry as u64, Ordering::SeqCst);
+        info.processed == WAITING_TASKS as u64
+    })
+    .await;
+    (ever_retried.load(Ordering::SeqCst), begin.elapsed())
 }

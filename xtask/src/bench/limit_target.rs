@@ -4,7 +4,7 @@
 
 use super::report::Row;
 use super::scenarios::{SHARED_LIMIT, SHARED_LIMIT_TASKS, SHARED_LIMIT_WAIT, SHARED_LIMIT_WORK};
-use super::targets::Check;
+use super::targets::{Check, not_measured};
 
 /// The target, for people.
 const TARGET: &str = "tasks over a shared concurrency limit wait for a slot: 12 tasks of 300 ms under a limit of 2 on \
@@ -21,12 +21,7 @@ fn ideal_s() -> f64 {
 /// Checks the row of [`SHARED_LIMIT_WAIT`], if it was run.
 pub(crate) fn check(row: Option<&Row>) -> Check {
     let Some((tasks_per_s, max_running)) = row.and_then(|row| Some((row.tasks_per_s?, row.max_running?))) else {
-        return Check {
-            target: TARGET,
-            measured: "–".to_owned(),
-            met: None,
-            context: format!("not measured in this run (needs {SHARED_LIMIT_WAIT})"),
-        };
+        return not_measured(TARGET, SHARED_LIMIT_WAIT);
     };
     let elapsed_s = SHARED_LIMIT_TASKS as f64 / tasks_per_s;
     let ideal = ideal_s();

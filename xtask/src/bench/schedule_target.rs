@@ -3,7 +3,7 @@
 
 use super::report::Row;
 use super::scenarios::SCHEDULED_ON_TIME;
-use super::targets::Check;
+use super::targets::{Check, not_measured};
 
 /// The target, for people.
 const TARGET: &str = "scheduled tasks start on time: p99 within 100 ms of the due second, on an idle server";
@@ -14,12 +14,7 @@ const MOST_LATE_P99_MS: f64 = 100.0;
 /// Checks the row of [`SCHEDULED_ON_TIME`], if it was run.
 pub(crate) fn check(row: Option<&Row>) -> Check {
     let Some((p50, p99)) = row.and_then(|row| Some((row.pickup_p50_ms?, row.pickup_p99_ms?))) else {
-        return Check {
-            target: TARGET,
-            measured: "–".to_owned(),
-            met: None,
-            context: format!("not measured in this run (needs {SCHEDULED_ON_TIME})"),
-        };
+        return not_measured(TARGET, SCHEDULED_ON_TIME);
     };
     Check {
         target: TARGET,

@@ -103,7 +103,7 @@ fn client_cpu(row: &Row) -> Option<f64> {
 }
 
 /// A target this run has no rows for: `scenarios` names those it needs.
-fn not_measured(target: &'static str, scenarios: impl std::fmt::Display) -> Check {
+pub(crate) fn not_measured(target: &'static str, scenarios: impl std::fmt::Display) -> Check {
     Check {
         target,
         measured: "–".to_owned(),
