@@ -29,7 +29,7 @@ mod spin;
 mod tracker;
 
 #[cfg(feature = "json")]
-pub use asynq_core::PayloadError;
+pub use asynq_core::{Job, PayloadError};
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
 pub use asynq_core::events::{EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
 pub use asynq_core::workflow::{TaskRef, WorkflowSummary};
@@ -235,6 +235,41 @@ impl Client {
         let span = enqueue_span(&mut request);
         self.gathering.enqueue(request, self.spin_wait).instrument(span).await?;
         Ok(info)
+    }
+
+    /// Enqueues `job` as a task of its type name ([`Job::TYPE_NAME`](asynq_core::Job::TYPE_NAME))
+    /// with its JSON payload, as [`Client::enqueue`] enqueues a task: the worker's
+    /// `ServeMux::handle_job` for the same type receives it decoded.
+    ///
+    /// ```
+    /// use asynq_client::{Client, Job, TaskOptions};
+    /// use asynq_memory::MemoryBroker;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    /// struct Welcome {
+    ///     user_id: u64,
+    /// }
+    ///
+    /// impl Job for Welcome {
+    ///     const TYPE_NAME: &'static str = "email:welcome";
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), asynq_client::Error> {
+    /// let client = Client::new(MemoryBroker::new());
+    /// let info = client.enqueue_job(&Welcome { user_id: 42 }, TaskOptions::new().queue("critical")).await?;
+    /// assert_eq!(info.type_name, "email:welcome");
+    /// assert_eq!(info.job::<Welcome>().unwrap(), Welcome { user_id: 42 });
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Errors: as [`Client::enqueue`], and [`Error::InvalidArgument`] (field `"payload"`)
+    /// when `job` cannot be encoded as JSON.
+    #[cfg(feature = "json")]
+    pub async fn enqueue_job<J: asynq_core::Job>(&self, job: &J, options: TaskOptions) -> Result<TaskInfo> {
+        self.enqueue(&Task::job(job)?, options).await
     }
 
     /// Replaces the waiting task `id` (pending or scheduled) in the queue `options` name with

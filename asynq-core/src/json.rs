@@ -74,13 +74,13 @@ impl crate::workflow::ParentResult {
     }
 }
 
-fn decode<T: DeserializeOwned>(what: Decoded, bytes: &[u8]) -> Result<T, PayloadError> {
+pub(crate) fn decode<T: DeserializeOwned>(what: Decoded, bytes: &[u8]) -> Result<T, PayloadError> {
     serde_json::from_slice(bytes).map_err(|source| PayloadError { what, target: std::any::type_name::<T>(), source })
 }
 
 /// What was decoded.
 #[derive(Debug)]
-enum Decoded {
+pub(crate) enum Decoded {
     /// The payload of a task of this type.
     Payload(String),
     /// The result of a task of this type.
@@ -96,9 +96,9 @@ enum Decoded {
 /// was: the same bytes will not decode any better on the next attempt.
 #[derive(Debug)]
 pub struct PayloadError {
-    what: Decoded,
-    target: &'static str,
-    source: serde_json::Error,
+    pub(crate) what: Decoded,
+    pub(crate) target: &'static str,
+    pub(crate) source: serde_json::Error,
 }
 
 impl PayloadError {

@@ -24,6 +24,8 @@ pub mod events;
 mod go_format;
 mod info;
 #[cfg(feature = "json")]
+mod job;
+#[cfg(feature = "json")]
 mod json;
 mod lease;
 mod manage;
@@ -53,6 +55,8 @@ pub use error::{BrokerError, Error, FailureKind, Result};
 pub use info::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, WorkerInfo,
 };
+#[cfg(feature = "json")]
+pub use job::Job;
 #[cfg(feature = "json")]
 pub use json::PayloadError;
 pub use lease::Lease;

@@ -1,6 +1,7 @@
 //! The tokio plumbing that the asynq worker server (`asynq-server`) and the scheduler
 //! (`asynq-scheduler`) share: background roles with a stop token, the loop of periodic roles,
-//! the signals that stop a process, and the host name a process reports.
+//! the signals that stop a process, the host name a process reports, and a clock that follows
+//! tokio's paused time in tests.
 //!
 //! It is plumbing for those crates, not an API of its own: applications use `rasynq`.
 //!
@@ -20,10 +21,12 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+mod clock;
 mod periodic;
 mod role;
 mod signals;
 
+pub use clock::TokioClock;
 pub use periodic::{FirstRun, run_every};
 pub use role::Role;
 pub use signals::wait_for_shutdown;

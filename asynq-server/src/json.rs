@@ -4,12 +4,13 @@
 use crate::handler::{Handler, HandlerError, ResultWriter, TaskContext};
 use crate::mux::ServeMux;
 use async_trait::async_trait;
-use asynq_core::Task;
+use asynq_core::{Job, Task};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// A [`Handler`] that decodes each task's payload from JSON into `T` and hands the value to an
 /// async function; see [`json_handler_fn`].
@@ -96,6 +97,46 @@ impl ServeMux {
         Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
     {
         self.handle(pattern, json_handler_fn(f))
+    }
+
+    /// Routes the tasks of job `J` (those of type [`J::TYPE_NAME`](Job::TYPE_NAME), exactly:
+    /// never a longer type name that merely starts with it) to an async function or closure
+    /// that receives the job decoded; a payload that does not decode is archived at once, as
+    /// with [`ServeMux::handle_json`].
+    ///
+    /// ```
+    /// use asynq_core::Job;
+    /// use asynq_server::{HandlerError, ServeMux, TaskContext};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Resize {
+    ///     url: String,
+    ///     width: u32,
+    /// }
+    ///
+    /// impl Job for Resize {
+    ///     const TYPE_NAME: &'static str = "image:resize";
+    /// }
+    ///
+    /// let mut mux = ServeMux::new();
+    /// mux.handle_job(|_ctx: TaskContext, job: Resize| async move {
+    ///     println!("resizing {} to {} px", job.url, job.width);
+    ///     Ok::<_, HandlerError>(())
+    /// });
+    /// assert_eq!(mux.pattern_for("image:resize"), Some("image:resize"));
+    /// assert_eq!(mux.pattern_for("image:resize:v2"), None);
+    /// ```
+    ///
+    /// # Panics
+    /// As [`ServeMux::handle`]: when `J`'s type name is already registered.
+    pub fn handle_job<J, F, Fut>(&mut self, f: F) -> &mut Self
+    where
+        J: Job,
+        F: Fn(TaskContext, J) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+    {
+        self.route_exact(J::TYPE_NAME, Arc::new(json_handler_fn(f)))
     }
 }
 

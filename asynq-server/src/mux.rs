@@ -3,7 +3,7 @@
 use crate::handler::{Handler, HandlerError, HandlerFn, TaskContext, handler_fn};
 use async_trait::async_trait;
 use asynq_core::Task;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -13,6 +13,7 @@ pub type Middleware = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + 
 
 /// Routes each task to the handler registered for its type, as Go asynq's `ServeMux` does: an
 /// exact match first, otherwise the longest registered pattern that is a prefix of the type.
+/// A job's route ([`ServeMux::handle_job`]) matches its type name exactly, never as a prefix.
 /// A task no pattern matches goes to the [fallback](ServeMux::fallback) if one is set;
 /// otherwise it fails with a "handler not found" error (and is retried), as in Go asynq.
 ///
@@ -33,6 +34,8 @@ pub type Middleware = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + 
 #[derive(Default)]
 pub struct ServeMux {
     routes: BTreeMap<String, Arc<dyn Handler>>,
+    /// The routes that match their type name exactly, never as a prefix: jobs' routes.
+    exact: BTreeSet<String>,
     /// The handler of tasks no pattern matches, if set.
     fallback: Option<Arc<dyn Handler>>,
     middleware: Vec<Middleware>,
@@ -58,14 +61,26 @@ impl ServeMux {
     /// If `pattern` is blank or already registered: both are programming errors. A handler of
     /// every task no pattern matches is the [fallback](ServeMux::fallback).
     pub fn handle(&mut self, pattern: impl Into<String>, handler: impl Handler) -> &mut Self {
-        let pattern = pattern.into();
+        self.route(pattern.into(), Arc::new(handler))
+    }
+
+    /// Registers a route; see [`ServeMux::handle`].
+    pub(crate) fn route(&mut self, pattern: String, handler: Arc<dyn Handler>) -> &mut Self {
         assert!(
             !pattern.trim().is_empty(),
             "asynq: invalid pattern: a pattern may not be blank; use ServeMux::fallback for the tasks no pattern matches"
         );
         assert!(!self.routes.contains_key(&pattern), "asynq: multiple registrations for {pattern}");
-        self.routes.insert(pattern, Arc::new(handler));
+        self.routes.insert(pattern, handler);
         self.composed = OnceLock::new();
+        self
+    }
+
+    /// Registers a route that matches `type_name` exactly, never as a prefix; see
+    /// [`ServeMux::handle`].
+    pub(crate) fn route_exact(&mut self, type_name: &str, handler: Arc<dyn Handler>) -> &mut Self {
+        self.route(type_name.to_owned(), handler);
+        self.exact.insert(type_name.to_owned());
         self
     }
 
@@ -137,7 +152,11 @@ impl ServeMux {
         if let Some((pattern, _)) = self.routes.get_key_value(type_name) {
             return Some(pattern);
         }
-        self.routes.keys().filter(|p| type_name.starts_with(p.as_str())).max_by_key(|p| p.len()).map(String::as_str)
+        self.routes
+            .keys()
+            .filter(|p| !self.exact.contains(*p) && type_name.starts_with(p.as_str()))
+            .max_by_key(|p| p.len())
+            .map(String::as_str)
     }
 
     /// `handler` wrapped in every middleware, the first added outermost.

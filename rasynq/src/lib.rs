@@ -4,7 +4,7 @@
 // The producer's side, always present: a producer needs a broker and these.
 pub use asynq_client::{Client, EnqueuedWorkflow, FlowProducer, Inspector, TaskEvent, Tracker};
 #[cfg(feature = "json")]
-pub use asynq_core::PayloadError;
+pub use asynq_core::{Job, PayloadError};
 /// Workflows: chains, groups, chords and DAGs of tasks, stored with a [`FlowProducer`].
 pub use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentOutcome, ParentResult, Step};
 pub use asynq_core::{
@@ -16,7 +16,7 @@ pub use asynq_core::{
 #[cfg(feature = "server")]
 pub use asynq_server::{
     Config, ConfigBuilder, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ProgressReporter,
-    QueueProvider, ResultWriter, ServeMux, Server, TaskContext, aggregator_fn, handler_fn,
+    QueueProvider, ResultWriter, ServeMux, Server, TaskContext, TokioClock, aggregator_fn, handler_fn,
 };
 
 /// The attribute the broker traits and [`QueueProvider`] are written with: implement them under

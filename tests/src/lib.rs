@@ -30,25 +30,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A wall clock that reads `start` plus the time tokio's clock has moved since creation.
-#[derive(Debug, Clone)]
-pub struct TokioClock {
-    start: SystemTime,
-    origin: tokio::time::Instant,
-}
-
-impl TokioClock {
-    /// A clock reading `start` now.
-    pub fn new(start: SystemTime) -> Self {
-        Self { start, origin: tokio::time::Instant::now() }
-    }
-}
-
-impl Clock for TokioClock {
-    fn now(&self) -> SystemTime {
-        self.start + self.origin.elapsed()
-    }
-}
+pub use asynq_server::TokioClock;
 
 /// A memory broker, a client and a server configuration that share one [`TokioClock`].
 #[derive(Debug, Clone)]

@@ -60,3 +60,44 @@ async fn a_payload_and_a_parent_result_that_do_not_decode_are_archived_at_once_a
     assert!(scale.last_error.unwrap().starts_with(r#"result of parent task "widths" in queue "default""#));
     assert!(resize.last_error.unwrap().starts_with(r#"payload of task type "resize""#));
 }
+
+/// A job bound to its type name.
+#[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+struct Resize {
+    url: String,
+    width: u32,
+}
+
+impl asynq_core::Job for Resize {
+    const TYPE_NAME: &'static str = "image:resize";
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_reaches_its_handler_decoded_and_a_longer_type_name_does_not() {
+    let h = Harness::new();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut mux = ServeMux::new();
+    let recorded = seen.clone();
+    mux.handle_job(move |_ctx: TaskContext, job: Resize| {
+        recorded.lock().unwrap().push((job.url, job.width));
+        async { Ok::<_, HandlerError>(()) }
+    });
+    let mut server = Server::new(h.broker.clone(), h.config("default", 2)).unwrap();
+    server.start(mux).unwrap();
+    let job = Resize { url: "cat.png".into(), width: 640 };
+    h.client.enqueue_job(&job, TaskOptions::new().task_id("job")).await.unwrap();
+    // A type that merely starts with the job's is not the job's: no handler, so it is retried.
+    h.client.enqueue(&Task::json("image:resize:v2", &job).unwrap(), TaskOptions::new().task_id("v2")).await.unwrap();
+
+    let queue = QueueName::from_static("default");
+    h.eventually(secs(30), "the job ran and the other task failed once", || async {
+        let job_gone = h.broker.task_info(&queue, &TaskId::from_static("job")).await.is_err();
+        let v2 = h.broker.task_info(&queue, &TaskId::from_static("v2")).await;
+        job_gone && v2.is_ok_and(|t| t.state == TaskState::Retry)
+    })
+    .await;
+    server.shutdown().await;
+    assert_eq!(seen.lock().unwrap().as_slice(), [("cat.png".to_owned(), 640)]);
+    let v2 = h.broker.task_info(&queue, &TaskId::from_static("v2")).await.unwrap();
+    assert!(v2.last_error.as_deref().unwrap_or_default().contains("handler not found"), "{:?}", v2.last_error);
+}
