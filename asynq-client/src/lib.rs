@@ -28,8 +28,6 @@ mod inspector;
 mod spin;
 mod tracker;
 
-#[cfg(feature = "json")]
-pub use asynq_core::{Job, PayloadError};
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
 pub use asynq_core::events::{EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
 pub use asynq_core::workflow::{TaskRef, WorkflowSummary};
@@ -42,6 +40,8 @@ pub use asynq_core::{
     Error, FailureKind, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
     TaskState,
 };
+#[cfg(feature = "json")]
+pub use asynq_core::{Job, PayloadError};
 pub use flow::{EnqueuedWorkflow, FlowProducer};
 pub use inspector::{Inspector, ServerReport, WorkflowCancellation, WorkflowReport, WorkflowState, WorkflowTask};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};

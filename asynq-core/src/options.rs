@@ -134,7 +134,7 @@ impl TaskOptions {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the task is enqueued, and
     /// so is a priority on a grouped task (the task its group is aggregated into takes its own
     /// options) or on a workflow task. Ours: Go asynq has no such option; its servers run only
-    /// the tasks of the default priority (see the README, "Task priorities").
+    /// the tasks of the default priority (see the guide, "Scheduling and priorities").
     pub fn priority(mut self, n: i32) -> Self {
         self.priority = Some(n);
         self

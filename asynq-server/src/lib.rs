@@ -59,8 +59,8 @@ mod syncer;
 mod workers;
 
 pub use aggregator::{GroupAggregator, aggregator_fn};
-pub use asynq_runtime::TokioClock;
 pub use asynq_core::Task;
+pub use asynq_runtime::TokioClock;
 pub use config::{
     Config, ConfigBuilder, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay,
 };

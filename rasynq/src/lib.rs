@@ -3,14 +3,14 @@
 
 // The producer's side, always present: a producer needs a broker and these.
 pub use asynq_client::{Client, EnqueuedWorkflow, FlowProducer, Inspector, TaskEvent, Tracker};
-#[cfg(feature = "json")]
-pub use asynq_core::{Job, PayloadError};
 /// Workflows: chains, groups, chords and DAGs of tasks, stored with a [`FlowProducer`].
 pub use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentOutcome, ParentResult, Step};
 pub use asynq_core::{
     BrokerError, CancelOutcome, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions,
     TaskOutcome, TaskPriority, TaskState, WorkflowId,
 };
+#[cfg(feature = "json")]
+pub use asynq_core::{Job, PayloadError};
 
 // The worker's side.
 #[cfg(feature = "server")]
@@ -68,3 +68,6 @@ pub use asynq_metrics as metrics;
 /// The web dashboard, as an axum router over an [`Inspector`].
 #[cfg(feature = "web")]
 pub use asynq_web as web;
+
+/// The guide: one chapter per capability, with examples that compile and run as doctests.
+pub mod guide;

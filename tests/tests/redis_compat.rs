@@ -142,7 +142,7 @@ async fn what_our_client_writes_has_the_shape_of_what_go_wrote() {
         let info = client.enqueue(&Task::new(type_name, payload), opts).await.unwrap();
         our_ids.insert(info.id.into_string(), kind_of(type_name));
     }
-    // Beside Go's keys, the group index of ours (README, "Groups and aggregation"), which Go
+    // Beside Go's keys, the group index of ours (the guide, "Groups and aggregation"), which Go
     // neither reads nor writes.
     let (index, ours): (BTreeSet<String>, BTreeSet<String>) =
         shape(&ours, &our_ids).into_iter().partition(|line| line.starts_with("asynq:{interop}:groups:"));

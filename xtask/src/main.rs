@@ -29,6 +29,8 @@ mod redis;
 mod test;
 #[cfg(test)]
 mod tidy;
+#[cfg(test)]
+mod tidy_docs;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
