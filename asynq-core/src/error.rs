@@ -206,6 +206,12 @@ impl BrokerError {
         self
     }
 
+    /// The backend's own error that caused this one, if any (for example to downcast it to
+    /// the Redis client's error type). Its message is part of this error's.
+    pub fn backend_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        self.source.as_deref()
+    }
+
     /// True when retrying later may succeed.
     pub fn is_transient(&self) -> bool {
         self.kind != FailureKind::Permanent
@@ -253,7 +259,46 @@ impl fmt::Debug for BrokerError {
 }
 
 impl StdError for BrokerError {
+    /// The backend error's own cause: the message already includes the backend error, so a
+    /// reporter that walks the chain (`anyhow`'s `{:#}`, `tracing`'s error fields) does not print
+    /// it twice. [`BrokerError::backend_error`] gives the backend error itself.
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source.as_deref().map(|e| e as &(dyn StdError + 'static))
+        self.source.as_deref().and_then(|e| e.source())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend error with a cause of its own, as a Redis client's I/O error has.
+    #[derive(Debug)]
+    struct Backend(std::io::Error);
+
+    impl fmt::Display for Backend {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("connection lost")
+        }
+    }
+
+    impl StdError for Backend {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_chain_of_causes_names_the_backend_error_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let err = Error::from(BrokerError::transient("enqueue", Backend(io)));
+        let mut chain = vec![err.to_string()];
+        let mut cause = err.source();
+        while let Some(next) = cause {
+            chain.push(next.to_string());
+            cause = next.source();
+        }
+        assert_eq!(chain, ["broker error: enqueue: connection lost (the command may have run)", "reset by peer"]);
+        let Error::Broker(broker) = &err else { unreachable!() };
+        assert!(broker.backend_error().is_some_and(|backend| backend.is::<Backend>()));
     }
 }
