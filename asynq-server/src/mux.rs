@@ -78,6 +78,7 @@ impl ServeMux {
 
     /// Registers a route that matches `type_name` exactly, never as a prefix; see
     /// [`ServeMux::handle`].
+    #[cfg(feature = "json")]
     pub(crate) fn route_exact(&mut self, type_name: &str, handler: Arc<dyn Handler>) -> &mut Self {
         self.route(type_name.to_owned(), handler);
         self.exact.insert(type_name.to_owned());

@@ -94,9 +94,21 @@ impl Server {
     /// A server over `broker`, not yet started.
     ///
     /// The broker needs only what a worker uses ([`WorkerBroker`]); the configuration decides
-    /// which of its [`Capabilities`](asynq_core::broker::Capabilities) the server also uses:
-    /// a group aggregator needs aggregation, rate limits need a rate limiter. Cancellation
-    /// requests are heard when the broker carries them.
+    /// which of its opt-in [`Capabilities`](asynq_core::broker::Capabilities) the server also
+    /// uses. A setting whose capability the broker lacks is refused here, before anything runs:
+    ///
+    /// | setting | capability it needs |
+    /// |---|---|
+    /// | [`Config::group_aggregator`] | [`Aggregate`](asynq_core::broker::Aggregate) (`as_aggregate`) |
+    /// | [`Config::rate_limits`] | [`RateLimiter`](asynq_core::broker::RateLimiter) (`as_rate_limiter`) |
+    /// | [`Config::queue_patterns`] | [`QueueDirectory`](asynq_core::broker::QueueDirectory) (`as_queue_directory`) |
+    /// | [`Config::shared_type_concurrency`], [`Config::shared_limit`] | [`ConcurrencySlots`](asynq_core::slots::ConcurrencySlots) (`as_concurrency_slots`) |
+    ///
+    /// Used when the broker has them, and otherwise left out without an error: cancellation
+    /// requests ([`Cancel`](asynq_core::broker::Cancel), so `Tracker::cancel` reaches this
+    /// server) and workflows ([`Workflows`](asynq_core::workflow::Workflows), so a workflow
+    /// task reads its parents' results and releases its dependents). The memory and Redis
+    /// brokers have every capability.
     ///
     /// Errors: [`Error::InvalidArgument`] for an invalid configuration;
     /// [`Error::Unsupported`] when the configuration needs a capability the broker lacks.
