@@ -164,7 +164,7 @@ pub(crate) struct GlobalArgs {
     /// Key prefix of the queues to work on: several services can share one Redis, each in its own
     /// namespace [default: asynq, Go asynq's keys]
     #[arg(long, global = true, env = "ASYNQ_NAMESPACE")]
-    pub(crate) namespace: Option<asynq_redis::keys::Namespace>,
+    pub(crate) namespace: Option<asynq_redis::Namespace>,
     /// Config file to set flag default values [default: $HOME/.asynq.yaml]
     #[arg(long, global = true, env = "ASYNQ_CONFIG", value_name = "FILE", help_heading = GLOBAL_HEADING)]
     pub(crate) config: Option<std::path::PathBuf>,

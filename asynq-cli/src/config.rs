@@ -4,7 +4,7 @@
 
 use crate::cli::GlobalArgs;
 use crate::error::CliError;
-use asynq_redis::keys::Namespace;
+use asynq_redis::Namespace;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde::Deserialize;

@@ -29,7 +29,7 @@ pub enum ConnectError {
         reason: String,
     },
     /// The namespace cannot be used; `reason` says why (see
-    /// [`Namespace`](crate::keys::Namespace) for the rules).
+    /// [`Namespace`](crate::Namespace) for the rules).
     #[error("invalid namespace {namespace:?}: {reason}")]
     InvalidNamespace {
         /// The name given.

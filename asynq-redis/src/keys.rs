@@ -23,7 +23,7 @@ use std::str::FromStr;
 /// queue name, and no glob characters.
 ///
 /// ```
-/// use asynq_redis::keys::Namespace;
+/// use asynq_redis::Namespace;
 ///
 /// let orders: Namespace = "orders".parse()?;
 /// assert_eq!(orders.queue("default").pending(), "orders:{default}:pending");

@@ -1,6 +1,7 @@
-//! The Redis broker for asynq, wire-compatible with Go asynq v0.26: the same keys ([`keys`]),
-//! the same script semantics (one documented Lua file per script under `src/scripts/`), the
-//! same protobuf messages ([`proto`]). A task a Go producer enqueues is run by a Rust server,
+//! The Redis broker for asynq, wire-compatible with Go asynq v0.26: the same keys, the same
+//! script semantics (one documented Lua file per script under `src/scripts/`), the same
+//! protobuf messages (the key layout and the messages are public modules, `keys` and `proto`,
+//! with the feature `testing`, outside semantic versioning). A task a Go producer enqueues is run by a Rust server,
 //! and the other way round; Go's `asynq` CLI and asynqmon read the queues.
 //!
 //! ```no_run
@@ -22,10 +23,18 @@ mod connection;
 mod error;
 mod events;
 mod footprint;
+#[cfg(feature = "testing")]
 pub mod keys;
+#[cfg(not(feature = "testing"))]
+#[allow(unreachable_pub, dead_code)]
+mod keys;
 mod manage;
 mod progress;
+#[cfg(feature = "testing")]
 pub mod proto;
+#[cfg(not(feature = "testing"))]
+#[allow(unreachable_pub, dead_code)]
+mod proto;
 mod pubsub;
 mod rate_limit;
 mod safety;
@@ -40,6 +49,7 @@ mod workflow;
 pub use broker::{RedisBroker, RedisConfig};
 pub use connection::RedisTarget;
 pub use error::ConnectError;
+pub use keys::Namespace;
 pub use manage::BULK_STEP;
 pub use signals::WAIT_POLL_INTERVAL;
 pub use tls::{ClientCertificate, TlsOptions};

@@ -33,7 +33,7 @@ pub use asynq_server::{JsonHandlerFn, json_handler_fn};
 #[cfg(feature = "memory")]
 pub use asynq_memory::MemoryBroker;
 #[cfg(feature = "redis")]
-pub use asynq_redis::{ConnectError, RedisBroker, RedisConfig, TlsOptions, keys::Namespace};
+pub use asynq_redis::{ConnectError, Namespace, RedisBroker, RedisConfig, TlsOptions};
 
 /// The producer crate, whole: the [`Client`], [`Tracker`] and [`Inspector`] with the types
 /// they take and return.

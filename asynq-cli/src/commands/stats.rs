@@ -70,9 +70,7 @@ pub(crate) async fn run(ctx: &Context) -> CliResult {
     }
 
     // Go's layout, the default namespace, prints as Go's `asynq stats` does.
-    if let Some(namespace) =
-        backend.namespace.as_deref().filter(|&n| n != asynq_redis::keys::Namespace::DEFAULT.as_str())
-    {
+    if let Some(namespace) = backend.namespace.as_deref().filter(|&n| n != asynq_redis::Namespace::DEFAULT.as_str()) {
         outln!("Namespace: {namespace}")?;
         outln!()?;
     }
