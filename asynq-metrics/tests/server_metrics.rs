@@ -1,14 +1,16 @@
 //! The servers and their workers, as the servers record them in the broker, in the scrape of a
 //! standalone exporter (what `asynq metrics` and `asynq web --metrics` serve): on a real Redis
-//! from records written through the broker, and on the memory broker from a running server.
+//! from records written through the broker, and on the memory broker from a running server; none
+//! while the broker cannot be read.
 
 mod support;
 
 use asynq_client::{Client, Inspector, Task, TaskOptions};
 use asynq_core::broker::ServerState;
 use asynq_core::{Broker, ServerInfo, ServerStatus, WorkerInfo};
+use asynq_memory::MemoryBroker;
 use asynq_server::{Server, handler_fn};
-use asynq_tests::{Harness, RedisServer, redis_broker, secs};
+use asynq_tests::{FlakyBroker, Harness, RedisServer, redis_broker, secs};
 use prometheus_parse::Scrape;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -171,4 +173,30 @@ async fn a_running_server_shows_in_the_scrape_of_an_exporter_outside_it() {
     let s = parse(&exporter.scrape().await.unwrap());
     assert_eq!(s.samples.iter().filter(|x| x.metric == "asynq_server_info").count(), 0, "shut down");
     assert_eq!(value(&s, "asynq_queue_servers", &[("queue", "default")]), 0.0);
+}
+
+#[tokio::test]
+async fn while_the_broker_is_unreadable_no_stale_server_series_are_served() {
+    let broker = FlakyBroker::new(MemoryBroker::new());
+    let a = server("a", 1, ServerStatus::Active, &["default"]);
+    broker.write_server_state(&a, &[worker(&a, "t1", "default", "email")], TTL).await.unwrap();
+    let exporter = asynq_metrics::queue_exporter(Inspector::new(broker.clone()));
+    let s = parse(&exporter.scrape().await.unwrap());
+    assert_eq!(value(&s, "asynq_server_active_workers", &labels(&a, "1")), 1.0);
+
+    broker.go_down();
+    let s = parse(&exporter.scrape().await.unwrap());
+    assert_eq!(value(&s, "asynq_up", &[]), 0.0);
+    let server_series: Vec<_> = s
+        .samples
+        .iter()
+        .filter(|x| {
+            x.metric.starts_with("asynq_server") || x.metric.ends_with("_workers") || x.metric.ends_with("_servers")
+        })
+        .collect();
+    assert!(server_series.is_empty(), "stale: {server_series:?}");
+
+    broker.come_back();
+    let s = parse(&exporter.scrape().await.unwrap());
+    assert_eq!(value(&s, "asynq_queue_servers", &[("queue", "default")]), 1.0);
 }
