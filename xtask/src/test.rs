@@ -8,7 +8,8 @@
 //!    (`ASYNQ_CHROMIUM_BIN`, `ASYNQ_CHROMEDRIVER_BIN`); and `promtool` (Debian's `prometheus`
 //!    package, `ASYNQ_PROMTOOL_BIN`);
 //! 2. `promtool check rules` and `promtool test rules` on the Prometheus alerting rules in
-//!    `docs/prometheus/` and their unit tests;
+//!    `docs/prometheus/` and their unit tests, and `promtool check rules` on the Grafana
+//!    dashboard's queries;
 //! 3. `cargo test --workspace --doc`, since nextest does not run doctests;
 //! 4. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
 //!    otherwise `cargo test --workspace --all-targets ARGS`. It runs last so that its summary
@@ -52,7 +53,7 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     let promtool_bin = promtool::ensure()?;
     let keep_going = in_ci() || extra.iter().any(|arg| arg == "--no-fail-fast");
 
-    step("step 2/4: checking the Prometheus alerting rules and running their unit tests");
+    step("step 2/4: checking the alerting rules, running their unit tests, parsing the dashboard's queries");
     let rules_result = promtool::check_rules(&promtool_bin, &crate::workspace_root());
     if rules_result.is_err() && !keep_going {
         return rules_result;
