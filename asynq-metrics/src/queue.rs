@@ -58,10 +58,10 @@ pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 /// | `asynq_active_workers` | `queue`, `task_type` | tasks running on all live servers together |
 /// | `asynq_queue_servers` | `queue` | live servers in the active status serving the queue (0 for a known queue none serves) |
 ///
-/// These are named apart from `WorkerMetrics`' `asynq_worker_*` (feature `server`), which a server
-/// exports about itself, so no sum adds the broker's view of a server to the server's own.
-/// Every exporter of one broker serves the same values, told apart only by the labels Prometheus
-/// adds (`instance`, `job`): aggregate with `max by (...)` over them, not `sum`.
+/// These are named apart from `WorkerMetrics`' `asynq_worker_*` (feature `server`), which a
+/// server exports about itself, so no sum adds the broker's view of a server to the server's
+/// own. Every exporter of one broker serves the same values, told apart only by the labels
+/// Prometheus adds (`instance`, `job`): aggregate with `max by (...)` over them, not `sum`.
 ///
 /// The values are read on [`refresh`](QueueMetrics::refresh), which the
 /// [`Exporter`](crate::Exporter) calls before each scrape; encoding the registry shows the last
@@ -138,8 +138,9 @@ impl QueueMetrics {
     }
 
     /// Reads every queue's statistics from the broker (`queues` then `queue_info` for each,
-    /// as Go does), the live servers and their workers ([`Inspector::servers`]), and whether its eviction policy can drop tasks
-    /// ([`Inspector::backend_info`]), and keeps them for the next encoding.
+    /// as Go does), the live servers and their workers ([`Inspector::servers`]), and whether
+    /// its eviction policy can drop tasks ([`Inspector::backend_info`]), and keeps them for the
+    /// next encoding.
     ///
     /// Errors: the broker's error, or [`Error::Broker`] when the refresh takes longer than the
     /// timeout or there is no broker yet ([`awaiting_broker`](Self::awaiting_broker)). On error the snapshot is cleared and `asynq_up` is 0. A backend that answers
