@@ -215,7 +215,7 @@ pub(crate) enum Command {
     /// View a live dashboard of queues and tasks in the terminal
     #[command(after_help = "Example:\n  asynq dash --refresh 2s")]
     Dash(DashArgs),
-    /// Serve the queues' Prometheus metrics (Go's names) over HTTP until interrupted
+    /// Serve Prometheus metrics of the queues (Go's names) and live servers over HTTP until interrupted
     #[command(after_help = "Example:\n  asynq metrics --listen 0.0.0.0:9464")]
     Metrics(MetricsArgs),
     /// Serve the web dashboard until interrupted (token from ASYNQ_WEB_TOKEN)

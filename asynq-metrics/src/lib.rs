@@ -2,7 +2,8 @@
 //!
 //! - [`QueueMetrics`]: Go asynq's queue metrics (`x/metrics`), same names, types, help texts
 //!   and labels, read through an [`asynq_client::Inspector`] on each scrape. Needs
-//!   only a broker, so an operator can export them without running a worker.
+//!   only a broker, so an operator can export them without running a worker; with them, the
+//!   live servers and their workers as the servers record them in the broker.
 //! - [`WorkerMetrics`] (feature `server`): what one server's workers do (handler durations,
 //!   tasks in flight, outcomes, panics, lease expiries), as an
 //!   [`asynq_server::TaskObserver`].
@@ -30,6 +31,7 @@ mod exporter;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
 mod queue;
+mod server;
 #[cfg(feature = "server")]
 mod worker;
 

@@ -4,7 +4,7 @@
 //! which a counter's family is named without its `_total` suffix; its samples keep it, so a
 //! query sees exactly Go's series names (`asynq_tasks_processed_total{queue="default"}`).
 
-use asynq_client::Inspector;
+use asynq_client::{Inspector, ServerReport};
 use asynq_core::{BrokerError, Error, QueueInfo};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -24,7 +24,7 @@ pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// | series | type | labels |
 /// | --- | --- | --- |
-/// | `asynq_tasks_enqueued_total` | gauge | `queue`, `state` (active, pending, scheduled, retry, archived, completed; and waiting, ours) |
+/// | `asynq_tasks_enqueued_total` | gauge | `queue`, `state` (active, pending, scheduled, retry, archived, completed; and aggregating and waiting, ours) |
 /// | `asynq_queue_size` | gauge | `queue` |
 /// | `asynq_queue_latency_seconds` | gauge | `queue` |
 /// | `asynq_queue_memory_usage_approx_bytes` | gauge | `queue` |
@@ -32,17 +32,36 @@ pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 /// | `asynq_tasks_failed_total` | counter | `queue` |
 /// | `asynq_queue_paused_total` | gauge (1 when paused) | `queue` |
 ///
-/// The `waiting` state is ours: workflow tasks waiting for their parents, left out of
-/// `asynq_queue_size` as Go counts.
+/// The `aggregating` state (tasks waiting in groups, counted in `asynq_queue_size`) and the
+/// `waiting` state (workflow tasks waiting for their parents, left out of `asynq_queue_size` as
+/// Go counts) are ours.
 ///
-/// and two of ours:
-/// - `asynq_up`: 1 when the last [`refresh`](QueueMetrics::refresh) read every queue, 0 when it
-///   failed (the queue series are then left out rather than shown stale);
+/// Then ours:
+/// - `asynq_up`: 1 when the last [`refresh`](QueueMetrics::refresh) read every queue and every
+///   server, 0 when it failed (the queue and server series are then left out rather than shown
+///   stale);
 /// - `asynq_redis_eviction_risk`: 1 when the backend's eviction policy lets it drop tasks
 ///   without an error when it is full (Redis `maxmemory-policy` other than `noeviction`, on any
 ///   master), 0 when it keeps every task (always on the memory broker); left out when the
 ///   backend would not say ([`Inspector::backend_info`] failed). `asynq stats` and the
-///   dashboard name the policy.
+///   dashboard name the policy;
+/// - the live servers and their workers, as each server's heartbeat records them in the broker
+///   (Go's servers too; what `asynq server ls` shows), so that an exporter running in no server
+///   knows them (gauges):
+///
+/// | series | labels | value |
+/// | --- | --- | --- |
+/// | `asynq_server_info` | `server_id`, `host`, `pid`, `status` | 1 per live server |
+/// | `asynq_server_start_time_seconds` | `server_id`, `host`, `pid` | when it started (Unix time) |
+/// | `asynq_server_concurrency` | `server_id`, `host`, `pid` | how many tasks it runs at most |
+/// | `asynq_server_active_workers` | `server_id`, `host`, `pid` | how many it was running at its last heartbeat |
+/// | `asynq_active_workers` | `queue`, `task_type` | tasks running on all live servers together |
+/// | `asynq_queue_servers` | `queue` | live servers in the active status serving the queue (0 for a known queue none serves) |
+///
+/// These are named apart from `WorkerMetrics`' `asynq_worker_*` (feature `server`), which a
+/// server exports about itself, so no sum adds the broker's view of a server to the server's
+/// own. Every exporter of one broker serves the same values, told apart only by the labels
+/// Prometheus adds (`instance`, `job`): aggregate with `max by (...)` over them, not `sum`.
 ///
 /// The values are read on [`refresh`](QueueMetrics::refresh), which the
 /// [`Exporter`](crate::Exporter) calls before each scrape; encoding the registry shows the last
@@ -66,6 +85,8 @@ struct Snapshot {
     /// Whether it succeeded; false before the first one.
     up: bool,
     queues: Vec<QueueInfo>,
+    /// The live servers and their workers.
+    servers: Vec<ServerReport>,
     /// Whether the backend may evict tasks; `None` when it could not be read.
     eviction_risk: Option<bool>,
 }
@@ -117,8 +138,9 @@ impl QueueMetrics {
     }
 
     /// Reads every queue's statistics from the broker (`queues` then `queue_info` for each,
-    /// as Go does), and whether its eviction policy can drop tasks
-    /// ([`Inspector::backend_info`]), and keeps them for the next encoding.
+    /// as Go does), the live servers and their workers ([`Inspector::servers`]), and whether
+    /// its eviction policy can drop tasks ([`Inspector::backend_info`]), and keeps them for the
+    /// next encoding.
     ///
     /// Errors: the broker's error, or [`Error::Broker`] when the refresh takes longer than the
     /// timeout or there is no broker yet ([`awaiting_broker`](Self::awaiting_broker)). On error the snapshot is cleared and `asynq_up` is 0. A backend that answers
@@ -133,8 +155,8 @@ impl QueueMetrics {
         });
         let mut snapshot = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
         match read {
-            Ok((queues, eviction_risk)) => {
-                *snapshot = Snapshot { up: true, queues, eviction_risk };
+            Ok((queues, servers, eviction_risk)) => {
+                *snapshot = Snapshot { up: true, queues, servers, eviction_risk };
                 Ok(())
             }
             Err(e) => {
@@ -144,7 +166,7 @@ impl QueueMetrics {
         }
     }
 
-    async fn read(&self) -> asynq_core::Result<(Vec<QueueInfo>, Option<bool>)> {
+    async fn read(&self) -> asynq_core::Result<(Vec<QueueInfo>, Vec<ServerReport>, Option<bool>)> {
         let Some(inspector) = self.inspector.get() else {
             return Err(Error::Broker(BrokerError::permanent("not connected to the broker yet")));
         };
@@ -158,6 +180,7 @@ impl QueueMetrics {
                 Err(e) => return Err(e),
             }
         }
+        let servers = inspector.servers().await?;
         let eviction_risk = match inspector.backend_info().await {
             Ok(info) => Some(!info.eviction_risks.is_empty()),
             Err(e) => {
@@ -165,7 +188,7 @@ impl QueueMetrics {
                 None
             }
         };
-        Ok((queues, eviction_risk))
+        Ok((queues, servers, eviction_risk))
     }
 }
 
@@ -210,14 +233,15 @@ const COUNTERS: [(&str, &str, QueueCounter); 2] = [
 ];
 
 /// The states `tasks_enqueued_total` breaks queues down by: Go's, in Go's order, then our
-/// workflow tasks waiting for their parents.
-const STATES: [(&str, StateCount); 7] = [
+/// tasks waiting in groups and workflow tasks waiting for their parents.
+const STATES: [(&str, StateCount); 8] = [
     ("active", |q| q.active),
     ("pending", |q| q.pending),
     ("scheduled", |q| q.scheduled),
     ("retry", |q| q.retry),
     ("archived", |q| q.archived),
     ("completed", |q| q.completed),
+    ("aggregating", |q| q.aggregating),
     ("waiting", |q| q.waiting),
 ];
 
@@ -241,6 +265,10 @@ impl Collector for QueueCollector {
                 risk.metric_type(),
             )?)?;
         }
+        if !snapshot.up {
+            return Ok(());
+        }
+        crate::server::encode(&snapshot.servers, &snapshot.queues, &mut encoder)?;
         let queues = &snapshot.queues;
         if queues.is_empty() {
             return Ok(());

@@ -1,12 +1,13 @@
 //! The Grafana dashboard (`docs/grafana/asynq-dashboard.json`) and the Prometheus alerting rules
 //! (`docs/prometheus/asynq-alerts.yml`) shipped in the repository query only metrics we export:
-//! every `asynq_*` name in their expressions is a sample name of a scrape of the queue metrics
-//! and the worker metrics.
+//! every `asynq_*` name in the rules is one `asynq metrics` exports (the queue and server
+//! metrics it reads from the broker), and in the dashboard one it exports or, in the panels that
+//! say so, one of the worker metrics a server exports about itself. Every rule has a unit test.
 
 mod support;
 
 use asynq_client::{Inspector, Task, TaskOptions};
-use asynq_metrics::{Exporter, QueueMetrics, WorkerMetrics};
+use asynq_metrics::{Exporter, WorkerMetrics};
 use asynq_server::{Config, HandlerError, Server, handler_fn};
 use asynq_tests::{Harness, secs};
 use prometheus_client::registry::Registry;
@@ -50,31 +51,9 @@ fn metrics_in(expr: &str) -> Vec<String> {
     names
 }
 
-/// The sample names a scrape of both metric sets can carry, once a server has run a task that
-/// succeeds and one that fails: each family's, with the suffixes of its type (`_total` for
-/// counters; `_bucket`, `_sum` and `_count` for histograms).
-async fn exported() -> BTreeSet<String> {
-    let h = Harness::new();
-    let worker_metrics = WorkerMetrics::new();
-    let config = Config { task_observers: vec![Arc::new(worker_metrics.clone())], ..h.config("default", 2) };
-    let mut server = Server::new(h.broker.clone(), config).unwrap();
-    server
-        .start(handler_fn(|_ctx, task: Task| async move {
-            if task.type_name() == "ok" { Ok(()) } else { Err(HandlerError::new("boom")) }
-        }))
-        .unwrap();
-    h.client.enqueue(&Task::new("ok", ""), TaskOptions::new()).await.unwrap();
-    h.client.enqueue(&Task::new("fail", ""), TaskOptions::new().max_retry(0)).await.unwrap();
-    h.eventually(secs(60), "both tasks are settled", || async { h.queue("default").await.processed_total == 2 }).await;
-    server.shutdown().await;
-
-    let queue_metrics = QueueMetrics::new(Inspector::new(h.broker.clone()));
-    let mut registry = Registry::default();
-    queue_metrics.register(&mut registry);
-    worker_metrics.register(&mut registry);
-    let served = Served::start(Exporter::new(registry).refreshing(queue_metrics)).await;
-    let scrape = served.get("/metrics").await.body;
-    served.stop().await;
+/// The sample names a scrape declares: each family's (`# TYPE` line), with the suffixes of its
+/// type (`_total` for counters; `_bucket`, `_sum` and `_count` for histograms).
+fn declared(scrape: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for line in scrape.lines() {
         let Some(declared) = line.strip_prefix("# TYPE ") else { continue };
@@ -89,54 +68,156 @@ async fn exported() -> BTreeSet<String> {
     names
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_grafana_dashboard_and_the_alert_rules_query_only_exported_metrics() {
-    let exported = exported().await;
-    assert!(
-        exported.contains("asynq_tasks_processed_total") && exported.contains("asynq_worker_tasks_in_flight"),
-        "{exported:?}"
-    );
+/// What the two exporters can serve, once a server has run a task that succeeds and one that
+/// fails: the standalone exporter of `asynq metrics` and `asynq web --metrics` (queue and server
+/// metrics, read from the broker), and the worker metrics a server exports about itself.
+async fn exported() -> (BTreeSet<String>, BTreeSet<String>) {
+    let h = Harness::new();
+    let worker_metrics = WorkerMetrics::new();
+    let config = Config { task_observers: vec![Arc::new(worker_metrics.clone())], ..h.config("default", 2) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    server
+        .start(handler_fn(|_ctx, task: Task| async move {
+            if task.type_name() == "ok" { Ok(()) } else { Err(HandlerError::new("boom")) }
+        }))
+        .unwrap();
+    h.client.enqueue(&Task::new("ok", ""), TaskOptions::new()).await.unwrap();
+    h.client.enqueue(&Task::new("fail", ""), TaskOptions::new().max_retry(0)).await.unwrap();
+    h.eventually(secs(60), "both tasks are settled", || async { h.queue("default").await.processed_total == 2 }).await;
+    let standalone = asynq_metrics::queue_exporter(Inspector::new(h.broker.clone())).scrape().await.unwrap();
+    server.shutdown().await;
+    assert!(standalone.contains("asynq_server_info{"), "the running server is in the scrape: {standalone}");
 
-    let dashboard: serde_json::Value = serde_json::from_str(&doc("grafana/asynq-dashboard.json")).expect("JSON");
-    let mut queries = Vec::new();
-    json_strings(&dashboard, "expr", &mut queries);
-    json_strings(&dashboard, "query", &mut queries);
+    let mut registry = Registry::default();
+    worker_metrics.register(&mut registry);
+    let served = Served::start(Exporter::new(registry)).await;
+    let workers = served.get("/metrics").await.body;
+    served.stop().await;
+    (declared(&standalone), declared(&workers))
+}
+
+/// The alerting rules: (name, expression) of each.
+fn alert_rules() -> Vec<(String, String)> {
     let rules: serde_yaml_ng::Value = serde_yaml_ng::from_str(&doc("prometheus/asynq-alerts.yml")).expect("YAML");
     let mut alerts = Vec::new();
     for group in rules["groups"].as_sequence().expect("rule groups") {
         for rule in group["rules"].as_sequence().expect("rules") {
             let name = rule["alert"].as_str().expect("an alert name");
             assert!(rule["annotations"]["summary"].as_str().is_some(), "{name} has a summary");
-            alerts.push(name);
-            queries.push(rule["expr"].as_str().expect("an expression"));
+            assert!(rule["annotations"]["description"].as_str().is_some(), "{name} has a description");
+            assert!(rule["labels"]["severity"].as_str().is_some(), "{name} has a severity");
+            alerts.push((name.to_owned(), rule["expr"].as_str().expect("an expression").to_owned()));
         }
     }
+    alerts
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_grafana_dashboard_and_the_alert_rules_query_only_exported_metrics() {
+    let (standalone, workers) = exported().await;
+    for name in ["asynq_tasks_processed_total", "asynq_server_active_workers", "asynq_queue_servers"] {
+        assert!(standalone.contains(name), "{name}: {standalone:?}");
+    }
+    assert!(workers.contains("asynq_worker_task_duration_seconds_bucket"), "{workers:?}");
+
+    // The rules must hold in a setup with no worker metrics: only the standalone exporter's.
+    let alerts = alert_rules();
+    let names: Vec<&str> = alerts.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
-        alerts,
+        names,
         [
+            "AsynqExporterDown",
+            "AsynqMetricsAbsent",
             "AsynqMetricsUnreadable",
             "AsynqQueueGrowing",
             "AsynqQueueLatencyHigh",
             "AsynqFailureRateHigh",
             "AsynqNoWorkers",
+            "AsynqArchiveGrowing",
+            "AsynqRetryBacklog",
             "AsynqRedisMayEvictTasks"
         ]
     );
-
     let mut read = BTreeSet::new();
-    for query in &queries {
-        for metric in metrics_in(query) {
-            assert!(exported.contains(&metric), "{metric:?} (in {query:?}) is not exported; we export {exported:?}");
+    for (name, expr) in &alerts {
+        for metric in metrics_in(expr) {
+            assert!(
+                standalone.contains(&metric),
+                "{name} reads {metric:?}, which `asynq metrics` does not export; it exports {standalone:?}"
+            );
             read.insert(metric);
         }
     }
-    assert!(read.len() >= 8, "the dashboard and the rules read {read:?}");
 
-    // Every state shows, our waiting workflow tasks too: broken down by state, none filtered out.
+    // The dashboard may also read the worker metrics, in panels that say so.
+    let dashboard: serde_json::Value = serde_json::from_str(&doc("grafana/asynq-dashboard.json")).expect("JSON");
+    let mut variables = Vec::new();
+    json_strings(&dashboard["templating"], "query", &mut variables);
+    for query in &variables {
+        for metric in metrics_in(query) {
+            assert!(standalone.contains(&metric), "the variable query {query:?} reads {metric:?}");
+        }
+    }
     let panels = dashboard["panels"].as_array().expect("panels");
+    for panel in panels {
+        let title = panel["title"].as_str().expect("a title");
+        let description = panel["description"].as_str().unwrap_or_else(|| panic!("{title} has a description"));
+        let mut exprs = Vec::new();
+        json_strings(panel, "expr", &mut exprs);
+        assert!(!exprs.is_empty(), "{title} queries something");
+        for expr in exprs {
+            let metrics = metrics_in(expr);
+            for metric in &metrics {
+                if workers.contains(metric) {
+                    assert!(
+                        description.contains("WorkerMetrics"),
+                        "{title} reads {metric}: say it needs WorkerMetrics"
+                    );
+                } else {
+                    assert!(standalone.contains(metric), "{title} reads {metric:?}, which no exporter exports");
+                }
+                read.insert(metric.clone());
+            }
+            // Every exporter of one Redis serves the same broker values: a panel takes their max,
+            // never their sum (`asynq_up` is each exporter's own, shown per instance).
+            if metrics.iter().any(|m| standalone.contains(m) && m != "asynq_up") {
+                assert!(
+                    expr.starts_with("max by (") || expr.starts_with("max(") || expr.starts_with("sum(max by ("),
+                    "{title}: {expr} must count N exporters of one Redis once"
+                );
+            }
+        }
+    }
+    assert!(read.len() >= 14, "the dashboard and the rules read {read:?}");
+
+    // Every state shows, the aggregating and waiting tasks too: broken down by state, none
+    // filtered out, two exporters of one Redis counted once.
     let by_state = panels.iter().find(|p| p["title"] == "Tasks by state").expect("a Tasks by state panel");
     let expr = by_state["targets"][0]["expr"].as_str().expect("an expression");
-    assert!(expr.contains("asynq_tasks_enqueued_total") && expr.contains("by (queue, state)"), "{expr}");
+    assert!(expr.starts_with("max by (queue, state) (asynq_tasks_enqueued_total"), "{expr}");
     assert!(!expr.contains("state="), "no state is filtered out: {expr}");
-    assert!(by_state["description"].as_str().is_some_and(|d| d.contains("waiting")), "{by_state}");
+    let description = by_state["description"].as_str().expect("a description");
+    assert!(description.contains("waiting") && description.contains("aggregating"), "{description}");
+}
+
+/// Every alerting rule has a `promtool test rules` case in which it fires
+/// (`docs/prometheus/asynq-alerts.test.yml`; `cargo xtask test` runs promtool on it).
+#[test]
+fn every_alert_has_a_unit_test_in_which_it_fires() {
+    let tests: serde_yaml_ng::Value = serde_yaml_ng::from_str(&doc("prometheus/asynq-alerts.test.yml")).expect("YAML");
+    assert_eq!(tests["rule_files"][0].as_str(), Some("asynq-alerts.yml"));
+    let mut fired = BTreeSet::new();
+    let mut quiet = BTreeSet::new();
+    for case in tests["tests"].as_sequence().expect("test cases") {
+        for check in case["alert_rule_test"].as_sequence().expect("alert rule tests") {
+            let name = check["alertname"].as_str().expect("an alert name").to_owned();
+            match check["exp_alerts"].as_sequence() {
+                Some(alerts) if !alerts.is_empty() => fired.insert(name),
+                _ => quiet.insert(name),
+            };
+        }
+    }
+    let rules: BTreeSet<String> = alert_rules().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(fired, rules, "a case where each rule fires");
+    assert_eq!(quiet, rules, "a case where each rule stays quiet");
 }

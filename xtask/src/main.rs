@@ -3,9 +3,10 @@
 //! Commands:
 //!
 //! - `cargo xtask test [-- ARGS...]`: set up what the test suite needs (a `redis-server` of
-//!   version 6.2 or newer, and Chromium with chromedriver for the browser tests, installed with apt
-//!   on Debian when run as root), then run every test in the workspace, doctests included. `ARGS`
-//!   go to the test runner (`cargo nextest run` when installed, otherwise `cargo test`).
+//!   version 6.2 or newer, Chromium with chromedriver for the browser tests, and promtool,
+//!   installed with apt on Debian when run as root), check the Prometheus alerting rules with
+//!   promtool, then run every test in the workspace, doctests included. `ARGS` go to the test
+//!   runner (`cargo nextest run` when installed, otherwise `cargo test`).
 //! - `cargo xtask ci`: what `.ci/run` does: format check, clippy, then `cargo xtask test`.
 //! - `cargo xtask bench [--quick] [--pin] [--awake] [--peer] [--go] [--tasks N] [--runs N]
 //!   [--only NAMES]`: micro-benchmarks and end-to-end scenarios on a private `redis-server`;
@@ -25,6 +26,7 @@ mod chaos;
 mod ci;
 mod cmd;
 mod fuzz;
+mod promtool;
 mod redis;
 mod test;
 #[cfg(test)]
@@ -39,7 +41,8 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test [-- ARGS...]   install/check redis-server, then run the whole test suite;
+  test [-- ARGS...]   install/check redis-server, Chromium and promtool, check the alerting
+                      rules (promtool check/test rules), then run the whole test suite;
                       ARGS are passed to the test runner (cargo nextest run, or cargo test)
   ci                  what .ci/run does: cargo fmt --check, cargo clippy -D warnings, xtask test
   bench [OPTIONS]     benchmark on a private redis-server; writes target/bench/report.{md,json}

@@ -5,14 +5,19 @@
 //! 1. make sure `redis-server` (6.2 or newer) is available, installing it on Debian/Ubuntu when
 //!    running as root, and export its absolute path as `ASYNQ_REDIS_SERVER_BIN` unless that is
 //!    already set; likewise Chromium and `chromedriver` for the web dashboard's browser tests
-//!    (`ASYNQ_CHROMIUM_BIN`, `ASYNQ_CHROMEDRIVER_BIN`);
-//! 2. `cargo test --workspace --doc`, since nextest does not run doctests;
-//! 3. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
+//!    (`ASYNQ_CHROMIUM_BIN`, `ASYNQ_CHROMEDRIVER_BIN`); and `promtool` (Debian's `prometheus`
+//!    package, `ASYNQ_PROMTOOL_BIN`);
+//! 2. `promtool check rules` and `promtool test rules` on the Prometheus alerting rules in
+//!    `docs/prometheus/` and their unit tests, and `promtool check rules` on the Grafana
+//!    dashboard's queries;
+//! 3. `cargo test --workspace --doc`, since nextest does not run doctests;
+//! 4. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
 //!    otherwise `cargo test --workspace --all-targets ARGS`. It runs last so that its summary
 //!    closes the log.
 //!
-//! Under CI (`CI=true`) step 3 also gets `--no-fail-fast`, and the tests run even when the
-//! doctests failed, so one run reports every failure.
+//! Under CI (`CI=true`) step 4 also gets `--no-fail-fast`, and the doctests and tests run even
+//! when an earlier check failed, so one run reports every failure. A missing tool is an error,
+//! under CI or not, once xtask could not install it.
 //!
 //! When `ARGS` select packages (`-p`, `--package`), `--workspace` is left out so the selection
 //! takes effect, and the doctest step gets the same selection.
@@ -21,7 +26,7 @@ use std::process::Stdio;
 
 use anyhow::bail;
 
-use crate::{browser, cmd, redis, step};
+use crate::{browser, cmd, promtool, redis, step};
 
 /// Parses the arguments after `test`: nothing, or `--` followed by arguments for the test runner.
 pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Vec<String>> {
@@ -37,27 +42,35 @@ pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Vec<String>> {
 
 /// Runs the whole suite, with `extra` passed to the test runner.
 pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
-    step("step 1/3: checking for redis-server");
+    step("step 1/4: checking for redis-server");
     let redis_server = redis::ensure()?;
     if std::env::var_os(redis::BIN_ENV).is_none_or(|value| value.is_empty()) {
         step(format_args!("setting {}={} for the tests", redis::BIN_ENV, redis_server.display()));
     }
-    step("step 1/3: checking for Chromium and chromedriver (the web dashboard's browser tests)");
+    step("step 1/4: checking for Chromium and chromedriver (the web dashboard's browser tests)");
     let browser = browser::ensure()?;
+    step("step 1/4: checking for promtool (the Prometheus alerting rules' checks)");
+    let promtool_bin = promtool::ensure()?;
+    let keep_going = in_ci() || extra.iter().any(|arg| arg == "--no-fail-fast");
+
+    step("step 2/4: checking the alerting rules, running their unit tests, parsing the dashboard's queries");
+    let rules_result = promtool::check_rules(&promtool_bin, &crate::workspace_root());
+    if rules_result.is_err() && !keep_going {
+        return rules_result;
+    }
 
     let selection = package_selection(extra);
     // `--workspace` would override `-p`; `--exclude` on the other hand needs it.
     let names_packages = names_a_package(&selection);
     let scope: &[&str] = if names_packages { &[] } else { &["--workspace"] };
-    let keep_going = in_ci() || extra.iter().any(|arg| arg == "--no-fail-fast");
 
     // Doctests first, so that the test runner's summary is the last thing the log shows.
     let doc_selection = without_bin_only_packages(&selection);
     let doctests_result = if names_packages && !names_a_package(&doc_selection) {
-        step("step 2/3: skipping the doctests: the selected packages have no library");
+        step("step 3/4: skipping the doctests: the selected packages have no library");
         Ok(())
     } else {
-        step("step 2/3: running the doctests (nextest does not run them)");
+        step("step 3/4: running the doctests (nextest does not run them)");
         let mut doctests = cmd::cargo_command(["test"]);
         doctests.args(scope).arg("--doc").args(&doc_selection);
         set_redis_env(&mut doctests, &redis_server);
@@ -69,10 +82,10 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     }
 
     let mut tests = if nextest_available() {
-        step("step 3/3: running the tests with cargo nextest");
+        step("step 4/4: running the tests with cargo nextest");
         cmd::cargo_command(["nextest", "run"])
     } else {
-        step("step 3/3: cargo-nextest is not installed; running the tests with cargo test");
+        step("step 4/4: cargo-nextest is not installed; running the tests with cargo test");
         cmd::cargo_command(["test"])
     };
     tests.args(scope).arg("--all-targets");
@@ -86,7 +99,7 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     let tests_result = cmd::run(&mut tests);
 
     // Report the first failure; with --no-fail-fast the tests ran anyway.
-    doctests_result.and(tests_result)?;
+    rules_result.and(doctests_result).and(tests_result)?;
     step("all tests passed");
     Ok(())
 }
