@@ -141,7 +141,7 @@ mod tests {
         }
         async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
             assert_eq!(queues, [QueueName::from_static("q")], "the periodic pass relays the served queues");
-            self.relays.lock().unwrap().push((Instant::now(), "periodic"));
+            self.relays.lock().unwrap().push((tokio::time::Instant::now(), "periodic"));
             Ok(0)
         }
         async fn relay_wanted(&self) {
@@ -157,7 +157,7 @@ mod tests {
             let taken = std::mem::take(&mut *self.wanted.lock().unwrap());
             // A relay takes a while, during which more may settle.
             tokio::time::sleep(Duration::from_millis(5)).await;
-            self.relays.lock().unwrap().push((Instant::now(), "settled"));
+            self.relays.lock().unwrap().push((tokio::time::Instant::now(), "settled"));
             Ok(taken)
         }
     }
@@ -170,7 +170,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_settle_is_relayed_at_once_and_the_periodic_pass_goes_on() {
         let backend = Arc::new(Recorded::default());
-        let start = Instant::now();
+        let start = tokio::time::Instant::now();
         let stop = CancellationToken::new();
         let task = relayer(&backend).spawn(stop.clone());
         tokio::time::sleep(Duration::from_millis(300)).await;
