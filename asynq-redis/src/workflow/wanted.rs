@@ -1,6 +1,9 @@
-//! The queues whose outboxes settles through this broker filled, waiting for a server's relayer
-//! ([`Workflows::relay_wanted`](asynq_core::workflow::Workflows::relay_wanted)): the broker spawns nothing, so that
-//! what relays stops with the server that owns it.
+//! The queues whose outboxes settles through this broker filled, waiting for a server's
+//! relayer ([`Workflows::relay_wanted`], [`Workflows::relay_settled`]): the broker spawns
+//! nothing, so that what relays stops with the server that owns it.
+//!
+//! [`Workflows::relay_wanted`]: asynq_core::workflow::Workflows::relay_wanted
+//! [`Workflows::relay_settled`]: asynq_core::workflow::Workflows::relay_settled
 
 use crate::RedisBroker;
 use asynq_core::{QueueName, Result};
@@ -35,7 +38,7 @@ impl RelayWanted {
     /// Resolves once a queue is marked; cancel-safe (the marks stay until taken).
     pub(crate) async fn wanted(&self) {
         loop {
-            // Registered before looking, so that a mark made in between wakes it.
+            // A mark made after the look leaves a permit (`notify_one`) that ends the wait.
             let woken = self.wake.notified();
             if self.any() {
                 return;
@@ -52,8 +55,8 @@ impl RedisBroker {
         self.relay_wanted_queues().want(queue);
     }
 
-    /// What [`Workflows::relay_settled`](asynq_core::workflow::Workflows::relay_settled) does: empties the outbox of each marked queue, taking
-    /// the marks; a queue that fails is logged and left to the servers' periodic relay.
+    /// What `Workflows::relay_settled` does: empties the outbox of each marked queue, taking the
+    /// marks; a queue that fails is logged and left to the servers' periodic relay.
     pub(crate) async fn relay_marked(&self) -> Result<usize> {
         let mut told = 0;
         let mut failure = None;
