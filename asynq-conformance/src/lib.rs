@@ -236,6 +236,7 @@ macro_rules! broker_conformance {
             workflow::case_a_chord_callback_waits_for_every_member,
             workflow::case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway,
             workflow::case_dependents_in_other_queues_and_large_fan_outs_are_released,
+            workflow::case_settles_are_relayed_when_wanted_without_the_periodic_relay,
             workflow::case_a_recovered_parent_passes_its_outcome_on,
             workflow::case_a_taken_task_id_stores_nothing,
             workflow::case_a_parent_an_operator_settles_passes_its_outcome_on,

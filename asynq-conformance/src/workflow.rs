@@ -2,7 +2,8 @@
 //! dequeues and listings; each task is released once its parents settled for good, with their
 //! outcomes in its plan's order; a failure cancels what waits for it down the workflow, unless
 //! a task runs anyway; retries release nothing; outcomes reach other queues and large fan-outs
-//! through [`Workflows::relay`]; a taken task ID stores nothing.
+//! through [`Workflows::relay`], or [`Workflows::relay_settled`] when a relay is wanted; a taken
+//! task ID stores nothing.
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_id_conflict, at, millis, names, retry, secs};
@@ -41,6 +42,18 @@ impl<B: Broker + Workflows + Clone> Fixture<B> {
     /// Relays what settling left to do in `queues`, as a server does after settling.
     async fn relay(&self, queues: &[&str]) {
         self.broker.relay(&names(queues)).await.expect("relay");
+    }
+
+    /// Relays as a server's relayer does when woken, for as long as a relay is wanted now;
+    /// returns how many rounds it took.
+    async fn relay_wanted_rounds(&self) -> usize {
+        let mut rounds = 0;
+        while futures::FutureExt::now_or_never(self.broker.relay_wanted()).is_some() {
+            self.broker.relay_settled().await.expect("relay_settled");
+            rounds += 1;
+            assert!(rounds < 100, "a relay is wanted forever");
+        }
+        rounds
     }
 
     /// The outcomes of the parents of `id` in `queue`, as its handler sees them.
@@ -189,6 +202,41 @@ where
     assert_eq!(t.parents("second", "other").await, [("root".to_owned(), succeeded("R"))]);
     assert_eq!(t.dequeue(&["wide"], 1_000).await.len(), 150, "each dependent once");
     assert_eq!(t.parents("wide", "w149").await, [("root".to_owned(), succeeded("R"))]);
+}
+
+/// What settling through the broker leaves to relay needs no periodic [`Workflows::relay`]: a
+/// server's relayer, woken by [`Workflows::relay_wanted`] (at once, here), relays it with
+/// [`Workflows::relay_settled`], a cascade across queues included, going round while more is
+/// wanted; a broker that passes everything on as it settles has released it already.
+pub async fn case_settles_are_relayed_when_wanted_without_the_periodic_relay<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let fan_out = Flow::group((0..70).map(|n| task("first", &format!("w{n}"))));
+    let flow = task("first", "root").then(Flow::group([task("second", "other"), fan_out]));
+    t.store_as(&flow, "fan-out").await.unwrap();
+    t.store_as(&task("first", "broken").then(task("second", "mid")).then(task("third", "leaf")), "cascade")
+        .await
+        .unwrap();
+    t.succeed("first", "root", "R").await;
+    let broken = t.take("first", "broken").await;
+    t.finish(&broken.message, archive("broke")).await;
+    let rounds = t.relay_wanted_rounds().await;
+    assert!(rounds <= 4, "{rounds} rounds");
+    t.take("second", "other").await;
+    assert_eq!(t.parents("second", "other").await, [("root".to_owned(), succeeded("R"))]);
+    let mut released = t.dequeue_ids(&["first"], 1_000).await;
+    released.sort_unstable();
+    let mut fan_out: Vec<String> = (0..70).map(|n| format!("w{n}")).collect();
+    fan_out.sort_unstable();
+    assert_eq!(released, fan_out, "each dependent once");
+    for (queue, id) in [("second", "mid"), ("third", "leaf")] {
+        let info = t.task(queue, id).await;
+        assert_eq!((info.state, info.last_error.as_deref()), (TaskState::Archived, Some(PARENT_FAILED_ERROR)), "{id}");
+    }
+    assert_eq!(t.relay_wanted_rounds().await, 0, "nothing is left wanted");
+    assert_eq!(t.broker.relay_settled().await.expect("relay_settled"), 0, "nothing is left to relay");
 }
 
 /// A recovered parent settles as a finished one does: archived by the recoverer, its dependents

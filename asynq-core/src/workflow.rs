@@ -406,6 +406,8 @@ pub struct ParentResult {
 /// parent with many dependents, or dependents in other queues, which on a Redis Cluster live in
 /// other hash slots) record the duty in that step and fulfil it in [`Workflows::relay`]: each
 /// step is idempotent, so a crash between two repeats a step and never loses or doubles one.
+/// The backend spawns nothing to fulfil them: a server's relayer does, woken by
+/// [`Workflows::relay_wanted`], so that shutting the server down stops it.
 #[async_trait]
 pub trait Workflows: Send + Sync {
     /// Stores every task of `plan`: those that wait for nothing as an enqueue would, the others
@@ -462,6 +464,23 @@ pub trait Workflows: Send + Sync {
     /// settles and where nothing else settles tasks.
     async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
         let _ = queues;
+        Ok(0)
+    }
+
+    /// Resolves once parents settled through this broker (in this process: a server's settles,
+    /// a cancel, a relay's own cascade) left duties for [`Workflows::relay_settled`]; servers'
+    /// relayers wait on it so that those dependents move at once rather than at the next
+    /// [`Workflows::relay`]. Cancel-safe: dropping it loses nothing. The default never resolves,
+    /// for a backend that passes every outcome on as it settles.
+    async fn relay_wanted(&self) {
+        std::future::pending::<()>().await
+    }
+
+    /// Fulfils, now, the duties that parents settled through this broker left (see
+    /// [`Workflows::relay_wanted`]), each by one caller; does not look for tasks settled
+    /// elsewhere (that is [`Workflows::relay`]'s). Returns a count of what it did, for logs; on
+    /// a failure, what it could not do is left to [`Workflows::relay`]. The default does nothing.
+    async fn relay_settled(&self) -> Result<usize> {
         Ok(0)
     }
 }

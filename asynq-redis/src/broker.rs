@@ -183,8 +183,8 @@ struct Inner {
     events: crate::events::EventSettings,
     /// Where each queue's next sweep for workflow tasks settled elsewhere starts.
     sweep_cursors: crate::workflow::SweepCursors,
-    /// The queues this process relays in the background now (see `RedisBroker::relay_soon`).
-    relaying: crate::workflow::Relaying,
+    /// The queues settles through this broker left to relay (see `workflow/wanted.rs`).
+    relay_wanted: crate::workflow::RelayWanted,
     /// Queues' memory estimates, kept a while (see `memory_estimates.rs`).
     memory_estimates: memory_estimates::MemoryEstimates,
     /// The local due notices of the retries this process sets (see `broker/forward.rs`).
@@ -285,7 +285,7 @@ impl RedisBroker {
             kind,
             events: crate::events::EventSettings::default(),
             sweep_cursors: Default::default(),
-            relaying: Default::default(),
+            relay_wanted: Default::default(),
             retry_notices: Default::default(),
             memory_estimates: Default::default(),
         };
@@ -330,8 +330,8 @@ impl RedisBroker {
         &self.inner.events
     }
 
-    pub(crate) fn relaying(&self) -> &crate::workflow::Relaying {
-        &self.inner.relaying
+    pub(crate) fn relay_wanted_queues(&self) -> &crate::workflow::RelayWanted {
+        &self.inner.relay_wanted
     }
 
     pub(crate) fn sweep_cursors(&self) -> &crate::workflow::SweepCursors {

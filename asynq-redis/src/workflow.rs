@@ -14,9 +14,15 @@
 //! the outboxes: for each settled task, `workflow_pass.lua` in each dependent's queue (its own
 //! Cluster slot), then the task's children list and outbox entry are deleted. Each step is
 //! idempotent (a dependent hears of each parent once), so a relay cut short by a crash is done
-//! again by the next one, and nothing is lost or released twice. The broker relays a queue in
-//! the background after settling workflow tasks there, and servers relay their queues
-//! periodically.
+//! again by the next one, and nothing is lost or released twice.
+//!
+//! Who relays: the broker itself spawns nothing. Settling workflow tasks that leave outbox
+//! entries marks their queue and wakes [`Workflows::relay_wanted`]; a server's relayer, on this
+//! broker, then relays the marked queues at once ([`Workflows::relay_settled`], see `wanted.rs`),
+//! and its shutdown stops it. Servers also relay their queues every second, for what Go servers
+//! and operators settle. So a process without a server (a flow producer, an inspector that
+//! archives or deletes parents) leaves the dependents in the outbox for a server's periodic
+//! relay: within a second while a server serves the parent's queue.
 
 use crate::RedisBroker;
 use crate::batch::BatchCall;
@@ -45,6 +51,9 @@ use std::sync::LazyLock;
 use std::time::SystemTime;
 
 mod store_order;
+mod wanted;
+
+pub(crate) use wanted::RelayWanted;
 
 /// `workflow_store.lua` stores at most this many tasks per call, so that no call is long.
 const STORE_BATCH: usize = 100;
@@ -59,29 +68,8 @@ const SWEEP_SLICE: u64 = 1_000;
 /// ...and a relay makes at most this many calls per queue.
 const SWEEP_CALLS: usize = 5;
 
-/// The queues a background relay of this process works on, each with whether another settle
-/// asked for a relay meanwhile (so that the relay goes round once more).
-pub(crate) type Relaying = std::sync::Mutex<HashMap<QueueName, bool>>;
-
 /// Per queue, the `HSCAN` cursor over `<ns>:{q}:wf:open` where this process's next sweep starts.
 pub(crate) type SweepCursors = std::sync::Mutex<HashMap<String, String>>;
-
-/// A hold on this process's background relay of one queue, from
-/// [`RedisBroker::hold_background_relay`]: a test seam, released when dropped.
-#[doc(hidden)]
-#[must_use = "the hold ends when it is dropped"]
-#[derive(Debug)]
-pub struct BackgroundRelayHold {
-    broker: RedisBroker,
-    queue: QueueName,
-}
-
-impl Drop for BackgroundRelayHold {
-    /// Forgets the settles the hold kept from relaying, as a process that died would.
-    fn drop(&mut self) {
-        self.broker.relaying().lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.queue);
-    }
-}
 
 /// An outbox entry, `<1|0>:<task ID>`: whether the settled task succeeded, and its ID.
 fn read_outbox_entry(entry: &str) -> Option<(bool, &str)> {
@@ -247,39 +235,6 @@ impl RedisBroker {
         BatchCall { call, context: inner.context, items: inner.items }
     }
 
-    /// Relays queue `queue` in the background, after workflow tasks settled there: one relay per
-    /// queue at a time in this process, going round again when more settled meanwhile. A failure
-    /// is left to the servers' periodic relay.
-    pub(crate) fn relay_soon(&self, queue: QueueName) {
-        {
-            let mut relaying = self.relaying().lock().expect("relaying lock poisoned");
-            if let Some(again) = relaying.get_mut(&queue) {
-                *again = true;
-                return;
-            }
-            relaying.insert(queue.clone(), false);
-        }
-        let broker = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let relayed = broker.relay_queue(&queue).await;
-                let mut relaying = broker.relaying().lock().expect("relaying lock poisoned");
-                if let Err(e) = relayed {
-                    relaying.remove(&queue);
-                    tracing::warn!(%queue, error = %e, "could not relay workflow outcomes; a server's relay will");
-                    return;
-                }
-                match relaying.get_mut(&queue) {
-                    Some(again) if *again => *again = false,
-                    _ => {
-                        relaying.remove(&queue);
-                        return;
-                    }
-                }
-            }
-        });
-    }
-
     /// Looks at up to [`SWEEP_CALLS`] slices of the open workflow tasks of `queue` (an `HSCAN`
     /// from where this process's last sweep stopped), for tasks settled without our scripts, and passes their outcomes
     /// on; returns how many it found.
@@ -361,7 +316,7 @@ impl RedisBroker {
             }
         }
         for child_queue in archived_in {
-            self.relay_soon(child_queue);
+            self.want_relay(child_queue);
         }
         let outcome = format!("0{error}");
         let _: () =
@@ -422,22 +377,6 @@ impl RedisBroker {
         }
     }
 
-    /// Test seam, not part of the broker's contract: keeps this process from relaying `queue`
-    /// in the background until the hold is dropped, so that the workflow tasks settling there
-    /// meanwhile leave their outbox entries as a process killed right after settling them would
-    /// (`tests/tests/workflow_cluster_crash.rs` stops the relay between its steps so). Dropping
-    /// the hold relays nothing; [`Workflows::relay`] (a server's relayer) does. `None` while a
-    /// background relay of `queue` is under way.
-    #[doc(hidden)]
-    pub fn hold_background_relay(&self, queue: &QueueName) -> Option<BackgroundRelayHold> {
-        let mut relaying = self.relaying().lock().expect("relaying lock poisoned");
-        if relaying.contains_key(queue) {
-            return None;
-        }
-        relaying.insert(queue.clone(), false);
-        Some(BackgroundRelayHold { broker: self.clone(), queue: queue.clone() })
-    }
-
     /// Test seam, not part of the broker's contract: the first step of relaying the oldest entry
     /// of `queue`'s outbox, which tells the tasks waiting for its settled task (in each one's
     /// queue), leaving the entry and the task's children list in place, as a process killed
@@ -489,7 +428,7 @@ impl RedisBroker {
                     && child_queue != queue.as_str()
                     && let Ok(child_queue) = QueueName::new(child_queue)
                 {
-                    self.relay_soon(child_queue);
+                    self.want_relay(child_queue);
                 }
             }
             if page.len() < PAGE as usize {
@@ -727,7 +666,7 @@ impl Workflows for RedisBroker {
         let cancelled =
             self.archive_waiting(&task.queue, &[task.id.as_str()], WORKFLOW_CANCELLED_ERROR, self.now()).await?;
         if cancelled > 0 {
-            self.relay_soon(task.queue.clone());
+            self.want_relay(task.queue.clone());
         }
         Ok(cancelled > 0)
     }
@@ -799,6 +738,14 @@ impl Workflows for RedisBroker {
             }
         }
         Ok(told)
+    }
+
+    async fn relay_wanted(&self) {
+        self.relay_wanted_queues().wanted().await;
+    }
+
+    async fn relay_settled(&self) -> Result<usize> {
+        self.relay_marked().await
     }
 }
 

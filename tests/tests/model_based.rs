@@ -268,8 +268,8 @@ impl<B: Broker + Workflows> Backend<B> {
         flow.plan(tasks.len(), self.clock.now(), || id.take().expect("only the workflow's ID is generated"))
     }
 
-    /// The relay that follows every operation (see [`Model::apply`]). On Redis it also ends
-    /// the relays a settle started in the background: the outboxes are empty when it returns.
+    /// The relay that follows every operation (see [`Model::apply`]), as a server's relayer
+    /// would run it: on Redis the outboxes are empty when it returns.
     async fn relay(&self) -> Result<(), TestCaseError> {
         let fail = |e: asynq_core::Error| TestCaseError::fail(format!("{}: relay: {e}", self.name));
         self.broker.relay(&names(&QUEUES)).await.map_err(fail)?;

@@ -12,8 +12,8 @@
 //!    parent it heard of, so that hearing again changes nothing;
 //! 3. the parent's children list is deleted, then 4. its outbox entry (both in qa's slot).
 //!
-//! Each test brings a broker (the doomed process) to the end of one step with the broker's
-//! test seams (`RedisBroker::hold_background_relay` keeps it from relaying after it settles,
+//! Each test brings a broker (the doomed process) to the end of one step (a broker relays only
+//! when a server's relayer tells it to, and none runs here; the test seam
 //! `RedisBroker::pass_on_oldest_outbox_entry` runs step 2 alone; step 3 is one `DEL`, done here
 //! by hand), drops it, and has new brokers run `Workflows::relay`, what every server's relayer
 //! runs each second. Each dependent must then be released (or archived) exactly once: in its
@@ -23,8 +23,8 @@
 //! not settled must still wait (had it heard of the first parent twice, the second hearing would
 //! have stood for the other parent); and a relay repeated afterwards changes nothing.
 //!
-//! The finishing brokers hold their own background relays too, so that what they do is their
-//! `relay` call alone, which must finish a cascade across the three slots by itself.
+//! What the finishing brokers do is their `relay` call alone, which must finish a cascade across
+//! the three slots by itself.
 
 use asynq_core::broker::{Dequeue, Inspect, Outcome};
 use asynq_core::events::{EventCap, EventKind, EventLog, EventPosition};
@@ -89,13 +89,6 @@ impl World {
         redis_broker(&url, Arc::new(SystemClock)).await
     }
 
-    /// A new process's broker in namespace `ns` that relays only when told (see the module docs).
-    async fn finisher(&self, ns: &Namespace) -> (RedisBroker, Vec<impl Sized + use<>>) {
-        let broker = self.broker(ns).await;
-        let holds = hold_all(&broker);
-        (broker, holds)
-    }
-
     fn node(&self, queue: &str) -> &RedisServer {
         self.cluster.node_for_key(format!("{{{queue}}}"))
     }
@@ -141,14 +134,6 @@ impl World {
 
 fn queue(name: &'static str) -> QueueName {
     QueueName::from_static(name)
-}
-
-/// Holds `broker`'s background relays of every queue.
-fn hold_all(broker: &RedisBroker) -> Vec<impl Sized + use<>> {
-    QUEUES
-        .iter()
-        .map(|name| broker.hold_background_relay(&queue(name)).expect("no background relay runs yet"))
-        .collect()
 }
 
 /// Keeps an event log of every queue, in `broker`'s namespace, so that each release and
@@ -231,7 +216,6 @@ async fn doomed_fan_out(world: &World, ns: &Namespace, in_qb: usize, cut: DiesAf
     log_events(&doomed).await;
     let (flow, dependents) = fan_out(in_qb);
     store(&doomed, &flow).await;
-    let holds = hold_all(&doomed);
     settle(&doomed, QA, PARENT, RESULT, Outcome::Done).await;
     let entry = vec![format!("1:{PARENT}")];
     assert_eq!(world.outbox(ns, QA), entry, "the settle leaves the parent in the outbox");
@@ -254,7 +238,6 @@ async fn doomed_fan_out(world: &World, ns: &Namespace, in_qb: usize, cut: DiesAf
         assert_eq!(state(&doomed, QB, id).await, expected, "{id} when the process dies ({cut:?})");
     }
     assert_eq!(state(&doomed, QC, JOINT).await, TaskState::Waiting, "{JOINT} when the process dies ({cut:?})");
-    drop(holds);
     dependents
 }
 
@@ -300,10 +283,10 @@ async fn a_relay_cut_off_after_any_step_releases_each_dependent_once() {
         let ns = Namespace::new(format!("case-{case}")).expect("a namespace");
         let dependents = doomed_fan_out(&world, &ns, in_qb, cut).await;
         let all: Vec<QueueName> = QUEUES.map(queue).to_vec();
-        let (finisher, _holds) = world.finisher(&ns).await;
+        let finisher = world.broker(&ns).await;
         finisher.relay(&all).await.expect("relay");
         assert_released_once(&world, &ns, &finisher, &dependents).await;
-        let (again, _holds_again) = world.finisher(&ns).await;
+        let again = world.broker(&ns).await;
         again.relay(&all).await.expect("relay again");
         assert_released_once(&world, &ns, &again, &dependents).await;
         release_the_joint_dependent(&world, &ns, &again).await;
@@ -318,7 +301,7 @@ async fn two_processes_finishing_one_relay_at_once_release_each_dependent_once()
     for cut in [DiesAfter::Settle, DiesAfter::Pass] {
         let ns = Namespace::new(format!("race-{cut:?}").to_lowercase()).expect("a namespace");
         let dependents = doomed_fan_out(&world, &ns, 70, cut).await;
-        let ((first, _first_holds), (second, _second_holds)) = (world.finisher(&ns).await, world.finisher(&ns).await);
+        let (first, second) = (world.broker(&ns).await, world.broker(&ns).await);
         let all: Vec<QueueName> = QUEUES.map(queue).to_vec();
         let (a, b) = tokio::join!(first.relay(&all), second.relay(&all));
         a.expect("the first relay");
@@ -364,7 +347,6 @@ async fn a_failure_cut_off_anywhere_in_its_cascade_fails_each_dependent_once() {
             task(QC, "g").after(["d"]).on_parent_failure(OnParentFailure::RunAnyway),
         ]);
         store(&doomed, &flow).await;
-        let holds = hold_all(&doomed);
         settle(&doomed, QA, PARENT, RESULT, Outcome::Archive { error: "the parent broke".to_owned() }).await;
         let parent_entry = vec![format!("0:{PARENT}")];
         assert_eq!(world.outbox(&ns, QA), parent_entry, "the settle leaves the parent in the outbox");
@@ -384,12 +366,11 @@ async fn a_failure_cut_off_anywhere_in_its_cascade_fails_each_dependent_once() {
             assert_eq!(world.outbox(&ns, QB), ["0:d"], "{cut:?}: d's failure, left to relay");
             assert_eq!(state(&doomed, QA, "e").await, TaskState::Waiting, "{cut:?}");
         }
-        drop(holds);
         drop(doomed);
 
         let all: Vec<QueueName> = QUEUES.map(queue).to_vec();
         for round in ["relay", "relay again"] {
-            let (finisher, _holds) = world.finisher(&ns).await;
+            let finisher = world.broker(&ns).await;
             finisher.relay(&all).await.expect(round);
             for name in QUEUES {
                 assert_eq!(world.outbox(&ns, name), Vec::<String>::new(), "{name}'s outbox ({cut:?}, {round})");

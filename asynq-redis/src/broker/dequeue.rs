@@ -136,7 +136,7 @@ impl RedisBroker {
                 self.inner_retry_notices().notice(&queue);
             }
             if passes_on && let Ok(queue) = QueueName::new(queue) {
-                self.relay_soon(queue);
+                self.want_relay(queue);
             }
         }
         results.into_iter().map(|r| r.expect("every item has a result")).collect()
