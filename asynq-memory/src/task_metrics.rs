@@ -54,8 +54,7 @@ impl TaskMetrics for MemoryBroker {
             .filter_map(|start| {
                 let bucket = buckets.get(&start)?;
                 let live = bucket.written.is_some_and(|at| at + resolution.kept() > now);
-                (live && !bucket.types.is_empty())
-                    .then(|| TaskMetricsBucket { start, types: bucket.types.clone() })
+                (live && !bucket.types.is_empty()).then(|| TaskMetricsBucket { start, types: bucket.types.clone() })
             })
             .collect())
     }

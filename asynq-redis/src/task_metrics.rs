@@ -18,8 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 use std::time::SystemTime;
 
-static RECORD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/record_task_metrics.lua")));
+static RECORD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/record_task_metrics.lua")));
 
 #[async_trait]
 impl TaskMetrics for RedisBroker {

@@ -56,6 +56,7 @@ mod shared_limits;
 mod starter;
 mod subscriber;
 mod syncer;
+mod type_metrics;
 mod workers;
 
 pub use aggregator::{GroupAggregator, aggregator_fn};
@@ -71,3 +72,4 @@ pub use observe::{AttemptOutcome, AttemptReport, TASK_SPAN_NAME, TaskObserver};
 pub use relayer::WORKFLOW_RELAY_INTERVAL;
 pub use served::{FULL_REFRESH_EVERY, QueueProvider};
 pub use server::{SHUTDOWN_MARGIN, Server};
+pub use type_metrics::TASK_METRICS_FLUSH_INTERVAL;
