@@ -230,8 +230,9 @@ async fn get(addr: &PrometheusAddr, path: &str) -> Result<Vec<u8>, PromFailure> 
     use http_body_util::{BodyExt, Empty, Limited};
     let fail = |what: &str, e: &dyn fmt::Display| PromFailure(format!("{what}: {e}"));
     let stream = tokio::net::TcpStream::connect(&addr.authority).await.map_err(|e| fail("connect", &e))?;
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(|e| fail("handshake", &e))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .map_err(|e| fail("handshake", &e))?;
     let connection = tokio::spawn(connection);
     let request = hyper::Request::get(path)
         .header(hyper::header::HOST, &addr.authority)
@@ -268,9 +269,7 @@ fn parse_matrix(body: &[u8]) -> Result<Vec<PromSeries>, PromFailure> {
     for result in results {
         let labels = result["metric"]
             .as_object()
-            .map(|labels| {
-                labels.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect()
-            })
+            .map(|labels| labels.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect())
             .unwrap_or_default();
         let points = result["values"]
             .as_array()
@@ -316,10 +315,7 @@ mod tests {
             assert_eq!(range.seconds() / range.step(), POINTS_PER_SERIES);
         }
         assert!(PromRange::parse("1y").is_none());
-        assert_eq!(
-            PANELS[1].query(PromRange::Hour),
-            "sum by (queue) (rate(asynq_tasks_processed_total[120s]))"
-        );
+        assert_eq!(PANELS[1].query(PromRange::Hour), "sum by (queue) (rate(asynq_tasks_processed_total[120s]))");
         assert_eq!(PANELS[0].query(PromRange::Week), "sum by (queue) (asynq_queue_size)");
     }
 

@@ -110,7 +110,8 @@ async fn query_range(State(fake): State<Fake>, Query(params): Query<HashMap<Stri
 
 /// A fake Prometheus on a free loopback port, serving under `prefix`.
 async fn fake_prometheus(prefix: &str, fake: Fake) -> String {
-    let app = Router::new().route(&format!("{prefix}/api/v1/query_range"), axum::routing::get(query_range)).with_state(fake);
+    let app =
+        Router::new().route(&format!("{prefix}/api/v1/query_range"), axum::routing::get(query_range)).with_state(fake);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -121,8 +122,8 @@ async fn fake_prometheus(prefix: &str, fake: Fake) -> String {
 async fn prometheus_charts_come_from_the_fixed_range_queries() {
     let fake = Fake::default();
     let addr = fake_prometheus("/prom", fake.clone()).await;
-    let config = WebConfig::new(Inspector::new(MemoryBroker::new()))
-        .with_prometheus(PrometheusAddr::parse(&addr).unwrap());
+    let config =
+        WebConfig::new(Inspector::new(MemoryBroker::new())).with_prometheus(PrometheusAddr::parse(&addr).unwrap());
     let router = asynq_web::router(config);
 
     let (status, body) = get(&router, "/api/metrics/prometheus?range=6h").await;
@@ -174,8 +175,8 @@ async fn without_prometheus_or_with_a_failing_one_the_page_is_told_without_detai
 
     let broken = Fake { broken: true, ..Fake::default() };
     let addr = fake_prometheus("", broken).await;
-    let config = WebConfig::new(Inspector::new(MemoryBroker::new()))
-        .with_prometheus(PrometheusAddr::parse(&addr).unwrap());
+    let config =
+        WebConfig::new(Inspector::new(MemoryBroker::new())).with_prometheus(PrometheusAddr::parse(&addr).unwrap());
     let (status, body) = get(&asynq_web::router(config), "/api/metrics/prometheus").await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_GATEWAY, Some("prometheus_unavailable")));
     assert!(!body.to_string().contains("secret"), "{body}");

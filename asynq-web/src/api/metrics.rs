@@ -153,8 +153,7 @@ pub(crate) async fn prometheus(State(state): State<AppState>, uri: Uri) -> ApiRe
     let start = end.saturating_sub(range.seconds());
     let queries: Vec<String> = PANELS.iter().map(|panel| panel.query(range)).collect();
     let answers =
-        futures::future::join_all(queries.iter().map(|query| query_range(addr, query, start, end, range.step())))
-            .await;
+        futures::future::join_all(queries.iter().map(|query| query_range(addr, query, start, end, range.step()))).await;
     let mut panels = Vec::with_capacity(PANELS.len());
     for (panel, answer) in PANELS.iter().zip(answers) {
         let series = answer.map_err(|failure| {
@@ -166,7 +165,13 @@ pub(crate) async fn prometheus(State(state): State<AppState>, uri: Uri) -> ApiRe
             .map(|s| SeriesView { queue: s.labels.get("queue").cloned().unwrap_or_default(), points: s.points })
             .collect();
         series.sort_by(|a, b| a.queue.cmp(&b.queue));
-        panels.push(PanelView { id: panel.id, title: panel.title, unit: panel.unit, query: panel.query(range), series });
+        panels.push(PanelView {
+            id: panel.id,
+            title: panel.title,
+            unit: panel.unit,
+            query: panel.query(range),
+            series,
+        });
     }
     Ok(Json(PrometheusCharts {
         range: range.as_str(),

@@ -4,8 +4,8 @@
 mod backend;
 mod events;
 mod groups;
-mod metrics;
 pub(crate) mod jobs;
+mod metrics;
 mod queues;
 mod render;
 mod schedulers;
