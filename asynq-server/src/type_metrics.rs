@@ -144,3 +144,81 @@ impl fmt::Debug for TypeMetricsFlusher {
         f.debug_struct("TypeMetricsFlusher").field("recorder", &self.recorder).finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use asynq_core::task_metrics::TaskMetricsBucket;
+    use asynq_core::{SimulatedClock, TaskId};
+    use std::time::SystemTime;
+
+    /// Refuses the first write, then keeps what it is given.
+    #[derive(Default)]
+    struct Flaky {
+        calls: Mutex<usize>,
+        written: Mutex<Vec<TaskMetricsSample>>,
+    }
+
+    #[async_trait::async_trait]
+    impl TaskMetrics for Flaky {
+        async fn record_task_metrics(&self, samples: &[TaskMetricsSample]) -> asynq_core::Result<()> {
+            let mut calls = self.calls.lock().unwrap();
+            *calls += 1;
+            if *calls == 1 {
+                return Err(asynq_core::Error::invalid("test", "the first write fails"));
+            }
+            self.written.lock().unwrap().extend_from_slice(samples);
+            Ok(())
+        }
+
+        async fn task_metrics(
+            &self,
+            _: &QueueName,
+            _: MetricsResolution,
+            _: SystemTime,
+            _: SystemTime,
+        ) -> asynq_core::Result<Vec<TaskMetricsBucket>> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn finish(recorder: &TypeMetricsRecorder, type_name: &str, outcome: AttemptOutcome, is_failure: bool) {
+        let task = StoredTask::new(TaskId::new("t").unwrap(), QueueName::default(), type_name);
+        let report = AttemptReport { outcome, duration: Duration::from_millis(30), error: None, is_failure };
+        recorder.task_finished(&task, &report);
+    }
+
+    #[tokio::test]
+    async fn counts_are_written_once_even_when_a_write_fails() {
+        let clock = SimulatedClock::new(UNIX_EPOCH + Duration::from_secs(3_600));
+        let recorder = Arc::new(TypeMetricsRecorder::new(Arc::new(clock)));
+        let broker = Arc::new(Flaky::default());
+        let flusher = TypeMetricsFlusher::new(broker.clone(), recorder.clone());
+        finish(&recorder, "a", AttemptOutcome::Succeeded, false);
+        finish(&recorder, "a", AttemptOutcome::Archived, true);
+        finish(&recorder, "a", AttemptOutcome::Requeued, false);
+        finish(&recorder, "a", AttemptOutcome::LeaseLost, false);
+        finish(&recorder, " ", AttemptOutcome::Succeeded, false);
+        assert!(flusher.tick().await.is_err(), "the first write fails and the counts are held");
+        finish(&recorder, "a", AttemptOutcome::Retried, false);
+        flusher.tick().await.unwrap();
+        flusher.tick().await.unwrap();
+        let written = broker.written.lock().unwrap().clone();
+        assert_eq!(written.len(), 1, "{written:?}");
+        assert_eq!(written[0].counts, TypeCounts { runs: 3, failed: 1, total_ms: 90, max_ms: 30 });
+        assert_eq!(written[0].at, UNIX_EPOCH + Duration::from_secs(3_600));
+    }
+
+    #[test]
+    fn a_server_holds_a_bounded_number_of_counts() {
+        let recorder = TypeMetricsRecorder::new(Arc::new(SimulatedClock::new(UNIX_EPOCH)));
+        for i in 0..MAX_HELD + 10 {
+            finish(&recorder, &format!("type-{i}"), AttemptOutcome::Succeeded, false);
+        }
+        finish(&recorder, "type-0", AttemptOutcome::Succeeded, false);
+        let samples = recorder.take();
+        assert_eq!(samples.len(), MAX_HELD);
+        assert_eq!(samples.iter().map(|s| s.counts.runs).sum::<u64>(), MAX_HELD as u64 + 1, "known types still add up");
+        assert!(recorder.take().is_empty());
+    }
+}

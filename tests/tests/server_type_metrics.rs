@@ -6,7 +6,7 @@ use asynq_client::{Client, Inspector, MetricsResolution, Task, TaskOptions, Type
 use asynq_core::{Broker, Clock, SystemClock};
 use asynq_redis::RedisBroker;
 use asynq_server::{Config, HandlerError, Server, TASK_METRICS_FLUSH_INTERVAL, handler_fn};
-use asynq_tests::{Harness, RedisServer, secs};
+use asynq_tests::{Harness, RedisServer, RespValue, secs};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,4 +100,18 @@ async fn a_server_records_runs_failures_and_run_time_per_type_on_redis() {
     assert_two_types(&report);
     let hours = inspector.type_metrics(MetricsResolution::Hour, 24, clock.now()).await.unwrap();
     assert_two_types(&hours);
+
+    // The buckets are our keys in the queue's slot, each expiring: minutes after 2 h, hours after 25 h.
+    let keys = match redis.command(&["KEYS", "asynq:{default}:metrics:*"]).unwrap() {
+        RespValue::Array(keys) => keys,
+        other => panic!("{other:?}"),
+    };
+    assert!(keys.len() >= 2, "a minute and an hour bucket: {keys:?}");
+    for key in keys {
+        let RespValue::Bulk(key) = key else { panic!("{key:?}") };
+        let key = String::from_utf8(key).unwrap();
+        let RespValue::Integer(ttl) = redis.command(&["TTL", key.as_str()]).unwrap() else { panic!("a TTL") };
+        let kept = if key.contains(":minute:") { 2 * 3600 } else { 25 * 3600 };
+        assert!(ttl > kept - 60 && ttl <= kept, "{key} expires in {ttl} s");
+    }
 }
