@@ -621,6 +621,10 @@ pub(crate) struct WebArgs {
     /// Also serve the queue metrics at /metrics, as `asynq metrics` does, behind the same token
     #[arg(long)]
     pub(crate) metrics: bool,
+    /// Chart the queue metrics from this Prometheus server on the metrics page
+    /// (http://host:port[/prefix]); the dashboard asks it fixed range queries only
+    #[arg(long, value_name = "URL")]
+    pub(crate) prometheus_addr: Option<String>,
 }
 
 #[cfg(test)]

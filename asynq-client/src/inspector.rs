@@ -14,6 +14,9 @@ use futures::StreamExt as _;
 use std::fmt;
 use std::sync::Arc;
 
+mod type_metrics;
+pub use type_metrics::{TypeMetricsReport, TypeSeries};
+
 /// A server, as its last heartbeat described it, with the tasks it was running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerReport {

@@ -30,6 +30,7 @@ mod tracker;
 
 pub use asynq_core::broker::{GroupInfo, Page, SchedulerEnqueueEvent, SchedulerEntry};
 pub use asynq_core::events::{EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
+pub use asynq_core::task_metrics::{MetricsResolution, OTHER_TYPES, TypeCounts};
 pub use asynq_core::workflow::{TaskRef, WorkflowSummary};
 pub use asynq_core::{
     BackendInfo, BulkAction, BulkProgress, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo,
@@ -43,7 +44,10 @@ pub use asynq_core::{
 #[cfg(feature = "json")]
 pub use asynq_core::{Job, PayloadError};
 pub use flow::{EnqueuedWorkflow, FlowProducer};
-pub use inspector::{Inspector, ServerReport, WorkflowCancellation, WorkflowReport, WorkflowState, WorkflowTask};
+pub use inspector::{
+    Inspector, ServerReport, TypeMetricsReport, TypeSeries, WorkflowCancellation, WorkflowReport, WorkflowState,
+    WorkflowTask,
+};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;

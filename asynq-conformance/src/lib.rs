@@ -53,6 +53,7 @@ pub mod scheduler_state;
 pub mod servers;
 pub mod slots;
 pub mod stats;
+pub mod task_metrics;
 pub mod uniqueness;
 pub mod wait;
 pub mod wake;
@@ -232,6 +233,9 @@ macro_rules! broker_conformance {
             slots::case_slots_admit_up_to_the_limit,
             slots::case_a_slot_comes_back_when_its_hold_expires,
             slots::case_a_released_slot_wakes_a_waiter,
+            task_metrics::case_task_metrics_add_up_per_type_and_bucket,
+            task_metrics::case_task_metrics_keep_a_bounded_number_of_types,
+            task_metrics::case_bad_task_metrics_write_nothing,
             workflow::case_a_chain_runs_each_task_after_the_one_before,
             workflow::case_a_chord_callback_waits_for_every_member,
             workflow::case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway,

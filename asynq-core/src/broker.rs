@@ -497,6 +497,12 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_queue_directory(self: Arc<Self>) -> Option<Arc<dyn QueueDirectory>> {
         None
     }
+
+    /// The record of per task type metrics. Without it a server records none, and the
+    /// inspector reads none.
+    fn as_task_metrics(self: Arc<Self>) -> Option<Arc<dyn crate::task_metrics::TaskMetrics>> {
+        None
+    }
 }
 
 /// The registry of known queues (Go's `asynq:queues`), as a server serving queue patterns

@@ -41,6 +41,7 @@ pub mod slots;
 pub mod state;
 mod stored;
 mod task;
+pub mod task_metrics;
 pub mod time;
 #[cfg(feature = "opentelemetry")]
 pub mod trace_context;

@@ -45,6 +45,7 @@ mod servers;
 mod signals;
 mod slots;
 mod stats;
+mod task_metrics;
 mod workflow;
 mod zset;
 
@@ -116,6 +117,8 @@ struct State {
     /// The workflows of `workflows` that were cancelled, each with what its cancel recorded it
     /// did.
     cancelled_workflows: HashMap<asynq_core::WorkflowId, Option<asynq_core::workflow::WorkflowCancellation>>,
+    /// Per task type metrics, per queue and resolution.
+    task_metrics: task_metrics::MetricBuckets,
 }
 
 impl State {

@@ -425,6 +425,14 @@ impl QueueKeys {
         self.key("events")
     }
 
+    /// `<ns>:{q}:metrics:<resolution>:<start>` — one bucket (`minute` or `hour`, starting at
+    /// Unix second `start`) of the queue's per task type metrics: a hash of `<type>:runs`,
+    /// `<type>:failed`, `<type>:ms`, `<type>:max` and `types`, expiring some time after its last
+    /// write. Ours only; Go asynq neither writes nor reads it.
+    pub fn task_metrics(&self, resolution: &str, start: u64) -> String {
+        format!("{}metrics:{resolution}:{start}", self.prefix)
+    }
+
     /// `<ns>:{q}:wf:` — the prefix of the queue's workflow keys: `wf:parents:<id>` and
     /// `wf:children:<id>` (lists of queue, ID, queue, ID, ... of the tasks a workflow task waits
     /// for and, when they are many or in other queues, of those waiting for it),

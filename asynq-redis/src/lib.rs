@@ -43,6 +43,7 @@ mod scripts;
 mod sentinel;
 mod signals;
 mod slots;
+mod task_metrics;
 mod tls;
 mod workflow;
 

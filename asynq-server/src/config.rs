@@ -159,6 +159,12 @@ pub struct Config {
     /// expired, in this order: for metrics and tracing.
     /// Default: none.
     pub task_observers: Vec<Arc<dyn TaskObserver>>,
+    /// Count the attempts of each task type (runs, failures, run time) per queue and minute, and
+    /// add them to the broker's bounded record every
+    /// [`TASK_METRICS_FLUSH_INTERVAL`](crate::TASK_METRICS_FLUSH_INTERVAL), for the
+    /// dashboard's metrics page ([`asynq_core::task_metrics`]); only on a broker that keeps it.
+    /// Default: on.
+    pub task_metrics: bool,
     /// The wall clock. Default: the system clock; tests use a simulated one.
     pub clock: Arc<dyn Clock>,
 }
@@ -196,6 +202,7 @@ impl Default for Config {
             prefetch: None,
             start_with_fetch: false,
             task_observers: Vec::new(),
+            task_metrics: true,
             clock: Arc::new(SystemClock),
         }
     }
@@ -232,6 +239,7 @@ impl fmt::Debug for Config {
             .field("prefetch", &self.prefetch)
             .field("start_with_fetch", &self.start_with_fetch)
             .field("task_observers", &self.task_observers.len())
+            .field("task_metrics", &self.task_metrics)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }

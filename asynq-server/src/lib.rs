@@ -57,6 +57,7 @@ mod shared_limits;
 mod starter;
 mod subscriber;
 mod syncer;
+mod type_metrics;
 mod workers;
 
 pub use aggregator::{GroupAggregator, aggregator_fn};
@@ -74,3 +75,4 @@ pub use relayer::WORKFLOW_RELAY_INTERVAL;
 pub use served::{FULL_REFRESH_EVERY, QueueProvider};
 pub use server::{SHUTDOWN_MARGIN, Server};
 pub use service::{BoxError, HandlerFailure, HandlerService, ServiceHandler, TaskRequest};
+pub use type_metrics::TASK_METRICS_FLUSH_INTERVAL;

@@ -15,6 +15,7 @@ use crate::served::{QueueSources, QueueWatcher, ServedQueues};
 use crate::shared_limits::SharedLimits;
 use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
+use crate::type_metrics::{TypeMetricsFlusher, TypeMetricsRecorder};
 use crate::workers::ActiveTasks;
 use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
@@ -74,6 +75,9 @@ struct Running {
     healthcheck: Option<Role>,
     subscriber: Option<Role>,
     heartbeat: Role,
+    /// Writes the per task type metrics the processor's attempts add up to; stopped after the
+    /// processor, so that it writes every attempt's.
+    type_metrics: Option<Role>,
 }
 
 /// The opt-in capabilities of the broker that this server uses.
@@ -88,6 +92,8 @@ struct WorkerCapabilities {
     slots: Option<Arc<dyn asynq_core::slots::ConcurrencySlots>>,
     /// Hands workflow tasks their parents' results and relays settled tasks' outcomes.
     workflows: Option<Arc<dyn Workflows>>,
+    /// Keeps per task type metrics, when the configuration records them.
+    task_metrics: Option<Arc<dyn asynq_core::task_metrics::TaskMetrics>>,
 }
 
 impl Server {
@@ -127,6 +133,7 @@ impl Server {
             rate_limiter: broker.clone().as_rate_limiter(),
             slots: broker.clone().as_concurrency_slots(),
             workflows: broker.clone().as_workflows(),
+            task_metrics: broker.clone().as_task_metrics().filter(|_| config.task_metrics),
         };
         if config.group_aggregator.is_some() && capabilities.aggregate.is_none() {
             return Err(Error::Unsupported { capability: "aggregating groups (Config::group_aggregator)" });
@@ -198,7 +205,15 @@ impl Server {
         let failure_policy =
             FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
         let active = Arc::new(ActiveTasks::default());
-        let observers = Observers::new(&c.task_observers);
+        let type_metrics = self.capabilities.task_metrics.clone().map(|metrics| {
+            let recorder = Arc::new(TypeMetricsRecorder::new(clock.clone()));
+            (recorder.clone(), TypeMetricsFlusher::new(metrics, recorder))
+        });
+        let mut task_observers = c.task_observers.clone();
+        if let Some((recorder, _)) = &type_metrics {
+            task_observers.push(recorder.clone());
+        }
+        let observers = Observers::new(&task_observers);
         let syncer = Syncer::new(b.clone(), clock.clone(), SyncerConfig { interval: c.syncer_interval });
         let shared_limits = match (&self.capabilities.slots, c.has_shared_limits()) {
             (Some(slots), true) => {
@@ -296,6 +311,7 @@ impl Server {
         let aggregator = aggregator.map(|a| Role::spawn(|stop| a.spawn(stop)));
         let relayer = relayer.map(|r| Role::spawn(|stop| r.spawn(stop)));
         let queue_watcher = queue_watcher.map(|w| Role::spawn(|stop| w.spawn(stop)));
+        let type_metrics = type_metrics.map(|(_, flusher)| Role::spawn(|stop| flusher.spawn(stop)));
         self.running = Some(Running {
             processor,
             fetching,
@@ -309,6 +325,7 @@ impl Server {
             healthcheck,
             subscriber,
             heartbeat,
+            type_metrics,
         });
         tracing::info!(server_id = %self.info.server_id, concurrency = c.concurrency, "server started");
         Ok(())
@@ -360,6 +377,7 @@ impl Server {
             (running.healthcheck, "health checker"),
             (running.relayer, "workflow relayer"),
             (running.queue_watcher, "queue watcher"),
+            (running.type_metrics, "task metrics recorder"),
         ];
         rest.extend(optional.into_iter().filter_map(|(role, name)| role.map(|role| role.stop_by(deadline, name))));
         futures::future::join_all(rest).await;
@@ -392,7 +410,8 @@ impl Drop for Server {
                 running.janitor,
                 running.heartbeat,
             ];
-            let optional = [running.aggregator, running.healthcheck, running.subscriber, running.relayer];
+            let optional =
+                [running.aggregator, running.healthcheck, running.subscriber, running.relayer, running.type_metrics];
             for role in roles.iter().chain(optional.iter().flatten()) {
                 role.stop.cancel();
             }

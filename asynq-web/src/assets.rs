@@ -16,6 +16,8 @@ use std::sync::LazyLock;
 
 const INDEX_HTML: &str = include_str!("../static/index.html");
 const APP_JS: &str = include_str!("../static/app.js");
+/// The metrics page (per task type metrics, Prometheus charts), registered with `app.js`.
+const METRICS_JS: &str = include_str!("../static/metrics.js");
 const APP_CSS: &str = include_str!("../static/app.css");
 const FAVICON_SVG: &str = include_str!("../static/favicon.svg");
 
@@ -30,7 +32,7 @@ static INDEX: LazyLock<String> = LazyLock::new(|| INDEX_HTML.replace("__ASSET_VE
 /// A short FNV-1a hash of the assets' contents.
 fn asset_version() -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in APP_JS.bytes().chain(APP_CSS.bytes()).chain(FAVICON_SVG.bytes()) {
+    for byte in APP_JS.bytes().chain(METRICS_JS.bytes()).chain(APP_CSS.bytes()).chain(FAVICON_SVG.bytes()) {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
@@ -43,6 +45,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/", get(index))
         .route("/index.html", get(index))
         .route("/assets/app.js", get(|| asset("text/javascript; charset=utf-8", APP_JS)))
+        .route("/assets/metrics.js", get(|| asset("text/javascript; charset=utf-8", METRICS_JS)))
         .route("/assets/app.css", get(|| asset("text/css; charset=utf-8", APP_CSS)))
         .route("/assets/favicon.svg", get(|| asset("image/svg+xml", FAVICON_SVG)))
 }
@@ -86,6 +89,7 @@ mod tests {
     fn the_index_links_versioned_assets_and_no_inline_code() {
         assert!(!INDEX.contains("__ASSET_VERSION__"));
         assert!(INDEX.contains(&format!("/assets/app.js?v={}", asset_version())));
+        assert!(INDEX.contains(&format!("/assets/metrics.js?v={}", asset_version())));
         assert!(!INDEX.contains("<script>") && !INDEX.contains("style=") && !INDEX.contains("<style"));
     }
 }

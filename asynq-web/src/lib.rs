@@ -38,9 +38,11 @@ mod auth;
 mod error;
 mod history;
 mod openapi;
+mod prometheus;
 
 pub use auth::{Auth, InvalidToken};
 pub use error::{ApiError, ApiResult};
+pub use prometheus::{InvalidPrometheusAddr, PrometheusAddr};
 
 use asynq_client::Inspector;
 use axum::Router;
@@ -73,6 +75,9 @@ pub struct WebConfig {
     /// More routes served beside the dashboard, behind its authentication (see
     /// [`WebConfig::with_metrics`]).
     metrics: Option<Router>,
+    /// The Prometheus server the metrics page charts the queue metrics from (see
+    /// [`WebConfig::with_prometheus`]).
+    pub prometheus: Option<PrometheusAddr>,
 }
 
 impl WebConfig {
@@ -86,6 +91,7 @@ impl WebConfig {
             refresh: DEFAULT_REFRESH,
             job_reply_wait: DEFAULT_JOB_REPLY_WAIT,
             metrics: None,
+            prometheus: None,
         }
     }
 
@@ -122,6 +128,15 @@ impl WebConfig {
         self.metrics = Some(metrics);
         self
     }
+
+    /// Charts the queue metrics from the Prometheus server at `addr` on the metrics page
+    /// (asynqmon's `--prometheus-addr`): the dashboard asks it a fixed set of range queries
+    /// (queue sizes, processed and failed rates, latency, per queue) and never passes PromQL
+    /// from the page on.
+    pub fn with_prometheus(mut self, addr: PrometheusAddr) -> Self {
+        self.prometheus = Some(addr);
+        self
+    }
 }
 
 /// What every handler shares.
@@ -140,6 +155,8 @@ pub(crate) struct Shared {
     /// Bulk actions running or recently finished.
     pub(crate) jobs: api::jobs::Jobs,
     pub(crate) job_reply_wait: Duration,
+    /// Where the Prometheus charts come from, if anywhere.
+    pub(crate) prometheus: Option<PrometheusAddr>,
 }
 
 impl std::ops::Deref for AppState {
@@ -177,6 +194,7 @@ pub fn router(config: WebConfig) -> Router {
         history: history::History::default(),
         jobs: api::jobs::Jobs::default(),
         job_reply_wait: config.job_reply_wait,
+        prometheus: config.prometheus,
     }));
     let guard = axum::middleware::from_fn_with_state(state.clone(), auth::guard);
     let api = api::routes().router.route_layer(guard.clone());

@@ -338,6 +338,7 @@
     if (parts[0] === 'workflows') return parts.length >= 2 ? { name: 'workflow', id: parts[1] } : { name: 'workflows' };
     if (parts[0] === 'slots') return { name: 'slots', key: parts[1] || '' };
     if (['servers', 'schedulers', 'redis'].includes(parts[0])) return { name: parts[0] };
+    if (extraViews.has(parts[0])) return { name: parts[0], parts: parts.slice(1) };
     return { name: 'overview' };
   }
 
@@ -349,7 +350,7 @@
     const sections = { queue: 'overview', task: 'overview', workflow: 'workflows' };
     const container = byId('view');
     container.replaceChildren();
-    app.view = views[route.name](route, container);
+    app.view = (views[route.name] || extraViews.get(route.name))(route, container);
     for (const link of document.querySelectorAll('#nav a')) {
       const current = link.dataset.nav === (sections[route.name] || route.name);
       if (current) link.setAttribute('aria-current', 'page'); else link.removeAttribute('aria-current');
@@ -1332,6 +1333,16 @@
       apply(saved);
     });
   }
+
+  // ---- Pages of other files ------------------------------------------------------------------
+  // A page in a file of its own (metrics.js) registers its view, by the first part of its route,
+  // before the dashboard starts, and builds it with these helpers.
+
+  const extraViews = new Map();
+  window.asynqDashboard = Object.freeze({
+    register: (name, view) => extraViews.set(name, view),
+    h, svg, api, table, emptyRow, enc, fmtNumber, fmtMs, fmtTime, refresh,
+  });
 
   // ---- Start -------------------------------------------------------------------------------
 

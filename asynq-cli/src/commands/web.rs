@@ -27,6 +27,7 @@ pub(crate) struct WebPlan {
     read_only: bool,
     refresh: Duration,
     auth: Option<asynq_web::Auth>,
+    prometheus: Option<asynq_web::PrometheusAddr>,
 }
 
 /// Checks the flags and `ASYNQ_WEB_TOKEN`.
@@ -56,7 +57,13 @@ fn plan_with(args: &WebArgs, token: Option<String>) -> Result<WebPlan, CliError>
             "set {TOKEN_VAR} to a long random token, listen on 127.0.0.1, or pass --insecure-no-auth"
         )));
     }
-    Ok(WebPlan { listen: args.listen, read_only: args.read_only, refresh, auth })
+    let prometheus = match &args.prometheus_addr {
+        None => None,
+        Some(addr) => Some(
+            asynq_web::PrometheusAddr::parse(addr).map_err(|e| CliError::usage(format!("--prometheus-addr: {e}")))?,
+        ),
+    };
+    Ok(WebPlan { listen: args.listen, read_only: args.read_only, refresh, auth, prometheus })
 }
 
 /// Serves the dashboard until `shutdown` completes. When Redis does not answer at start it
@@ -126,6 +133,9 @@ fn web_config(inspector: asynq_client::Inspector, plan: WebPlan, metrics: bool) 
     if let Some(auth) = plan.auth {
         config = config.with_auth(auth);
     }
+    if let Some(prometheus) = plan.prometheus {
+        config = config.with_prometheus(prometheus);
+    }
     config
 }
 
@@ -166,7 +176,19 @@ mod tests {
             refresh: "5s".into(),
             insecure_no_auth,
             metrics: false,
+            prometheus_addr: None,
         }
+    }
+
+    #[test]
+    fn a_prometheus_address_is_checked_before_serving() {
+        let mut web = args("127.0.0.1:8080", false);
+        web.prometheus_addr = Some("http://localhost:9090".into());
+        let plan = plan_with(&web, None).expect("a plain HTTP address");
+        assert_eq!(plan.prometheus.map(|p| p.to_string()).as_deref(), Some("http://localhost:9090"));
+        web.prometheus_addr = Some("https://localhost:9090".into());
+        let err = plan_with(&web, None).expect_err("TLS is not spoken to Prometheus");
+        assert!(err.to_string().contains("--prometheus-addr"), "{err}");
     }
 
     /// The reply to `GET path` on `addr`, retried until the server listens.

@@ -212,6 +212,8 @@ pub(crate) struct App {
     pub(crate) refresh_label: String,
     /// Set when the user asked to leave.
     pub(crate) quit: bool,
+    /// Each queue's sizes and throughput at each refresh, for the graphs.
+    pub(crate) history: super::history::QueueHistory,
 }
 
 impl App {
@@ -235,6 +237,7 @@ impl App {
             refreshed_at: None,
             refresh_label: refresh_label.into(),
             quit: false,
+            history: Default::default(),
         }
     }
 
@@ -276,6 +279,7 @@ impl App {
             Msg::Key(key) => self.on_key(key),
             Msg::Queues(Ok(mut queues)) => {
                 queues.sort_by(|a, b| a.queue.cmp(&b.queue));
+                self.history.record(&queues);
                 // Keep the same queue selected when others appear or go.
                 let selected = self.queue().map(|q| q.queue.clone());
                 self.queues = queues;

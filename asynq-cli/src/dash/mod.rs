@@ -3,6 +3,8 @@
 //! feeds them to the model, and does the fetches the model asks for.
 
 pub(crate) mod app;
+pub(crate) mod graphs;
+pub(crate) mod history;
 pub(crate) mod ui;
 
 use crate::error::{CliError, CliResult, Failure};

@@ -1,6 +1,7 @@
 //! The dashboard's view: draws an [`App`] into a ratatui frame. Nothing here changes the model.
 
 use super::app::{App, STATES, Screen};
+use super::graphs::{GRAPHS_HEIGHT, draw_queue_graphs};
 use crate::output::{bytes_text, due, error_rate, go_duration, past, payload_text, queue_weights, rfc3339};
 use asynq_client::{TaskInfo, TaskState};
 use ratatui::Frame;
@@ -46,7 +47,13 @@ pub(crate) fn draw(frame: &mut Frame<'_>, app: &App) {
 }
 
 fn draw_queues(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let [table_area, summary_area] = Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(area);
+    // The graphs, when the terminal leaves the table room for a few queues beside them.
+    let graphs = if area.height >= 9 + GRAPHS_HEIGHT { GRAPHS_HEIGHT } else { 0 };
+    let [table_area, graphs_area, summary_area] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(graphs), Constraint::Length(4)]).areas(area);
+    if graphs > 0 {
+        draw_queue_graphs(frame, graphs_area, app);
+    }
     let header =
         Row::new(["Queue", "State", "Size", "Waiting", "Latency", "Memory", "Processed", "Failed", "Error rate"])
             .style(Style::new().add_modifier(Modifier::BOLD));

@@ -35,6 +35,10 @@ impl Capabilities for RedisBroker {
     fn as_queue_directory(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::QueueDirectory>> {
         Some(self)
     }
+
+    fn as_task_metrics(self: Arc<Self>) -> Option<Arc<dyn asynq_core::task_metrics::TaskMetrics>> {
+        Some(self)
+    }
 }
 
 #[async_trait]

@@ -5,6 +5,7 @@ mod backend;
 mod events;
 mod groups;
 pub(crate) mod jobs;
+mod metrics;
 mod queues;
 mod render;
 mod schedulers;
@@ -89,6 +90,8 @@ pub(crate) fn routes() -> Routes {
         .get("/api/workflows", workflows::list)
         .get("/api/workflows/{id}", workflows::get_one)
         .post("/api/workflows/{id}/cancel", workflows::cancel)
+        .get("/api/metrics/types", metrics::types)
+        .get("/api/metrics/prometheus", metrics::prometheus)
 }
 
 /// The answer to a path nothing serves.
