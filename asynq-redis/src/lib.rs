@@ -19,6 +19,7 @@ mod backend;
 mod batch;
 mod broker;
 mod connection;
+mod control;
 mod error;
 mod events;
 mod footprint;

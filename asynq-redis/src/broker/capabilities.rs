@@ -35,6 +35,10 @@ impl Capabilities for RedisBroker {
     fn as_queue_directory(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::QueueDirectory>> {
         Some(self)
     }
+
+    fn as_server_control(self: Arc<Self>) -> Option<Arc<dyn asynq_core::ServerControl>> {
+        Some(self)
+    }
 }
 
 #[async_trait]
