@@ -42,6 +42,7 @@ pub use asynq_core::{
     Error, FailureKind, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions, TaskOutcome,
     TaskState,
 };
+pub use asynq_core::{ServerControl, ServerRequest};
 pub use flow::{EnqueuedWorkflow, FlowProducer};
 pub use inspector::{Inspector, ServerReport, WorkflowCancellation, WorkflowReport, WorkflowState, WorkflowTask};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};

@@ -56,9 +56,9 @@ impl ServerControl for RedisBroker {
         call.key(self.namespace().server_request(server_id));
         let kept: Option<String> = call.run(&mut self.conn(), "read a server's request").await?;
         let Some(kept) = kept else { return Ok(None) };
-        let parsed = kept.split_once(' ').and_then(|(name, expiry)| {
-            Some((ServerRequest::parse(name)?, expiry.parse::<i64>().ok()?))
-        });
+        let parsed = kept
+            .split_once(' ')
+            .and_then(|(name, expiry)| Some((ServerRequest::parse(name)?, expiry.parse::<i64>().ok()?)));
         match parsed {
             Some((request, expiry)) if unix_secs(self.now()) <= expiry => Ok(Some(request)),
             Some(_) => Ok(None),
