@@ -62,10 +62,9 @@ pub(crate) struct Heartbeater {
     active: Arc<ActiveTasks>,
     /// The shared concurrency slots the running tasks hold, renewed with their leases.
     shared_limits: Option<Arc<SharedLimits>>,
-    /// Where operators' requests to this server are read, when the broker carries them.
-    requests: Option<Arc<dyn ServerControl>>,
-    /// What acts on them.
-    control: Arc<Control>,
+    /// Where operators' requests to this server are read, when the broker carries them, and
+    /// what acts on them.
+    requests: Option<(Arc<dyn ServerControl>, Arc<Control>)>,
     config: HeartbeatConfig,
 }
 
@@ -77,19 +76,24 @@ impl Heartbeater {
         status: StatusCell,
         active: Arc<ActiveTasks>,
         shared_limits: Option<Arc<SharedLimits>>,
-        requests: Option<Arc<dyn ServerControl>>,
-        control: Arc<Control>,
         config: HeartbeatConfig,
     ) -> Self {
-        Self { state, leases, server, status, active, shared_limits, requests, control, config }
+        Self { state, leases, server, status, active, shared_limits, requests: None, config }
+    }
+
+    /// Reads operators' requests to this server from `requests` on each beat, and acts on them
+    /// through `control`.
+    pub(crate) fn hearing_requests(mut self, requests: Arc<dyn ServerControl>, control: Arc<Control>) -> Self {
+        self.requests = Some((requests, control));
+        self
     }
 
     /// Reads the request an operator made of this server, if any, and acts on it before the
     /// state is written, so the status written says what the server does now.
     async fn take_request(&self) {
-        let Some(requests) = &self.requests else { return };
+        let Some((requests, control)) = &self.requests else { return };
         match requests.take_server_request(&self.server.server_id).await {
-            Ok(Some(request)) => self.control.apply(request),
+            Ok(Some(request)) => control.apply(request),
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "could not read the requests made of this server"),
         }

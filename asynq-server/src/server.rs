@@ -233,17 +233,18 @@ impl Server {
         // Handlers start once the server can hear cancellation requests, and has read those
         // made before it could.
         let cancels_heard = subscriber.as_ref().map(Subscriber::ready);
-        let heartbeater = Heartbeater::new(
+        let mut heartbeater = Heartbeater::new(
             b.clone(),
             b.clone(),
             self.info.clone(),
             self.status.clone(),
             active,
             shared_limits,
-            self.capabilities.server_control.clone(),
-            self.control.clone(),
             HeartbeatConfig { interval: c.heartbeat_interval },
         );
+        if let Some(requests) = &self.capabilities.server_control {
+            heartbeater = heartbeater.hearing_requests(requests.clone(), self.control.clone());
+        }
         let mut recoverer = Recoverer::new(
             b.clone(),
             clock.clone(),
