@@ -51,9 +51,16 @@ impl ServerControl for RedisBroker {
         Ok(())
     }
 
+    /// One `GET` on each heartbeat while no request is kept; the script only when one is.
     async fn take_server_request(&self, server_id: &str) -> Result<Option<ServerRequest>> {
+        let key = self.namespace().server_request(server_id);
+        let fail = |e| broker_error("read a server's request", e);
+        let kept: Option<String> = self.conn().get(&key).await.map_err(fail)?;
+        if kept.is_none() {
+            return Ok(None);
+        }
         let mut call = ScriptCall::new(&SCRIPTS.take_server_request);
-        call.key(self.namespace().server_request(server_id));
+        call.key(key);
         let kept: Option<String> = call.run(&mut self.conn(), "read a server's request").await?;
         let Some(kept) = kept else { return Ok(None) };
         let parsed = kept
