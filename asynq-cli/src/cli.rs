@@ -561,14 +561,14 @@ pub(crate) enum ServerCommand {
     /// Quiet servers: each finishes the tasks it runs and takes no new one, reporting itself
     /// `stopped` (as SIGTSTP does); read on its next heartbeat. Go asynq's servers ignore it
     #[command(
-        after_help = "Examples:\n  asynq server quiet 8f2a6c4e-1d3b-4f5a-9c7e-2b1d0e3f4a5b\n  asynq server quiet --all"
+        after_help = "Example:\n  asynq server quiet 8f2a6c4e-1d3b-4f5a-9c7e-2b1d0e3f4a5b\n  asynq server quiet --all"
     )]
     Quiet(ServerRequestArgs),
     /// Stop servers gracefully, as SIGTERM does: each finishes or gives back its running tasks
     /// within its shutdown timeout and exits `run`; read on its next heartbeat. Go asynq's
     /// servers ignore it
     #[command(
-        after_help = "Examples:\n  asynq server stop 8f2a6c4e-1d3b-4f5a-9c7e-2b1d0e3f4a5b\n  asynq server stop --all"
+        after_help = "Example:\n  asynq server stop 8f2a6c4e-1d3b-4f5a-9c7e-2b1d0e3f4a5b\n  asynq server stop --all"
     )]
     Stop(ServerRequestArgs),
 }

@@ -101,3 +101,30 @@ pub trait ServerControl: Send + Sync {
     /// on once); `None` when there is none, or it expired.
     async fn take_server_request(&self, server_id: &str) -> Result<Option<ServerRequest>>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_read_back_by_name_and_a_stop_outweighs_a_quiet() {
+        for request in [ServerRequest::Quiet, ServerRequest::Stop] {
+            assert_eq!(ServerRequest::parse(request.as_str()), Some(request));
+            assert_eq!(request.to_string(), request.as_str());
+        }
+        assert_eq!(ServerRequest::parse("pause"), None);
+        assert_eq!(ServerRequest::Stop.merged(ServerRequest::Quiet), ServerRequest::Stop);
+        assert_eq!(ServerRequest::Quiet.merged(ServerRequest::Stop), ServerRequest::Stop);
+        assert_eq!(ServerRequest::Quiet.merged(ServerRequest::Quiet), ServerRequest::Quiet);
+    }
+
+    #[test]
+    fn server_ids_are_checked_as_names() {
+        assert!(check_server_id("8f2a6c4e-1d3b-4f5a-9c7e-2b1d0e3f4a5b").is_ok());
+        assert!(check_server_id(&"x".repeat(MAX_SERVER_ID_LEN)).is_ok());
+        for bad in ["", " \t", "a\nb", "\u{7f}"] {
+            assert!(matches!(check_server_id(bad), Err(Error::InvalidArgument { field: "server ID", .. })), "{bad:?}");
+        }
+        assert!(check_server_id(&"x".repeat(MAX_SERVER_ID_LEN + 1)).is_err());
+    }
+}
