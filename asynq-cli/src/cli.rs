@@ -558,6 +558,30 @@ pub(crate) enum ServerCommand {
     #[command(visible_alias = "list", name = "ls")]
     #[command(after_help = "Example:\n  asynq server ls")]
     List,
+    /// Quiet servers: each finishes the tasks it runs and takes no new one, reporting itself
+    /// `stopped` (as SIGTSTP does); read on its next heartbeat. Go asynq's servers ignore it
+    #[command(
+        after_help = "Example:\n  asynq server quiet 8f2a6c4e-1d3b-4f5a-9c7e-2b1d0e3f4a5b\n  asynq server quiet --all"
+    )]
+    Quiet(ServerRequestArgs),
+    /// Stop servers gracefully, as SIGTERM does: each finishes or gives back its running tasks
+    /// within its shutdown timeout and exits `run`; read on its next heartbeat. Go asynq's
+    /// servers ignore it
+    #[command(
+        after_help = "Example:\n  asynq server stop 8f2a6c4e-1d3b-4f5a-9c7e-2b1d0e3f4a5b\n  asynq server stop --all"
+    )]
+    Stop(ServerRequestArgs),
+}
+
+/// `asynq server quiet` and `asynq server stop`
+#[derive(Debug, Args)]
+pub(crate) struct ServerRequestArgs {
+    /// IDs of the servers (the ID column of `asynq server ls --json`)
+    #[arg(value_name = "SERVER_ID", required_unless_present = "all", conflicts_with = "all")]
+    pub(crate) ids: Vec<String>,
+    /// Every live server
+    #[arg(long)]
+    pub(crate) all: bool,
 }
 
 /// `asynq cron ...`

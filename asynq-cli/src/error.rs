@@ -94,6 +94,9 @@ impl CliError {
                 Failure::NotFound,
                 Some("run `asynq workflow ls` to see the workflows kept (for 7 days after they are stored)".to_owned()),
             ),
+            Error::ServerNotFound { .. } => {
+                (Failure::NotFound, Some("run `asynq server ls` to see the live servers and their IDs".to_owned()))
+            }
             Error::QueueNotEmpty { queue } => (
                 Failure::Precondition,
                 Some(format!("if you are sure you want to delete it, run `asynq queue rm --force {queue}`")),

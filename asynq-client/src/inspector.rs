@@ -1,6 +1,7 @@
 //! The operator's view of a broker: queues, tasks, servers and schedulers, and the actions an
 //! operator takes on them. What Go asynq's `Inspector` does, on any broker.
 
+use asynq_core::ServerRequest;
 use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
 use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
 pub use asynq_core::workflow::WorkflowCancellation;
@@ -358,6 +359,40 @@ impl Inspector {
     pub async fn cancel(&self, id: &str) -> Result<CancelOutcome> {
         let cancel = self.broker.clone().as_cancel().ok_or(Error::Unsupported { capability: "cancelling tasks" })?;
         cancel.cancel(&TaskId::new(id)?).await
+    }
+
+    /// Asks the live server `server_id` to quiet: to finish the tasks it runs and take no new
+    /// one, reporting itself `stopped` (what SIGTSTP does, and Sidekiq's "quiet"). The server
+    /// reads the request on its next heartbeat ([`ServerControl`](crate::ServerControl)); Go
+    /// asynq's servers never read it, and it expires.
+    ///
+    /// Errors, with nothing written: [`Error::InvalidArgument`] for a malformed ID,
+    /// [`Error::ServerNotFound`] when no live server has it, [`Error::Unsupported`] on a broker
+    /// that does not carry server requests.
+    pub async fn quiet_server(&self, server_id: &str) -> Result<()> {
+        self.request_server(server_id, ServerRequest::Quiet).await
+    }
+
+    /// Asks the live server `server_id` to stop: to shut down gracefully, as on SIGTERM (take
+    /// nothing new, let running tasks finish within its shutdown timeout, give back the others),
+    /// which ends its `Server::run`. Read on its next heartbeat, as [`Inspector::quiet_server`].
+    ///
+    /// Errors: as [`Inspector::quiet_server`].
+    pub async fn stop_server(&self, server_id: &str) -> Result<()> {
+        self.request_server(server_id, ServerRequest::Stop).await
+    }
+
+    /// Asks the live server `server_id` to act on `request`; see [`Inspector::quiet_server`]
+    /// and [`Inspector::stop_server`].
+    ///
+    /// Errors: as [`Inspector::quiet_server`].
+    pub async fn request_server(&self, server_id: &str, request: ServerRequest) -> Result<()> {
+        let control = self
+            .broker
+            .clone()
+            .as_server_control()
+            .ok_or(Error::Unsupported { capability: "requests to quiet or stop servers" })?;
+        control.request_server(server_id, request).await
     }
 
     /// The live servers and the tasks each is running.

@@ -43,6 +43,7 @@ pub use asynq_core::{
 };
 #[cfg(feature = "json")]
 pub use asynq_core::{Job, PayloadError};
+pub use asynq_core::{ServerControl, ServerRequest};
 pub use flow::{EnqueuedWorkflow, FlowProducer};
 pub use inspector::{
     Inspector, ServerReport, TypeMetricsReport, TypeSeries, WorkflowCancellation, WorkflowReport, WorkflowState,

@@ -35,6 +35,7 @@
 pub mod aggregate;
 pub mod archive;
 pub mod cancel;
+pub mod control;
 pub mod dequeue;
 pub mod enqueue;
 pub mod events;
@@ -313,6 +314,10 @@ macro_rules! broker_conformance {
             servers::case_server_state_expires_after_its_ttl,
             servers::case_server_liveness_is_judged_in_whole_seconds,
             servers::case_ping_answers,
+            control::case_server_request_is_taken_once,
+            control::case_server_request_for_no_live_server_is_refused,
+            control::case_server_stop_request_is_never_weakened,
+            control::case_server_request_expires_after_the_server_record,
             scheduler_state::case_scheduler_entries_are_listed_as_written,
             scheduler_state::case_scheduler_entries_rewrite_replaces_them,
             scheduler_state::case_cleared_scheduler_entries_are_not_listed,

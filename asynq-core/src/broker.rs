@@ -503,6 +503,12 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_task_metrics(self: Arc<Self>) -> Option<Arc<dyn crate::task_metrics::TaskMetrics>> {
         None
     }
+
+    /// Operators' requests to quiet or stop a running server. Without it a server hears none,
+    /// and operators' tools answer [`Error::Unsupported`](crate::Error::Unsupported).
+    fn as_server_control(self: Arc<Self>) -> Option<Arc<dyn crate::control::ServerControl>> {
+        None
+    }
 }
 
 /// The registry of known queues (Go's `asynq:queues`), as a server serving queue patterns

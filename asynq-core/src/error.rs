@@ -65,6 +65,13 @@ pub enum Error {
         /// The workflow ID.
         id: crate::WorkflowId,
     },
+    /// No live server has this ID: it never ran, or it shut down or died (its heartbeat record
+    /// expired).
+    #[error("server not found: {id:?} (no live server has this ID)")]
+    ServerNotFound {
+        /// The server ID.
+        id: String,
+    },
     /// The queue still holds tasks.
     #[error("queue is not empty: {queue:?}")]
     QueueNotEmpty {

@@ -19,6 +19,7 @@ mod aggregate;
 pub mod broker;
 mod cancel;
 mod clock;
+pub mod control;
 mod error;
 pub mod events;
 mod go_format;
@@ -52,6 +53,7 @@ pub use aggregate::{validate_aggregation_completion, validate_aggregation_set};
 pub use broker::Broker;
 pub use cancel::{CANCEL_KEEP, CancelOutcome, MAX_KEPT_CANCELS, cancel_outcome, cancel_outcome_given};
 pub use clock::{Clock, SimulatedClock, SystemClock};
+pub use control::{ServerControl, ServerRequest};
 pub use error::{BrokerError, Error, FailureKind, Result};
 pub use info::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, WorkerInfo,

@@ -39,6 +39,10 @@ impl Capabilities for MemoryBroker {
     fn as_task_metrics(self: Arc<Self>) -> Option<Arc<dyn asynq_core::task_metrics::TaskMetrics>> {
         Some(self)
     }
+
+    fn as_server_control(self: Arc<Self>) -> Option<Arc<dyn asynq_core::ServerControl>> {
+        Some(self)
+    }
 }
 
 #[async_trait]

@@ -28,6 +28,7 @@
 
 mod aggregate;
 mod capabilities;
+mod control;
 mod dequeue;
 mod enqueue;
 mod events;
@@ -104,6 +105,8 @@ struct State {
     known: BTreeSet<QueueName>,
     queues: HashMap<QueueName, Queue>,
     servers: Servers,
+    /// Operators' requests to quiet or stop servers, by server ID.
+    server_requests: control::ServerRequests,
     /// Periodic-task schedulers' entries, enqueue history and fire marks.
     schedulers: schedulers::Schedulers,
     /// Per-queue rate-limit token buckets.

@@ -34,6 +34,17 @@ impl Servers {
         self.0.remove(&key(server));
     }
 
+    /// When the live record of the server with ID `server_id` expires, in whole Unix seconds;
+    /// `None` when no live server has that ID.
+    pub(crate) fn expiry_of(&self, server_id: &str, now: SystemTime) -> Option<i64> {
+        let now = unix_secs(now);
+        self.0
+            .iter()
+            .filter(|((_, _, id), entry)| id == server_id && now <= entry.expires_at)
+            .map(|(_, entry)| entry.expires_at)
+            .max()
+    }
+
     /// Drops the expired records and returns the others.
     pub(crate) fn alive(&mut self, now: SystemTime) -> Vec<(ServerInfo, Vec<WorkerInfo>)> {
         let now = unix_secs(now);

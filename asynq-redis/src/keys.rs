@@ -125,6 +125,20 @@ impl Namespace {
         format!("{self}:cancel_requests")
     }
 
+    /// `<ns>:server_requests:{<server id>}` — the request an operator made of one server (quiet
+    /// or stop) and when it expires, read and deleted by that server's next heartbeat; the key
+    /// expires by itself should the server be gone. Ours only: Go asynq's servers never read it.
+    pub fn server_request(&self, server_id: &str) -> String {
+        format!("{self}:server_requests:{{{server_id}}}")
+    }
+
+    /// The server ID in `server_key`, a [`Namespace::server_info`] key of this namespace, or
+    /// `None` for a key of another shape.
+    pub fn server_id_of<'a>(&self, server_key: &'a str) -> Option<&'a str> {
+        let inner = server_key.strip_prefix(self.as_str())?.strip_prefix(":servers:{")?.strip_suffix('}')?;
+        inner.rsplit_once(':').map(|(_, id)| id)
+    }
+
     /// `<ns>:servers:{<host>:<pid>:<server id>}` — one server's info.
     pub fn server_info(&self, host: &str, pid: u32, server_id: &str) -> String {
         format!("{self}:servers:{{{host}:{pid}:{server_id}}}")
@@ -586,6 +600,9 @@ mod tests {
         assert_eq!(ns.server_info("host", 42, "sid"), "asynq:servers:{host:42:sid}");
         assert_eq!(ns.workers("host", 42, "sid"), "asynq:workers:{host:42:sid}");
         assert_eq!(ns.workers_of("asynq:servers:{host:42:sid}").unwrap(), "asynq:workers:{host:42:sid}");
+        assert_eq!(ns.server_request("sid"), "asynq:server_requests:{sid}");
+        assert_eq!(ns.server_id_of("asynq:servers:{host:a:b:42:sid}"), Some("sid"));
+        assert_eq!(ns.server_id_of("asynq:workers:{host:42:sid}"), None);
         assert_eq!(ns.scheduler_entries("h:1:u"), "asynq:schedulers:{h:1:u}");
         assert_eq!(ns.scheduler_id_of("asynq:schedulers:{h:1:u}"), Some("h:1:u"));
         assert_eq!(ns.scheduler_history("e"), "asynq:scheduler_history:e");

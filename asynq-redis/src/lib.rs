@@ -20,6 +20,7 @@ mod backend;
 mod batch;
 mod broker;
 mod connection;
+mod control;
 mod error;
 mod events;
 mod footprint;

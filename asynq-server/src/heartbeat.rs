@@ -3,10 +3,11 @@
 //! the shared concurrency slots they hold with them. A task whose lease could not be extended
 //! in time is told to stop.
 
+use crate::control::Control;
 use crate::shared_limits::SharedLimits;
 use crate::workers::ActiveTasks;
 use asynq_core::broker::{Dequeue, ServerState};
-use asynq_core::{QueueName, ServerInfo, ServerStatus, TaskId};
+use asynq_core::{QueueName, ServerControl, ServerInfo, ServerStatus, TaskId};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -39,6 +40,16 @@ impl StatusCell {
     pub(crate) fn set(&self, status: ServerStatus) {
         *self.0.lock().expect("status lock poisoned") = status;
     }
+
+    /// Sets `to` if the status is `from`; returns whether it was.
+    pub(crate) fn replace(&self, from: ServerStatus, to: ServerStatus) -> bool {
+        let mut status = self.0.lock().expect("status lock poisoned");
+        let was = *status == from;
+        if was {
+            *status = to;
+        }
+        was
+    }
 }
 
 /// Writes the server's state and extends its leases.
@@ -51,6 +62,9 @@ pub(crate) struct Heartbeater {
     active: Arc<ActiveTasks>,
     /// The shared concurrency slots the running tasks hold, renewed with their leases.
     shared_limits: Option<Arc<SharedLimits>>,
+    /// Where operators' requests to this server are read, when the broker carries them, and
+    /// what acts on them.
+    requests: Option<(Arc<dyn ServerControl>, Arc<Control>)>,
     config: HeartbeatConfig,
 }
 
@@ -64,16 +78,35 @@ impl Heartbeater {
         shared_limits: Option<Arc<SharedLimits>>,
         config: HeartbeatConfig,
     ) -> Self {
-        Self { state, leases, server, status, active, shared_limits, config }
+        Self { state, leases, server, status, active, shared_limits, requests: None, config }
+    }
+
+    /// Reads operators' requests to this server from `requests` on each beat, and acts on them
+    /// through `control`.
+    pub(crate) fn hearing_requests(mut self, requests: Arc<dyn ServerControl>, control: Arc<Control>) -> Self {
+        self.requests = Some((requests, control));
+        self
+    }
+
+    /// Reads the request an operator made of this server, if any, and acts on it before the
+    /// state is written, so the status written says what the server does now.
+    async fn take_request(&self) {
+        let Some((requests, control)) = &self.requests else { return };
+        match requests.take_server_request(&self.server.server_id).await {
+            Ok(Some(request)) => control.apply(request),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "could not read the requests made of this server"),
+        }
     }
 
     fn server_info(&self) -> ServerInfo {
         ServerInfo { status: self.status.get(), active_workers: self.active.len() as u32, ..self.server.clone() }
     }
 
-    /// Beats once: writes the server and worker records, extends the leases still valid, and
-    /// signals the running tasks whose lease has expired.
+    /// Beats once: acts on an operator's request, writes the server and worker records, extends
+    /// the leases still valid, and signals the running tasks whose lease has expired.
     pub(crate) async fn tick(&self) -> asynq_core::Result<()> {
+        self.take_request().await;
         let server = self.server_info();
         let workers = self.active.worker_infos(&server.host, server.pid, &server.server_id);
         let state_written = self.state.write_server_state(&server, &workers, self.config.interval * 2).await;

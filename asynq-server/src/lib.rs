@@ -36,6 +36,7 @@
 
 mod aggregator;
 mod config;
+mod control;
 mod forwarder;
 mod handler;
 mod healthcheck;

@@ -2,6 +2,7 @@
 
 use crate::aggregator::{Aggregator, AggregatorConfig};
 use crate::config::Config;
+use crate::control::Control;
 use crate::forwarder::{Forwarder, ForwarderConfig};
 use crate::handler::Handler;
 use crate::healthcheck::{HealthCheckConfig, HealthChecker};
@@ -21,7 +22,7 @@ use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
 use asynq_core::rate_limit::RateLimiter;
 use asynq_core::workflow::Workflows;
-use asynq_core::{Error, Result, ServerInfo, ServerStatus};
+use asynq_core::{Error, Result, ServerControl, ServerInfo, ServerStatus};
 use asynq_runtime::{Role, hostname};
 use std::fmt;
 use std::sync::Arc;
@@ -50,6 +51,8 @@ pub struct Server {
     sources: QueueSources,
     info: ServerInfo,
     status: StatusCell,
+    /// The quiet and stop switches, which the heartbeater throws on operators' requests.
+    control: Arc<Control>,
     running: Option<Running>,
 }
 
@@ -94,6 +97,8 @@ struct WorkerCapabilities {
     workflows: Option<Arc<dyn Workflows>>,
     /// Keeps per task type metrics, when the configuration records them.
     task_metrics: Option<Arc<dyn asynq_core::task_metrics::TaskMetrics>>,
+    /// Carries operators' requests to quiet or stop this server.
+    server_control: Option<Arc<dyn ServerControl>>,
 }
 
 impl Server {
@@ -134,6 +139,7 @@ impl Server {
             slots: broker.clone().as_concurrency_slots(),
             workflows: broker.clone().as_workflows(),
             task_metrics: broker.clone().as_task_metrics().filter(|_| config.task_metrics),
+            server_control: broker.clone().as_server_control(),
         };
         if config.group_aggregator.is_some() && capabilities.aggregate.is_none() {
             return Err(Error::Unsupported { capability: "aggregating groups (Config::group_aggregator)" });
@@ -162,7 +168,8 @@ impl Server {
             active_workers: 0,
         };
         let status = StatusCell::new(ServerStatus::New);
-        Ok(Self { broker, capabilities, config, sources, info, status, running: None })
+        let control = Arc::new(Control::new(status.clone()));
+        Ok(Self { broker, capabilities, config, sources, info, status, control, running: None })
     }
 
     /// The server's ID, as its heartbeats report it.
@@ -253,7 +260,7 @@ impl Server {
         // Handlers start once the server can hear cancellation requests, and has read those
         // made before it could.
         let cancels_heard = subscriber.as_ref().map(Subscriber::ready);
-        let heartbeater = Heartbeater::new(
+        let mut heartbeater = Heartbeater::new(
             b.clone(),
             b.clone(),
             self.info.clone(),
@@ -262,6 +269,9 @@ impl Server {
             shared_limits,
             HeartbeatConfig { interval: c.heartbeat_interval },
         );
+        if let Some(requests) = &self.capabilities.server_control {
+            heartbeater = heartbeater.hearing_requests(requests.clone(), self.control.clone());
+        }
         let mut recoverer = Recoverer::new(
             b.clone(),
             clock.clone(),
@@ -307,6 +317,7 @@ impl Server {
             Some(ready) => processor.spawn_when(ready, stop),
             None => processor.spawn(stop),
         });
+        self.control.fetching_started(fetching.stop.clone());
         let janitor = Role::spawn(|stop| janitor.spawn(stop));
         let aggregator = aggregator.map(|a| Role::spawn(|stop| a.spawn(stop)));
         let relayer = relayer.map(|r| Role::spawn(|stop| r.spawn(stop)));
@@ -331,13 +342,22 @@ impl Server {
         Ok(())
     }
 
-    /// Stops taking new tasks; running tasks go on to finish (Go's `Stop`, sent by SIGTSTP).
+    /// Stops taking new tasks; running tasks go on to finish (Go's `Stop`, sent by SIGTSTP, and
+    /// what an operator's quiet request does: `asynq server quiet`). The server then reports
+    /// itself `stopped`.
     pub fn stop(&self) {
-        if let Some(running) = &self.running {
-            running.fetching.stop.cancel();
-            self.status.set(ServerStatus::Stopped);
+        if self.control.quiet() {
             tracing::info!("stopped fetching new tasks");
         }
+    }
+
+    /// Resolves once an operator asked this server to stop (`asynq server stop`, the
+    /// dashboard's Stop button, [`asynq_core::ServerControl::request_server`]), which its
+    /// heartbeat reads; by then the server takes no new tasks. [`Server::run`] awaits it beside
+    /// the shutdown signals; a server run with [`Server::start`] is shut down by whoever awaits
+    /// it, with [`Server::shutdown`]. Never resolves on a broker that carries no requests.
+    pub fn stop_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        self.control.stop_requested().cancelled_owned()
     }
 
     /// Stops the server: no new tasks are taken, running tasks get up to the shutdown timeout to
@@ -385,11 +405,16 @@ impl Server {
         tracing::info!(server_id = %self.info.server_id, "server shut down");
     }
 
-    /// Starts the server and runs it until SIGTERM or Ctrl-C (SIGINT), then shuts it down.
-    /// SIGTSTP stops taking new tasks, as [`Server::stop`] does.
+    /// Starts the server and runs it until SIGTERM or Ctrl-C (SIGINT), or until an operator
+    /// asks it to stop ([`Server::stop_requested`]), then shuts it down. SIGTSTP, or an
+    /// operator's quiet request, stops taking new tasks, as [`Server::stop`] does.
     pub async fn run(mut self, handler: impl Handler) -> Result<()> {
         self.start(handler)?;
-        asynq_runtime::wait_for_shutdown(|| self.stop()).await;
+        let stop_requested = self.stop_requested();
+        tokio::select! {
+            () = asynq_runtime::wait_for_shutdown(|| self.stop()) => {}
+            () = stop_requested => {}
+        }
         self.shutdown().await;
         Ok(())
     }

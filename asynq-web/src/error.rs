@@ -68,6 +68,7 @@ impl From<asynq_core::Error> for ApiError {
             E::QueueNotFound { .. } => Self::not_found("queue_not_found", error.to_string()),
             E::TaskNotFound { .. } => Self::not_found("task_not_found", error.to_string()),
             E::WorkflowNotFound { .. } => Self::not_found("workflow_not_found", error.to_string()),
+            E::ServerNotFound { .. } => Self::not_found("server_not_found", error.to_string()),
             E::QueueNotEmpty { .. } => Self::new(
                 StatusCode::CONFLICT,
                 "queue_not_empty",

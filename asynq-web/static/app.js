@@ -1156,18 +1156,40 @@
     return nodes;
   }
 
+  // Quiet and Stop for one server: a request its next heartbeat reads (Go asynq's servers
+  // ignore it). Quiet only while the server is active.
+  function serverButtons(server, notice) {
+    const send = (request, question) => act(async () => {
+      if (!window.confirm(question)) return;
+      await api('POST', `/api/servers/${enc(server.id)}/${request}`);
+      notice.textContent = `Sent ${request} to server ${server.host}:${server.pid} (${server.id}); it acts on its next heartbeat.`;
+      notice.hidden = false;
+    });
+    return [
+      h('button', { type: 'button', 'data-action': 'quiet', text: 'Quiet', disabled: server.status !== 'active',
+        title: 'Finish the running tasks and take no new ones',
+        onclick: () => send('quiet', `Quiet server ${server.host}:${server.pid}? It finishes its running tasks and takes no new ones.`) }),
+      h('button', { type: 'button', class: 'danger', 'data-action': 'stop', text: 'Stop',
+        title: 'Shut down gracefully, as on SIGTERM',
+        onclick: () => send('stop', `Stop server ${server.host}:${server.pid}? It shuts down gracefully, as on SIGTERM.`) }),
+    ];
+  }
+
   function serversView(_route, container) {
-    const servers = table('servers', ['ID', 'Host', 'PID', 'Status', 'Concurrency', 'Active', 'Queues (priority)', 'Started']);
+    const controls = writable();
+    const columns = ['ID', 'Host', 'PID', 'Status', 'Concurrency', 'Active', 'Queues (priority)', 'Started'];
+    const servers = table('servers', controls ? [...columns, 'Actions'] : columns);
     const workers = table('workers', ['Task', 'Type', 'Queue', 'Payload', 'Server', 'Started', 'Deadline']);
+    const notice = h('p', { id: 'server-request-sent', class: 'muted', hidden: true });
     container.append(
-      h('section', { class: 'panel' }, [h('h1', { text: 'Servers' }), servers.node]),
+      h('section', { class: 'panel' }, [h('h1', { text: 'Servers' }), notice, servers.node]),
       h('section', { class: 'panel' }, [h('h2', { text: 'Active workers' }), workers.node]));
     return {
       async update() {
         const data = await api('GET', '/api/servers');
         servers.body.replaceChildren();
         workers.body.replaceChildren();
-        if (data.servers.length === 0) emptyRow(servers.body, 8, 'No live servers.');
+        if (data.servers.length === 0) emptyRow(servers.body, controls ? 9 : 8, 'No live servers.');
         let any = false;
         for (const s of data.servers) {
           servers.body.append(h('tr', { 'data-server-id': s.id }, [
@@ -1176,7 +1198,8 @@
             h('td', { 'data-field': 'concurrency', class: 'num', text: s.concurrency }),
             h('td', { 'data-field': 'active_workers', class: 'num', text: s.workers.length }),
             h('td', { 'data-field': 'queues' }, serverQueues(s)),
-            timeCell('started', s.started)]));
+            timeCell('started', s.started),
+            controls ? h('td', { class: 'actions' }, serverButtons(s, notice)) : null]));
           for (const w of s.workers) {
             any = true;
             workers.body.append(h('tr', { 'data-task-id': w.task_id, 'data-server-id': s.id }, [

@@ -518,6 +518,8 @@ async fn read_only_mode_refuses_every_mutation() {
         ("/api/queues/web/states/pending/bulk".to_owned(), Some(json!({ "action": "delete" }))),
         ("/api/queues/web/groups/daily/bulk".to_owned(), Some(json!({ "action": "delete" }))),
         ("/api/workflows/any/cancel".to_owned(), None),
+        ("/api/servers/server-1/quiet".to_owned(), None),
+        ("/api/servers/server-1/stop".to_owned(), None),
     ];
     for (path, body) in mutations {
         assert_eq!(web.post(&path, body).await.error(StatusCode::FORBIDDEN), "read_only", "{path}");
@@ -1121,4 +1123,32 @@ async fn cancelling_a_task_answers_with_what_the_request_found() {
     broker.write_server_state(&server, &[worker], Duration::from_secs(60)).await.unwrap();
     let found = web.act(&format!("/api/queues/default/tasks/{}/cancel", info.id), None).await;
     assert_eq!(found, json!({ "outcome": "running", "servers": ["s1"], "message": "running on server s1" }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_are_quieted_and_stopped_by_a_request_their_heartbeat_reads() {
+    use asynq_core::{ServerControl, ServerRequest};
+    let fx = fixture().await;
+    let broker = redis_broker(&fx.redis.url(), Arc::new(SystemClock)).await;
+    let web = Web::with_session(WebConfig::new(fx.inspector.clone())).await;
+
+    let sent = web.act("/api/servers/server-1/quiet", None).await;
+    assert_eq!(sent, json!({ "server": "server-1", "request": "quiet" }));
+    assert_eq!(broker.take_server_request("server-1").await.unwrap(), Some(ServerRequest::Quiet));
+    let reply = web.post("/api/servers/server-1/stop", None).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    assert_eq!(broker.take_server_request("server-1").await.unwrap(), Some(ServerRequest::Stop));
+
+    // An unknown server is a 404 and nothing is kept for it; a malformed ID a 400.
+    let keys_before = fx.redis.command(&["DBSIZE"]).unwrap();
+    let unknown = web.post("/api/servers/no-such-server/stop", None).await;
+    assert_eq!(unknown.error(StatusCode::NOT_FOUND), "server_not_found");
+    assert_eq!(fx.redis.command(&["DBSIZE"]).unwrap(), keys_before);
+    assert_eq!(broker.take_server_request("no-such-server").await.unwrap(), None);
+    let blank = web.post("/api/servers/%20/quiet", None).await;
+    assert_eq!(blank.error(StatusCode::BAD_REQUEST), "invalid_server_id");
+    // Without the CSRF token the request is refused.
+    let forged = web.send(post_request("/api/servers/server-1/stop", None).body_or_empty()).await;
+    assert_eq!(forged.error(StatusCode::FORBIDDEN), "csrf_failed");
+    assert_eq!(broker.take_server_request("server-1").await.unwrap(), None);
 }

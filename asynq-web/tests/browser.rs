@@ -368,6 +368,14 @@ async fn operator_walks_through_the_dashboard() {
     browser.wait_for(r#"#servers tr[data-server-id="5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b"]"#).await;
     browser.wait_for_text(r#"#servers [data-field="host"]"#, "the server's host", |t| t == "worker-1.internal").await;
     browser.screenshot(&screenshot_path("servers")).await;
+    // Quieting it keeps a request for its next heartbeat (the page's confirmation accepted).
+    accept_confirmations(&browser).await;
+    let server_id = "5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b";
+    browser.click(&format!(r#"#servers tr[data-server-id="{server_id}"] button[data-action="quiet"]"#)).await;
+    browser.wait_for_text("#server-request-sent", "the request sent", |t| t.starts_with("Sent quiet")).await;
+    let broker = redis_broker(&dash.redis.url(), Arc::new(SystemClock)).await;
+    let taken = asynq_core::ServerControl::take_server_request(&broker, server_id).await.unwrap();
+    assert_eq!(taken, Some(asynq_core::ServerRequest::Quiet));
     browser.goto(&dash.page("#/redis")).await;
     browser.wait_for("#redis-info tr").await;
     browser.wait_for_text(r#"#redis-info tr[data-field="namespace"] td"#, "the namespace", |t| t == "asynq").await;

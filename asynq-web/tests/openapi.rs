@@ -20,7 +20,8 @@ use tower::ServiceExt;
 const CSRF: &str = "openapi-test-csrf";
 
 /// The codes of a 400 that refuse a path parameter.
-const NAME_CODES: [&str; 10] = [
+const NAME_CODES: [&str; 11] = [
+    "invalid_server_id",
     "invalid_path",
     "invalid_job_id",
     "invalid_queue",

@@ -1,6 +1,7 @@
 //! The quickstart: one process enqueues a realistic mix of tasks and processes them, showing
 //! tasks move through every state. It runs on the embedded memory broker, or on Redis when
-//! `REDIS_URL` is set.
+//! `REDIS_URL` is set; on a Redis that other work shares, it follows the tasks it enqueued (by
+//! their IDs) and ends when they have settled, whatever else waits in its queues.
 //!
 //! ```text
 //! cargo run --release --example quickstart
@@ -11,13 +12,13 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use rasynq::TaskState;
 use rasynq::core::Broker;
-use rasynq::core::broker::Page;
 use rasynq::{
     Client, Config, HandlerError, Inspector, MemoryBroker, RedisBroker, ServeMux, Server, Task, TaskContext,
     TaskOptions, aggregator_fn,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const QUEUES: [(&str, u32); 3] = [("critical", 6), ("default", 3), ("low", 1)];
@@ -65,7 +66,15 @@ struct Thumbnail {
     bytes: usize,
 }
 
-fn handlers() -> ServeMux {
+/// The `notify:digest` tasks the aggregator made, and those run: the grouped tasks' IDs are gone
+/// once aggregated, so the digests are followed by count.
+#[derive(Default)]
+struct Digests {
+    made: AtomicUsize,
+    run: AtomicUsize,
+}
+
+fn handlers(digests: Arc<Digests>) -> ServeMux {
     let mut mux = ServeMux::new();
     let work = |ms: u64| tokio::time::sleep(Duration::from_millis(ms));
     mux.handle_fn("email:", move |_ctx, _task| async move {
@@ -96,11 +105,15 @@ fn handlers() -> ServeMux {
         println!("delivering to {}", hook.url);
         Ok(())
     });
-    mux.handle_fn("notify:digest", move |_ctx, task| async move {
-        // The aggregated payload carries every grouped event.
-        assert!(!task.payload().is_empty());
-        work(20).await;
-        Ok(())
+    mux.handle_fn("notify:digest", move |_ctx, task| {
+        let digests = digests.clone();
+        async move {
+            // The aggregated payload carries every grouped event.
+            assert!(!task.payload().is_empty());
+            work(20).await;
+            digests.run.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
     });
     mux.handle_json("thumbnail:render", |ctx: TaskContext, work: Work| async move {
         let thumbnail = Thumbnail { file: format!("{}.png", ctx.task_id()), bytes: 1_000 + work.n * 100 };
@@ -123,8 +136,8 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let client = Client::from_shared(broker.clone());
     let inspector = Inspector::from_shared(broker.clone());
-    // Archived and completed tasks of earlier runs stay in Redis; count only this run's.
-    let before = totals(&inspector).await?;
+    let digests = Arc::new(Digests::default());
+    let made = digests.clone();
 
     let config = Config {
         concurrency: 10,
@@ -134,7 +147,8 @@ async fn main() -> anyhow::Result<()> {
         retry_delay: Arc::new(|_, _, _| Duration::from_millis(500)),
         delayed_task_check_interval: Duration::from_millis(250),
         janitor_interval: Duration::from_secs(1),
-        group_aggregator: Some(Arc::new(aggregator_fn(|group, tasks| {
+        group_aggregator: Some(Arc::new(aggregator_fn(move |group, tasks| {
+            made.made.fetch_add(1, Ordering::SeqCst);
             let events: Vec<String> = tasks.iter().map(|t| String::from_utf8_lossy(t.payload()).into_owned()).collect();
             Task::new("notify:digest", format!("{{\"group\":\"{group}\",\"events\":[{}]}}", events.join(",")))
         }))),
@@ -142,39 +156,51 @@ async fn main() -> anyhow::Result<()> {
         ..Config::default()
     };
     let mut server = Server::from_shared(broker.clone(), config)?;
-    server.start(handlers())?;
+    server.start(handlers(digests.clone()))?;
 
-    let mut total: usize = 0;
+    // The tasks of this run, by ID: other work may share the queues (on a shared Redis), and
+    // earlier runs leave archived and completed tasks behind.
+    let mut tasks = Vec::new();
     for (type_name, count, options) in workload() {
         for i in 0..count {
-            client
+            let info = client
                 .enqueue(&Task::json(type_name, &Work { n: i })?, options.clone())
                 .await
                 .with_context(|| format!("enqueue {type_name}"))?;
-            total += 1;
+            tasks.push(Followed { queue: info.queue.to_string(), id: info.id.to_string(), type_name, state: None });
         }
     }
+    let total = tasks.len();
 
     let bar = ProgressBar::new(total as u64);
     bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} settled  {msg}")?);
     let mut last_line = Instant::now();
     loop {
-        let sum = totals(&inspector).await?.since(&before);
-        let settled = total.saturating_sub(sum.pending + sum.active + sum.scheduled + sum.retry + sum.aggregating);
+        let sum = follow(&inspector, &mut tasks).await?;
+        let digests_left = digests.made.load(Ordering::SeqCst).saturating_sub(digests.run.load(Ordering::SeqCst));
+        let settled = total - sum.unsettled();
         bar.set_position(settled as u64);
         let states = format!(
-            "pending {} active {} scheduled {} retry {} aggregating {} archived {} completed {}",
-            sum.pending, sum.active, sum.scheduled, sum.retry, sum.aggregating, sum.archived, sum.completed
+            "pending {} active {} scheduled {} retry {} aggregating {} archived {} completed {} digests to run {}",
+            sum.pending,
+            sum.active,
+            sum.scheduled,
+            sum.retry,
+            sum.aggregating,
+            sum.archived,
+            sum.completed,
+            digests_left
         );
+        let done = settled == total && digests_left == 0;
         if bar.is_hidden() {
             // Not a terminal: print the same line, less often.
-            if last_line.elapsed() >= Duration::from_millis(500) || settled == total {
+            if last_line.elapsed() >= Duration::from_millis(500) || done {
                 println!("{settled}/{total} settled  {states}");
                 last_line = Instant::now();
             }
         }
         bar.set_message(states);
-        if settled == total {
+        if done {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -183,6 +209,7 @@ async fn main() -> anyhow::Result<()> {
     server.shutdown().await;
 
     println!();
+    println!("The queues as a whole (on a shared Redis, other work and earlier runs included):");
     println!(
         "{:<10} {:>8} {:>7} {:>10} {:>6} {:>12} {:>9} {:>10} {:>10} {:>7}",
         "queue",
@@ -212,32 +239,50 @@ async fn main() -> anyhow::Result<()> {
             q.failed_total
         );
     }
-    let sum = totals(&inspector).await?.since(&before);
-    let grouped = workload().iter().filter(|(name, ..)| *name == "notify:event").map(|(_, n, _)| n).sum::<usize>();
+    let sum = follow(&inspector, &mut tasks).await?;
+    let grouped = tasks.iter().filter(|t| t.type_name == "notify:event").count();
     println!();
     println!(
-        "{total} tasks enqueued: {} deleted after success, {} completed with results kept, {} archived, \
-         {grouped} aggregated into one digest task.",
-        total - sum.archived - sum.completed - grouped,
+        "This run: {total} tasks enqueued: {} deleted after success, {} completed with results kept, {} archived, \
+         {grouped} aggregated into {} digest task(s).",
+        sum.gone - grouped,
         sum.completed,
-        sum.archived
+        sum.archived,
+        digests.run.load(Ordering::SeqCst)
     );
-    let first = async |queue, state| {
-        let page = Page { size: 1, number: 0 };
-        anyhow::Ok(inspector.list_tasks(queue, state, page).await?.into_iter().next())
+    let first = |type_name: &str, state: TaskState| {
+        tasks.iter().find(|t| t.type_name == type_name && t.state == Some(Settled::Kept(state)))
     };
-    if let Some(task) = first("default", TaskState::Completed).await?
-        && let Some(thumbnail) = task.json_result::<Thumbnail>()?
+    if let Some(t) = first("thumbnail:render", TaskState::Completed)
+        && let Some(thumbnail) = inspector.task_info(&t.queue, &t.id).await?.json_result::<Thumbnail>()?
     {
         println!("A kept result, decoded: {} of {} bytes.", thumbnail.file, thumbnail.bytes);
     }
-    if let Some(task) = first("low", TaskState::Archived).await? {
+    if let Some(t) = first("webhook:deliver", TaskState::Archived) {
+        let task = inspector.task_info(&t.queue, &t.id).await?;
         println!("Why a {} task was archived: {}", task.type_name, task.last_error.unwrap_or_default());
     }
     println!("Finished in {:.1} s.", started.elapsed().as_secs_f64());
     Ok(())
 }
 
+/// One task of this run, and where it ended once it settled.
+struct Followed {
+    queue: String,
+    id: String,
+    type_name: &'static str,
+    state: Option<Settled>,
+}
+
+/// How a task settled: kept archived or completed, or gone (deleted after success, or
+/// aggregated into a digest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    Kept(TaskState),
+    Gone,
+}
+
+/// How many of this run's tasks are in each state.
 #[derive(Default)]
 struct Totals {
     pending: usize,
@@ -247,32 +292,42 @@ struct Totals {
     aggregating: usize,
     archived: usize,
     completed: usize,
+    gone: usize,
 }
 
 impl Totals {
-    /// These totals less the archived and completed tasks that were there `before`.
-    fn since(mut self, before: &Totals) -> Totals {
-        self.archived -= before.archived.min(self.archived);
-        self.completed -= before.completed.min(self.completed);
-        self
+    fn unsettled(&self) -> usize {
+        self.pending + self.active + self.scheduled + self.retry + self.aggregating
     }
 }
 
-async fn totals(inspector: &Inspector) -> anyhow::Result<Totals> {
+/// Looks again at each task of this run not yet settled, and counts them all by state.
+async fn follow(inspector: &Inspector, tasks: &mut [Followed]) -> anyhow::Result<Totals> {
     let mut t = Totals::default();
-    for (queue, _) in QUEUES {
-        let q = match inspector.queue_info(queue).await {
-            Ok(q) => q,
-            Err(rasynq::Error::QueueNotFound { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        t.pending += q.pending;
-        t.active += q.active;
-        t.scheduled += q.scheduled;
-        t.retry += q.retry;
-        t.aggregating += q.aggregating;
-        t.archived += q.archived;
-        t.completed += q.completed;
+    for task in tasks.iter_mut() {
+        if task.state.is_none() {
+            match inspector.task_info(&task.queue, &task.id).await {
+                Ok(info) => match info.state {
+                    TaskState::Pending => t.pending += 1,
+                    TaskState::Active => t.active += 1,
+                    TaskState::Scheduled => t.scheduled += 1,
+                    TaskState::Retry => t.retry += 1,
+                    TaskState::Aggregating => t.aggregating += 1,
+                    state @ (TaskState::Archived | TaskState::Completed) => task.state = Some(Settled::Kept(state)),
+                    other => anyhow::bail!("task {} is {other:?}, which the quickstart does not make", task.id),
+                },
+                Err(rasynq::Error::TaskNotFound { .. } | rasynq::Error::QueueNotFound { .. }) => {
+                    task.state = Some(Settled::Gone);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        match task.state {
+            Some(Settled::Kept(TaskState::Archived)) => t.archived += 1,
+            Some(Settled::Kept(_)) => t.completed += 1,
+            Some(Settled::Gone) => t.gone += 1,
+            None => {}
+        }
     }
     Ok(t)
 }

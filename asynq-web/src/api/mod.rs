@@ -9,6 +9,7 @@ mod metrics;
 mod queues;
 mod render;
 mod schedulers;
+mod server_requests;
 mod servers;
 mod slots;
 mod tasks;
@@ -81,6 +82,8 @@ pub(crate) fn routes() -> Routes {
         .get("/api/queues/{queue}/groups/{group}/tasks", groups::tasks)
         .post("/api/queues/{queue}/groups/{group}/bulk", groups::bulk)
         .get("/api/servers", servers::list)
+        .post("/api/servers/{id}/quiet", server_requests::quiet)
+        .post("/api/servers/{id}/stop", server_requests::stop)
         .get("/api/slots/{key}", slots::holders)
         .get("/api/schedulers", schedulers::list)
         .get("/api/schedulers/{entry}/history", schedulers::history)
