@@ -511,6 +511,62 @@ pub trait Capabilities: Send + Sync + 'static {
     }
 }
 
+/// Implements [`Capabilities`] for a backend that has every capability: each accessor answers
+/// `Some(self)`. The one place that lists them, so a backend cannot forget the one added last.
+///
+/// ```ignore
+/// asynq_core::every_capability!(MyBroker); // MyBroker implements every capability trait
+/// ```
+#[macro_export]
+macro_rules! every_capability {
+    ($broker:ty) => {
+        impl $crate::broker::Capabilities for $broker {
+            fn as_cancel(self: ::std::sync::Arc<Self>) -> Option<::std::sync::Arc<dyn $crate::broker::Cancel>> {
+                Some(self)
+            }
+            fn as_aggregate(self: ::std::sync::Arc<Self>) -> Option<::std::sync::Arc<dyn $crate::broker::Aggregate>> {
+                Some(self)
+            }
+            fn as_rate_limiter(
+                self: ::std::sync::Arc<Self>,
+            ) -> Option<::std::sync::Arc<dyn $crate::broker::RateLimiter>> {
+                Some(self)
+            }
+            fn as_scheduler_state(
+                self: ::std::sync::Arc<Self>,
+            ) -> Option<::std::sync::Arc<dyn $crate::broker::SchedulerState>> {
+                Some(self)
+            }
+            fn as_concurrency_slots(
+                self: ::std::sync::Arc<Self>,
+            ) -> Option<::std::sync::Arc<dyn $crate::slots::ConcurrencySlots>> {
+                Some(self)
+            }
+            fn as_event_log(self: ::std::sync::Arc<Self>) -> Option<::std::sync::Arc<dyn $crate::events::EventLog>> {
+                Some(self)
+            }
+            fn as_workflows(self: ::std::sync::Arc<Self>) -> Option<::std::sync::Arc<dyn $crate::workflow::Workflows>> {
+                Some(self)
+            }
+            fn as_queue_directory(
+                self: ::std::sync::Arc<Self>,
+            ) -> Option<::std::sync::Arc<dyn $crate::broker::QueueDirectory>> {
+                Some(self)
+            }
+            fn as_task_metrics(
+                self: ::std::sync::Arc<Self>,
+            ) -> Option<::std::sync::Arc<dyn $crate::task_metrics::TaskMetrics>> {
+                Some(self)
+            }
+            fn as_server_control(
+                self: ::std::sync::Arc<Self>,
+            ) -> Option<::std::sync::Arc<dyn $crate::control::ServerControl>> {
+                Some(self)
+            }
+        }
+    };
+}
+
 /// The registry of known queues (Go's `asynq:queues`), as a server serving queue patterns
 /// ([`QueuePattern`](crate::queue::QueuePattern)) watches it: a count it can read every second
 /// whatever the number of queues, and the names when the count moved.

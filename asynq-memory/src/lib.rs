@@ -52,8 +52,7 @@ mod zset;
 
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor,
-    Outcome, Page, RateLimiter, Recover, SchedulerState, ServerState,
+    Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor, Outcome, Page, Recover, ServerState,
 };
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{

@@ -12,8 +12,8 @@ use crate::tls::TlsOptions;
 use crate::{footprint, safety};
 use async_trait::async_trait;
 use asynq_core::broker::{
-    Aggregate, Cancel, Capabilities, Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor,
-    LeaseStage, Outcome, Page, RateLimiter, Recover, SchedulerState, ServerState,
+    Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Health, Inspect, Janitor, LeaseStage, Outcome, Page, Recover,
+    ServerState,
 };
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_nanos, unix_secs, utc_date};
 use asynq_core::{
