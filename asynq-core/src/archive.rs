@@ -77,6 +77,11 @@ impl ArchiveLimits {
         self.max_size - 1
     }
 
+    /// The age limit in words, in the largest unit that divides it: "90 days", "1 hour".
+    pub fn max_age_text(&self) -> String {
+        age_text(self.max_age)
+    }
+
     /// Whether these are Go asynq's limits.
     pub fn is_default(&self) -> bool {
         *self == Self::default()
