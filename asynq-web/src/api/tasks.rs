@@ -1,6 +1,7 @@
 //! Tasks: listings per state with paging and search, one task in full, and the actions on them
 //! (run, archive, delete, cancel) one by one, on a selection, or on every task of a state.
 
+use super::archive::Trimmed;
 use super::render::{Rendered, preview, render};
 use super::{
     PageInfo, jobs, no_content, parse_body, path, query, queue_name, state as parse_state, task_id, timestamp,
@@ -445,6 +446,9 @@ pub(crate) struct Failure {
 pub(crate) struct BatchResult {
     succeeded: Vec<String>,
     failed: Vec<Failure>,
+    /// For an archive: what the archive's trims dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trimmed: Option<Trimmed>,
 }
 
 /// `POST /api/queues/{queue}/batch` with `{"action": "run", "ids": [...]}`: the action on each
@@ -463,7 +467,23 @@ pub(crate) async fn batch(
     for id in &ids {
         task_id(id)?;
     }
-    let mut result = BatchResult { succeeded: Vec::new(), failed: Vec::new() };
+    let mut result = BatchResult { succeeded: Vec::new(), failed: Vec::new(), trimmed: None };
+    if action == Action::Archive {
+        // Each archive reports what its trim dropped.
+        let mut trimmed = Trimmed::default();
+        for id in ids {
+            match app.inspector.archive_task_reporting(&queue, &id).await.map_err(ApiError::from) {
+                Ok(report) => {
+                    trimmed.add(&report);
+                    result.succeeded.push(id);
+                }
+                Err(e) if e.status().is_server_error() => return Err(e),
+                Err(e) => result.failed.push(Failure { code: e.code(), message: e.message().to_owned(), id }),
+            }
+        }
+        result.trimmed = Some(trimmed);
+        return Ok(Json(result));
+    }
     for id in ids {
         match act_on(&app, &queue, &id, action).await {
             Ok(_) => result.succeeded.push(id),
@@ -484,6 +504,9 @@ pub(crate) struct Bulk {
 pub(crate) struct BulkResult {
     /// How many tasks the action moved or removed.
     count: usize,
+    /// For an archive: what the archive's trims dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trimmed: Option<Trimmed>,
 }
 
 /// Applies a bulk action to every task of `set`, as a job (see [`super::jobs`]): 200 with the
@@ -502,9 +525,20 @@ pub(crate) async fn bulk_on(app: &AppState, queue: &str, set: &TaskSet, body: &B
     let description = format!("{} the {set} of queue {queue:?}", action.verb());
     let (inspector, queue, set) = (app.inspector.clone(), queue.to_owned(), set.clone());
     let work = move |sink: jobs::Sink| -> jobs::Work {
-        Box::pin(async move { inspector.bulk_action(&queue, action, &set, move |p| sink(p)).await.map(Some) })
+        Box::pin(async move {
+            if action == BulkAction::Archive {
+                let report = inspector.archive_all_reporting(&queue, &set, move |p| sink(p)).await?;
+                let trimmed = Some(Trimmed::from(&report));
+                return Ok(jobs::Outcome { count: Some(report.archived), trimmed });
+            }
+            let count = inspector.bulk_action(&queue, action, &set, move |p| sink(p)).await?;
+            Ok(jobs::Outcome { count: Some(count), trimmed: None })
+        })
     };
-    jobs::run(app, description, work, |count| Json(BulkResult { count: count.unwrap_or(0) }).into_response()).await
+    let done = |outcome: jobs::Outcome| {
+        Json(BulkResult { count: outcome.count.unwrap_or(0), trimmed: outcome.trimmed }).into_response()
+    };
+    jobs::run(app, description, work, done).await
 }
 
 /// `POST /api/queues/{queue}/states/{state}/bulk` with `{"action": "delete"}`: the action on
