@@ -67,6 +67,15 @@ fn an_archive_that_would_trim_is_refused_without_force_and_reported_with_it() {
         "2 tasks archived; the archive's limits dropped 2 archived tasks (2 over the size limit of 4, 0 past",
     ]);
     assert_eq!(counts(&server, "bulkq"), (0, 3));
+
+    // One task archived says what its trim dropped too.
+    block_on(async {
+        let options = TaskOptions::new().queue("bulkq").task_id("one");
+        Client::new(broker(&server).await).enqueue(&Task::new("t", "one"), options).await.expect("enqueue");
+    });
+    let one = asynq_at(&server, &[&small[..], &["task", "archive", "-q", "bulkq", "-i", "one"]].concat()).ok();
+    one.shows(&["task archived; the archive's limits dropped 1 older archived task(s)"]);
+    assert_eq!(counts(&server, "bulkq"), (0, 3));
 }
 
 #[test]

@@ -199,8 +199,9 @@ impl Action {
 
 async fn act(ctx: &Context, args: TaskRef, action: Action) -> CliResult {
     let inspector = &ctx.conn.inspector;
+    let mut trimmed = 0;
     match action {
-        Action::Archive => inspector.archive_task(&args.queue, &args.id).await?,
+        Action::Archive => trimmed = inspector.archive_task_reporting(&args.queue, &args.id).await?.trimmed(),
         Action::Delete => inspector.delete_task(&args.queue, &args.id).await?,
         Action::Run => inspector.run_task(&args.queue, &args.id).await?,
     }
@@ -215,6 +216,9 @@ async fn act(ctx: &Context, args: TaskRef, action: Action) -> CliResult {
         })?;
     } else {
         match action {
+            Action::Archive if trimmed > 0 => {
+                outln!("task archived; the archive's limits dropped {trimmed} older archived task(s)")?
+            }
             Action::Archive => outln!("task archived")?,
             Action::Delete => outln!("task deleted")?,
             Action::Run => outln!("task is now pending")?,

@@ -360,7 +360,7 @@ mod tests {
 
         for result in [
             queue.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")),
-            queue.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a"), at(100)),
+            queue.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a"), at(100)).map(|_| ()),
             queue.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a"), SystemTime::UNIX_EPOCH),
         ] {
             assert!(matches!(result, Err(Error::FailedPrecondition(ref m)) if m.contains("aggregat")), "{result:?}");
