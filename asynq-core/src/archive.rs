@@ -114,7 +114,7 @@ fn age_text(age: Duration) -> String {
     let secs = age.as_secs();
     let (n, name) = [(86_400, "day"), (3_600, "hour"), (60, "minute"), (1, "second")]
         .into_iter()
-        .find(|(unit, _)| secs % unit == 0)
+        .find(|(unit, _)| secs.is_multiple_of(*unit))
         .map_or((secs, "second"), |(unit, name)| (secs / unit, name));
     format!("{n} {name}{}", if n == 1 { "" } else { "s" })
 }
