@@ -251,7 +251,13 @@
   // What an archive would drop from the archive (GET .../archive-outlook at `url`), as a
   // sentence for its confirmation; '' when it drops nothing.
   async function archiveWarning(url) {
-    const o = await api('GET', url);
+    let o;
+    try {
+      o = await api('GET', url);
+    } catch (e) {
+      if (e instanceof ApiFailure && e.status === 501) return '\n\nThe broker cannot tell what the archive\'s limits would drop.';
+      throw e;
+    }
     if (o.dropped === 0) return '';
     return `\n\nThis drops ${fmtNumber(o.dropped)} archived task(s): the archive keeps at most ` +
       `${fmtNumber(o.max_size - 1)} tasks (${fmtNumber(o.over_size)} over that) for less than ` +

@@ -9,7 +9,7 @@ use super::{
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use asynq_core::workflow::WORKFLOW_HEADER;
-use asynq_core::{BulkAction, CancelOutcome, Progress, TaskInfo, TaskSet, TaskState};
+use asynq_core::{ArchiveReport, BulkAction, CancelOutcome, Progress, TaskInfo, TaskSet, TaskState};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -471,8 +471,17 @@ pub(crate) async fn batch(
     if action == Action::Archive {
         // Each archive reports what its trim dropped.
         let mut trimmed = Trimmed::default();
+        let mut counted = true;
         for id in ids {
-            match app.inspector.archive_task_reporting(&queue, &id).await.map_err(ApiError::from) {
+            let archived = match app.inspector.archive_task_reporting(&queue, &id).await {
+                // A backend that cannot count what its trim drops archives as before.
+                Err(asynq_core::Error::Unsupported { .. }) => {
+                    counted = false;
+                    app.inspector.archive_task(&queue, &id).await.map(|()| ArchiveReport::default())
+                }
+                other => other,
+            };
+            match archived.map_err(ApiError::from) {
                 Ok(report) => {
                     trimmed.add(&report);
                     result.succeeded.push(id);
@@ -481,7 +490,7 @@ pub(crate) async fn batch(
                 Err(e) => result.failed.push(Failure { code: e.code(), message: e.message().to_owned(), id }),
             }
         }
-        result.trimmed = Some(trimmed);
+        result.trimmed = counted.then_some(trimmed);
         return Ok(Json(result));
     }
     for id in ids {
@@ -527,9 +536,16 @@ pub(crate) async fn bulk_on(app: &AppState, queue: &str, set: &TaskSet, body: &B
     let work = move |sink: jobs::Sink| -> jobs::Work {
         Box::pin(async move {
             if action == BulkAction::Archive {
-                let report = inspector.archive_all_reporting(&queue, &set, move |p| sink(p)).await?;
-                let trimmed = Some(Trimmed::from(&report));
-                return Ok(jobs::Outcome { count: Some(report.archived), trimmed });
+                let sink = sink.clone();
+                match inspector.archive_all_reporting(&queue, &set, move |p| sink(p)).await {
+                    Ok(report) => {
+                        let trimmed = Some(Trimmed::from(&report));
+                        return Ok(jobs::Outcome { count: Some(report.archived), trimmed });
+                    }
+                    // A backend that cannot count what its trim drops archives as before.
+                    Err(asynq_core::Error::Unsupported { .. }) => {}
+                    Err(e) => return Err(e),
+                }
             }
             let count = inspector.bulk_action(&queue, action, &set, move |p| sink(p)).await?;
             Ok(jobs::Outcome { count: Some(count), trimmed: None })
