@@ -165,6 +165,14 @@ pub(crate) struct GlobalArgs {
     /// namespace [default: asynq, Go asynq's keys]
     #[arg(long, global = true, env = "ASYNQ_NAMESPACE")]
     pub(crate) namespace: Option<asynq_redis::Namespace>,
+    /// Size limit of each queue's archive: archiving trims it to the newest N - 1 tasks; use the
+    /// limit the servers of these queues use [default: 10000, Go asynq's]
+    #[arg(long = "archive-max-size", global = true, env = "ASYNQ_ARCHIVE_MAX_SIZE", value_name = "N")]
+    pub(crate) archive_max_size: Option<usize>,
+    /// Age limit of each queue's archive: archiving deletes tasks archived this long ago or
+    /// earlier, as a Go duration (e.g. 720h) [default: 2160h, Go asynq's 90 days]
+    #[arg(long = "archive-max-age", global = true, env = "ASYNQ_ARCHIVE_MAX_AGE", value_name = "DURATION")]
+    pub(crate) archive_max_age: Option<String>,
     /// Config file to set flag default values [default: $HOME/.asynq.yaml]
     #[arg(long, global = true, env = "ASYNQ_CONFIG", value_name = "FILE", help_heading = GLOBAL_HEADING)]
     pub(crate) config: Option<std::path::PathBuf>,
@@ -381,8 +389,12 @@ pub(crate) enum TaskCommand {
     )]
     Enqueue(Box<TaskEnqueueArgs>),
     /// Archive all tasks in the given state (pending, aggregating, scheduled, retry)
-    #[command(after_help = "Example:\n  asynq task archiveall -q default -s retry")]
-    Archiveall(BulkArgs),
+    #[command(after_help = "Example:\n  asynq task archiveall -q default -s retry
+  asynq task archiveall -q default -s pending --force
+
+Archiving trims the archive to its limits (--archive-max-size, --archive-max-age); when that would
+drop archived tasks, archiveall says how many and archives nothing unless --force is given.")]
+    Archiveall(ArchiveAllArgs),
     /// Delete all tasks in the given state (pending, aggregating, scheduled, retry, archived, completed)
     #[command(after_help = "Example:\n  asynq task deleteall -q default -s archived")]
     Deleteall(BulkArgs),
@@ -484,6 +496,18 @@ pub(crate) struct TaskEnqueueArgs {
     /// pending list]
     #[arg(long, allow_negative_numbers = true)]
     pub(crate) priority: Option<i32>,
+}
+
+/// `asynq task archiveall`
+#[derive(Debug, Args)]
+pub(crate) struct ArchiveAllArgs {
+    /// The tasks to archive.
+    #[command(flatten)]
+    pub(crate) bulk: BulkArgs,
+    /// Archive even when the archive's limits would drop archived tasks (without it, such an
+    /// archive is refused, saying how many it would drop, and nothing is archived)
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 /// `asynq task archiveall|deleteall|runall`

@@ -29,6 +29,8 @@ pub(crate) struct ConfigFile {
     sentinel_addrs: Option<String>,
     master: Option<String>,
     namespace: Option<String>,
+    archive_max_size: Option<usize>,
+    archive_max_age: Option<String>,
 }
 
 impl ConfigFile {
@@ -96,6 +98,8 @@ impl ConfigFile {
         fill(&mut args.tls_key, unset("tls_key"), self.tls_key.map(Some));
         fill(&mut args.sentinel_addrs, unset("sentinel_addrs"), self.sentinel_addrs.map(Some));
         fill(&mut args.master, unset("master"), self.master.map(Some));
+        fill(&mut args.archive_max_size, unset("archive_max_size"), self.archive_max_size.map(Some));
+        fill(&mut args.archive_max_age, unset("archive_max_age"), self.archive_max_age.map(Some));
         // `check` validated it when the file was loaded.
         fill(&mut args.namespace, unset("namespace"), self.namespace.and_then(|n| Namespace::new(n).ok()).map(Some));
     }

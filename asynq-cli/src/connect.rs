@@ -6,6 +6,7 @@ use crate::cli::GlobalArgs;
 use crate::error::{CliError, Failure};
 use crate::output::errln;
 use asynq_client::{Client, Inspector};
+use asynq_core::ArchiveLimits;
 use asynq_redis::{ConnectError, RedisBroker, RedisConfig, TlsOptions};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use std::sync::Arc;
@@ -79,7 +80,20 @@ pub(crate) fn config(args: &GlobalArgs) -> Result<(RedisConfig, String), CliErro
         config.namespace = namespace.clone();
     }
     config.tls = tls_options(args)?;
+    config.archive_limits = archive_limits(args)?;
     Ok((config, url))
+}
+
+/// The archive limits `--archive-max-size` and `--archive-max-age` set, Go's where unset; limits
+/// the broker would refuse are a usage error.
+pub(crate) fn archive_limits(args: &GlobalArgs) -> Result<ArchiveLimits, CliError> {
+    let go = ArchiveLimits::default();
+    let max_age = match &args.archive_max_age {
+        Some(text) => crate::duration::duration_flag("archive-max-age", text)?,
+        None => go.max_age(),
+    };
+    ArchiveLimits::new(args.archive_max_size.unwrap_or(go.max_size()), max_age)
+        .map_err(|e| CliError::usage(format!("invalid archive limits: {e}")))
 }
 
 /// What the tool uses to talk to Redis.

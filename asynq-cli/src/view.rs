@@ -187,15 +187,20 @@ pub(crate) struct WorkflowSummaryView {
     tasks: usize,
     /// Whether it was cancelled.
     cancelled: bool,
+    /// `running`, `failed`, `succeeded` or `cancelled`; `null` when the listing did not work
+    /// it out (a workflow of very many tasks: `asynq workflow inspect` tells).
+    state: Option<&'static str>,
 }
 
-impl From<&asynq_client::WorkflowSummary> for WorkflowSummaryView {
-    fn from(w: &asynq_client::WorkflowSummary) -> Self {
+impl WorkflowSummaryView {
+    /// The view of `w`, in `state` when known.
+    pub(crate) fn new(w: &asynq_client::WorkflowSummary, state: Option<asynq_client::WorkflowState>) -> Self {
         Self {
             id: w.id.to_string(),
             created_at: crate::output::rfc3339(w.created_at),
             tasks: w.tasks,
             cancelled: w.cancelled,
+            state: state.map(|s| s.as_str()),
         }
     }
 }

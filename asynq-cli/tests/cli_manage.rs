@@ -44,7 +44,11 @@ fn every_task_of_a_state_or_group_is_acted_on_at_once() {
         asynq_at(&server, &["task", "archiveall", "-q", "interop-processed", "-s", "pending", "--json"]).ok().json();
     assert_eq!(
         json,
-        serde_json::json!({"queue": "interop-processed", "state": "pending", "action": "archived", "count": 2})
+        serde_json::json!({
+            "queue": "interop-processed", "state": "pending", "action": "archived", "count": 2,
+            "trimmed": 0, "trimmed_by_size": 0, "trimmed_by_age": 0,
+            "archive_max_size": 10_000, "archive_max_age_secs": 90 * 86_400,
+        })
     );
     let json = asynq_at(&server, &["task", "deleteall", "-q", "interop", "-s", "aggregating", "-g", "g1", "--json"])
         .ok()

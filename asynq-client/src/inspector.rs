@@ -7,8 +7,9 @@ use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
 pub use asynq_core::workflow::WorkflowCancellation;
 use asynq_core::workflow::{CancelMark, TaskRef, WorkflowSummary, Workflows};
 use asynq_core::{
-    BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats, Error, GroupName, QueueInfo, QueueLocation,
-    QueueName, Result, ServerInfo, TaskId, TaskInfo, TaskSet, TaskState, WorkerInfo, WorkflowId,
+    ArchiveLimits, ArchiveOutlook, ArchiveReport, BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats,
+    Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, TaskId, TaskInfo, TaskSet, TaskState,
+    WorkerInfo, WorkflowId,
 };
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -342,6 +343,58 @@ impl Inspector {
     ) -> Result<usize> {
         asynq_core::validate_bulk(action, set)?;
         self.broker.bulk_action(&QueueName::new(queue)?, action, set, &progress).await
+    }
+
+    /// The archive limits the broker trims each queue's archive to.
+    pub fn archive_limits(&self) -> ArchiveLimits {
+        self.broker.archive_limits()
+    }
+
+    /// What archiving `adding` more tasks into the archive of `queue` now would drop: the
+    /// archived tasks past the age limit and those over the size limit (see
+    /// [`ArchiveOutlook`]). Reads only.
+    pub async fn archive_outlook(&self, queue: &str, adding: usize) -> Result<ArchiveOutlook> {
+        self.broker.archive_outlook(&QueueName::new(queue)?, adding).await
+    }
+
+    /// What archiving every task of `set` (as [`Inspector::archive_all`]) would drop: the
+    /// outlook for as many tasks as the set holds now. Reads only.
+    pub async fn archive_all_outlook(&self, queue: &str, set: &TaskSet) -> Result<ArchiveOutlook> {
+        asynq_core::validate_bulk(BulkAction::Archive, set)?;
+        let adding = match set {
+            TaskSet::Group(group) => {
+                self.groups(queue).await?.into_iter().find(|g| &g.group == group).map_or(0, |g| g.size)
+            }
+            TaskSet::State(state) => {
+                let info = self.queue_info(queue).await?;
+                match state {
+                    TaskState::Pending => info.pending,
+                    TaskState::Scheduled => info.scheduled,
+                    TaskState::Retry => info.retry,
+                    _ => 0,
+                }
+            }
+        };
+        self.archive_outlook(queue, adding).await
+    }
+
+    /// Archives every task of `set` as [`Inspector::bulk_action`] does, calling `progress`
+    /// after each step, and reports how many tasks it archived and how many the archive's
+    /// trims dropped, counted as they dropped them.
+    pub async fn archive_all_reporting(
+        &self,
+        queue: &str,
+        set: &TaskSet,
+        progress: impl Fn(BulkProgress) + Send + Sync,
+    ) -> Result<ArchiveReport> {
+        asynq_core::validate_bulk(BulkAction::Archive, set)?;
+        self.broker.archive_reporting(&QueueName::new(queue)?, set, &progress).await
+    }
+
+    /// Archives a task that is not active, as [`Inspector::archive_task`], and reports how many
+    /// archived tasks the archive's trim dropped.
+    pub async fn archive_task_reporting(&self, queue: &str, id: &str) -> Result<ArchiveReport> {
+        self.broker.archive_task_reporting(&QueueName::new(queue)?, &TaskId::new(id)?).await
     }
 
     /// Replaces the payload of a scheduled task.

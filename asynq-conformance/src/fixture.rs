@@ -96,6 +96,17 @@ impl<B: Broker + Clone> Fixture<B> {
         Self { broker, clock }
     }
 
+    /// A fresh broker from `factory` whose archives keep to `limits`, on a clock reading
+    /// [`at`]`(0)`.
+    pub async fn with_archive_limits<F: BrokerFactory<Broker = B>>(
+        factory: &F,
+        limits: asynq_core::ArchiveLimits,
+    ) -> Self {
+        let clock = SimulatedClock::new(at(0));
+        let broker = factory.broker_with_archive_limits(Arc::new(clock.clone()), limits).await;
+        Self { broker, clock }
+    }
+
     /// The simulated time.
     pub fn now(&self) -> SystemTime {
         self.clock.now()

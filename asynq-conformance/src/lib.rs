@@ -12,6 +12,9 @@
 //!     fn name(&self) -> &'static str { "mine" }
 //!     fn lacks(&self) -> &'static [Capability] { &[] }
 //!     async fn broker(&self, clock: Arc<dyn Clock>) -> MyBroker { MyBroker::with_clock(clock) }
+//!     async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> MyBroker {
+//!         MyBroker::with_clock(clock).archive_limits(limits)
+//!     }
 //! }
 //!
 //! asynq_conformance::broker_conformance!(MyFactory); // in a test file: one #[tokio::test] per case
@@ -34,6 +37,7 @@
 
 pub mod aggregate;
 pub mod archive;
+pub mod archive_limits;
 pub mod cancel;
 pub mod control;
 pub mod dequeue;
@@ -83,6 +87,14 @@ pub trait BrokerFactory {
     /// A fresh broker holding no queues, tasks or servers, that reads all wall-clock time from
     /// `clock`.
     fn broker(&self, clock: Arc<dyn Clock>) -> impl Future<Output = Self::Broker>;
+
+    /// As [`BrokerFactory::broker`], with every queue's archive trimmed to `limits` instead of
+    /// Go asynq's.
+    fn broker_with_archive_limits(
+        &self,
+        clock: Arc<dyn Clock>,
+        limits: asynq_core::ArchiveLimits,
+    ) -> impl Future<Output = Self::Broker>;
 }
 
 /// Something a backend may deliberately not support in the suite.
@@ -231,6 +243,9 @@ macro_rules! broker_conformance {
             finish::case_a_unique_key_that_is_no_lock_fails_nothing,
             archive::case_archive_trims_tasks_archived_90_days_ago,
             archive::case_archive_keeps_the_newest_9999,
+            archive_limits::case_configured_archive_limits_trim_by_size_and_age,
+            archive_limits::case_the_archive_outlook_counts_what_a_bulk_archive_drops,
+            archive_limits::case_a_bulk_archive_reports_what_its_trim_dropped,
             slots::case_slots_admit_up_to_the_limit,
             slots::case_a_slot_comes_back_when_its_hold_expires,
             slots::case_a_released_slot_wakes_a_waiter,

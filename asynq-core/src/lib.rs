@@ -16,6 +16,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod aggregate;
+mod archive;
 pub mod broker;
 mod cancel;
 mod clock;
@@ -50,6 +51,7 @@ mod wait;
 pub mod workflow;
 
 pub use aggregate::{validate_aggregation_completion, validate_aggregation_set};
+pub use archive::{ArchiveLimits, ArchiveOutlook, ArchiveReport, MAX_ARCHIVE_AGE, MAX_ARCHIVE_SIZE, MIN_ARCHIVE_SIZE};
 pub use broker::Broker;
 pub use cancel::{CANCEL_KEEP, CancelOutcome, MAX_KEPT_CANCELS, cancel_outcome, cancel_outcome_given};
 pub use clock::{Clock, SimulatedClock, SystemClock};

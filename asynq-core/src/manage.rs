@@ -1,7 +1,9 @@
 //! Operator actions on tasks and queues: run, archive or delete tasks one by one or all of a
 //! state, change a scheduled task's payload, remove a queue.
 
-use crate::{Error, GroupName, QueueName, Result, TaskId, TaskInfo, TaskState};
+use crate::{
+    ArchiveLimits, ArchiveOutlook, ArchiveReport, Error, GroupName, QueueName, Result, TaskId, TaskInfo, TaskState,
+};
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::fmt;
@@ -173,6 +175,45 @@ pub trait Manage: Send + Sync {
         };
         progress(BulkProgress::new(done, done));
         Ok(done)
+    }
+
+    /// The archive limits this broker trims every queue's archive to (Go asynq's unless the
+    /// backend was configured otherwise).
+    fn archive_limits(&self) -> ArchiveLimits {
+        ArchiveLimits::default()
+    }
+
+    /// What archiving `adding` more tasks into the archive of `queue` now would drop: its
+    /// tasks past the age limit and those over the size limit. Reads only.
+    ///
+    /// The default says the backend cannot tell ([`Error::Unsupported`]).
+    async fn archive_outlook(&self, queue: &QueueName, adding: usize) -> Result<ArchiveOutlook> {
+        let _ = (queue, adding);
+        Err(Error::Unsupported { capability: "previewing the archive's trim" })
+    }
+
+    /// [`Manage::bulk_action`] with [`BulkAction::Archive`], reporting how many tasks the
+    /// archive's trims dropped, counted by the trims themselves.
+    ///
+    /// The default says the backend cannot count them ([`Error::Unsupported`]), having
+    /// archived nothing.
+    async fn archive_reporting(
+        &self,
+        queue: &QueueName,
+        set: &TaskSet,
+        progress: OnProgress<'_>,
+    ) -> Result<ArchiveReport> {
+        let _ = (queue, set, progress);
+        Err(Error::Unsupported { capability: "counting what the archive's trim drops" })
+    }
+
+    /// [`Manage::archive_task`], reporting how many tasks the archive's trim dropped.
+    ///
+    /// The default says the backend cannot count them ([`Error::Unsupported`]), having
+    /// archived nothing.
+    async fn archive_task_reporting(&self, queue: &QueueName, id: &TaskId) -> Result<ArchiveReport> {
+        let _ = (queue, id);
+        Err(Error::Unsupported { capability: "counting what the archive's trim drops" })
     }
 
     /// Replaces the payload of a scheduled task and returns the updated task.

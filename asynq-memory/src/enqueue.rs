@@ -14,7 +14,7 @@ impl Enqueue for MemoryBroker {
             let mut state = self.state();
             // Registered even when the enqueue then fails, as Go's `SADD` runs first.
             state.known.insert(request.message.queue.clone());
-            state.queues.entry(request.message.queue.clone()).or_default().enqueue(request, now)?;
+            state.queue_entry(&request.message.queue).enqueue(request, now)?;
         }
         if to_pending {
             self.wake_waiters();

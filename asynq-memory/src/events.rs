@@ -89,7 +89,7 @@ impl EventStream {
 impl EventLog for MemoryBroker {
     async fn set_event_cap(&self, queue: &QueueName, cap: Option<EventCap>) -> Result<()> {
         let mut state = self.state();
-        let q = state.queues.entry(queue.clone()).or_default();
+        let q = state.queue_entry(queue);
         match (cap, &mut q.events) {
             (None, events) => *events = None,
             (Some(cap), Some(log)) => log.set_cap(cap),

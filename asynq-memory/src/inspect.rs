@@ -61,7 +61,7 @@ impl Inspect for MemoryBroker {
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
         let now = self.now();
-        self.state().queues.entry(queue.to_owned()).or_default().pause(queue, now)
+        self.state().queue_entry(queue).pause(queue, now)
     }
 
     async fn unpause_queue(&self, queue: &QueueName) -> Result<()> {

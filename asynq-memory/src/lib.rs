@@ -56,8 +56,8 @@ use asynq_core::broker::{
 };
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::{
-    Clock, EnqueueRequest, Error, Placement, QueueInfo, QueueName, Result, ServerInfo, StoredTask, SystemClock,
-    TaskInfo, TaskState, WorkerInfo,
+    ArchiveLimits, Clock, EnqueueRequest, Error, Placement, QueueInfo, QueueName, Result, ServerInfo, StoredTask,
+    SystemClock, TaskInfo, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use queue::{Queue, lease_expiry};
@@ -121,9 +121,17 @@ struct State {
     cancelled_workflows: HashMap<asynq_core::WorkflowId, Option<asynq_core::workflow::WorkflowCancellation>>,
     /// Per task type metrics, per queue and resolution.
     task_metrics: task_metrics::MetricBuckets,
+    /// What every queue's archive keeps.
+    archive_limits: ArchiveLimits,
 }
 
 impl State {
+    /// The queue `name`, made (empty, with the broker's archive limits) if there is none.
+    fn queue_entry(&mut self, name: &QueueName) -> &mut Queue {
+        let limits = self.archive_limits;
+        self.queues.entry(name.clone()).or_insert_with(|| Queue::with_archive_limits(limits))
+    }
+
     /// The queue `name` for an inspector call, which fails for a queue never enqueued to.
     fn known_queue(&self, name: &QueueName) -> Result<&Queue> {
         self.queues
@@ -141,9 +149,15 @@ impl MemoryBroker {
 
     /// An empty broker that reads `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self::with_config(MemoryConfig { clock, ..MemoryConfig::new() })
+    }
+
+    /// An empty broker with the settings of `config`.
+    pub fn with_config(config: MemoryConfig) -> Self {
+        let state = State { archive_limits: config.archive_limits, ..State::default() };
         let inner = Inner {
-            clock,
-            state: Mutex::new(State::default()),
+            clock: config.clock,
+            state: Mutex::new(state),
             ready: Notify::new(),
             signals: Default::default(),
             due: Default::default(),
@@ -161,6 +175,38 @@ impl MemoryBroker {
 
     fn wake_waiters(&self) {
         self.inner.ready.notify_waiters();
+    }
+}
+
+/// How to build a [`MemoryBroker`] ([`MemoryBroker::with_config`]), as
+/// `asynq_redis::RedisConfig` builds a Redis broker.
+#[derive(Clone)]
+pub struct MemoryConfig {
+    /// The wall clock for every timestamp the broker writes. Default: the system clock.
+    pub clock: Arc<dyn Clock>,
+    /// What each queue's archive keeps. Default: Go asynq's limits (10 000 tasks, 90 days).
+    pub archive_limits: ArchiveLimits,
+}
+
+impl MemoryConfig {
+    /// The defaults: the system clock, Go's archive limits.
+    pub fn new() -> Self {
+        Self { clock: Arc::new(SystemClock), archive_limits: ArchiveLimits::default() }
+    }
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for MemoryConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryConfig")
+            .field("clock", &self.clock)
+            .field("archive_limits", &self.archive_limits)
+            .finish()
     }
 }
 

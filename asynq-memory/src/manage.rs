@@ -11,7 +11,10 @@ use crate::{MemoryBroker, State};
 use async_trait::async_trait;
 use asynq_core::broker::Manage;
 use asynq_core::workflow::TaskRef;
-use asynq_core::{BulkAction, Error, QueueName, Result, TaskId, TaskInfo, TaskSet, validate_bulk};
+use asynq_core::{
+    ArchiveLimits, ArchiveOutlook, ArchiveReport, BulkAction, BulkProgress, Error, OnProgress, QueueName, Result,
+    TaskId, TaskInfo, TaskSet, validate_bulk,
+};
 use bytes::Bytes;
 
 impl State {
@@ -52,6 +55,38 @@ impl Manage for MemoryBroker {
         Ok(())
     }
 
+    fn archive_limits(&self) -> ArchiveLimits {
+        self.state().archive_limits
+    }
+
+    async fn archive_outlook(&self, queue: &QueueName, adding: usize) -> Result<ArchiveOutlook> {
+        let now = self.now();
+        self.with_queue(queue, |q| Ok(q.archive_outlook(adding, now)))
+    }
+
+    async fn archive_reporting(
+        &self,
+        queue: &QueueName,
+        set: &TaskSet,
+        progress: OnProgress<'_>,
+    ) -> Result<ArchiveReport> {
+        validate_bulk(BulkAction::Archive, set)?;
+        let now = self.now();
+        let report = self.with_queue(queue, |q| Ok(q.archive_all(set, now)))?;
+        if report.archived > 0 {
+            self.tasks_left();
+        }
+        progress(BulkProgress::new(report.archived, report.archived));
+        Ok(report)
+    }
+
+    async fn archive_task_reporting(&self, queue: &QueueName, id: &TaskId) -> Result<ArchiveReport> {
+        let now = self.now();
+        let (by_age, by_size) = self.with_queue(queue, |q| q.archive_task(queue, id, now))?;
+        self.tasks_left();
+        Ok(ArchiveReport::new(1, by_age, by_size))
+    }
+
     async fn delete_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
         let now = self.now();
         self.with_queue(queue, |q| q.delete_task(queue, id, now))?;
@@ -71,7 +106,7 @@ impl Manage for MemoryBroker {
     async fn archive_all(&self, queue: &QueueName, set: &TaskSet) -> Result<usize> {
         validate_bulk(BulkAction::Archive, set)?;
         let now = self.now();
-        let archived = self.with_queue(queue, |q| Ok(q.archive_all(set, now)))?;
+        let archived = self.with_queue(queue, |q| Ok(q.archive_all(set, now)))?.archived;
         if archived > 0 {
             self.tasks_left();
         }

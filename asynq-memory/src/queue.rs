@@ -26,7 +26,7 @@ use asynq_core::events::EventKind;
 use asynq_core::state::{Event, Next, transition};
 use asynq_core::time::{from_unix_secs, unix_nanos, unix_secs};
 use asynq_core::{
-    ARCHIVE_MAX_AGE, ARCHIVE_MAX_SIZE, EnqueueRequest, Error, GroupName, LEASE_DURATION, Placement, Progress, Result,
+    ArchiveLimits, ArchiveOutlook, EnqueueRequest, Error, GroupName, LEASE_DURATION, Placement, Progress, Result,
     StoredTask, TaskId, TaskInfo, TaskPriority, TaskState,
 };
 use bytes::Bytes;
@@ -130,6 +130,8 @@ pub(crate) struct Queue {
     pub(crate) events: Option<crate::events::EventStream>,
     /// Its workflow tasks' records.
     workflows: workflow::WorkflowRecords,
+    /// What its archive keeps (the broker's [`MemoryConfig::archive_limits`](crate::MemoryConfig)).
+    archive_limits: ArchiveLimits,
 }
 
 /// The Unix second at which a lease taken or extended at `now` expires.
@@ -355,16 +357,29 @@ impl Queue {
         }
     }
 
-    /// Deletes archived tasks older than [`ARCHIVE_MAX_AGE`], then all but the newest
-    /// `ARCHIVE_MAX_SIZE - 1`.
-    fn trim_archive(&mut self, now: SystemTime) {
-        let expired =
-            self.archived.take_up_to(unix_secs(now).saturating_sub(ARCHIVE_MAX_AGE.as_secs() as i64), usize::MAX);
-        let excess = self.archived.len().saturating_sub(ARCHIVE_MAX_SIZE - 1);
+    /// An empty queue whose archive keeps to `limits`.
+    pub(crate) fn with_archive_limits(limits: ArchiveLimits) -> Self {
+        Self { archive_limits: limits, ..Self::default() }
+    }
+
+    /// Deletes archived tasks past the age limit, then all but the newest `max_size - 1`;
+    /// returns how many it deleted for each reason: (by age, by size).
+    fn trim_archive(&mut self, now: SystemTime) -> (usize, usize) {
+        let limits = self.archive_limits;
+        let expired = self.archived.take_up_to(limits.cutoff_secs(now), usize::MAX);
+        let excess = self.archived.len().saturating_sub(limits.kept());
         let dropped = self.archived.take_lowest(excess);
         for id in expired.iter().chain(&dropped) {
             self.tasks.remove(id);
         }
+        (expired.len(), dropped.len())
+    }
+
+    /// What archiving `adding` more tasks at `now` would drop.
+    pub(crate) fn archive_outlook(&self, adding: usize, now: SystemTime) -> ArchiveOutlook {
+        let limits = self.archive_limits;
+        let expired = self.archived.up_to(limits.cutoff_secs(now)).count();
+        limits.outlook(self.archived.len(), expired, adding)
     }
 
     /// Releases the lock `key` if task `id` holds it.

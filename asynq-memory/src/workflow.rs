@@ -52,7 +52,7 @@ impl Workflows for MemoryBroker {
             state.workflows.push(WorkflowRecord { id: plan.id.clone(), created_at, tasks: plan.nodes() });
             for task in &plan.tasks {
                 let queue = task.request.message.queue.clone();
-                state.queues.entry(queue).or_default().store_workflow_task(
+                state.queue_entry(&queue).store_workflow_task(
                     task.request.clone(),
                     &task.parents,
                     &task.children,

@@ -17,8 +17,8 @@ use asynq_core::broker::{
 };
 use asynq_core::time::{from_unix_nanos, from_unix_secs, unix_nanos, unix_secs, utc_date};
 use asynq_core::{
-    BackendInfo, Clock, DailyStats, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo, QueueLocation,
-    QueueName, Result, ServerInfo, StoredTask, SystemClock, TaskInfo, TaskState, WorkerInfo,
+    ArchiveLimits, BackendInfo, Clock, DailyStats, EnqueueRequest, Error, LEASE_DURATION, Placement, QueueInfo,
+    QueueLocation, QueueName, Result, ServerInfo, StoredTask, SystemClock, TaskInfo, TaskState, WorkerInfo,
 };
 use bytes::Bytes;
 use prost::Message;
@@ -46,10 +46,6 @@ pub(crate) use quiet::changed_keys;
 
 /// [`asynq_core::DAILY_STATS_TTL`] in whole seconds, as the scripts take it.
 const STATS_TTL_SECS: i64 = asynq_core::DAILY_STATS_TTL.as_secs() as i64;
-/// [`asynq_core::ARCHIVE_MAX_AGE`] in whole seconds, as the scripts take it.
-pub(crate) const ARCHIVE_MAX_AGE_SECS: i64 = asynq_core::ARCHIVE_MAX_AGE.as_secs() as i64;
-/// [`asynq_core::ARCHIVE_MAX_SIZE`], as the scripts take it.
-pub(crate) const ARCHIVE_MAX_SIZE: i64 = asynq_core::ARCHIVE_MAX_SIZE as i64;
 /// How long a queue's `idle_workers` mark lasts. A server renews it when it dequeues the queue
 /// again, after half this long at the latest (see `broker::quiet`); a mark left by a server
 /// that went away costs the next producer one publish.
@@ -109,6 +105,10 @@ pub struct RedisConfig {
     pub tls: TlsOptions,
     /// The prefix of every key and channel. Default: [`Namespace::DEFAULT`], Go asynq's `asynq`.
     pub namespace: Namespace,
+    /// What each queue's archive keeps: every archive script this broker runs trims to these
+    /// limits. Default: Go asynq's (10 000 tasks, 90 days), so the scripts get exactly the
+    /// arguments Go's do. Go's servers sharing the queues still trim to Go's limits.
+    pub archive_limits: ArchiveLimits,
 }
 
 impl RedisConfig {
@@ -120,6 +120,7 @@ impl RedisConfig {
             response_timeout: Duration::from_secs(5),
             tls: TlsOptions::new(),
             namespace: Namespace::DEFAULT,
+            archive_limits: ArchiveLimits::default(),
         }
     }
 
@@ -141,6 +142,7 @@ impl fmt::Debug for RedisConfig {
             .field("response_timeout", &self.response_timeout)
             .field("tls", &self.tls)
             .field("namespace", &self.namespace)
+            .field("archive_limits", &self.archive_limits)
             .finish()
     }
 }
@@ -166,6 +168,8 @@ struct Inner {
     conn: Connection,
     namespace: Namespace,
     clock: Arc<dyn Clock>,
+    /// What each queue's archive keeps.
+    archive_limits: ArchiveLimits,
     /// Queues this process has added to `<ns>:queues` (Go v0.25+ caches the same way), with
     /// when it last did, and whether a registration again is on its way.
     registered: Mutex<HashMap<String, Registration>>,
@@ -277,6 +281,7 @@ impl RedisBroker {
             conn,
             namespace: config.namespace,
             clock: config.clock,
+            archive_limits: config.archive_limits,
             registered: Mutex::default(),
             pubsub,
             quiet_check: quiet::QuietCheck::default(),
@@ -340,6 +345,18 @@ impl RedisBroker {
 
     pub(crate) fn pubsub(&self) -> &PubSub {
         &self.inner.pubsub
+    }
+
+    /// The archive scripts' age cutoff and size limit at `now_secs` (Unix seconds): the
+    /// arguments Go's scripts take, `now - 90 days` and `10000` by default.
+    pub(crate) fn archive_args(&self, now_secs: i64) -> (i64, i64) {
+        let limits = self.inner.archive_limits;
+        (now_secs.saturating_sub(limits.max_age().as_secs() as i64), limits.max_size() as i64)
+    }
+
+    /// The archive limits this broker trims to.
+    pub(crate) fn archive_limits_set(&self) -> ArchiveLimits {
+        self.inner.archive_limits
     }
 
     pub(crate) fn now(&self) -> SystemTime {

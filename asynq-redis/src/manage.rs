@@ -6,7 +6,7 @@
 //! trims the archive with the trimmed tasks' hashes, as the core archive script does, rather
 //! than leaving them behind.
 
-use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, RedisBroker, decode};
+use crate::broker::{RedisBroker, decode};
 use crate::error::unexpected;
 use crate::keys::QueueKeys;
 use crate::proto;
@@ -16,8 +16,8 @@ use asynq_core::broker::Manage;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::waiting_task_refused;
 use asynq_core::{
-    BulkAction, BulkProgress, Error, OnProgress, QueueName, Result, TaskId, TaskInfo, TaskPriority, TaskSet, TaskState,
-    validate_bulk,
+    ArchiveLimits, ArchiveOutlook, ArchiveReport, BulkAction, BulkProgress, Error, OnProgress, QueueName, Result,
+    TaskId, TaskInfo, TaskPriority, TaskSet, TaskState, validate_bulk,
 };
 use bytes::Bytes;
 use prost::Message;
@@ -86,23 +86,71 @@ impl Manage for RedisBroker {
     }
 
     async fn archive_task(&self, queue: &QueueName, id: &TaskId) -> Result<()> {
+        self.archive_task_reporting(queue, id).await.map(|_| ())
+    }
+
+    fn archive_limits(&self) -> ArchiveLimits {
+        self.archive_limits_set()
+    }
+
+    async fn archive_outlook(&self, queue: &QueueName, adding: usize) -> Result<ArchiveOutlook> {
+        self.require_queue(queue).await?;
+        let k = self.queue_keys(queue);
+        let limits = self.archive_limits_set();
+        let cutoff = limits.cutoff_secs(self.now());
+        let (archived, expired): (usize, usize) = redis::pipe()
+            .zcard(k.archived())
+            .zcount(k.archived(), "-inf", cutoff)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| crate::error::broker_error("archive outlook", e))?;
+        Ok(limits.outlook(archived, expired, adding))
+    }
+
+    /// One `archive_all.lua` call per [`BULK_STEP`] tasks, each replying what its trim deleted.
+    async fn archive_reporting(
+        &self,
+        queue: &QueueName,
+        set: &TaskSet,
+        progress: OnProgress<'_>,
+    ) -> Result<ArchiveReport> {
+        validate_bulk(BulkAction::Archive, set)?;
+        self.require_queue(queue).await?;
+        let k = self.queue_keys(queue);
+        let (source, kind, group) = container(&k, set);
+        let now = unix_secs(self.now());
+        let (cutoff, max_size) = self.archive_args(now);
+        let mut call = ScriptCall::new(&SCRIPTS.archive_all);
+        call.key(source).key(k.archived()).key(k.groups()).key(k.prioritized()).key(k.events());
+        call.arg(kind).arg(now).arg(cutoff).arg(max_size);
+        call.arg(k.task_prefix()).arg(group).arg(k.finished_channel());
+        call.arg(self.event_caps_now().await?.arg(queue));
+        let steps = self.in_steps(call, action_context(BulkAction::Archive), 0, progress, |_| {}).await?;
+        Ok(ArchiveReport::new(steps.done, steps.extra[0], steps.extra[1]))
+    }
+
+    async fn archive_task_reporting(&self, queue: &QueueName, id: &TaskId) -> Result<ArchiveReport> {
         self.require_queue(queue).await?;
         let k = self.queue_keys(queue);
         let now = unix_secs(self.now());
         let mut call = ScriptCall::new(&SCRIPTS.archive_task);
         call.key(k.task(id)).key(k.archived()).key(k.groups()).key(k.events());
-        call.arg(id.as_str()).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
+        let (cutoff, max_size) = self.archive_args(now);
+        call.arg(id.as_str()).arg(now).arg(cutoff).arg(max_size);
         call.arg(k.prefix()).arg(k.group_prefix()).arg(k.task_prefix()).arg(k.finished_channel());
         call.arg(self.event_caps_now().await?.arg(queue));
-        match call.run::<i64>(&mut self.conn(), "archive task").await? {
-            1 => Ok(()),
-            0 => Err(Self::task_not_found(queue, id)),
-            -1 => Err(Error::FailedPrecondition(format!("task is already archived: id={id}, queue={queue}"))),
-            -2 => Err(Error::FailedPrecondition(
+        let reply: Value = call.run(&mut self.conn(), "archive task").await?;
+        if let Ok([1, by_age, by_size]) = <[i64; 3]>::from_redis_value_ref(&reply) {
+            return Ok(ArchiveReport::new(1, by_age.max(0) as usize, by_size.max(0) as usize));
+        }
+        match i64::from_redis_value_ref(&reply) {
+            Ok(0) => Err(Self::task_not_found(queue, id)),
+            Ok(-1) => Err(Error::FailedPrecondition(format!("task is already archived: id={id}, queue={queue}"))),
+            Ok(-2) => Err(Error::FailedPrecondition(
                 "cannot archive task in active state. use CancelProcessing instead.".into(),
             )),
-            -3 => Err(waiting_task_refused(id)),
-            n => Err(unexpected("archive task", format!("the script returned {n}"))),
+            Ok(-3) => Err(waiting_task_refused(id)),
+            _ => Err(unexpected("archive task", format!("the script returned {reply:?}"))),
         }
     }
 
@@ -147,7 +195,7 @@ impl Manage for RedisBroker {
         validate_bulk(action, set)?;
         self.require_queue(queue).await?;
         let k = self.queue_keys(queue);
-        let (source, kind, group) = container(&k, set);
+        let (source, _, group) = container(&k, set);
         let call = match action {
             BulkAction::Run => {
                 let mut call = ScriptCall::new(&SCRIPTS.run_all);
@@ -156,24 +204,16 @@ impl Manage for RedisBroker {
                 call.arg(k.task_prefix()).arg(group).arg(k.ready_channel());
                 call
             }
-            BulkAction::Archive => {
-                let now = unix_secs(self.now());
-                let mut call = ScriptCall::new(&SCRIPTS.archive_all);
-                call.key(source).key(k.archived()).key(k.groups()).key(k.prioritized()).key(k.events());
-                call.arg(kind).arg(now).arg(now - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
-                call.arg(k.task_prefix()).arg(group).arg(k.finished_channel());
-                call.arg(self.event_caps_now().await?.arg(queue));
-                call
-            }
+            BulkAction::Archive => return Ok(self.archive_reporting(queue, set, progress).await?.archived),
             BulkAction::Delete => self.delete_all_call(&k, set, self.event_caps_now().await?.arg(queue)),
         };
         let made_pending = action == BulkAction::Run;
-        self.in_steps(call, action_context(action), 0, progress, |acted| {
+        let steps = self.in_steps(call, action_context(action), 0, progress, |acted| {
             if made_pending && acted > 0 {
                 self.pubsub().made_pending(queue);
             }
-        })
-        .await
+        });
+        Ok(steps.await?.done)
     }
 
     /// Reads the task, replaces the payload in its message and writes the message back, as Go
@@ -272,10 +312,10 @@ impl RedisBroker {
     }
 
     /// Runs `call`, a bulk script whose last argument is the step size and whose reply is
-    /// `{acted on, left in the source}`, until the source is empty or as many tasks as it held
-    /// at first were acted on; calls `after_step` with each step's count and `progress` with
-    /// the count so far, offset by `before` tasks of earlier parts of one action. Returns how
-    /// many tasks it acted on.
+    /// `{acted on, left in the source, ...}` (up to two further counts, summed over the steps
+    /// into [`Steps::extra`]), until the source is empty or as many tasks as it held at first
+    /// were acted on; calls `after_step` with each step's count and `progress` with the count
+    /// so far, offset by `before` tasks of earlier parts of one action.
     async fn in_steps(
         &self,
         mut call: ScriptCall,
@@ -283,19 +323,26 @@ impl RedisBroker {
         before: usize,
         progress: OnProgress<'_>,
         mut after_step: impl FnMut(usize),
-    ) -> Result<usize> {
+    ) -> Result<Steps> {
         call.arg(BULK_STEP);
         let mut conn = self.conn();
-        let mut done = 0;
+        let mut steps = Steps::default();
         let mut total = None;
         loop {
-            let (acted, left): (usize, usize) = call.run(&mut conn, context).await?;
-            done += acted;
+            let reply: Vec<usize> = call.run(&mut conn, context).await?;
+            let [acted, left, extra @ ..] = reply.as_slice() else {
+                return Err(unexpected(context, format!("the script returned {reply:?}")));
+            };
+            let (acted, left) = (*acted, *left);
+            steps.done += acted;
+            for (sum, n) in steps.extra.iter_mut().zip(extra) {
+                *sum += n;
+            }
             let total = *total.get_or_insert(acted + left);
             after_step(acted);
-            progress(BulkProgress::new(before + done, before + total));
-            if acted == 0 || left == 0 || done >= total {
-                return Ok(done);
+            progress(BulkProgress::new(before + steps.done, before + total));
+            if acted == 0 || left == 0 || steps.done >= total {
+                return Ok(steps);
             }
         }
     }
@@ -325,10 +372,20 @@ impl RedisBroker {
             // Go's removal writes no events; neither does ours.
             let call = self.delete_all_call(k, &TaskSet::State(state), String::new());
             let parts = |p: BulkProgress| progress(BulkProgress::new(p.done, total.max(p.total)));
-            deleted += self.in_steps(call, "delete queue", deleted, &parts, |_| {}).await?;
+            deleted += self.in_steps(call, "delete queue", deleted, &parts, |_| {}).await?.done;
         }
         Ok(())
     }
+}
+
+/// What the steps of a bulk action did.
+#[derive(Debug, Default)]
+struct Steps {
+    /// Tasks acted on.
+    done: usize,
+    /// The sums of the further counts the steps replied (`archive_all.lua`: the archived tasks
+    /// its trims deleted past the age limit, and over the size limit).
+    extra: [usize; 2],
 }
 
 fn active_tasks_refused() -> Error {

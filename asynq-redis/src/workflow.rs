@@ -26,7 +26,7 @@
 
 use crate::RedisBroker;
 use crate::batch::BatchCall;
-use crate::broker::{ARCHIVE_MAX_AGE_SECS, ARCHIVE_MAX_SIZE, changed_keys, checked_message_len, decode, encode};
+use crate::broker::{changed_keys, checked_message_len, decode, encode};
 use crate::connection::Connection;
 use crate::error::{broker_error, unexpected};
 use crate::events::EventCaps;
@@ -202,7 +202,8 @@ impl RedisBroker {
         call.key(k.workflow_waiting()).key(k.workflow_open());
         let now_secs = unix_secs(now);
         call.arg(queue).arg(k.task_prefix()).arg(k.workflow_prefix()).arg(now_secs).arg(unix_nanos(now).to_string());
-        call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(WORKFLOW_RESULT_TTL.as_secs());
+        let (cutoff, max_size) = self.archive_args(now_secs);
+        call.arg(cutoff).arg(max_size).arg(WORKFLOW_RESULT_TTL.as_secs());
         call.arg(k.ready_channel()).arg(k.finished_channel()).arg(events.arg(queue));
         call
     }

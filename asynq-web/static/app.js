@@ -248,7 +248,38 @@
     box.hidden = jobs.size === 0;
   }
 
+  // What an archive would drop from the archive (GET .../archive-outlook at `url`), as a
+  // sentence for its confirmation; '' when it drops nothing.
+  async function archiveWarning(url) {
+    let o;
+    try {
+      o = await api('GET', url);
+    } catch (e) {
+      if (e instanceof ApiFailure && e.status === 501) return '\n\nThe broker cannot tell what the archive\'s limits would drop.';
+      throw e;
+    }
+    if (o.dropped === 0) return '';
+    return `\n\nThis drops ${fmtNumber(o.dropped)} archived task(s): the archive keeps at most ` +
+      `${fmtNumber(o.max_size - 1)} tasks (${fmtNumber(o.over_size)} over that) for less than ` +
+      `${fmtAge(o.max_age_secs)} (${fmtNumber(o.expired)} older).`;
+  }
+
+  function fmtAge(secs) {
+    for (const [unit, name] of [[86400, 'day'], [3600, 'hour'], [60, 'minute'], [1, 'second']]) {
+      if (secs % unit === 0) return `${fmtNumber(secs / unit)} ${name}${secs === unit ? '' : 's'}`;
+    }
+    return `${secs} seconds`;
+  }
+
+  // Says what an archive's trims dropped, when they dropped anything.
+  function reportTrimmed(trimmed) {
+    if (!trimmed || trimmed.total === 0) return;
+    showError(`The archive's limits dropped ${fmtNumber(trimmed.total)} archived task(s): ` +
+      `${fmtNumber(trimmed.by_size)} over the size limit, ${fmtNumber(trimmed.by_age)} past the age limit.`, false);
+  }
+
   function follow(result) {
+    if (result) reportTrimmed(result.trimmed);
     if (!result || !result.job) return;
     jobs.set(result.job.id, result.job);
     showJobs();
@@ -271,6 +302,7 @@
       }
       jobs.delete(id);
       if (job.state === 'failed') showError(`${cap(job.description)} failed: ${job.error.message}`, false);
+      if (job.state === 'done') reportTrimmed(job.trimmed);
       await refresh();
     }
     showJobs();
@@ -665,15 +697,22 @@
       const ids = [...local.selected];
       if (ids.length === 0) return;
       if (action === 'delete' && !window.confirm(`Delete ${ids.length} task(s)?`)) return;
+      if (action === 'archive') {
+        const warning = await archiveWarning(`/api/queues/${enc(queue)}/archive-outlook?adding=${ids.length}`);
+        if (warning && !window.confirm(`Archive ${ids.length} task(s)?${warning}`)) return;
+      }
       const result = await api('POST', `/api/queues/${enc(queue)}/batch`, { action, ids });
       local.selected.clear();
+      reportTrimmed(result.trimmed);
       if (result.failed.length > 0) {
         throw new Error(`${result.failed.length} of ${ids.length} task(s) failed: ${result.failed[0].message}`);
       }
     }
 
     async function bulkAll(action) {
-      if (!window.confirm(`${cap(action)} every ${state} task in queue "${queue}"?`)) return;
+      const warning = action === 'archive'
+        ? await archiveWarning(`/api/queues/${enc(queue)}/states/${state}/archive-outlook`) : '';
+      if (!window.confirm(`${cap(action)} every ${state} task in queue "${queue}"?${warning}`)) return;
       follow(await api('POST', `/api/queues/${enc(queue)}/states/${state}/bulk`, { action }));
       local.selected.clear();
     }
@@ -796,7 +835,9 @@
       const buttons = writable() ? ['run', 'archive', 'delete'].map((action) => h('button', { type: 'button',
         'data-group-action': action, class: action === 'delete' ? 'danger' : null, text: cap(action),
         onclick: () => act(async () => {
-          if (!window.confirm(`${cap(action)} every task of group "${g.group}"?`)) return;
+          const warning = action === 'archive'
+            ? await archiveWarning(`/api/queues/${enc(queue)}/groups/${enc(g.group)}/archive-outlook`) : '';
+          if (!window.confirm(`${cap(action)} every task of group "${g.group}"?${warning}`)) return;
           follow(await api('POST', `/api/queues/${enc(queue)}/groups/${enc(g.group)}/bulk`, { action }));
         }) })) : [];
       list.append(h('li', { 'data-group': g.group }, [h('span', { class: 'group-name', text: g.group }),

@@ -910,3 +910,45 @@ async fn a_long_bulk_action_shows_its_progress_until_it_ends() {
     let big = dash.inspector.queue_info("big").await.expect("queue info");
     assert_eq!((big.pending, big.archived), (0, 2_000));
 }
+
+/// "Archive all" on a queue whose archive would drop tasks: the confirmation names how many and
+/// the limits before anything is archived, and the page says afterwards what was dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archive_all_names_what_the_archive_s_limits_drop() {
+    let redis = tokio::task::spawn_blocking(RedisServer::start).await.expect("redis-server starts");
+    // The archive keeps 4 tasks.
+    let limits = asynq_core::ArchiveLimits::new(5, Duration::from_secs(86_400)).unwrap();
+    let broker = asynq_tests::redis_broker_with_archive_limits(&redis.url(), Arc::new(SystemClock), limits).await;
+    let tasks: Vec<_> =
+        (0..6).map(|n| (Task::new("bulk", format!("{n}")), TaskOptions::new().queue("small"))).collect();
+    assert!(Client::new(broker.clone()).enqueue_batch(&tasks).await.iter().all(Result::is_ok));
+    let inspector = Inspector::new(broker);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+    let url = format!("http://{}/", listener.local_addr().expect("bound address"));
+    let config = WebConfig::new(inspector.clone()).refresh(Duration::from_secs(1));
+    let server = tokio::spawn(asynq_web::serve(listener, config, std::future::pending()));
+
+    let browser = Browser::start().await;
+    browser.goto(&format!("{url}#/queues/small/pending")).await;
+    browser.wait_for("#tasks tr[data-task-id]").await;
+    // Record each confirmation, and decline the first.
+    let record = "window.asked = []; window.confirm = (m) => { window.asked.push(m); return window.asked.length > 1; }; \
+                  return true;";
+    browser.eval(record, vec![]).await;
+    browser.click(r#"button[data-bulk-all="archive"]"#).await;
+    let first = browser
+        .poll("the confirmation", || async {
+            let asked = browser.eval("return window.asked;", vec![]).await;
+            asked[0].as_str().map(str::to_owned)
+        })
+        .await;
+    assert!(first.contains("This drops 2 archived task(s)") && first.contains("at most 4 tasks"), "{first}");
+    assert_eq!(inspector.queue_info("small").await.unwrap().archived, 0, "declined: nothing archived");
+
+    browser.click(r#"button[data-bulk-all="archive"]"#).await;
+    let error = browser.wait_for_text("#error", "what was dropped", |t| t.contains("dropped")).await;
+    assert!(error.contains("The archive's limits dropped 2 archived task(s): 2 over the size limit"), "{error}");
+    let info = inspector.queue_info("small").await.unwrap();
+    assert_eq!((info.pending, info.archived), (0, 4));
+    server.abort();
+}

@@ -6,8 +6,8 @@ pub use asynq_client::{Client, EnqueuedWorkflow, FlowProducer, Inspector, TaskEv
 /// Workflows: chains, groups, chords and DAGs of tasks, stored with a [`FlowProducer`].
 pub use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentOutcome, ParentResult, Step};
 pub use asynq_core::{
-    BrokerError, CancelOutcome, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo, TaskOptions,
-    TaskOutcome, TaskPriority, TaskState, WorkflowId,
+    ArchiveLimits, BrokerError, CancelOutcome, Error, GroupName, Progress, QueueName, Result, Task, TaskId, TaskInfo,
+    TaskOptions, TaskOutcome, TaskPriority, TaskState, WorkflowId,
 };
 #[cfg(feature = "json")]
 pub use asynq_core::{Job, PayloadError};
@@ -31,7 +31,7 @@ pub use asynq_server::{JsonHandlerFn, json_handler_fn};
 
 // The brokers.
 #[cfg(feature = "memory")]
-pub use asynq_memory::MemoryBroker;
+pub use asynq_memory::{MemoryBroker, MemoryConfig};
 #[cfg(feature = "redis")]
 pub use asynq_redis::{ConnectError, Namespace, RedisBroker, RedisConfig, TlsOptions};
 

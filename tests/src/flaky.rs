@@ -266,6 +266,30 @@ impl<B: asynq_core::broker::Manage> asynq_core::broker::Manage for FlakyBroker<B
         self.inner.delete_task(queue, id).await
     }
 
+    fn archive_limits(&self) -> asynq_core::ArchiveLimits {
+        self.inner.archive_limits()
+    }
+
+    async fn archive_outlook(&self, queue: &QueueName, adding: usize) -> Result<asynq_core::ArchiveOutlook> {
+        self.check().await?;
+        self.inner.archive_outlook(queue, adding).await
+    }
+
+    async fn archive_reporting(
+        &self,
+        queue: &QueueName,
+        set: &asynq_core::TaskSet,
+        progress: asynq_core::OnProgress<'_>,
+    ) -> Result<asynq_core::ArchiveReport> {
+        self.check().await?;
+        self.inner.archive_reporting(queue, set, progress).await
+    }
+
+    async fn archive_task_reporting(&self, queue: &QueueName, id: &TaskId) -> Result<asynq_core::ArchiveReport> {
+        self.check().await?;
+        self.inner.archive_task_reporting(queue, id).await
+    }
+
     async fn run_all(&self, queue: &QueueName, set: &asynq_core::TaskSet) -> Result<usize> {
         self.check().await?;
         self.inner.run_all(queue, set).await

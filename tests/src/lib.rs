@@ -17,7 +17,7 @@ mod tls;
 pub use flaky::FlakyBroker;
 pub use go_fixtures::{FixtureKey, load_fixture, read_fixture};
 pub use logs::{CapturedLogs, capture_logs};
-pub use redis_helpers::{redis_broker, wait_for};
+pub use redis_helpers::{redis_broker, redis_broker_with_archive_limits, wait_for};
 pub use redis_server::{KeyDump, RedisCluster, RedisSentinel, RedisServer, RespConnection, RespValue};
 pub use tls::CertificateAuthority;
 

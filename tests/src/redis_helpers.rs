@@ -14,6 +14,16 @@ pub async fn redis_broker(url: &str, clock: Arc<dyn Clock>) -> RedisBroker {
     RedisBroker::connect_with(config).await.expect("the test Redis accepts connections")
 }
 
+/// [`redis_broker`] with every queue's archive trimmed to `limits`.
+pub async fn redis_broker_with_archive_limits(
+    url: &str,
+    clock: Arc<dyn Clock>,
+    limits: asynq_core::ArchiveLimits,
+) -> RedisBroker {
+    let config = RedisConfig { clock, archive_limits: limits, ..RedisConfig::from_url(url).expect("a valid test URL") };
+    RedisBroker::connect_with(config).await.expect("the test Redis accepts connections")
+}
+
 /// Polls `done` every 20 ms for up to 20 s of real time; panics with `what` if it never holds.
 pub async fn wait_for<F, Fut>(what: &str, mut done: F)
 where

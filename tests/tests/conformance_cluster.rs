@@ -4,10 +4,10 @@
 //! key works under another prefix; the single-server and Sentinel suites use Go's, `asynq`.
 
 use asynq_conformance::{BrokerFactory, Capability};
-use asynq_core::Clock;
+use asynq_core::{ArchiveLimits, Clock};
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisCluster;
-use asynq_tests::redis_broker;
+use asynq_tests::{redis_broker, redis_broker_with_archive_limits};
 use std::sync::Arc;
 
 /// Builds brokers on one private 3-master cluster.
@@ -28,6 +28,11 @@ impl BrokerFactory for ClusterFactory {
     async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
         let url = format!("redis-cluster://{}?namespace=tenant-a", self.0.addrs().join(","));
         redis_broker(&url, clock).await
+    }
+
+    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> RedisBroker {
+        let url = format!("redis-cluster://{}?namespace=tenant-a", self.0.addrs().join(","));
+        redis_broker_with_archive_limits(&url, clock, limits).await
     }
 }
 

@@ -3,8 +3,8 @@
 //! does no IO, so the suite runs on tokio's paused time: its waits take no real time.
 
 use asynq_conformance::{BrokerFactory, Capability};
-use asynq_core::Clock;
-use asynq_memory::MemoryBroker;
+use asynq_core::{ArchiveLimits, Clock};
+use asynq_memory::{MemoryBroker, MemoryConfig};
 use std::sync::Arc;
 
 /// Makes a fresh `MemoryBroker` per case.
@@ -23,6 +23,10 @@ impl BrokerFactory for MemoryFactory {
 
     async fn broker(&self, clock: Arc<dyn Clock>) -> MemoryBroker {
         MemoryBroker::with_clock(clock)
+    }
+
+    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> MemoryBroker {
+        MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits })
     }
 }
 

@@ -1,10 +1,10 @@
 //! The broker conformance suite against `RedisBroker`, each case on its own redis-server.
 
 use asynq_conformance::{BrokerFactory, Capability};
-use asynq_core::Clock;
+use asynq_core::{ArchiveLimits, Clock};
 use asynq_redis::RedisBroker;
 use asynq_tests::RedisServer;
-use asynq_tests::redis_broker;
+use asynq_tests::{redis_broker, redis_broker_with_archive_limits};
 use std::sync::Arc;
 
 /// Builds brokers on one private redis-server.
@@ -24,6 +24,10 @@ impl BrokerFactory for RedisFactory {
 
     async fn broker(&self, clock: Arc<dyn Clock>) -> RedisBroker {
         redis_broker(&self.0.url(), clock).await
+    }
+
+    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> RedisBroker {
+        redis_broker_with_archive_limits(&self.0.url(), clock, limits).await
     }
 }
 

@@ -1,6 +1,7 @@
 //! The commands: one module per command group, each taking the parsed arguments and a
 //! [`Context`] holding the connection and the output mode.
 
+mod archive;
 mod cron;
 mod events;
 mod group;

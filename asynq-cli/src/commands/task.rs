@@ -22,7 +22,7 @@ pub(crate) async fn run(ctx: &Context, command: TaskCommand) -> CliResult {
         TaskCommand::Delete(args) => act(ctx, args, Action::Delete).await,
         TaskCommand::Run(args) => act(ctx, args, Action::Run).await,
         TaskCommand::Enqueue(args) => enqueue(ctx, *args).await,
-        TaskCommand::Archiveall(args) => bulk(ctx, args, Action::Archive).await,
+        TaskCommand::Archiveall(args) => super::archive::archive_all(ctx, args).await,
         TaskCommand::Deleteall(args) => bulk(ctx, args, Action::Delete).await,
         TaskCommand::Runall(args) => bulk(ctx, args, Action::Run).await,
     }
@@ -199,8 +199,9 @@ impl Action {
 
 async fn act(ctx: &Context, args: TaskRef, action: Action) -> CliResult {
     let inspector = &ctx.conn.inspector;
+    let mut trimmed = 0;
     match action {
-        Action::Archive => inspector.archive_task(&args.queue, &args.id).await?,
+        Action::Archive => trimmed = inspector.archive_task_reporting(&args.queue, &args.id).await?.trimmed(),
         Action::Delete => inspector.delete_task(&args.queue, &args.id).await?,
         Action::Run => inspector.run_task(&args.queue, &args.id).await?,
     }
@@ -215,6 +216,9 @@ async fn act(ctx: &Context, args: TaskRef, action: Action) -> CliResult {
         })?;
     } else {
         match action {
+            Action::Archive if trimmed > 0 => {
+                outln!("task archived; the archive's limits dropped {trimmed} older archived task(s)")?
+            }
             Action::Archive => outln!("task archived")?,
             Action::Delete => outln!("task deleted")?,
             Action::Run => outln!("task is now pending")?,
@@ -223,7 +227,8 @@ async fn act(ctx: &Context, args: TaskRef, action: Action) -> CliResult {
     Ok(())
 }
 
-async fn bulk(ctx: &Context, args: BulkArgs, action: Action) -> CliResult {
+/// The state and the set of tasks `--state` and `--group` name.
+pub(super) fn bulk_set(args: &BulkArgs) -> Result<(TaskState, TaskSet), CliError> {
     let state = parse_state(&args.state)?;
     let set = match (state, &args.group) {
         (TaskState::Aggregating, Some(group)) => TaskSet::Group(GroupName::new(group.as_str())?),
@@ -233,6 +238,11 @@ async fn bulk(ctx: &Context, args: BulkArgs, action: Action) -> CliResult {
         }
         (state, _) => TaskSet::State(state),
     };
+    Ok((state, set))
+}
+
+async fn bulk(ctx: &Context, args: BulkArgs, action: Action) -> CliResult {
+    let (state, set) = bulk_set(&args)?;
     let (bulk_action, verb) = match action {
         Action::Archive => (BulkAction::Archive, "archiving"),
         Action::Delete => (BulkAction::Delete, "deleting"),

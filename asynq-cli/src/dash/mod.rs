@@ -101,7 +101,12 @@ async fn fetch_msg(inspector: &Inspector, fetch: Fetch) -> Msg {
         Fetch::Act { action, queue, id } => {
             let done = match action {
                 Action::Run => inspector.run_task(&queue, &id).await.map(|()| "is now pending".to_owned()),
-                Action::Archive => inspector.archive_task(&queue, &id).await.map(|()| "archived".to_owned()),
+                Action::Archive => {
+                    inspector.archive_task_reporting(&queue, &id).await.map(|report| match report.trimmed() {
+                        0 => "archived".to_owned(),
+                        n => format!("archived; the archive's limits dropped {n} older archived task(s)"),
+                    })
+                }
                 Action::Delete => inspector.delete_task(&queue, &id).await.map(|()| "deleted".to_owned()),
                 Action::Cancel => inspector.cancel(&id).await.map(|found| format!("asked to cancel: {found}")),
             };

@@ -15,7 +15,9 @@ use super::{Queue, check_deletes, state_after};
 use asynq_core::events::EventKind;
 use asynq_core::state::Event;
 use asynq_core::time::unix_secs;
-use asynq_core::{EnqueueRequest, Error, QueueName, Replace, Result, TaskId, TaskInfo, TaskSet, TaskState};
+use asynq_core::{
+    ArchiveReport, EnqueueRequest, Error, QueueName, Replace, Result, TaskId, TaskInfo, TaskSet, TaskState,
+};
 use bytes::Bytes;
 use std::time::SystemTime;
 
@@ -205,7 +207,8 @@ impl Queue {
 
     /// Archives task `id` at `now`, then trims the archive (script `archiveTask`, 6.10). The
     /// message is left as it is.
-    pub(crate) fn archive_task(&mut self, queue: &QueueName, id: &TaskId, now: SystemTime) -> Result<()> {
+    /// Returns how many archived tasks the trim deleted: (by age, by size).
+    pub(crate) fn archive_task(&mut self, queue: &QueueName, id: &TaskId, now: SystemTime) -> Result<(usize, usize)> {
         let state = self.state_of(queue, id)?;
         match state {
             TaskState::Active => {
@@ -218,8 +221,7 @@ impl Queue {
         self.detach(id, state)?;
         self.put_in_archive(id, next, now);
         self.emit_stored(now, EventKind::Archived, id.as_str());
-        self.trim_archive(now);
-        Ok(())
+        Ok(self.trim_archive(now))
     }
 
     /// Deletes task `id` and releases its uniqueness lock (script `deleteTask`, 6.11).
@@ -250,8 +252,8 @@ impl Queue {
 
     /// Archives every task of `set` at `now`, then trims the archive once; returns how many
     /// (scripts `archiveAll`, `archiveAllPending` and `archiveAllAggregating`, 6.10). `set`
-    /// must have passed `validate_bulk`.
-    pub(crate) fn archive_all(&mut self, set: &TaskSet, now: SystemTime) -> usize {
+    /// must have passed `validate_bulk`. The report counts what the trim deleted.
+    pub(crate) fn archive_all(&mut self, set: &TaskSet, now: SystemTime) -> ArchiveReport {
         let mut archived = 0;
         for id in self.take_set(set) {
             let Some(record) = self.tasks.get(&id) else { continue };
@@ -260,8 +262,8 @@ impl Queue {
             self.emit_stored(now, EventKind::Archived, &id);
             archived += 1;
         }
-        self.trim_archive(now);
-        archived
+        let (by_age, by_size) = self.trim_archive(now);
+        ArchiveReport::new(archived, by_age, by_size)
     }
 
     /// Deletes every task of `set`, releasing the uniqueness locks they hold; returns how many
@@ -358,7 +360,7 @@ mod tests {
 
         for result in [
             queue.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")),
-            queue.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a"), at(100)),
+            queue.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a"), at(100)).map(|_| ()),
             queue.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a"), SystemTime::UNIX_EPOCH),
         ] {
             assert!(matches!(result, Err(Error::FailedPrecondition(ref m)) if m.contains("aggregat")), "{result:?}");

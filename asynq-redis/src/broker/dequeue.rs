@@ -59,7 +59,8 @@ impl RedisBroker {
                 call.key(k.task(id)).key(k.active()).key(k.lease()).key(k.archived());
                 call.key(k.processed_on(&date)).key(k.failed_on(&date)).key(k.processed_total()).key(k.failed_total());
                 call.arg(id).arg(encode(&msg.archived(&error, now))).arg(now_secs);
-                call.arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE).arg(stats_expiry).arg(k.task_prefix());
+                let (cutoff, max_size) = self.archive_args(now_secs);
+                call.arg(cutoff).arg(max_size).arg(stats_expiry).arg(k.task_prefix());
                 call.arg(k.finished_channel());
                 (call, "archive")
             }
@@ -233,7 +234,8 @@ impl RedisBroker {
             call.key(k.processed_on(&utc_date(now))).key(k.failed_on(&utc_date(now)));
             call.key(k.processed_total()).key(k.failed_total()).key(k.idle_workers()).key(k.waiting());
             call.key(k.prioritized()).key(k.priority_sequence()).key(k.events());
-            call.arg(now_secs).arg(now_secs - ARCHIVE_MAX_AGE_SECS).arg(ARCHIVE_MAX_SIZE);
+            let (cutoff, max_size) = self.archive_args(now_secs);
+            call.arg(now_secs).arg(cutoff).arg(max_size);
             call.arg(now_secs + STATS_TTL_SECS).arg(k.task_prefix()).arg(k.finished_channel()).arg(k.ready_channel());
             call.arg(lease_cutoff.unwrap_or(""));
             BatchCall { call, context: "settle batch", items: Vec::new() }

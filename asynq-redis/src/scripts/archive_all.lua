@@ -22,7 +22,8 @@
 -- ARGV[7] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[8] -> the event stream's cap, or "" (see events.lua)
 -- ARGV[9] -> the most tasks to archive in this call
--- Returns: {how many tasks were archived, how many the source still holds}
+-- Returns: {how many tasks were archived, how many the source still holds, how many archived
+--          tasks the trim deleted past the age limit, and over the size limit}
 local ids = take_slice(ARGV[1], KEYS[1], KEYS[4], tonumber(ARGV[9]))
 for _, id in ipairs(ids) do
     local task_key = ARGV[5] .. id
@@ -40,5 +41,5 @@ if ARGV[6] ~= "" then
     end
     group_index_refresh(KEYS[3], KEYS[1], ARGV[6])
 end
-trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
-return {#ids, left}
+local by_age, by_size = trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
+return {#ids, left, by_age, by_size}

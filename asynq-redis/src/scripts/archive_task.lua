@@ -18,7 +18,8 @@
 -- ARGV[7] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[8] -> the finish channel, asynq:{<q>}:finished (ours; see notify_waiters in common.lua)
 -- ARGV[9] -> the event stream's cap, or "" (see events.lua)
--- Returns: 1 done; 0 no such task; -1 the task is already archived; -2 the task is active;
+-- Returns: {1, how many archived tasks the trim deleted past the age limit, and over the size
+--          limit} done; 0 no such task; -1 the task is already archived; -2 the task is active;
 --          an error reply when the task's container does not hold it (nothing written)
 --          -3 the task is a workflow task waiting for others (nothing written)
 if redis.call("EXISTS", KEYS[1]) == 0 then
@@ -46,5 +47,5 @@ notify_waiters(KEYS[1], ARGV[8], ARGV[1])
 if ARGV[9] ~= "" then
     log_event(KEYS[4], ARGV[9], "archived", ARGV[1], redis.call("HGET", KEYS[1], "msg"))
 end
-trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[7])
-return 1
+local by_age, by_size = trim_archive(KEYS[2], ARGV[3], ARGV[4], ARGV[7])
+return {1, by_age, by_size}

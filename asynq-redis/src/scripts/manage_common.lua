@@ -64,13 +64,16 @@ end
 
 -- Deletes the archived tasks scored at or before `cutoff` (Unix seconds), then the oldest ones
 -- beyond the newest `max_size` - 1, hashes included (as the core archive script trims).
+-- Returns how many it deleted past the age limit, and how many over the size limit.
 local function trim_archive(archived, cutoff, max_size, task_prefix)
     local function delete_all(ids)
         for _, id in ipairs(ids) do
             redis.call("DEL", task_prefix .. id)
             redis.call("ZREM", archived, id)
         end
+        return #ids
     end
-    delete_all(redis.call("ZRANGE", archived, "-inf", cutoff, "BYSCORE"))
-    delete_all(redis.call("ZRANGE", archived, 0, -tonumber(max_size)))
+    local by_age = delete_all(redis.call("ZRANGE", archived, "-inf", cutoff, "BYSCORE"))
+    local by_size = delete_all(redis.call("ZRANGE", archived, 0, -tonumber(max_size)))
+    return by_age, by_size
 end

@@ -6,6 +6,7 @@
 //! runs to its end whether or not anybody is still waiting, so a closed tab does not cut it
 //! short.
 
+use super::archive::Trimmed;
 use super::{path, timestamp};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -57,6 +58,8 @@ pub(crate) struct JobView {
     started_at: String,
     /// How many tasks it acted on, once done.
     count: Option<usize>,
+    /// What the archive's trims dropped, once an archive is done.
+    trimmed: Option<Trimmed>,
     /// Why it failed.
     error: Option<JobError>,
 }
@@ -73,8 +76,18 @@ struct Accepted {
     job: JobView,
 }
 
-/// What a bulk action's work reports: how many tasks it acted on (none for a removal).
-pub(crate) type Work = std::pin::Pin<Box<dyn Future<Output = asynq_core::Result<Option<usize>>> + Send>>;
+/// What a bulk action's work reports: how many tasks it acted on (none for a removal) and, for
+/// an archive, what the archive's trims dropped.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Outcome {
+    /// Tasks acted on.
+    pub(crate) count: Option<usize>,
+    /// What an archive's trims dropped.
+    pub(crate) trimmed: Option<Trimmed>,
+}
+
+/// A bulk action's work.
+pub(crate) type Work = std::pin::Pin<Box<dyn Future<Output = asynq_core::Result<Outcome>> + Send>>;
 
 /// The progress sink a job's work calls after each step.
 pub(crate) type Sink = Arc<dyn Fn(BulkProgress) + Send + Sync>;
@@ -94,6 +107,7 @@ impl Jobs {
             total: 0,
             started_at,
             count: None,
+            trimmed: None,
             error: None,
         };
         table.jobs.insert(id, view);
@@ -106,13 +120,13 @@ impl Jobs {
         }
     }
 
-    fn finish(&self, id: u64, result: &Result<Option<usize>, ApiError>) {
+    fn finish(&self, id: u64, result: &Result<Outcome, ApiError>) {
         let mut table = self.0.lock().expect("jobs lock poisoned");
         if let Some(job) = table.jobs.get_mut(&id) {
             match result {
-                Ok(count) => {
+                Ok(outcome) => {
                     job.state = JobState::Done;
-                    job.count = *count;
+                    (job.count, job.trimmed) = (outcome.count, outcome.trimmed);
                 }
                 Err(e) => {
                     job.state = JobState::Failed;
@@ -147,7 +161,7 @@ pub(crate) async fn run(
     app: &AppState,
     description: String,
     work: impl FnOnce(Sink) -> Work,
-    done: impl FnOnce(Option<usize>) -> Response,
+    done: impl FnOnce(Outcome) -> Response,
 ) -> ApiResult<Response> {
     let id = app.jobs.start(description);
     let jobs = app.clone();

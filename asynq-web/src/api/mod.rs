@@ -1,6 +1,7 @@
 //! The JSON API: one module per resource, the table of routes (from which both the router and
 //! [`crate::api_routes`] are built), and the input parsing and validation every handler shares.
 
+mod archive;
 mod backend;
 mod events;
 mod groups;
@@ -75,12 +76,15 @@ pub(crate) fn routes() -> Routes {
         .post("/api/queues/{queue}/delete", queues::delete)
         .get("/api/queues/{queue}/states/{state}/tasks", tasks::list)
         .post("/api/queues/{queue}/states/{state}/bulk", tasks::bulk_state)
+        .get("/api/queues/{queue}/states/{state}/archive-outlook", archive::state_outlook)
         .post("/api/queues/{queue}/batch", tasks::batch)
+        .get("/api/queues/{queue}/archive-outlook", archive::outlook)
         .get("/api/queues/{queue}/tasks/{id}", tasks::get_one)
         .post("/api/queues/{queue}/tasks/{id}/{action}", tasks::act)
         .get("/api/queues/{queue}/groups", groups::list)
         .get("/api/queues/{queue}/groups/{group}/tasks", groups::tasks)
         .post("/api/queues/{queue}/groups/{group}/bulk", groups::bulk)
+        .get("/api/queues/{queue}/groups/{group}/archive-outlook", archive::group_outlook)
         .get("/api/servers", servers::list)
         .post("/api/servers/{id}/quiet", server_requests::quiet)
         .post("/api/servers/{id}/stop", server_requests::stop)

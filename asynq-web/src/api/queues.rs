@@ -310,9 +310,9 @@ pub(crate) async fn delete(
     let description = format!("remove queue {queue:?} and its tasks");
     let inspector = state.inspector.clone();
     let work = move |sink: super::jobs::Sink| -> super::jobs::Work {
-        Box::pin(
-            async move { inspector.delete_queue_with_progress(&queue, true, move |p| sink(p)).await.map(|()| None) },
-        )
+        Box::pin(async move {
+            inspector.delete_queue_with_progress(&queue, true, move |p| sink(p)).await.map(|()| Default::default())
+        })
     };
     super::jobs::run(&state, description, work, |_| no_content().into_response()).await
 }

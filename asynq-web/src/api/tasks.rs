@@ -1,6 +1,7 @@
 //! Tasks: listings per state with paging and search, one task in full, and the actions on them
 //! (run, archive, delete, cancel) one by one, on a selection, or on every task of a state.
 
+use super::archive::Trimmed;
 use super::render::{Rendered, preview, render};
 use super::{
     PageInfo, jobs, no_content, parse_body, path, query, queue_name, state as parse_state, task_id, timestamp,
@@ -8,7 +9,7 @@ use super::{
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use asynq_core::workflow::WORKFLOW_HEADER;
-use asynq_core::{BulkAction, CancelOutcome, Progress, TaskInfo, TaskSet, TaskState};
+use asynq_core::{ArchiveReport, BulkAction, CancelOutcome, Progress, TaskInfo, TaskSet, TaskState};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -445,6 +446,9 @@ pub(crate) struct Failure {
 pub(crate) struct BatchResult {
     succeeded: Vec<String>,
     failed: Vec<Failure>,
+    /// For an archive: what the archive's trims dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trimmed: Option<Trimmed>,
 }
 
 /// `POST /api/queues/{queue}/batch` with `{"action": "run", "ids": [...]}`: the action on each
@@ -463,7 +467,32 @@ pub(crate) async fn batch(
     for id in &ids {
         task_id(id)?;
     }
-    let mut result = BatchResult { succeeded: Vec::new(), failed: Vec::new() };
+    let mut result = BatchResult { succeeded: Vec::new(), failed: Vec::new(), trimmed: None };
+    if action == Action::Archive {
+        // Each archive reports what its trim dropped.
+        let mut trimmed = Trimmed::default();
+        let mut counted = true;
+        for id in ids {
+            let archived = match app.inspector.archive_task_reporting(&queue, &id).await {
+                // A backend that cannot count what its trim drops archives as before.
+                Err(asynq_core::Error::Unsupported { .. }) => {
+                    counted = false;
+                    app.inspector.archive_task(&queue, &id).await.map(|()| ArchiveReport::default())
+                }
+                other => other,
+            };
+            match archived.map_err(ApiError::from) {
+                Ok(report) => {
+                    trimmed.add(&report);
+                    result.succeeded.push(id);
+                }
+                Err(e) if e.status().is_server_error() => return Err(e),
+                Err(e) => result.failed.push(Failure { code: e.code(), message: e.message().to_owned(), id }),
+            }
+        }
+        result.trimmed = counted.then_some(trimmed);
+        return Ok(Json(result));
+    }
     for id in ids {
         match act_on(&app, &queue, &id, action).await {
             Ok(_) => result.succeeded.push(id),
@@ -484,6 +513,9 @@ pub(crate) struct Bulk {
 pub(crate) struct BulkResult {
     /// How many tasks the action moved or removed.
     count: usize,
+    /// For an archive: what the archive's trims dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trimmed: Option<Trimmed>,
 }
 
 /// Applies a bulk action to every task of `set`, as a job (see [`super::jobs`]): 200 with the
@@ -502,9 +534,27 @@ pub(crate) async fn bulk_on(app: &AppState, queue: &str, set: &TaskSet, body: &B
     let description = format!("{} the {set} of queue {queue:?}", action.verb());
     let (inspector, queue, set) = (app.inspector.clone(), queue.to_owned(), set.clone());
     let work = move |sink: jobs::Sink| -> jobs::Work {
-        Box::pin(async move { inspector.bulk_action(&queue, action, &set, move |p| sink(p)).await.map(Some) })
+        Box::pin(async move {
+            if action == BulkAction::Archive {
+                let sink = sink.clone();
+                match inspector.archive_all_reporting(&queue, &set, move |p| sink(p)).await {
+                    Ok(report) => {
+                        let trimmed = Some(Trimmed::from(&report));
+                        return Ok(jobs::Outcome { count: Some(report.archived), trimmed });
+                    }
+                    // A backend that cannot count what its trim drops archives as before.
+                    Err(asynq_core::Error::Unsupported { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let count = inspector.bulk_action(&queue, action, &set, move |p| sink(p)).await?;
+            Ok(jobs::Outcome { count: Some(count), trimmed: None })
+        })
     };
-    jobs::run(app, description, work, |count| Json(BulkResult { count: count.unwrap_or(0) }).into_response()).await
+    let done = |outcome: jobs::Outcome| {
+        Json(BulkResult { count: outcome.count.unwrap_or(0), trimmed: outcome.trimmed }).into_response()
+    };
+    jobs::run(app, description, work, done).await
 }
 
 /// `POST /api/queues/{queue}/states/{state}/bulk` with `{"action": "delete"}`: the action on
