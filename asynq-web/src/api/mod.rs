@@ -8,6 +8,7 @@ pub(crate) mod jobs;
 mod queues;
 mod render;
 mod schedulers;
+mod search;
 mod servers;
 mod slots;
 mod tasks;
@@ -72,6 +73,7 @@ pub(crate) fn routes() -> Routes {
         .post("/api/queues/{queue}/unpause", queues::unpause)
         .post("/api/queues/{queue}/delete", queues::delete)
         .get("/api/queues/{queue}/states/{state}/tasks", tasks::list)
+        .get("/api/queues/{queue}/states/{state}/search", search::step)
         .post("/api/queues/{queue}/states/{state}/bulk", tasks::bulk_state)
         .post("/api/queues/{queue}/batch", tasks::batch)
         .get("/api/queues/{queue}/tasks/{id}", tasks::get_one)
