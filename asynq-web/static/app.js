@@ -617,7 +617,7 @@
     search.addEventListener('keydown', (event) => {
       if (event.key !== 'Enter') return;
       clearTimeout(debounce);
-      startSearch(search.value.trim());
+      startSearch(search.value.trim(), true);
     });
     const searchProgress = h('p', { id: 'search-progress', class: 'muted', hidden: true, 'aria-live': 'polite' });
     const sizeSelect = h('select', { id: 'page-size', 'aria-label': 'Tasks per page' },
@@ -747,9 +747,10 @@
     // The most matches a search keeps; past them it stops and asks for a narrower search.
     const MAX_MATCHES = 5000;
 
-    // Shows `text`'s search (none when it is empty) from its start.
-    function startSearch(text) {
-      if (local.search && local.search.text === text) return;
+    // Shows `text`'s search (none when it is empty) from its start; the search shown already
+    // goes on unless `again`.
+    function startSearch(text, again) {
+      if (!again && (local.search ? local.search.text : '') === text) return;
       local.search = text ? { text, matches: [], seen: new Set(), cursor: null, scanned: 0, total: 0, done: false, capped: false } : null;
       local.selected.clear();
       local.page = 1;
@@ -1087,10 +1088,14 @@
       onclick: () => { if (local.page > 1) { local.page -= 1; refresh(); } } });
     const next = h('button', { type: 'button', id: 'workflows-next', text: 'Next ›', disabled: true,
       onclick: () => { local.page += 1; refresh(); } });
+    // The newest first: the list's end moves as workflows are stored and forgotten, so it has
+    // no last page button.
+    const first = h('button', { type: 'button', id: 'workflows-first', text: '« First', disabled: true,
+      onclick: () => { local.page = 1; refresh(); } });
     container.append(h('section', { class: 'panel' }, [
       h('h1', { text: 'Workflows' }),
       h('p', { class: 'muted', text: 'Newest first; each is kept for 7 days after it was stored.' }),
-      list.node, h('div', { class: 'pager' }, [prev, pageInfo, next]),
+      list.node, h('div', { class: 'pager' }, [first, prev, pageInfo, next]),
     ]));
     return {
       async update() {
@@ -1112,6 +1117,7 @@
         }
         pageInfo.textContent = `Page ${local.page}`;
         prev.disabled = local.page <= 1;
+        first.disabled = local.page <= 1;
         next.disabled = !data.has_next;
       },
     };

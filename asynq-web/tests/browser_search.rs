@@ -94,6 +94,7 @@ async fn a_search_finds_all_16_matches_among_100_000_tasks_and_a_bulk_action_tou
     let config = WebConfig::new(inspector.clone()).refresh(Duration::from_secs(1));
     let server = tokio::spawn(asynq_web::serve(listener, config, std::future::pending()));
     let browser = Browser::start().await;
+    eprintln!("browser after {:?}", started.elapsed());
     browser.set_viewport(1280, 800).await;
     browser.goto(&format!("{url}#/queues/big/pending")).await;
     browser.wait_for_text("#page-info", "the listing", |t| t.starts_with("Page 1 of 5,000")).await;
@@ -112,6 +113,7 @@ async fn a_search_finds_all_16_matches_among_100_000_tasks_and_a_bulk_action_tou
 
     // The search (a payload's field) shows its progress, then all 16 matches; the bulk action
     // says it acts on them.
+    eprintln!("paged after {:?}", started.elapsed());
     browser.fill("#search", "user_id=42").await;
     browser.wait_for_text("#search-progress", "the search's progress", |t| t.starts_with("Searching")).await;
     browser.wait_for_text("#search-progress", "the finished search", |t| t.starts_with("Searched all 100,000")).await;
@@ -127,6 +129,7 @@ async fn a_search_finds_all_16_matches_among_100_000_tasks_and_a_bulk_action_tou
     assert_eq!(types, json!(vec!["metrics:flush"; 16]));
     let archive = r#"button[data-bulk-all="archive"][data-filtered="true"]"#;
     browser.wait_for_text(archive, "the bulk action on the matches", |t| t == "Archive 16 matching").await;
+    eprintln!("searched after {:?}", started.elapsed());
     browser.screenshot(&screenshot_dir().join("web-search.png")).await;
     browser.eval("window.confirm = () => true; return true;", vec![]).await;
     browser.click(archive).await;

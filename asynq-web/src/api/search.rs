@@ -26,6 +26,7 @@ use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::Uri;
+use futures::{StreamExt as _, stream};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -33,6 +34,8 @@ use serde_json::Value;
 pub(crate) const PAGE: usize = 100;
 /// The most tasks one step looks through.
 pub(crate) const STEP_TASKS: usize = 5_000;
+/// How many reads of a step are in flight at once.
+const READS_AT_ONCE: usize = 4;
 /// A step ends early once it has found this many matches (the page that passes it is kept whole).
 pub(crate) const STEP_MATCHES: usize = 1_000;
 
@@ -265,9 +268,18 @@ pub(crate) async fn step(
     let mut found = Found::default();
     let next = match start {
         Cursor::Page(first) => {
+            // A few reads in flight at once: Redis runs each alone (and each is short) while
+            // the pages before are looked through.
+            let (queue, inspector) = (&queue, &app.inspector);
+            let mut reads =
+                stream::iter(first..first + STEP_TASKS.div_ceil(PAGE))
+                    .map(|number| async move {
+                        (number, inspector.list_tasks(queue, state, Page { size: PAGE, number }).await)
+                    })
+                    .buffered(READS_AT_ONCE);
             let mut next = None;
-            for number in first.. {
-                let page = app.inspector.list_tasks(&queue, state, Page { size: PAGE, number }).await?;
+            while let Some((number, page)) = reads.next().await {
+                let page = page?;
                 let last = page.len() < PAGE;
                 if found.take(&search, page) && !last {
                     next = Some(Cursor::Page(number + 1));
