@@ -565,7 +565,9 @@ impl RedisBroker {
         let ns = self.namespace();
         let dropped: redis::RedisResult<()> = async {
             let _: i64 = conn.zrem(ns.workflows(), id.as_str()).await?;
-            let _: i64 = conn.del(&[ns.workflow(id.as_str()), ns.workflow_types(id.as_str())]).await?;
+            // One key a command: on a Cluster the two may live on two nodes.
+            let _: i64 = conn.del(ns.workflow(id.as_str())).await?;
+            let _: i64 = conn.del(ns.workflow_types(id.as_str())).await?;
             Ok(())
         }
         .await;
@@ -699,12 +701,13 @@ impl Workflows for RedisBroker {
 
     async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>> {
         let ns = self.namespace();
-        let (entries, types): (Vec<String>, Vec<String>) = redis::pipe()
-            .lrange(ns.workflow(id.as_str()), 0, -1)
-            .lrange(ns.workflow_types(id.as_str()), 0, -1)
-            .query_async(&mut self.conn())
-            .await
-            .map_err(|e| broker_error("read a workflow", e))?;
+        // Two commands: the keys have no hash tag, so a Cluster may keep them on two nodes.
+        let (mut records, mut type_lists) = (self.conn(), self.conn());
+        let (entries, types): (Vec<String>, Vec<String>) = futures::try_join!(
+            records.lrange(ns.workflow(id.as_str()), 0, -1),
+            type_lists.lrange(ns.workflow_types(id.as_str()), 0, -1),
+        )
+        .map_err(|e| broker_error("read a workflow", e))?;
         if entries.is_empty() {
             return Err(Error::WorkflowNotFound { id: id.clone() });
         }
