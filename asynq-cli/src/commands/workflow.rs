@@ -8,6 +8,7 @@ use crate::output::{self, outln, past, payload_text, print_json, print_table};
 use crate::view::{TaskView, WorkflowSummaryView};
 use asynq_client::{WorkflowReport, WorkflowTask};
 use asynq_core::broker::Page;
+use asynq_core::workflow::ParentOutcome;
 use serde::Serialize;
 
 /// Runs `asynq workflow <command>`.
@@ -72,7 +73,15 @@ fn print_report(report: &WorkflowReport) -> CliResult {
                 info.last_error.clone().unwrap_or_default(),
                 info.result.as_deref().map(payload_text).unwrap_or_default(),
             ),
-            None => (String::new(), "gone (succeeded, or deleted)".to_owned(), String::new(), String::new()),
+            // No longer stored: it succeeded without retention (as the broker saw), or it was
+            // deleted (or settled where the broker did not see it).
+            None => {
+                let state = match task.settled {
+                    ParentOutcome::Succeeded { .. } => "succeeded (not kept)",
+                    _ => "gone (deleted)",
+                };
+                (task.type_name.clone().unwrap_or_default(), state.to_owned(), String::new(), String::new())
+            }
         };
         let parents = parent_ids(report, task).join(", ");
         table.add_row([
