@@ -346,6 +346,26 @@ fn workflows_are_listed_and_inspected() {
     let missing = asynq_at(&server, &["workflow", "inspect", "no-such-workflow"]);
     assert_eq!(missing.code, 3, "{missing:#?}");
     assert!(missing.stderr.contains("asynq workflow ls"), "{missing:#?}");
+
+    // A task that succeeded without retention keeps its type and its success; one deleted is gone.
+    let other =
+        |id: &str| Flow::task(Task::new("fetch", id.to_owned()), TaskOptions::new().queue("flows2").task_id(id));
+    let done = common::block_on(async {
+        use asynq_core::broker::{Dequeue, Manage, Outcome};
+        let broker = common::broker(&server).await;
+        let stored = FlowProducer::new(broker.clone()).enqueue(&other("fetched").then(other("dropped"))).await.unwrap();
+        let queue = asynq_core::QueueName::from_static("flows2");
+        let taken = broker.dequeue(std::slice::from_ref(&queue), 1).await.unwrap();
+        broker.finish(&taken[0].message, Outcome::Done).await.unwrap();
+        // Released in the step its parent succeeded in (one queue), then deleted.
+        broker.delete_task(&queue, &asynq_core::TaskId::from_static("dropped")).await.unwrap();
+        stored.id.to_string()
+    });
+    let inspect = asynq_at(&server, &["workflow", "inspect", &done]).ok();
+    let fetched = inspect.line("fetched");
+    assert!(fetched.contains("succeeded (not kept)") && fetched.contains("fetch"), "{}", inspect.stdout);
+    let dropped = inspect.line("dropped");
+    assert!(dropped.contains("gone (deleted)") && dropped.contains("fetch"), "{}", inspect.stdout);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use asynq_core::ServerRequest;
 use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
 use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
 pub use asynq_core::workflow::WorkflowCancellation;
-use asynq_core::workflow::{CancelMark, TaskRef, WorkflowSummary, Workflows};
+use asynq_core::workflow::{CancelMark, ParentOutcome, TaskRef, WorkflowSummary, Workflows};
 use asynq_core::{
     ArchiveLimits, ArchiveOutlook, ArchiveReport, BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats,
     Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, TaskId, TaskInfo, TaskSet, TaskState,
@@ -199,13 +199,28 @@ impl Inspector {
             .buffered(WORKFLOW_READS_AT_ONCE)
             .collect()
             .await;
+        let infos = infos.into_iter().collect::<Result<Vec<_>>>()?;
+        // How the tasks that are gone settled, as far as the broker keeps it.
+        let gone: Vec<TaskRef> =
+            refs.iter().zip(&infos).filter(|(_, info)| info.is_none()).map(|(task, _)| task.clone()).collect();
+        let mut settled =
+            if gone.is_empty() { Vec::new() } else { workflows.settled_outcomes(&gone).await? }.into_iter();
         let tasks = nodes
             .into_iter()
             .zip(infos)
-            .map(|(node, info)| {
-                Ok(WorkflowTask { task: node.task, name: node.name, parents: node.parents, info: info? })
+            .map(|(node, info)| WorkflowTask {
+                settled: if info.is_none() {
+                    settled.next().unwrap_or(ParentOutcome::Unknown)
+                } else {
+                    ParentOutcome::Unknown
+                },
+                type_name: info.as_ref().map(|info| info.type_name.clone()).or(node.type_name),
+                task: node.task,
+                name: node.name,
+                parents: node.parents,
+                info,
             })
-            .collect::<Result<_>>()?;
+            .collect();
         Ok(WorkflowReport { id, tasks, cancelled })
     }
 
@@ -571,6 +586,15 @@ pub struct WorkflowTask {
     /// What the broker holds of it; `None` once it is gone (it succeeded without retention, or
     /// was deleted).
     pub info: Option<TaskInfo>,
+    /// Its task type: from [`WorkflowTask::info`], or for a task that is gone from the
+    /// workflow's record (`None` in a record a version that kept no types wrote).
+    pub type_name: Option<String>,
+    /// For a task that is gone, how it settled while the broker keeps that
+    /// ([`Workflows::settled_outcomes`]): [`ParentOutcome::Succeeded`] for one that succeeded
+    /// without retention, [`ParentOutcome::Unknown`] for one deleted (or settled too long
+    /// ago, or by a Go server while nothing waited for it). Always
+    /// [`ParentOutcome::Unknown`] for a task that is not gone.
+    pub settled: ParentOutcome,
 }
 
 /// Where a whole workflow stands.

@@ -264,6 +264,7 @@ macro_rules! broker_conformance {
             workflow::case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it,
             workflow::case_a_cancel_mark_is_kept_and_reported,
             workflow::case_a_dag_s_names_are_kept_in_its_record,
+            workflow::case_operators_see_how_gone_workflow_tasks_settled,
             workflow::case_a_parent_removed_with_its_queue_vanishes,
             events::case_events_are_kept_only_for_a_queue_that_asks,
             events::case_events_follow_each_task_through_its_life,

@@ -467,3 +467,46 @@ where
     let c = t.task("q", "c").await;
     assert_eq!((c.state, c.last_error.as_deref()), (TaskState::Archived, Some(vanished.as_str())));
 }
+
+/// A workflow's record keeps each task's type, and the broker keeps how each workflow task
+/// settled for good, so that an operator tells a task that succeeded without retention (and is
+/// gone) from one deleted: one others wait for with its result, one nothing waits for without;
+/// a failure with its error; a task deleted, or not settled yet, is unknown.
+pub async fn case_operators_see_how_gone_workflow_tasks_settled<F: BrokerFactory>(factory: &F)
+where
+    F::Broker: Workflows,
+{
+    let t = Fixture::new(factory).await;
+    let typed = |queue: &str, id: &str, type_name: &str| {
+        Flow::task(Task::new(type_name, id.to_owned()), TaskOptions::new().queue(queue).task_id(id))
+    };
+    t.store_as(&typed("q", "a", "fetch").then(typed("q", "b", "report:send")), "chain").await.unwrap();
+    let group = Flow::group([typed("q2", "c", "t"), typed("q2", "d", "t"), typed("q2", "e", "t")]);
+    t.store_as(&group, "group").await.unwrap();
+    let chain = t.broker.workflow_tasks(&WorkflowId::from_static("chain")).await.unwrap();
+    let types: Vec<Option<&str>> = chain.iter().map(|node| node.type_name.as_deref()).collect();
+    assert_eq!(types, [Some("fetch"), Some("report:send")]);
+    let refs = [("q", "a"), ("q", "b"), ("q2", "c"), ("q2", "d"), ("q2", "e")].map(|(queue, id)| task_ref(queue, id));
+    assert_eq!(t.broker.settled_outcomes(&refs).await.unwrap(), vec![ParentOutcome::Unknown; 5], "nothing settled yet");
+
+    t.succeed("q", "a", "A").await;
+    t.relay(&["q"]).await;
+    t.succeed("q", "b", "B").await;
+    let c = t.take("q2", "c").await.message;
+    t.finish(&c, archive("boom")).await;
+    t.broker.delete_task(&QueueName::from_static("q2"), &TaskId::from_static("d")).await.unwrap();
+    t.relay(&["q", "q2"]).await;
+    let settled = t.broker.settled_outcomes(&refs).await.unwrap();
+    assert_eq!(
+        settled,
+        [
+            succeeded("A"),
+            ParentOutcome::Succeeded { result: None },
+            ParentOutcome::Failed { error: "boom".to_owned() },
+            ParentOutcome::Unknown,
+            ParentOutcome::Unknown,
+        ],
+        "a and b succeeded (only a, which b waited for, keeps its result), c failed, d was deleted, e is pending"
+    );
+    assert_eq!(t.broker.settled_outcomes(&[]).await.unwrap(), []);
+}

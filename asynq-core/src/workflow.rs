@@ -276,6 +276,7 @@ impl WorkflowPlan {
                 task: TaskRef::of(&task.request.message),
                 parents: task.parents.iter().map(|parent| positions[parent]).collect(),
                 name: task.name.clone(),
+                type_name: Some(task.request.message.type_name.clone()),
             })
             .collect()
     }
@@ -312,6 +313,9 @@ pub struct WorkflowNode {
     pub parents: Vec<usize>,
     /// Its name, for a task of a DAG ([`DagTask`]).
     pub name: Option<String>,
+    /// Its task type, kept so that operators can tell what a task that is gone was; `None` in
+    /// a record a version that kept no types wrote.
+    pub type_name: Option<String>,
 }
 
 /// The refusal of an operator's action (run, archive, delete) on the workflow task `id` while it
@@ -448,6 +452,16 @@ pub trait Workflows: Send + Sync {
     /// Whether workflow `id` was cancelled ([`Workflows::mark_cancelled`]); `false` for one not
     /// kept.
     async fn is_cancelled(&self, id: &WorkflowId) -> Result<bool>;
+
+    /// How each of `tasks`, workflow tasks, settled for good, as far as this broker saw it and
+    /// keeps it ([`WORKFLOW_RESULT_TTL`] from when it settled), in order: operators read it to
+    /// tell a task that succeeded without retention (and is gone) from one deleted. A task
+    /// others wait for comes with its result, as [`Workflows::parent_results`] gives it; one
+    /// that nothing waits for with none ([`ParentOutcome::Succeeded`] without a result). One
+    /// that has not settled, settled longer ago, settled where the broker did not see it (a Go
+    /// server ran it, and nothing waits for it) or was never a workflow task is
+    /// [`ParentOutcome::Unknown`].
+    async fn settled_outcomes(&self, tasks: &[TaskRef]) -> Result<Vec<ParentOutcome>>;
 
     /// The parents of the workflow task `task` and how each settled, in its plan's order; one
     /// whose outcome is not known is [`ParentOutcome::Unknown`]. Empty for a task that waits for

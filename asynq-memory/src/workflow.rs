@@ -139,6 +139,20 @@ impl Workflows for MemoryBroker {
         Ok(true)
     }
 
+    async fn settled_outcomes(&self, tasks: &[TaskRef]) -> Result<Vec<ParentOutcome>> {
+        let now = self.now();
+        let state = self.state();
+        Ok(tasks
+            .iter()
+            .map(|task| {
+                state
+                    .queues
+                    .get(&task.queue)
+                    .map_or(ParentOutcome::Unknown, |q| q.workflow_outcome(task.id.as_str(), now))
+            })
+            .collect())
+    }
+
     async fn parent_results(&self, task: &TaskRef) -> Result<Vec<ParentResult>> {
         let now = self.now();
         let state = self.state();

@@ -207,6 +207,13 @@ impl Namespace {
         format!("{self}:workflow:{id}")
     }
 
+    /// `<ns>:workflow_types:<id>` — the task types of workflow `id`'s tasks, in the order of
+    /// [`Namespace::workflow`]'s list, expiring with it; a record without it (an earlier version
+    /// wrote none) has no types. No hash tag: single commands touch it. Ours only.
+    pub fn workflow_types(&self, id: &str) -> String {
+        format!("{self}:workflow_types:{id}")
+    }
+
     /// `<ns>:workflow_cancelled:<id>` — the mark that workflow `id` was cancelled: empty while
     /// its cancel is under way, then `<archived>,<stopping>` (what the cancel did), expiring
     /// with the workflow's record. No hash tag: single commands touch it. Ours only.

@@ -169,7 +169,7 @@ fn read_record_entry(entry: &str, position: usize) -> Option<WorkflowNode> {
             .collect::<Option<_>>()?,
     };
     let name = lines.next().map(str::to_owned);
-    Some(WorkflowNode { task: TaskRef { queue, id }, parents, name })
+    Some(WorkflowNode { task: TaskRef { queue, id }, parents, name, type_name: None })
 }
 
 /// What a cancel recorded it did, from its mark (`<archived>,<stopping>`); `None` for a mark
@@ -481,18 +481,22 @@ impl RedisBroker {
     }
 
     /// Records `plan`'s workflow for operators: its ID in `<ns>:workflows`, its tasks and their
-    /// parents in `<ns>:workflow:<id>` (pushed a page at a time), both kept for
-    /// [`WORKFLOW_RESULT_TTL`].
+    /// parents in `<ns>:workflow:<id>` and their types in `<ns>:workflow_types:<id>` (each
+    /// pushed a page at a time), all kept for [`WORKFLOW_RESULT_TTL`].
     async fn record_workflow(&self, conn: &mut Connection, plan: &WorkflowPlan, now: SystemTime) -> Result<()> {
         let ns = self.namespace();
-        let (index, list) = (ns.workflows(), ns.workflow(plan.id.as_str()));
+        let (index, list, types) = (ns.workflows(), ns.workflow(plan.id.as_str()), ns.workflow_types(plan.id.as_str()));
         let fail = |e| broker_error("record a workflow", e);
         let _: i64 = conn.zadd(&index, plan.id.as_str(), unix_secs(now)).await.map_err(fail)?;
-        let entries: Vec<String> = plan.nodes().iter().map(record_entry).collect();
-        for page in entries.chunks(1_000) {
-            let _: i64 = conn.rpush(&list, page).await.map_err(fail)?;
+        let nodes = plan.nodes();
+        let entries: Vec<String> = nodes.iter().map(record_entry).collect();
+        let type_names: Vec<&str> = plan.tasks.iter().map(|task| task.request.message.type_name.as_str()).collect();
+        for (key, values) in [(&list, entries.iter().map(String::as_str).collect::<Vec<_>>()), (&types, type_names)] {
+            for page in values.chunks(1_000) {
+                let _: i64 = conn.rpush(key, page).await.map_err(fail)?;
+            }
+            let _: bool = conn.expire(key, WORKFLOW_RESULT_TTL.as_secs() as i64).await.map_err(fail)?;
         }
-        let _: bool = conn.expire(&list, WORKFLOW_RESULT_TTL.as_secs() as i64).await.map_err(fail)?;
         Ok(())
     }
 
@@ -501,7 +505,9 @@ impl RedisBroker {
         let ns = self.namespace();
         let dropped: redis::RedisResult<()> = async {
             let _: i64 = conn.zrem(ns.workflows(), id.as_str()).await?;
+            // One key a command: on a Cluster the two may live on two nodes.
             let _: i64 = conn.del(ns.workflow(id.as_str())).await?;
+            let _: i64 = conn.del(ns.workflow_types(id.as_str())).await?;
             Ok(())
         }
         .await;
@@ -526,6 +532,37 @@ impl RedisBroker {
                 tracing::error!(%queue, error = %e, "could not take back the tasks of a workflow that failed to store");
             }
         }
+    }
+}
+
+impl RedisBroker {
+    /// The outcomes kept of `tasks` (`wf:outcome:<id>`), in order: one pipeline per queue, as a
+    /// Cluster takes no pipeline across slots.
+    async fn outcomes(&self, tasks: &[TaskRef]) -> Result<Vec<ParentOutcome>> {
+        let mut by_queue: BTreeMap<&QueueName, Vec<usize>> = BTreeMap::new();
+        for (index, task) in tasks.iter().enumerate() {
+            by_queue.entry(&task.queue).or_default().push(index);
+        }
+        let conn = self.conn();
+        let reads = try_join_all(by_queue.into_iter().map(|(queue, indexes)| {
+            let k = self.queue_keys(queue);
+            let mut pipe = redis::pipe();
+            for &index in &indexes {
+                pipe.get(k.workflow_outcome(tasks[index].id.as_str()));
+            }
+            let mut conn = conn.clone();
+            async move {
+                let outcomes: Vec<Option<Vec<u8>>> = pipe.query_async(&mut conn).await?;
+                Ok::<_, redis::RedisError>(indexes.into_iter().zip(outcomes))
+            }
+        }))
+        .await
+        .map_err(|e| broker_error("read workflow outcomes", e))?;
+        let mut outcomes: Vec<ParentOutcome> = vec![ParentOutcome::Unknown; tasks.len()];
+        for (index, stored) in reads.into_iter().flatten() {
+            outcomes[index] = stored.map_or(ParentOutcome::Unknown, |stored| read_outcome(&stored));
+        }
+        Ok(outcomes)
     }
 }
 
@@ -603,20 +640,27 @@ impl Workflows for RedisBroker {
     }
 
     async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>> {
-        let entries: Vec<String> = self
-            .conn()
-            .lrange(self.namespace().workflow(id.as_str()), 0, -1)
-            .await
-            .map_err(|e| broker_error("read a workflow", e))?;
+        let ns = self.namespace();
+        // Two commands: the keys have no hash tag, so a Cluster may keep them on two nodes.
+        let (mut records, mut type_lists) = (self.conn(), self.conn());
+        let (entries, types): (Vec<String>, Vec<String>) = futures::try_join!(
+            records.lrange(ns.workflow(id.as_str()), 0, -1),
+            type_lists.lrange(ns.workflow_types(id.as_str()), 0, -1),
+        )
+        .map_err(|e| broker_error("read a workflow", e))?;
         if entries.is_empty() {
             return Err(Error::WorkflowNotFound { id: id.clone() });
         }
+        // A record an earlier version wrote has no types.
+        let mut types = (types.len() == entries.len()).then(|| types.into_iter());
         entries
             .iter()
             .enumerate()
             .map(|(position, entry)| {
-                read_record_entry(entry, position)
-                    .ok_or_else(|| unexpected("read a workflow", format!("a bad task {entry:?}")))
+                let mut node = read_record_entry(entry, position)
+                    .ok_or_else(|| unexpected("read a workflow", format!("a bad task {entry:?}")))?;
+                node.type_name = types.as_mut().and_then(Iterator::next);
+                Ok(node)
             })
             .collect()
     }
@@ -684,33 +728,12 @@ impl Workflows for RedisBroker {
             };
             parents.push(TaskRef { queue, id });
         }
-        if parents.is_empty() {
-            return Ok(Vec::new());
-        }
-        // One pipeline per queue: a Cluster takes no pipeline across slots.
-        let mut by_queue: BTreeMap<&QueueName, Vec<usize>> = BTreeMap::new();
-        for (index, parent) in parents.iter().enumerate() {
-            by_queue.entry(&parent.queue).or_default().push(index);
-        }
-        let reads = try_join_all(by_queue.into_iter().map(|(queue, indexes)| {
-            let k = self.queue_keys(queue);
-            let mut pipe = redis::pipe();
-            for &index in &indexes {
-                pipe.get(k.workflow_outcome(parents[index].id.as_str()));
-            }
-            let mut conn = conn.clone();
-            async move {
-                let outcomes: Vec<Option<Vec<u8>>> = pipe.query_async(&mut conn).await?;
-                Ok::<_, redis::RedisError>(indexes.into_iter().zip(outcomes))
-            }
-        }))
-        .await
-        .map_err(|e| broker_error("read workflow outcomes", e))?;
-        let mut outcomes: Vec<ParentOutcome> = vec![ParentOutcome::Unknown; parents.len()];
-        for (index, stored) in reads.into_iter().flatten() {
-            outcomes[index] = stored.map_or(ParentOutcome::Unknown, |stored| read_outcome(&stored));
-        }
+        let outcomes = self.outcomes(&parents).await?;
         Ok(parents.into_iter().zip(outcomes).map(|(task, outcome)| ParentResult { task, outcome }).collect())
+    }
+
+    async fn settled_outcomes(&self, tasks: &[TaskRef]) -> Result<Vec<ParentOutcome>> {
+        self.outcomes(tasks).await
     }
 
     async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
@@ -756,7 +779,7 @@ mod tests {
 
     fn node(queue: &'static str, id: &'static str, parents: &[usize]) -> WorkflowNode {
         let task = TaskRef { queue: QueueName::from_static(queue), id: TaskId::from_static(id) };
-        WorkflowNode { task, parents: parents.to_vec(), name: None }
+        WorkflowNode { task, parents: parents.to_vec(), name: None, type_name: None }
     }
 
     #[test]

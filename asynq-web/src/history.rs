@@ -27,8 +27,8 @@ pub(crate) const MAX_QUEUES: usize = 1_000;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Sample {
     pub(crate) at: SystemTime,
-    /// active, pending, scheduled, retry, archived, completed, aggregating.
-    pub(crate) sizes: [u64; 7],
+    /// active, pending, scheduled, retry, archived, completed, aggregating, waiting.
+    pub(crate) sizes: [u64; 8],
     pub(crate) processed_total: u64,
     pub(crate) failed_total: u64,
     pub(crate) latency: Duration,
@@ -36,8 +36,16 @@ pub(crate) struct Sample {
 
 impl Sample {
     fn of(info: &QueueInfo) -> Self {
-        let sizes =
-            [info.active, info.pending, info.scheduled, info.retry, info.archived, info.completed, info.aggregating];
+        let sizes = [
+            info.active,
+            info.pending,
+            info.scheduled,
+            info.retry,
+            info.archived,
+            info.completed,
+            info.aggregating,
+            info.waiting,
+        ];
         Self {
             at: info.timestamp,
             sizes: sizes.map(|n| n as u64),

@@ -30,6 +30,8 @@
     aggregating: [],
     waiting: [],
   };
+  // The most task IDs one batch request names (the API's limit).
+  const MAX_BATCH = 1000;
   const QUEUE_FIELDS = ['size', 'pending', 'active', 'scheduled', 'retry', 'archived', 'completed',
     'aggregating', 'processed', 'failed', 'throughput', 'paused', 'latency', 'memory'];
 
@@ -77,6 +79,10 @@
     ]);
     return { node: h('div', { class: 'table-wrap' }, tableNode), body };
   }
+
+  // The header of a table's Actions column, which stays in sight at the right edge of its
+  // scrolling box on a narrow screen (see app.css).
+  const actionsHeader = () => h('th', { scope: 'col', class: 'actions', text: 'Actions' });
 
   function emptyRow(body, columns, text) {
     body.append(h('tr', { class: 'empty' }, h('td', { colspan: columns, text })));
@@ -437,7 +443,7 @@
   function overviewView(_route, container) {
     const headers = ['Queue', 'Size', 'Pending', 'Active', 'Scheduled', 'Retry', 'Archived', 'Completed',
       'Aggregating', 'Processed', 'Failed', 'Throughput', 'State', 'Latency', 'Memory'];
-    if (writable()) headers.push('Actions');
+    if (writable()) headers.push(actionsHeader());
     const queues = table('queues', headers);
     const days = h('select', { id: 'history-days', 'aria-label': 'Days of history' },
       [7, 14, 30, 90].map((d) => h('option', { value: d, text: `${d} days` })));
@@ -529,24 +535,49 @@
     app.samples.delete(name);
   }
 
+  // The top of a chart's value axis: `max` rounded up to 1, 2 or 5 times a power of ten, so
+  // that its label is short; 1 when every value is 0.
+  function niceMax(max) {
+    if (!(max > 0)) return 1;
+    const power = 10 ** Math.floor(Math.log10(max));
+    const step = [1, 2, 5, 10].find((f) => max <= f * power * (1 + 1e-9));
+    return step * power;
+  }
+
+  // How wide `text` is in the charts' tick font (11 px in the chart's own units, the page's
+  // font family), for the room its axis leaves it.
+  const tickMeasure = document.createElement('canvas').getContext('2d');
+  function tickWidth(text) {
+    tickMeasure.font = `11px ${getComputedStyle(document.documentElement).fontFamily}`;
+    return Math.ceil(tickMeasure.measureText(text).width * 1.1) + 2;
+  }
+
+  // The left edge of a chart's plot: room for the widest of its value labels and their gap.
+  const axisRoom = (labels) => Math.max(24, ...labels.map(tickWidth)) + 8;
+
+  // A rate per second, short: `0.04`, `2.5`, `120`.
+  const fmtRate = (v) => (v >= 100 ? v.toFixed(0) : v >= 1 ? String(Number(v.toFixed(1))) : String(Number(v.toPrecision(2))));
+
   // A line chart of `points` (each with `at` and a value per series key) over time: one
-  // polyline per series, the largest value and zero on the axis, a legend below. Points whose
-  // value is null break nothing: the line skips them.
+  // polyline per series, the axis from zero to a round value above the largest, labelled in
+  // the room their text takes, a legend below. Points whose value is null break nothing: the
+  // line skips them.
   function lineChart(container, points, series, format) {
     const width = 420;
     const height = 160;
-    const pad = { left: 48, right: 8, top: 10, bottom: 22 };
-    const plotW = width - pad.left - pad.right;
-    const plotH = height - pad.top - pad.bottom;
     const times = points.map((p) => new Date(p.at).getTime());
     const [t0, t1] = [Math.min(...times), Math.max(...times)];
-    const max = Math.max(1e-9, ...points.flatMap((p) => series.map((s) => p[s.key] || 0)));
+    const max = niceMax(Math.max(0, ...points.flatMap((p) => series.map((s) => p[s.key] || 0))));
+    const [top, bottom] = [format(max), format(0)];
+    const pad = { left: axisRoom([top, bottom]), right: 8, top: 10, bottom: 22 };
+    const plotW = width - pad.left - pad.right;
+    const plotH = height - pad.top - pad.bottom;
     const x = (t) => pad.left + (t1 > t0 ? ((t - t0) / (t1 - t0)) * plotW : plotW);
     const y = (v) => pad.top + plotH - (v / max) * plotH;
     const nodes = [
       svg('line', { x1: pad.left, y1: pad.top + plotH, x2: width - pad.right, y2: pad.top + plotH, class: 'axis' }),
-      svg('text', { x: pad.left - 6, y: pad.top + 10, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode(format(max))]),
-      svg('text', { x: pad.left - 6, y: pad.top + plotH, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode('0')]),
+      svg('text', { x: pad.left - 6, y: pad.top + 10, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode(top)]),
+      svg('text', { x: pad.left - 6, y: pad.top + plotH, class: 'tick', 'text-anchor': 'end' }, [document.createTextNode(bottom)]),
     ];
     for (const s of series) {
       const coords = points.filter((p) => typeof p[s.key] === 'number')
@@ -564,8 +595,9 @@
   function renderChart(container, days) {
     const width = 640;
     const height = 220;
-    const pad = { left: 48, right: 12, top: 12, bottom: 36 };
-    const max = Math.max(1, ...days.map((d) => Math.max(d.processed, d.failed)));
+    const max = niceMax(Math.max(1, ...days.map((d) => Math.max(d.processed, d.failed))));
+    // The dates below the bars are centred on them: the last one needs half its width.
+    const pad = { left: axisRoom([fmtNumber(max), '0']), right: Math.max(12, tickWidth('12-31') / 2), top: 12, bottom: 36 };
     const plotW = width - pad.left - pad.right;
     const plotH = height - pad.top - pad.bottom;
     const slot = plotW / Math.max(1, days.length);
@@ -600,20 +632,30 @@
 
   function queueView(route, container) {
     const { queue, state } = route;
-    const local = { page: 1, size: 20, search: '', selected: new Set(), hasNext: false, ids: [] };
+    // `search` is the search shown, if any: its text, what it found so far and where it stands.
+    const local = { page: 1, size: 20, pages: 1, search: null, selected: new Set(), hasNext: false, ids: [] };
     const tabs = h('nav', { class: 'tabs', 'aria-label': 'Task states' }, STATES.map((s) =>
       h('a', { href: `#/queues/${enc(queue)}/${s}`, 'data-state': s, class: s === state ? 'active' : null,
         'aria-current': s === state ? 'page' : null }, [s, ' ', h('span', { class: 'count', 'data-count': s })])));
-    const search = h('input', { id: 'search', type: 'search', placeholder: 'Filter by task ID or type',
-      'aria-label': 'Filter by task ID or type', autocomplete: 'off' });
+    const search = h('input', { id: 'search', type: 'search', placeholder: 'Search ID, type, payload, result; or field=value',
+      'aria-label': 'Search the tasks: text in their ID, type, payload or result, or field=value in a JSON payload',
+      title: 'Terms separated by spaces, all of which must match: text (or "two words") in a task\'s ID, type, payload '
+        + 'or result, or field=value for a field of a JSON payload (a.b=value looks inside; field="two words")',
+      autocomplete: 'off', spellcheck: 'false' });
     let debounce = null;
     search.addEventListener('input', () => {
       clearTimeout(debounce);
-      debounce = setTimeout(() => { local.search = search.value.trim(); local.page = 1; refresh(); }, 250);
+      debounce = setTimeout(() => startSearch(search.value.trim()), 400);
     });
+    search.addEventListener('keydown', (event) => {
+      if (event.key !== 'Enter') return;
+      clearTimeout(debounce);
+      startSearch(search.value.trim(), true);
+    });
+    const searchProgress = h('p', { id: 'search-progress', class: 'muted', hidden: true, 'aria-live': 'polite' });
     const sizeSelect = h('select', { id: 'page-size', 'aria-label': 'Tasks per page' },
       [10, 20, 50, 100].map((n) => h('option', { value: n, text: `${n} per page`, selected: n === local.size })));
-    sizeSelect.addEventListener('change', () => { local.size = Number(sizeSelect.value); local.page = 1; refresh(); });
+    sizeSelect.addEventListener('change', () => { local.size = Number(sizeSelect.value); turn(1); });
     const selectAll = h('input', { type: 'checkbox', id: 'select-all', 'aria-label': 'Select every task on this page' });
     selectAll.addEventListener('change', () => {
       for (const id of local.ids) { if (selectAll.checked) local.selected.add(id); else local.selected.delete(id); }
@@ -625,10 +667,13 @@
     const actionable = writable() && ROW_ACTIONS[state].length > 0;
     const headers = [h('th', { scope: 'col', class: 'select' }, actionable ? selectAll : null),
       'ID', 'Type', 'Payload', ...columns.map(([title]) => h('th', { scope: 'col', 'data-column': title.toLowerCase(), text: title }))];
-    if (actionable) headers.push('Actions');
+    if (actionable) headers.push(actionsHeader());
     const tasks = table('tasks', headers);
     const tasksTable = tasks.node.querySelector('table');
     const bulkButtons = [];
+    // Each bulk action on every task of the state, with its button: while a search is shown, it
+    // acts on the tasks the search found instead.
+    const bulkAllButtons = [];
     const toolbar = h('div', { class: 'toolbar' }, [search, sizeSelect]);
     if (writable()) {
       for (const action of ['run', 'archive', 'delete']) {
@@ -639,15 +684,23 @@
         toolbar.append(button);
       }
       for (const action of BULK_ALL[state]) {
-        toolbar.append(h('button', { type: 'button', 'data-bulk-all': action, class: action === 'delete' ? 'danger' : null,
-          text: `${cap(action)} all`, onclick: () => act(() => bulkAll(action)) }));
+        const button = h('button', { type: 'button', 'data-bulk-all': action, class: action === 'delete' ? 'danger' : null,
+          text: `${cap(action)} all`, onclick: () => act(() => (local.search ? bulkMatches(action) : bulkAll(action))) });
+        bulkAllButtons.push([action, button]);
+        toolbar.append(button);
       }
     }
     const pageInfo = h('span', { id: 'page-info', class: 'muted' });
+    // Goes to page `page` of the list (or of the search's matches) and shows it.
+    const turn = (page) => { local.page = page; if (local.search) renderMatches(); else refresh(); };
+    const first = h('button', { type: 'button', id: 'first-page', text: '« First', title: 'The first page', disabled: true,
+      onclick: () => { if (local.page > 1) turn(1); } });
     const prev = h('button', { type: 'button', id: 'prev-page', text: '‹ Previous', disabled: true,
-      onclick: () => { if (local.page > 1) { local.page -= 1; refresh(); } } });
+      onclick: () => { if (local.page > 1) turn(local.page - 1); } });
     const next = h('button', { type: 'button', id: 'next-page', text: 'Next ›', disabled: true,
-      onclick: () => { if (local.hasNext) { local.page += 1; refresh(); } } });
+      onclick: () => { if (local.hasNext) turn(local.page + 1); } });
+    const last = h('button', { type: 'button', id: 'last-page', text: 'Last »', title: 'The last page', disabled: true,
+      onclick: () => { if (local.page < local.pages) turn(local.pages); } });
     const groupsList = h('ul', { id: 'groups', class: 'groups' });
     const summary = h('div', { id: 'queue-summary', class: 'summary' });
     const charts = ['sizes', 'throughput', 'latency'].map((name) => h('div', { id: `series-${name}`, class: 'chart', role: 'img' }));
@@ -665,8 +718,8 @@
       state === 'aggregating' ? h('div', {}, [h('h2', { text: 'Groups' }), groupsList]) : null,
       state === 'waiting' ? h('p', { id: 'waiting-note', class: 'muted', text: 'Workflow tasks waiting for the tasks they depend on: '
         + 'each is released once they have all settled. They take no action here; cancel their workflow on its page instead.' }) : null,
-      toolbar, tasks.node,
-      h('div', { class: 'pager' }, [prev, pageInfo, next]),
+      toolbar, searchProgress, tasks.node,
+      h('div', { class: 'pager' }, [first, prev, pageInfo, next, last]),
     ]), h('section', { class: 'panel' }, [
       h('h2', { text: 'Last hour' }), seriesNote,
       h('div', { class: 'series' }, [
@@ -682,9 +735,10 @@
         ? `Sampled every ${series.interval_seconds} s since the dashboard started; the charts fill in as samples come.`
         : `${points.length} samples, every ${series.interval_seconds} s, since ${fmtTime(points[0].at)}.`;
       if (points.length === 0) { for (const chart of charts) chart.replaceChildren(); return; }
-      lineChart(charts[0], points, ['active', 'pending', 'scheduled', 'retry', 'archived'].map((key) => ({ key, label: key })), fmtNumber);
+      lineChart(charts[0], points, ['active', 'pending', 'scheduled', 'retry', 'archived', 'aggregating', 'waiting']
+        .map((key) => ({ key, label: key })), fmtNumber);
       lineChart(charts[1], points, [{ key: 'processed_per_second', label: 'processed/s' }, { key: 'failed_per_second', label: 'failed/s' }],
-        (v) => v.toFixed(1));
+        fmtRate);
       lineChart(charts[2], points, [{ key: 'latency_ms', label: 'latency' }], fmtMs);
     }
 
@@ -704,6 +758,7 @@
       const result = await api('POST', `/api/queues/${enc(queue)}/batch`, { action, ids });
       local.selected.clear();
       reportTrimmed(result.trimmed);
+      forgetMatches(result.succeeded);
       if (result.failed.length > 0) {
         throw new Error(`${result.failed.length} of ${ids.length} task(s) failed: ${result.failed[0].message}`);
       }
@@ -720,16 +775,164 @@
     function rowActions(task) {
       return ROW_ACTIONS[state].map((action) => h('button', { type: 'button', 'data-action': action,
         class: action === 'delete' || action === 'cancel' ? 'danger' : null, text: cap(action),
-        onclick: () => act(() => api('POST', `/api/queues/${enc(queue)}/tasks/${enc(task.id)}/${action}`)) }));
+        onclick: () => act(async () => {
+          await api('POST', `/api/queues/${enc(queue)}/tasks/${enc(task.id)}/${action}`);
+          if (action !== 'cancel') forgetMatches([task.id]);
+        }) }));
+    }
+
+    // ---- Search: every task of the state, looked through a step at a time (see the API's
+    // search step), the matches kept here and shown a page at a time.
+
+    // The most matches a search keeps; past them it stops and asks for a narrower search.
+    const MAX_MATCHES = 5000;
+
+    // Shows `text`'s search (none when it is empty) from its start; the search shown already
+    // goes on unless `again`.
+    function startSearch(text, again) {
+      if (!again && (local.search ? local.search.text : '') === text) return;
+      local.search = text ? { text, matches: [], seen: new Set(), cursor: null, scanned: 0, total: 0, done: false, capped: false } : null;
+      local.selected.clear();
+      local.page = 1;
+      if (local.search) {
+        searchSteps(local.search);
+        renderMatches();
+      } else {
+        searchProgress.hidden = true;
+        syncBulkAll();
+        refresh();
+      }
+    }
+
+    // Runs the steps of search `run` one after the other until the state was looked through
+    // (or the search was replaced, or the page left), showing each step's progress.
+    async function searchSteps(run) {
+      try {
+        do {
+          const params = new URLSearchParams({ q: run.text });
+          if (run.cursor) params.set('cursor', run.cursor);
+          const step = await api('GET', `/api/queues/${enc(queue)}/states/${state}/search?${params}`);
+          if (local.search !== run || app.view !== self) return;
+          for (const task of step.matches) {
+            if (run.seen.has(task.id)) continue;
+            run.seen.add(task.id);
+            run.matches.push(task);
+          }
+          run.scanned += step.scanned;
+          run.total = step.total;
+          run.cursor = step.cursor;
+          if (run.matches.length >= MAX_MATCHES) { run.capped = true; break; }
+          if (run.cursor) renderMatches();
+        } while (run.cursor);
+      } catch (e) {
+        if (local.search !== run) return;
+        run.failed = e.message;
+        showError(`The search failed: ${e.message}`, false);
+      }
+      run.done = true;
+      if (local.search === run && app.view === self) renderMatches();
+    }
+
+    // Forgets the matches the operator acted on (they left the state).
+    function forgetMatches(ids) {
+      const run = local.search;
+      if (!run || ids.length === 0) return;
+      const gone = new Set(ids);
+      run.matches = run.matches.filter((t) => !gone.has(t.id));
+    }
+
+    // What the search shown has done so far, in words.
+    function searchText(run) {
+      const matches = `${fmtNumber(run.matches.length)} match${run.matches.length === 1 ? '' : 'es'}`;
+      if (run.failed) return `The search stopped after ${fmtNumber(run.scanned)} tasks: ${run.failed}. ${matches} so far.`;
+      if (run.capped) return `Stopped at ${matches} after ${fmtNumber(run.scanned)} tasks: narrow the search.`;
+      if (!run.done) return `Searching… ${fmtNumber(run.scanned)} of ${fmtNumber(run.total)} task(s) looked at, ${matches}.`;
+      return `Searched all ${fmtNumber(run.scanned)} ${state} task(s): ${matches}. Bulk actions act on these only.`;
+    }
+
+    // Shows the page of the search's matches, and its progress.
+    function renderMatches() {
+      const run = local.search;
+      searchProgress.hidden = false;
+      searchProgress.textContent = searchText(run);
+      searchProgress.dataset.done = String(run.done);
+      searchProgress.dataset.matches = String(run.matches.length);
+      const pages = Math.max(1, Math.ceil(run.matches.length / local.size));
+      local.page = Math.min(local.page, pages);
+      const start = (local.page - 1) * local.size;
+      showRows(run.matches.slice(start, start + local.size), run.matches.length, start + local.size < run.matches.length,
+        run.done ? 'No task matches.' : 'Searching…', ' matching');
+      syncBulkAll();
+    }
+
+    // The bulk-action buttons say what they act on: every task of the state, or the matches.
+    function syncBulkAll() {
+      const run = local.search;
+      for (const [action, button] of bulkAllButtons) {
+        button.textContent = run ? `${cap(action)} ${fmtNumber(run.matches.length)} matching` : `${cap(action)} all`;
+        button.dataset.filtered = String(Boolean(run));
+        button.disabled = Boolean(run) && (!run.done || run.matches.length === 0);
+      }
+    }
+
+    // Applies `action` to the tasks the finished search found, through the batch API.
+    async function bulkMatches(action) {
+      const run = local.search;
+      const ids = run.matches.map((t) => t.id);
+      if (!run.done || ids.length === 0) return;
+      if (!window.confirm(`${cap(action)} the ${ids.length} ${state} task(s) matching "${run.text}" in queue "${queue}"?`)) return;
+      const failed = [];
+      for (let at = 0; at < ids.length; at += MAX_BATCH) {
+        const result = await api('POST', `/api/queues/${enc(queue)}/batch`, { action, ids: ids.slice(at, at + MAX_BATCH) });
+        forgetMatches(result.succeeded);
+        failed.push(...result.failed);
+      }
+      local.selected.clear();
+      if (failed.length > 0) throw new Error(`${failed.length} of ${ids.length} task(s) failed: ${failed[0].message}`);
+    }
+
+    // Shows `list`, a page of `total` tasks (`hasNext` when more follow), in the table.
+    function showRows(list, total, hasNext, emptyText, counted) {
+      local.ids = list.map((t) => t.id);
+      local.hasNext = hasNext;
+      tasks.body.replaceChildren();
+      if (list.length === 0) emptyRow(tasks.body, headers.length, emptyText);
+      for (const task of list) {
+        const box = h('input', { type: 'checkbox', 'data-select': task.id, 'aria-label': `Select task ${task.id}`,
+          checked: local.selected.has(task.id) });
+        box.addEventListener('change', () => {
+          if (box.checked) local.selected.add(task.id); else local.selected.delete(task.id);
+          syncBulk();
+        });
+        const cells = [
+          h('td', { class: 'select' }, actionable ? box : null),
+          h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(queue)}/tasks/${enc(task.id)}`, text: task.id })),
+          h('td', { 'data-field': 'type', text: task.type }),
+          h('td', { 'data-field': 'payload', class: 'mono payload', text: task.payload_preview, title: `${task.payload_size} bytes` }),
+          ...columns.map(([, cell]) => cell(task)),
+        ];
+        if (actionable) cells.push(h('td', { class: 'actions' }, rowActions(task)));
+        tasks.body.append(h('tr', { 'data-task-id': task.id, 'data-state': task.state }, cells));
+      }
+      tasksTable.classList.toggle('default-priorities', list.every((t) => t.priority === 0));
+      // Forget selections of tasks no longer listed on this page.
+      for (const id of [...local.selected]) if (!local.ids.includes(id)) local.selected.delete(id);
+      local.pages = Math.max(1, Math.ceil(total / local.size));
+      pageInfo.textContent = `Page ${fmtNumber(local.page)} of ${fmtNumber(local.pages)} · ${fmtNumber(total)} task(s)${counted}`;
+      first.disabled = local.page <= 1;
+      prev.disabled = local.page <= 1;
+      next.disabled = !hasNext;
+      last.disabled = local.page >= local.pages;
+      syncBulk();
     }
 
     const self = {
       async update() {
         const params = new URLSearchParams({ page: local.page, size: local.size });
-        if (local.search) params.set('search', local.search);
+        const run = local.search;
         const [detail, page, groups, series] = await Promise.all([
           api('GET', `/api/queues/${enc(queue)}`),
-          api('GET', `/api/queues/${enc(queue)}/states/${state}/tasks?${params}`),
+          run ? Promise.resolve(null) : api('GET', `/api/queues/${enc(queue)}/states/${state}/tasks?${params}`),
           state === 'aggregating' ? api('GET', `/api/queues/${enc(queue)}/groups`) : Promise.resolve(null),
           api('GET', `/api/queues/${enc(queue)}/series`),
         ]);
@@ -752,39 +955,16 @@
             : []),
         );
         if (writable()) pauseSlot.replaceChildren(...queueButtons(q).slice(0, 1));
-        if (page.tasks.length === 0 && local.page > 1 && page.total > 0) {
-          local.page = Math.max(1, Math.ceil(page.total / local.size));
-          return this.update();
+        if (run) {
+          // The search's matches stay as it found them (less those acted on) until it is run again.
+          if (run === local.search) renderMatches();
+        } else if (local.search === null) {
+          if (page.tasks.length === 0 && local.page > 1 && page.total > 0) {
+            local.page = Math.max(1, Math.ceil(page.total / local.size));
+            return this.update();
+          }
+          showRows(page.tasks, page.total, page.has_next, `No ${state} tasks.`, '');
         }
-        local.ids = page.tasks.map((t) => t.id);
-        local.hasNext = page.has_next;
-        tasks.body.replaceChildren();
-        if (page.tasks.length === 0) emptyRow(tasks.body, headers.length, local.search ? 'No task matches.' : `No ${state} tasks.`);
-        for (const task of page.tasks) {
-          const box = h('input', { type: 'checkbox', 'data-select': task.id, 'aria-label': `Select task ${task.id}`,
-            checked: local.selected.has(task.id) });
-          box.addEventListener('change', () => {
-            if (box.checked) local.selected.add(task.id); else local.selected.delete(task.id);
-            syncBulk();
-          });
-          const cells = [
-            h('td', { class: 'select' }, actionable ? box : null),
-            h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(queue)}/tasks/${enc(task.id)}`, text: task.id })),
-            h('td', { 'data-field': 'type', text: task.type }),
-            h('td', { 'data-field': 'payload', class: 'mono payload', text: task.payload_preview, title: `${task.payload_size} bytes` }),
-            ...columns.map(([, cell]) => cell(task)),
-          ];
-          if (actionable) cells.push(h('td', { class: 'actions' }, rowActions(task)));
-          tasks.body.append(h('tr', { 'data-task-id': task.id, 'data-state': task.state }, cells));
-        }
-        tasksTable.classList.toggle('default-priorities', page.tasks.every((t) => t.priority === 0));
-        // Forget selections of tasks no longer listed on this page.
-        for (const id of [...local.selected]) if (!local.ids.includes(id)) local.selected.delete(id);
-        const pages = Math.max(1, Math.ceil(page.total / local.size));
-        pageInfo.textContent = `Page ${local.page} of ${pages} · ${fmtNumber(page.total)} task(s)${page.search_truncated ? ' (search stopped early)' : ''}`;
-        prev.disabled = local.page <= 1;
-        next.disabled = !page.has_next;
-        syncBulk();
         if (groups) renderGroups(groupsList, queue, groups.groups);
       },
     };
@@ -919,8 +1099,8 @@
   // legend's words for them.
   const WORKFLOW_TASK_STATES = [
     ['waiting', 'waiting'], ['pending', 'pending'], ['scheduled', 'scheduled'], ['active', 'active'],
-    ['retry', 'retry'], ['completed', 'completed (succeeded)'], ['archived', 'archived (failed)'],
-    ['gone', 'gone (succeeded, or deleted)'],
+    ['retry', 'retry'], ['completed', 'completed (succeeded)'], ['succeeded', 'succeeded (not kept)'],
+    ['archived', 'archived (failed)'], ['gone', 'gone (deleted)'],
   ];
   // The graph's geometry, in pixels: tasks are boxes in columns, one column per layer.
   // Labels start at `inset` inside their box and are cut to `labelChars` characters before they
@@ -950,10 +1130,14 @@
       onclick: () => { if (local.page > 1) { local.page -= 1; refresh(); } } });
     const next = h('button', { type: 'button', id: 'workflows-next', text: 'Next ›', disabled: true,
       onclick: () => { local.page += 1; refresh(); } });
+    // The newest first: the list's end moves as workflows are stored and forgotten, so it has
+    // no last page button.
+    const first = h('button', { type: 'button', id: 'workflows-first', text: '« First', disabled: true,
+      onclick: () => { local.page = 1; refresh(); } });
     container.append(h('section', { class: 'panel' }, [
       h('h1', { text: 'Workflows' }),
       h('p', { class: 'muted', text: 'Newest first; each is kept for 7 days after it was stored.' }),
-      list.node, h('div', { class: 'pager' }, [prev, pageInfo, next]),
+      list.node, h('div', { class: 'pager' }, [first, prev, pageInfo, next]),
     ]));
     return {
       async update() {
@@ -975,6 +1159,7 @@
         }
         pageInfo.textContent = `Page ${local.page}`;
         prev.disabled = local.page <= 1;
+        first.disabled = local.page <= 1;
         next.disabled = !data.has_next;
       },
     };
@@ -1086,6 +1271,10 @@
       onclick: () => { if (local.page > 1) { local.page -= 1; refresh(); } } });
     const next = h('button', { type: 'button', id: 'workflow-next', text: 'Next ›', disabled: true,
       onclick: () => { local.page += 1; refresh(); } });
+    const first = h('button', { type: 'button', id: 'workflow-first', text: '« First', disabled: true,
+      onclick: () => { local.page = 1; refresh(); } });
+    const last = h('button', { type: 'button', id: 'workflow-last', text: 'Last »', disabled: true,
+      onclick: () => { local.page = local.pages || 1; refresh(); } });
     const head = h('section', { id: 'workflow', class: 'panel', 'data-workflow-id': id }, [
       h('div', { class: 'panel-head' }, [
         h('h1', {}, [h('a', { href: '#/workflows', text: 'Workflows' }), ' / ', h('span', { id: 'workflow-id', class: 'mono', text: id })]),
@@ -1095,7 +1284,7 @@
     ]);
     const graphPanel = h('section', { class: 'panel' }, [h('h2', { text: 'Graph' }), note, box, legend]);
     const tablePanel = h('section', { class: 'panel' }, [h('h2', { text: 'Tasks' }), tasks.node,
-      h('div', { class: 'pager' }, [prev, pageInfo, next])]);
+      h('div', { class: 'pager' }, [first, prev, pageInfo, next, last])]);
     container.append(head, graphPanel, tablePanel);
 
     function showSummary(data) {
@@ -1146,9 +1335,12 @@
         ]));
       }
       const pages = Math.max(1, Math.ceil(data.total / local.size));
+      local.pages = pages;
       pageInfo.textContent = `Page ${local.page} of ${pages} · ${fmtNumber(data.total)} task(s)`;
       prev.disabled = local.page <= 1;
+      first.disabled = local.page <= 1;
       next.disabled = !data.has_next;
+      last.disabled = local.page >= pages;
     }
 
     return {

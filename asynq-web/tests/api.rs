@@ -809,7 +809,7 @@ async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
     // One workflow: its state, counts, graph (every task with its parents) and a page of tasks.
     let shown = web.read(&format!("/api/workflows/{media}")).await;
     assert_eq!((&shown["state"], &shown["total"], &shown["graph_limit"]), (&json!("running"), &json!(5), &json!(300)));
-    assert_eq!(shown["counts"], json!({ "active": 1, "completed": 1, "gone": 1, "waiting": 2 }));
+    assert_eq!(shown["counts"], json!({ "active": 1, "completed": 1, "succeeded": 1, "waiting": 2 }));
     let graph = shown["graph"].as_array().expect("a workflow of five tasks is drawn");
     let edges: Vec<(&str, &str, Value)> =
         graph.iter().map(|t| (t["id"].as_str().unwrap(), t["state"].as_str().unwrap(), t["parents"].clone())).collect();
@@ -817,7 +817,7 @@ async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
         edges,
         [
             ("m1", "completed", json!([])),
-            ("m2", "gone", json!([])),
+            ("m2", "succeeded", json!([])),
             ("m3", "active", json!([])),
             ("merge", "waiting", json!([0, 1, 2])),
             ("publish", "waiting", json!([3])),
@@ -829,7 +829,11 @@ async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
         (&m1["type"], &m1["result_size"], &m1["result_preview"]),
         (&json!("media:step"), &json!(9), &json!("thumb.png"))
     );
-    assert_eq!((&graph[1]["type"], &graph[1]["queue"]), (&Value::Null, &json!("media")), "a gone task has no type");
+    assert_eq!(
+        (&graph[1]["type"], &graph[1]["queue"]),
+        (&json!("media:step"), &json!("media")),
+        "a task that succeeded without retention keeps its type"
+    );
     assert_eq!(
         (&graph[2]["progress"]["fraction"], &graph[2]["progress"]["message"]),
         (&json!(0.5), &json!("encoding"))
@@ -856,6 +860,10 @@ async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
     assert_eq!(done["stopping"], 1, "m3 runs: {done}");
     let merge = &web.read(&format!("/api/workflows/{media}")).await["graph"][3];
     assert_eq!((&merge["state"], &merge["last_error"]), (&json!("archived"), &json!(WORKFLOW_CANCELLED_ERROR)));
+    // A task deleted is gone, not succeeded; it keeps its type.
+    web.act("/api/queues/misc/tasks/solo/delete", None).await;
+    let solo_task = &web.read(&format!("/api/workflows/{solo}")).await["graph"][0];
+    assert_eq!((&solo_task["state"], &solo_task["type"]), (&json!("gone"), &json!("media:step")));
 }
 
 #[tokio::test]

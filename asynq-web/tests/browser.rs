@@ -603,7 +603,8 @@ async fn a_workflow_page_draws_its_graph_with_each_task_s_state() {
     let nodes: BTreeMap<String, String> = nodes.into_iter().collect();
     let expected = [
         ("extract-audio", "completed"),
-        ("extract-frames", "gone"),
+        // It succeeded without retention: no longer stored, it keeps its type and its success.
+        ("extract-frames", "succeeded"),
         ("extract-subtitles", "active"),
         ("merge", "waiting"),
         ("publish", "waiting"),
@@ -629,7 +630,7 @@ async fn a_workflow_page_draws_its_graph_with_each_task_s_state() {
 
     // Above the graph, the counts and the workflow's state; below it, the tasks and their parents.
     let summary = browser.wait_for_text("#workflow-summary", "the counts", |t| t.contains("waiting 3")).await;
-    for part in ["running", "6 task(s)", "completed 1", "active 1", "gone 1"] {
+    for part in ["running", "6 task(s)", "completed 1", "active 1", "succeeded 1"] {
         assert!(summary.contains(part), "{part} in {summary:?}");
     }
     assert!(
@@ -716,6 +717,12 @@ async fn a_workflow_page_draws_its_graph_with_each_task_s_state() {
     browser
         .wait_for_text(r#"#workflow-tasks tr[data-index="20"] td[data-field="index"]"#, "task 20", |t| t == "20")
         .await;
+    // The last page and back to the first.
+    browser.click("#workflow-last").await;
+    browser.wait_for_text("#workflow-page-info", "the last page", |t| t.starts_with("Page 16 of 16")).await;
+    browser.wait_for(r#"#workflow-tasks tr[data-index="301"]"#).await;
+    browser.click("#workflow-first").await;
+    browser.wait_for_text("#workflow-page-info", "the first page", |t| t.starts_with("Page 1 of 16")).await;
 }
 
 /// Asserts that the page shows no value the script failed to fill in.

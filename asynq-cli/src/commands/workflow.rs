@@ -10,6 +10,7 @@ use crate::output::{self, outln, past, payload_text, print_json, print_table};
 use crate::view::{TaskView, WorkflowSummaryView};
 use asynq_client::{Inspector, WorkflowReport, WorkflowState, WorkflowSummary, WorkflowTask};
 use asynq_core::broker::Page;
+use asynq_core::workflow::ParentOutcome;
 use comfy_table::{Cell, ColumnConstraint, Table};
 use futures::StreamExt as _;
 use serde::Serialize;
@@ -162,7 +163,15 @@ fn print_report(report: &WorkflowReport) -> CliResult {
                     info.last_error.clone().unwrap_or_default(),
                     info.result.as_deref().map(payload_text).unwrap_or_default(),
                 ),
-                None => (String::new(), "gone".to_owned(), String::new(), String::new()),
+                // No longer stored: it succeeded without retention (as the broker saw), or it was
+                // deleted (or settled where the broker did not see it).
+                None => {
+                    let state = match task.settled {
+                        ParentOutcome::Succeeded { .. } => "succeeded (not kept)",
+                        _ => "gone (deleted)",
+                    };
+                    (task.type_name.clone().unwrap_or_default(), state.to_owned(), String::new(), String::new())
+                }
             };
             [
                 (position + 1).to_string(),

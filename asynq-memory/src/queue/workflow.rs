@@ -89,8 +89,14 @@ impl Queue {
             records.outcomes.retain(|_, (_, forget_at)| *forget_at > now);
             records.sweep_at = (records.outcomes.len() * 2).max(1024);
         }
-        records.outcomes.insert(id.to_owned(), (outcome, now + WORKFLOW_RESULT_TTL));
-        records.children.remove(id).unwrap_or_default()
+        let children = records.children.remove(id).unwrap_or_default();
+        // Only dependents read a result: a task nothing waits for keeps none (as on Redis).
+        let kept = match outcome {
+            ParentOutcome::Succeeded { .. } if children.is_empty() => ParentOutcome::Succeeded { result: None },
+            outcome => outcome,
+        };
+        records.outcomes.insert(id.to_owned(), (kept, now + WORKFLOW_RESULT_TTL));
+        children
     }
 
     /// Tells the waiting task `child` that its parent `parent` settled with `outcome`: once

@@ -15,7 +15,8 @@
 -- task others wait for settled: "1" and its result, "2" (it succeeded and wrote none) or "0"
 -- and its error, expiring after q.ttl. The outbox asynq:{<q>}:wf:outbox lists "<1|0>:<id>" for
 -- each settled task whose dependents the relay is to tell (workflow_pass.lua, in each
--- dependent's slot).
+-- dependent's slot). A task nothing waits for has its outcome kept too, as "2" (it succeeded;
+-- its result is not kept) or "0" and its error, for operators.
 --
 -- KEYS -> none of its own; the functions take `q`, a table of the including script's queue:
 --         q.name (the queue), q.task_prefix (asynq:{<q>}:t:), q.wf_prefix (asynq:{<q>}:wf:),
@@ -81,10 +82,18 @@ end
 
 -- Records that task `id` of `q` settled for good (`ok`, with `result` or `err`) and, if others
 -- wait for it, passes that on, once: in this step to those of this queue named in wf:open,
--- through the relay to the others. Does nothing for a task that passed its outcome on already.
+-- through the relay to the others. Passes nothing on for a task that passed its outcome on
+-- already.
 local function workflow_settled(q, id, ok, result, err)
     local children = redis.call("HGET", q.open, id)
     if not children then
+        -- Nothing waits for it (or it passed its outcome on already): its outcome is kept for
+        -- operators only, without its result, so that one that succeeded without retention is
+        -- told apart from one deleted.
+        local kept = q.wf_prefix .. "outcome:" .. id
+        if redis.call("EXISTS", kept) == 0 then
+            redis.call("SET", kept, ok and "2" or ("0" .. err), "EX", q.ttl)
+        end
         return
     end
     redis.call("HDEL", q.open, id)

@@ -11,6 +11,7 @@ mod queues;
 mod render;
 mod schedulers;
 mod server_requests;
+mod search;
 mod servers;
 mod slots;
 mod tasks;
@@ -75,6 +76,7 @@ pub(crate) fn routes() -> Routes {
         .post("/api/queues/{queue}/unpause", queues::unpause)
         .post("/api/queues/{queue}/delete", queues::delete)
         .get("/api/queues/{queue}/states/{state}/tasks", tasks::list)
+        .get("/api/queues/{queue}/states/{state}/search", search::step)
         .post("/api/queues/{queue}/states/{state}/bulk", tasks::bulk_state)
         .get("/api/queues/{queue}/states/{state}/archive-outlook", archive::state_outlook)
         .post("/api/queues/{queue}/batch", tasks::batch)

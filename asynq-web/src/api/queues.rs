@@ -144,6 +144,8 @@ pub(crate) struct SeriesPoint {
     archived: u64,
     completed: u64,
     aggregating: u64,
+    /// Workflow tasks waiting for the tasks they depend on.
+    waiting: u64,
     /// Tasks processed (succeeded or failed) per second since the previous sample; `null` for the
     /// first sample, and after the counters went back (a queue removed and made again).
     processed_per_second: Option<f64>,
@@ -174,7 +176,7 @@ pub(crate) async fn series(
         .map(|(i, s)| {
             let previous = i.checked_sub(1).map(|p| &samples[p]);
             let seconds = previous.map_or(0.0, |p| s.at.duration_since(p.at).unwrap_or_default().as_secs_f64());
-            let [active, pending, scheduled, retry, archived, completed, aggregating] = s.sizes;
+            let [active, pending, scheduled, retry, archived, completed, aggregating, waiting] = s.sizes;
             SeriesPoint {
                 at: timestamp(s.at),
                 active,
@@ -184,6 +186,7 @@ pub(crate) async fn series(
                 archived,
                 completed,
                 aggregating,
+                waiting,
                 processed_per_second: previous.and_then(|p| rate(s.processed_total, p.processed_total, seconds)),
                 failed_per_second: previous.and_then(|p| rate(s.failed_total, p.failed_total, seconds)),
                 latency_ms: u64::try_from(s.latency.as_millis()).unwrap_or(u64::MAX),

@@ -173,24 +173,29 @@ impl TaskPage {
 
     /// Names the server running each task of the page, as the servers' worker records say.
     async fn add_workers(&mut self, app: &AppState) -> ApiResult<()> {
-        let mut running = HashMap::new();
-        for report in app.inspector.servers().await? {
-            let server = format!("{}:{}", report.server.host, report.server.pid);
-            for worker in report.workers {
-                let summary = WorkerSummary {
-                    server: server.clone(),
-                    server_id: report.server.server_id.clone(),
-                    started: timestamp(worker.started),
-                    deadline: timestamp(worker.deadline),
-                };
-                running.insert(worker.task_id, summary);
-            }
-        }
-        for task in &mut self.tasks {
-            task.worker = running.remove(&task.id);
-        }
-        Ok(())
+        add_workers(app, &mut self.tasks).await
     }
+}
+
+/// Names the server running each of `tasks`, as the servers' worker records say.
+pub(super) async fn add_workers(app: &AppState, tasks: &mut [TaskSummary]) -> ApiResult<()> {
+    let mut running = HashMap::new();
+    for report in app.inspector.servers().await? {
+        let server = format!("{}:{}", report.server.host, report.server.pid);
+        for worker in report.workers {
+            let summary = WorkerSummary {
+                server: server.clone(),
+                server_id: report.server.server_id.clone(),
+                started: timestamp(worker.started),
+                deadline: timestamp(worker.deadline),
+            };
+            running.insert(worker.task_id, summary);
+        }
+    }
+    for task in tasks {
+        task.worker = running.remove(&task.id);
+    }
+    Ok(())
 }
 
 #[derive(Debug, Deserialize)]
@@ -198,7 +203,7 @@ impl TaskPage {
 pub(crate) struct ListQuery {
     page: Option<usize>,
     size: Option<usize>,
-    /// Keep tasks whose ID or type contains this text (case-insensitive).
+    /// Keep the tasks that match this search (the syntax of [`super::search`]).
     search: Option<String>,
 }
 
@@ -228,8 +233,11 @@ pub(crate) async fn list(
     let ListQuery { page, size, search } = query(&uri)?;
     let page = PageInfo::new(page, size)?;
     let info = app.inspector.queue_info(&queue).await?;
-    let search = search.map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
-    let Some(needle) = search else {
+    let search = match search {
+        Some(text) => Some(super::search::Query::parse(text.trim())?).filter(|query| !query.is_empty()),
+        None => None,
+    };
+    let Some(query) = search else {
         let tasks = app.inspector.list_tasks(&queue, state, page.to_core()).await?;
         let mut result = TaskPage::of(&tasks, page, count(&info, state));
         if state == TaskState::Active {
@@ -237,10 +245,7 @@ pub(crate) async fn list(
         }
         return Ok(Json(result));
     };
-    if needle.len() > MAX_SEARCH_LEN {
-        return Err(ApiError::bad_request("invalid_search", format!("search is longer than {MAX_SEARCH_LEN} bytes")));
-    }
-    let (matches, truncated) = search_tasks(&app, &queue, state, &needle).await?;
+    let (matches, truncated) = search_tasks(&app, &queue, state, &query).await?;
     let start = (page.page - 1) * page.size;
     let shown = matches.get(start..).unwrap_or_default();
     let shown = &shown[..shown.len().min(page.size)];
@@ -252,10 +257,15 @@ pub(crate) async fn list(
     Ok(Json(result))
 }
 
-/// The tasks of `state` whose ID or type contains `needle`, looking at no more than
+/// The tasks of `state` that match `query` ([`super::search`]), looking at no more than
 /// [`MAX_SEARCH_SCAN`] tasks; true when it stopped early.
-async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &str) -> ApiResult<(Vec<TaskInfo>, bool)> {
-    let mut search = Search { needle, matches: Vec::new(), scanned: 0 };
+async fn search_tasks(
+    app: &AppState,
+    queue: &str,
+    state: TaskState,
+    query: &super::search::Query,
+) -> ApiResult<(Vec<TaskInfo>, bool)> {
+    let mut search = Search { query, matches: Vec::new(), scanned: 0 };
     if state != TaskState::Aggregating {
         let complete = search.scan(0, |page| app.inspector.list_tasks(queue, state, page)).await?;
         return Ok((search.matches, !complete));
@@ -286,7 +296,7 @@ async fn search_tasks(app: &AppState, queue: &str, state: TaskState, needle: &st
 
 /// A search's progress: what matched, and how many tasks it looked at.
 struct Search<'a> {
-    needle: &'a str,
+    query: &'a super::search::Query,
     matches: Vec<TaskInfo>,
     scanned: usize,
 }
@@ -315,12 +325,8 @@ impl Search<'_> {
     fn look_through(&mut self, page: Vec<TaskInfo>) -> bool {
         self.scanned += page.len();
         let full = page.len() == SEARCH_BATCH;
-        let needle = self.needle;
-        self.matches.extend(
-            page.into_iter().filter(|task| {
-                task.id.to_lowercase().contains(needle) || task.type_name.to_lowercase().contains(needle)
-            }),
-        );
+        let query = self.query;
+        self.matches.extend(page.into_iter().filter(|task| query.matches(task)));
         full
     }
 }

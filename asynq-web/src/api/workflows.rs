@@ -8,6 +8,7 @@ use super::{PageInfo, PageQuery, check_name, path, query, timestamp};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use asynq_client::{WorkflowReport, WorkflowState, WorkflowTask};
+use asynq_core::workflow::ParentOutcome;
 use asynq_core::{TaskState, WorkflowId};
 use axum::Json;
 use axum::extract::rejection::PathRejection;
@@ -24,8 +25,21 @@ pub(super) const MAX_GRAPH_TASKS: usize = 300;
 pub(super) const MAX_LISTED_STATE_TASKS: usize = 100;
 /// How many listed workflows have their state worked out at once.
 const STATES_AT_ONCE: usize = 4;
-/// The state of a task that is no longer stored: it succeeded without retention, or was deleted.
+/// The state of a task that is no longer stored and that the broker saw succeed for good (it
+/// succeeded without retention).
+const SUCCEEDED: &str = "succeeded";
+/// The state of a task that is no longer stored otherwise: it was deleted (or it settled where
+/// the broker did not see it, or longer ago than it keeps outcomes).
 const GONE: &str = "gone";
+
+/// `task`'s state for the page: its task state, or for a task that is gone `succeeded` or `gone`.
+fn state_of(task: &WorkflowTask) -> &'static str {
+    match (&task.info, &task.settled) {
+        (Some(info), _) => info.state.as_str(),
+        (None, ParentOutcome::Succeeded { .. }) => SUCCEEDED,
+        (None, _) => GONE,
+    }
+}
 
 /// A workflow ID from the path: a [`WorkflowId`], bounded in length.
 fn workflow_id(id: &str) -> ApiResult<WorkflowId> {
@@ -103,10 +117,11 @@ pub(crate) struct WorkflowTaskView {
     id: String,
     /// Its name in its DAG; `null` for a task of no DAG.
     name: Option<String>,
-    /// `null` once the task is gone.
+    /// Its task type; `null` for a task that is gone from a record that kept no types.
     #[serde(rename = "type")]
     type_name: Option<String>,
-    /// Its task state, or `gone`.
+    /// Its task state; for a task that is gone, `succeeded` (it succeeded without retention)
+    /// or `gone` (deleted, or settled where the broker did not see it).
     state: &'static str,
     /// The positions of the tasks it waits for, in the order its handler sees their results.
     parents: Vec<usize>,
@@ -126,8 +141,8 @@ impl WorkflowTaskView {
             queue: task.task.queue.to_string(),
             id: task.task.id.to_string(),
             name: task.name.clone(),
-            type_name: info.map(|info| info.type_name.clone()),
-            state: info.map_or(GONE, |info| info.state.as_str()),
+            type_name: task.type_name.clone(),
+            state: state_of(task),
             parents: task.parents.clone(),
             last_error: info.and_then(|info| info.last_error.clone()),
             result_size: info.and_then(|info| info.result.as_ref()).map(|result| result.len()),
@@ -149,7 +164,8 @@ pub(crate) struct WorkflowDetail {
     state: &'static str,
     /// How many tasks it has.
     total: usize,
-    /// How many of its tasks are in each state (`gone` included), for the states any is in.
+    /// How many of its tasks are in each state (`succeeded` and `gone` included), for the
+    /// states any is in.
     counts: BTreeMap<&'static str, usize>,
     /// The most tasks of a workflow that has a `graph`.
     graph_limit: usize,
@@ -168,7 +184,7 @@ impl WorkflowDetail {
         let total = report.tasks.len();
         let mut counts = BTreeMap::new();
         for task in &report.tasks {
-            *counts.entry(task.info.as_ref().map_or(GONE, |info| info.state.as_str())).or_default() += 1;
+            *counts.entry(state_of(task)).or_default() += 1;
         }
         let views = |range: std::ops::Range<usize>| {
             report.tasks[range.clone()]
