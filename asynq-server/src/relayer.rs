@@ -85,7 +85,8 @@ mod tests {
     use asynq_core::broker::Page;
     use asynq_core::queue::QueuePriorities;
     use asynq_core::workflow::{
-        CancelMark, ParentResult, TaskRef, WorkflowCancellation, WorkflowNode, WorkflowPlan, WorkflowSummary,
+        CancelMark, ParentOutcome, ParentResult, TaskRef, WorkflowCancellation, WorkflowNode, WorkflowPlan,
+        WorkflowSummary,
     };
     use asynq_core::{Error, Result, WorkflowId};
     use std::sync::Mutex;
@@ -138,6 +139,9 @@ mod tests {
         }
         async fn parent_results(&self, _: &TaskRef) -> Result<Vec<ParentResult>> {
             Ok(Vec::new())
+        }
+        async fn settled_outcomes(&self, tasks: &[TaskRef]) -> Result<Vec<ParentOutcome>> {
+            Ok(tasks.iter().map(|_| ParentOutcome::Unknown).collect())
         }
         async fn relay(&self, queues: &[QueueName]) -> Result<usize> {
             assert_eq!(queues, [QueueName::from_static("q")], "the periodic pass relays the served queues");
