@@ -242,7 +242,7 @@ impl Client {
         Ok(info)
     }
 
-    /// Enqueues `job` as a task of its type name ([`Job::TYPE_NAME`](asynq_core::Job::TYPE_NAME))
+    /// Enqueues `job` as a task of its type name ([`Job::TYPE_NAME`])
     /// with its JSON payload, as [`Client::enqueue`] enqueues a task: the worker's
     /// `ServeMux::handle_job` for the same type receives it decoded.
     ///
