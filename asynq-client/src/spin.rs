@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 /// between those polls: a reply that comes within the budget is read without the thread having
 /// slept, and without the wake-up that would follow. Past the budget it waits as any future
 /// does, on the waker `call` registered at its last poll.
+#[allow(clippy::disallowed_methods)] // the budget is real time, whatever the client's clock says
 pub(crate) async fn spin_wait<F: Future>(call: F, budget: Option<Duration>) -> F::Output {
     let Some(budget) = budget else { return call.await };
     // The budget is CPU spent waiting, so real time, whatever the client's clock says.

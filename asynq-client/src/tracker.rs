@@ -130,6 +130,7 @@ impl Tracker {
     pub async fn wait_workflow(&self, workflow: &EnqueuedWorkflow, timeout: Duration) -> Result<Vec<TaskOutcome>> {
         validate_wait(timeout)?;
         // The timeout is real time, as each wait's is; the client depends on no runtime's clock.
+        #[allow(clippy::disallowed_methods)]
         let started = std::time::Instant::now(); // allow: wall-clock
         let mut outcomes = Vec::with_capacity(workflow.tasks.len());
         for task in &workflow.tasks {

@@ -18,6 +18,7 @@ use asynq_core::{
 };
 use bytes::Bytes;
 use std::fmt::Debug;
+use std::sync::PoisonError;
 use std::time::Duration;
 
 /// Long enough for a broker to deliver a wake-up over loopback many times over.
@@ -351,27 +352,30 @@ pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory>(factory: &F
         t.plain("q", id).await;
     }
     let reports = std::sync::Mutex::new(Vec::new());
-    let record = |p: BulkProgress| reports.lock().unwrap().push(p);
+    let record = |p: BulkProgress| reports.lock().unwrap_or_else(PoisonError::into_inner).push(p);
 
     let pending = TaskSet::State(TaskState::Pending);
     assert_eq!(t.broker.bulk_action(&q, BulkAction::Archive, &pending, &record).await.unwrap(), 3);
-    let taken = std::mem::take(&mut *reports.lock().unwrap());
+    let taken = std::mem::take(&mut *reports.lock().unwrap_or_else(PoisonError::into_inner));
     assert_eq!(taken.last(), Some(&BulkProgress::new(3, 3)), "{taken:?}");
     assert!(taken.windows(2).all(|w| w[0].done <= w[1].done), "{taken:?}");
     assert_eq!(t.all_ids("q", TaskState::Archived).await, ["p1", "p2", "p3"]);
 
     let refused = t.broker.bulk_action(&q, BulkAction::Run, &TaskSet::State(TaskState::Active), &record).await;
     assert!(matches!(refused, Err(Error::InvalidArgument { .. })), "{refused:?}");
-    assert!(reports.lock().unwrap().is_empty());
+    assert!(reports.lock().unwrap_or_else(PoisonError::into_inner).is_empty());
 
     let archived = TaskSet::State(TaskState::Archived);
     assert_eq!(t.broker.bulk_action(&q, BulkAction::Run, &archived, &record).await.unwrap(), 3);
-    assert_eq!(std::mem::take(&mut *reports.lock().unwrap()).last(), Some(&BulkProgress::new(3, 3)));
+    assert_eq!(
+        std::mem::take(&mut *reports.lock().unwrap_or_else(PoisonError::into_inner)).last(),
+        Some(&BulkProgress::new(3, 3))
+    );
     assert_eq!(sizes(&t.info("q").await), [3, 0, 0, 0, 0, 0, 0, 0]);
 
     t.broker.delete_queue_with_progress(&q, true, &record).await.unwrap();
     assert!(!t.broker.queues().await.unwrap().contains(&q));
-    let taken = std::mem::take(&mut *reports.lock().unwrap());
+    let taken = std::mem::take(&mut *reports.lock().unwrap_or_else(PoisonError::into_inner));
     assert!(taken.last().is_some_and(|p| p.done == p.total), "{taken:?}");
 }
 

@@ -1,7 +1,7 @@
 //! Wall-clock time behind a trait, so that tests control it.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// A source of wall-clock time.
@@ -49,18 +49,18 @@ impl SimulatedClock {
 
     /// Sets the time to `t` (which may be earlier than the current time).
     pub fn set(&self, t: SystemTime) {
-        *self.now.lock().expect("clock lock poisoned") = t;
+        *self.now.lock().unwrap_or_else(PoisonError::into_inner) = t;
     }
 
     /// Moves the time forward by `d`.
     pub fn advance(&self, d: Duration) {
-        *self.now.lock().expect("clock lock poisoned") += d;
+        *self.now.lock().unwrap_or_else(PoisonError::into_inner) += d;
     }
 }
 
 impl Clock for SimulatedClock {
     fn now(&self) -> SystemTime {
-        *self.now.lock().expect("clock lock poisoned")
+        *self.now.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

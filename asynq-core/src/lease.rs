@@ -4,7 +4,7 @@ use crate::Clock;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::SystemTime;
 
@@ -38,7 +38,7 @@ impl Lease {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.inner.state.lock().expect("lease lock poisoned")
+        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// When the lease expires.

@@ -7,6 +7,7 @@ use asynq_core::broker::Forwarded;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::stream::BoxStream;
+use std::sync::PoisonError;
 
 #[async_trait]
 impl Forward for MemoryBroker {
@@ -47,7 +48,7 @@ pub(crate) struct DueNotices {
 
 impl DueNotices {
     fn listeners(&self) -> std::sync::MutexGuard<'_, Vec<UnboundedSender<String>>> {
-        self.listeners.lock().expect("due notice listeners lock poisoned")
+        self.listeners.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Tells every listener that a task of `queue` was scheduled or set to retry.

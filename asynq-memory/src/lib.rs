@@ -64,7 +64,7 @@ use queue::{Queue, lease_expiry};
 use servers::Servers;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 
@@ -170,7 +170,7 @@ impl MemoryBroker {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().expect("memory broker lock poisoned")
+        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn wake_waiters(&self) {

@@ -15,7 +15,7 @@ use futures::channel::mpsc::{UnboundedSender, unbounded};
 use futures::stream::BoxStream;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 
@@ -39,11 +39,11 @@ impl Signals {
     }
 
     fn subscribers(&self) -> std::sync::MutexGuard<'_, Vec<UnboundedSender<String>>> {
-        self.cancellations.lock().expect("cancellation subscribers lock poisoned")
+        self.cancellations.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, i64>> {
-        self.kept.lock().expect("kept cancellations lock poisoned")
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Keeps a request to cancel `id` until `now + CANCEL_KEEP`, as Redis's `keep_cancel.lua`

@@ -1,6 +1,7 @@
 //! Go asynq's queue metrics, scraped over HTTP from an exporter on loopback and read with a
 //! Prometheus text parser: on the memory broker, on a real Redis (with and without an
 //! eviction policy that can drop tasks), and with the broker down.
+#![allow(clippy::disallowed_methods)] // a test reads the wall clock as it likes
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! standalone exporter (what `asynq metrics` and `asynq web --metrics` serve): on a real Redis
 //! from records written through the broker, and on the memory broker from a running server; none
 //! while the broker cannot be read.
+#![allow(clippy::disallowed_methods)] // a test reads the wall clock as it likes
 
 mod support;
 

@@ -25,7 +25,7 @@ use prost::Message;
 use redis::{AsyncCommands, FromRedisValue, Script, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 mod capabilities;
@@ -384,7 +384,7 @@ impl RedisBroker {
     }
 
     fn registrations(&self) -> std::sync::MutexGuard<'_, HashMap<String, Registration>> {
-        self.inner.registered.lock().expect("registered lock poisoned")
+        self.inner.registered.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// After an enqueue script's `reply`: a task stored into an empty container (reply 2) may

@@ -20,7 +20,7 @@ use asynq_core::{QueueName, Result};
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 
 static READ_EVENTS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_events.lua")));
 
@@ -54,7 +54,7 @@ impl RedisBroker {
     /// [`EVENT_SETTINGS_DELAY`] (by one caller; the others meanwhile use the copy).
     pub(crate) async fn event_caps_now(&self) -> Result<EventCaps> {
         let settings = self.event_settings();
-        let current = settings.snapshot.read().expect("event settings lock poisoned").clone();
+        let current = settings.snapshot.read().unwrap_or_else(PoisonError::into_inner).clone();
         if let Some(snapshot) = &current
             && (snapshot.read_at.elapsed() < EVENT_SETTINGS_DELAY || settings.refreshing.swap(true, Ordering::AcqRel))
         {
@@ -68,7 +68,7 @@ impl RedisBroker {
         match (read, current) {
             (Ok(caps), _) => {
                 let snapshot = Snapshot { read_at: tokio::time::Instant::now(), caps: caps.clone() };
-                *settings.snapshot.write().expect("event settings lock poisoned") = Some(snapshot);
+                *settings.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Some(snapshot);
                 Ok(caps)
             }
             // The call that needs the settings will meet the same trouble; the old copy is
@@ -128,7 +128,7 @@ impl EventLog for RedisBroker {
                     .map_err(|e| broker_error("delete an event log", e))?;
             }
         }
-        *self.event_settings().snapshot.write().expect("event settings lock poisoned") = None;
+        *self.event_settings().snapshot.write().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(())
     }
 

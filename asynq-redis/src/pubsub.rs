@@ -24,7 +24,7 @@ use redis::aio::PubSubSink;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex as SyncMutex};
+use std::sync::{Arc, Mutex as SyncMutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{Mutex, Notify, futures::Notified};
 use tokio::time::Instant;
@@ -126,7 +126,7 @@ impl Watch {
 
 impl WakeSignal {
     fn state(&self) -> std::sync::MutexGuard<'_, WakeState> {
-        self.state.lock().expect("wake-up state lock poisoned")
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A wake-up for `queue`: every waiting idle server wakes.
@@ -184,7 +184,7 @@ enum Route {
 
 /// The routes, locked (never across an await).
 fn lock(routes: &SyncMutex<HashMap<String, Route>>) -> std::sync::MutexGuard<'_, HashMap<String, Route>> {
-    routes.lock().expect("pub/sub routes lock poisoned")
+    routes.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl PubSub {

@@ -12,7 +12,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::SentinelClient;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, ServerErrorKind, Value};
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// The shortest time between two questions to the Sentinels while the master is unreachable,
@@ -66,7 +66,7 @@ impl SentinelMaster {
     }
 
     fn current(&self) -> Current {
-        self.current.lock().expect("sentinel connection lock poisoned").clone()
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// A client for the current master (for the pub/sub connection).
@@ -168,7 +168,7 @@ impl SentinelMaster {
             }
         };
         tracing::warn!(master = %client.get_connection_info().addr(), "the Redis master moved; following it");
-        let mut current = self.current.lock().expect("sentinel connection lock poisoned");
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         *current = Current { generation: current.generation + 1, client, conn };
         true
     }

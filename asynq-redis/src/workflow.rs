@@ -47,7 +47,7 @@ use bytes::Bytes;
 use futures::future::try_join_all;
 use redis::{AsyncCommands, Script};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, PoisonError};
 use std::time::SystemTime;
 
 mod store_order;
@@ -249,7 +249,7 @@ impl RedisBroker {
             .await
             .map_err(|e| broker_error("look for settled workflow tasks", e))?;
         let cursors = self.sweep_cursors();
-        let mut cursor = cursors.lock().expect("sweep cursors poisoned").get(queue.as_str()).cloned();
+        let mut cursor = cursors.lock().unwrap_or_else(PoisonError::into_inner).get(queue.as_str()).cloned();
         let mut found = 0;
         for _ in 0..SWEEP_CALLS {
             let mut call = self.workflow_call(&SCRIPTS.sweep, queue, &k, now, &events);
@@ -272,7 +272,7 @@ impl RedisBroker {
                 break;
             }
         }
-        cursors.lock().expect("sweep cursors poisoned").insert(queue.to_string(), cursor.unwrap_or_default());
+        cursors.lock().unwrap_or_else(PoisonError::into_inner).insert(queue.to_string(), cursor.unwrap_or_default());
         Ok(found)
     }
 

@@ -15,7 +15,7 @@ use asynq_runtime::Role;
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The error a [`PeriodicTaskConfigProvider`] reports.
@@ -204,7 +204,7 @@ impl ConfigSync {
             let identity = fingerprint(&config.spec, &config.task, &config.options, zone);
             wanted.insert(identity, config);
         }
-        let mut synced = self.synced.lock().expect("sync lock poisoned");
+        let mut synced = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
         // Everything is validated before anything changes.
         let mut added = Vec::new();
         for (identity, config) in wanted.iter().filter(|(identity, _)| !synced.contains_key(*identity)) {

@@ -32,7 +32,7 @@ use asynq_runtime::{Role, hostname};
 use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
@@ -389,11 +389,11 @@ struct FireTimes {
 
 impl Entry {
     fn times(&self) -> FireTimes {
-        *self.times.lock().expect("entry lock poisoned")
+        *self.times.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn set_times(&self, times: FireTimes) {
-        *self.times.lock().expect("entry lock poisoned") = times;
+        *self.times.lock().unwrap_or_else(PoisonError::into_inner) = times;
     }
 
     /// The ID of the fire at `at`: a UUID (version 8) made of the first 16 bytes of SHA-256 over
@@ -469,7 +469,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn registry(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().expect("scheduler lock poisoned")
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The time zone specs are read in.

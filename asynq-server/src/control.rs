@@ -6,7 +6,7 @@
 
 use crate::heartbeat::StatusCell;
 use asynq_core::{ServerRequest, ServerStatus};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 /// The server's quiet and stop switches, shared by the server and its heartbeater.
@@ -25,7 +25,7 @@ impl Control {
     }
 
     fn fetching(&self) -> std::sync::MutexGuard<'_, Option<CancellationToken>> {
-        self.fetching.lock().expect("fetch token lock poisoned")
+        self.fetching.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands over the token that stops the fetch loop; a server quieted before then stops it

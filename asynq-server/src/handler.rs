@@ -8,7 +8,7 @@ use bytes::Bytes;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
@@ -485,7 +485,7 @@ impl ProgressReporter {
 
 impl ReporterInner {
     fn state(&self) -> std::sync::MutexGuard<'_, ReporterState> {
-        self.state.lock().expect("progress reporter lock poisoned")
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Writes the latest report, if any.

@@ -11,7 +11,7 @@ use asynq_core::{QueueName, ServerControl, ServerInfo, ServerStatus, TaskId};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -34,16 +34,16 @@ impl StatusCell {
     }
 
     pub(crate) fn get(&self) -> ServerStatus {
-        *self.0.lock().expect("status lock poisoned")
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(crate) fn set(&self, status: ServerStatus) {
-        *self.0.lock().expect("status lock poisoned") = status;
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = status;
     }
 
     /// Sets `to` if the status is `from`; returns whether it was.
     pub(crate) fn replace(&self, from: ServerStatus, to: ServerStatus) -> bool {
-        let mut status = self.0.lock().expect("status lock poisoned");
+        let mut status = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let was = *status == from;
         if was {
             *status = to;

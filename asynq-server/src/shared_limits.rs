@@ -24,7 +24,7 @@ use asynq_core::slots::{ConcurrencySlots, SharedLimit, SlotKey};
 use asynq_core::{Clock, Lease, Task, TaskId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
 /// Whether a task may start, as far as shared limits go.
@@ -60,7 +60,7 @@ impl SharedLimits {
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, SlotKey>> {
-        self.held.lock().expect("held slots lock poisoned")
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The limit `task` counts against: its type's, else the one `derive` names.
@@ -140,7 +140,7 @@ impl SharedLimits {
 
     /// The turn of this server's waiters for a slot of `key`.
     fn turn(&self, key: &SlotKey) -> Arc<tokio::sync::Mutex<()>> {
-        let mut turns = self.turns.lock().expect("slot turns lock poisoned");
+        let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
         turns.retain(|_, turn| turn.strong_count() > 0);
         let turn = turns.entry(key.clone()).or_default();
         turn.upgrade().unwrap_or_else(|| {

@@ -6,7 +6,7 @@ use asynq_core::{Clock, Error, StoredTask};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -40,7 +40,7 @@ impl Syncer {
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Pending>> {
-        self.pending.lock().expect("syncer lock poisoned")
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Queues the write of `outcome` for `message`, to be retried until `give_up_at`, the

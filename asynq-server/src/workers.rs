@@ -5,7 +5,7 @@
 
 use asynq_core::{Lease, MAX_KEPT_CANCELS, StoredTask, WorkerInfo};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -72,11 +72,11 @@ pub(crate) struct ActiveTasks {
 
 impl ActiveTasks {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ActiveTask>> {
-        self.tasks.lock().expect("active tasks lock poisoned")
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn requests(&self) -> std::sync::MutexGuard<'_, Requests> {
-        self.requests.lock().expect("cancellation requests lock poisoned")
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn send(&self, event: CancelEvent) {

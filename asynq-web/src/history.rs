@@ -11,7 +11,7 @@ use crate::Shared;
 use asynq_client::{Inspector, QueueInfo};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
 /// How often the sampler reads the queues.
@@ -65,7 +65,7 @@ pub(crate) struct History {
 
 impl History {
     fn samples(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, VecDeque<Sample>>> {
-        self.samples.lock().expect("history lock poisoned")
+        self.samples.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The samples of `queue`, oldest first.

@@ -2,6 +2,7 @@
 //! spawned redis-server holding tasks from our client and from Go asynq's fixtures: every
 //! endpoint, authentication, CSRF, read-only mode, validation, 404s, the static assets and their
 //! headers, and the OpenAPI description's coverage of the routes.
+#![allow(clippy::disallowed_methods)] // a test reads the wall clock as it likes
 
 use asynq_client::{Client, FlowProducer, Inspector, SchedulerEnqueueEvent, SchedulerEntry, Task, TaskOptions};
 use asynq_core::broker::{SchedulerState, ServerState};

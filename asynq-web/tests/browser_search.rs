@@ -5,6 +5,7 @@
 //! and last page buttons are tried on the same queue.
 //!
 //! Needs Chromium and chromedriver (see `asynq_tests::browser`) and a redis-server.
+#![allow(clippy::disallowed_methods)] // a test reads the wall clock as it likes
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,6 +4,7 @@
 //! that box's right edge; chart labels lie whole inside their chart, whatever their numbers.
 //!
 //! Needs Chromium and chromedriver (see `asynq_tests::browser`) and a redis-server.
+#![allow(clippy::disallowed_methods)] // a test reads the wall clock as it likes
 
 use std::sync::Arc;
 use std::time::Duration;

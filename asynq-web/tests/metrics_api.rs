@@ -1,6 +1,7 @@
 //! The metrics page's API: per task type metrics read from the record servers keep, and the
 //! Prometheus charts asked of a fake Prometheus HTTP server on loopback, whose requests show
 //! that exactly the fixed queries go out.
+#![allow(clippy::disallowed_methods)] // a test reads the wall clock as it likes
 
 use asynq_client::Inspector;
 use asynq_core::QueueName;

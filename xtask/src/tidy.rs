@@ -11,6 +11,7 @@
 //!   written out in full, is allowed: it is the timer layer, which follows tokio's paused time;
 //! - no code of `asynq-core` or `asynq-memory` spells a Redis key name;
 //! - every publishable crate carries its package metadata and a LICENSE file;
+//! - library code takes a poisoned lock's data (`PoisonError::into_inner`), never panics on it;
 //! - no code reads the reference folder beside the repository, which a user's clone does not
 //!   have, except the bench's opt-in comparison with another crate (`--peer`).
 
@@ -286,6 +287,41 @@ fn library_code_reads_time_only_through_the_clock() {
 }
 
 /// Fails when `cargo tree` finds `forbidden` among `package`'s normal dependencies.
+/// The calls that would panic on a poisoned lock, and what library code writes instead.
+const POISON_PANICS: &[&str] = &[
+    ".lock().expect(",
+    ".lock().unwrap()",
+    ".read().expect(",
+    ".read().unwrap()",
+    ".write().expect(",
+    ".write().unwrap()",
+];
+
+#[test]
+fn library_code_recovers_poisoned_locks_one_way() {
+    let root = workspace_root();
+    let mut offenders = Vec::new();
+    for dir in library_source_dirs(&root) {
+        for path in files_with_extension(&dir, "rs") {
+            let text = read(&path);
+            // The library part: what comes before the file's test module.
+            let library = text.split("\n#[cfg(test)]\nmod tests").next().unwrap_or_default();
+            let joined: String = library.split_whitespace().collect::<Vec<_>>().join("");
+            for call in POISON_PANICS {
+                if joined.contains(call) {
+                    offenders.push(format!("{}: {call}", relative(&root, &path)));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "a lock guards data that stays consistent between statements, and a panic elsewhere must not take the \
+         broker or server down with it: take a poisoned lock's data with `.unwrap_or_else(PoisonError::into_inner)`:\n  {}",
+        offenders.join("\n  ")
+    );
+}
+
 fn check_no_dependency(package: &str, forbidden: &str) -> Result<(), String> {
     let mut command = cmd::cargo_command(["tree", "-p", package, "-e", "normal", "-i", forbidden]);
     let shown = cmd::display(&command);

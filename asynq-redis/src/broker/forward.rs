@@ -7,6 +7,7 @@ use asynq_core::broker::Forwarded;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures::stream::BoxStream;
+use std::sync::PoisonError;
 
 #[async_trait]
 impl Forward for RedisBroker {
@@ -82,7 +83,7 @@ pub(crate) struct RetryNotices {
 
 impl RetryNotices {
     fn listeners(&self) -> std::sync::MutexGuard<'_, Vec<UnboundedSender<String>>> {
-        self.listeners.lock().expect("retry notice listeners lock poisoned")
+        self.listeners.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn listen(&self) -> UnboundedReceiver<String> {

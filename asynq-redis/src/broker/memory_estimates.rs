@@ -11,7 +11,7 @@
 
 use asynq_core::QueueName;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// How long an estimate is reused before it is retaken.
@@ -43,7 +43,7 @@ struct Inner {
 impl MemoryEstimates {
     /// What to do for `queue`'s estimate at `now`.
     pub(crate) fn lookup(&self, queue: &QueueName, now: SystemTime) -> Estimate {
-        let mut inner = self.0.lock().expect("memory estimates lock poisoned");
+        let mut inner = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let second = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if second != inner.budget_second {
             (inner.budget_second, inner.spent) = (second, 0);
@@ -61,12 +61,12 @@ impl MemoryEstimates {
 
     /// Keeps `bytes` as `queue`'s estimate taken at `now`.
     pub(crate) fn record(&self, queue: &QueueName, now: SystemTime, bytes: u64) {
-        self.0.lock().expect("memory estimates lock poisoned").by_queue.insert(queue.clone(), (now, bytes));
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).by_queue.insert(queue.clone(), (now, bytes));
     }
 
     /// Forgets `queue`'s estimate (the queue was removed).
     pub(crate) fn forget(&self, queue: &QueueName) {
-        self.0.lock().expect("memory estimates lock poisoned").by_queue.remove(queue);
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).by_queue.remove(queue);
     }
 }
 

@@ -24,6 +24,7 @@ use super::*;
 use crate::pubsub::Quietness;
 use futures::future::try_join_all;
 use std::ops::Range;
+use std::sync::PoisonError;
 use tokio::time::Instant;
 
 /// How often a fetch checks its quiet queues for work that came without a wake-up. The
@@ -44,7 +45,7 @@ pub(super) struct QuietCheck {
 impl QuietCheck {
     /// Whether a check is due; if so, the next one is due [`CHECK_INTERVAL`] from now.
     fn due(&self) -> bool {
-        let mut last = self.last.lock().expect("quiet check lock poisoned");
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         let due = last.is_none_or(|at| at.elapsed() >= CHECK_INTERVAL);
         if due {
             *last = Some(tokio::time::Instant::now());

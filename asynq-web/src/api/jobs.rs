@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 /// How many finished jobs the dashboard remembers (the oldest are forgotten first).
@@ -94,10 +94,11 @@ pub(crate) type Sink = Arc<dyn Fn(BulkProgress) + Send + Sync>;
 
 impl Jobs {
     fn start(&self, description: String) -> u64 {
-        let mut table = self.0.lock().expect("jobs lock poisoned");
+        let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         table.next_id += 1;
         let id = table.next_id;
         // Shown to operators beside the job, as the times they read elsewhere on the page.
+        #[allow(clippy::disallowed_methods)]
         let started_at = timestamp(SystemTime::now()); // allow: wall-clock
         let view = JobView {
             id,
@@ -115,13 +116,13 @@ impl Jobs {
     }
 
     fn progress(&self, id: u64, progress: BulkProgress) {
-        if let Some(job) = self.0.lock().expect("jobs lock poisoned").jobs.get_mut(&id) {
+        if let Some(job) = self.0.lock().unwrap_or_else(PoisonError::into_inner).jobs.get_mut(&id) {
             (job.done, job.total) = (progress.done, progress.total);
         }
     }
 
     fn finish(&self, id: u64, result: &Result<Outcome, ApiError>) {
-        let mut table = self.0.lock().expect("jobs lock poisoned");
+        let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(job) = table.jobs.get_mut(&id) {
             match result {
                 Ok(outcome) => {
@@ -142,15 +143,15 @@ impl Jobs {
     }
 
     fn forget(&self, id: u64) {
-        self.0.lock().expect("jobs lock poisoned").jobs.remove(&id);
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).jobs.remove(&id);
     }
 
     fn view(&self, id: u64) -> Option<JobView> {
-        self.0.lock().expect("jobs lock poisoned").jobs.get(&id).cloned()
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).jobs.get(&id).cloned()
     }
 
     fn all(&self) -> Vec<JobView> {
-        self.0.lock().expect("jobs lock poisoned").jobs.values().rev().cloned().collect()
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).jobs.values().rev().cloned().collect()
     }
 }
 

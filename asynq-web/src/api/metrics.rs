@@ -90,6 +90,7 @@ pub(crate) async fn types(State(state): State<AppState>, uri: Uri) -> ApiResult<
         .into_iter()
         .find(|(name, _, _)| *name == window)
         .ok_or_else(|| ApiError::bad_request("invalid_window", "window must be 1h or 24h"))?;
+    #[allow(clippy::disallowed_methods)]
     let now = SystemTime::now(); // allow: wall-clock
     let report = state.inspector.type_metrics(resolution, buckets, now).await?;
     Ok(Json(TypeMetrics {
@@ -147,6 +148,7 @@ pub(crate) async fn prometheus(State(state): State<AppState>, uri: Uri) -> ApiRe
             "no Prometheus server is configured (asynq web --prometheus-addr)",
         ));
     };
+    #[allow(clippy::disallowed_methods)]
     let now = SystemTime::now(); // allow: wall-clock
     let end = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let end = end - end % range.step();
