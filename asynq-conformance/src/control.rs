@@ -6,8 +6,9 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, secs};
 use super::servers::server;
+use asynq_core::broker::ServerControl;
 use asynq_core::broker::ServerState;
-use asynq_core::control::{SERVER_REQUEST_GRACE, ServerControl};
+use asynq_core::control::SERVER_REQUEST_GRACE;
 use asynq_core::{Broker, Error, ServerRequest};
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,8 +5,9 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, retry, secs};
+use asynq_core::broker::EventLog;
 use asynq_core::broker::{Dequeue, Enqueue, Manage, Outcome};
-use asynq_core::events::{EventCap, EventKind, EventLog, EventPage, EventPosition, QueueEvent};
+use asynq_core::events::{EventCap, EventKind, EventPage, EventPosition, QueueEvent};
 use asynq_core::{Progress, QueueName, TaskId, TaskSet, TaskState};
 
 fn q(name: &str) -> QueueName {

@@ -5,7 +5,8 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, millis, secs};
 use asynq_core::QueueName;
-use asynq_core::rate_limit::{RateLimit, RateLimiter};
+use asynq_core::broker::RateLimiter;
+use asynq_core::rate_limit::RateLimit;
 
 /// A full bucket grants the burst, then refills at the rate as the clock moves.
 pub async fn case_rate_bucket_refills_at_the_rate<F: BrokerFactory>(factory: &F)

@@ -5,7 +5,8 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, secs};
 use asynq_core::TaskId;
-use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+use asynq_core::broker::ConcurrencySlots;
+use asynq_core::slots::SharedLimit;
 
 fn id(id: &str) -> TaskId {
     TaskId::new(id).unwrap()

@@ -3,9 +3,8 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, names, secs};
-use asynq_core::task_metrics::{
-    MAX_METRIC_TYPES, MetricsResolution, OTHER_TYPES, TaskMetrics, TaskMetricsSample, TypeCounts,
-};
+use asynq_core::broker::TaskMetrics;
+use asynq_core::task_metrics::{MAX_METRIC_TYPES, MetricsResolution, OTHER_TYPES, TaskMetricsSample, TypeCounts};
 use asynq_core::{Error, QueueName};
 use std::time::SystemTime;
 

@@ -8,11 +8,11 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_id_conflict, at, millis, names, retry, secs};
 use asynq_core::broker::Wait;
+use asynq_core::broker::Workflows;
 use asynq_core::broker::{Dequeue, Manage, Outcome, Page, Recover};
 use asynq_core::workflow::{
     CancelMark, DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome,
-    TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowCancellation, WorkflowPlan, Workflows,
-    parent_vanished_error,
+    TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowCancellation, WorkflowPlan, parent_vanished_error,
 };
 use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState, WorkflowId};
 use bytes::Bytes;
