@@ -9,16 +9,33 @@
 //!
 //! impl BrokerFactory for MyFactory {
 //!     type Broker = MyBroker;
+//!     type Store = MyBroker;
 //!     fn name(&self) -> &'static str { "mine" }
 //!     fn lacks(&self) -> &'static [Capability] { &[] }
 //!     async fn broker(&self, clock: Arc<dyn Clock>) -> MyBroker { MyBroker::with_clock(clock) }
 //!     async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> MyBroker {
 //!         MyBroker::with_clock(clock).archive_limits(limits)
 //!     }
+//!     fn store(&self, broker: &MyBroker) -> MyBroker { broker.clone() }
 //! }
 //!
 //! asynq_conformance::broker_conformance!(MyFactory); // in a test file: one #[tokio::test] per case
 //! ```
+//!
+//! The suite is cut by callers, as the contract is. Its cases come in parts, each needing only
+//! some traits of the broker under test, and a backend runs the parts it implements:
+//! - `worker`: the cases of the worker server's traits
+//!   ([`WorkerBroker`](asynq_core::broker::WorkerBroker): dequeue, finish, forward, leases and
+//!   their recovery, the janitor, server state, health). They put tasks in and look at them
+//!   through the factory's [`Store`](BrokerFactory::Store), since a worker's traits can do
+//!   neither, and need no provided method overridden;
+//! - `full`: the rest, which need every trait ([`Broker`](asynq_core::Broker)).
+//!
+//! `broker_conformance!(MyFactory)` runs both; a worker-only backend runs
+//! `broker_conformance!(MyFactory, parts = [worker])`, with a store on what it serves (the
+//! workspace's own test does so for a broker with the worker's traits alone). The bounds of each
+//! case say what it needs, so a part the backend does not implement does not compile, and a test
+//! of this crate checks that every case is listed in exactly one part.
 //!
 //! A backend plugs in through a [`BrokerFactory`], which makes a fresh, empty broker on a given
 //! clock, and [`broker_conformance!`](crate::broker_conformance) expands to one `#[tokio::test]`
@@ -123,8 +140,8 @@ pub enum Capability {
     ClockDrivenExpiry,
 }
 
-/// Which case needs which capability. [`lacking`] refuses pairs missing from this table, and
-/// `capabilities_are_declared` checks it against the suite's cases, so it cannot drift.
+/// Which case needs which capability. [`lacking`] refuses pairs missing from this table, and a
+/// test of this crate checks that each is a case of the suite, so it cannot drift.
 pub const GATED: &[(&str, Capability)] = &[
     ("case_unique_lock_expires_after_its_ttl", Capability::ClockDrivenExpiry),
     ("case_success_releases_only_a_lock_the_task_still_holds", Capability::ClockDrivenExpiry),
@@ -173,11 +190,13 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, parts: &[&str], cases: 
     }
 }
 
-/// Expands to the conformance suite for one backend: one `#[tokio::test]` per case, named after
-/// the case, plus `capabilities_are_declared`, which prints what the backend lacks.
+/// Expands to the conformance suite for one backend: one `#[tokio::test]` per case of its parts,
+/// named after the case, plus `capabilities_are_declared`, which prints the parts and what the
+/// backend lacks.
 ///
-/// The argument is an expression making a [`BrokerFactory`]; it is evaluated once per test. The
-/// calling crate needs `tokio` (with the `macros` and `rt-multi-thread` features).
+/// The first argument is an expression making a [`BrokerFactory`]; it is evaluated once per
+/// test. `parts = [worker]` (or `[worker, full]`, the default) chooses the parts (see the crate
+/// docs). The calling crate needs `tokio` (with the `macros` and `rt-multi-thread` features).
 ///
 /// A backend that does no real IO (an in-process store) adds `paused_time`: every case then runs
 /// on tokio's paused clock, so the cases that wait for a wake-up, a timeout or quiet take no
@@ -185,7 +204,8 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, parts: &[&str], cases: 
 /// paused time would fire timeouts while a reply is still on its way.
 ///
 /// ```ignore
-/// asynq_conformance::broker_conformance!(MemoryFactory);
+/// asynq_conformance::broker_conformance!(MemoryFactory, paused_time);
+/// asynq_conformance::broker_conformance!(WorkerOnlyFactory, parts = [worker], paused_time);
 /// ```
 #[macro_export]
 macro_rules! broker_conformance {
