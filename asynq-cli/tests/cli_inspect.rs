@@ -222,7 +222,8 @@ fn a_namespace_shows_its_own_queues_only() {
 
 #[test]
 fn slots_of_shared_limits_are_listed_with_their_holders() {
-    use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+    use asynq_core::broker::ConcurrencySlots;
+    use asynq_core::slots::SharedLimit;
     let (server, _) = seeded_server();
     common::block_on(async {
         let broker = common::broker(&server).await;

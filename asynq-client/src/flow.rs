@@ -1,7 +1,8 @@
 //! [`FlowProducer`]: stores whole workflows (chains, groups, chords, DAGs; see [`Flow`]).
 
 use crate::DEFAULT_MAX_PAYLOAD;
-use asynq_core::workflow::{DEFAULT_MAX_WORKFLOW_TASKS, Flow, TaskRef, Workflows};
+use asynq_core::broker::Workflows;
+use asynq_core::workflow::{DEFAULT_MAX_WORKFLOW_TASKS, Flow, TaskRef};
 use asynq_core::{Clock, Error, Result, SystemClock, WorkflowId};
 use std::collections::BTreeMap;
 use std::fmt;

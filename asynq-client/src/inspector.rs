@@ -2,10 +2,12 @@
 //! operator takes on them. What Go asynq's `Inspector` does, on any broker.
 
 use asynq_core::ServerRequest;
+use asynq_core::broker::EventLog;
+use asynq_core::broker::Workflows;
 use asynq_core::broker::{GroupInfo, OperatorBroker, Page, SchedulerEnqueueEvent, SchedulerEntry};
-use asynq_core::events::{EventCap, EventLog, EventPage, EventPosition};
+use asynq_core::events::{EventCap, EventPage, EventPosition};
 pub use asynq_core::workflow::WorkflowCancellation;
-use asynq_core::workflow::{CancelMark, ParentOutcome, TaskRef, WorkflowSummary, Workflows};
+use asynq_core::workflow::{CancelMark, ParentOutcome, TaskRef, WorkflowSummary};
 use asynq_core::{
     ArchiveLimits, ArchiveOutlook, ArchiveReport, BackendInfo, BulkAction, BulkProgress, CancelOutcome, DailyStats,
     Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, TaskId, TaskInfo, TaskSet, TaskState,

@@ -86,7 +86,7 @@ fn assert_invalid<T: Debug>(result: Result<T>, field: &str) {
 
 /// The groups of a queue are listed by name with their sizes; a queue without groups, or that
 /// does not exist, has none.
-pub async fn case_groups_are_listed_by_name_with_their_sizes<F: BrokerFactory>(factory: &F)
+pub async fn case_groups_are_listed_by_name_with_their_sizes<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -116,8 +116,9 @@ where
 /// `ready_groups` names the groups ready by the max size, then the max delay, then the grace
 /// period (each once, up to the limit), and, while only the broker writes, no other: not one
 /// its check found not ready, nor one the check emptied.
-pub async fn case_ready_groups_names_the_groups_each_rule_makes_ready<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_ready_groups_names_the_groups_each_rule_makes_ready<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Aggregate,
 {
     let t = Fixture::new(factory).await;
@@ -172,7 +173,7 @@ where
 }
 
 /// An empty or unknown group is never ready, whatever the limits.
-pub async fn case_an_empty_group_is_never_aggregated<F: BrokerFactory>(factory: &F)
+pub async fn case_an_empty_group_is_never_aggregated<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -188,7 +189,7 @@ where
 
 /// A group is ready once its newest task has waited the grace period (whole seconds): the whole
 /// group goes into a set due two minutes later, and the group is no longer listed.
-pub async fn case_grace_period_aggregates_an_idle_group<F: BrokerFactory>(factory: &F)
+pub async fn case_grace_period_aggregates_an_idle_group<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -218,7 +219,7 @@ where
 
 /// A group holding at least the max size is ready at once: the max size oldest tasks are taken,
 /// the rest stay listed, and the group is unlisted once a check empties it.
-pub async fn case_max_size_takes_the_oldest_tasks_first<F: BrokerFactory>(factory: &F)
+pub async fn case_max_size_takes_the_oldest_tasks_first<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -244,7 +245,7 @@ where
 }
 
 /// A group whose oldest task has waited the max delay is ready, however recently a task joined.
-pub async fn case_max_delay_aggregates_a_busy_group<F: BrokerFactory>(factory: &F)
+pub async fn case_max_delay_aggregates_a_busy_group<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -266,7 +267,7 @@ where
 
 /// Invalid limits are refused before anything moves (names cannot be invalid: their types
 /// check them).
-pub async fn case_aggregation_check_refuses_invalid_input<F: BrokerFactory>(factory: &F)
+pub async fn case_aggregation_check_refuses_invalid_input<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -295,8 +296,9 @@ where
 
 /// Completing a set stores the aggregated task as an enqueue would and deletes the set and its
 /// members; a set completed once is gone, and completing it again writes nothing.
-pub async fn case_complete_aggregation_enqueues_and_deletes_the_members<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_complete_aggregation_enqueues_and_deletes_the_members<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Aggregate,
 {
     let t = Fixture::new(factory).await;
@@ -324,7 +326,7 @@ where
 }
 
 /// A refused completion writes nothing: the set keeps its members, and can be completed later.
-pub async fn case_refused_completion_keeps_the_set<F: BrokerFactory>(factory: &F)
+pub async fn case_refused_completion_keeps_the_set<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -349,8 +351,9 @@ where
 }
 
 /// Completing keeps the members' uniqueness locks until their TTL, as Go does.
-pub async fn case_completing_keeps_the_members_uniqueness_locks<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_completing_keeps_the_members_uniqueness_locks<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Aggregate,
 {
     let t = Fixture::new(factory).await;
@@ -365,7 +368,7 @@ where
 }
 
 /// Deleting a set deletes its members; deleting a set that does not exist is no error.
-pub async fn case_delete_aggregation_set_deletes_its_members<F: BrokerFactory>(factory: &F)
+pub async fn case_delete_aggregation_set_deletes_its_members<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {
@@ -395,7 +398,7 @@ where
 
 /// A set whose deadline has passed goes back to its group: its members keep their order, the
 /// group is listed again, and the next check aggregates them anew.
-pub async fn case_stale_sets_are_reclaimed_into_their_group<F: BrokerFactory>(factory: &F)
+pub async fn case_stale_sets_are_reclaimed_into_their_group<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Aggregate,
 {

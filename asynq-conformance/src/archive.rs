@@ -7,6 +7,7 @@
 
 use super::BrokerFactory;
 use super::fixture::{DAY, Fixture, archive, assert_task_not_found, at, millis};
+use asynq_core::broker::WorkerBroker;
 use asynq_core::broker::{Dequeue, Inspect, Outcome};
 use asynq_core::{QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState};
 use futures::{StreamExt, TryStreamExt, stream};
@@ -19,8 +20,8 @@ const ARCHIVE_LIMIT: usize = 10_000;
 
 /// Archiving deletes the tasks archived at or before now − 90 days (compared in whole seconds),
 /// records and all; younger ones stay. The trimmed tasks still count as processed and failed.
-pub async fn case_archive_trims_tasks_archived_90_days_ago<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_archive_trims_tasks_archived_90_days_ago<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     t.set(at(0) + millis(900));
     t.run("q", "old", archive("x")).await;
     t.set(at(90 * DAY - 1) + millis(999));
@@ -32,7 +33,7 @@ pub async fn case_archive_trims_tasks_archived_90_days_ago<F: BrokerFactory>(fac
 
     assert_eq!(t.all_ids("q", TaskState::Archived).await, ["mid", "new"]);
     assert_task_not_found(
-        t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("old")).await,
+        t.store.task_info(&QueueName::from_static("q"), &TaskId::from_static("old")).await,
         "q",
         "old",
     );
@@ -42,8 +43,8 @@ pub async fn case_archive_trims_tasks_archived_90_days_ago<F: BrokerFactory>(fac
 
 /// Archiving the 10 000th task deletes the lowest-ranked one (all share one archive second, so
 /// the lowest ID), record and all, leaving the newest 9 999.
-pub async fn case_archive_keeps_the_newest_9999<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_archive_keeps_the_newest_9999<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let ids: Vec<String> = (0..ARCHIVE_LIMIT).map(|i| format!("t{i:05}")).collect();
     let (last, first_ones) = ids.split_last().expect("ids");
 
@@ -82,7 +83,7 @@ pub async fn case_archive_keeps_the_newest_9999<F: BrokerFactory>(factory: &F) {
     let info = t.info("q").await;
     assert_eq!((info.archived, info.size, info.processed, info.failed), (9_999, 9_999, 10_000, 10_000));
     assert_task_not_found(
-        t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("t00000")).await,
+        t.store.task_info(&QueueName::from_static("q"), &TaskId::from_static("t00000")).await,
         "q",
         "t00000",
     );

@@ -22,7 +22,9 @@ fn q() -> QueueName {
 /// Failures out of retries, an operator's archive of one task and of a whole state all trim to
 /// the configured limits: by age first (archived an hour ago or earlier), then the oldest over
 /// the size.
-pub async fn case_configured_archive_limits_trim_by_size_and_age<F: BrokerFactory>(factory: &F) {
+pub async fn case_configured_archive_limits_trim_by_size_and_age<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::with_archive_limits(factory, small()).await;
     assert_eq!(t.broker.archive_limits(), small());
     for (second, id) in [(0, "a"), (1, "b"), (2, "c")] {
@@ -52,7 +54,9 @@ pub async fn case_configured_archive_limits_trim_by_size_and_age<F: BrokerFactor
 
 /// The outlook counts the tasks past the age limit and those over the size limit that a bulk
 /// archive would drop, and the bulk archive's report counts the same, as its trim did them.
-pub async fn case_the_archive_outlook_counts_what_a_bulk_archive_drops<F: BrokerFactory>(factory: &F) {
+pub async fn case_the_archive_outlook_counts_what_a_bulk_archive_drops<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let limits = ArchiveLimits::new(5, Duration::from_secs(3600)).expect("valid limits");
     let t = Fixture::with_archive_limits(factory, limits).await;
     assert_queue_not_found(t.broker.archive_outlook(&q(), 1).await, "q");
@@ -80,7 +84,9 @@ pub async fn case_the_archive_outlook_counts_what_a_bulk_archive_drops<F: Broker
 }
 
 /// Archiving one task reports what its trim dropped.
-pub async fn case_a_bulk_archive_reports_what_its_trim_dropped<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_bulk_archive_reports_what_its_trim_dropped<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::with_archive_limits(factory, small()).await;
     for id in ["a", "b", "c", "d"] {
         t.plain("q", id).await;

@@ -24,7 +24,7 @@ async fn next(stream: &mut BoxStream<'static, String>, what: &str) -> String {
 
 /// Every subscription hears every request published after it subscribed, in order. (One
 /// published just before may reach it too, still on its way when it subscribed.)
-pub async fn case_cancellations_reach_every_subscriber<F: BrokerFactory>(factory: &F)
+pub async fn case_cancellations_reach_every_subscriber<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Cancel,
 {
@@ -47,8 +47,9 @@ where
 
 /// A subscription that is dropped does not disturb the others, and a request nobody hears is
 /// not an error.
-pub async fn case_a_dropped_subscription_leaves_the_others_listening<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_a_dropped_subscription_leaves_the_others_listening<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Cancel,
 {
     let t = Fixture::new(factory).await;
@@ -62,7 +63,7 @@ where
 
 /// A request is kept, unheard, for [`CANCEL_KEEP`] (asking again renews it), for a server that
 /// subscribes later; settling it removes it, and only the first settle finds it.
-pub async fn case_a_request_is_kept_until_settled_or_expired<F: BrokerFactory>(factory: &F)
+pub async fn case_a_request_is_kept_until_settled_or_expired<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Cancel,
 {
@@ -96,7 +97,7 @@ where
 
 /// A request says what it found: the servers that report running the task, else the queue and
 /// state of the task, else that no task has this ID. It is kept in every case.
-pub async fn case_a_request_reports_what_it_found<F: BrokerFactory>(factory: &F)
+pub async fn case_a_request_reports_what_it_found<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Cancel,
 {

@@ -6,8 +6,9 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, secs};
 use super::servers::server;
+use asynq_core::broker::ServerControl;
 use asynq_core::broker::ServerState;
-use asynq_core::control::{SERVER_REQUEST_GRACE, ServerControl};
+use asynq_core::control::SERVER_REQUEST_GRACE;
 use asynq_core::{Broker, Error, ServerRequest};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ fn control<B: Broker + Clone>(t: &Fixture<B>) -> Arc<dyn ServerControl> {
 }
 
 /// A request for a live server is taken by that server once, and by no other.
-pub async fn case_server_request_is_taken_once<F: BrokerFactory>(factory: &F) {
+pub async fn case_server_request_is_taken_once<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let control = control(&t);
     let (a, b) = (server("a", 1), server("b", 2));
@@ -39,7 +40,9 @@ pub async fn case_server_request_is_taken_once<F: BrokerFactory>(factory: &F) {
 
 /// A request names a live server: an unknown, cleared or expired server, or a malformed ID, is
 /// refused with a typed error, and nothing is kept for it.
-pub async fn case_server_request_for_no_live_server_is_refused<F: BrokerFactory>(factory: &F) {
+pub async fn case_server_request_for_no_live_server_is_refused<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let control = control(&t);
     let (gone, cleared) = (server("gone", 1), server("cleared", 2));
@@ -64,7 +67,7 @@ pub async fn case_server_request_for_no_live_server_is_refused<F: BrokerFactory>
 }
 
 /// A stop kept before stays a stop when a quiet is asked after it; a stop replaces a quiet.
-pub async fn case_server_stop_request_is_never_weakened<F: BrokerFactory>(factory: &F) {
+pub async fn case_server_stop_request_is_never_weakened<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let control = control(&t);
     let a = server("a", 1);
@@ -86,7 +89,9 @@ pub async fn case_server_stop_request_is_never_weakened<F: BrokerFactory>(factor
 /// A request nobody takes is kept until [`SERVER_REQUEST_GRACE`] after the server's record
 /// expires (in whole seconds, as server liveness is judged), then is gone; an expired stop no
 /// longer makes a later quiet a stop.
-pub async fn case_server_request_expires_after_the_server_record<F: BrokerFactory>(factory: &F) {
+pub async fn case_server_request_expires_after_the_server_record<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let control = control(&t);
     let a = server("a", 1);

@@ -3,13 +3,14 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, names, retry, secs};
+use asynq_core::broker::WorkerBroker;
 use asynq_core::broker::{ExpiredLease, Forward, Inspect, LeaseStage, Recover};
 use asynq_core::{QueueInfo, QueueName, Task, TaskInfo, TaskOptions, TaskState};
 use bytes::Bytes;
 
 /// Pending tasks come out in the order they went in, also when enqueues and dequeues interleave.
-pub async fn case_dequeue_is_first_in_first_out<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeue_is_first_in_first_out<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     for id in ["a", "b", "c", "d"] {
         t.plain("q", id).await;
     }
@@ -19,8 +20,8 @@ pub async fn case_dequeue_is_first_in_first_out<F: BrokerFactory>(factory: &F) {
 }
 
 /// A dequeue takes at most `max` tasks (none for zero) and leaves the rest pending.
-pub async fn case_dequeue_respects_max<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeue_respects_max<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     for id in ["a", "b", "c", "d", "e"] {
         t.plain("q", id).await;
     }
@@ -37,8 +38,8 @@ pub async fn case_dequeue_respects_max<F: BrokerFactory>(factory: &F) {
 }
 
 /// The first queue is drained before the next is tried; unknown queues are passed over.
-pub async fn case_dequeue_drains_queues_in_the_given_order<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeue_drains_queues_in_the_given_order<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     for id in ["h1", "h2"] {
         t.plain("high", id).await;
     }
@@ -53,26 +54,26 @@ pub async fn case_dequeue_drains_queues_in_the_given_order<F: BrokerFactory>(fac
 }
 
 /// A paused queue gives no task and keeps its tasks pending; once unpaused it gives them again.
-pub async fn case_dequeue_skips_a_paused_queue<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeue_skips_a_paused_queue<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     t.plain("paused", "p1").await;
     t.plain("paused", "p2").await;
     t.plain("open", "o1").await;
-    t.broker.pause_queue(&QueueName::from_static("paused")).await.unwrap();
+    t.store.pause_queue(&QueueName::from_static("paused")).await.unwrap();
 
     assert_eq!(t.dequeue_ids(&["paused", "open"], 5).await, ["o1"]);
     assert!(t.dequeue(&["paused"], 5).await.is_empty());
     let info = t.info("paused").await;
     assert_eq!((info.paused, info.pending, info.active), (true, 2, 0));
 
-    t.broker.unpause_queue(&QueueName::from_static("paused")).await.unwrap();
+    t.store.unpause_queue(&QueueName::from_static("paused")).await.unwrap();
     assert_eq!(t.dequeue_ids(&["paused", "open"], 5).await, ["p1", "p2"]);
 }
 
 /// A dequeued task is active with a lease until now + 30 s, truncated to whole seconds; the
 /// stored lease is the one returned.
-pub async fn case_dequeue_leases_for_thirty_whole_seconds<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeue_leases_for_thirty_whole_seconds<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let msg = t.plain("q", "a").await;
     t.advance(millis(700));
 
@@ -91,8 +92,8 @@ pub async fn case_dequeue_leases_for_thirty_whole_seconds<F: BrokerFactory>(fact
 
 /// The message a worker gets is the message enqueued, field for field: binary payload, headers,
 /// retry, timeout, deadline, retention; also after a trip through the scheduled set.
-pub async fn case_dequeued_message_equals_the_enqueued_one<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeued_message_equals_the_enqueued_one<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let full = Task::new("email:welcome", Bytes::from_static(b"\x00\xff{\"user\":42}"))
         .with_header("trace-id", "abc123")
         .with_header("lang", "en");
@@ -111,8 +112,8 @@ pub async fn case_dequeued_message_equals_the_enqueued_one<F: BrokerFactory>(fac
 
 /// Nothing to take gives an empty vector: a fresh broker, no queues, an unknown queue, and a
 /// queue holding only scheduled, aggregating, retry and active tasks.
-pub async fn case_dequeue_returns_nothing_when_nothing_is_pending<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeue_returns_nothing_when_nothing_is_pending<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     assert!(t.dequeue(&["q"], 10).await.is_empty());
     assert!(t.dequeue(&[], 10).await.is_empty());
 

@@ -7,7 +7,7 @@ use asynq_core::broker::{Forward, Inspect, Outcome};
 use asynq_core::{QueueInfo, QueueName, Task, TaskInfo, TaskOptions, TaskState};
 
 /// A task ready now is pending: counted, listed, and due at the current whole second.
-pub async fn case_enqueue_pending_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_pending_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.advance(millis(400));
 
@@ -21,7 +21,7 @@ pub async fn case_enqueue_pending_task<F: BrokerFactory>(factory: &F) {
 }
 
 /// A task due later is scheduled at its process time in whole seconds, and not dequeued.
-pub async fn case_enqueue_scheduled_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_scheduled_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.advance(millis(700));
 
@@ -38,7 +38,7 @@ pub async fn case_enqueue_scheduled_task<F: BrokerFactory>(factory: &F) {
 
 /// A grouped task ready now aggregates in its group: counted per group, never dequeued, never
 /// forwarded.
-pub async fn case_enqueue_grouped_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_grouped_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let grouped = |group: &str| TaskOptions::new().queue("q").group(group);
     let g1 = t.enqueue("g1", &Task::new("digest", "1"), grouped("g")).await.unwrap();
@@ -60,7 +60,7 @@ pub async fn case_enqueue_grouped_task<F: BrokerFactory>(factory: &F) {
 
 /// A queue is known (listed, sorted, and open to the inspector) from its first enqueue, whatever
 /// the placement.
-pub async fn case_enqueue_makes_the_queue_known<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_makes_the_queue_known<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     assert!(t.broker.queues().await.unwrap().is_empty(), "a fresh broker knows no queue");
     assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("b")).await, "b");
@@ -76,7 +76,7 @@ pub async fn case_enqueue_makes_the_queue_known<F: BrokerFactory>(factory: &F) {
 
 /// A task whose ID exists in its queue is refused, whatever its placement, and nothing is
 /// written; the same ID in another queue is no conflict.
-pub async fn case_task_id_conflict_writes_nothing<F: BrokerFactory>(factory: &F) {
+pub async fn case_task_id_conflict_writes_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let original = t.plain("q", "a").await;
     t.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
@@ -100,7 +100,9 @@ pub async fn case_task_id_conflict_writes_nothing<F: BrokerFactory>(factory: &F)
 
 /// An ID conflicts with a stored task in any state (it is the task record that counts); a
 /// task deleted on success frees its ID.
-pub async fn case_task_id_conflicts_with_a_task_in_any_state<F: BrokerFactory>(factory: &F) {
+pub async fn case_task_id_conflicts_with_a_task_in_any_state<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     t.run("q", "done", Outcome::Done).await;
     t.complete("q", "completed", secs(3_600)).await;
@@ -123,7 +125,7 @@ pub async fn case_task_id_conflicts_with_a_task_in_any_state<F: BrokerFactory>(f
 
 /// A batch stores each task as a single enqueue would and reports each one on its own: a
 /// conflicting ID or a held lock fails that task only.
-pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     use asynq_core::broker::Enqueue;
     let t = Fixture::new(factory).await;
     t.enqueue("taken", &Task::new("email", "0"), TaskOptions::new().queue("q")).await.unwrap();
@@ -180,7 +182,9 @@ pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory>(factory: &F)
 /// and answers each task as they answer: duplicate IDs within the batch and IDs already taken
 /// conflict, held locks refuse, a lock taken just before an ID conflict is kept, the first of
 /// two tasks with one ID wins, and the pending order is the request order.
-pub async fn case_enqueue_batch_of_every_placement_equals_one_by_one<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_batch_of_every_placement_equals_one_by_one<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     use asynq_core::broker::{Aggregate, Enqueue, GroupInfo};
     use asynq_core::{EnqueueRequest, Error, Result};
     let t = Fixture::new(factory).await;

@@ -5,8 +5,9 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, retry, secs};
+use asynq_core::broker::EventLog;
 use asynq_core::broker::{Dequeue, Enqueue, Manage, Outcome};
-use asynq_core::events::{EventCap, EventKind, EventLog, EventPage, EventPosition, QueueEvent};
+use asynq_core::events::{EventCap, EventKind, EventPage, EventPosition, QueueEvent};
 use asynq_core::{Progress, QueueName, TaskId, TaskSet, TaskState};
 
 fn q(name: &str) -> QueueName {
@@ -23,7 +24,7 @@ fn kinds(events: &[QueueEvent]) -> Vec<(EventKind, &str)> {
 
 /// A queue keeps no log until asked: its changes leave no events, reads find none, and no cap
 /// is listed; turning the log off drops it.
-pub async fn case_events_are_kept_only_for_a_queue_that_asks<F: BrokerFactory>(factory: &F)
+pub async fn case_events_are_kept_only_for_a_queue_that_asks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: EventLog,
 {
@@ -52,7 +53,7 @@ where
 /// is the backend's: its clock, or the Redis server's): enqueued (pending and scheduled), started, progress (with its report),
 /// retried and archived (with the attempt's error), succeeded, requeued, and an operator's
 /// archive and delete (one by one and in bulk).
-pub async fn case_events_follow_each_task_through_its_life<F: BrokerFactory>(factory: &F)
+pub async fn case_events_follow_each_task_through_its_life<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: EventLog,
 {
@@ -116,8 +117,9 @@ where
 /// A reader resumes after the last event it read and gets only what came after; `Latest`
 /// starts after the newest event; a reader that fell behind by more than the cap is told it
 /// missed events, and the log keeps exactly the cap's newest.
-pub async fn case_event_reads_resume_and_report_what_was_trimmed<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_event_reads_resume_and_report_what_was_trimmed<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: EventLog,
 {
     let t = Fixture::new(factory).await;
@@ -166,8 +168,11 @@ where
 /// read of 0 events returns none yet says where to resume and whether events were missed; a
 /// reader is told it may have missed events once its own last event was trimmed (no log keeps a
 /// record of which events went, so this holds when nothing after it went too).
-pub async fn case_a_log_keeps_exactly_its_cap_and_a_read_of_nothing_reads_nothing<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_a_log_keeps_exactly_its_cap_and_a_read_of_nothing_reads_nothing<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) where
     F::Broker: EventLog,
 {
     let t = Fixture::new(factory).await;

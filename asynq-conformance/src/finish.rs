@@ -5,6 +5,7 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_task_not_found, at, every_outcome, millis, names, retry, secs};
+use asynq_core::broker::WorkerBroker;
 use asynq_core::broker::{Dequeue, Forward, Inspect, Janitor, Outcome};
 use asynq_core::time::{MAX_UNIX_SECS, MIN_UNIX_SECS, from_unix_secs};
 use asynq_core::{MAX_DURATION, QueueInfo, QueueName, StoredTask, Task, TaskId, TaskInfo, TaskOptions, TaskState};
@@ -17,14 +18,14 @@ fn failed(msg: &StoredTask, error: &str, failed_at: SystemTime, retried: u32) ->
 }
 
 /// Done deletes the task and counts it as processed (today and in total), not as failed.
-pub async fn case_done_deletes_and_counts_processed<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_done_deletes_and_counts_processed<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let msg = t.activate("q", "a").await;
     t.plain("q", "b").await;
 
     t.finish(&msg, Outcome::Done).await;
 
-    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
+    assert_task_not_found(t.store.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
     let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
     (want.pending, want.size, want.processed, want.processed_total) = (1, 1, 1, 1);
     assert_eq!(t.counts("q").await, want);
@@ -32,8 +33,10 @@ pub async fn case_done_deletes_and_counts_processed<F: BrokerFactory>(factory: &
 
 /// Complete keeps the task as completed with `completed_at` (whole seconds) and the result
 /// written before finishing, counts it as processed, and keeps it until completion + retention.
-pub async fn case_complete_keeps_task_and_result_for_the_retention<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_complete_keeps_task_and_result_for_the_retention<F: BrokerFactory<Broker: WorkerBroker>>(
+    factory: &F,
+) {
+    let t = Fixture::worker(factory).await;
     let options = TaskOptions::new().queue("q").retention(secs(3_600));
     t.enqueue("a", &Task::new("answer", "p"), options).await.unwrap();
     let msg = t.take("q", "a").await.message;
@@ -57,14 +60,14 @@ pub async fn case_complete_keeps_task_and_result_for_the_retention<F: BrokerFact
     assert_eq!(t.broker.delete_expired_completed(&QueueName::from_static("q"), 100).await.unwrap(), 0);
     t.set(at(2 + 3_600));
     assert_eq!(t.broker.delete_expired_completed(&QueueName::from_static("q"), 100).await.unwrap(), 1);
-    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
+    assert_task_not_found(t.store.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
 }
 
 /// A failing retry moves the task to retry at `retry_at` (whole seconds), with `retried` up by
 /// one and the error and failure time recorded, and counts it as processed and failed. The
 /// worker that takes it again gets that message.
-pub async fn case_retry_as_failure_counts_and_records_the_error<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_retry_as_failure_counts_and_records_the_error<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let msg = t.activate("q", "a").await;
     t.advance(millis(1_500));
 
@@ -84,8 +87,8 @@ pub async fn case_retry_as_failure_counts_and_records_the_error<F: BrokerFactory
 
 /// A retry that is not a failure records the error and failure time but leaves `retried` and
 /// every counter alone.
-pub async fn case_retry_not_as_failure_counts_nothing<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_retry_not_as_failure_counts_nothing<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let msg = t.activate("q", "a").await;
     t.advance(secs(3));
 
@@ -100,8 +103,8 @@ pub async fn case_retry_not_as_failure_counts_nothing<F: BrokerFactory>(factory:
 
 /// Archive keeps `retried` as it was, records the error and failure time, and counts the task
 /// as processed and failed.
-pub async fn case_archive_keeps_retried_and_counts_a_failure<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_archive_keeps_retried_and_counts_a_failure<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     t.run("q", "a", retry(at(10), "boom", true)).await;
     t.set(at(10));
     t.broker.forward_ready(&names(&["q"])).await.unwrap();
@@ -122,8 +125,8 @@ pub async fn case_archive_keeps_retried_and_counts_a_failure<F: BrokerFactory>(f
 
 /// Requeue puts the task back as the next to run, ahead of older pending tasks, unchanged and
 /// counted nowhere.
-pub async fn case_requeue_goes_to_the_front<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_requeue_goes_to_the_front<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let msg = t.activate("q", "a").await;
     t.plain("q", "b").await;
     t.plain("q", "c").await;
@@ -140,8 +143,8 @@ pub async fn case_requeue_goes_to_the_front<F: BrokerFactory>(factory: &F) {
 
 /// No outcome can be recorded for a task that is not active (pending, scheduled, unknown, or in
 /// another queue): each fails with TaskNotFound and writes nothing.
-pub async fn case_finishing_a_task_that_is_not_active_fails<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_finishing_a_task_that_is_not_active_fails<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let active = t.activate("q", "active").await;
     let pending = t.plain("q", "pending").await;
     let later = TaskOptions::new().queue("q").process_in(secs(60));
@@ -161,8 +164,8 @@ pub async fn case_finishing_a_task_that_is_not_active_fails<F: BrokerFactory>(fa
 
 /// Once an outcome is recorded the task is no longer active: recording any second outcome
 /// fails with TaskNotFound and changes nothing.
-pub async fn case_finishing_twice_fails<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_finishing_twice_fails<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     for (i, first) in every_outcome(at(30)).into_iter().enumerate() {
         let id = format!("t{i}");
         let options = TaskOptions::new().queue("q").retention(Duration::from_secs(60));
@@ -185,8 +188,8 @@ pub async fn case_finishing_twice_fails<F: BrokerFactory>(factory: &F) {
 
 /// A batch settles each task exactly as one `finish` would, across queues and outcomes, and
 /// reports a task that is not active on its own.
-pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let unique = TaskOptions::new().queue("q").unique(secs(600));
     t.enqueue("u", &Task::new("report", "nov"), unique.clone()).await.unwrap();
     let u = t.take("q", "u").await.message;
@@ -209,8 +212,8 @@ pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory
 
     assert_eq!(results.iter().map(Result::is_ok).collect::<Vec<_>>(), [true, true, true, false, true, true, true]);
     assert_task_not_found(results.into_iter().nth(3).unwrap(), "q", "p");
-    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("u")).await, "q", "u");
-    assert_task_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
+    assert_task_not_found(t.store.task_info(&QueueName::from_static("q"), &TaskId::from_static("u")).await, "q", "u");
+    assert_task_not_found(t.store.task_info(&QueueName::from_static("q"), &TaskId::from_static("a")).await, "q", "a");
     assert_eq!(t.task("q", "b").await.state, TaskState::Retry);
     assert_eq!(t.task("other", "e").await.state, TaskState::Archived);
     assert_eq!(t.all_ids("q", TaskState::Pending).await, ["c", "p"]);
@@ -226,10 +229,10 @@ pub async fn case_finish_batch_settles_each_task_as_finish_does<F: BrokerFactory
 /// exactly what the same finishes one by one leave: the same replies (not-found for a task
 /// whose lease is gone, or that is pending), tasks, sets and their order, counters today and in
 /// total, uniqueness locks (released by successes only) and stall counts.
-pub async fn case_finish_batch_of_every_outcome_equals_one_by_one<F: BrokerFactory>(factory: &F) {
+pub async fn case_finish_batch_of_every_outcome_equals_one_by_one<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
     use asynq_core::broker::Recover;
     use asynq_core::{Error, Result};
-    let t = Fixture::new(factory).await;
+    let t = Fixture::worker(factory).await;
     let unique = |queue: &str| TaskOptions::new().queue(queue).unique(secs(600));
     // Active tasks of `main` and `other`, one more finished already (its lease is gone) and a
     // pending one; returns the items of the batch, in the batch's order.
@@ -302,7 +305,7 @@ pub async fn case_finish_batch_of_every_outcome_equals_one_by_one<F: BrokerFacto
         let anonymous = QueueName::from_static("_");
         (snapshot.info.queue, snapshot.info.memory_usage) = (anonymous.clone(), 0);
         snapshot.tasks.iter_mut().for_each(|task| task.queue = anonymous.clone());
-        let mut history = t.broker.history(&QueueName::new(queue).unwrap(), 2).await.unwrap();
+        let mut history = t.store.history(&QueueName::new(queue).unwrap(), 2).await.unwrap();
         history.iter_mut().for_each(|day| day.queue = anonymous.clone());
         let mut locks = Vec::new();
         for (id, payload) in [("c2", "complete"), ("ru2", "retry")] {
@@ -345,8 +348,8 @@ pub async fn case_finish_batch_of_every_outcome_equals_one_by_one<F: BrokerFacto
 /// The longest retention (Go's longest duration, in whole seconds, which a corrupt message's
 /// longer one is read as) keeps the completed task that long instead of overflowing into an
 /// expiry in the past: the janitor leaves it alone until then, and it reads back as it is.
-pub async fn case_the_longest_retention_keeps_a_task_that_long<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_the_longest_retention_keeps_a_task_that_long<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let longest = MAX_DURATION.as_secs();
     for id in ["a", "b"] {
         let options = TaskOptions::new().queue("q").retention(secs(60));
@@ -370,8 +373,8 @@ pub async fn case_the_longest_retention_keeps_a_task_that_long<F: BrokerFactory>
 /// of what a task holds (Go's longest duration, the years 1 and 9999, Go's `int32` counts: what
 /// a corrupt message is read as) settle like any other: retried, archived and completed with
 /// those fields kept as they are, and read back without overflowing.
-pub async fn case_extreme_task_fields_settle_and_read_back<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_extreme_task_fields_settle_and_read_back<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let corrupt = |msg: StoredTask| StoredTask {
         timeout: Some(secs(MAX_DURATION.as_secs())),
         deadline: Some(from_unix_secs(MIN_UNIX_SECS)),
@@ -414,8 +417,8 @@ pub async fn case_extreme_task_fields_settle_and_read_back<F: BrokerFactory>(fac
 /// A success whose message names a `unique_key` that is no lock of the broker's (a corrupt
 /// message's) settles like any other, alone or in a batch, and every other task of the batch
 /// settles too: the unique task's own lock is released.
-pub async fn case_a_unique_key_that_is_no_lock_fails_nothing<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_a_unique_key_that_is_no_lock_fails_nothing<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let unique = TaskOptions::new().queue("q").unique(secs(600));
     t.enqueue("u", &Task::new("report", "nov"), unique.clone()).await.unwrap();
     let u = t.take("q", "u").await.message;
@@ -436,7 +439,7 @@ pub async fn case_a_unique_key_that_is_no_lock_fails_nothing<F: BrokerFactory>(f
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     for id in ["a", "b", "c", "u", "alone"] {
         assert_task_not_found(
-            t.broker.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
+            t.store.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
             "q",
             id,
         );

@@ -2,7 +2,7 @@
 //! drive it through the broker traits, and assertions on the errors it returns.
 
 use super::BrokerFactory;
-use asynq_core::broker::{Dequeued, Outcome, Page};
+use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect, Outcome, Page, WorkerBroker};
 use asynq_core::time::from_unix_secs;
 use asynq_core::{
     Broker, Clock, Error, QueueInfo, QueueName, Result, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
@@ -79,34 +79,54 @@ pub struct Snapshot {
     pub tasks: Vec<TaskInfo>,
 }
 
-/// A fresh broker from a factory, and the simulated clock it reads.
+/// A fresh broker from a factory, the store the case puts tasks in and reads them back from, and
+/// the simulated clock they read.
+///
+/// A case drives the broker under test through the traits of its part, and sets up and checks
+/// through the store: [`Fixture::new`] makes the store the broker itself (the cases that need
+/// every trait), [`Fixture::worker`] asks the factory for it ([`BrokerFactory::store`]).
 #[derive(Debug)]
-pub struct Fixture<B> {
+pub struct Fixture<B, S = B> {
     /// The broker under test.
     pub broker: B,
+    /// Where the case puts tasks and looks at them: the broker itself, or for a backend that
+    /// has only some parts, a handle of the factory's on the same store.
+    pub store: S,
     /// Its clock, starting at [`at`]`(0)`.
     pub clock: SimulatedClock,
 }
 
 impl<B: Broker + Clone> Fixture<B> {
-    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`.
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, which is its own store.
     pub async fn new<F: BrokerFactory<Broker = B>>(factory: &F) -> Self {
         let clock = SimulatedClock::new(at(0));
         let broker = factory.broker(Arc::new(clock.clone())).await;
-        Self { broker, clock }
+        Self { store: broker.clone(), broker, clock }
     }
 
     /// A fresh broker from `factory` whose archives keep to `limits`, on a clock reading
-    /// [`at`]`(0)`.
+    /// [`at`]`(0)`, which is its own store.
     pub async fn with_archive_limits<F: BrokerFactory<Broker = B>>(
         factory: &F,
         limits: asynq_core::ArchiveLimits,
     ) -> Self {
         let clock = SimulatedClock::new(at(0));
         let broker = factory.broker_with_archive_limits(Arc::new(clock.clone()), limits).await;
-        Self { broker, clock }
+        Self { store: broker.clone(), broker, clock }
     }
+}
 
+impl<B: WorkerBroker + Clone, S> Fixture<B, S> {
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, with the factory's
+    /// [store](BrokerFactory::store) on it: for the cases of the worker's part.
+    pub async fn worker<F: BrokerFactory<Broker = B, Store = S>>(factory: &F) -> Self {
+        let clock = SimulatedClock::new(at(0));
+        let broker = factory.broker(Arc::new(clock.clone())).await;
+        Self { store: factory.store(&broker), broker, clock }
+    }
+}
+
+impl<B, S> Fixture<B, S> {
     /// The simulated time.
     pub fn now(&self) -> SystemTime {
         self.clock.now()
@@ -121,13 +141,15 @@ impl<B: Broker + Clone> Fixture<B> {
     pub fn set(&self, t: SystemTime) {
         self.clock.set(t);
     }
+}
 
+impl<B, S: Enqueue> Fixture<B, S> {
     /// Enqueues `task` under the ID `id`, with `options` over the task's own, and returns the
     /// message handed to the broker (whose `unique_key` the broker fills in for unique tasks).
     pub async fn enqueue(&self, id: &str, task: &Task, options: TaskOptions) -> Result<StoredTask> {
         let request = resolve_enqueue(task, &options.task_id(id), self.now(), || unreachable!("the ID is given"))?;
         let message = request.message.clone();
-        self.broker.enqueue(request).await?;
+        self.store.enqueue(request).await?;
         Ok(message)
     }
 
@@ -136,7 +158,9 @@ impl<B: Broker + Clone> Fixture<B> {
         let task = Task::new("t", id.to_owned());
         self.enqueue(id, &task, TaskOptions::new().queue(queue)).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"))
     }
+}
 
+impl<B: Dequeue, S: Enqueue> Fixture<B, S> {
     /// Dequeues up to `max` tasks from `queues`, in that order.
     pub async fn dequeue(&self, queues: &[&str], max: usize) -> Vec<Dequeued> {
         self.broker.dequeue(&names(queues), max).await.expect("dequeue")
@@ -186,10 +210,12 @@ impl<B: Broker + Clone> Fixture<B> {
         let what = format!("finish {} with {outcome:?}", message.id);
         self.broker.finish(message, outcome).await.unwrap_or_else(|e| panic!("{what}: {e}"));
     }
+}
 
+impl<B, S: Inspect> Fixture<B, S> {
     /// Sizes and statistics of `queue`, which must exist.
     pub async fn info(&self, queue: &str) -> QueueInfo {
-        self.broker
+        self.store
             .queue_info(&QueueName::new(queue).unwrap())
             .await
             .unwrap_or_else(|e| panic!("queue_info({queue:?}): {e}"))
@@ -205,7 +231,7 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// Task `id` of `queue`, which must exist.
     pub async fn task(&self, queue: &str, id: &str) -> TaskInfo {
-        self.broker
+        self.store
             .task_info(&QueueName::new(queue).unwrap(), &TaskId::new(id).unwrap())
             .await
             .unwrap_or_else(|e| panic!("task_info({queue:?}, {id:?}): {e}"))
@@ -213,7 +239,7 @@ impl<B: Broker + Clone> Fixture<B> {
 
     /// One page of the tasks of `queue` in `state`.
     pub async fn list(&self, queue: &str, state: TaskState, size: usize, number: usize) -> Vec<TaskInfo> {
-        self.broker
+        self.store
             .list_tasks(&QueueName::new(queue).unwrap(), state, Page { size, number })
             .await
             .unwrap_or_else(|e| panic!("list_tasks({queue:?}, {state}): {e}"))

@@ -3,14 +3,15 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, millis, names, retry, secs};
+use asynq_core::broker::WorkerBroker;
 use asynq_core::broker::{Forward, Inspect};
 use asynq_core::{QueueInfo, QueueName, Task, TaskInfo, TaskOptions, TaskState};
 
 /// Due tasks move to pending, scheduled ones by due time and then retry ones by due time (Go
 /// forwards the scheduled set before the retry set); `forward_ready` returns how many moved; a
 /// forwarded task is pending from the forward on, so the queue's latency counts from then.
-pub async fn case_forward_moves_due_tasks_to_pending<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_forward_moves_due_tasks_to_pending<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     for (id, due) in [("s30", 30), ("s10", 10), ("s50", 50)] {
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_at(at(due))).await.unwrap();
     }
@@ -36,8 +37,8 @@ pub async fn case_forward_moves_due_tasks_to_pending<F: BrokerFactory>(factory: 
 
 /// Go moves at most 100 tasks per script call and repeats until none is due: one
 /// `forward_ready` moves them all, in due order across the batches.
-pub async fn case_forward_moves_more_than_one_batch<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_forward_moves_more_than_one_batch<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     const N: i64 = 250;
     // Due times run opposite to the IDs, so due order is neither enqueue nor ID order.
     for i in 0..N {
@@ -55,10 +56,10 @@ pub async fn case_forward_moves_more_than_one_batch<F: BrokerFactory>(factory: &
 
 /// Pausing stops dequeues, not forwarding: a due task of a paused queue becomes pending and
 /// waits there.
-pub async fn case_forward_ignores_pause<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_forward_ignores_pause<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     t.enqueue("s", &Task::new("t", ""), TaskOptions::new().queue("q").process_in(secs(10))).await.unwrap();
-    t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();
+    t.store.pause_queue(&QueueName::from_static("q")).await.unwrap();
     t.advance(secs(10));
 
     assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
@@ -71,8 +72,10 @@ pub async fn case_forward_ignores_pause<F: BrokerFactory>(factory: &F) {
 /// A task enqueued with both a group and a later process time is scheduled, and when due
 /// becomes an ordinary pending task, not an aggregating one (Go quirk: the schedule script does
 /// not store the group); it keeps its group name in the message.
-pub async fn case_scheduled_task_with_a_group_becomes_plain_pending<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_scheduled_task_with_a_group_becomes_plain_pending<F: BrokerFactory<Broker: WorkerBroker>>(
+    factory: &F,
+) {
+    let t = Fixture::worker(factory).await;
     let options = TaskOptions::new().queue("q").group("g").process_in(secs(10));
     let msg = t.enqueue("a", &Task::new("t", "p"), options).await.unwrap();
     let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
@@ -111,7 +114,11 @@ async fn notice_of(notices: &mut futures::stream::BoxStream<'static, String>, qu
 /// A forward says when the earliest task left scheduled or waiting to retry falls due (its
 /// whole second), or that none is left; due notices name the queue of a task scheduled to fall
 /// due before any other of its queue, and of a task set to retry by this broker.
-pub async fn case_forward_tells_when_the_next_task_falls_due_and_notices_name_new_ones<F: BrokerFactory>(factory: &F) {
+pub async fn case_forward_tells_when_the_next_task_falls_due_and_notices_name_new_ones<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let queues = names(&["q", "other"]);
     assert_eq!(t.broker.forward_ready(&queues).await.unwrap().next_due, None, "nothing is scheduled");

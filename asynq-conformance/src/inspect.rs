@@ -13,7 +13,7 @@ use std::time::SystemTime;
 /// `queue_info` reports every field: the size of each state and their sum, the groups, today's
 /// and total counters, the paused flag, the latency and the time of the snapshot; queues do not
 /// share counters.
-pub async fn case_queue_info_counts_every_state<F: BrokerFactory>(factory: &F) {
+pub async fn case_queue_info_counts_every_state<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.activate("q", "active").await;
     t.run("q", "retry", retry(at(600), "boom", true)).await;
@@ -50,7 +50,9 @@ pub async fn case_queue_info_counts_every_state<F: BrokerFactory>(factory: &F) {
 
 /// Latency is the time since the next task to run became pending, to the nanosecond; zero with
 /// nothing pending, and zero while a requeued task (which has no pending time) is next.
-pub async fn case_queue_latency_is_the_age_of_the_next_pending_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_queue_latency_is_the_age_of_the_next_pending_task<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     t.enqueue("s", &Task::new("t", ""), TaskOptions::new().queue("q").process_in(secs(600))).await.unwrap();
     t.advance(secs(5));
@@ -74,7 +76,7 @@ pub async fn case_queue_latency_is_the_age_of_the_next_pending_task<F: BrokerFac
 
 /// The inspector refuses a queue that was never enqueued to with QueueNotFound, and an unknown
 /// task of a known queue with TaskNotFound.
-pub async fn case_unknown_queue_is_not_found<F: BrokerFactory>(factory: &F) {
+pub async fn case_unknown_queue_is_not_found<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
 
@@ -98,7 +100,7 @@ pub async fn case_unknown_queue_is_not_found<F: BrokerFactory>(factory: &F) {
 
 /// `task_info` gives the next process time by state: the current whole second for a pending
 /// task, the due second for scheduled and retry tasks, none for the others.
-pub async fn case_task_info_next_process_time_by_state<F: BrokerFactory>(factory: &F) {
+pub async fn case_task_info_next_process_time_by_state<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.advance(millis(400));
     t.activate("q", "active").await;
@@ -126,7 +128,9 @@ pub async fn case_task_info_next_process_time_by_state<F: BrokerFactory>(factory
 
 /// Pending tasks are listed next-to-run first, due now (not truncated); active tasks in the
 /// order they were dequeued; both paged.
-pub async fn case_list_pending_and_active_in_processing_order<F: BrokerFactory>(factory: &F) {
+pub async fn case_list_pending_and_active_in_processing_order<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     for id in ["a", "b", "c", "d", "e"] {
         t.plain("q", id).await;
@@ -153,7 +157,7 @@ pub async fn case_list_pending_and_active_in_processing_order<F: BrokerFactory>(
 
 /// Scheduled and retry tasks are listed by due time, archived ones by archive time and completed
 /// ones by expiry, ties by ID; paged; due times shown for scheduled and retry tasks only.
-pub async fn case_list_sorted_states_by_score<F: BrokerFactory>(factory: &F) {
+pub async fn case_list_sorted_states_by_score<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     for (id, due) in [("x", 30), ("y", 10), ("z", 20), ("w", 10)] {
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_at(at(due))).await.unwrap();
@@ -188,7 +192,7 @@ pub async fn case_list_sorted_states_by_score<F: BrokerFactory>(factory: &F) {
 
 /// Aggregating tasks of every group are listed, with their group; within a group by the time
 /// they were added. (The order across groups is not part of the contract.)
-pub async fn case_list_aggregating_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_list_aggregating_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     for (id, group) in [("b2", "b"), ("a1", "a"), ("b1", "b")] {
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
@@ -210,7 +214,7 @@ pub async fn case_list_aggregating_tasks<F: BrokerFactory>(factory: &F) {
 }
 
 /// A listed active task is orphaned once its lease is at or before now (whole seconds).
-pub async fn case_active_task_past_its_lease_is_orphaned<F: BrokerFactory>(factory: &F) {
+pub async fn case_active_task_past_its_lease_is_orphaned<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.activate("q", "old").await;
     t.advance(secs(10));
@@ -230,7 +234,7 @@ pub async fn case_active_task_past_its_lease_is_orphaned<F: BrokerFactory>(facto
 
 /// Pausing a paused queue and unpausing a running one fail with FailedPrecondition and change
 /// nothing.
-pub async fn case_pause_twice_or_unpause_running_fails<F: BrokerFactory>(factory: &F) {
+pub async fn case_pause_twice_or_unpause_running_fails<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
 
@@ -246,7 +250,7 @@ pub async fn case_pause_twice_or_unpause_running_fails<F: BrokerFactory>(factory
 
 /// Pausing a queue never enqueued to succeeds without making it known; it is paused when its
 /// first task arrives.
-pub async fn case_pausing_does_not_make_a_queue_known<F: BrokerFactory>(factory: &F) {
+pub async fn case_pausing_does_not_make_a_queue_known<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.broker.pause_queue(&QueueName::from_static("later")).await.unwrap();
 
@@ -261,7 +265,11 @@ pub async fn case_pausing_does_not_make_a_queue_known<F: BrokerFactory>(factory:
 
 /// The queue directory (which servers serving queue patterns watch) counts and lists the queues
 /// an enqueue registered, and forgets a removed one.
-pub async fn case_the_queue_directory_counts_and_lists_registered_queues<F: BrokerFactory>(factory: &F) {
+pub async fn case_the_queue_directory_counts_and_lists_registered_queues<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let directory = std::sync::Arc::new(t.broker.clone()).as_queue_directory().expect("every broker lists its queues");
     assert_eq!(directory.registered_queue_count().await.unwrap(), 0);

@@ -4,6 +4,7 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, ids, millis, names, secs};
+use asynq_core::broker::WorkerBroker;
 use asynq_core::broker::{Dequeue, ExpiredLease, LeaseStage, Outcome, Recover};
 use asynq_core::{Error, QueueName, StoredTask, TaskState};
 use std::time::SystemTime;
@@ -19,8 +20,8 @@ fn started(message: &StoredTask) -> ExpiredLease {
 /// `extend_leases` moves the lease of each listed active task of the queue to now + 30 s (whole
 /// seconds) and returns it; pending, unknown and other queues' IDs are ignored. At
 /// `LeaseStage::Started` it marks the tasks it extends as started.
-pub async fn case_extend_leases_moves_only_active_ids<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_extend_leases_moves_only_active_ids<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let a = t.activate("q", "a").await;
     let b = t.activate("q", "b").await;
     let o = t.activate("other", "o").await;
@@ -44,8 +45,8 @@ pub async fn case_extend_leases_moves_only_active_ids<F: BrokerFactory>(factory:
 /// `list_lease_expired` returns exactly the active tasks whose lease is at or before the cutoff
 /// (in whole seconds), queue by queue in the given order and by lease within a queue (within
 /// one second, started tasks first), and moves nothing.
-pub async fn case_list_lease_expired_returns_exactly_the_expired<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_list_lease_expired_returns_exactly_the_expired<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let a = t.activate("q", "a").await;
     t.advance(secs(10));
     let b = t.activate("q", "b").await;
@@ -72,8 +73,8 @@ pub async fn case_list_lease_expired_returns_exactly_the_expired<F: BrokerFactor
 /// A lease records whether a handler started its task: a dequeued task is taken; extending its
 /// lease starts it, and a started task stays started; a task dequeued again after a requeue is
 /// taken again.
-pub async fn case_lease_stage_is_recorded_and_never_regresses<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_lease_stage_is_recorded_and_never_regresses<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let a = t.activate("q", "a").await;
     let b = t.activate("q", "b").await;
     let queues = names(&["q"]);
@@ -92,8 +93,8 @@ pub async fn case_lease_stage_is_recorded_and_never_regresses<F: BrokerFactory>(
 /// `Outcome::Stalled` gives a started task whose lease expired back to the front of pending,
 /// charged nothing (its retry count and the failed counters stay), and counts the stall: its
 /// next expired lease reports one stall more.
-pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let a = t.activate("q", "a").await;
     t.plain("q", "b").await;
     t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
@@ -114,8 +115,10 @@ pub async fn case_a_stall_requeues_uncharged_and_is_counted<F: BrokerFactory>(fa
 /// cutoff: a task another server recovered, and a worker took again, since the listing is left
 /// alone (`TaskNotFound`, nothing written: it stays active under its new lease, its stall
 /// uncounted), while the batch's other tasks are settled.
-pub async fn case_recover_leaves_a_task_leased_again_since_it_was_listed<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_recover_leaves_a_task_leased_again_since_it_was_listed<F: BrokerFactory<Broker: WorkerBroker>>(
+    factory: &F,
+) {
+    let t = Fixture::worker(factory).await;
     let a = t.activate("q", "a").await;
     let b = t.activate("q", "b").await;
     t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
@@ -144,8 +147,8 @@ pub async fn case_recover_leaves_a_task_leased_again_since_it_was_listed<F: Brok
 /// `recover` settles successes too, under the same rule: a worker writing its outcome again
 /// (its first attempt's reply lost) applies it while the task holds the worker's own lease, and
 /// leaves alone a task that went back to pending and was taken by another worker since.
-pub async fn case_recover_settles_only_under_the_lease_it_names<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_recover_settles_only_under_the_lease_it_names<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     let a = t.activate("q", "a").await;
     t.broker.extend_leases(&QueueName::from_static("q"), &ids(&["a"])).await.unwrap();
     let own = t.broker.recover(vec![(a, Outcome::Done)], at(30)).await;
@@ -167,8 +170,10 @@ pub async fn case_recover_settles_only_under_the_lease_it_names<F: BrokerFactory
 /// says so (and the rest are taken), one that does not reports every task taken. The tasks
 /// come next to run first, across queues in the given order, and no task beyond `start` is
 /// ever reported started.
-pub async fn case_dequeue_starting_reports_the_stage_its_leases_record<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_dequeue_starting_reports_the_stage_its_leases_record<F: BrokerFactory<Broker: WorkerBroker>>(
+    factory: &F,
+) {
+    let t = Fixture::worker(factory).await;
     for id in ["a", "b", "c"] {
         t.plain("q", id).await;
     }

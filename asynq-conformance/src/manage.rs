@@ -84,7 +84,11 @@ fn unique() -> TaskOptions {
 
 /// `run_task` makes a scheduled, retry, archived, completed or aggregating task pending, at the
 /// far end of the pending list; its old container and an emptied group no longer hold it.
-pub async fn case_run_task_makes_a_task_pending_from_every_runnable_state<F: BrokerFactory>(factory: &F) {
+pub async fn case_run_task_makes_a_task_pending_from_every_runnable_state<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
 
@@ -104,7 +108,9 @@ pub async fn case_run_task_makes_a_task_pending_from_every_runnable_state<F: Bro
 }
 
 /// A task an operator ran has no pending time: the queue's latency reads zero while it is next.
-pub async fn case_a_task_run_by_an_operator_has_no_pending_time<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_task_run_by_an_operator_has_no_pending_time<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     t.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
     t.advance(secs(10));
@@ -120,7 +126,7 @@ pub async fn case_a_task_run_by_an_operator_has_no_pending_time<F: BrokerFactory
 
 /// `run_task` refuses an active task ("task is already running") and a pending one ("task is
 /// already in pending state"), and changes nothing.
-pub async fn case_run_task_refuses_active_and_pending_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_run_task_refuses_active_and_pending_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     let before = t.snapshot("q").await;
@@ -139,7 +145,9 @@ pub async fn case_run_task_refuses_active_and_pending_tasks<F: BrokerFactory>(fa
 
 /// `archive_task` archives a pending, scheduled, retry, completed or aggregating task at the
 /// current time, leaving its message (and so its last error) as it was and the counters alone.
-pub async fn case_archive_task_archives_every_state_but_active<F: BrokerFactory>(factory: &F) {
+pub async fn case_archive_task_archives_every_state_but_active<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     let counters = t.info("q").await;
@@ -165,7 +173,9 @@ pub async fn case_archive_task_archives_every_state_but_active<F: BrokerFactory>
 
 /// `archive_task` refuses an active task (cancel it instead) and an archived one, and changes
 /// nothing.
-pub async fn case_archive_task_refuses_active_and_archived_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_archive_task_refuses_active_and_archived_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     let before = t.snapshot("q").await;
@@ -182,7 +192,9 @@ pub async fn case_archive_task_refuses_active_and_archived_tasks<F: BrokerFactor
 
 /// `delete_task` deletes a task in any state but active; the counters stay. An active task is
 /// refused (cancel it instead) and left running.
-pub async fn case_delete_task_deletes_every_state_but_active<F: BrokerFactory>(factory: &F) {
+pub async fn case_delete_task_deletes_every_state_but_active<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     let counters = t.info("q").await;
@@ -215,7 +227,7 @@ pub async fn case_delete_task_deletes_every_state_but_active<F: BrokerFactory>(f
 }
 
 /// Every single-task action refuses a task the queue does not hold with TaskNotFound.
-pub async fn case_single_task_actions_refuse_a_missing_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_single_task_actions_refuse_a_missing_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
     t.plain("other", "x").await;
@@ -245,7 +257,7 @@ pub async fn case_single_task_actions_refuse_a_missing_task<F: BrokerFactory>(fa
 
 /// Every operator action and read refuses a queue that was never enqueued to with
 /// QueueNotFound.
-pub async fn case_every_action_refuses_an_unknown_queue<F: BrokerFactory>(factory: &F) {
+pub async fn case_every_action_refuses_an_unknown_queue<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
     let b = &t.broker;
@@ -276,7 +288,9 @@ pub async fn case_every_action_refuses_an_unknown_queue<F: BrokerFactory>(factor
 
 /// `run_all` makes every scheduled, retry or archived task pending and returns how many, each
 /// set in score order (the lowest is dequeued first); an empty set gives 0.
-pub async fn case_run_all_makes_every_task_of_a_state_pending<F: BrokerFactory>(factory: &F) {
+pub async fn case_run_all_makes_every_task_of_a_state_pending<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     for (id, due) in [("s2", 20), ("s1", 10)] {
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_at(at(due))).await.unwrap();
@@ -303,7 +317,9 @@ pub async fn case_run_all_makes_every_task_of_a_state_pending<F: BrokerFactory>(
 
 /// `archive_all` archives every pending, scheduled or retry task at the current time and
 /// returns how many; the counters stay.
-pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory>(factory: &F) {
+pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     t.run("q", "r1", retry(at(50), "boom", true)).await;
     for id in ["p1", "p2", "p3"] {
@@ -345,7 +361,7 @@ pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory>(f
 /// up to the total the set held, the last report all of it), and refuses a set the action does
 /// not apply to before acting; `delete_queue_with_progress` reports the tasks a forced removal
 /// deletes.
-pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory>(factory: &F) {
+pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let q = QueueName::from_static("q");
     for id in ["p1", "p2", "p3"] {
@@ -381,7 +397,7 @@ pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory>(factory: &F
 
 /// `delete_all` deletes every pending, scheduled, retry, archived or completed task and
 /// returns how many; active tasks stay.
-pub async fn case_delete_all_deletes_every_task_of_a_state<F: BrokerFactory>(factory: &F) {
+pub async fn case_delete_all_deletes_every_task_of_a_state<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     t.plain("q", "pending2").await;
@@ -420,7 +436,7 @@ pub async fn case_delete_all_deletes_every_task_of_a_state<F: BrokerFactory>(fac
 /// Bulk actions on a group take every task waiting in it (run: pending oldest first; archive;
 /// delete) and return how many; the emptied group leaves `groups`, the other groups stay; an
 /// unknown group gives 0.
-pub async fn case_bulk_actions_on_a_group_empty_it<F: BrokerFactory>(factory: &F) {
+pub async fn case_bulk_actions_on_a_group_empty_it<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     for (id, group) in [("r2", "run"), ("a1", "arc"), ("r1", "run"), ("d1", "del"), ("r3", "run"), ("d2", "del")] {
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
@@ -453,7 +469,9 @@ pub async fn case_bulk_actions_on_a_group_empty_it<F: BrokerFactory>(factory: &F
 /// Bulk actions refuse, with InvalidArgument and before touching anything, the sets they do not
 /// apply to: active tasks, aggregating tasks not named by group, a blank group, and running
 /// pending or completed tasks, archiving archived or completed ones.
-pub async fn case_bulk_actions_refuse_sets_they_do_not_apply_to<F: BrokerFactory>(factory: &F) {
+pub async fn case_bulk_actions_refuse_sets_they_do_not_apply_to<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     let before = t.snapshot("q").await;
@@ -481,7 +499,7 @@ pub async fn case_bulk_actions_refuse_sets_they_do_not_apply_to<F: BrokerFactory
 
 /// Deleting a unique task, one by one or in bulk, pending, scheduled, retry or grouped, releases
 /// its lock: the same unique task can be enqueued again at once.
-pub async fn case_deletes_release_the_unique_lock<F: BrokerFactory>(factory: &F) {
+pub async fn case_deletes_release_the_unique_lock<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let task = |name: &str| Task::new(name, "payload");
     t.enqueue("f", &task("f"), unique()).await.unwrap();
@@ -511,7 +529,7 @@ pub async fn case_deletes_release_the_unique_lock<F: BrokerFactory>(factory: &F)
 
 /// Archiving and running a unique task keep its lock (as in Go); deleting the archived task
 /// then releases it.
-pub async fn case_archive_and_run_keep_the_unique_lock<F: BrokerFactory>(factory: &F) {
+pub async fn case_archive_and_run_keep_the_unique_lock<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let task = Task::new("email", "to:ann");
     let again = |id: &'static str| t.enqueue(id, &task, unique());
@@ -534,7 +552,9 @@ pub async fn case_archive_and_run_keep_the_unique_lock<F: BrokerFactory>(factory
 /// `update_task_payload` replaces the payload of a scheduled task, keeps everything else, and
 /// returns the task as stored; other states are refused ("cannot update task that is not in
 /// scheduled state.") and left as they were.
-pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     let options = TaskOptions::new().queue("q").process_at(at(300)).max_retry(3).timeout(secs(90));
@@ -569,7 +589,7 @@ pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFac
 /// archived tasks with QueueNotEmpty and changes nothing. Completed and grouped tasks do not
 /// count: such a queue is removed (it leaves `queues`, and the inspector no longer finds it),
 /// and they, with the counters, show again once the queue is enqueued to again.
-pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.activate("active", "a").await;
     t.run("retry", "r", retry(at(600), "boom", true)).await;
@@ -607,7 +627,7 @@ pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory>(fact
 /// `delete_queue` with force deletes the queue's pending, scheduled, retry and archived tasks
 /// and removes the queue; its completed and grouped tasks, counters and paused mark survive and
 /// show again once the queue is enqueued to again.
-pub async fn case_delete_queue_with_force_deletes_its_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_delete_queue_with_force_deletes_its_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let active = one_task_per_state(&t).await;
     t.finish(&active, Outcome::Done).await;
@@ -640,7 +660,9 @@ pub async fn case_delete_queue_with_force_deletes_its_tasks<F: BrokerFactory>(fa
 
 /// The tasks a forced `delete_queue` deletes give up their uniqueness locks (Go keeps them until
 /// they expire), so the same unique task can be enqueued again at once.
-pub async fn case_delete_queue_with_force_releases_unique_locks<F: BrokerFactory>(factory: &F) {
+pub async fn case_delete_queue_with_force_releases_unique_locks<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let (pending, scheduled) = (Task::new("email", "to:ann"), Task::new("email", "to:bob"));
     t.enqueue("p", &pending, unique()).await.unwrap();
@@ -654,7 +676,9 @@ pub async fn case_delete_queue_with_force_releases_unique_locks<F: BrokerFactory
 
 /// `delete_queue` with force refuses a queue with active tasks ("cannot remove queue with active
 /// tasks") and changes nothing; the queue stays known.
-pub async fn case_delete_queue_with_force_refuses_active_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_delete_queue_with_force_refuses_active_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     one_task_per_state(&t).await;
     let before = t.snapshot("q").await;
@@ -674,7 +698,9 @@ pub async fn case_delete_queue_with_force_refuses_active_tasks<F: BrokerFactory>
 
 /// `list_group_tasks` lists the tasks of one group, oldest first, paged; an unknown group is
 /// empty.
-pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory>(factory: &F) {
+pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     for (id, group) in [("a", "g"), ("x", "h"), ("b", "g"), ("c", "g"), ("d", "g"), ("e", "g")] {
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
@@ -712,7 +738,7 @@ pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory>(
 
 /// `history` gives the processed and failed counts of the last `days` UTC days, today (by the
 /// broker's clock) first, zero for days without outcomes; 0 days is refused.
-pub async fn case_history_counts_each_utc_day_today_first<F: BrokerFactory>(factory: &F) {
+pub async fn case_history_counts_each_utc_day_today_first<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.set(at(DAY - 2));
     t.run("q", "d", Outcome::Done).await;
@@ -740,7 +766,7 @@ pub async fn case_history_counts_each_utc_day_today_first<F: BrokerFactory>(fact
 
 /// `queue_info` estimates the memory the queue's tasks take: more than zero bytes while it holds
 /// tasks in any state. (The figure itself is backend-specific.)
-pub async fn case_queue_info_estimates_memory_usage<F: BrokerFactory>(factory: &F) {
+pub async fn case_queue_info_estimates_memory_usage<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("p", "a").await;
     assert!(t.info("p").await.memory_usage > 0, "one pending task");
@@ -751,7 +777,7 @@ pub async fn case_queue_info_estimates_memory_usage<F: BrokerFactory>(factory: &
 }
 
 /// Running tasks wakes a worker waiting on the queue, one by one or in bulk.
-pub async fn case_running_tasks_wakes_a_waiting_worker<F: BrokerFactory>(factory: &F) {
+pub async fn case_running_tasks_wakes_a_waiting_worker<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     for id in ["a", "b"] {
         t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();

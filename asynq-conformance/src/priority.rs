@@ -37,7 +37,9 @@ fn assert_invalid<T: std::fmt::Debug>(result: asynq_core::Result<T>, field: &str
 /// Higher priorities run first, the default's tasks (Go's pending list) after those above it
 /// and before those below it, and tasks of one priority in the order they were enqueued; one
 /// dequeue call takes them across priorities in that order.
-pub async fn case_higher_priorities_run_first_and_fifo_within_one<F: BrokerFactory>(factory: &F) {
+pub async fn case_higher_priorities_run_first_and_fifo_within_one<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     for (id, priority) in [("a", 0), ("b", -1), ("c", 5), ("d", 0), ("e", 5), ("f", 10), ("g", -10), ("h", -1)] {
         prioritized(&t, id, priority).await;
@@ -52,7 +54,9 @@ pub async fn case_higher_priorities_run_first_and_fifo_within_one<F: BrokerFacto
 
 /// Priorities order tasks within a queue only: queues are still drained in the order the
 /// dequeue gives them, and a paused queue gives nothing, prioritized tasks included.
-pub async fn case_priorities_order_tasks_within_a_queue_only<F: BrokerFactory>(factory: &F) {
+pub async fn case_priorities_order_tasks_within_a_queue_only<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     t.plain("first", "plain").await;
     prioritized(&t, "urgent", 10).await;
@@ -68,7 +72,9 @@ pub async fn case_priorities_order_tasks_within_a_queue_only<F: BrokerFactory>(f
 /// The inspector shows prioritized tasks as pending: counted in the queue's pending tasks and
 /// size, listed in the order they run a page at a time, each with its priority and due now; the
 /// latency is the longest wait of the next task of each priority.
-pub async fn case_prioritized_tasks_are_listed_and_counted_as_pending<F: BrokerFactory>(factory: &F) {
+pub async fn case_prioritized_tasks_are_listed_and_counted_as_pending<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     prioritized(&t, "low", -3).await;
     t.advance(secs(2));
@@ -102,7 +108,11 @@ pub async fn case_prioritized_tasks_are_listed_and_counted_as_pending<F: BrokerF
 
 /// A task keeps its priority: scheduled, it joins its priority when due; retried, it comes back
 /// to it; requeued (a shutdown) or forgiven a stall, it is next among its priority.
-pub async fn case_a_task_keeps_its_priority_through_scheduling_retries_and_requeues<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_task_keeps_its_priority_through_scheduling_retries_and_requeues<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let options = TaskOptions::new().queue("q").priority(2).process_in(secs(10));
     t.enqueue("later", &Task::new("t", ""), options).await.unwrap();
@@ -130,7 +140,7 @@ pub async fn case_a_task_keeps_its_priority_through_scheduling_retries_and_reque
 
 /// A task whose worker died is recovered to its priority: retried and, when due, back among
 /// its priority, or requeued at its front when no handler started it.
-pub async fn case_a_recovered_task_keeps_its_priority<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_recovered_task_keeps_its_priority<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     prioritized(&t, "a", 7).await;
     prioritized(&t, "b", 7).await;
@@ -150,7 +160,7 @@ pub async fn case_a_recovered_task_keeps_its_priority<F: BrokerFactory>(factory:
 /// Operators act on a prioritized pending task as on any pending task: archive it, run it again
 /// (back to its priority), delete it; the bulk actions on pending tasks take prioritized ones
 /// too, and a forced queue removal deletes them.
-pub async fn case_operators_act_on_prioritized_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_operators_act_on_prioritized_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let (q, id) = (QueueName::from_static("q"), |id: &'static str| TaskId::from_static(id));
     for (task, priority) in [("a", 3), ("b", 0), ("c", -2), ("d", 3)] {
@@ -184,7 +194,11 @@ pub async fn case_operators_act_on_prioritized_tasks<F: BrokerFactory>(factory: 
 /// priority when due; a waiting task replaced by its ID takes the new priority; a grouped task
 /// with a priority is refused with a typed error and nothing is written, whether the request
 /// was resolved or made by hand.
-pub async fn case_priority_with_unique_debounced_replaced_and_grouped_tasks<F: BrokerFactory>(factory: &F) {
+pub async fn case_priority_with_unique_debounced_replaced_and_grouped_tasks<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let unique = TaskOptions::new().queue("q").priority(4).unique(secs(60));
     t.enqueue("u1", &Task::new("u", "same"), unique.clone()).await.unwrap();
@@ -226,7 +240,7 @@ pub async fn case_priority_with_unique_debounced_replaced_and_grouped_tasks<F: B
 }
 
 /// A batch keeps each task's priority, and stores them as the same enqueues one by one would.
-pub async fn case_enqueue_batch_keeps_priorities<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_batch_keeps_priorities<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let tasks = [("a", 0), ("b", 2), ("c", -1), ("d", 2), ("e", 0), ("f", 9)];
     let requests = tasks
@@ -245,7 +259,7 @@ pub async fn case_enqueue_batch_keeps_priorities<F: BrokerFactory>(factory: &F) 
 
 /// A worker waiting on a queue is woken by a prioritized task made pending, whether enqueued or
 /// forwarded, as by any other.
-pub async fn case_a_prioritized_task_wakes_a_waiting_worker<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_prioritized_task_wakes_a_waiting_worker<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     const DELIVERY: Duration = Duration::from_secs(5);
     let t = Fixture::new(factory).await;
     let wait = |broker: &F::Broker| {

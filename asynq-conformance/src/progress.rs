@@ -12,7 +12,11 @@ fn report(t: &Fixture<impl asynq_core::Broker + Clone>, fraction: f64, message: 
 
 /// The last report of the running attempt is what the task shows, in its info and its
 /// listing; a completed task keeps it.
-pub async fn case_progress_of_a_running_task_is_shown_and_kept_when_it_completes<F: BrokerFactory>(factory: &F) {
+pub async fn case_progress_of_a_running_task_is_shown_and_kept_when_it_completes<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let (q, a) = (QueueName::from_static("q"), TaskId::from_static("a"));
     let options = asynq_core::TaskOptions::new().queue("q").retention(secs(60));
@@ -34,7 +38,9 @@ pub async fn case_progress_of_a_running_task_is_shown_and_kept_when_it_completes
 
 /// Only a running task takes a report: a pending, retrying or unknown one is refused with
 /// `TaskNotFound`, and nothing is written.
-pub async fn case_progress_is_refused_for_a_task_that_is_not_running<F: BrokerFactory>(factory: &F) {
+pub async fn case_progress_is_refused_for_a_task_that_is_not_running<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let q = QueueName::from_static("q");
     t.plain("q", "pending").await;
@@ -47,7 +53,7 @@ pub async fn case_progress_is_refused_for_a_task_that_is_not_running<F: BrokerFa
 
 /// A retried task shows its failed attempt's last report until it runs again, and starts the
 /// next attempt with none.
-pub async fn case_a_new_attempt_starts_without_progress<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_new_attempt_starts_without_progress<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let (q, a) = (QueueName::from_static("q"), TaskId::from_static("a"));
     let message = t.activate("q", "a").await;

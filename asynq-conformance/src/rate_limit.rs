@@ -5,10 +5,11 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, millis, secs};
 use asynq_core::QueueName;
-use asynq_core::rate_limit::{RateLimit, RateLimiter};
+use asynq_core::broker::RateLimiter;
+use asynq_core::rate_limit::RateLimit;
 
 /// A full bucket grants the burst, then refills at the rate as the clock moves.
-pub async fn case_rate_bucket_refills_at_the_rate<F: BrokerFactory>(factory: &F)
+pub async fn case_rate_bucket_refills_at_the_rate<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: RateLimiter,
 {
@@ -50,7 +51,7 @@ where
 }
 
 /// However long a bucket is left alone, it holds at most the burst.
-pub async fn case_rate_bucket_caps_at_the_burst<F: BrokerFactory>(factory: &F)
+pub async fn case_rate_bucket_caps_at_the_burst<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: RateLimiter,
 {
@@ -74,7 +75,7 @@ where
 }
 
 /// Two handles on one broker take from one bucket: together they never exceed the limit.
-pub async fn case_rate_bucket_is_shared_by_every_handle<F: BrokerFactory>(factory: &F)
+pub async fn case_rate_bucket_is_shared_by_every_handle<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: RateLimiter,
 {
@@ -90,7 +91,7 @@ where
 }
 
 /// A clock behind the bucket's last update (servers whose clocks disagree) adds no tokens.
-pub async fn case_rate_bucket_ignores_a_clock_running_behind<F: BrokerFactory>(factory: &F)
+pub async fn case_rate_bucket_ignores_a_clock_running_behind<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: RateLimiter,
 {

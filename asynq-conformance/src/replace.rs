@@ -49,7 +49,7 @@ fn assert_invalid<T: Debug>(result: Result<T>, field: &str) {
 
 /// A burst of debounced enqueues leaves one task, the last one's, due a window after it; the
 /// tasks it replaced are gone.
-pub async fn case_debounce_keeps_the_last_task_of_a_burst<F: BrokerFactory>(factory: &F) {
+pub async fn case_debounce_keeps_the_last_task_of_a_burst<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     debounced(&t, "a", "user:42", "v1").await.unwrap();
     t.advance(secs(4));
@@ -74,7 +74,11 @@ pub async fn case_debounce_keeps_the_last_task_of_a_burst<F: BrokerFactory>(fact
 
 /// Once the debounced task is due (pending) or running, the next enqueue with the key starts a
 /// new window beside it; other keys and other queues never replace each other.
-pub async fn case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue<F: BrokerFactory>(factory: &F) {
+pub async fn case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     debounced(&t, "a", "k", "v1").await.unwrap();
     t.set(at(10));
@@ -101,7 +105,9 @@ pub async fn case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue<F
 
 /// The mark counts only for a task still debounced with its key: a task stored again under the
 /// same ID without the key, or replaced by its ID, is not replaced by the next debounce.
-pub async fn case_debounce_replaces_only_a_task_debounced_with_its_key<F: BrokerFactory>(factory: &F) {
+pub async fn case_debounce_replaces_only_a_task_debounced_with_its_key<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let (q, later) = (QueueName::from_static("q"), TaskOptions::new().queue("q").process_in(secs(100)));
     debounced(&t, "a", "k1", "v1").await.unwrap();
@@ -121,7 +127,7 @@ pub async fn case_debounce_replaces_only_a_task_debounced_with_its_key<F: Broker
 /// A debounced task whose ID is taken is refused with `TaskIdConflict`, and the task it would
 /// have replaced stays; a debounced task with the same ID as the one waiting replaces it where it
 /// is.
-pub async fn case_debounce_with_a_taken_id_writes_nothing<F: BrokerFactory>(factory: &F) {
+pub async fn case_debounce_with_a_taken_id_writes_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "taken").await;
     debounced(&t, "a", "k", "v1").await.unwrap();
@@ -139,7 +145,7 @@ pub async fn case_debounce_with_a_taken_id_writes_nothing<F: BrokerFactory>(fact
 /// A waiting task replaced by its ID keeps the ID and takes the new payload and placement: a
 /// pending task stays pending or is scheduled, a scheduled one moves or becomes pending; the
 /// uniqueness lock the old task held is released.
-pub async fn case_replace_by_id_moves_a_waiting_task<F: BrokerFactory>(factory: &F) {
+pub async fn case_replace_by_id_moves_a_waiting_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "p").await;
     t.plain("q", "p2").await;
@@ -166,7 +172,7 @@ pub async fn case_replace_by_id_moves_a_waiting_task<F: BrokerFactory>(factory: 
 /// Only a pending or scheduled task can be replaced: a running, retrying, archived or completed
 /// one is refused with `FailedPrecondition` and an unknown one with `TaskNotFound`, nothing
 /// written; a replacement that is unique or grouped is refused before anything is written.
-pub async fn case_replace_refuses_what_is_not_waiting<F: BrokerFactory>(factory: &F) {
+pub async fn case_replace_refuses_what_is_not_waiting<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.activate("q", "active").await;
     t.run("q", "retry", retry(at(60), "boom", true)).await;

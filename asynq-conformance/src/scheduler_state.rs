@@ -42,7 +42,7 @@ async fn history<B: SchedulerState>(broker: &B, entry_id: &str, size: usize, num
 
 /// Written entries are listed field for field: schedulers by ID, each one's entries in the order
 /// written; a never-fired entry has no previous time.
-pub async fn case_scheduler_entries_are_listed_as_written<F: BrokerFactory>(factory: &F)
+pub async fn case_scheduler_entries_are_listed_as_written<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {
@@ -60,7 +60,7 @@ where
 }
 
 /// Writing a scheduler again replaces its whole entry list; writing none lists none.
-pub async fn case_scheduler_entries_rewrite_replaces_them<F: BrokerFactory>(factory: &F)
+pub async fn case_scheduler_entries_rewrite_replaces_them<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {
@@ -77,7 +77,7 @@ where
 }
 
 /// Clearing a scheduler removes its entries at once; clearing an unknown one is fine.
-pub async fn case_cleared_scheduler_entries_are_not_listed<F: BrokerFactory>(factory: &F)
+pub async fn case_cleared_scheduler_entries_are_not_listed<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {
@@ -93,7 +93,7 @@ where
 
 /// Entries not written again are listed up to and including the whole second of write + TTL:
 /// written at 0.5 s with a 20-second TTL, they are listed at 20.7 s and gone at 21 s.
-pub async fn case_scheduler_entries_expire_after_their_ttl<F: BrokerFactory>(factory: &F)
+pub async fn case_scheduler_entries_expire_after_their_ttl<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {
@@ -113,7 +113,7 @@ where
 
 /// Enqueue events are listed newest first, field for field, one page at a time; each entry has
 /// its own history.
-pub async fn case_enqueue_history_is_newest_first_and_paged<F: BrokerFactory>(factory: &F)
+pub async fn case_enqueue_history_is_newest_first_and_paged<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {
@@ -132,7 +132,7 @@ where
 }
 
 /// A history keeps the newest 1000 events: recording more drops the oldest first.
-pub async fn case_enqueue_history_keeps_the_newest_1000<F: BrokerFactory>(factory: &F)
+pub async fn case_enqueue_history_keeps_the_newest_1000<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {
@@ -149,7 +149,7 @@ where
 }
 
 /// A cleared history is empty, and so is the history of an entry that never enqueued.
-pub async fn case_cleared_enqueue_history_is_empty<F: BrokerFactory>(factory: &F)
+pub async fn case_cleared_enqueue_history_is_empty<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {
@@ -167,7 +167,7 @@ where
 
 /// A fire mark holds up to and including the whole second of mark + TTL; marking again
 /// restarts the TTL; marks are independent of each other.
-pub async fn case_fire_marks_last_for_their_ttl<F: BrokerFactory>(factory: &F)
+pub async fn case_fire_marks_last_for_their_ttl<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: SchedulerState,
 {

@@ -5,7 +5,8 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, secs};
 use asynq_core::TaskId;
-use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+use asynq_core::broker::ConcurrencySlots;
+use asynq_core::slots::SharedLimit;
 
 fn id(id: &str) -> TaskId {
     TaskId::new(id).unwrap()
@@ -13,7 +14,7 @@ fn id(id: &str) -> TaskId {
 
 /// Up to the limit of holders get a slot, the next is refused until one releases; a holder
 /// asking again keeps its slot; other keys count apart.
-pub async fn case_slots_admit_up_to_the_limit<F: BrokerFactory>(factory: &F)
+pub async fn case_slots_admit_up_to_the_limit<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: ConcurrencySlots,
 {
@@ -39,7 +40,7 @@ where
 
 /// A hold nobody renews expires by the caller's clock, and its slot comes back; a renewed hold
 /// lasts; a hold that is gone is not renewed into being.
-pub async fn case_a_slot_comes_back_when_its_hold_expires<F: BrokerFactory>(factory: &F)
+pub async fn case_a_slot_comes_back_when_its_hold_expires<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: ConcurrencySlots,
 {
@@ -67,7 +68,7 @@ const QUIET: std::time::Duration = std::time::Duration::from_millis(300);
 /// A wait for a slot returns at once while one is free (expired holds not counted), and
 /// otherwise once a holder of its key gives a slot back, through any clone of the broker; a
 /// release of another key, or of a slot nobody held, does not end it.
-pub async fn case_a_released_slot_wakes_a_waiter<F: BrokerFactory>(factory: &F)
+pub async fn case_a_released_slot_wakes_a_waiter<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: ConcurrencySlots,
 {

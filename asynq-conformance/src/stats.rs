@@ -5,6 +5,7 @@ use super::BrokerFactory;
 use super::fixture::{DAY, Fixture, archive, at, millis, retry};
 use asynq_core::QueueInfo;
 use asynq_core::broker::Outcome;
+use asynq_core::broker::WorkerBroker;
 
 /// `(processed, failed, processed_total, failed_total)` of `info`.
 fn counters(info: &QueueInfo) -> (u64, u64, u64, u64) {
@@ -13,8 +14,8 @@ fn counters(info: &QueueInfo) -> (u64, u64, u64, u64) {
 
 /// Outcomes count on the UTC date they are recorded (not the date the task was dequeued): at
 /// midnight UTC today's counters start from zero and the totals carry on.
-pub async fn case_daily_counters_follow_the_utc_date<F: BrokerFactory>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_daily_counters_follow_the_utc_date<F: BrokerFactory<Broker: WorkerBroker>>(factory: &F) {
+    let t = Fixture::worker(factory).await;
     t.set(at(DAY - 1) + millis(500));
     t.run("q", "x", archive("x")).await;
     t.run("q", "d", Outcome::Done).await;

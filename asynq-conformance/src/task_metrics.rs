@@ -3,9 +3,8 @@
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, at, names, secs};
-use asynq_core::task_metrics::{
-    MAX_METRIC_TYPES, MetricsResolution, OTHER_TYPES, TaskMetrics, TaskMetricsSample, TypeCounts,
-};
+use asynq_core::broker::TaskMetrics;
+use asynq_core::task_metrics::{MAX_METRIC_TYPES, MetricsResolution, OTHER_TYPES, TaskMetricsSample, TypeCounts};
 use asynq_core::{Error, QueueName};
 use std::time::SystemTime;
 
@@ -22,7 +21,7 @@ fn sample(queue: &QueueName, type_name: &str, at: SystemTime, runs: u64, failed:
 /// Samples of two types over two minutes add up per minute and per hour, apart per queue;
 /// a second write to a bucket adds to it and keeps the longest attempt; empty buckets are
 /// left out of a read.
-pub async fn case_task_metrics_add_up_per_type_and_bucket<F: BrokerFactory>(factory: &F)
+pub async fn case_task_metrics_add_up_per_type_and_bucket<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: TaskMetrics,
 {
@@ -72,7 +71,7 @@ where
 
 /// A bucket keeps at most `MAX_METRIC_TYPES` types; the attempts of others count under
 /// `OTHER_TYPES`, so the totals stay right; the next bucket has room again.
-pub async fn case_task_metrics_keep_a_bounded_number_of_types<F: BrokerFactory>(factory: &F)
+pub async fn case_task_metrics_keep_a_bounded_number_of_types<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: TaskMetrics,
 {
@@ -97,7 +96,7 @@ where
 
 /// A batch holding one bad sample (a blank type, more failures than runs) is refused whole and
 /// writes nothing; a read of a reversed or too long range is refused.
-pub async fn case_bad_task_metrics_write_nothing<F: BrokerFactory>(factory: &F)
+pub async fn case_bad_task_metrics_write_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: TaskMetrics,
 {

@@ -15,7 +15,7 @@ fn unique(ttl_secs: u64) -> TaskOptions {
 /// While a unique task holds the lock, another unique task with the same queue, type and
 /// payload is refused with DuplicateTask, whatever its placement, and nothing is written. A
 /// different payload, type or queue, or a task that is not unique, is not a duplicate.
-pub async fn case_duplicate_task_writes_nothing<F: BrokerFactory>(factory: &F) {
+pub async fn case_duplicate_task_writes_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let task = Task::new("email", "to:ann");
     t.enqueue("a", &task, unique(60)).await.unwrap();
@@ -35,7 +35,7 @@ pub async fn case_duplicate_task_writes_nothing<F: BrokerFactory>(factory: &F) {
 
 /// A unique enqueue refused for an ID conflict keeps the lock it took first (Go quirk), so the
 /// same task under a fresh ID is then a duplicate.
-pub async fn case_unique_lock_is_kept_after_an_id_conflict<F: BrokerFactory>(factory: &F) {
+pub async fn case_unique_lock_is_kept_after_an_id_conflict<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.plain("q", "a").await;
     let before = t.snapshot("q").await;
@@ -48,7 +48,9 @@ pub async fn case_unique_lock_is_kept_after_an_id_conflict<F: BrokerFactory>(fac
 }
 
 /// Scheduled and grouped unique tasks take the lock too.
-pub async fn case_scheduled_and_grouped_unique_tasks_hold_the_lock<F: BrokerFactory>(factory: &F) {
+pub async fn case_scheduled_and_grouped_unique_tasks_hold_the_lock<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let report = Task::new("report", "daily");
     t.enqueue("s", &report, unique(60).process_in(secs(3_600))).await.unwrap();
@@ -66,7 +68,7 @@ pub async fn case_scheduled_and_grouped_unique_tasks_hold_the_lock<F: BrokerFact
 
 /// Success (Done or Complete) releases the task's lock: the same unique task can be enqueued
 /// again at once.
-pub async fn case_unique_lock_released_on_success<F: BrokerFactory>(factory: &F) {
+pub async fn case_unique_lock_released_on_success<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     for (i, outcome) in [Outcome::Done, Outcome::Complete].into_iter().enumerate() {
         let task = Task::new("email", format!("to:{i}"));
@@ -83,7 +85,7 @@ pub async fn case_unique_lock_released_on_success<F: BrokerFactory>(factory: &F)
 
 /// Retry (failure or not), archive and requeue keep the lock; a task that succeeds after a retry
 /// releases it then.
-pub async fn case_unique_lock_kept_until_success<F: BrokerFactory>(factory: &F) {
+pub async fn case_unique_lock_kept_until_success<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let outcomes = [retry(at(60), "boom", true), retry(at(60), "later", false), archive("gave up"), Outcome::Requeue];
     for (i, outcome) in outcomes.into_iter().enumerate() {
@@ -110,7 +112,7 @@ pub async fn case_unique_lock_kept_until_success<F: BrokerFactory>(factory: &F) 
 /// The stored message of a unique task carries its lock key (one per type and payload, in a form
 /// of the broker's own: Go's key on Redis, checked by `redis_compat`); everything else is the
 /// message enqueued. A task that is not unique has none.
-pub async fn case_dequeued_unique_task_carries_its_lock_key<F: BrokerFactory>(factory: &F) {
+pub async fn case_dequeued_unique_task_carries_its_lock_key<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let a = t.enqueue("a", &Task::new("email", "\x01\x02"), unique(60)).await.unwrap();
     let b = t.enqueue("b", &Task::new("email", "\x03"), unique(60)).await.unwrap();
@@ -126,7 +128,7 @@ pub async fn case_dequeued_unique_task_carries_its_lock_key<F: BrokerFactory>(fa
 
 /// The lock runs out after its TTL (still held at exactly the TTL); for a scheduled task the TTL
 /// counts from enqueue and includes the delay.
-pub async fn case_unique_lock_expires_after_its_ttl<F: BrokerFactory>(factory: &F) {
+pub async fn case_unique_lock_expires_after_its_ttl<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     if lacking(factory, "case_unique_lock_expires_after_its_ttl", Capability::ClockDrivenExpiry) {
         return;
     }
@@ -148,7 +150,9 @@ pub async fn case_unique_lock_expires_after_its_ttl<F: BrokerFactory>(factory: &
 
 /// Success releases a lock only if the task still holds it: once its lock ran out and another
 /// task took it, the first task's success leaves the new lock alone.
-pub async fn case_success_releases_only_a_lock_the_task_still_holds<F: BrokerFactory>(factory: &F) {
+pub async fn case_success_releases_only_a_lock_the_task_still_holds<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     if lacking(factory, "case_success_releases_only_a_lock_the_task_still_holds", Capability::ClockDrivenExpiry) {
         return;
     }

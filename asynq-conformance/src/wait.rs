@@ -52,8 +52,9 @@ async fn activate_retained<B: Broker + Clone>(t: &Fixture<B>, queue: &str, id: &
 }
 
 /// A completed task is reported with the result its handler wrote.
-pub async fn case_wait_reports_a_completed_task_with_its_result<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_wait_reports_a_completed_task_with_its_result<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Wait,
 {
     let t = Fixture::new(factory).await;
@@ -73,8 +74,9 @@ where
 }
 
 /// An archived task is reported with its last error.
-pub async fn case_wait_reports_an_archived_task_with_its_error<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_wait_reports_an_archived_task_with_its_error<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Wait,
 {
     let t = Fixture::new(factory).await;
@@ -87,8 +89,9 @@ where
 }
 
 /// A task that succeeds without retention (or is revoked) is deleted, and so reported.
-pub async fn case_wait_reports_a_task_done_without_retention_as_deleted<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_wait_reports_a_task_done_without_retention_as_deleted<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Wait,
 {
     let t = Fixture::new(factory).await;
@@ -99,7 +102,7 @@ where
 }
 
 /// Successes settled together ([`Dequeue::finish_batch`]) tell each of their waiters.
-pub async fn case_finish_batch_tells_every_waiter<F: BrokerFactory>(factory: &F)
+pub async fn case_finish_batch_tells_every_waiter<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Wait,
 {
@@ -120,7 +123,7 @@ where
 }
 
 /// A retry does not end a wait; the task's final outcome, attempts later, does.
-pub async fn case_wait_goes_on_through_retries<F: BrokerFactory>(factory: &F)
+pub async fn case_wait_goes_on_through_retries<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Wait,
 {
@@ -141,7 +144,7 @@ where
 /// A task that finished before the wait began is reported at once: completed or archived; one
 /// that is not there (it never existed, or it succeeded without a retention) is a typed
 /// not-found, since nothing tells the two apart.
-pub async fn case_wait_returns_at_once_for_a_finished_task<F: BrokerFactory>(factory: &F)
+pub async fn case_wait_returns_at_once_for_a_finished_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Wait,
 {
@@ -172,7 +175,7 @@ where
 }
 
 /// A wait that outlasts its limit fails with [`Error::WaitTimeout`], naming the task.
-pub async fn case_wait_times_out_with_a_typed_error<F: BrokerFactory>(factory: &F)
+pub async fn case_wait_times_out_with_a_typed_error<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Wait,
 {
@@ -196,8 +199,9 @@ where
 
 /// A zero timeout is refused before anything is written (names are checked by their types); a
 /// queue that never had a task is not found.
-pub async fn case_wait_refuses_bad_arguments_and_unknown_queues<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_wait_refuses_bad_arguments_and_unknown_queues<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Wait,
 {
     let t = Fixture::new(factory).await;

@@ -29,7 +29,7 @@ async fn assert_still_waiting(waiter: &mut tokio::task::JoinHandle<()>, what: &s
 }
 
 /// An enqueue wakes a worker waiting on the queue; one into another queue does not.
-pub async fn case_enqueue_wakes_a_waiting_worker<F: BrokerFactory>(factory: &F) {
+pub async fn case_enqueue_wakes_a_waiting_worker<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     let mut waiter = wait(&t.broker, &["q"]);
     assert_still_waiting(&mut waiter, "nothing was enqueued").await;
@@ -43,7 +43,11 @@ pub async fn case_enqueue_wakes_a_waiting_worker<F: BrokerFactory>(factory: &F) 
 /// The cycle of a server under light load: woken, it fetches fewer tasks than it asked for,
 /// waits again, and the next enqueue wakes it (on Redis the short fetch set the idle mark itself,
 /// and the second wait relies on it).
-pub async fn case_a_worker_that_fetched_short_is_woken_by_the_next_enqueue<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_worker_that_fetched_short_is_woken_by_the_next_enqueue<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     let waiter = wait(&t.broker, &["q"]);
     t.enqueue("a", &Task::new("t", ""), TaskOptions::new().queue("q")).await.unwrap();
@@ -65,14 +69,16 @@ pub async fn case_a_worker_that_fetched_short_is_woken_by_the_next_enqueue<F: Br
 }
 
 /// A wait on a queue that already has a pending task ends at once.
-pub async fn case_waiting_on_a_queue_with_pending_work_returns_at_once<F: BrokerFactory>(factory: &F) {
+pub async fn case_waiting_on_a_queue_with_pending_work_returns_at_once<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     t.enqueue("a", &Task::new("t", ""), TaskOptions::new().queue("q")).await.unwrap();
     assert_wakes(wait(&t.broker, &["q"]), "nothing: a task was already pending").await;
 }
 
 /// Forwarding a due task and requeueing an active one wake a waiting worker.
-pub async fn case_forward_and_requeue_wake_a_waiting_worker<F: BrokerFactory>(factory: &F) {
+pub async fn case_forward_and_requeue_wake_a_waiting_worker<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
     let t = Fixture::new(factory).await;
     t.enqueue("s", &Task::new("t", ""), TaskOptions::new().queue("q").process_in(secs(10))).await.unwrap();
     let waiter = wait(&t.broker, &["q"]);
@@ -87,7 +93,9 @@ pub async fn case_forward_and_requeue_wake_a_waiting_worker<F: BrokerFactory>(fa
 }
 
 /// A paused queue's pending tasks do not end a wait; unpausing does.
-pub async fn case_a_paused_queue_wakes_no_one_until_unpaused<F: BrokerFactory>(factory: &F) {
+pub async fn case_a_paused_queue_wakes_no_one_until_unpaused<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
     let t = Fixture::new(factory).await;
     t.enqueue("a", &Task::new("t", ""), TaskOptions::new().queue("q")).await.unwrap();
     t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();

@@ -8,11 +8,11 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, archive, assert_id_conflict, at, millis, names, retry, secs};
 use asynq_core::broker::Wait;
+use asynq_core::broker::Workflows;
 use asynq_core::broker::{Dequeue, Manage, Outcome, Page, Recover};
 use asynq_core::workflow::{
     CancelMark, DEFAULT_MAX_WORKFLOW_TASKS, DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome,
-    TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowCancellation, WorkflowPlan, Workflows,
-    parent_vanished_error,
+    TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WorkflowCancellation, WorkflowPlan, parent_vanished_error,
 };
 use asynq_core::{Broker, Error, QueueName, StoredTask, Task, TaskId, TaskOptions, TaskState, WorkflowId};
 use bytes::Bytes;
@@ -78,7 +78,7 @@ fn succeeded(result: &str) -> ParentOutcome {
 
 /// A chain: only its first task is pending; each next one is released when the one before
 /// succeeds (with or without retention), and sees its result; a retry releases nothing.
-pub async fn case_a_chain_runs_each_task_after_the_one_before<F: BrokerFactory>(factory: &F)
+pub async fn case_a_chain_runs_each_task_after_the_one_before<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -118,7 +118,7 @@ where
 
 /// A chord: the callback is released only once every member settled, in whatever order they
 /// finish, and sees their outcomes in member order.
-pub async fn case_a_chord_callback_waits_for_every_member<F: BrokerFactory>(factory: &F)
+pub async fn case_a_chord_callback_waits_for_every_member<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -150,8 +150,11 @@ where
 /// Under `RunAnyway` a task runs once every parent settled, failures included, and sees each
 /// parent's outcome; under `FailWorkflow` (the default) the failure flows on down the workflow:
 /// every task below is archived with `PARENT_FAILED_ERROR` and its own dependents hear of it.
-pub async fn case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;
@@ -186,8 +189,11 @@ where
 
 /// A task waiting in another queue than its parent is released there (through the relay), as
 /// are the many dependents of one parent, each exactly once even when relayed twice.
-pub async fn case_dependents_in_other_queues_and_large_fan_outs_are_released<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_dependents_in_other_queues_and_large_fan_outs_are_released<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;
@@ -208,8 +214,11 @@ where
 /// server's relayer, woken by [`Workflows::relay_wanted`] (at once, here), relays it with
 /// [`Workflows::relay_settled`], a cascade across queues included, going round while more is
 /// wanted; a broker that passes everything on as it settles has released it already.
-pub async fn case_settles_are_relayed_when_wanted_without_the_periodic_relay<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_settles_are_relayed_when_wanted_without_the_periodic_relay<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;
@@ -241,7 +250,7 @@ where
 
 /// A recovered parent settles as a finished one does: archived by the recoverer, its dependents
 /// are cancelled.
-pub async fn case_a_recovered_parent_passes_its_outcome_on<F: BrokerFactory>(factory: &F)
+pub async fn case_a_recovered_parent_passes_its_outcome_on<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -255,7 +264,7 @@ where
 }
 
 /// A workflow whose task ID is taken in its queue stores nothing; a waiting task's ID is taken.
-pub async fn case_a_taken_task_id_stores_nothing<F: BrokerFactory>(factory: &F)
+pub async fn case_a_taken_task_id_stores_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -269,8 +278,9 @@ where
 
 /// A parent an operator archives passes its failure on, and one an operator deletes counts as
 /// succeeded, once relayed: no settle script of the broker saw them.
-pub async fn case_a_parent_an_operator_settles_passes_its_outcome_on<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_a_parent_an_operator_settles_passes_its_outcome_on<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;
@@ -290,7 +300,7 @@ where
 
 /// Stored workflows are listed newest first with their size, each with its tasks in plan order
 /// and the edges between them; one refused stores no record; an unknown ID is not found.
-pub async fn case_workflows_are_kept_for_operators<F: BrokerFactory>(factory: &F)
+pub async fn case_workflows_are_kept_for_operators<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -332,8 +342,11 @@ where
 /// An operator's run, archive or delete of a waiting task is refused. A waiting task cancelled is
 /// archived unrun with `WORKFLOW_CANCELLED_ERROR`, counted nowhere, and its failure flows on (once
 /// relayed) to what waits for it; a task that is not waiting is left alone.
-pub async fn case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;
@@ -367,7 +380,7 @@ where
 /// A workflow's cancel mark: none at first; the first mark says so, a later one that the first
 /// has not recorded what it did, then what it recorded; listings and `is_cancelled` show it; an
 /// unknown workflow is not found and nothing is marked.
-pub async fn case_a_cancel_mark_is_kept_and_reported<F: BrokerFactory>(factory: &F)
+pub async fn case_a_cancel_mark_is_kept_and_reported<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -401,7 +414,7 @@ where
 
 /// A DAG's task names are kept in its workflow's record beside each task (a task of no DAG has
 /// none), and a name is no task ID: two runs of one DAG keep the same names for their own tasks.
-pub async fn case_a_dag_s_names_are_kept_in_its_record<F: BrokerFactory>(factory: &F)
+pub async fn case_a_dag_s_names_are_kept_in_its_record<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -438,7 +451,7 @@ where
 /// each task waiting for it, in any queue and whatever its policy, is archived unrun with an
 /// error naming it, and that failure flows on; the removed queue's own waiting task is archived
 /// too (seen once the queue is known again). It never counts as succeeded.
-pub async fn case_a_parent_removed_with_its_queue_vanishes<F: BrokerFactory>(factory: &F)
+pub async fn case_a_parent_removed_with_its_queue_vanishes<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
 where
     F::Broker: Workflows,
 {
@@ -472,8 +485,9 @@ where
 /// settled for good, so that an operator tells a task that succeeded without retention (and is
 /// gone) from one deleted: one others wait for with its result, one nothing waits for without;
 /// a failure with its error; a task deleted, or not settled yet, is unknown.
-pub async fn case_operators_see_how_gone_workflow_tasks_settled<F: BrokerFactory>(factory: &F)
-where
+pub async fn case_operators_see_how_gone_workflow_tasks_settled<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
     F::Broker: Workflows,
 {
     let t = Fixture::new(factory).await;

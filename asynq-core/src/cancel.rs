@@ -8,16 +8,14 @@
 //! broker also keeps every request of ours for [`CANCEL_KEEP`] (at most [`MAX_KEPT_CANCELS`] of
 //! them), and a server reads the kept requests each time it subscribes, and cancels a task it
 //! takes later while a request for it is kept. The server that cancels a task settles its
-//! request ([`Cancel::settle_cancellation`]), so the task's next attempt runs.
+//! request ([`Cancel::settle_cancellation`](crate::broker::Cancel::settle_cancellation)), so the task's next attempt runs.
 
 use crate::broker::Inspect;
 use crate::error::{Error, Result};
 use crate::names::{QueueName, TaskId};
 use crate::state::TaskState;
-use async_trait::async_trait;
-use futures::stream::BoxStream;
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// How long a cancellation request is kept unless a server settles it first: a server that
 /// subscribes, or takes the task, within this time after the request cancels the task.
@@ -26,7 +24,7 @@ pub const CANCEL_KEEP: Duration = Duration::from_secs(30);
 /// The most cancellation requests kept at once; past it, the ones closest to expiry go first.
 pub const MAX_KEPT_CANCELS: usize = 10_000;
 
-/// What [`Cancel::cancel`] found when it made its request. In every case the request is kept
+/// What [`Cancel::cancel`](crate::broker::Cancel::cancel) found when it made its request. In every case the request is kept
 /// for [`CANCEL_KEEP`]: a server that runs the task, or takes it within that time, cancels it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -66,50 +64,9 @@ impl fmt::Display for CancelOutcome {
     }
 }
 
-/// Carries requests to cancel running tasks. Used by operators (to ask) and by the server's
-/// subscriber (to listen).
-#[cfg_attr(feature = "mock", mockall::automock)]
-#[async_trait]
-pub trait Cancel: Send + Sync {
-    /// Asks every server that runs task `id` now, or takes it within [`CANCEL_KEEP`], to cancel
-    /// it: keeps the request (dropping expired ones, and the ones closest to expiry past
-    /// [`MAX_KEPT_CANCELS`]), publishes it to the servers subscribed now, then says what it
-    /// found ([`cancel_outcome`]). The task's handler sees its cancellation token fire and the
-    /// attempt ends as a failure, so the task goes to retry (or to the archive when its retries
-    /// are used up), as in Go asynq.
-    ///
-    /// Asking again renews the request. Nothing confirms the cancellation itself.
-    ///
-    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot keep or publish
-    /// the request, or cannot look for the task (the request is then kept and published).
-    async fn cancel(&self, id: &TaskId) -> Result<CancelOutcome>;
-
-    /// The IDs of tasks to cancel, as any process publishes them from the moment this returns
-    /// (a request published just before may arrive too, if it was still on its way).
-    ///
-    /// The stream ends when the subscription is lost (a broken connection); call again to
-    /// subscribe anew, then read [`Cancel::kept_cancellations`] for what was asked meanwhile.
-    ///
-    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot subscribe now.
-    async fn cancellations(&self) -> Result<BoxStream<'static, String>>;
-
-    /// The cancellation requests kept now, each with the time it expires, soonest first: those
-    /// [`Cancel::cancel`] made within [`CANCEL_KEEP`] that no server settled.
-    ///
-    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot be read.
-    async fn kept_cancellations(&self) -> Result<Vec<(TaskId, SystemTime)>>;
-
-    /// Settles the kept request to cancel task `id`, as the server that cancels the task does:
-    /// removes it, and says whether it was kept and not expired. Only one caller gets `true`
-    /// for one request; a server cancels a task it took only when it does.
-    ///
-    /// Errors: [`Error::Broker`](crate::Error::Broker) when the backend cannot be written.
-    async fn settle_cancellation(&self, id: &TaskId) -> Result<bool>;
-}
-
 /// What a request to cancel task `id` finds, looked up through `broker`: the servers whose
 /// heartbeats report running it; if none, the first queue (by name) holding the task, and its
-/// state; if none, [`CancelOutcome::UnknownTask`]. Brokers' [`Cancel::cancel`] answers with it.
+/// state; if none, [`CancelOutcome::UnknownTask`]. Brokers' [`Cancel::cancel`](crate::broker::Cancel::cancel) answers with it.
 ///
 /// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
 pub async fn cancel_outcome<B: Inspect + ?Sized>(broker: &B, id: &TaskId) -> Result<CancelOutcome> {

@@ -5,9 +5,11 @@
 //! Go asynq's servers never read these requests: they go on as before, and the request expires.
 
 use crate::error::{Error, Result};
-use async_trait::async_trait;
 use std::fmt;
 use std::time::{Duration, SystemTime};
+
+/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
+pub use crate::broker::ServerControl;
 
 /// What an operator asks a server to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -80,26 +82,6 @@ pub fn check_server_id(id: &str) -> Result<()> {
 /// [`SERVER_REQUEST_GRACE`] later.
 pub fn server_request_expiry(record_expiry: SystemTime) -> SystemTime {
     crate::time::add_clamped(record_expiry, SERVER_REQUEST_GRACE)
-}
-
-/// Carries operators' requests to running servers, one kept per server ID. Opt-in, through
-/// [`Capabilities::as_server_control`](crate::broker::Capabilities::as_server_control): a server
-/// over a broker without it hears no request, and operators' tools answer
-/// [`Error::Unsupported`].
-#[async_trait]
-pub trait ServerControl: Send + Sync {
-    /// Operator's side: asks the live server `server_id` (a server whose heartbeat record has
-    /// not expired) to quiet or to stop. The request is kept until the server reads it, or until
-    /// [`server_request_expiry`] of the server's record as it is now; a kept stop stays a stop
-    /// when a quiet is asked after it ([`ServerRequest::merged`]), and a stop replaces a quiet.
-    ///
-    /// Errors, with nothing written: [`Error::InvalidArgument`] for a malformed ID
-    /// ([`check_server_id`]), [`Error::ServerNotFound`] when no live server has this ID.
-    async fn request_server(&self, server_id: &str, request: ServerRequest) -> Result<()>;
-
-    /// Worker's side: the request kept for `server_id`, removed as it is read (so each is acted
-    /// on once); `None` when there is none, or it expired.
-    async fn take_server_request(&self, server_id: &str) -> Result<Option<ServerRequest>>;
 }
 
 #[cfg(test)]

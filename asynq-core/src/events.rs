@@ -9,11 +9,13 @@
 //! the events after it were trimmed before it came back. Go asynq neither writes nor reads it:
 //! tasks a Go server runs leave no events.
 
-use crate::{Error, Progress, QueueName, Result};
-use async_trait::async_trait;
+use crate::{Error, Progress, Result};
 use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
+pub use crate::broker::EventLog;
 
 /// What happened to a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -231,24 +233,6 @@ pub struct EventPage {
     /// log keeps no record of which events it trimmed, so this is told when the reader's own
     /// last event went, even if nothing after it did.
     pub missed: bool,
-}
-
-/// The broker role that keeps task event logs. A capability
-/// ([`Capabilities::as_event_log`](crate::broker::Capabilities::as_event_log)).
-#[async_trait]
-pub trait EventLog: Send + Sync {
-    /// Starts keeping the last `cap` events of `queue`'s tasks (trimming what the log holds now
-    /// to it), or with `None` stops and drops the log. Writers in other processes follow within
-    /// [`EVENT_SETTINGS_DELAY`] (the backend documents its own bound).
-    async fn set_event_cap(&self, queue: &QueueName, cap: Option<EventCap>) -> Result<()>;
-
-    /// The queues that keep event logs, with their caps, by name.
-    async fn event_caps(&self) -> Result<Vec<(QueueName, EventCap)>>;
-
-    /// Up to `max` events of `queue`'s log from `from`, oldest first; with `max` 0 none, but
-    /// [`EventPage::next`] and [`EventPage::missed`] as a read of more would give them. A queue
-    /// without a log reads as an empty one.
-    async fn read_events(&self, queue: &QueueName, from: EventPosition, max: usize) -> Result<EventPage>;
 }
 
 /// How long a process at most keeps writing (or not writing) a queue's events after another

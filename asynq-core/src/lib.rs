@@ -53,9 +53,10 @@ pub mod workflow;
 pub use aggregate::{validate_aggregation_completion, validate_aggregation_set};
 pub use archive::{ArchiveLimits, ArchiveOutlook, ArchiveReport, MAX_ARCHIVE_AGE, MAX_ARCHIVE_SIZE, MIN_ARCHIVE_SIZE};
 pub use broker::Broker;
+pub use broker::ServerControl;
 pub use cancel::{CANCEL_KEEP, CancelOutcome, MAX_KEPT_CANCELS, cancel_outcome, cancel_outcome_given};
 pub use clock::{Clock, SimulatedClock, SystemClock};
-pub use control::{ServerControl, ServerRequest};
+pub use control::ServerRequest;
 pub use error::{BrokerError, Error, FailureKind, Result};
 pub use info::{
     BackendInfo, DailyStats, EvictionRisk, NodeInfo, QueueInfo, QueueLocation, ServerInfo, ServerStatus, WorkerInfo,

@@ -7,10 +7,11 @@
 //! simulated clock drives the bucket as it drives everything else. Go asynq has no rate limits
 //! (its issue #609); nothing here is read or written by Go.
 
-use crate::{Error, QueueName, Result};
-use async_trait::async_trait;
+use crate::{Error, Result};
 use std::time::Duration;
-use std::time::SystemTime;
+
+/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
+pub use crate::broker::RateLimiter;
 
 /// How many tasks of a queue may start per second, across every server sharing the broker.
 ///
@@ -93,19 +94,6 @@ impl TokenBucket {
         self.tokens = (self.tokens + f64::from(count)).min(f64::from(limit.burst));
         self
     }
-}
-
-/// The broker role behind rate limits: one token bucket per queue, shared by every server of
-/// the broker.
-#[async_trait]
-pub trait RateLimiter: Send + Sync {
-    /// Refills `queue`'s bucket up to `now` and takes up to `wanted` tokens, atomically, as
-    /// [`TokenBucket::take`] does. Returns how many were granted (0 to `wanted`).
-    async fn take_tokens(&self, queue: &QueueName, limit: &RateLimit, wanted: u32, now: SystemTime) -> Result<u32>;
-
-    /// Puts back `count` tokens that [`RateLimiter::take_tokens`] granted but no task used
-    /// (the queue had fewer ready tasks), up to the burst.
-    async fn give_back_tokens(&self, queue: &QueueName, limit: &RateLimit, count: u32) -> Result<()>;
 }
 
 #[cfg(test)]

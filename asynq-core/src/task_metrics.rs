@@ -9,9 +9,11 @@
 //! writes nor reads it: tasks a Go server runs are not in it.
 
 use crate::{Error, QueueName, Result};
-use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
+pub use crate::broker::TaskMetrics;
 
 /// The most distinct task types one bucket of one queue keeps; the attempts of further types
 /// count under [`OTHER_TYPES`], so a flood of random type names cannot grow the record.
@@ -196,29 +198,6 @@ pub fn validate_samples(samples: &[TaskMetricsSample]) -> Result<()> {
         sample.counts.check()?;
     }
     Ok(())
-}
-
-/// The record of per task type metrics. Written by servers, read by operators' tools.
-#[async_trait]
-pub trait TaskMetrics: Send + Sync {
-    /// Adds each sample's counts to the minute bucket and to the hour bucket holding its
-    /// instant, in its queue (a type a full bucket has no room for counts under
-    /// [`OTHER_TYPES`]), and keeps each bucket written for [`MetricsResolution::kept`].
-    ///
-    /// Errors: [`Error::InvalidArgument`] from [`validate_samples`] (nothing is written).
-    async fn record_task_metrics(&self, samples: &[TaskMetricsSample]) -> Result<()>;
-
-    /// The buckets of `queue` at `resolution` from the one holding `from` to the one holding
-    /// `to`, oldest first; buckets without counts (never written, or expired) are left out.
-    ///
-    /// Errors: [`Error::InvalidArgument`] from [`MetricsResolution::buckets_between`].
-    async fn task_metrics(
-        &self,
-        queue: &QueueName,
-        resolution: MetricsResolution,
-        from: SystemTime,
-        to: SystemTime,
-    ) -> Result<Vec<TaskMetricsBucket>>;
 }
 
 #[cfg(test)]

@@ -1,19 +1,17 @@
 //! Waiting for a task to finish: how a task ended ([`TaskOutcome`]) and the broker trait that
-//! waits for it ([`Wait`]).
+//! waits for it ([`Wait`](crate::broker::Wait)).
 //!
 //! Go asynq has no such call (its users poll the inspector, asynq issues #511 and #851). A
 //! broker waits by notification where it can, so a waiter costs no polling while its task runs.
 
 use crate::error::{Error, Result};
-use crate::names::{QueueName, TaskId};
 use crate::progress::Progress;
 use crate::state::TaskState;
 use crate::task::TaskInfo;
-use async_trait::async_trait;
 use bytes::Bytes;
 use std::time::Duration;
 
-/// How a task ended, as [`Wait::wait_for_outcome`] reports it.
+/// How a task ended, as [`Wait::wait_for_outcome`](crate::broker::Wait::wait_for_outcome) reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TaskOutcome {
@@ -84,38 +82,8 @@ impl TaskOutcome {
     }
 }
 
-/// Waits for tasks to finish. Used by the client's `Tracker`.
-#[cfg_attr(feature = "mock", mockall::automock)]
-#[async_trait]
-pub trait Wait: Send + Sync {
-    /// Resolves when task `id` of `queue` is completed, archived or gone, with how it ended; at
-    /// once if it already is completed or archived. A task that is retried is not finished: the
-    /// wait goes on through its retries.
-    ///
-    /// Errors: [`Error::InvalidArgument`] for a zero timeout (checked with [`validate_wait`]
-    /// before anything is written);
-    /// [`Error::QueueNotFound`] for a queue that never had a task;
-    /// [`Error::TaskNotFound`] for a task that is not there when the wait begins (it never
-    /// existed, or it is already gone: one that succeeded without a retention is deleted at
-    /// once, so a wait that may begin after it finished needs the task to have a retention);
-    /// [`Error::WaitTimeout`] when the task is still unfinished after `timeout`;
-    /// [`Error::Broker`] when the backend fails.
-    async fn wait_for_outcome(&self, queue: &QueueName, id: &TaskId, timeout: Duration) -> Result<TaskOutcome>;
-
-    /// The last progress report of task `id` of `queue` (see
-    /// [`Dequeue::write_progress`](crate::broker::Dequeue::write_progress)); `None` when it made
-    /// none, when the task is gone, or from a backend that keeps no progress (the default).
-    ///
-    /// Errors: [`Error::QueueNotFound`] for a queue that never had a task; [`Error::Broker`] when
-    /// the backend fails.
-    async fn task_progress(&self, queue: &QueueName, id: &TaskId) -> Result<Option<Progress>> {
-        let _ = (queue, id);
-        Ok(None)
-    }
-}
-
 /// The progress in the answer to a task lookup: what a backend whose task info carries
-/// progress answers [`Wait::task_progress`] with (a task that is gone has none).
+/// progress answers [`Wait::task_progress`](crate::broker::Wait::task_progress) with (a task that is gone has none).
 pub fn progress_from_lookup(lookup: Result<TaskInfo>) -> Result<Option<Progress>> {
     match lookup {
         Ok(info) => Ok(info.progress),
@@ -124,7 +92,7 @@ pub fn progress_from_lookup(lookup: Result<TaskInfo>) -> Result<Option<Progress>
     }
 }
 
-/// Checks the timeout of [`Wait::wait_for_outcome`] (its queue and task ID are checked by their
+/// Checks the timeout of [`Wait::wait_for_outcome`](crate::broker::Wait::wait_for_outcome) (its queue and task ID are checked by their
 /// types): above zero.
 pub fn validate_wait(timeout: Duration) -> Result<()> {
     if timeout.is_zero() {
@@ -137,6 +105,7 @@ pub fn validate_wait(timeout: Duration) -> Result<()> {
 mod tests {
     use super::*;
     use crate::StoredTask;
+    use crate::names::{QueueName, TaskId};
 
     fn info(state: TaskState, error: &str, result: Option<&'static str>) -> TaskInfo {
         let msg = StoredTask {

@@ -3,7 +3,8 @@
 
 use super::*;
 use asynq_core::ServerRequest;
-use asynq_core::control::{ServerControl, check_server_id, server_request_expiry};
+use asynq_core::broker::ServerControl;
+use asynq_core::control::{check_server_id, server_request_expiry};
 
 /// The kept requests: server ID to the request and its expiry, in whole Unix seconds (kept while
 /// now's second is not past it, as server records are).

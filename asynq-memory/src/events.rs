@@ -5,7 +5,8 @@
 
 use super::*;
 use asynq_core::Progress;
-use asynq_core::events::{EventCap, EventId, EventKind, EventLog, EventPage, EventPosition, QueueEvent};
+use asynq_core::broker::EventLog;
+use asynq_core::events::{EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
 use asynq_core::time::unix_nanos;
 use std::collections::VecDeque;
 

@@ -5,7 +5,8 @@ use crate::MemoryBroker;
 use async_trait::async_trait;
 use asynq_core::QueueName;
 use asynq_core::Result;
-use asynq_core::rate_limit::{RateLimit, RateLimiter, TokenBucket};
+use asynq_core::broker::RateLimiter;
+use asynq_core::rate_limit::{RateLimit, TokenBucket};
 use asynq_core::time::unix_nanos;
 use std::time::SystemTime;
 

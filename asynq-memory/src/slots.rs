@@ -4,7 +4,8 @@
 
 use crate::MemoryBroker;
 use async_trait::async_trait;
-use asynq_core::slots::{ConcurrencySlots, SharedLimit, SlotKey};
+use asynq_core::broker::ConcurrencySlots;
+use asynq_core::slots::{SharedLimit, SlotKey};
 use asynq_core::{Result, TaskId};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};

@@ -3,9 +3,9 @@
 //! outlived [`MetricsResolution::kept`] since their last write, as Redis expires them.
 
 use super::*;
+use asynq_core::broker::TaskMetrics;
 use asynq_core::task_metrics::{
-    MetricsResolution, TaskMetrics, TaskMetricsBucket, TaskMetricsSample, TypeCounts, recorded_type_name,
-    validate_samples,
+    MetricsResolution, TaskMetricsBucket, TaskMetricsSample, TypeCounts, recorded_type_name, validate_samples,
 };
 use std::collections::BTreeMap;
 

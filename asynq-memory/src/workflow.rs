@@ -4,10 +4,11 @@
 
 use super::*;
 use asynq_core::WorkflowId;
+use asynq_core::broker::Workflows;
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::{
     CancelMark, ParentOutcome, ParentResult, TaskRef, WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL,
-    WorkflowCancellation, WorkflowNode, WorkflowPlan, WorkflowSummary, Workflows, parent_vanished_error,
+    WorkflowCancellation, WorkflowNode, WorkflowPlan, WorkflowSummary, parent_vanished_error,
 };
 use queue::Passed;
 use std::collections::VecDeque;

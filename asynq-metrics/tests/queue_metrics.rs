@@ -27,7 +27,7 @@ fn exporter(broker: impl Broker) -> Exporter {
 /// Fills `default` with 2 pending, 1 scheduled, 1 active, 1 retry and 1 archived task,
 /// `critical` with 1 pending task, and `flows` with a two-task chain: 1 pending task and 1
 /// waiting for it.
-async fn fill(broker: &(impl Broker + asynq_core::workflow::Workflows + Clone), client: &Client) {
+async fn fill(broker: &(impl Broker + asynq_core::broker::Workflows + Clone), client: &Client) {
     let default = TaskOptions::new();
     for (kind, opts) in [("active", &default), ("retry", &default), ("archived", &default)] {
         client.enqueue(&Task::new(kind, ""), opts.clone()).await.unwrap();

@@ -13,9 +13,8 @@ use crate::RedisBroker;
 use crate::error::{broker_error, unexpected};
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
-use asynq_core::events::{
-    EVENT_SETTINGS_DELAY, EventCap, EventId, EventKind, EventLog, EventPage, EventPosition, QueueEvent,
-};
+use asynq_core::broker::EventLog;
+use asynq_core::events::{EVENT_SETTINGS_DELAY, EventCap, EventId, EventKind, EventPage, EventPosition, QueueEvent};
 use asynq_core::{QueueName, Result};
 use redis::{AsyncCommands, Script};
 use std::collections::HashMap;

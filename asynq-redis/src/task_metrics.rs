@@ -8,9 +8,10 @@ use crate::RedisBroker;
 use crate::error::broker_error;
 use crate::scripts::ScriptCall;
 use async_trait::async_trait;
+use asynq_core::broker::TaskMetrics;
 use asynq_core::task_metrics::{
-    MAX_METRIC_TYPE_LEN, MAX_METRIC_TYPES, MetricsResolution, TaskMetrics, TaskMetricsBucket, TaskMetricsSample,
-    TypeCounts, validate_samples,
+    MAX_METRIC_TYPE_LEN, MAX_METRIC_TYPES, MetricsResolution, TaskMetricsBucket, TaskMetricsSample, TypeCounts,
+    validate_samples,
 };
 use asynq_core::{QueueName, Result};
 use redis::Script;

@@ -35,12 +35,13 @@ use crate::scripts::ScriptCall;
 use async_trait::async_trait;
 use asynq_core::broker::Outcome;
 use asynq_core::broker::Page;
+use asynq_core::broker::Workflows;
 use asynq_core::time::from_unix_secs;
 use asynq_core::time::{unix_nanos, unix_secs};
 use asynq_core::workflow::{
     CancelMark, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, ParentResult, PlannedTask, TaskRef,
     WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_RESULT_TTL, WorkflowCancellation, WorkflowNode, WorkflowPlan,
-    WorkflowSummary, Workflows, parent_vanished_error,
+    WorkflowSummary, parent_vanished_error,
 };
 use asynq_core::{Error, Placement, QueueName, Result, StoredTask, TaskId, WorkflowId};
 use bytes::Bytes;

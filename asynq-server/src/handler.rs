@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::Dequeue;
-use asynq_core::workflow::{ParentResult, TaskRef, WORKFLOW_HEADER, Workflows};
+use asynq_core::broker::Workflows;
+use asynq_core::workflow::{ParentResult, TaskRef, WORKFLOW_HEADER};
 use asynq_core::{Clock, Progress, QueueName, StoredTask, SystemClock, Task, TaskId};
 use bytes::Bytes;
 use std::error::Error as StdError;

@@ -21,8 +21,9 @@
 //! back to their queue at once.
 
 use asynq_core::QueueName;
+use asynq_core::broker::RateLimiter;
 use asynq_core::broker::{Dequeue, Dequeued};
-use asynq_core::rate_limit::{RateLimit, RateLimiter};
+use asynq_core::rate_limit::RateLimit;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

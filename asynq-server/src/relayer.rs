@@ -8,7 +8,7 @@
 //! server leaves its settles' dependents to the periodic relay of a server.
 
 use crate::served::ServedQueues;
-use asynq_core::workflow::Workflows;
+use asynq_core::broker::Workflows;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

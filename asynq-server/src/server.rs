@@ -18,10 +18,10 @@ use crate::subscriber::{Subscriber, SubscriberConfig};
 use crate::syncer::{Syncer, SyncerConfig};
 use crate::type_metrics::{TypeMetricsFlusher, TypeMetricsRecorder};
 use crate::workers::ActiveTasks;
+use asynq_core::broker::RateLimiter;
+use asynq_core::broker::Workflows;
 use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
-use asynq_core::rate_limit::RateLimiter;
-use asynq_core::workflow::Workflows;
 use asynq_core::{Error, Result, ServerControl, ServerInfo, ServerStatus};
 use asynq_runtime::{Role, hostname};
 use std::fmt;
@@ -92,11 +92,11 @@ struct WorkerCapabilities {
     /// Takes rate-limit tokens, when the configuration sets rate limits.
     rate_limiter: Option<Arc<dyn RateLimiter>>,
     /// Takes shared concurrency slots, when the configuration sets shared limits.
-    slots: Option<Arc<dyn asynq_core::slots::ConcurrencySlots>>,
+    slots: Option<Arc<dyn asynq_core::broker::ConcurrencySlots>>,
     /// Hands workflow tasks their parents' results and relays settled tasks' outcomes.
     workflows: Option<Arc<dyn Workflows>>,
     /// Keeps per task type metrics, when the configuration records them.
-    task_metrics: Option<Arc<dyn asynq_core::task_metrics::TaskMetrics>>,
+    task_metrics: Option<Arc<dyn asynq_core::broker::TaskMetrics>>,
     /// Carries operators' requests to quiet or stop this server.
     server_control: Option<Arc<dyn ServerControl>>,
 }
@@ -113,11 +113,11 @@ impl Server {
     /// | [`Config::group_aggregator`] | [`Aggregate`](asynq_core::broker::Aggregate) (`as_aggregate`) |
     /// | [`Config::rate_limits`] | [`RateLimiter`](asynq_core::broker::RateLimiter) (`as_rate_limiter`) |
     /// | [`Config::queue_patterns`] | [`QueueDirectory`](asynq_core::broker::QueueDirectory) (`as_queue_directory`) |
-    /// | [`Config::shared_type_concurrency`], [`Config::shared_limit`] | [`ConcurrencySlots`](asynq_core::slots::ConcurrencySlots) (`as_concurrency_slots`) |
+    /// | [`Config::shared_type_concurrency`], [`Config::shared_limit`] | [`ConcurrencySlots`](asynq_core::broker::ConcurrencySlots) (`as_concurrency_slots`) |
     ///
     /// Used when the broker has them, and otherwise left out without an error: cancellation
     /// requests ([`Cancel`](asynq_core::broker::Cancel), so `Tracker::cancel` reaches this
-    /// server) and workflows ([`Workflows`](asynq_core::workflow::Workflows), so a workflow
+    /// server) and workflows ([`Workflows`](asynq_core::broker::Workflows), so a workflow
     /// task reads its parents' results and releases its dependents). The memory and Redis
     /// brokers have every capability.
     ///

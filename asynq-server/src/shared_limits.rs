@@ -19,8 +19,9 @@
 //! [`Config::shared_limit`]: crate::Config::shared_limit
 
 use crate::config::SharedLimitFn;
+use asynq_core::broker::ConcurrencySlots;
 use asynq_core::broker::Dequeued;
-use asynq_core::slots::{ConcurrencySlots, SharedLimit, SlotKey};
+use asynq_core::slots::{SharedLimit, SlotKey};
 use asynq_core::{Clock, Lease, Task, TaskId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

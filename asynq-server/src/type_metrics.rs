@@ -6,7 +6,8 @@
 //! [`Config::task_metrics`](crate::Config::task_metrics) is on.
 
 use crate::observe::{AttemptOutcome, AttemptReport, TaskObserver};
-use asynq_core::task_metrics::{MetricsResolution, TaskMetrics, TaskMetricsSample, TypeCounts};
+use asynq_core::broker::TaskMetrics;
+use asynq_core::task_metrics::{MetricsResolution, TaskMetricsSample, TypeCounts};
 use asynq_core::{Clock, QueueName, StoredTask};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::HashMap;

@@ -4,7 +4,8 @@
 //! Needs Chromium and chromedriver: `cargo xtask test` installs them (see `asynq_tests::browser`).
 
 use asynq_client::{Client, Inspector, Task, TaskOptions};
-use asynq_core::task_metrics::{TaskMetrics, TaskMetricsSample, TypeCounts};
+use asynq_core::broker::TaskMetrics;
+use asynq_core::task_metrics::{TaskMetricsSample, TypeCounts};
 use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_tests::browser::{Browser, screenshot_dir};
 use asynq_tests::{RedisServer, redis_broker};

@@ -5,7 +5,8 @@
 
 use asynq_client::Inspector;
 use asynq_core::QueueName;
-use asynq_core::task_metrics::{TaskMetrics, TaskMetricsSample, TypeCounts};
+use asynq_core::broker::TaskMetrics;
+use asynq_core::task_metrics::{TaskMetricsSample, TypeCounts};
 use asynq_memory::MemoryBroker;
 use asynq_web::{PrometheusAddr, WebConfig};
 use axum::Router;

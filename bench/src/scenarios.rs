@@ -728,7 +728,7 @@ pub async fn scheduled_storm(
 async fn keep_events(broker: &RedisBroker, events: Option<u32>) -> anyhow::Result<()> {
     if let Some(events) = events {
         let cap = asynq_core::events::EventCap::new(events)?;
-        asynq_core::events::EventLog::set_event_cap(broker, &QueueName::from_static(QUEUE), Some(cap)).await?;
+        asynq_core::broker::EventLog::set_event_cap(broker, &QueueName::from_static(QUEUE), Some(cap)).await?;
     }
     Ok(())
 }

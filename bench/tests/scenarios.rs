@@ -50,7 +50,7 @@ async fn enqueue_scenarios_store_every_task() {
     scenarios::fill(&redis.url(), 30, Some(1_000)).await.unwrap();
     assert_eq!(queue_counts(&redis.url()).await, (250, 0));
     let broker = RedisBroker::connect(&redis.url()).await.unwrap();
-    let logged = asynq_core::events::EventLog::read_events(
+    let logged = asynq_core::broker::EventLog::read_events(
         &broker,
         &QueueName::from_static(QUEUE),
         asynq_core::events::EventPosition::Oldest,

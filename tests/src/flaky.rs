@@ -174,7 +174,7 @@ impl<B: asynq_core::Broker> asynq_core::broker::Capabilities for FlakyBroker<B> 
         Some(self)
     }
 
-    fn as_rate_limiter(self: Arc<Self>) -> Option<Arc<dyn asynq_core::rate_limit::RateLimiter>> {
+    fn as_rate_limiter(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::RateLimiter>> {
         Some(self)
     }
 
@@ -475,7 +475,7 @@ impl<B: asynq_core::broker::SchedulerState> asynq_core::broker::SchedulerState f
 }
 
 #[async_trait]
-impl<B: asynq_core::rate_limit::RateLimiter> asynq_core::rate_limit::RateLimiter for FlakyBroker<B> {
+impl<B: asynq_core::broker::RateLimiter> asynq_core::broker::RateLimiter for FlakyBroker<B> {
     async fn take_tokens(
         &self,
         queue: &QueueName,

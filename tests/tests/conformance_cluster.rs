@@ -15,6 +15,7 @@ struct ClusterFactory(RedisCluster);
 
 impl BrokerFactory for ClusterFactory {
     type Broker = RedisBroker;
+    type Store = RedisBroker;
 
     fn name(&self) -> &'static str {
         "redis-cluster"
@@ -33,6 +34,10 @@ impl BrokerFactory for ClusterFactory {
     async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> RedisBroker {
         let url = format!("redis-cluster://{}?namespace=tenant-a", self.0.addrs().join(","));
         redis_broker_with_archive_limits(&url, clock, limits).await
+    }
+
+    fn store(&self, broker: &RedisBroker) -> RedisBroker {
+        broker.clone()
     }
 }
 

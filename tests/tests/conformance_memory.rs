@@ -12,6 +12,7 @@ struct MemoryFactory;
 
 impl BrokerFactory for MemoryFactory {
     type Broker = MemoryBroker;
+    type Store = MemoryBroker;
 
     fn name(&self) -> &'static str {
         "memory"
@@ -27,6 +28,10 @@ impl BrokerFactory for MemoryFactory {
 
     async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> MemoryBroker {
         MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits })
+    }
+
+    fn store(&self, broker: &MemoryBroker) -> MemoryBroker {
+        broker.clone()
     }
 }
 

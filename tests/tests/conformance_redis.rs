@@ -12,6 +12,7 @@ struct RedisFactory(RedisServer);
 
 impl BrokerFactory for RedisFactory {
     type Broker = RedisBroker;
+    type Store = RedisBroker;
 
     fn name(&self) -> &'static str {
         "redis"
@@ -28,6 +29,10 @@ impl BrokerFactory for RedisFactory {
 
     async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> RedisBroker {
         redis_broker_with_archive_limits(&self.0.url(), clock, limits).await
+    }
+
+    fn store(&self, broker: &RedisBroker) -> RedisBroker {
+        broker.clone()
     }
 }
 

@@ -12,6 +12,7 @@ struct SentinelFactory(RedisSentinel);
 
 impl BrokerFactory for SentinelFactory {
     type Broker = RedisBroker;
+    type Store = RedisBroker;
 
     fn name(&self) -> &'static str {
         "redis-sentinel"
@@ -30,6 +31,10 @@ impl BrokerFactory for SentinelFactory {
     async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> RedisBroker {
         let url = format!("redis-sentinel://{}?master={}", self.0.sentinel_addr(), self.0.master_name());
         redis_broker_with_archive_limits(&url, clock, limits).await
+    }
+
+    fn store(&self, broker: &RedisBroker) -> RedisBroker {
+        broker.clone()
     }
 }
 

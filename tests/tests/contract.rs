@@ -4,16 +4,18 @@
 
 use async_trait::async_trait;
 use asynq_client::Inspector;
+use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::broker::{
     Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Manage, Outcome, Page,
     Recover, ServerState,
 };
 use asynq_core::rate_limit::RateLimit;
+use asynq_core::{ArchiveLimits, Clock};
 use asynq_core::{
     BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, StoredTask,
     Task, TaskId, TaskInfo, TaskOptions, TaskSet, TaskState, WorkerInfo,
 };
-use asynq_memory::MemoryBroker;
+use asynq_memory::{MemoryBroker, MemoryConfig};
 use asynq_server::{Server, aggregator_fn, handler_fn};
 use asynq_tests::{Harness, secs};
 use bytes::Bytes;
@@ -23,6 +25,7 @@ use std::time::{Duration, SystemTime};
 
 /// A backend with the worker's six traits and no capability: what a third-party worker
 /// backend has to write, delegating to the memory broker.
+#[derive(Clone)]
 struct WorkerOnly(MemoryBroker);
 
 impl Capabilities for WorkerOnly {}
@@ -83,6 +86,38 @@ impl Health for WorkerOnly {
         self.0.ping().await
     }
 }
+
+/// Runs the conformance suite's worker cases against [`WorkerOnly`]: the cases put tasks in and
+/// look at them through the memory broker underneath, and drive the worker's traits of
+/// `WorkerOnly` alone.
+struct WorkerOnlyFactory;
+
+impl BrokerFactory for WorkerOnlyFactory {
+    type Broker = WorkerOnly;
+    type Store = MemoryBroker;
+
+    fn name(&self) -> &'static str {
+        "worker-only"
+    }
+
+    fn lacks(&self) -> &'static [Capability] {
+        &[]
+    }
+
+    async fn broker(&self, clock: Arc<dyn Clock>) -> WorkerOnly {
+        WorkerOnly(MemoryBroker::with_clock(clock))
+    }
+
+    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> WorkerOnly {
+        WorkerOnly(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
+    }
+
+    fn store(&self, broker: &WorkerOnly) -> MemoryBroker {
+        broker.0.clone()
+    }
+}
+
+asynq_conformance::broker_conformance!(WorkerOnlyFactory, parts = [worker], paused_time);
 
 #[tokio::test(start_paused = true)]
 async fn a_server_runs_on_a_broker_with_only_the_workers_traits() {

@@ -24,10 +24,12 @@
 //! operation got each kind of reply, to show what the sequences cover.
 
 use asynq_conformance::fixture::START_SECS;
+use asynq_core::broker::EventLog;
+use asynq_core::broker::Workflows;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
-use asynq_core::events::{EventCap, EventKind, EventLog, EventPosition};
+use asynq_core::events::{EventCap, EventKind, EventPosition};
 use asynq_core::time::{from_unix_secs, unix_secs};
-use asynq_core::workflow::{DagTask, Flow, OnParentFailure, TaskRef, WorkflowPlan, Workflows};
+use asynq_core::workflow::{DagTask, Flow, OnParentFailure, TaskRef, WorkflowPlan};
 use asynq_core::{
     Broker, Clock, EnqueueRequest, FREE_STALLS, QueueName, Replace, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
     TaskOptions, TaskState, resolve_enqueue,

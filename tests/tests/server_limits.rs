@@ -114,7 +114,8 @@ async fn a_type_limit_caps_that_type_while_others_keep_running() {
 
 #[tokio::test(start_paused = true)]
 async fn a_shared_slot_held_by_a_dead_worker_comes_back_within_its_lease() {
-    use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+    use asynq_core::broker::ConcurrencySlots;
+    use asynq_core::slots::SharedLimit;
     let h = Harness::new();
     // Two workers took both slots of "video:encode" and died: nobody renews their holds.
     let limit = SharedLimit::new("type:video:encode", 2).unwrap();
@@ -244,7 +245,7 @@ async fn tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry() {
     assert!(rec.calls().iter().all(|c| c.retry_count == 0), "waiting for a slot uses no retry");
     // Six rounds of two make 1.8 s; deferring through the retry set took a second per refusal.
     assert!(took < Duration::from_millis(2_400), "a freed slot starts a waiting task at once: {took:?}");
-    use asynq_core::slots::ConcurrencySlots;
+    use asynq_core::broker::ConcurrencySlots;
     let holders = h.broker.slot_holders(&asynq_core::slots::SlotKey::new("type:resize").unwrap(), h.now()).await;
     assert!(holders.unwrap().is_empty(), "every slot was given back");
 }
@@ -304,7 +305,8 @@ async fn a_task_waits_for_a_slot_longer_than_a_lease_and_still_runs_once() {
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_gives_tasks_waiting_for_a_slot_back_to_their_queue_uncharged() {
-    use asynq_core::slots::{ConcurrencySlots, SlotKey};
+    use asynq_core::broker::ConcurrencySlots;
+    use asynq_core::slots::SlotKey;
     let h = Harness::new();
     for _ in 0..3 {
         h.client.enqueue(&Task::new("resize", ""), TaskOptions::new()).await.unwrap();
@@ -344,8 +346,9 @@ async fn shutdown_gives_tasks_waiting_for_a_slot_back_to_their_queue_uncharged()
 /// processes would have, under a shared limit of 2: never more than 2 at once, no task ever in
 /// the retry set, none retried, every slot given back.
 async fn tasks_wait_for_a_shared_slot_on(url: &str) {
+    use asynq_core::broker::ConcurrencySlots;
     use asynq_core::broker::Inspect;
-    use asynq_core::slots::{ConcurrencySlots, SlotKey};
+    use asynq_core::slots::SlotKey;
     let monitor = asynq_redis::RedisBroker::connect(url).await.unwrap();
     let client = asynq_client::Client::new(monitor.clone());
     for _ in 0..WAITING_TASKS {
@@ -395,7 +398,8 @@ async fn on_a_cluster_tasks_over_a_shared_limit_wait_for_a_slot_and_never_retry(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_redis_a_waiting_server_takes_a_dead_holders_slot_once_its_hold_expires() {
-    use asynq_core::slots::{ConcurrencySlots, SharedLimit};
+    use asynq_core::broker::ConcurrencySlots;
+    use asynq_core::slots::SharedLimit;
     let redis = asynq_tests::RedisServer::start();
     let broker = asynq_redis::RedisBroker::connect(&redis.url()).await.unwrap();
     // A worker that died held both slots; its holds run out in two seconds, nobody renews them

@@ -6,10 +6,11 @@
 //! runs ends, its running task archived rather than retried.
 
 use asynq_client::{FlowProducer, Task, TaskOptions, TaskState, WorkflowState};
+use asynq_core::broker::Workflows;
 use asynq_core::broker::{Inspect, WorkerBroker};
 use asynq_core::workflow::{
     CancelMark, DagTask, Flow, PARENT_FAILED_ERROR, ParentOutcome, WORKFLOW_CANCELLED_ERROR, WORKFLOW_STOPPED_ERROR,
-    Workflows, is_cancelled_error,
+    is_cancelled_error,
 };
 use asynq_core::{Clock, QueueName, SystemClock, TaskId};
 use asynq_redis::RedisBroker;

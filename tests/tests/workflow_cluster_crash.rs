@@ -26,9 +26,11 @@
 //! What the finishing brokers do is their `relay` call alone, which must finish a cascade across
 //! the three slots by itself.
 
+use asynq_core::broker::EventLog;
+use asynq_core::broker::Workflows;
 use asynq_core::broker::{Dequeue, Inspect, Outcome};
-use asynq_core::events::{EventCap, EventKind, EventLog, EventPosition};
-use asynq_core::workflow::{DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef, Workflows};
+use asynq_core::events::{EventCap, EventKind, EventPosition};
+use asynq_core::workflow::{DagTask, Flow, OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef};
 use asynq_core::{Clock, QueueName, SystemClock, Task, TaskId, TaskOptions, TaskState};
 use asynq_redis::RedisBroker;
 use asynq_redis::keys::Namespace;

@@ -10,8 +10,9 @@
 
 use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::Outcome;
+use asynq_core::broker::Workflows;
 use asynq_core::time::from_unix_secs;
-use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentResult, TaskRef, Workflows};
+use asynq_core::workflow::{DagTask, Flow, OnParentFailure, ParentResult, TaskRef};
 use asynq_core::{Broker, QueueName, SimulatedClock, StoredTask, Task, TaskOptions};
 use asynq_memory::MemoryBroker;
 use asynq_tests::{RedisServer, redis_broker};

@@ -2,8 +2,8 @@
 //! relayer ([`Workflows::relay_wanted`], [`Workflows::relay_settled`]): the broker spawns
 //! nothing, so that what relays stops with the server that owns it.
 //!
-//! [`Workflows::relay_wanted`]: asynq_core::workflow::Workflows::relay_wanted
-//! [`Workflows::relay_settled`]: asynq_core::workflow::Workflows::relay_settled
+//! [`Workflows::relay_wanted`]: asynq_core::broker::Workflows::relay_wanted
+//! [`Workflows::relay_settled`]: asynq_core::broker::Workflows::relay_settled
 
 use crate::RedisBroker;
 use asynq_core::{QueueName, Result};

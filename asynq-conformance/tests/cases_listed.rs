@@ -1,0 +1,89 @@
+//! Every case the suite defines is one that `broker_conformance!` generates, in exactly one part,
+//! so that a case cannot be written and then forgotten: this reads the crate's own sources.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every `pub async fn case_...` of `src/`, as (module, case).
+fn defined() -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut cases = Vec::new();
+    for entry in std::fs::read_dir(&src).expect("read src/") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let module = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        let text = std::fs::read_to_string(&path).expect("read a source file");
+        for line in text.lines() {
+            if let Some(rest) = line.trim_start().strip_prefix("pub async fn case_") {
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                cases.push((module.clone(), format!("case_{name}")));
+            }
+        }
+    }
+    cases.sort();
+    assert!(cases.len() > 100, "found only {} cases: is src/ where the cases are?", cases.len());
+    cases
+}
+
+/// The cases `broker_conformance!` lists, as (module, case) with the part that lists each.
+fn listed_cases() -> Vec<((String, String), String)> {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).expect("read lib.rs");
+    let mut part = None;
+    let mut cases = Vec::new();
+    for line in lib.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("(@part ") {
+            part = Some(rest.split(',').next().unwrap().to_owned());
+            continue;
+        }
+        let Some((module, case)) = line.strip_suffix(',').and_then(|l| l.split_once("::")) else { continue };
+        if case.starts_with("case_") && module.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            let part = part.clone().unwrap_or_else(|| panic!("{module}::{case} is listed outside a part"));
+            cases.push(((module.to_owned(), case.to_owned()), part));
+        }
+    }
+    cases
+}
+
+#[test]
+fn every_case_is_listed_in_exactly_one_part() {
+    let defined = defined();
+    let mut listed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (case, part) in listed_cases() {
+        listed.entry(case).or_default().push(part);
+    }
+    for case in &defined {
+        match listed.get(case).map(Vec::as_slice) {
+            Some([_]) => {}
+            None => {
+                panic!("{}::{} is never run: list it in a part of broker_conformance! (src/lib.rs)", case.0, case.1)
+            }
+            Some(parts) => panic!("{}::{} is listed more than once: in {parts:?}", case.0, case.1),
+        }
+    }
+    for case in listed.keys() {
+        assert!(
+            defined.contains(case),
+            "broker_conformance! lists {}::{}, which src/{}.rs does not define",
+            case.0,
+            case.1,
+            case.0
+        );
+    }
+    let mut names: Vec<&String> = defined.iter().map(|(_, case)| case).collect();
+    names.dedup();
+    assert_eq!(names.len(), defined.len(), "two modules define a case of the same name");
+}
+
+#[test]
+fn every_gated_case_exists() {
+    let defined = defined();
+    for (case, capability) in asynq_conformance::GATED {
+        assert!(
+            defined.iter().any(|(_, c)| c == case),
+            "GATED lists {case} (needing {capability:?}), which is not a case"
+        );
+    }
+}
