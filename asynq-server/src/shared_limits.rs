@@ -18,7 +18,7 @@
 //! [`Config::shared_type_concurrency`]: crate::Config::shared_type_concurrency
 //! [`Config::shared_limit`]: crate::Config::shared_limit
 
-use crate::config::SharedLimitFn;
+use crate::policy::SharedLimitFn;
 use asynq_core::broker::Dequeued;
 use asynq_core::slots::{ConcurrencySlots, SharedLimit, SlotKey};
 use asynq_core::{Clock, Lease, Task, TaskId};
