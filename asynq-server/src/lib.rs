@@ -70,8 +70,8 @@ pub use handler::{Handler, HandlerError, HandlerFn, ProgressReporter, ResultWrit
 #[cfg(feature = "json")]
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};
-pub use policy::{ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay};
 pub use observe::{AttemptOutcome, AttemptReport, TASK_SPAN_NAME, TaskObserver};
+pub use policy::{ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay};
 pub use relayer::WORKFLOW_RELAY_INTERVAL;
 pub use served::{FULL_REFRESH_EVERY, QueueProvider};
 pub use server::{SHUTDOWN_MARGIN, Server};
