@@ -135,3 +135,12 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     axum::serve(listener, exporter.router()).with_graceful_shutdown(shutdown).await
 }
+
+impl QueueMetrics {
+    /// An [`Exporter`] serving these metrics alone, refreshed before each scrape.
+    pub fn exporter(&self) -> Exporter {
+        let mut registry = Registry::default();
+        self.register(&mut registry);
+        Exporter::new(registry).refreshing(self.clone())
+    }
+}

@@ -118,14 +118,6 @@ impl QueueMetrics {
         self.inspector.get().is_some()
     }
 
-    /// An [`Exporter`](crate::Exporter) serving these metrics alone, refreshed before each
-    /// scrape.
-    pub fn exporter(&self) -> crate::Exporter {
-        let mut registry = Registry::default();
-        self.register(&mut registry);
-        crate::Exporter::new(registry).refreshing(self.clone())
-    }
-
     /// These metrics with each refresh limited to `timeout`.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;

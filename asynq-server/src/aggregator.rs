@@ -17,7 +17,7 @@
 //! overlap when one outlasts the interval, and then they compete for the same groups; here a
 //! late pass delays the next one instead.
 
-use crate::processor::panic_message;
+use crate::policy::panic_message;
 use crate::served::ServedQueues;
 use asynq_core::broker::{Aggregate, AggregationLimits};
 use asynq_core::{Clock, Error, GroupName, QueueName, Task, TaskOptions, resolve_enqueue};

@@ -3,6 +3,7 @@
 use crate::aggregator::GroupAggregator;
 use crate::handler::HandlerError;
 use crate::observe::TaskObserver;
+use crate::policy::{ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay};
 use crate::served::{QueueProvider, QueueSources};
 use asynq_core::broker::{AggregationLimits, DEFAULT_GROUP_GRACE_PERIOD};
 use asynq_core::queue::{QueuePattern, QueuePriorities};
@@ -11,22 +12,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Computes how long to wait before retrying a task: `(retries so far, error, task)`.
-pub type RetryDelayFn = Arc<dyn Fn(u32, &HandlerError, &Task) -> Duration + Send + Sync>;
-/// Decides whether an error counts as a failure (retry count and failed statistics go up).
-pub type IsFailureFn = Arc<dyn Fn(&HandlerError) -> bool + Send + Sync>;
-/// Called with every error a handler returns, before the task is retried or archived.
-pub type ErrorHandlerFn = Arc<dyn Fn(&Task, &HandlerError) + Send + Sync>;
-/// Called after every health check with its result.
-pub type HealthCheckFn = Arc<dyn Fn(Result<(), &asynq_core::Error>) + Send + Sync>;
-/// Names the shared concurrency limit a task counts against, if any (a tenant's, say).
-pub type SharedLimitFn = Arc<dyn Fn(&Task) -> Option<asynq_core::slots::SharedLimit> + Send + Sync>;
-
-/// Go asynq's default retry delay ([`asynq_core::retry::default_retry_delay`]).
-pub fn default_retry_delay(retried: u32, _err: &HandlerError, _task: &Task) -> Duration {
-    asynq_core::retry::default_retry_delay(retried, &mut rand::rng())
-}
 
 /// How a [`Server`](crate::Server) behaves. Build one with [`Config::builder`], or start from
 /// [`Config::default`] and change what you need:

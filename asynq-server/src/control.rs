@@ -2,12 +2,41 @@
 //! or by an operator's request that its heartbeat read ([`asynq_core::ServerControl`]): quieting
 //! ends the fetch loop and reports the server `stopped`; a stop request quiets it and wakes
 //! [`Server::run`](crate::Server::run) (or whoever awaits [`Server::stop_requested`](crate::Server::stop_requested)),
-//! which then shuts it down as on SIGTERM.
+//! which then shuts it down as on SIGTERM. It holds the server's status ([`StatusCell`]), which the
+//! heartbeater reports.
 
-use crate::heartbeat::StatusCell;
 use asynq_core::{ServerRequest, ServerStatus};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
+
+/// The server's status, shared by the server (which changes it) and the heartbeater (which
+/// reports it).
+#[derive(Debug, Clone)]
+pub(crate) struct StatusCell(Arc<Mutex<ServerStatus>>);
+
+impl StatusCell {
+    pub(crate) fn new(status: ServerStatus) -> Self {
+        Self(Arc::new(Mutex::new(status)))
+    }
+
+    pub(crate) fn get(&self) -> ServerStatus {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn set(&self, status: ServerStatus) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+
+    /// Sets `to` if the status is `from`; returns whether it was.
+    pub(crate) fn replace(&self, from: ServerStatus, to: ServerStatus) -> bool {
+        let mut status = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let was = *status == from;
+        if was {
+            *status = to;
+        }
+        was
+    }
+}
 
 /// The server's quiet and stop switches, shared by the server and its heartbeater.
 #[derive(Debug)]

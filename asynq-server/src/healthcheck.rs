@@ -1,7 +1,7 @@
 //! A health checker pings the broker periodically and reports the result to the user's
 //! function.
 
-use crate::config::HealthCheckFn;
+use crate::policy::HealthCheckFn;
 use asynq_core::broker::Health;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;

@@ -3,15 +3,15 @@
 //! the shared concurrency slots they hold with them. A task whose lease could not be extended
 //! in time is told to stop.
 
-use crate::control::Control;
+use crate::control::{Control, StatusCell};
 use crate::shared_limits::SharedLimits;
 use crate::workers::ActiveTasks;
 use asynq_core::broker::{Dequeue, ServerState};
-use asynq_core::{QueueName, ServerControl, ServerInfo, ServerStatus, TaskId};
+use asynq_core::{QueueName, ServerControl, ServerInfo, TaskId};
 use asynq_runtime::{FirstRun, run_every};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -21,35 +21,6 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct HeartbeatConfig {
     /// How often to beat. Server records live for twice this long.
     pub interval: Duration,
-}
-
-/// The server's status, shared by the server (which changes it) and the heartbeater (which
-/// reports it).
-#[derive(Debug, Clone)]
-pub(crate) struct StatusCell(Arc<Mutex<ServerStatus>>);
-
-impl StatusCell {
-    pub(crate) fn new(status: ServerStatus) -> Self {
-        Self(Arc::new(Mutex::new(status)))
-    }
-
-    pub(crate) fn get(&self) -> ServerStatus {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn set(&self, status: ServerStatus) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = status;
-    }
-
-    /// Sets `to` if the status is `from`; returns whether it was.
-    pub(crate) fn replace(&self, from: ServerStatus, to: ServerStatus) -> bool {
-        let mut status = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let was = *status == from;
-        if was {
-            *status = to;
-        }
-        was
-    }
 }
 
 /// Writes the server's state and extends its leases.

@@ -47,6 +47,7 @@ mod json;
 mod limits;
 mod mux;
 mod observe;
+mod policy;
 mod processor;
 mod recoverer;
 mod relayer;
@@ -64,14 +65,13 @@ mod workers;
 pub use aggregator::{GroupAggregator, aggregator_fn};
 pub use asynq_core::Task;
 pub use asynq_runtime::TokioClock;
-pub use config::{
-    Config, ConfigBuilder, ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay,
-};
+pub use config::{Config, ConfigBuilder};
 pub use handler::{Handler, HandlerError, HandlerFn, ProgressReporter, ResultWriter, TaskContext, handler_fn};
 #[cfg(feature = "json")]
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};
 pub use observe::{AttemptOutcome, AttemptReport, TASK_SPAN_NAME, TaskObserver};
+pub use policy::{ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay};
 pub use relayer::WORKFLOW_RELAY_INTERVAL;
 pub use served::{FULL_REFRESH_EVERY, QueueProvider};
 pub use server::{SHUTDOWN_MARGIN, Server};

@@ -25,10 +25,10 @@
 //! describes both. A task over a per-type or shared limit waits here for its turn, holding no
 //! worker (see [`crate::limits`] and [`crate::shared_limits`]).
 
-use crate::config::{ErrorHandlerFn, IsFailureFn, RetryDelayFn};
 use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
 use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
+use crate::policy::{ErrorHandlerFn, FailurePolicy, panic_message};
 use crate::served::ServedQueues;
 use crate::settler::Settler;
 use crate::shared_limits::{SharedAdmission, SharedLimits};
@@ -45,7 +45,6 @@ use asynq_core::workflow::{WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_S
 use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task, TaskId};
 use futures::FutureExt;
 use rand::Rng;
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -57,40 +56,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
-
-/// What happens to a task whose attempt failed: retried after a delay, or archived.
-#[derive(Clone)]
-pub(crate) struct FailurePolicy {
-    /// How long to wait before the retry.
-    pub retry_delay: RetryDelayFn,
-    /// Whether the error counts as a failure.
-    pub is_failure: IsFailureFn,
-}
-
-impl FailurePolicy {
-    /// The outcome for `message` after `err` at `now`: archived when its retries are used up
-    /// or the error says to skip retries, otherwise retried after the retry delay.
-    pub(crate) fn outcome(&self, message: &StoredTask, err: &HandlerError, now: SystemTime) -> Outcome {
-        if err.is_revoke() {
-            return Outcome::Done;
-        }
-        if message.retries_exhausted() || err.is_skip_retry() {
-            return Outcome::Archive { error: err.to_string() };
-        }
-        let task = Task::from_message(message);
-        let delay = (self.retry_delay)(message.retried, err, &task);
-        // A corrupt `retried` near `i32::MAX` makes the default delay saturate: the retry is
-        // then due at the end of time, not at an overflow.
-        let retry_at = asynq_core::time::add_clamped(now, delay);
-        Outcome::Retry { retry_at, error: err.to_string(), is_failure: (self.is_failure)(err) }
-    }
-}
-
-impl fmt::Debug for FailurePolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FailurePolicy").finish_non_exhaustive()
-    }
-}
 
 /// The processor's settings.
 #[derive(Clone)]
@@ -906,17 +871,6 @@ fn attempt_report<'a>(attempt: &'a Attempt, outcome: Option<&Outcome>, duration:
         (Attempt::Finished(Err(_)), Some(_)) => (AttemptOutcome::Revoked, false),
     };
     AttemptReport { outcome, duration, error, is_failure }
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
 }
 
 /// Go's idle sleep: `interval / 2 + rand[0, interval)`.

@@ -8,7 +8,7 @@
 
 use crate::handler::HandlerError;
 use crate::observe::Observers;
-use crate::processor::FailurePolicy;
+use crate::policy::FailurePolicy;
 use crate::served::ServedQueues;
 use asynq_core::broker::{Aggregate, ExpiredLease, LeaseStage, Outcome, Recover};
 use asynq_core::{Clock, Error, FREE_STALLS, LEASE_DURATION};

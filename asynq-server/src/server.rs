@@ -2,14 +2,15 @@
 
 use crate::aggregator::{Aggregator, AggregatorConfig};
 use crate::config::Config;
-use crate::control::Control;
+use crate::control::{Control, StatusCell};
 use crate::forwarder::{Forwarder, ForwarderConfig};
 use crate::handler::Handler;
 use crate::healthcheck::{HealthCheckConfig, HealthChecker};
-use crate::heartbeat::{HeartbeatConfig, Heartbeater, StatusCell};
+use crate::heartbeat::{HeartbeatConfig, Heartbeater};
 use crate::janitor::{Janitor, JanitorConfig};
 use crate::observe::Observers;
-use crate::processor::{FailurePolicy, Processor, ProcessorConfig};
+use crate::policy::FailurePolicy;
+use crate::processor::{Processor, ProcessorConfig};
 use crate::recoverer::{Recoverer, RecovererConfig};
 use crate::relayer::Relayer;
 use crate::served::{QueueSources, QueueWatcher, ServedQueues};

@@ -18,7 +18,7 @@
 //! [`Config::shared_type_concurrency`]: crate::Config::shared_type_concurrency
 //! [`Config::shared_limit`]: crate::Config::shared_limit
 
-use crate::config::SharedLimitFn;
+use crate::policy::SharedLimitFn;
 use asynq_core::broker::ConcurrencySlots;
 use asynq_core::broker::Dequeued;
 use asynq_core::slots::{SharedLimit, SlotKey};

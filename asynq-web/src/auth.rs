@@ -4,7 +4,7 @@
 //! dashboard.
 
 use crate::AppState;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, parse_body};
 use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -283,7 +283,7 @@ pub(crate) async fn login(State(state): State<AppState>, body: Bytes) -> ApiResu
     let Some(auth) = &state.auth else {
         return Err(ApiError::new(StatusCode::CONFLICT, "auth_disabled", "this dashboard needs no login"));
     };
-    let login: Login = crate::api::parse_body(&body)?;
+    let login: Login = parse_body(&body)?;
     if !auth.matches(&login.token) {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_token", "the token is wrong"));
     }

@@ -5,9 +5,11 @@
 //! failures are logged and answered with a fixed message.
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::borrow::Cow;
 
 /// An error answer of the JSON API.
@@ -119,6 +121,11 @@ impl IntoResponse for ApiError {
 
 /// The result of an API handler.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// A JSON request body, or a 400 naming what is wrong with it.
+pub(crate) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_body", format!("invalid JSON body: {e}")))
+}
 
 #[cfg(test)]
 mod tests {

@@ -166,7 +166,9 @@ fn encode(text: &str) -> String {
 
 /// How many commands Redis ran since its statistics were reset, scripts' own calls included.
 fn redis_calls(redis: &RedisServer) -> usize {
-    let RespValue::Bulk(info) = redis.command(&["INFO", "commandstats"]).unwrap() else { panic!("INFO answers a bulk string") };
+    let RespValue::Bulk(info) = redis.command(&["INFO", "commandstats"]).unwrap() else {
+        panic!("INFO answers a bulk string")
+    };
     String::from_utf8_lossy(&info)
         .lines()
         .filter_map(|line| line.split("calls=").nth(1))

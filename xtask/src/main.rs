@@ -17,8 +17,8 @@
 //!   profile by default: worker and producer processes against private redis-servers with faults
 //!   injected, one ledger line per scenario.
 //!
-//! The tidy tests in `tidy.rs` check the invariants of `ARCHITECTURE.md`; they run with the rest
-//! of the suite.
+//! The tidy tests in `tidy.rs` check the invariants of `ARCHITECTURE.md` (`tidy_imports.rs`: no
+//! import cycle between a library crate's modules); they run with the rest of the suite.
 
 mod bench;
 mod browser;
@@ -33,6 +33,8 @@ mod test;
 mod tidy;
 #[cfg(test)]
 mod tidy_docs;
+#[cfg(test)]
+mod tidy_imports;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

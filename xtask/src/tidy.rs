@@ -406,7 +406,7 @@ fn library_source_dirs(root: &Path) -> Vec<PathBuf> {
 
 /// Every file under `dir` whose name ends in `.{extension}`, skipping `target` and hidden
 /// directories, sorted.
-fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+pub(crate) fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -430,11 +430,11 @@ fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
     files
 }
 
-fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()))
 }
 
-fn relative(root: &Path, path: &Path) -> String {
+pub(crate) fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 

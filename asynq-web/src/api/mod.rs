@@ -17,7 +17,7 @@ mod slots;
 mod tasks;
 mod workflows;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, parse_body};
 use crate::{ApiRoute, AppState};
 use asynq_core::{GroupName, QueueName, TaskId};
 use axum::Router;
@@ -136,11 +136,6 @@ pub(crate) fn query<T: DeserializeOwned>(uri: &Uri) -> ApiResult<T> {
     Query::try_from_uri(uri)
         .map(|Query(value)| value)
         .map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))
-}
-
-/// A JSON request body, or a 400 naming what is wrong with it.
-pub(crate) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_body", format!("invalid JSON body: {e}")))
 }
 
 /// Like [`parse_body`], with the default value for an empty body.

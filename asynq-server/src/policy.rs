@@ -1,0 +1,74 @@
+//! The policy a server's parts share: the callbacks of [`Config`](crate::Config) that decide a
+//! task's retry delay, what counts as a failure, who hears of errors and health checks, and which
+//! shared limit a task counts against; the retry-or-archive decision made with them
+//! ([`FailurePolicy`]); and the text of a handler's panic. It imports none of the parts that use
+//! it (the configuration, the processor, the aggregator, the shared limits).
+
+use crate::handler::HandlerError;
+use asynq_core::broker::Outcome;
+use asynq_core::{StoredTask, Task};
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Computes how long to wait before retrying a task: `(retries so far, error, task)`.
+pub type RetryDelayFn = Arc<dyn Fn(u32, &HandlerError, &Task) -> Duration + Send + Sync>;
+/// Decides whether an error counts as a failure (retry count and failed statistics go up).
+pub type IsFailureFn = Arc<dyn Fn(&HandlerError) -> bool + Send + Sync>;
+/// Called with every error a handler returns, before the task is retried or archived.
+pub type ErrorHandlerFn = Arc<dyn Fn(&Task, &HandlerError) + Send + Sync>;
+/// Called after every health check with its result.
+pub type HealthCheckFn = Arc<dyn Fn(Result<(), &asynq_core::Error>) + Send + Sync>;
+/// Names the shared concurrency limit a task counts against, if any (a tenant's, say).
+pub type SharedLimitFn = Arc<dyn Fn(&Task) -> Option<asynq_core::slots::SharedLimit> + Send + Sync>;
+
+/// Go asynq's default retry delay ([`asynq_core::retry::default_retry_delay`]).
+pub fn default_retry_delay(retried: u32, _err: &HandlerError, _task: &Task) -> Duration {
+    asynq_core::retry::default_retry_delay(retried, &mut rand::rng())
+}
+
+/// What happens to a task whose attempt failed: retried after a delay, or archived.
+#[derive(Clone)]
+pub(crate) struct FailurePolicy {
+    /// How long to wait before the retry.
+    pub retry_delay: RetryDelayFn,
+    /// Whether the error counts as a failure.
+    pub is_failure: IsFailureFn,
+}
+
+impl FailurePolicy {
+    /// The outcome for `message` after `err` at `now`: archived when its retries are used up
+    /// or the error says to skip retries, otherwise retried after the retry delay.
+    pub(crate) fn outcome(&self, message: &StoredTask, err: &HandlerError, now: SystemTime) -> Outcome {
+        if err.is_revoke() {
+            return Outcome::Done;
+        }
+        if message.retries_exhausted() || err.is_skip_retry() {
+            return Outcome::Archive { error: err.to_string() };
+        }
+        let task = Task::from_message(message);
+        let delay = (self.retry_delay)(message.retried, err, &task);
+        // A corrupt `retried` near `i32::MAX` makes the default delay saturate: the retry is
+        // then due at the end of time, not at an overflow.
+        let retry_at = asynq_core::time::add_clamped(now, delay);
+        Outcome::Retry { retry_at, error: err.to_string(), is_failure: (self.is_failure)(err) }
+    }
+}
+
+impl fmt::Debug for FailurePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FailurePolicy").finish_non_exhaustive()
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
