@@ -611,19 +611,26 @@ async fn the_page_and_its_assets_are_served_with_a_strict_policy() {
     let html = index.text();
     assert!(html.contains("id=\"login\"") && html.contains("id=\"last-updated\"") && html.contains("id=\"error\""));
     assert!(!html.contains("<script>") && !html.contains("<style"), "no inline code");
-    let script = html.split("src=\"").nth(1).and_then(|s| s.split('"').next()).expect("a script tag");
-    assert!(script.starts_with("/assets/app.js?v="), "{script}");
+    let scripts: Vec<&str> = html.split("<script src=\"").skip(1).filter_map(|s| s.split('"').next()).collect();
+    let names =
+        ["core.js", "charts.js", "overview.js", "queue.js", "workflows.js", "system.js", "app.js", "metrics.js"];
+    assert_eq!(scripts.len(), names.len(), "{scripts:?}");
+    for (script, name) in scripts.iter().zip(names) {
+        assert!(script.starts_with(&format!("/assets/{name}?v=")), "{script}");
+    }
 
-    for (path, content_type) in [
-        (script, "text/javascript; charset=utf-8"),
-        ("/assets/app.css", "text/css; charset=utf-8"),
-        ("/assets/favicon.svg", "image/svg+xml"),
-    ] {
+    let scripts = scripts.into_iter().map(|script| (script, "text/javascript; charset=utf-8"));
+    for (path, content_type) in
+        scripts.chain([("/assets/app.css", "text/css; charset=utf-8"), ("/assets/favicon.svg", "image/svg+xml")])
+    {
         let asset = web.get(path).await;
         assert_eq!(asset.status, StatusCode::OK, "{path}");
         assert_eq!(asset.header(header::CONTENT_TYPE), content_type, "{path}");
         assert!(asset.header(header::CACHE_CONTROL).contains("immutable"), "{path}");
         assert!(asset.headers.contains_key(header::CONTENT_SECURITY_POLICY), "{path}");
+        if content_type.starts_with("text/javascript") {
+            assert!(asset.text().contains("window.asynqDashboard"), "{path} shares its parts");
+        }
     }
     let api = web.get("/api/session").await;
     assert_eq!(api.header(header::CACHE_CONTROL), "no-store");

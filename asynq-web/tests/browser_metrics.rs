@@ -88,6 +88,13 @@ async fn the_metrics_page_lists_each_type_s_counts_and_charts_prometheus() {
     );
     assert_eq!(browser.attr(&format!(r#"{email} rect[data-kind="failed"]"#), "data-value").await.as_deref(), Some("1"));
     assert_eq!(browser.attr(r#"#nav a[data-nav="metrics"]"#, "aria-current").await.as_deref(), Some("page"));
+    // A page of its own is given the frozen helpers only: the parts the dashboard's own files
+    // shared while they loaded (the session and its CSRF token among them) are not left on `window`.
+    let given =
+        browser.eval("const d = window.asynqDashboard; return [Object.isFrozen(d), Object.keys(d).sort()];", vec![]);
+    let helpers =
+        ["api", "emptyRow", "enc", "fmtMs", "fmtNumber", "fmtTime", "h", "refresh", "register", "svg", "table"];
+    assert_eq!(given.await, json!([true, helpers]));
 
     // The last hour, per minute: the same counts.
     browser
