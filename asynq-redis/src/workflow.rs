@@ -383,7 +383,7 @@ impl RedisBroker {
     /// of `queue`'s outbox, which tells the tasks waiting for its settled task (in each one's
     /// queue), leaving the entry and the task's children list in place, as a process killed
     /// right after that step would. Returns how many dependents it told: 0 for an empty outbox.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub async fn pass_on_oldest_outbox_entry(&self, queue: &QueueName) -> Result<usize> {
         let oldest: Option<String> = self
             .conn()

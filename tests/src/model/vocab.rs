@@ -248,7 +248,7 @@ pub enum Op {
     /// used.
     Replace(NewTask),
     /// A client stores a workflow of tasks of `queue` in one call (see [`WorkflowTask`]).
-    /// Every operation is followed by a relay of every queue (see [`Model::apply`]).
+    /// Every operation is followed by a relay of every queue (see [`Model::apply`](super::Model::apply)).
     Workflow {
         /// The queue of every task of the workflow.
         queue: &'static str,
