@@ -61,9 +61,12 @@ impl Forwarder {
         tokio::spawn(async move {
             let mut notices: Option<BoxStream<'static, String>> = None;
             loop {
-                // Listening before looking, so a task scheduled after the look is heard of.
+                // Listening before looking, so a task scheduled after the look is heard of; a
+                // subscription that does not answer within an interval is tried again at the next
+                // look, so the looks go on meanwhile.
                 if notices.is_none() {
-                    notices = self.broker.due_notices().await.ok();
+                    let subscribing = tokio::time::timeout(self.config.interval, self.broker.due_notices());
+                    notices = subscribing.await.ok().and_then(Result::ok);
                 }
                 let next_due = match self.tick().await {
                     Ok(forwarded) => forwarded.next_due,
