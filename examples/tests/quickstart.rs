@@ -18,7 +18,11 @@ fn quickstart() -> PathBuf {
     let exe = std::env::current_exe().expect("the test's path");
     let profile = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>");
     let bin = profile.join("examples").join(format!("quickstart{}", std::env::consts::EXE_SUFFIX));
-    assert!(bin.exists(), "{} is missing: build it with `cargo build -p asynq-examples --examples`", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build -p asynq-examples --examples` (`cargo xtask test` does)",
+        bin.display()
+    );
     bin
 }
 

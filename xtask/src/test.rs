@@ -11,7 +11,9 @@
 //!    `docs/prometheus/` and their unit tests, and `promtool check rules` on the Grafana
 //!    dashboard's queries;
 //! 3. `cargo test --workspace --doc`, since nextest does not run doctests;
-//! 4. `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
+//! 4. `cargo build -p asynq-examples --examples`, since the examples' tests run the examples'
+//!    binaries and a test build compiles examples only as test harnesses; then
+//!    `cargo nextest run --workspace --all-targets ARGS` when cargo-nextest is installed,
 //!    otherwise `cargo test --workspace --all-targets ARGS`. It runs last so that its summary
 //!    closes the log.
 //!
@@ -81,6 +83,18 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
         return doctests_result;
     }
 
+    let examples_result = if selects_package(&selection, EXAMPLES_PACKAGE) {
+        step("step 4/4: building the examples, whose tests run their binaries");
+        let mut examples = cmd::cargo_command(["build", "-p", EXAMPLES_PACKAGE, "--examples"]);
+        examples.args(profile_args(extra));
+        cmd::run(&mut examples)
+    } else {
+        Ok(())
+    };
+    if examples_result.is_err() && !keep_going {
+        return examples_result;
+    }
+
     let mut tests = if nextest_available() {
         step("step 4/4: running the tests with cargo nextest");
         cmd::cargo_command(["nextest", "run"])
@@ -99,7 +113,7 @@ pub(crate) fn run(extra: &[String]) -> anyhow::Result<()> {
     let tests_result = cmd::run(&mut tests);
 
     // Report the first failure; with --no-fail-fast the tests ran anyway.
-    rules_result.and(doctests_result).and(tests_result)?;
+    rules_result.and(doctests_result).and(examples_result).and(tests_result)?;
     step("all tests passed");
     Ok(())
 }
@@ -113,6 +127,41 @@ fn set_redis_env(command: &mut std::process::Command, redis_server: &std::path::
 
 /// Workspace packages without a library target: `cargo test --doc -p` refuses them.
 const BIN_ONLY_PACKAGES: &[&str] = &["xtask"];
+
+/// The package whose tests run the binaries of its examples.
+const EXAMPLES_PACKAGE: &str = "asynq-examples";
+
+/// Whether the test run covers `package`: the whole workspace unless `selection` names packages
+/// without it or excludes it.
+fn selects_package(selection: &[String], package: &str) -> bool {
+    let named = |flag: &str, joined: &str| {
+        selection.windows(2).any(|pair| pair[0] == flag && pair[1] == package)
+            || selection.iter().any(|arg| arg.strip_prefix(joined) == Some(package))
+    };
+    if named("--exclude", "--exclude=") {
+        return false;
+    }
+    !names_a_package(selection) || named("-p", "-p") || named("--package", "--package=")
+}
+
+/// The test runner's arguments that choose a build profile, spelled for `cargo build`
+/// (nextest's `--cargo-profile NAME` is cargo's `--profile NAME`; nextest's own `--profile` is a
+/// configuration profile, not a build profile).
+fn profile_args(extra: &[String]) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut args = extra.iter().take_while(|arg| *arg != "--");
+    while let Some(arg) = args.next() {
+        if arg == "--release" || arg == "-r" {
+            kept.push("--release".to_owned());
+        } else if arg == "--cargo-profile" {
+            kept.push("--profile".to_owned());
+            kept.extend(args.next().cloned());
+        } else if let Some(name) = arg.strip_prefix("--cargo-profile=") {
+            kept.push(format!("--profile={name}"));
+        }
+    }
+    kept
+}
 
 /// Whether `selection` contains `-p`/`--package` (as opposed to only `--exclude`).
 fn names_a_package(selection: &[String]) -> bool {
@@ -195,6 +244,20 @@ mod tests {
             strings(&["-p", "asynq-core", "lease"])
         );
         assert!(parse_args(&strings(&["-p", "asynq-core"])).is_err());
+    }
+
+    #[test]
+    fn the_examples_are_built_when_the_run_covers_their_package_in_its_profile() {
+        assert!(selects_package(&[], EXAMPLES_PACKAGE));
+        assert!(selects_package(&strings(&["-p", "asynq-examples"]), EXAMPLES_PACKAGE));
+        assert!(selects_package(&strings(&["--package=asynq-examples"]), EXAMPLES_PACKAGE));
+        assert!(!selects_package(&strings(&["-p", "asynq-core"]), EXAMPLES_PACKAGE));
+        assert!(!selects_package(&strings(&["--exclude", "asynq-examples"]), EXAMPLES_PACKAGE));
+        assert!(selects_package(&strings(&["--exclude", "asynq-core"]), EXAMPLES_PACKAGE));
+        assert!(profile_args(&strings(&["lease", "--no-fail-fast"])).is_empty());
+        assert_eq!(profile_args(&strings(&["--release", "--", "-r"])), strings(&["--release"]));
+        assert_eq!(profile_args(&strings(&["--cargo-profile", "ci"])), strings(&["--profile", "ci"]));
+        assert_eq!(profile_args(&strings(&["--profile", "ci"])), Vec::<String>::new());
     }
 
     #[test]
