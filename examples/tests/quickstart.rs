@@ -67,19 +67,83 @@ const THIS_RUN: &str = "This run: 260 tasks enqueued: 190 deleted after success,
                         20 archived, 30 aggregated";
 
 /// Runs the quickstart on `redis` and returns what it printed; fails if it does not end
-/// successfully within 60 s (about 6 s alone; the bound catches a run that waits forever).
+/// successfully within 60 s (about 6 s alone; the bound catches a run that waits forever), with
+/// what it printed so far and what its queues' scheduled and retry sets hold.
 async fn run_quickstart(redis: &RedisServer) -> String {
-    let child = tokio::process::Command::new(quickstart())
+    use tokio::io::AsyncReadExt;
+    let mut child = tokio::process::Command::new(quickstart())
         .env("REDIS_URL", redis.url())
         .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), child)
-        .await
-        .expect("the quickstart ends although others' tasks wait in its queues")
+        .spawn()
         .expect("the quickstart runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "quickstart exited with {}:\n{stdout}\n{stderr}", output.status);
+    let read_all = |mut pipe: Box<dyn tokio::io::AsyncRead + Unpin + Send>| {
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = out.clone();
+        tokio::spawn(async move {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk).await {
+                kept.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
+        out
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("piped")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("piped")));
+    let text = |out: &std::sync::Mutex<Vec<u8>>| String::from_utf8_lossy(&out.lock().unwrap()).into_owned();
+    let Ok(status) = tokio::time::timeout(Duration::from_secs(60), child.wait()).await else {
+        child.kill().await.ok();
+        panic!(
+            "the quickstart did not end within 60 s although only others' tasks should wait in its queues\n\
+             --- stdout:\n{}\n--- stderr:\n{}\n--- due sets at {:?}:\n{}",
+            text(&stdout),
+            text(&stderr),
+            SystemClock.now(),
+            due_sets(redis)
+        );
+    };
+    let status = status.expect("the quickstart runs");
+    // The pipes close when it exits; give the readers their last chunk.
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while Arc::strong_count(&stdout) > 1 || Arc::strong_count(&stderr) > 1 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let (stdout, stderr) = (text(&stdout), text(&stderr));
+    assert!(status.success(), "quickstart exited with {status}:\n{stdout}\n{stderr}");
     stdout
+}
+
+/// The quickstart queues' scheduled and retry sets, each task with its score and its state.
+fn due_sets(redis: &RedisServer) -> String {
+    let state = |key: &str| redis.command(&["HGET", key, "state"]).ok().and_then(|s| s.as_str().map(str::to_owned));
+    let mut out = String::new();
+    for queue in ["critical", "default", "low"] {
+        for set in ["scheduled", "retry"] {
+            let key = format!("asynq:{{{queue}}}:{set}");
+            let Ok(members) = redis.command(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]) else { continue };
+            let members = members.as_array().map(<[_]>::to_vec).unwrap_or_default();
+            for pair in members.chunks(2) {
+                let id = pair[0].as_str().unwrap_or_default().to_owned();
+                let score = pair.get(1).and_then(|s| s.as_str()).unwrap_or_default().to_owned();
+                out.push_str(&format!(
+                    "{key} {id} score {score} state {:?}\n",
+                    state(&format!("asynq:{{{queue}}}:t:{id}"))
+                ));
+            }
+        }
+        // Tasks whose hash says scheduled or retry, in a set or not.
+        let tasks = redis.command(&["KEYS", &format!("asynq:{{{queue}}}:t:*")]);
+        for key in tasks.ok().and_then(|keys| keys.as_array().map(<[_]>::to_vec)).unwrap_or_default() {
+            let key = key.as_str().unwrap_or_default();
+            let state = state(key);
+            if matches!(state.as_deref(), Some("scheduled" | "retry")) {
+                out.push_str(&format!("{key} state {state:?}\n"));
+            }
+        }
+    }
+    out
 }

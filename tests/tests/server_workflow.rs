@@ -240,6 +240,15 @@ async fn until_state<B: Inspect>(broker: &B, queue: &str, id: &str, state: TaskS
     }
 }
 
+/// Waits (30 s of tokio time at most) until the handler of task `id` has started.
+async fn until_started(log: &Log, id: &str) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !log.lock().unwrap().iter().any(|(started, _)| started == id) {
+        assert!(tokio::time::Instant::now() < give_up, "task {id} never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A workflow cancelled while its first task runs ends: the running task is stopped and
 /// archived, never retried; the tasks waiting are archived unrun; the workflow reads
 /// `cancelled`; a tracker's wait ends with every outcome saying so; a second cancel writes
@@ -255,7 +264,9 @@ where
     let log = Log::default();
     let mut server = Server::new(broker.clone(), config(clock)).unwrap();
     server.start(blocking(log.clone())).unwrap();
-    until_state(&broker, "images", "running", TaskState::Active).await;
+    // Its handler runs (not merely its state reads active: a server that took it checks the
+    // workflow's cancel mark before running it, and would archive it unrun).
+    until_started(&log, "running").await;
 
     let inspector = asynq_client::Inspector::new(broker.clone());
     let done = inspector.cancel_workflow(workflow.id.as_str()).await.unwrap();
