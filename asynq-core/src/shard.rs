@@ -23,6 +23,7 @@
 //! ```
 
 use crate::error::{Error, Result};
+use crate::info::QueueInfo;
 use crate::names::QueueName;
 
 /// The most shards one logical queue may have.
@@ -203,6 +204,35 @@ impl ShardedQueue {
     }
 }
 
+/// The info of the logical queue `sharded` from its shards' `infos`: counts, statistics and
+/// memory summed, the latency and the timestamp the largest, paused when every shard is, and
+/// the shards listed.
+pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo]) -> QueueInfo {
+    let timestamp = infos.iter().map(|i| i.timestamp).max().unwrap_or(std::time::UNIX_EPOCH);
+    let mut sum = QueueInfo::empty(sharded.logical(), timestamp);
+    for info in infos {
+        sum.latency = sum.latency.max(info.latency);
+        sum.size += info.size;
+        sum.groups += info.groups;
+        sum.pending += info.pending;
+        sum.active += info.active;
+        sum.scheduled += info.scheduled;
+        sum.retry += info.retry;
+        sum.archived += info.archived;
+        sum.completed += info.completed;
+        sum.aggregating += info.aggregating;
+        sum.waiting += info.waiting;
+        sum.processed += info.processed;
+        sum.failed += info.failed;
+        sum.processed_total += info.processed_total;
+        sum.failed_total += info.failed_total;
+        sum.memory_usage += info.memory_usage;
+    }
+    sum.paused = !infos.is_empty() && infos.iter().all(|i| i.paused);
+    sum.shards = sharded.shards().to_vec();
+    sum
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +286,21 @@ mod tests {
         }
         assert_eq!(check_declaration(&q("o"), 2, None, ["o2", "p~0"]).unwrap(), None);
         assert!(matches!(check_declaration(&q("o"), 0, None, []), Err(Error::InvalidArgument { .. })));
+    }
+
+    #[test]
+    fn a_logical_queue_info_sums_its_shards() {
+        let sharded = ShardedQueue::plain(q("o"), 2).unwrap();
+        let at = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+        let mut a = QueueInfo::empty(&q("o~0"), at(10));
+        (a.size, a.pending, a.processed, a.latency, a.paused) = (2, 2, 5, std::time::Duration::from_secs(4), true);
+        let mut b = QueueInfo::empty(&q("o~1"), at(12));
+        (b.size, b.retry, b.processed, b.latency) = (1, 1, 1, std::time::Duration::from_secs(1));
+        let sum = logical_queue_info(&sharded, &[a, b]);
+        assert_eq!((sum.queue.as_str(), sum.size, sum.pending, sum.retry, sum.processed), ("o", 3, 2, 1, 6));
+        assert_eq!((sum.latency, sum.timestamp, sum.paused), (std::time::Duration::from_secs(4), at(12), false));
+        assert_eq!(sum.shards, sharded.shards());
+        assert_eq!(sum.sum_of_states(), sum.size);
     }
 
     #[test]
