@@ -156,7 +156,7 @@ impl crate::Client {
     ///
     /// ```
     /// use asynq_client::{Client, Task, TaskOptions};
-    /// use asynq_core::broker::{Capabilities, ShardedQueues};
+    /// use asynq_core::broker::Capabilities;
     /// use asynq_core::QueueName;
     /// use asynq_memory::MemoryBroker;
     /// use std::sync::Arc;
