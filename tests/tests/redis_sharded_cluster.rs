@@ -6,7 +6,7 @@ use asynq_client::{Client, Inspector, Task, TaskOptions};
 use asynq_core::broker::Capabilities;
 use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_server::{Config, Server};
-use asynq_tests::{RedisCluster, Recorder, redis_broker};
+use asynq_tests::{Recorder, RedisCluster, redis_broker};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
