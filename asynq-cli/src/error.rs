@@ -101,9 +101,10 @@ impl CliError {
                 Failure::Precondition,
                 Some(format!("if you are sure you want to delete it, run `asynq queue rm --force {queue}`")),
             ),
-            Error::FailedPrecondition(_) | Error::DuplicateTask { .. } | Error::TaskIdConflict { .. } => {
-                (Failure::Precondition, None)
-            }
+            Error::FailedPrecondition(_)
+            | Error::DuplicateTask { .. }
+            | Error::TaskIdConflict { .. }
+            | Error::QueueNameConflict { .. } => (Failure::Precondition, None),
             Error::InvalidArgument { .. } | Error::TooLarge { .. } => (Failure::Usage, None),
             Error::Broker(e) if e.is_transient() => {
                 (Failure::Connect, Some("check that Redis is running and reachable, then try again".to_owned()))
@@ -174,6 +175,7 @@ mod tests {
         assert_eq!(code(Error::TaskNotFound { queue: QueueName::from_static("q"), id: TaskId::from_static("i") }), 3);
         assert_eq!(code(Error::FailedPrecondition("task is already archived".into())), 4);
         assert_eq!(code(Error::QueueNotEmpty { queue: QueueName::from_static("q") }), 4);
+        assert_eq!(code(Error::QueueNameConflict { queue: QueueName::from_static("q"), reason: "taken".into() }), 4);
         assert_eq!(code(Error::invalid("state", "bad")), 2);
         let shown = CliError::from_core(Error::QueueNotFound { queue: QueueName::from_static("q") }).to_string();
         assert!(shown.contains("asynq queue ls"), "{shown}");

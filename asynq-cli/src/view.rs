@@ -123,6 +123,9 @@ pub(crate) struct QueueView {
     processed_total: u64,
     failed_total: u64,
     timestamp: String,
+    /// A sharded queue's shards, whose sums the counts are; absent for an ordinary queue.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shards: Vec<String>,
 }
 
 impl From<&QueueInfo> for QueueView {
@@ -147,6 +150,7 @@ impl From<&QueueInfo> for QueueView {
             processed_total: q.processed_total,
             failed_total: q.failed_total,
             timestamp: rfc3339(q.timestamp),
+            shards: q.shards.iter().map(ToString::to_string).collect(),
         }
     }
 }

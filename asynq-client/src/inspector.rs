@@ -18,6 +18,7 @@ use futures::StreamExt as _;
 use std::fmt;
 use std::sync::Arc;
 
+mod shards;
 mod type_metrics;
 pub use type_metrics::{TypeMetricsReport, TypeSeries};
 
@@ -94,9 +95,16 @@ impl Inspector {
     }
 
     /// Sizes per state, memory use, latency of the oldest pending task, processed and failed
-    /// counts (today and in total), and whether the queue is paused.
+    /// counts (today and in total), and whether the queue is paused. For a sharded queue's
+    /// logical name, the sums over its shards, which [`QueueInfo::shards`] lists.
     pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
-        self.broker.queue_info(&QueueName::new(queue)?).await
+        let queue = QueueName::new(queue)?;
+        match self.broker.queue_info(&queue).await {
+            Err(Error::QueueNotFound { .. }) => {
+                self.logical_queue_info(&queue).await?.ok_or(Error::QueueNotFound { queue })
+            }
+            other => other,
+        }
     }
 
     /// Processed and failed counts for the last `days` days (UTC), today first.

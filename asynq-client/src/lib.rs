@@ -25,6 +25,7 @@
 mod flow;
 mod gather;
 mod inspector;
+mod shards;
 mod spin;
 mod tracker;
 
@@ -49,6 +50,7 @@ pub use inspector::{
     Inspector, ServerReport, TypeMetricsReport, TypeSeries, WorkflowCancellation, WorkflowReport, WorkflowState,
     WorkflowTask,
 };
+pub use shards::{MAX_SHARD_KEY_LEN, SHARD_REFRESH};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;
@@ -136,6 +138,9 @@ pub struct Client {
     max_payload: usize,
     /// How long a call waits for its reply without sleeping ([`Client::with_spin_wait`]).
     spin_wait: Option<Duration>,
+    /// The sharded queues' declarations, when the client places tasks on shards
+    /// ([`Client::with_sharded_queues`]).
+    shards: Option<Arc<shards::ShardRouter>>,
 }
 
 /// The largest payload a [`Client`] accepts unless told otherwise ([`Client::with_max_payload`]):
@@ -156,6 +161,7 @@ impl Client {
             clock: Arc::new(SystemClock),
             max_payload: DEFAULT_MAX_PAYLOAD,
             spin_wait: None,
+            shards: None,
         }
     }
 
@@ -236,7 +242,8 @@ impl Client {
     /// [`Error::TaskIdConflict`] when the queue already holds a task with the given ID, and
     /// [`Error::Broker`] when the broker fails.
     pub async fn enqueue(&self, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
-        let (mut request, info) = self.prepare(task, &options)?;
+        let (mut request, mut info) = self.prepare(task, &options)?;
+        self.place_on_shard(&mut request, &mut info, task, &options, false).await?;
         let span = enqueue_span(&mut request);
         self.gathering.enqueue(request, self.spin_wait).instrument(span).await?;
         Ok(info)
@@ -306,7 +313,9 @@ impl Client {
     /// `unique`, `group` or `debounce` options, which a replacement cannot take;
     /// [`Error::Unsupported`] from a broker that cannot replace tasks.
     pub async fn replace(&self, id: &str, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
-        let (mut request, info) = self.prepare(task, &options.task_id(id))?;
+        let options = options.task_id(id);
+        let (mut request, mut info) = self.prepare(task, &options)?;
+        self.place_on_shard(&mut request, &mut info, task, &options, true).await?;
         if request.replace.is_some() {
             return Err(Error::invalid("debounce", "a replacement by ID cannot be debounced"));
         }
@@ -341,7 +350,13 @@ impl Client {
         let span = batch_span(tasks.len());
         let traced = caller_in_trace();
         for (index, (task, options)) in tasks.iter().enumerate() {
-            match self.prepare(task, options) {
+            let prepared = match self.prepare(task, options) {
+                Ok((mut request, mut info)) => {
+                    self.place_on_shard(&mut request, &mut info, task, options, false).await.map(|()| (request, info))
+                }
+                Err(e) => Err(e),
+            };
+            match prepared {
                 Ok((mut request, info)) => {
                     propagate(&span, &mut request, traced);
                     requests.push(request);

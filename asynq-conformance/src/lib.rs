@@ -73,6 +73,7 @@ pub mod rate_limit;
 pub mod replace;
 pub mod scheduler_state;
 pub mod servers;
+pub mod shards;
 pub mod slots;
 pub mod stats;
 pub mod task_metrics;
@@ -388,6 +389,8 @@ macro_rules! broker_conformance {
             control::case_server_request_for_no_live_server_is_refused,
             control::case_server_stop_request_is_never_weakened,
             control::case_server_request_expires_after_the_server_record,
+            shards::case_sharded_queue_declaration_is_kept,
+            shards::case_sharded_queue_refusals_write_nothing,
             scheduler_state::case_scheduler_entries_are_listed_as_written,
             scheduler_state::case_scheduler_entries_rewrite_replaces_them,
             scheduler_state::case_cleared_scheduler_entries_are_not_listed,

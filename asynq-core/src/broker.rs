@@ -6,7 +6,7 @@
 //!   [`Janitor`], [`ServerState`] and [`Health`], each held by the role that uses it;
 //! - an operator's tool needs an [`OperatorBroker`]: [`Inspect`] and [`Manage`];
 //! - the rest are opt-in [`Capabilities`] ([`Cancel`], [`Aggregate`], [`RateLimiter`],
-//!   [`SchedulerState`], [`Workflows`], ...), required only by the code that uses them; [`Wait`]
+//!   [`SchedulerState`], [`Workflows`], [`ShardedQueues`], ...), required only by the code that uses them; [`Wait`]
 //!   is the [`Tracker`](https://docs.rs/asynq-client)'s alone.
 //!
 //! Every broker trait is defined in this module (one file per caller or capability) and named
@@ -32,6 +32,7 @@ mod operator;
 mod producer;
 mod rate_limit;
 mod scheduler;
+mod shards;
 mod slots;
 mod task_metrics;
 mod wait;
@@ -55,6 +56,7 @@ pub use producer::Enqueue;
 pub use producer::MockEnqueue;
 pub use rate_limit::RateLimiter;
 pub use scheduler::SchedulerState;
+pub use shards::ShardedQueues;
 pub use slots::ConcurrencySlots;
 pub use task_metrics::TaskMetrics;
 #[cfg(feature = "mock")]

@@ -72,6 +72,16 @@ pub enum Error {
         /// The server ID.
         id: String,
     },
+    /// A queue name is taken: a sharded queue's name or one of its shards' is a queue already,
+    /// or the logical queue is declared otherwise ([`ShardedQueues`](crate::broker::ShardedQueues)).
+    /// Nothing was written.
+    #[error("queue name {queue:?} is taken: {reason}; nothing was written")]
+    QueueNameConflict {
+        /// The name at fault.
+        queue: QueueName,
+        /// What holds it.
+        reason: String,
+    },
     /// The queue still holds tasks.
     #[error("queue is not empty: {queue:?}")]
     QueueNotEmpty {

@@ -130,6 +130,9 @@ pub struct QueueInfo {
     pub memory_usage: u64,
     /// When the snapshot was taken.
     pub timestamp: SystemTime,
+    /// For a sharded queue ([`crate::shard`]), its shards, whose sums the other fields hold;
+    /// empty for an ordinary queue.
+    pub shards: Vec<QueueName>,
 }
 
 impl QueueInfo {
@@ -160,6 +163,7 @@ impl QueueInfo {
             paused: false,
             memory_usage: 0,
             timestamp,
+            shards: Vec::new(),
         }
     }
 }

@@ -39,6 +39,7 @@ pub mod queue;
 pub mod rate_limit;
 pub mod retry;
 mod scheduler;
+pub mod shard;
 pub mod slots;
 pub mod state;
 mod stored;

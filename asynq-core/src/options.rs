@@ -39,6 +39,7 @@ pub struct TaskOptions {
     group: Option<String>,
     debounce: Option<(String, Duration)>,
     priority: Option<i32>,
+    shard_key: Option<String>,
 }
 
 impl TaskOptions {
@@ -140,6 +141,28 @@ impl TaskOptions {
         self
     }
 
+    /// On a sharded queue ([`shard`](crate::shard)), place the task by `key`: tasks of one key
+    /// go to one shard, where they keep the order they were enqueued in (by default a client
+    /// places tasks round-robin). No effect on a queue that is not sharded. Not with
+    /// [`unique`](Self::unique), [`group`](Self::group) or [`debounce`](Self::debounce), which
+    /// place a task by their own keys (the client refuses the pair with an
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)). Ours: Go asynq has no such
+    /// option.
+    pub fn shard_key(mut self, key: impl Into<String>) -> Self {
+        self.shard_key = Some(key.into());
+        self
+    }
+
+    /// The key given by [`shard_key`](Self::shard_key), if any.
+    pub fn shard_key_option(&self) -> Option<&str> {
+        self.shard_key.as_deref()
+    }
+
+    /// Whether [`task_id`](Self::task_id) is set.
+    pub fn has_task_id(&self) -> bool {
+        self.task_id.is_some()
+    }
+
     /// These options with every option set in `overrides` replaced by the override.
     pub fn merge(&self, overrides: &TaskOptions) -> TaskOptions {
         TaskOptions {
@@ -154,6 +177,7 @@ impl TaskOptions {
             group: overrides.group.clone().or_else(|| self.group.clone()),
             debounce: overrides.debounce.clone().or_else(|| self.debounce.clone()),
             priority: overrides.priority.or(self.priority),
+            shard_key: overrides.shard_key.clone().or_else(|| self.shard_key.clone()),
         }
     }
 

@@ -43,6 +43,7 @@ mod recover;
 mod schedulers;
 mod server_state;
 mod servers;
+mod shards;
 mod signals;
 mod slots;
 mod stats;
@@ -123,6 +124,8 @@ struct State {
     task_metrics: task_metrics::MetricBuckets,
     /// What every queue's archive keeps.
     archive_limits: ArchiveLimits,
+    /// The declarations of sharded queues, by logical name.
+    sharded: std::collections::BTreeMap<QueueName, asynq_core::shard::ShardedQueue>,
 }
 
 impl State {

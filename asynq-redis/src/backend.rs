@@ -105,14 +105,14 @@ fn parse_info(text: &str) -> BTreeMap<String, String> {
 
 /// One range of `CLUSTER SLOTS`.
 #[derive(Debug, PartialEq)]
-struct SlotRange {
-    start: u16,
-    end: u16,
+pub(crate) struct SlotRange {
+    pub(crate) start: u16,
+    pub(crate) end: u16,
     /// The master first, then its replicas.
-    nodes: Vec<NodeInfo>,
+    pub(crate) nodes: Vec<NodeInfo>,
 }
 
-async fn slot_ranges(conn: &mut Connection) -> Result<Vec<SlotRange>> {
+pub(crate) async fn slot_ranges(conn: &mut Connection) -> Result<Vec<SlotRange>> {
     let reply: Value =
         redis::cmd("CLUSTER").arg("SLOTS").query_async(conn).await.map_err(|e| broker_error("cluster slots", e))?;
     parse_slots(&reply).ok_or_else(|| unexpected("cluster slots", "a reply of an unknown shape"))

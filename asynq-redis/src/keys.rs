@@ -221,6 +221,14 @@ impl Namespace {
         format!("{self}:workflow_cancelled:{id}")
     }
 
+    /// `<ns>:sharded_queues` — the declarations of sharded queues: a hash of logical queue name
+    /// to `<generation>\n<shard 0>\n<shard 1>…` (the shards' queue names, which hold no line
+    /// break). No hash tag: single commands touch it. Ours only; Go asynq neither writes nor
+    /// reads it, and sees the shards as ordinary queues.
+    pub fn sharded_queues(&self) -> String {
+        format!("{self}:sharded_queues")
+    }
+
     /// `<ns>:scheduler_fire:<fire id>` — the mark that one scheduled time of one periodic task
     /// was enqueued, so other replicas of the scheduler skip it. Ours only; Go asynq neither
     /// writes nor reads it.

@@ -42,6 +42,7 @@ mod safety;
 mod schedulers;
 mod scripts;
 mod sentinel;
+mod shards;
 mod signals;
 mod slots;
 mod task_metrics;

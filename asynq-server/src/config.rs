@@ -41,6 +41,11 @@ pub struct Config {
     /// keeps that priority; one two patterns match takes the first's (by pattern). Needs a
     /// broker that lists its queues. Default: none.
     pub queue_patterns: BTreeMap<String, u32>,
+    /// Sharded queues to serve, by logical name, each with its priority
+    /// ([`asynq_core::shard`]): the server serves every shard its declaration names, the
+    /// priority split over them, and picks up a declaration made while it runs within
+    /// `queue_refresh_interval`. Needs a broker that keeps sharded queues. Default: none.
+    pub sharded_queues: BTreeMap<String, u32>,
     /// Names more queues to serve, asked every `queue_refresh_interval`. Default: none.
     pub queue_provider: Option<Arc<dyn QueueProvider>>,
     /// How often the patterns and the provider are looked at again. Default: 1 s.
@@ -160,6 +165,7 @@ impl Default for Config {
             concurrency: std::thread::available_parallelism().map_or(1, usize::from),
             queues: BTreeMap::from([(asynq_core::DEFAULT_QUEUE.to_owned(), 1)]),
             queue_patterns: BTreeMap::new(),
+            sharded_queues: BTreeMap::new(),
             queue_provider: None,
             queue_refresh_interval: Duration::from_secs(1),
             strict_priority: false,
@@ -199,6 +205,7 @@ impl fmt::Debug for Config {
             .field("concurrency", &self.concurrency)
             .field("queues", &self.queues)
             .field("queue_patterns", &self.queue_patterns)
+            .field("sharded_queues", &self.sharded_queues)
             .field("queue_provider", &self.queue_provider.is_some())
             .field("queue_refresh_interval", &self.queue_refresh_interval)
             .field("strict_priority", &self.strict_priority)
@@ -247,7 +254,8 @@ impl Config {
         if self.concurrency == 0 {
             return Err(Error::invalid("concurrency", "must be at least 1"));
         }
-        let dynamic = !self.queue_patterns.is_empty() || self.queue_provider.is_some();
+        let dynamic =
+            !self.queue_patterns.is_empty() || self.queue_provider.is_some() || !self.sharded_queues.is_empty();
         let fixed = if dynamic && self.queues.is_empty() {
             // Only queues that come and go: no `default` in their place.
             Vec::new()
@@ -268,6 +276,7 @@ impl Config {
             }
             patterns.push((pattern, *priority));
         }
+        let sharded = self.sharded_queue_sources()?;
         if self.queue_refresh_interval.is_zero() {
             return Err(Error::invalid("interval", "queue refresh interval must be positive"));
         }
@@ -304,7 +313,36 @@ impl Config {
             }
         }
         self.shared_type_limits()?;
-        Ok(QueueSources { fixed, patterns, provider: self.queue_provider.clone(), strict: self.strict_priority })
+        Ok(QueueSources {
+            fixed,
+            patterns,
+            provider: self.queue_provider.clone(),
+            sharded,
+            strict: self.strict_priority,
+        })
+    }
+
+    /// `sharded_queues`, checked: logical names ([`asynq_core::shard::check_logical_name`]) not
+    /// also in `queues`, priorities above 0.
+    fn sharded_queue_sources(&self) -> asynq_core::Result<Vec<(asynq_core::QueueName, u32)>> {
+        use asynq_core::Error;
+        let mut sharded = Vec::with_capacity(self.sharded_queues.len());
+        for (name, priority) in &self.sharded_queues {
+            let logical = asynq_core::QueueName::new(name.as_str())?;
+            asynq_core::shard::check_logical_name(&logical)?;
+            if *priority == 0 {
+                return Err(Error::invalid(
+                    "sharded_queues",
+                    format!("{name:?} has priority 0 and would serve nothing"),
+                ));
+            }
+            if self.queues.contains_key(name) {
+                let why = format!("{name:?} is both a queue and a sharded queue; name it once");
+                return Err(Error::invalid("sharded_queues", why));
+            }
+            sharded.push((logical, *priority));
+        }
+        Ok(sharded)
     }
 
     /// `shared_type_concurrency` as checked limits, by type name.
@@ -393,6 +431,15 @@ impl ConfigBuilder {
     pub fn queue_pattern(mut self, pattern: impl Into<String>, priority: u32) -> Self {
         self.replace_default_queue();
         self.config.queue_patterns.insert(pattern.into(), priority);
+        self
+    }
+
+    /// Serves every shard of the sharded queue `logical` with `priority` split over them; see
+    /// [`Config::sharded_queues`]. Like [`ConfigBuilder::queue`], the first queue named replaces
+    /// the default queue.
+    pub fn sharded_queue(mut self, logical: impl Into<String>, priority: u32) -> Self {
+        self.replace_default_queue();
+        self.config.sharded_queues.insert(logical.into(), priority);
         self
     }
 

@@ -55,6 +55,7 @@ mod served;
 mod server;
 mod service;
 mod settler;
+mod sharded;
 mod shared_limits;
 mod starter;
 mod subscriber;

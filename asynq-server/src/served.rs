@@ -7,12 +7,14 @@
 //! set every `Config::queue_refresh_interval` (1 s by default): a pattern costs one `SCARD` of
 //! the queue registry per refresh, whatever the number of queues, and the registry is read
 //! whole only when its size moved, or every [`FULL_REFRESH_EVERY`] refreshes (a queue removed
-//! and another added within one refresh leave the size as it was).
+//! and another added within one refresh leave the size as it was). Sharded queues cost one read
+//! of their declarations per refresh; each serves the shards declared (see `sharded`).
 
 use async_trait::async_trait;
 use asynq_core::QueueName;
-use asynq_core::broker::QueueDirectory;
+use asynq_core::broker::{QueueDirectory, ShardedQueues};
 use asynq_core::queue::{QueuePattern, QueuePriorities};
+use asynq_core::shard::ShardedQueue;
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
@@ -111,6 +113,8 @@ pub(crate) struct QueueSources {
     pub patterns: Vec<(QueuePattern, u32)>,
     /// The provider, if any.
     pub provider: Option<Arc<dyn QueueProvider>>,
+    /// The sharded queues, by logical name, each with its priority.
+    pub sharded: Vec<(QueueName, u32)>,
     /// Strict priority.
     pub strict: bool,
 }
@@ -118,18 +122,26 @@ pub(crate) struct QueueSources {
 impl QueueSources {
     /// Whether the set may change while the server runs.
     pub(crate) fn is_dynamic(&self) -> bool {
-        !self.patterns.is_empty() || self.provider.is_some()
+        !self.patterns.is_empty() || self.provider.is_some() || !self.sharded.is_empty()
     }
 
     /// The set from the configured queues, `registered` queues the patterns match (the first
     /// matching pattern's priority), and `provided` ones; a queue named twice keeps its first
-    /// priority, configured queues first.
-    fn serve(&self, registered: &[QueueName], provided: &[(QueueName, u32)]) -> QueuePriorities {
+    /// priority, configured queues first; then the shards of the sharded queues `declared`,
+    /// their priorities split (the others' scaled to match).
+    fn serve(
+        &self,
+        registered: &[QueueName],
+        provided: &[(QueueName, u32)],
+        declared: &[ShardedQueue],
+    ) -> QueuePriorities {
         let matched = registered.iter().filter_map(|queue| {
             let (_, priority) = self.patterns.iter().find(|(pattern, _)| pattern.matches(queue))?;
             Some((queue.clone(), *priority))
         });
-        let all = self.fixed.iter().cloned().chain(matched).chain(provided.iter().cloned());
+        let (shards, scale) = crate::sharded::shard_priorities(&self.sharded, declared, self.strict);
+        let scaled = move |(queue, priority): (QueueName, u32)| (queue, priority.saturating_mul(scale));
+        let all = self.fixed.iter().cloned().chain(matched).chain(provided.iter().cloned()).map(scaled).chain(shards);
         QueuePriorities::from_weights(all, self.strict)
     }
 }
@@ -138,6 +150,7 @@ impl QueueSources {
 pub(crate) struct QueueWatcher {
     sources: QueueSources,
     directory: Option<Arc<dyn QueueDirectory>>,
+    shards: Option<Arc<dyn ShardedQueues>>,
     interval: Duration,
     sender: watch::Sender<Arc<Served>>,
     state: tokio::sync::Mutex<WatchState>,
@@ -152,22 +165,25 @@ struct WatchState {
     registered: Vec<QueueName>,
     /// The provider's queues at its last answer.
     provided: Vec<(QueueName, u32)>,
+    /// The sharded queues' declarations at the last read.
+    declared: Vec<ShardedQueue>,
     /// Refreshes since the last full read.
     since_full_read: u32,
 }
 
 impl QueueWatcher {
-    /// A watcher of `sources` (reading the registry through `directory`, which patterns need),
-    /// refreshing every `interval`, and the handle the roles read; the set starts as the
-    /// configured queues alone.
+    /// A watcher of `sources` (reading the registry through `directory`, which patterns need,
+    /// and the declarations through `shards`, which sharded queues need), refreshing every
+    /// `interval`, and the handle the roles read; the set starts as the configured queues alone.
     pub(crate) fn new(
         sources: QueueSources,
         directory: Option<Arc<dyn QueueDirectory>>,
+        shards: Option<Arc<dyn ShardedQueues>>,
         interval: Duration,
     ) -> (Self, ServedQueues) {
-        let (sender, receiver) = watch::channel(Served::new(sources.serve(&[], &[])));
+        let (sender, receiver) = watch::channel(Served::new(sources.serve(&[], &[], &[])));
         let state = tokio::sync::Mutex::new(WatchState::default());
-        (Self { sources, directory, interval, sender, state }, ServedQueues(receiver))
+        (Self { sources, directory, shards, interval, sender, state }, ServedQueues(receiver))
     }
 
     /// Refreshes the set once; returns whether it changed.
@@ -186,7 +202,10 @@ impl QueueWatcher {
         if let Some(provider) = &self.sources.provider {
             state.provided = provider.queues().await?;
         }
-        let priorities = self.sources.serve(&state.registered, &state.provided);
+        if let Some(shards) = self.shards.as_ref().filter(|_| !self.sources.sharded.is_empty()) {
+            state.declared = shards.sharded_queues().await?;
+        }
+        let priorities = self.sources.serve(&state.registered, &state.provided, &state.declared);
         let changed = priorities != self.sender.borrow().priorities;
         if changed {
             tracing::info!(queues = priorities.priorities().len(), "the served queues changed");

@@ -114,6 +114,7 @@ impl Server {
     /// | [`Config::group_aggregator`] | [`Aggregate`](asynq_core::broker::Aggregate) (`as_aggregate`) |
     /// | [`Config::rate_limits`] | [`RateLimiter`](asynq_core::broker::RateLimiter) (`as_rate_limiter`) |
     /// | [`Config::queue_patterns`] | [`QueueDirectory`](asynq_core::broker::QueueDirectory) (`as_queue_directory`) |
+    /// | [`Config::sharded_queues`] | [`ShardedQueues`](asynq_core::broker::ShardedQueues) (`as_sharded_queues`) |
     /// | [`Config::shared_type_concurrency`], [`Config::shared_limit`] | [`ConcurrencySlots`](asynq_core::broker::ConcurrencySlots) (`as_concurrency_slots`) |
     ///
     /// Used when the broker has them, and otherwise left out without an error: cancellation
@@ -151,6 +152,9 @@ impl Server {
         if !sources.patterns.is_empty() && broker.clone().as_queue_directory().is_none() {
             return Err(Error::Unsupported { capability: "listing queues (Config::queue_patterns)" });
         }
+        if !sources.sharded.is_empty() && broker.clone().as_sharded_queues().is_none() {
+            return Err(Error::Unsupported { capability: "sharded queues (Config::sharded_queues)" });
+        }
         if config.has_shared_limits() && capabilities.slots.is_none() {
             return Err(Error::Unsupported {
                 capability: "shared concurrency limits (Config::shared_type_concurrency, Config::shared_limit)",
@@ -162,7 +166,13 @@ impl Server {
             server_id: uuid::Uuid::new_v4().to_string(),
             concurrency: config.concurrency as u32,
             // Go's tools show the patterns among the queues, as they were configured.
-            queues: config.queues.iter().chain(&config.queue_patterns).map(|(name, p)| (name.clone(), *p)).collect(),
+            queues: config
+                .queues
+                .iter()
+                .chain(&config.queue_patterns)
+                .chain(&config.sharded_queues)
+                .map(|(name, p)| (name.clone(), *p))
+                .collect(),
             strict_priority: config.strict_priority,
             status: ServerStatus::New,
             started: config.clock.now(),
@@ -203,8 +213,9 @@ impl Server {
         let b = &self.broker;
         let clock = Arc::clone(&c.clock);
         let (queue_watcher, queues) = if self.sources.is_dynamic() {
-            let directory = b.clone().as_queue_directory();
-            let (watcher, served) = QueueWatcher::new(self.sources.clone(), directory, c.queue_refresh_interval);
+            let (directory, shards) = (b.clone().as_queue_directory(), b.clone().as_sharded_queues());
+            let (watcher, served) =
+                QueueWatcher::new(self.sources.clone(), directory, shards, c.queue_refresh_interval);
             (Some(watcher), served)
         } else {
             let fixed = QueuePriorities::from_weights(self.sources.fixed.iter().cloned(), self.sources.strict);

@@ -77,7 +77,7 @@ impl From<asynq_core::Error> for ApiError {
                 format!("{error}; delete it with force to remove its tasks too"),
             ),
             E::FailedPrecondition(_) => Self::new(StatusCode::CONFLICT, "failed_precondition", error.to_string()),
-            E::TaskIdConflict { .. } | E::DuplicateTask { .. } => {
+            E::TaskIdConflict { .. } | E::DuplicateTask { .. } | E::QueueNameConflict { .. } => {
                 Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }
             E::Unsupported { .. } => Self::new(StatusCode::NOT_IMPLEMENTED, "unsupported", error.to_string()),
@@ -147,6 +147,11 @@ mod tests {
                 "queue_not_empty",
             ),
             (asynq_core::Error::FailedPrecondition("x".into()), StatusCode::CONFLICT, "failed_precondition"),
+            (
+                asynq_core::Error::QueueNameConflict { queue: QueueName::from_static("q"), reason: "taken".into() },
+                StatusCode::CONFLICT,
+                "conflict",
+            ),
             (asynq_core::Error::Unsupported { capability: "workflows" }, StatusCode::NOT_IMPLEMENTED, "unsupported"),
         ];
         for (error, status, code) in cases {

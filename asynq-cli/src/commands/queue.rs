@@ -34,6 +34,9 @@ struct QueueEntry {
     slot: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     nodes: Option<Vec<NodeView>>,
+    /// The sharded queue it is a shard of, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard_of: Option<String>,
 }
 
 /// Lists the queues, or those `pattern` matches.
@@ -42,6 +45,8 @@ async fn list(ctx: &Context, pattern: Option<&str>) -> CliResult {
     let inspector = &ctx.conn.inspector;
     let mut entries = Vec::new();
     let queues = inspector.queues().await?;
+    let sharded = inspector.sharded_queues().await?;
+    let shard_of = |queue: &QueueName| sharded.iter().find(|s| s.has_shard(queue)).map(|s| s.logical().to_string());
     for queue in queues.into_iter().filter(|queue| pattern.as_ref().is_none_or(|p| p.matches(queue))) {
         let location = if ctx.cluster { inspector.queue_location(&queue).await? } else { None };
         let (slot, nodes) = match location {
@@ -51,7 +56,8 @@ async fn list(ctx: &Context, pattern: Option<&str>) -> CliResult {
             }
             None => (None, None),
         };
-        entries.push(QueueEntry { queue: queue.into_string(), slot, nodes });
+        let shard_of = shard_of(&queue);
+        entries.push(QueueEntry { queue: queue.into_string(), slot, nodes, shard_of });
     }
     if ctx.json {
         print_json(&entries)?;
@@ -66,6 +72,14 @@ async fn list(ctx: &Context, pattern: Option<&str>) -> CliResult {
     } else {
         for e in &entries {
             outln!("{}", e.queue)?;
+        }
+    }
+    let sharded: Vec<_> = sharded.iter().filter(|s| pattern.as_ref().is_none_or(|p| p.matches(s.logical()))).collect();
+    if !ctx.json && !sharded.is_empty() {
+        outln!("\nSharded queues:")?;
+        for s in sharded {
+            let shards: Vec<&str> = s.shards().iter().map(|shard| shard.as_str()).collect();
+            outln!("{} ({} shards): {}", s.logical(), s.count(), shards.join(", "))?;
         }
     }
     Ok(())
@@ -99,7 +113,12 @@ fn print_queue_info(info: &QueueInfo) -> CliResult {
     outln!("Groups:  {}", info.groups)?;
     outln!("Latency: {}", go_duration(info.latency))?;
     outln!("Memory:  {}", bytes_text(info.memory_usage))?;
-    outln!("Paused:  {}\n", info.paused)?;
+    outln!("Paused:  {}", info.paused)?;
+    if !info.shards.is_empty() {
+        let shards: Vec<&str> = info.shards.iter().map(|shard| shard.as_str()).collect();
+        outln!("Shards:  {}", shards.join(", "))?;
+    }
+    outln!()?;
     heading("Task Count by State")?;
     let mut table = output::table(output::STATE_COLUMNS);
     table.add_row([

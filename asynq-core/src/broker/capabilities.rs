@@ -2,7 +2,7 @@
 
 use super::{
     Aggregate, Cancel, ConcurrencySlots, Enqueue, EventLog, OperatorBroker, RateLimiter, SchedulerState, ServerControl,
-    TaskMetrics, Wait, WorkerBroker, Workflows,
+    ShardedQueues, TaskMetrics, Wait, WorkerBroker, Workflows,
 };
 #[allow(unused_imports)] // named by the docs
 use crate::Error;
@@ -101,6 +101,12 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_server_control(self: Arc<Self>) -> Option<Arc<dyn ServerControl>> {
         None
     }
+
+    /// Declarations of sharded queues. Without it no queue is sharded: a server serves, and a
+    /// client enqueues to, queues by their names alone.
+    fn as_sharded_queues(self: Arc<Self>) -> Option<Arc<dyn ShardedQueues>> {
+        None
+    }
 }
 
 /// Implements [`Capabilities`] for a backend that has every capability: each accessor answers
@@ -153,6 +159,11 @@ macro_rules! every_capability {
             fn as_server_control(
                 self: ::std::sync::Arc<Self>,
             ) -> Option<::std::sync::Arc<dyn $crate::broker::ServerControl>> {
+                Some(self)
+            }
+            fn as_sharded_queues(
+                self: ::std::sync::Arc<Self>,
+            ) -> Option<::std::sync::Arc<dyn $crate::broker::ShardedQueues>> {
                 Some(self)
             }
         }

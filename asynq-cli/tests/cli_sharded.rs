@@ -1,0 +1,42 @@
+//! Sharded queues in `asynq queue ls` and `queue inspect`: the shards are listed as the queues
+//! they are, with the logical queue they belong to, and a logical queue is inspected as the sum
+//! of its shards.
+
+mod common;
+
+use asynq_client::{Client, Task, TaskOptions};
+use asynq_core::QueueName;
+use asynq_core::broker::Capabilities;
+use asynq_tests::RedisServer;
+use common::{asynq_at, block_on, broker};
+use std::sync::Arc;
+
+#[test]
+fn a_sharded_queue_is_listed_with_its_shards_and_inspected_as_their_sum() {
+    let server = RedisServer::start();
+    block_on(async {
+        let broker = Arc::new(broker(&server).await);
+        let shards = broker.clone().as_sharded_queues().expect("the Redis broker shards queues");
+        shards.declare_sharded_queue(&QueueName::from_static("orders"), 3).await.unwrap();
+        let client = Client::from_shared(broker.clone()).with_sharded_queues(shards);
+        for n in 0..5 {
+            client.enqueue(&Task::new("ship", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
+        }
+        client.enqueue(&Task::new("ship", "x"), TaskOptions::new().queue("plain")).await.unwrap();
+    });
+
+    let ls = asynq_at(&server, &["queue", "ls"]).ok();
+    let lines: Vec<&str> = ls.stdout.lines().collect();
+    assert_eq!(lines[..4], ["orders~0", "orders~1", "orders~2", "plain"], "{}", ls.stdout);
+    ls.shows(&["Sharded queues:", "orders (3 shards): orders~0, orders~1, orders~2"]);
+    let json = asynq_at(&server, &["queue", "ls", "--json"]).ok().json();
+    assert_eq!(json[0], serde_json::json!({"queue": "orders~0", "shard_of": "orders"}));
+    assert_eq!(json[3], serde_json::json!({"queue": "plain"}));
+
+    let inspect = asynq_at(&server, &["queue", "inspect", "orders"]).ok();
+    inspect.shows(&["Name:    orders", "Size:    5", "Shards:  orders~0, orders~1, orders~2"]);
+    let json = asynq_at(&server, &["queue", "inspect", "orders", "--json"]).ok().json();
+    assert_eq!((json[0]["pending"].as_u64(), json[0]["shards"].as_array().map(Vec::len)), (Some(5), Some(3)));
+    let shard = asynq_at(&server, &["queue", "inspect", "orders~1", "--json"]).ok().json();
+    assert_eq!((shard[0]["pending"].as_u64(), shard[0].get("shards")), (Some(2), None));
+}

@@ -1,0 +1,62 @@
+//! Sharded queues as an operator sees them ([`asynq_core::shard`]): the declarations, and a
+//! logical queue's info summed over its shards.
+
+use super::Inspector;
+use asynq_core::shard::{ShardedQueue, logical_queue_info};
+use asynq_core::{Error, QueueInfo, QueueName, Result};
+
+impl Inspector {
+    /// The sharded queues declared, by logical name; none on a broker without sharded queues.
+    /// Each shard is also an ordinary queue of [`Inspector::queues`].
+    pub async fn sharded_queues(&self) -> Result<Vec<ShardedQueue>> {
+        match self.broker.clone().as_sharded_queues() {
+            Some(shards) => shards.sharded_queues().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The info of `queue` if it is a sharded queue's logical name: its shards' infos summed
+    /// ([`logical_queue_info`]), a shard removed since counting as empty. `None` when it is not
+    /// declared.
+    pub(super) async fn logical_queue_info(&self, queue: &QueueName) -> Result<Option<QueueInfo>> {
+        let Some(shards) = self.broker.clone().as_sharded_queues() else { return Ok(None) };
+        let Some(sharded) = shards.sharded_queue(queue).await? else { return Ok(None) };
+        let mut infos = Vec::with_capacity(sharded.count());
+        for shard in sharded.shards() {
+            match self.broker.queue_info(shard).await {
+                Ok(info) => infos.push(info),
+                Err(Error::QueueNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Some(logical_queue_info(&sharded, &infos)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Client, Inspector, Task, TaskOptions};
+    use asynq_core::broker::Capabilities;
+    use asynq_core::{Error, QueueName};
+    use asynq_memory::MemoryBroker;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn a_logical_queue_is_inspected_as_the_sum_of_its_shards() {
+        let broker = Arc::new(MemoryBroker::new());
+        let shards = broker.clone().as_sharded_queues().unwrap();
+        let orders = shards.declare_sharded_queue(&QueueName::from_static("orders"), 2).await.unwrap();
+        let client = Client::from_shared(broker.clone()).with_sharded_queues(shards);
+        for n in 0..3 {
+            client.enqueue(&Task::new("t", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
+        }
+        let inspector = Inspector::from_shared(broker);
+        let info = inspector.queue_info("orders").await.unwrap();
+        assert_eq!((info.queue.as_str(), info.size, info.pending), ("orders", 3, 3));
+        assert_eq!(info.shards, orders.shards());
+        assert_eq!(inspector.queue_info("orders~0").await.unwrap().shards, Vec::<QueueName>::new());
+        assert_eq!(inspector.sharded_queues().await.unwrap(), vec![orders]);
+        let missing = inspector.queue_info("nothing").await;
+        assert!(matches!(missing, Err(Error::QueueNotFound { .. })), "{missing:?}");
+    }
+}

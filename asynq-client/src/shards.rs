@@ -1,0 +1,344 @@
+//! Placement on sharded queues: the [`Client`](crate::Client)'s hook that sends a task enqueued to
+//! a logical queue to one of its shards ([`asynq_core::shard`]).
+//!
+//! The client keeps the declarations it read ([`ShardedQueues::sharded_queues`]) and reads them
+//! again when they are [`SHARD_REFRESH`] old, so an enqueue to a queue that is not sharded costs
+//! no broker call of its own: one read per cadence, whatever the number of enqueues.
+//!
+//! A task goes to the shard its key picks ([`ShardedQueue::shard_for_key`]), the first key that
+//! applies: its group (so a group aggregates on one shard), its type and payload when it is
+//! unique (so the uniqueness lock is the one of the logical queue), its debounce key, its
+//! [`TaskOptions::shard_key`], its task ID when one is given (so an ID conflicts over the logical
+//! queue, and [`Client::replace`](crate::Client::replace) finds the task); otherwise the next
+//! shard in turn.
+
+use asynq_core::broker::ShardedQueues;
+use asynq_core::shard::ShardedQueue;
+use asynq_core::{EnqueueRequest, Error, Placement, QueueName, Replace, Result, Task, TaskOptions};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+/// How old the declarations a client keeps may grow before it reads them again.
+pub const SHARD_REFRESH: Duration = Duration::from_secs(1);
+
+/// The longest [`TaskOptions::shard_key`], in bytes.
+pub const MAX_SHARD_KEY_LEN: usize = 1024;
+
+/// The declarations a client keeps, and the turn of round-robin placement.
+pub(crate) struct ShardRouter {
+    directory: Arc<dyn ShardedQueues>,
+    kept: RwLock<Kept>,
+    /// Held by the one caller that reads the declarations again.
+    reading: futures::lock::Mutex<()>,
+    turn: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// When they were read; `None` before the first read.
+    read_at: Option<SystemTime>,
+    by_name: HashMap<QueueName, Arc<ShardedQueue>>,
+}
+
+impl ShardRouter {
+    pub(crate) fn new(directory: Arc<dyn ShardedQueues>) -> Self {
+        Self {
+            directory,
+            kept: RwLock::new(Kept::default()),
+            reading: futures::lock::Mutex::new(()),
+            turn: AtomicUsize::new(0),
+        }
+    }
+
+    /// Sends `request`, enqueued with `options` over `task`'s own, to a shard when its queue is
+    /// sharded; leaves it as it is otherwise. `replacing`: a replacement by ID, placed by its ID.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a shard key that is blank, too long, or given with
+    /// an option that places the task by its own key; [`Error::Broker`] when the declarations
+    /// could not be read (nothing was sent).
+    pub(crate) async fn place(
+        &self,
+        request: &mut EnqueueRequest,
+        task: &Task,
+        options: &TaskOptions,
+        now: SystemTime,
+        replacing: bool,
+    ) -> Result<()> {
+        let Some(sharded) = self.declaration(request.queue(), now).await? else { return Ok(()) };
+        let shard_key = options.shard_key_option().or_else(|| task.options().shard_key_option());
+        let key = if replacing {
+            Some(request.message.id.as_bytes().to_vec())
+        } else {
+            let explicit_id = options.has_task_id() || task.options().has_task_id();
+            placement_key(request, shard_key, explicit_id)?
+        };
+        let shard = match key {
+            Some(key) => sharded.shard_for_key(&key),
+            None => sharded.shard_at(self.turn.fetch_add(1, Ordering::Relaxed)),
+        };
+        request.message.queue = shard.clone();
+        Ok(())
+    }
+
+    /// The declaration of `queue`, if it is a sharded queue, from the declarations kept (read
+    /// again first when they are [`SHARD_REFRESH`] old).
+    async fn declaration(&self, queue: &QueueName, now: SystemTime) -> Result<Option<Arc<ShardedQueue>>> {
+        let fresh =
+            |kept: &Kept| kept.read_at.is_some_and(|at| now.duration_since(at).is_ok_and(|age| age < SHARD_REFRESH));
+        {
+            let kept = self.kept.read().unwrap_or_else(PoisonError::into_inner);
+            if fresh(&kept) {
+                return Ok(kept.by_name.get(queue).cloned());
+            }
+        }
+        // One caller reads them again; the others use what is kept meanwhile, unless nothing is.
+        let reading = match self.reading.try_lock() {
+            Some(guard) => guard,
+            None => {
+                if let Some(kept) = self.kept_if_read(queue) {
+                    return Ok(kept);
+                }
+                self.reading.lock().await
+            }
+        };
+        let stale = !fresh(&self.kept.read().unwrap_or_else(PoisonError::into_inner));
+        if stale {
+            let declared = self.directory.sharded_queues().await?;
+            let by_name = declared.into_iter().map(|s| (s.logical().clone(), Arc::new(s))).collect();
+            *self.kept.write().unwrap_or_else(PoisonError::into_inner) = Kept { read_at: Some(now), by_name };
+        }
+        drop(reading);
+        Ok(self.kept.read().unwrap_or_else(PoisonError::into_inner).by_name.get(queue).cloned())
+    }
+}
+
+impl ShardRouter {
+    /// The declaration of `queue` among those kept, if they were ever read (`None` before).
+    fn kept_if_read(&self, queue: &QueueName) -> Option<Option<Arc<ShardedQueue>>> {
+        let kept = self.kept.read().unwrap_or_else(PoisonError::into_inner);
+        kept.read_at.is_some().then(|| kept.by_name.get(queue).cloned())
+    }
+}
+
+/// The key that places `request` on its shard, if one does (see the module docs).
+fn placement_key(request: &EnqueueRequest, shard_key: Option<&str>, explicit_id: bool) -> Result<Option<Vec<u8>>> {
+    let own_key = match (&request.placement, &request.replace) {
+        (Placement::Grouped { group }, _) => Some(("group", [b"group\0", group.as_bytes()].concat())),
+        _ if request.unique_ttl.is_some() => {
+            let message = &request.message;
+            Some(("unique", [message.type_name.as_bytes(), b"\0", &message.payload].concat()))
+        }
+        (_, Some(Replace::Debounced(debounce))) => Some(("debounce", debounce.key().as_bytes().to_vec())),
+        _ => None,
+    };
+    if let Some(key) = shard_key {
+        if key.trim().is_empty() || key.len() > MAX_SHARD_KEY_LEN {
+            let why = format!("a shard key is not blank and at most {MAX_SHARD_KEY_LEN} bytes");
+            return Err(Error::invalid("shard key", why));
+        }
+        if let Some((option, _)) = own_key {
+            let why = format!("a {option} task is placed by its {option} key; it cannot take a shard key");
+            return Err(Error::invalid("shard key", why));
+        }
+        return Ok(Some(key.as_bytes().to_vec()));
+    }
+    Ok(own_key.map(|(_, key)| key).or_else(|| explicit_id.then(|| request.message.id.as_bytes().to_vec())))
+}
+
+impl crate::Client {
+    /// Places tasks enqueued to a sharded queue on its shards, reading the declarations from
+    /// `directory` (a broker's [`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues)):
+    /// see [`TaskOptions::shard_key`] and the guide. Without it a client sends every task to the
+    /// queue it names. The declarations are kept and read again every [`SHARD_REFRESH`]; clones
+    /// share them.
+    ///
+    /// ```
+    /// use asynq_client::{Client, Task, TaskOptions};
+    /// use asynq_core::broker::Capabilities;
+    /// use asynq_core::QueueName;
+    /// use asynq_memory::MemoryBroker;
+    /// use std::sync::Arc;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), asynq_client::Error> {
+    /// let broker = Arc::new(MemoryBroker::new());
+    /// let shards = broker.clone().as_sharded_queues().expect("the memory broker shards queues");
+    /// shards.declare_sharded_queue(&QueueName::new("orders")?, 4).await?;
+    /// let client = Client::from_shared(broker).with_sharded_queues(shards);
+    /// let info = client.enqueue(&Task::new("ship", "o-1"), TaskOptions::new().queue("orders").shard_key("cust-7")).await?;
+    /// assert!(info.queue.starts_with("orders~"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_sharded_queues(mut self, directory: Arc<dyn ShardedQueues>) -> Self {
+        self.shards = Some(Arc::new(ShardRouter::new(directory)));
+        self
+    }
+
+    /// The hook of every enqueue path: sends `request` to a shard when its queue is sharded and
+    /// the client places tasks on shards, and tells `info`.
+    pub(crate) async fn place_on_shard(
+        &self,
+        request: &mut EnqueueRequest,
+        info: &mut asynq_core::TaskInfo,
+        task: &Task,
+        options: &TaskOptions,
+        replacing: bool,
+    ) -> Result<()> {
+        let Some(router) = &self.shards else { return Ok(()) };
+        router.place(request, task, options, self.clock.now(), replacing).await?;
+        info.queue = request.message.queue.clone();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Client;
+    use asynq_core::broker::{Capabilities, Inspect};
+    use asynq_core::{SimulatedClock, TaskState};
+    use asynq_memory::MemoryBroker;
+    use std::collections::BTreeMap;
+
+    /// A directory that counts its reads.
+    struct Counting {
+        inner: Arc<dyn ShardedQueues>,
+        reads: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl ShardedQueues for Counting {
+        async fn declare_sharded_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue> {
+            self.inner.declare_sharded_queue(logical, count).await
+        }
+        async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {
+            self.inner.sharded_queue(logical).await
+        }
+        async fn sharded_queues(&self) -> Result<Vec<ShardedQueue>> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.inner.sharded_queues().await
+        }
+    }
+
+    struct Setup {
+        broker: Arc<MemoryBroker>,
+        client: Client,
+        directory: Arc<Counting>,
+        clock: SimulatedClock,
+        orders: ShardedQueue,
+    }
+
+    async fn setup() -> Setup {
+        let clock = SimulatedClock::new(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+        let broker = Arc::new(MemoryBroker::with_clock(Arc::new(clock.clone())));
+        let inner = broker.clone().as_sharded_queues().unwrap();
+        let orders = inner.declare_sharded_queue(&QueueName::from_static("orders"), 4).await.unwrap();
+        let directory = Arc::new(Counting { inner, reads: AtomicUsize::new(0) });
+        let client = Client::from_shared(broker.clone())
+            .with_clock(Arc::new(clock.clone()))
+            .with_sharded_queues(directory.clone());
+        Setup { broker, client, directory, clock, orders }
+    }
+
+    fn on(queue: &str) -> TaskOptions {
+        TaskOptions::new().queue(queue)
+    }
+
+    /// The pending tasks' payloads per shard, in their order.
+    async fn pending(s: &Setup) -> BTreeMap<String, Vec<String>> {
+        let mut per_shard = BTreeMap::new();
+        for shard in s.orders.shards() {
+            let page = asynq_core::broker::Page { size: 100, number: 0 };
+            let tasks = s.broker.list_tasks(shard, TaskState::Pending, page).await.unwrap();
+            let payloads = tasks.iter().map(|t| String::from_utf8_lossy(&t.payload).into_owned()).collect();
+            per_shard.insert(shard.to_string(), payloads);
+        }
+        per_shard
+    }
+
+    #[tokio::test]
+    async fn tasks_go_round_robin_and_a_key_keeps_its_shard_and_order() {
+        let s = setup().await;
+        for i in 0..8 {
+            let info = s.client.enqueue(&Task::new("t", format!("rr{i}")), on("orders")).await.unwrap();
+            assert_eq!(info.queue, s.orders.shards()[i % 4]);
+        }
+        assert!(pending(&s).await.values().all(|tasks| tasks.len() == 2), "{:?}", pending(&s).await);
+        for i in 0..5 {
+            let keyed = on("orders").shard_key("customer-7");
+            let info = s.client.enqueue(&Task::new("t", format!("k{i}")), keyed).await.unwrap();
+            assert_eq!(&info.queue, s.orders.shard_for_key(b"customer-7"));
+        }
+        let keyed: Vec<String> = pending(&s).await.remove(s.orders.shard_for_key(b"customer-7").as_str()).unwrap();
+        let keyed: Vec<&String> = keyed.iter().filter(|p| p.starts_with('k')).collect();
+        assert_eq!(keyed, ["k0", "k1", "k2", "k3", "k4"]);
+        assert_eq!(s.directory.reads.load(Ordering::Relaxed), 1, "one read for every enqueue within the cadence");
+    }
+
+    #[tokio::test]
+    async fn uniqueness_ids_and_groups_hold_over_the_logical_queue() {
+        let s = setup().await;
+        let unique = || on("orders").unique(Duration::from_secs(60));
+        s.client.enqueue(&Task::new("t", "same"), unique()).await.unwrap();
+        let again = s.client.enqueue(&Task::new("t", "same"), unique()).await;
+        assert!(matches!(again, Err(Error::DuplicateTask { .. })), "{again:?}");
+        s.client.enqueue(&Task::new("t", "a"), on("orders").task_id("id-1")).await.unwrap();
+        let again = s.client.enqueue(&Task::new("t", "b"), on("orders").task_id("id-1")).await;
+        assert!(matches!(again, Err(Error::TaskIdConflict { .. })), "{again:?}");
+        let mut shards = Vec::new();
+        for i in 0..4 {
+            let info = s.client.enqueue(&Task::new("t", format!("g{i}")), on("orders").group("g")).await.unwrap();
+            shards.push(info.queue);
+        }
+        assert!(shards.iter().all(|shard| shard == &shards[0]), "one group, one shard: {shards:?}");
+    }
+
+    #[tokio::test]
+    async fn bad_shard_keys_are_refused_and_plain_queues_are_left_alone() {
+        let s = setup().await;
+        for options in [
+            on("orders").shard_key(" "),
+            on("orders").shard_key("k".repeat(MAX_SHARD_KEY_LEN + 1)),
+            on("orders").shard_key("k").unique(Duration::from_secs(60)),
+            on("orders").shard_key("k").group("g"),
+        ] {
+            let refused = s.client.enqueue(&Task::new("t", "x"), options.clone()).await;
+            assert!(
+                matches!(refused, Err(Error::InvalidArgument { field: "shard key", .. })),
+                "{options:?}: {refused:?}"
+            );
+        }
+        assert!(pending(&s).await.values().all(Vec::is_empty), "nothing written");
+        let plain = s.client.enqueue(&Task::new("t", "x"), on("plain").shard_key("k")).await.unwrap();
+        assert_eq!(plain.queue, "plain");
+    }
+
+    #[tokio::test]
+    async fn batches_are_placed_and_new_declarations_seen_after_the_cadence() {
+        let s = setup().await;
+        let batch: Vec<_> = (0..4).map(|i| (Task::new("t", format!("b{i}")), on("orders"))).collect();
+        let results = s.client.enqueue_batch(&batch).await;
+        let queues: Vec<QueueName> = results.into_iter().map(|r| r.unwrap().queue).collect();
+        assert_eq!(queues, s.orders.shards());
+
+        let later = s.directory.declare_sharded_queue(&QueueName::from_static("later"), 2).await.unwrap();
+        let before = s.client.enqueue(&Task::new("t", "x"), on("audit")).await.unwrap();
+        assert_eq!(before.queue, "audit", "an undeclared queue is a plain queue");
+        s.clock.advance(SHARD_REFRESH);
+        let after = s.client.enqueue(&Task::new("t", "x"), on("later")).await.unwrap();
+        assert!(later.has_shard(&after.queue), "{after:?}");
+        assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test]
+    async fn a_replacement_by_id_finds_a_task_placed_by_its_id() {
+        let s = setup().await;
+        let first = s.client.enqueue(&Task::new("t", "v1"), on("orders").task_id("r-1")).await.unwrap();
+        let replaced = s.client.replace("r-1", &Task::new("t", "v2"), on("orders")).await.unwrap();
+        assert_eq!(replaced.queue, first.queue);
+        assert_eq!(pending(&s).await[first.queue.as_str()], ["v2"]);
+    }
+}
