@@ -99,11 +99,9 @@ impl Inspector {
     /// logical name, the sums over its shards, which [`QueueInfo::shards`] lists.
     pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
         let queue = QueueName::new(queue)?;
-        match self.broker.queue_info(&queue).await {
-            Err(Error::QueueNotFound { .. }) => {
-                self.logical_queue_info(&queue).await?.ok_or(Error::QueueNotFound { queue })
-            }
-            other => other,
+        match self.logical_queue_info(&queue).await? {
+            Some(logical) => Ok(logical),
+            None => self.broker.queue_info(&queue).await,
         }
     }
 

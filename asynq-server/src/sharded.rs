@@ -10,39 +10,48 @@ use asynq_core::shard::ShardedQueue;
 /// over its shards in whole numbers; past it the split is rounded.
 const MAX_SCALE: u32 = 64;
 
-/// The shards of `sharded` (logical names with priorities) that `declared` names, each with its
+/// The queues that serve `sharded` (logical names with priorities) as `declared`, each with its
 /// part of its logical queue's priority, and the factor by which every other queue's priority
-/// is to be multiplied. With strict priority nothing is split: each shard takes its logical
-/// queue's priority, and it is tried among the queues of that priority in random order.
-/// A logical queue not declared yet serves nothing (it is looked for again on every refresh).
+/// is to be multiplied. A declared logical queue is served as its shards and, with one shard's
+/// part, as the plain queue of its own name, where a producer that does not place tasks on
+/// shards (Go's, or a client without the declarations) puts them. One not declared yet is served
+/// as that plain queue alone (it is looked for again on every refresh). With strict priority
+/// nothing is split: each takes its logical queue's priority, and it is tried among the queues
+/// of that priority in random order.
 pub(crate) fn shard_priorities(
     sharded: &[(QueueName, u32)],
     declared: &[ShardedQueue],
     strict: bool,
 ) -> (Vec<(QueueName, u32)>, u32) {
-    let served: Vec<(&ShardedQueue, u32)> = sharded
+    let served: Vec<(&QueueName, Option<&ShardedQueue>, u32)> = sharded
         .iter()
-        .filter_map(|(logical, priority)| Some((declared.iter().find(|d| d.logical() == logical)?, *priority)))
+        .map(|(logical, priority)| (logical, declared.iter().find(|d| d.logical() == logical), *priority))
         .collect();
+    let parts = |declared: Option<&ShardedQueue>| declared.map_or(1, |d| d.count() + 1);
     if strict {
-        let shards = served
+        let queues = served
             .iter()
-            .flat_map(|(declared, priority)| declared.shards().iter().map(move |shard| (shard.clone(), *priority)))
+            .flat_map(|(logical, declared, priority)| members(logical, *declared).map(move |queue| (queue, *priority)))
             .collect();
-        return (shards, 1);
+        return (queues, 1);
     }
-    let counts = served.iter().map(|(declared, _)| u32::try_from(declared.count()).unwrap_or(MAX_SCALE));
+    let counts = served.iter().map(|(_, declared, _)| u32::try_from(parts(*declared)).unwrap_or(MAX_SCALE));
     let lcm = counts.clone().try_fold(1u32, |l, k| Some(l / gcd(l, k) * k).filter(|l| *l <= MAX_SCALE));
     let scale = lcm.unwrap_or_else(|| counts.max().unwrap_or(1));
-    let shards = served
+    let queues = served
         .iter()
-        .flat_map(|(declared, priority)| {
-            let count = u32::try_from(declared.count()).unwrap_or(MAX_SCALE);
+        .flat_map(|(logical, declared, priority)| {
+            let count = u32::try_from(parts(*declared)).unwrap_or(MAX_SCALE);
             let part = (priority.saturating_mul(scale) + count / 2) / count;
-            declared.shards().iter().map(move |shard| (shard.clone(), part.max(1)))
+            members(logical, *declared).map(move |queue| (queue, part.max(1)))
         })
         .collect();
-    (shards, scale)
+    (queues, scale)
+}
+
+/// The queues serving one logical queue: its own name, then its shards once `declared`.
+fn members<'a>(logical: &QueueName, declared: Option<&'a ShardedQueue>) -> impl Iterator<Item = QueueName> + 'a {
+    std::iter::once(logical.clone()).chain(declared.into_iter().flat_map(|d| d.shards().iter().cloned()))
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -60,20 +69,22 @@ mod tests {
     #[test]
     fn a_priority_is_split_over_the_shards() {
         let sharded = [(QueueName::from_static("orders"), 3), (QueueName::from_static("later"), 1)];
-        let (shards, scale) = shard_priorities(&sharded, &[declared("orders", 4)], false);
+        let (queues, scale) = shard_priorities(&sharded, &[declared("orders", 3)], false);
         assert_eq!(scale, 4, "the other queues weigh 4 times their priority");
-        assert_eq!(shards.len(), 4, "an undeclared queue serves nothing");
-        assert!(shards.iter().all(|(_, p)| *p == 3), "{shards:?}");
+        let names: Vec<&str> = queues.iter().map(|(q, _)| q.as_str()).collect();
+        assert_eq!(names, ["orders", "orders~0", "orders~1", "orders~2", "later"], "{queues:?}");
+        assert!(queues[..4].iter().all(|(_, p)| *p == 3), "{queues:?}");
+        assert_eq!(queues[4].1, 4, "an undeclared queue is served as a plain queue");
     }
 
     #[test]
     fn counts_share_one_scale_or_are_rounded() {
         let sharded = [(QueueName::from_static("a"), 2), (QueueName::from_static("b"), 1)];
-        let (shards, scale) = shard_priorities(&sharded, &[declared("a", 2), declared("b", 3)], false);
+        let (queues, scale) = shard_priorities(&sharded, &[declared("a", 1), declared("b", 2)], false);
         assert_eq!(scale, 6);
-        let weight = |prefix: &str| shards.iter().filter(|(q, _)| q.starts_with(prefix)).map(|(_, p)| p).sum::<u32>();
-        assert_eq!((weight("a~"), weight("b~")), (12, 6));
-        let (_, scale) = shard_priorities(&sharded, &[declared("a", 64), declared("b", 63)], false);
+        let weight = |prefix: &str| queues.iter().filter(|(q, _)| q.starts_with(prefix)).map(|(_, p)| p).sum::<u32>();
+        assert_eq!((weight("a"), weight("b")), (12, 6));
+        let (_, scale) = shard_priorities(&sharded, &[declared("a", 63), declared("b", 62)], false);
         assert_eq!(scale, 64, "past the limit: the largest count");
     }
 
@@ -82,6 +93,6 @@ mod tests {
         let sharded = [(QueueName::from_static("a"), 5)];
         let (shards, scale) = shard_priorities(&sharded, &[declared("a", 3)], true);
         assert_eq!(scale, 1);
-        assert_eq!(shards.iter().map(|(_, p)| *p).collect::<Vec<_>>(), [5, 5, 5]);
+        assert_eq!(shards.iter().map(|(_, p)| *p).collect::<Vec<_>>(), [5, 5, 5, 5], "the logical name and 3 shards");
     }
 }

@@ -51,6 +51,30 @@ async fn every_shard_is_served_and_each_task_runs_once() {
     assert_eq!(per_shard, expected);
 }
 
+/// A producer that does not place tasks on shards (Go's, or a client without the declarations)
+/// puts them in the plain queue of the logical name: a sharded server runs them too, and the
+/// logical queue's info counts them.
+#[tokio::test(start_paused = true)]
+async fn tasks_a_producer_left_in_the_plain_queue_of_the_logical_name_run() {
+    let h = Harness::new();
+    shards(&h).declare_sharded_queue(&q("orders"), 2).await.unwrap();
+    for n in 0..3 {
+        h.client.enqueue(&Task::new("job", format!("go {n}")), TaskOptions::new().queue("orders")).await.unwrap();
+    }
+    sharding_client(&h).enqueue(&Task::new("job", "placed"), TaskOptions::new().queue("orders")).await.unwrap();
+    let inspector = asynq_client::Inspector::new(h.broker.clone());
+    assert_eq!(inspector.queue_info("orders").await.unwrap().pending, 4);
+
+    let rec = Recorder::default();
+    let config = Config::builder().concurrency(2).sharded_queue("orders", 1).clock(h.clock.clone()).build().unwrap();
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    h.eventually(secs(5), "every task ran", || async { rec.len() == 4 }).await;
+    server.shutdown().await;
+    let plain = rec.calls().iter().filter(|c| c.queue == "orders").count();
+    assert_eq!(plain, 3, "the plain queue's tasks ran where they were");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_declaration_made_while_the_server_runs_is_served_within_its_refresh() {
     let h = Harness::new();

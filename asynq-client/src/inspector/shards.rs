@@ -15,14 +15,15 @@ impl Inspector {
         }
     }
 
-    /// The info of `queue` if it is a sharded queue's logical name: its shards' infos summed
-    /// ([`logical_queue_info`]), a shard removed since counting as empty. `None` when it is not
-    /// declared.
+    /// The info of `queue` if it is a sharded queue's logical name: the infos of its shards and
+    /// of the plain queue of its name (where producers that do not place tasks on shards put
+    /// them, and which its servers also serve) summed ([`logical_queue_info`]), one removed or
+    /// never made counting as empty. `None` when it is not declared.
     pub(super) async fn logical_queue_info(&self, queue: &QueueName) -> Result<Option<QueueInfo>> {
         let Some(shards) = self.broker.clone().as_sharded_queues() else { return Ok(None) };
         let Some(sharded) = shards.sharded_queue(queue).await? else { return Ok(None) };
-        let mut infos = Vec::with_capacity(sharded.count());
-        for shard in sharded.shards() {
+        let mut infos = Vec::with_capacity(sharded.count() + 1);
+        for shard in std::iter::once(queue).chain(sharded.shards()) {
             match self.broker.queue_info(shard).await {
                 Ok(info) => infos.push(info),
                 Err(Error::QueueNotFound { .. }) => {}
@@ -50,9 +51,12 @@ mod tests {
         for n in 0..3 {
             client.enqueue(&Task::new("t", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
         }
+        // A producer that does not place tasks on shards (Go's) puts them in the plain queue.
+        let plain = Client::from_shared(broker.clone());
+        plain.enqueue(&Task::new("t", "go"), TaskOptions::new().queue("orders")).await.unwrap();
         let inspector = Inspector::from_shared(broker);
         let info = inspector.queue_info("orders").await.unwrap();
-        assert_eq!((info.queue.as_str(), info.size, info.pending), ("orders", 3, 3));
+        assert_eq!((info.queue.as_str(), info.size, info.pending), ("orders", 4, 4));
         assert_eq!(info.shards, orders.shards());
         assert_eq!(inspector.queue_info("orders~0").await.unwrap().shards, Vec::<QueueName>::new());
         assert_eq!(inspector.sharded_queues().await.unwrap(), vec![orders]);
