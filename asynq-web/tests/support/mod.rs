@@ -3,6 +3,8 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use asynq_web::WebConfig;
+pub(crate) mod dashboard;
+
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
