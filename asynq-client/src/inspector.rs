@@ -177,6 +177,13 @@ impl Inspector {
         self.workflow_store()?.list_workflows(page).await
     }
 
+    /// How many workflows are kept: those [`Inspector::workflows`] pages through.
+    ///
+    /// Errors: [`Error::Unsupported`] on a broker without workflows.
+    pub async fn workflow_count(&self) -> Result<usize> {
+        self.workflow_store()?.count_workflows().await
+    }
+
     /// Workflow `id`: each of its tasks, parents first, with the tasks it waits for and what the
     /// broker holds of it now (`None` for a task that is gone: it succeeded without retention,
     /// or was deleted).

@@ -44,14 +44,16 @@
       onclick: () => { if (local.page > 1) { local.page -= 1; refresh(); } } });
     const next = h('button', { type: 'button', id: 'workflows-next', text: 'Next ›', disabled: true,
       onclick: () => { local.page += 1; refresh(); } });
-    // The newest first: the list's end moves as workflows are stored and forgotten, so it has
-    // no last page button.
     const first = h('button', { type: 'button', id: 'workflows-first', text: '« First', disabled: true,
       onclick: () => { local.page = 1; refresh(); } });
+    // The newest first: the end moves as workflows are stored and forgotten, so Last goes to the
+    // last page of the count the latest refresh read (a page found empty steps back).
+    const last = h('button', { type: 'button', id: 'workflows-last', text: 'Last »', disabled: true,
+      onclick: () => { local.page = local.pages || 1; refresh(); } });
     container.append(h('section', { class: 'panel' }, [
       h('h1', { text: 'Workflows' }),
       h('p', { class: 'muted', text: 'Newest first; each is kept for 7 days after it was stored.' }),
-      list.node, h('div', { class: 'pager' }, [first, prev, pageInfo, next]),
+      list.node, h('div', { class: 'pager' }, [first, prev, pageInfo, next, last]),
     ]));
     return {
       async update() {
@@ -71,10 +73,12 @@
               : h('td', { 'data-field': 'state', class: 'muted', text: '–', title: 'A large workflow: open it to see' }),
           ]));
         }
-        pageInfo.textContent = `Page ${local.page}`;
+        local.pages = Math.max(1, Math.ceil(data.total / local.size));
+        pageInfo.textContent = `Page ${local.page} of ${local.pages} · ${fmtNumber(data.total)} workflow(s)`;
         prev.disabled = local.page <= 1;
         first.disabled = local.page <= 1;
         next.disabled = !data.has_next;
+        last.disabled = local.page >= local.pages;
       },
     };
   }

@@ -56,8 +56,9 @@ async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
         .map(|w| (w["id"].as_str().unwrap(), w["tasks"].as_u64().unwrap(), w["state"].as_str().unwrap()))
         .collect();
     assert_eq!(rows, [(media.as_str(), 5, "running"), (solo.as_str(), 1, "running")]);
-    assert_eq!(list["has_next"], false);
+    assert_eq!((&list["has_next"], &list["total"]), (&json!(false), &json!(2)));
     let first = web.read("/api/workflows?size=1").await;
+    assert_eq!(first["total"], 2, "the count of every workflow kept, whatever the page size");
     assert_eq!((first["workflows"][0]["id"].as_str(), &first["has_next"]), (Some(media.as_str()), &json!(true)));
     let second = web.read("/api/workflows?size=1&page=2").await;
     assert_eq!((second["workflows"][0]["id"].as_str(), &second["has_next"]), (Some(solo.as_str()), &json!(false)));

@@ -375,3 +375,38 @@ async fn waiting_tasks_priorities_slots_and_queue_patterns_are_shown() {
         browser.screenshot(&screenshot_path(name)).await;
     }
 }
+
+/// The workflows list pages through 45 workflows 20 a page: Last goes to the third page (the
+/// 5 oldest), which says where it is, and First back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workflows_list_has_first_and_last_page_buttons() {
+    let dash = Dashboard::start(None).await;
+    let broker = redis_broker(&dash.redis.url(), Arc::new(SystemClock)).await;
+    let producer = FlowProducer::new(broker);
+    for n in 0..45 {
+        let id = format!("report-{n:02}");
+        let flow = Flow::task(Task::new("report:build", "{}"), TaskOptions::new().queue("reports").task_id(&id));
+        producer.enqueue(&flow).await.expect("a workflow");
+    }
+    let browser = Browser::start().await;
+    browser.set_viewport(1280, 800).await;
+    browser.goto(&dash.page("#/workflows")).await;
+    let info = "#workflows-page-info";
+    browser.wait_for_text(info, "the first page", |t| t == "Page 1 of 3 · 45 workflow(s)").await;
+    assert_eq!(browser.count("#workflows tr[data-workflow-id]").await, 20);
+    assert!(browser.attr("#workflows-first", "disabled").await.is_some(), "First is off on the first page");
+
+    browser.click("#workflows-last").await;
+    browser.wait_for_text(info, "the last page", |t| t.starts_with("Page 3 of 3")).await;
+    let rows = "#workflows tr[data-workflow-id]";
+    browser.poll("the last page's 5 rows", || async { (browser.count(rows).await == 5).then_some(()) }).await;
+    for button in ["#workflows-last", "#workflows-next"] {
+        assert!(browser.attr(button, "disabled").await.is_some(), "{button} is off on the last page");
+    }
+    assert!(browser.attr("#workflows-first", "disabled").await.is_none());
+    browser.screenshot(&screenshot_path("workflows-last-page")).await;
+
+    browser.click("#workflows-first").await;
+    browser.wait_for_text(info, "the first page again", |t| t.starts_with("Page 1 of 3")).await;
+    assert!(browser.attr("#workflows-last", "disabled").await.is_none());
+}

@@ -64,6 +64,8 @@ pub(crate) struct WorkflowList {
     workflows: Vec<WorkflowSummaryView>,
     page: usize,
     size: usize,
+    /// How many workflows are kept now.
+    total: usize,
     has_next: bool,
 }
 
@@ -73,6 +75,7 @@ pub(crate) async fn list(State(app): State<AppState>, uri: Uri) -> ApiResult<Jso
     let listed = app.inspector.workflows(page.to_core()).await?;
     let first_of_next = asynq_core::broker::Page { size: 1, number: page.page * page.size };
     let has_next = !app.inspector.workflows(first_of_next).await?.is_empty();
+    let total = app.inspector.workflow_count().await?;
     // The workflows small enough to have their state worked out here.
     // A cancelled one's state needs no read.
     let to_read: Vec<Option<WorkflowId>> = listed
@@ -105,7 +108,7 @@ pub(crate) async fn list(State(app): State<AppState>, uri: Uri) -> ApiResult<Jso
             })
         })
         .collect::<ApiResult<_>>()?;
-    Ok(Json(WorkflowList { workflows, page: page.page, size: page.size, has_next }))
+    Ok(Json(WorkflowList { workflows, page: page.page, size: page.size, total, has_next }))
 }
 
 /// One task of a workflow.
