@@ -14,8 +14,15 @@
   const WORKFLOW_TASK_STATES = [
     ['waiting', 'waiting'], ['pending', 'pending'], ['scheduled', 'scheduled'], ['active', 'active'],
     ['retry', 'retry'], ['completed', 'completed (succeeded)'], ['succeeded', 'succeeded (not kept)'],
-    ['archived', 'archived (failed)'], ['gone', 'gone (deleted)'],
+    ['archived', 'archived (failed)'], ['failed', 'failed (not kept)'], ['unrecorded', 'settled (outcome not recorded)'],
   ];
+  // How the table and the tooltips name a state; the graph's boxes and the summary, narrower, use `BOX_WORDS`.
+  const STATE_WORDS = { succeeded: 'succeeded (not kept)', failed: 'failed (not kept)', unrecorded: 'settled (outcome not recorded)' };
+  const BOX_WORDS = { unrecorded: 'settled (not recorded)' };
+  const TASK_STATE_HELP = {
+    unrecorded: 'No longer stored, and no outcome was recorded: a Go server ran it (Go keeps no outcome of a task that '
+      + 'nothing waits for), or it was deleted.',
+  };
   // The graph's geometry, in pixels: tasks are boxes in columns, one column per layer.
   // Labels start at `inset` inside their box and are cut to `labelChars` characters before they
   // are measured.
@@ -149,8 +156,11 @@
     return parts;
   }
 
-  // A workflow task's state, with its progress while it runs.
-  const taskStateText = (task) => (task.progress ? `${task.state} · ${progressText(task.progress)}` : task.state);
+  // A workflow task's state, with its progress while it runs; `words` names the states.
+  const taskStateText = (task, words = STATE_WORDS) => {
+    const state = words[task.state] || task.state;
+    return task.progress ? `${state} · ${progressText(task.progress)}` : state;
+  };
 
   // Shows each task's state now on the graph `drawWorkflow` drew.
   function paintWorkflow(parts, nodes) {
@@ -160,9 +170,10 @@
       part.group.setAttribute('class', `graph-node state-${node.state}`);
       part.group.setAttribute('data-state', node.state);
       fitText(part.label, node.type || node.id, width);
-      fitText(part.detail, taskStateText(node), width);
+      fitText(part.detail, taskStateText(node, BOX_WORDS), width);
       const lines = [`${node.id} in queue ${node.queue}`, node.type && `type ${node.type}`, taskStateText(node),
-        node.last_error && `error: ${node.last_error}`, node.parents.length > 0 && `waits for ${node.parents.length} task(s)`];
+        TASK_STATE_HELP[node.state], node.last_error && `error: ${node.last_error}`,
+        node.parents.length > 0 && `waits for ${node.parents.length} task(s)`];
       part.title.textContent = lines.filter(Boolean).join('\n');
     });
   }
@@ -214,7 +225,7 @@
       summary.replaceChildren(workflowBadge(data.state),
         h('span', { 'data-field': 'total', text: `${fmtNumber(data.total)} task(s)` }),
         ...counts.map(([state, n]) => h('span', { class: `swatch state-swatch state-${state}`, 'data-count-state': state,
-          text: `${state} ${fmtNumber(n)}` })));
+          text: `${BOX_WORDS[state] || state} ${fmtNumber(n)}` })));
       cancel.hidden = data.state !== 'running';
     }
 
@@ -244,7 +255,8 @@
           h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(t.queue)}/tasks/${enc(t.id)}`, text: t.id })),
           h('td', { 'data-field': 'type', text: t.type || '–' }),
           h('td', { 'data-field': 'queue', text: t.queue }),
-          h('td', { 'data-field': 'state' }, h('span', { class: `state-chip state-${t.state}`, text: t.state })),
+          h('td', { 'data-field': 'state' }, h('span', { class: `state-chip state-${t.state}`, text: STATE_WORDS[t.state] || t.state,
+            title: TASK_STATE_HELP[t.state] || null })),
           h('td', { 'data-field': 'parents', class: 'mono', text: shown || '–', title: parents.join(', ') || null }),
           progressCell(t.progress),
           errorCell(t),

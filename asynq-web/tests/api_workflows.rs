@@ -117,10 +117,10 @@ async fn workflows_are_listed_shown_with_their_edges_and_cancelled() {
     assert_eq!(done["stopping"], 1, "m3 runs: {done}");
     let merge = &web.read(&format!("/api/workflows/{media}")).await["graph"][3];
     assert_eq!((&merge["state"], &merge["last_error"]), (&json!("archived"), &json!(WORKFLOW_CANCELLED_ERROR)));
-    // A task deleted is gone, not succeeded; it keeps its type.
+    // A task deleted is gone with no outcome recorded, not succeeded; it keeps its type.
     web.act("/api/queues/misc/tasks/solo/delete", None).await;
     let solo_task = &web.read(&format!("/api/workflows/{solo}")).await["graph"][0];
-    assert_eq!((&solo_task["state"], &solo_task["type"]), (&json!("gone"), &json!("media:step")));
+    assert_eq!((&solo_task["state"], &solo_task["type"]), (&json!("unrecorded"), &json!("media:step")));
 }
 
 #[tokio::test]
@@ -183,4 +183,50 @@ async fn waiting_workflow_tasks_and_priorities_are_shown() {
     let vip = web.read("/api/queues/steps/tasks/vip").await;
     assert_eq!((&vip["priority"], &vip["workflow"]), (&json!(8), &Value::Null));
     assert_eq!(web.read("/api/queues/steps/tasks/first").await["workflow"], json!(workflow));
+}
+
+/// A task that is no longer stored shows what the broker recorded of how it settled: failed
+/// with its error, succeeded with its result; one a Go server ran (Go records no outcome) shows
+/// that none was recorded, with its type. The workflow's state follows the recorded failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_no_longer_stored_show_their_recorded_outcomes() {
+    use asynq_core::broker::{Dequeue, Outcome};
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(SystemClock)).await;
+    let producer = FlowProducer::new(broker.clone());
+    let step = |id: &str, type_name: &str| {
+        Flow::task(Task::new(type_name, id.to_owned()), TaskOptions::new().queue("flows").task_id(id))
+    };
+    let queue = QueueName::from_static("flows");
+    // Failed, then deleted: only its recorded outcome remains.
+    let failed = producer.enqueue(&step("fetch", "feed:fetch")).await.unwrap();
+    let taken = broker.dequeue(std::slice::from_ref(&queue), 1).await.unwrap();
+    broker.finish(&taken[0].message, Outcome::Archive { error: "feed unreachable".to_owned() }).await.unwrap();
+    // Succeeded with a result; its dependent then run by a Go server, which deletes a task that
+    // succeeded without retention and records nothing else.
+    let go = producer.enqueue(&step("render", "page:render").then(step("publish", "page:publish"))).await.unwrap();
+    let taken = broker.dequeue(std::slice::from_ref(&queue), 1).await.unwrap();
+    broker.write_result(&queue, &TaskId::from_static("render"), Bytes::from_static(b"page.html")).await.unwrap();
+    broker.finish(&taken[0].message, Outcome::Done).await.unwrap();
+    assert_eq!(redis.command(&["LREM", "asynq:{flows}:pending", "0", "publish"]).unwrap().as_int(), Some(1));
+    assert_eq!(redis.command(&["DEL", "asynq:{flows}:t:publish"]).unwrap().as_int(), Some(1));
+    let web = Web::with_session(WebConfig::new(Inspector::new(broker))).await;
+    web.act("/api/queues/flows/tasks/fetch/delete", None).await;
+
+    let shown = web.read(&format!("/api/workflows/{}", failed.id)).await;
+    let fetch = &shown["graph"][0];
+    assert_eq!(
+        (&fetch["state"], &fetch["type"], &fetch["last_error"]),
+        (&json!("failed"), &json!("feed:fetch"), &json!("feed unreachable"))
+    );
+    assert_eq!((&shown["state"], &shown["counts"]), (&json!("failed"), &json!({ "failed": 1 })), "not succeeded");
+
+    let shown = web.read(&format!("/api/workflows/{}", go.id)).await;
+    let (render, publish) = (&shown["graph"][0], &shown["graph"][1]);
+    assert_eq!(
+        (&render["state"], &render["result_preview"], &render["result_size"]),
+        (&json!("succeeded"), &json!("page.html"), &json!(9))
+    );
+    assert_eq!((&publish["state"], &publish["type"]), (&json!("unrecorded"), &json!("page:publish")));
+    assert_eq!(shown["state"], "succeeded");
 }

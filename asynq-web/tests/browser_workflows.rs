@@ -13,7 +13,7 @@ use asynq_core::workflow::Flow;
 use asynq_core::{Clock, Progress, QueueName, SystemClock, TaskId};
 use asynq_tests::browser::Browser;
 use asynq_tests::redis_broker;
-use serde_json::json;
+use serde_json::{Value, json};
 
 mod support;
 use support::dashboard::{Dashboard, accept_confirmations, screenshot_path};
@@ -409,4 +409,50 @@ async fn the_workflows_list_has_first_and_last_page_buttons() {
     browser.click("#workflows-first").await;
     browser.wait_for_text(info, "the first page again", |t| t.starts_with("Page 1 of 3")).await;
     assert!(browser.attr("#workflows-last", "disabled").await.is_none());
+}
+
+/// A workflow task a Go server ran (Go deletes a task that succeeded without retention and
+/// records no outcome) shows its type and "settled (outcome not recorded)", in a colour of its
+/// own, not as a grey box titled with its ID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_a_go_server_ran_shows_its_type_and_that_no_outcome_was_recorded() {
+    let dash = Dashboard::start(None).await;
+    let broker = redis_broker(&dash.redis.url(), Arc::new(SystemClock)).await;
+    let step = |id: &str, type_name: &str| {
+        Flow::task(Task::new(type_name, id.to_owned()), TaskOptions::new().queue("flows").task_id(id))
+    };
+    let flow = step("render", "page:render").then(step("publish", "page:publish"));
+    let id = FlowProducer::new(broker.clone()).enqueue(&flow).await.expect("a workflow").id.into_string();
+    let queue = QueueName::from_static("flows");
+    let taken = broker.dequeue(std::slice::from_ref(&queue), 1).await.expect("dequeue");
+    broker.finish(&taken[0].message, Outcome::Done).await.expect("done");
+    // Go's server takes `publish`, runs it and deletes it.
+    for command in [&["LREM", "asynq:{flows}:pending", "0", "publish"][..], &["DEL", "asynq:{flows}:t:publish"]] {
+        assert_eq!(dash.redis.command(command).expect("a Go-like move").as_int(), Some(1), "{command:?}");
+    }
+
+    let browser = Browser::start().await;
+    browser.set_viewport(1280, 800).await;
+    browser.goto(&dash.page(&format!("#/workflows/{id}"))).await;
+    let publish = r#"#workflow-graph .graph-node[data-task-id="publish"]"#;
+    browser.wait_for(&format!("{publish}.state-unrecorded")).await;
+    assert_eq!(browser.text(&format!("{publish} .graph-label")).await, "page:publish");
+    assert_eq!(browser.text(&format!("{publish} .graph-detail")).await, "settled (not recorded)");
+    let row = r#"#workflow-tasks tr[data-task-id="publish"]"#;
+    assert_eq!(browser.text(&format!(r#"{row} td[data-field="type"]"#)).await, "page:publish");
+    assert_eq!(browser.text(&format!(r#"{row} td[data-field="state"]"#)).await, "settled (outcome not recorded)");
+    browser.wait_for(r#"#workflow-graph .graph-node.state-succeeded[data-task-id="render"]"#).await;
+    let colours: Value = browser
+        .eval(
+            &format!(
+                "const swatch = (s) => getComputedStyle(document.querySelector(`#workflow-legend .state-${{s}}`), '::before').backgroundColor; \
+                 return [getComputedStyle(document.querySelector('{publish} rect')).stroke, swatch('unrecorded')];"
+            ),
+            vec![],
+        )
+        .await;
+    assert_eq!(colours[0], colours[1], "drawn in the legend's colour for it: {colours}");
+    assert_eq!(browser.text("#workflow-summary .badge").await, "succeeded");
+    assert!(browser.text("#workflow-legend").await.contains("settled (outcome not recorded)"));
+    browser.screenshot(&screenshot_path("workflow-go-ran")).await;
 }
