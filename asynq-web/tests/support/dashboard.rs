@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use asynq_client::{Client, Inspector, Task, TaskOptions, TaskState};
 use asynq_core::broker::{Dequeue, Outcome, ServerState};
-use asynq_core::{Clock, Progress, QueueName, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_core::{Clock, Progress, QueueName, ServerInfo, ServerStatus, StoredTask, SystemClock, WorkerInfo};
 use asynq_redis::RedisBroker;
 use asynq_tests::browser::{Browser, screenshot_dir};
 use asynq_tests::{RedisServer, load_fixture, read_fixture, redis_broker};
@@ -129,35 +129,8 @@ pub(crate) async fn seed(broker: &RedisBroker, clock: &dyn Clock) -> BTreeMap<&'
 
     // The first stays active; a server says it is running it.
     let running = &taken[0].message;
-    let server = ServerInfo {
-        host: "worker-1.internal".to_owned(),
-        pid: 4242,
-        server_id: "5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b".to_owned(),
-        concurrency: 10,
-        queues: [
-            ("billing".to_owned(), 6),
-            ("emails".to_owned(), 3),
-            ("default".to_owned(), 1),
-            ("tenant:*".to_owned(), 2),
-        ]
-        .into(),
-        strict_priority: false,
-        status: ServerStatus::Active,
-        started: now - Duration::from_secs(5400),
-        active_workers: 1,
-    };
-    let worker = WorkerInfo {
-        host: server.host.clone(),
-        pid: server.pid,
-        server_id: server.server_id.clone(),
-        task_id: running.id.to_string(),
-        task_type: running.type_name.clone(),
-        task_payload: running.payload.clone(),
-        queue: running.queue.to_string(),
-        started: now - Duration::from_secs(2),
-        deadline: now + Duration::from_secs(1798),
-    };
-    broker.write_server_state(&server, &[worker], Duration::from_secs(3600)).await.expect("server state");
+    let queues = [("billing", 6), ("emails", 3), ("default", 1), ("tenant:*", 2)];
+    record_running_server(broker, "worker-1.internal", 4242, 10, &queues, running, now).await;
     let report = Progress::new(0.42, "charging card", now).expect("a valid report");
     broker.write_progress(&running.queue, &running.id, &report).await.expect("progress");
     welcome
@@ -171,4 +144,41 @@ pub(crate) fn screenshot_path(name: &str) -> PathBuf {
 /// Lets `window.confirm` answer yes, as an operator confirming a bulk action would.
 pub(crate) async fn accept_confirmations(browser: &Browser) {
     browser.eval("window.confirm = () => true; return true;", vec![]).await;
+}
+
+/// Records a live server as the dashboard tests show one, for an hour: `host` and `pid`,
+/// `concurrency` workers serving `queues` (with their weights), started 90 minutes before
+/// `now`, running `task` since 2 s before `now` with 30 minutes in all.
+pub(crate) async fn record_running_server(
+    broker: &RedisBroker,
+    host: &str,
+    pid: u32,
+    concurrency: u32,
+    queues: &[(&str, u32)],
+    task: &StoredTask,
+    now: SystemTime,
+) {
+    let server = ServerInfo {
+        host: host.to_owned(),
+        pid,
+        server_id: "5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b".to_owned(),
+        concurrency,
+        queues: queues.iter().map(|(queue, weight)| ((*queue).to_owned(), *weight)).collect(),
+        strict_priority: false,
+        status: ServerStatus::Active,
+        started: now - Duration::from_secs(5400),
+        active_workers: 1,
+    };
+    let worker = WorkerInfo {
+        host: server.host.clone(),
+        pid: server.pid,
+        server_id: server.server_id.clone(),
+        task_id: task.id.to_string(),
+        task_type: task.type_name.clone(),
+        task_payload: task.payload.clone(),
+        queue: task.queue.to_string(),
+        started: now - Duration::from_secs(2),
+        deadline: now + Duration::from_secs(1798),
+    };
+    broker.write_server_state(&server, &[worker], Duration::from_secs(3600)).await.expect("server state");
 }
