@@ -367,7 +367,7 @@ fn workflows_are_listed_and_inspected() {
     let fetched = inspect.line("fetched");
     assert!(fetched.contains("succeeded (not kept)") && fetched.contains("fetch"), "{}", inspect.stdout);
     let dropped = inspect.line("dropped");
-    assert!(dropped.contains("gone (deleted)") && dropped.contains("fetch"), "{}", inspect.stdout);
+    assert!(dropped.contains("outcome not recorded") && dropped.contains("fetch"), "{}", inspect.stdout);
 }
 
 #[test]

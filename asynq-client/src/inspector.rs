@@ -183,6 +183,13 @@ impl Inspector {
         self.workflow_store()?.list_workflows(page).await
     }
 
+    /// How many workflows are kept: those [`Inspector::workflows`] pages through.
+    ///
+    /// Errors: [`Error::Unsupported`] on a broker without workflows.
+    pub async fn workflow_count(&self) -> Result<usize> {
+        self.workflow_store()?.count_workflows().await
+    }
+
     /// Workflow `id`: each of its tasks, parents first, with the tasks it waits for and what the
     /// broker holds of it now (`None` for a task that is gone: it succeeded without retention,
     /// or was deleted).
@@ -599,8 +606,9 @@ pub struct WorkflowTask {
     pub type_name: Option<String>,
     /// For a task that is gone, how it settled while the broker keeps that
     /// ([`Workflows::settled_outcomes`]): [`ParentOutcome::Succeeded`] for one that succeeded
-    /// without retention, [`ParentOutcome::Unknown`] for one deleted (or settled too long
-    /// ago, or by a Go server while nothing waited for it). Always
+    /// without retention, [`ParentOutcome::Failed`] for one archived and then removed,
+    /// [`ParentOutcome::Unknown`] for one whose outcome was never recorded (a Go server ran it
+    /// while nothing waited for it, or it was deleted) or settled too long ago. Always
     /// [`ParentOutcome::Unknown`] for a task that is not gone.
     pub settled: ParentOutcome,
 }
@@ -611,7 +619,7 @@ pub enum WorkflowState {
     /// Some task has yet to settle: it waits, is pending, scheduled, running or to be retried.
     Running,
     /// Every task settled, and some failed for good (or never ran because a task it waited
-    /// for failed).
+    /// for failed), whether it is still stored or only its recorded outcome says so.
     Failed,
     /// Every task succeeded (or is gone, as a task that succeeded without retention is).
     Succeeded,
@@ -640,7 +648,9 @@ impl WorkflowReport {
             WorkflowState::Cancelled
         } else if states().any(|state| !matches!(state, TaskState::Completed | TaskState::Archived)) {
             WorkflowState::Running
-        } else if states().any(|state| state == TaskState::Archived) {
+        } else if states().any(|state| state == TaskState::Archived)
+            || self.tasks.iter().any(|task| task.info.is_none() && matches!(task.settled, ParentOutcome::Failed { .. }))
+        {
             WorkflowState::Failed
         } else {
             WorkflowState::Succeeded

@@ -317,6 +317,7 @@ where
     assert_eq!(listed, [("second", 1, at(10)), ("first", 5, at(0))]);
     let second_page = t.broker.list_workflows(Page { size: 1, number: 1 }).await.unwrap();
     assert_eq!(second_page.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), ["first"]);
+    assert_eq!(t.broker.count_workflows().await.unwrap(), 2, "the refused one is not counted");
     let first = t.broker.workflow_tasks(&WorkflowId::from_static("first")).await.unwrap();
     let first: Vec<(TaskRef, &[usize])> =
         first.iter().map(|node| (node.task.clone(), node.parents.as_slice())).collect();
@@ -337,6 +338,11 @@ where
     );
     let missing = t.broker.workflow_tasks(&WorkflowId::from_static("refused")).await;
     assert!(matches!(missing, Err(Error::WorkflowNotFound { ref id }) if id == "refused"), "{missing:?}");
+    // Forgotten once the TTL has passed since it was stored: the first goes, the second stays.
+    t.advance(asynq_core::workflow::WORKFLOW_RESULT_TTL - secs(5));
+    assert_eq!(t.broker.count_workflows().await.unwrap(), 1);
+    let listed = t.broker.list_workflows(Page::default()).await.unwrap();
+    assert_eq!(listed.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), ["second"]);
 }
 
 /// An operator's run, archive or delete of a waiting task is refused. A waiting task cancelled is

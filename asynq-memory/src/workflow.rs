@@ -85,6 +85,12 @@ impl Workflows for MemoryBroker {
             .collect())
     }
 
+    async fn count_workflows(&self) -> Result<usize> {
+        let mut state = self.state();
+        state.forget_old_workflows(self.now());
+        Ok(state.workflows.len())
+    }
+
     async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>> {
         let mut state = self.state();
         state.forget_old_workflows(self.now());

@@ -130,6 +130,71 @@ async fn a_standalone_exporter_exports_the_servers_recorded_in_redis() {
     assert_eq!(series(&first), series(&second));
 }
 
+/// The commands `redis` ran since its counters were reset that Redis flags as writes, and how
+/// many times each ran; every command that ran, with its count.
+fn commands_run(redis: &RedisServer) -> (Vec<String>, BTreeMap<String, u64>) {
+    let stats = redis.info("commandstats").unwrap();
+    let mut run = BTreeMap::new();
+    let mut writes = Vec::new();
+    for name in stats.keys().filter_map(|key| key.strip_prefix("cmdstat_")) {
+        let name = name.replace('|', " ");
+        let calls = redis.command_calls(&name.replace(' ', "|"));
+        let info = redis.command(&["COMMAND", "INFO", name.split(' ').next().unwrap()]).unwrap();
+        let flags = info.as_array().and_then(|i| i.first()).and_then(|c| c.as_array()).and_then(|c| c.get(2)).cloned();
+        let flags: Vec<String> = flags
+            .as_ref()
+            .and_then(|f| f.as_array())
+            .map(|f| f.iter().filter_map(|flag| flag.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        if flags.iter().any(|flag| flag == "write") {
+            writes.push(name.clone());
+        }
+        run.insert(name, calls);
+    }
+    (writes, run)
+}
+
+/// How many changes Redis made to its data since its last save.
+fn changes(redis: &RedisServer) -> u64 {
+    redis.info("persistence").unwrap()["rdb_changes_since_last_save"].parse().unwrap()
+}
+
+/// A scrape only reads: no write command, no change to the data, even with an expired server
+/// entry in `asynq:servers` (a server that died), which the next heartbeat prunes instead; the
+/// servers are read in one pass, a record and a workers hash per live server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_writes_nothing_and_reads_each_server_once() {
+    let redis = RedisServer::start();
+    let broker = redis_broker(&redis.url(), Arc::new(asynq_core::SystemClock)).await;
+    let client = Client::new(broker.clone());
+    client.enqueue(&Task::new("email", ""), TaskOptions::new().queue("default")).await.unwrap();
+    client.enqueue(&Task::new("digest", ""), TaskOptions::new().group("daily")).await.unwrap();
+    let servers: Vec<ServerInfo> = (0..20).map(|n| server("h", n, ServerStatus::Active, &["default"])).collect();
+    for (n, s) in servers.iter().enumerate() {
+        let workers: Vec<WorkerInfo> =
+            (0..n % 3).map(|w| worker(s, &format!("t{n}-{w}"), "default", "email")).collect();
+        broker.write_server_state(s, &workers, TTL).await.unwrap();
+    }
+    let dead = "asynq:servers:{h:99:dead}";
+    redis.command(&["ZADD", "asynq:servers", "1000", dead]).unwrap();
+    redis.command(&["CONFIG", "RESETSTAT"]).unwrap();
+    let before = changes(&redis);
+
+    let s = scrape(broker.clone()).await;
+    assert_eq!(s.samples.iter().filter(|x| x.metric == "asynq_server_info").count(), 20);
+    assert_eq!(value(&s, "asynq_server_active_workers", &labels(&servers[2], "2")), 2.0);
+    let (writes, run) = commands_run(&redis);
+    assert_eq!(writes, Vec::<String>::new(), "a scrape ran write commands: {run:?}");
+    assert_eq!(changes(&redis), before, "a scrape changed the data: {run:?}");
+    assert_eq!(run.get("hvals"), Some(&20), "the workers of each live server read once, the dead one's not: {run:?}");
+    assert!(run.get("get").is_some_and(|&n| n >= 20), "each live server's record read: {run:?}");
+    assert!(redis.command(&["ZSCORE", "asynq:servers", dead]).unwrap().as_str().is_some(), "left for the heartbeat");
+
+    // The next heartbeat prunes the dead server's entry.
+    broker.write_server_state(&servers[0], &[], TTL).await.unwrap();
+    assert_eq!(redis.command(&["ZSCORE", "asynq:servers", dead]).unwrap(), asynq_tests::RespValue::Nil);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_running_server_shows_in_the_scrape_of_an_exporter_outside_it() {
     let h = Harness::new();

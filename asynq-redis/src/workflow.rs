@@ -640,6 +640,17 @@ impl Workflows for RedisBroker {
             .collect())
     }
 
+    async fn count_workflows(&self) -> Result<usize> {
+        // Read only: the ones stored within the TTL, those a listing keeps.
+        let forgotten = unix_secs(self.now()) - WORKFLOW_RESULT_TTL.as_secs() as i64;
+        let kept: usize = self
+            .conn()
+            .zcount(self.namespace().workflows(), format!("({forgotten}"), "+inf")
+            .await
+            .map_err(|e| broker_error("count workflows", e))?;
+        Ok(kept)
+    }
+
     async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>> {
         let ns = self.namespace();
         // Two commands: the keys have no hash tag, so a Cluster may keep them on two nodes.

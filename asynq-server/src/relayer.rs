@@ -122,6 +122,9 @@ mod tests {
         async fn list_workflows(&self, _: Page) -> Result<Vec<WorkflowSummary>> {
             Ok(Vec::new())
         }
+        async fn count_workflows(&self) -> Result<usize> {
+            Ok(0)
+        }
         async fn workflow_tasks(&self, id: &WorkflowId) -> Result<Vec<WorkflowNode>> {
             Err(Error::WorkflowNotFound { id: id.clone() })
         }

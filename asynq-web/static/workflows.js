@@ -14,8 +14,15 @@
   const WORKFLOW_TASK_STATES = [
     ['waiting', 'waiting'], ['pending', 'pending'], ['scheduled', 'scheduled'], ['active', 'active'],
     ['retry', 'retry'], ['completed', 'completed (succeeded)'], ['succeeded', 'succeeded (not kept)'],
-    ['archived', 'archived (failed)'], ['gone', 'gone (deleted)'],
+    ['archived', 'archived (failed)'], ['failed', 'failed (not kept)'], ['unrecorded', 'settled (outcome not recorded)'],
   ];
+  // How the table and the tooltips name a state; the graph's boxes and the summary, narrower, use `BOX_WORDS`.
+  const STATE_WORDS = { succeeded: 'succeeded (not kept)', failed: 'failed (not kept)', unrecorded: 'settled (outcome not recorded)' };
+  const BOX_WORDS = { unrecorded: 'settled (not recorded)' };
+  const TASK_STATE_HELP = {
+    unrecorded: 'No longer stored, and no outcome was recorded: a Go server ran it (Go keeps no outcome of a task that '
+      + 'nothing waits for), or it was deleted.',
+  };
   // The graph's geometry, in pixels: tasks are boxes in columns, one column per layer.
   // Labels start at `inset` inside their box and are cut to `labelChars` characters before they
   // are measured.
@@ -44,14 +51,16 @@
       onclick: () => { if (local.page > 1) { local.page -= 1; refresh(); } } });
     const next = h('button', { type: 'button', id: 'workflows-next', text: 'Next ›', disabled: true,
       onclick: () => { local.page += 1; refresh(); } });
-    // The newest first: the list's end moves as workflows are stored and forgotten, so it has
-    // no last page button.
     const first = h('button', { type: 'button', id: 'workflows-first', text: '« First', disabled: true,
       onclick: () => { local.page = 1; refresh(); } });
+    // The newest first: the end moves as workflows are stored and forgotten, so Last goes to the
+    // last page of the count the latest refresh read (a page found empty steps back).
+    const last = h('button', { type: 'button', id: 'workflows-last', text: 'Last »', disabled: true,
+      onclick: () => { local.page = local.pages || 1; refresh(); } });
     container.append(h('section', { class: 'panel' }, [
       h('h1', { text: 'Workflows' }),
       h('p', { class: 'muted', text: 'Newest first; each is kept for 7 days after it was stored.' }),
-      list.node, h('div', { class: 'pager' }, [first, prev, pageInfo, next]),
+      list.node, h('div', { class: 'pager' }, [first, prev, pageInfo, next, last]),
     ]));
     return {
       async update() {
@@ -71,10 +80,12 @@
               : h('td', { 'data-field': 'state', class: 'muted', text: '–', title: 'A large workflow: open it to see' }),
           ]));
         }
-        pageInfo.textContent = `Page ${local.page}`;
+        local.pages = Math.max(1, Math.ceil(data.total / local.size));
+        pageInfo.textContent = `Page ${local.page} of ${local.pages} · ${fmtNumber(data.total)} workflow(s)`;
         prev.disabled = local.page <= 1;
         first.disabled = local.page <= 1;
         next.disabled = !data.has_next;
+        last.disabled = local.page >= local.pages;
       },
     };
   }
@@ -145,8 +156,11 @@
     return parts;
   }
 
-  // A workflow task's state, with its progress while it runs.
-  const taskStateText = (task) => (task.progress ? `${task.state} · ${progressText(task.progress)}` : task.state);
+  // A workflow task's state, with its progress while it runs; `words` names the states.
+  const taskStateText = (task, words = STATE_WORDS) => {
+    const state = words[task.state] || task.state;
+    return task.progress ? `${state} · ${progressText(task.progress)}` : state;
+  };
 
   // Shows each task's state now on the graph `drawWorkflow` drew.
   function paintWorkflow(parts, nodes) {
@@ -156,9 +170,10 @@
       part.group.setAttribute('class', `graph-node state-${node.state}`);
       part.group.setAttribute('data-state', node.state);
       fitText(part.label, node.type || node.id, width);
-      fitText(part.detail, taskStateText(node), width);
+      fitText(part.detail, taskStateText(node, BOX_WORDS), width);
       const lines = [`${node.id} in queue ${node.queue}`, node.type && `type ${node.type}`, taskStateText(node),
-        node.last_error && `error: ${node.last_error}`, node.parents.length > 0 && `waits for ${node.parents.length} task(s)`];
+        TASK_STATE_HELP[node.state], node.last_error && `error: ${node.last_error}`,
+        node.parents.length > 0 && `waits for ${node.parents.length} task(s)`];
       part.title.textContent = lines.filter(Boolean).join('\n');
     });
   }
@@ -210,7 +225,7 @@
       summary.replaceChildren(workflowBadge(data.state),
         h('span', { 'data-field': 'total', text: `${fmtNumber(data.total)} task(s)` }),
         ...counts.map(([state, n]) => h('span', { class: `swatch state-swatch state-${state}`, 'data-count-state': state,
-          text: `${state} ${fmtNumber(n)}` })));
+          text: `${BOX_WORDS[state] || state} ${fmtNumber(n)}` })));
       cancel.hidden = data.state !== 'running';
     }
 
@@ -240,7 +255,8 @@
           h('td', { 'data-field': 'id', class: 'mono' }, h('a', { href: `#/queues/${enc(t.queue)}/tasks/${enc(t.id)}`, text: t.id })),
           h('td', { 'data-field': 'type', text: t.type || '–' }),
           h('td', { 'data-field': 'queue', text: t.queue }),
-          h('td', { 'data-field': 'state' }, h('span', { class: `state-chip state-${t.state}`, text: t.state })),
+          h('td', { 'data-field': 'state' }, h('span', { class: `state-chip state-${t.state}`, text: STATE_WORDS[t.state] || t.state,
+            title: TASK_STATE_HELP[t.state] || null })),
           h('td', { 'data-field': 'parents', class: 'mono', text: shown || '–', title: parents.join(', ') || null }),
           progressCell(t.progress),
           errorCell(t),

@@ -10,13 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use asynq_client::{Client, FlowProducer, Inspector, Task, TaskOptions};
-use asynq_core::broker::{Dequeue, Outcome, ServerState};
+use asynq_core::broker::{Dequeue, Outcome};
 use asynq_core::workflow::Flow;
-use asynq_core::{Clock, QueueName, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
+use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_tests::browser::{Browser, screenshot_dir};
 use asynq_tests::{RedisServer, redis_broker};
 use asynq_web::WebConfig;
 use serde_json::{Value, json};
+
+mod support;
+use support::dashboard::record_running_server;
 
 /// A queue name as long as real ones get.
 const QUEUE: &str = "invoices-eu-west-1-priority";
@@ -64,30 +67,8 @@ impl Dashboard {
         let receipt = br#"{"receipt":"r-000042","ok":true}"#.to_vec();
         broker.write_result(&done.queue, &done.id, receipt.into()).await.expect("a result");
         broker.finish(&taken[3].message, Outcome::Complete).await.expect("complete");
-        let running = &taken[0].message;
-        let server = ServerInfo {
-            host: "worker-eu-west-1a-0042.internal.example.com".to_owned(),
-            pid: 424_242,
-            server_id: "5a0e6b1c-9d4f-4b7e-8a51-2c3d4e5f6a7b".to_owned(),
-            concurrency: 64,
-            queues: [(QUEUE.to_owned(), 6)].into(),
-            strict_priority: false,
-            status: ServerStatus::Active,
-            started: now - Duration::from_secs(5400),
-            active_workers: 1,
-        };
-        let worker = WorkerInfo {
-            host: server.host.clone(),
-            pid: server.pid,
-            server_id: server.server_id.clone(),
-            task_id: running.id.to_string(),
-            task_type: running.type_name.clone(),
-            task_payload: running.payload.clone(),
-            queue: running.queue.to_string(),
-            started: now - Duration::from_secs(2),
-            deadline: now + Duration::from_secs(1798),
-        };
-        broker.write_server_state(&server, &[worker], Duration::from_secs(3600)).await.expect("server state");
+        let host = "worker-eu-west-1a-0042.internal.example.com";
+        record_running_server(&broker, host, 424_242, 64, &[(QUEUE, 6)], &taken[0].message, now).await;
         // Only scheduled tasks: nothing waits, so the latency is 0.
         client
             .enqueue(

@@ -163,14 +163,17 @@ fn print_report(report: &WorkflowReport) -> CliResult {
                     info.last_error.clone().unwrap_or_default(),
                     info.result.as_deref().map(payload_text).unwrap_or_default(),
                 ),
-                // No longer stored: it succeeded without retention (as the broker saw), or it was
-                // deleted (or settled where the broker did not see it).
+                // No longer stored: its outcome as the broker recorded it, or none (a Go server
+                // ran it, or it was deleted).
                 None => {
-                    let state = match task.settled {
-                        ParentOutcome::Succeeded { .. } => "succeeded (not kept)",
-                        _ => "gone (deleted)",
+                    let (state, error, result) = match &task.settled {
+                        ParentOutcome::Succeeded { result } => {
+                            ("succeeded (not kept)", String::new(), result.as_deref().map(payload_text))
+                        }
+                        ParentOutcome::Failed { error } => ("failed (not kept)", error.clone(), None),
+                        _ => ("settled (outcome not recorded)", String::new(), None),
                     };
-                    (task.type_name.clone().unwrap_or_default(), state.to_owned(), String::new(), String::new())
+                    (task.type_name.clone().unwrap_or_default(), state.to_owned(), error, result.unwrap_or_default())
                 }
             };
             [
@@ -200,7 +203,7 @@ fn print_report(report: &WorkflowReport) -> CliResult {
     }
     print_table(fit(&mut table))?;
     if report.tasks.iter().any(|t| t.info.is_none()) {
-        outln!("gone: succeeded without retention, or deleted")?;
+        outln!("not kept: no longer stored; \"outcome not recorded\": a Go server ran it, or it was deleted")?;
     }
     Ok(())
 }

@@ -151,6 +151,15 @@ pub(crate) enum Fetch {
     },
     /// The live servers and what they run.
     Servers,
+    /// Ask server `server_id` (`name`, its host and process ID) to do `action`.
+    Control {
+        /// What to ask.
+        action: super::server_actions::ServerAction,
+        /// The server's ID.
+        server_id: String,
+        /// Its host and process ID, for the notice.
+        name: String,
+    },
     /// Do `action` to task `id` of `queue`.
     Act {
         /// What to do.
@@ -198,6 +207,8 @@ pub(crate) struct App {
     pub(crate) selected_server: usize,
     /// An action asked for once that must be asked for again: the action and the task's ID.
     pub(crate) confirm: Option<(Action, String)>,
+    /// A request to a server asked for once that must be asked for again: it and the server's ID.
+    pub(crate) confirm_server: Option<(super::server_actions::ServerAction, String)>,
     /// What the last action did, shown until the next key.
     pub(crate) notice: Option<String>,
     /// The index of the selected task.
@@ -230,6 +241,7 @@ impl App {
             servers: None,
             selected_server: 0,
             confirm: None,
+            confirm_server: None,
             notice: None,
             selected_task: 0,
             task: None,
@@ -343,6 +355,7 @@ impl App {
         }
         self.notice = None;
         let confirm = self.confirm.take();
+        let confirm_server = self.confirm_server.take();
         if let (Some(action), Screen::Tasks | Screen::Task) = (Action::of_key(key), self.screen) {
             return self.on_action(action, confirm);
         }
@@ -356,21 +369,7 @@ impl App {
                 }
                 Vec::new()
             }
-            Screen::Servers => {
-                let count = self.servers.as_ref().map_or(0, Vec::len);
-                match key {
-                    Key::Up | Key::Char('k') => self.selected_server = self.selected_server.saturating_sub(1),
-                    Key::Down | Key::Char('j') => {
-                        self.selected_server = (self.selected_server + 1).min(count.saturating_sub(1));
-                    }
-                    Key::Esc | Key::Char('q') => {
-                        self.screen = Screen::Queues;
-                        self.servers = None;
-                    }
-                    _ => {}
-                }
-                Vec::new()
-            }
+            Screen::Servers => self.on_servers_key(key, confirm_server),
         }
     }
 

@@ -5,6 +5,7 @@
 pub(crate) mod app;
 pub(crate) mod graphs;
 pub(crate) mod history;
+pub(crate) mod server_actions;
 pub(crate) mod ui;
 
 use crate::error::{CliError, CliResult, Failure};
@@ -98,6 +99,15 @@ async fn fetch_msg(inspector: &Inspector, fetch: Fetch) -> Msg {
             Msg::Task(inspector.task_info(&queue, &id).await.map(Box::new).map_err(|e| e.to_string()))
         }
         Fetch::Servers => Msg::Servers(inspector.servers().await.map_err(|e| e.to_string())),
+        Fetch::Control { action, server_id, name } => Msg::Acted(
+            inspector
+                .request_server(&server_id, action.request())
+                .await
+                .map(|()| {
+                    format!("sent {} to server {name} ({server_id}); it acts on its next heartbeat", action.verb())
+                })
+                .map_err(|e| format!("cannot {} server {name}: {e}", action.verb())),
+        ),
         Fetch::Act { action, queue, id } => {
             let done = match action {
                 Action::Run => inspector.run_task(&queue, &id).await.map(|()| "is now pending".to_owned()),
@@ -115,5 +125,45 @@ async fn fetch_msg(inspector: &Inspector, fetch: Fetch) -> Msg {
                     .map_err(|e| format!("cannot {} task {id}: {e}", action.verb())),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::{Fetch, Msg};
+    use asynq_client::{ServerInfo, ServerRequest, ServerStatus};
+    use asynq_core::broker::{ServerControl, ServerState};
+    use server_actions::ServerAction;
+
+    #[tokio::test]
+    async fn a_request_to_a_server_is_kept_for_its_heartbeat_and_reported() {
+        let broker = asynq_memory::MemoryBroker::new();
+        let server = ServerInfo {
+            host: "worker-1.internal".into(),
+            pid: 1,
+            server_id: "s-1".into(),
+            concurrency: 10,
+            queues: [("default".to_owned(), 1)].into(),
+            strict_priority: false,
+            status: ServerStatus::Active,
+            started: std::time::SystemTime::UNIX_EPOCH,
+            active_workers: 0,
+        };
+        broker.write_server_state(&server, &[], Duration::from_secs(60)).await.unwrap();
+        let inspector = Inspector::new(broker.clone());
+        let control =
+            |action, id: &str| Fetch::Control { action, server_id: id.into(), name: "worker-1.internal:1".into() };
+
+        let Msg::Acted(Ok(sent)) = fetch_msg(&inspector, control(ServerAction::Quiet, "s-1")).await else {
+            panic!("the quiet request is sent")
+        };
+        assert_eq!(sent, "sent quiet to server worker-1.internal:1 (s-1); it acts on its next heartbeat");
+        assert_eq!(broker.take_server_request("s-1").await.unwrap(), Some(ServerRequest::Quiet));
+
+        let Msg::Acted(Err(refused)) = fetch_msg(&inspector, control(ServerAction::Stop, "gone")).await else {
+            panic!("a server that is not live is refused")
+        };
+        assert!(refused.starts_with("cannot stop server worker-1.internal:1: "), "{refused}");
     }
 }

@@ -18,7 +18,7 @@ fn footer_keys(screen: Screen) -> &'static str {
             "↑↓: select  Tab/←→: state  [/]: page  Enter: details  r/a/d/c: run/archive/delete/cancel  ?: help"
         }
         Screen::Task => "r/a/d/c: run/archive/delete/cancel   ?: help   q/Esc: back",
-        Screen::Servers => "↑/k ↓/j: select   ?: help   q/Esc: back",
+        Screen::Servers => "↑/k ↓/j: select   Q: quiet   S: stop   ?: help   q/Esc: back",
     }
 }
 
@@ -311,6 +311,7 @@ fn draw_help(frame: &mut Frame<'_>, area: Rect) {
         Line::from("a, d          archive, delete the task (press twice)"),
         Line::from("c             cancel the running task"),
         Line::from("s             the servers (from the queue list)"),
+        Line::from("Q / S         quiet / stop the selected server (press twice to confirm)"),
         Line::from("q / Esc       back; quit from the queue list"),
         Line::from("Ctrl-C        quit"),
         Line::from("?             this help (any key closes it)"),
@@ -480,6 +481,9 @@ mod tests {
         let row = screen.iter().find(|l| l.contains("worker-1.internal")).expect("the server's row");
         assert!(row.contains("4242") && row.contains("active") && row.contains("0/10"), "{row}");
         assert!(row.contains("critical:6, default:3"), "{row}");
+        assert!(contains(&screen, "Q: quiet   S: stop"), "the footer names the keys");
+        app.update(Msg::Key(Key::Char('Q')));
+        assert!(contains(&render(&app), "press Q again to confirm"), "the status line asks first");
     }
 
     #[test]

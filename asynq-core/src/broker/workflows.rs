@@ -42,6 +42,9 @@ pub trait Workflows: Send + Sync {
     /// its tasks) is kept for [`WORKFLOW_RESULT_TTL`] after it was stored.
     async fn list_workflows(&self, page: crate::broker::Page) -> Result<Vec<WorkflowSummary>>;
 
+    /// How many workflows are kept: the ones [`Workflows::list_workflows`] pages through.
+    async fn count_workflows(&self) -> Result<usize>;
+
     /// The tasks of workflow `id` with the edges between them ([`WorkflowPlan::nodes`]): in
     /// its plan's order, parents first, each naming its parents by their positions in the list.
     ///

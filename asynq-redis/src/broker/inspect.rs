@@ -153,23 +153,39 @@ impl RedisBroker {
 
 #[async_trait]
 impl Inspect for RedisBroker {
+    /// Reads only, in two round trips whatever the number of servers: the live server keys,
+    /// then every server's record and workers at once (concurrent requests, which the
+    /// connection pipelines). Expired entries are left for the heartbeats to prune
+    /// ([`ServerState::write_server_state`]), so that a scrape or a listing writes nothing.
     async fn servers(&self) -> Result<Vec<(ServerInfo, Vec<WorkerInfo>)>> {
         let now = unix_secs(self.now());
-        let mut conn = self.conn();
+        let conn = self.conn();
         let fail = |e| broker_error("list servers", e);
-        let live: Vec<String> = conn.zrangebyscore(self.namespace().all_servers(), now, "+inf").await.map_err(fail)?;
-        let _: i64 = conn.zrembyscore(self.namespace().all_servers(), "-inf", now - 1).await.map_err(fail)?;
+        let live: Vec<String> =
+            conn.clone().zrangebyscore(self.namespace().all_servers(), now, "+inf").await.map_err(fail)?;
+        let records = futures::future::try_join_all(live.iter().map(|server_key| {
+            let (mut info_conn, mut workers_conn) = (conn.clone(), conn.clone());
+            // A server key of another shape (written by hand) has no workers key to read.
+            let workers_key = self.namespace().workers_of(server_key);
+            async move {
+                let info = info_conn.get::<_, Option<Vec<u8>>>(server_key);
+                let workers = async move {
+                    match workers_key {
+                        Some(key) => workers_conn.hvals::<_, Vec<Vec<u8>>>(key).await,
+                        None => Ok(Vec::new()),
+                    }
+                };
+                futures::try_join!(info, workers)
+            }
+        }))
+        .await
+        .map_err(fail)?;
         let mut servers = Vec::new();
-        for server_key in live {
-            let Some(info): Option<Vec<u8>> = conn.get(&server_key).await.map_err(fail)? else { continue };
+        for (server_key, (info, values)) in live.iter().zip(records) {
+            let Some(info) = info else { continue };
             let Ok(info) = proto::ServerInfo::decode(info.as_slice()) else {
                 tracing::warn!(key = %server_key, "skipping an undecodable server record");
                 continue;
-            };
-            // A server key of another shape (written by hand) has no workers key to read.
-            let values: Vec<Vec<u8>> = match self.namespace().workers_of(&server_key) {
-                Some(workers_key) => conn.hvals(&workers_key).await.map_err(fail)?,
-                None => Vec::new(),
             };
             let workers = values
                 .iter()

@@ -19,6 +19,15 @@ impl ServerState for RedisBroker {
             invocation.arg(&worker.task_id).arg(proto::WorkerInfo::from(worker).encode_to_vec());
         }
         let _: i64 = invocation.run(&mut conn, "write server state").await?;
+        // The records of servers that stopped beating, pruned here rather than by the readers
+        // (Go's listings prune them too), so that listing servers writes nothing.
+        let expired = unix_secs(self.now()) - 1;
+        let (mut servers, mut workers) = (conn.clone(), conn);
+        futures::try_join!(
+            servers.zrembyscore::<_, _, _, i64>(self.namespace().all_servers(), "-inf", expired),
+            workers.zrembyscore::<_, _, _, i64>(self.namespace().all_workers(), "-inf", expired),
+        )
+        .map_err(fail)?;
         Ok(())
     }
 

@@ -259,18 +259,65 @@ pub(crate) async fn step(
     let state = parse_state(&state)?;
     let SearchParams { q, cursor } = query(&uri)?;
     let search = Query::parse(q.as_deref().unwrap_or_default().trim())?;
-    let start = match cursor.as_deref() {
-        Some(text) => Cursor::parse(text)?,
+    let start = cursor.as_deref().map(Cursor::parse).transpose()?;
+    let info = app.inspector.queue_info(&queue).await?;
+    let (found, next) = run_step(&app, &queue, state, &search, start).await?;
+    let mut matches: Vec<TaskSummary> = found.matches.iter().map(Into::into).collect();
+    if state == TaskState::Active {
+        super::tasks::add_workers(&app, &mut matches).await?;
+    }
+    Ok(Json(SearchStep { matches, scanned: found.scanned, cursor: next.map(|c| c.text()), total: count(&info, state) }))
+}
+
+/// Every task of `state` of `queue` that matches `search`, step by step as [`step`] goes (so
+/// each read of the backend stays short), and how many there are; keeps only the matches from
+/// the `skip`th on, at most `keep` of them. A task that moves while it runs may be missed or
+/// counted twice, as a paged search's may.
+pub(crate) async fn every_match(
+    app: &AppState,
+    queue: &str,
+    state: TaskState,
+    search: &Query,
+    skip: usize,
+    keep: usize,
+) -> ApiResult<(Vec<TaskInfo>, usize)> {
+    let (mut kept, mut total) = (Vec::new(), 0);
+    let mut cursor = None;
+    loop {
+        let (found, next) = run_step(app, queue, state, search, cursor).await?;
+        for task in found.matches {
+            if total >= skip && kept.len() < keep {
+                kept.push(task);
+            }
+            total += 1;
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok((kept, total)),
+        }
+    }
+}
+
+/// One step of a search of `state` of `queue` from `start` (the state's start when `None`):
+/// what it found, and where the next step starts (`None` once the state was looked through).
+async fn run_step(
+    app: &AppState,
+    queue: &str,
+    state: TaskState,
+    search: &Query,
+    start: Option<Cursor>,
+) -> ApiResult<(Found, Option<Cursor>)> {
+    let start = match start {
+        Some(cursor) => cursor,
         None if state == TaskState::Aggregating => Cursor::Group { page: 0, group: String::new() },
         None => Cursor::Page(0),
     };
-    let info = app.inspector.queue_info(&queue).await?;
     let mut found = Found::default();
     let next = match start {
         Cursor::Page(first) => {
             // A few reads in flight at once: Redis runs each alone (and each is short) while
             // the pages before are looked through.
-            let (queue, inspector) = (&queue, &app.inspector);
+            let inspector = &app.inspector;
             let mut reads =
                 stream::iter(first..first + STEP_TASKS.div_ceil(PAGE))
                     .map(|number| async move {
@@ -281,7 +328,7 @@ pub(crate) async fn step(
             while let Some((number, page)) = reads.next().await {
                 let page = page?;
                 let last = page.len() < PAGE;
-                if found.take(&search, page) && !last {
+                if found.take(search, page) && !last {
                     next = Some(Cursor::Page(number + 1));
                     break;
                 }
@@ -296,15 +343,15 @@ pub(crate) async fn step(
         }
         Cursor::Group { page: first, group: from } => {
             let mut groups: Vec<String> =
-                app.inspector.group_names(&queue).await?.into_iter().map(|g| g.as_str().to_owned()).collect();
+                app.inspector.group_names(queue).await?.into_iter().map(|g| g.as_str().to_owned()).collect();
             groups.sort();
             let mut next = None;
             'groups: for group in groups.into_iter().filter(|group| *group >= from) {
                 let first = if group == from { first } else { 0 };
                 for number in first.. {
-                    let page = app.inspector.list_group_tasks(&queue, &group, Page { size: PAGE, number }).await?;
+                    let page = app.inspector.list_group_tasks(queue, &group, Page { size: PAGE, number }).await?;
                     let last = page.len() < PAGE;
-                    let done = found.take(&search, page);
+                    let done = found.take(search, page);
                     if done {
                         next = Some(if last {
                             // Go on with the next group: the first one sorted after this.
@@ -322,11 +369,7 @@ pub(crate) async fn step(
             next
         }
     };
-    let mut matches: Vec<TaskSummary> = found.matches.iter().map(Into::into).collect();
-    if state == TaskState::Active {
-        super::tasks::add_workers(&app, &mut matches).await?;
-    }
-    Ok(Json(SearchStep { matches, scanned: found.scanned, cursor: next.map(|c| c.text()), total: count(&info, state) }))
+    Ok((found, next))
 }
 
 #[cfg(test)]

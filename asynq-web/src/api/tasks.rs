@@ -16,16 +16,9 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use futures::{StreamExt as _, stream};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-/// The most tasks a search looks through.
-pub(super) const MAX_SEARCH_SCAN: usize = 10_000;
-/// The page size a search reads the backend with.
-const SEARCH_BATCH: usize = 500;
-/// How many groups' first pages a search of aggregating tasks reads at once.
-const SEARCH_GROUPS_AT_ONCE: usize = 32;
 /// The longest search text.
 pub(super) const MAX_SEARCH_LEN: usize = 200;
 /// The most tasks one batch action names.
@@ -154,8 +147,6 @@ pub(crate) struct TaskPage {
     /// Tasks in the state, or matches of the search.
     total: usize,
     has_next: bool,
-    /// True when a search stopped before looking at every task of the state.
-    search_truncated: bool,
 }
 
 impl TaskPage {
@@ -167,7 +158,6 @@ impl TaskPage {
             size: page.size,
             total,
             has_next: page.page * page.size < total,
-            search_truncated: false,
         }
     }
 
@@ -245,90 +235,14 @@ pub(crate) async fn list(
         }
         return Ok(Json(result));
     };
-    let (matches, truncated) = search_tasks(&app, &queue, state, &query).await?;
-    let start = (page.page - 1) * page.size;
-    let shown = matches.get(start..).unwrap_or_default();
-    let shown = &shown[..shown.len().min(page.size)];
-    let mut result = TaskPage::of(shown, page, matches.len());
-    result.search_truncated = truncated;
+    // Every match is counted, in the stepped search's bounded reads; only the page's are kept.
+    let skip = (page.page - 1) * page.size;
+    let (shown, total) = super::search::every_match(&app, &queue, state, &query, skip, page.size).await?;
+    let mut result = TaskPage::of(&shown, page, total);
     if state == TaskState::Active {
         result.add_workers(&app).await?;
     }
     Ok(Json(result))
-}
-
-/// The tasks of `state` that match `query` ([`super::search`]), looking at no more than
-/// [`MAX_SEARCH_SCAN`] tasks; true when it stopped early.
-async fn search_tasks(
-    app: &AppState,
-    queue: &str,
-    state: TaskState,
-    query: &super::search::Query,
-) -> ApiResult<(Vec<TaskInfo>, bool)> {
-    let mut search = Search { query, matches: Vec::new(), scanned: 0 };
-    if state != TaskState::Aggregating {
-        let complete = search.scan(0, |page| app.inspector.list_tasks(queue, state, page)).await?;
-        return Ok((search.matches, !complete));
-    }
-    // Group by group: each page of aggregating tasks across all groups would read the queue's
-    // groups again. Most groups fit in one page, so the groups' first pages are read
-    // `SEARCH_GROUPS_AT_ONCE` at a time (in order), and only a full one is followed alone.
-    let groups = app.inspector.group_names(queue).await?;
-    let first_page = asynq_core::broker::Page { size: SEARCH_BATCH, number: 0 };
-    let mut first_pages = stream::iter(groups)
-        .map(|group| async move {
-            let page = app.inspector.list_group_tasks(queue, group.as_str(), first_page).await;
-            (group, page)
-        })
-        .buffered(SEARCH_GROUPS_AT_ONCE);
-    while let Some((group, first)) = first_pages.next().await {
-        if search.scanned >= MAX_SEARCH_SCAN {
-            return Ok((search.matches, true));
-        }
-        if search.look_through(first?)
-            && !search.scan(1, |page| app.inspector.list_group_tasks(queue, group.as_str(), page)).await?
-        {
-            return Ok((search.matches, true));
-        }
-    }
-    Ok((search.matches, false))
-}
-
-/// A search's progress: what matched, and how many tasks it looked at.
-struct Search<'a> {
-    query: &'a super::search::Query,
-    matches: Vec<TaskInfo>,
-    scanned: usize,
-}
-
-impl Search<'_> {
-    /// Looks through the pages `read` gives from page `from` on until one comes up short; false
-    /// when it stopped at [`MAX_SEARCH_SCAN`] tasks first.
-    async fn scan<F, Fut>(&mut self, from: usize, mut read: F) -> ApiResult<bool>
-    where
-        F: FnMut(asynq_core::broker::Page) -> Fut,
-        Fut: Future<Output = asynq_core::Result<Vec<TaskInfo>>>,
-    {
-        for number in from.. {
-            if self.scanned >= MAX_SEARCH_SCAN {
-                return Ok(false);
-            }
-            if !self.look_through(read(asynq_core::broker::Page { size: SEARCH_BATCH, number }).await?) {
-                break;
-            }
-        }
-        Ok(true)
-    }
-
-    /// Keeps the tasks of one page that match; true when the page was full, so another may
-    /// follow.
-    fn look_through(&mut self, page: Vec<TaskInfo>) -> bool {
-        self.scanned += page.len();
-        let full = page.len() == SEARCH_BATCH;
-        let query = self.query;
-        self.matches.extend(page.into_iter().filter(|task| query.matches(task)));
-        full
-    }
 }
 
 /// `GET /api/queues/{queue}/tasks/{id}`.

@@ -28,16 +28,22 @@ const STATES_AT_ONCE: usize = 4;
 /// The state of a task that is no longer stored and that the broker saw succeed for good (it
 /// succeeded without retention).
 const SUCCEEDED: &str = "succeeded";
-/// The state of a task that is no longer stored otherwise: it was deleted (or it settled where
-/// the broker did not see it, or longer ago than it keeps outcomes).
-const GONE: &str = "gone";
+/// The state of a task that is no longer stored and that the broker saw fail for good (it was
+/// archived, then deleted or trimmed from the archive).
+const FAILED: &str = "failed";
+/// The state of a task that is no longer stored and whose outcome was never recorded: a Go
+/// server ran it (Go records no outcome of a task nothing waits for), or it was deleted, or it
+/// settled longer ago than outcomes are kept. The page shows it as settled, outcome not recorded.
+const UNRECORDED: &str = "unrecorded";
 
-/// `task`'s state for the page: its task state, or for a task that is gone `succeeded` or `gone`.
+/// `task`'s state for the page: its task state, or for a task that is gone `succeeded`,
+/// `failed` or `unrecorded`.
 fn state_of(task: &WorkflowTask) -> &'static str {
     match (&task.info, &task.settled) {
         (Some(info), _) => info.state.as_str(),
         (None, ParentOutcome::Succeeded { .. }) => SUCCEEDED,
-        (None, _) => GONE,
+        (None, ParentOutcome::Failed { .. }) => FAILED,
+        (None, _) => UNRECORDED,
     }
 }
 
@@ -64,6 +70,8 @@ pub(crate) struct WorkflowList {
     workflows: Vec<WorkflowSummaryView>,
     page: usize,
     size: usize,
+    /// How many workflows are kept now.
+    total: usize,
     has_next: bool,
 }
 
@@ -73,6 +81,7 @@ pub(crate) async fn list(State(app): State<AppState>, uri: Uri) -> ApiResult<Jso
     let listed = app.inspector.workflows(page.to_core()).await?;
     let first_of_next = asynq_core::broker::Page { size: 1, number: page.page * page.size };
     let has_next = !app.inspector.workflows(first_of_next).await?.is_empty();
+    let total = app.inspector.workflow_count().await?;
     // The workflows small enough to have their state worked out here.
     // A cancelled one's state needs no read.
     let to_read: Vec<Option<WorkflowId>> = listed
@@ -105,7 +114,7 @@ pub(crate) async fn list(State(app): State<AppState>, uri: Uri) -> ApiResult<Jso
             })
         })
         .collect::<ApiResult<_>>()?;
-    Ok(Json(WorkflowList { workflows, page: page.page, size: page.size, has_next }))
+    Ok(Json(WorkflowList { workflows, page: page.page, size: page.size, total, has_next }))
 }
 
 /// One task of a workflow.
@@ -120,8 +129,8 @@ pub(crate) struct WorkflowTaskView {
     /// Its task type; `null` for a task that is gone from a record that kept no types.
     #[serde(rename = "type")]
     type_name: Option<String>,
-    /// Its task state; for a task that is gone, `succeeded` (it succeeded without retention)
-    /// or `gone` (deleted, or settled where the broker did not see it).
+    /// Its task state; for a task that is gone, `succeeded` or `failed` as the broker recorded
+    /// its outcome, or `unrecorded` (a Go server ran it, or it was deleted).
     state: &'static str,
     /// The positions of the tasks it waits for, in the order its handler sees their results.
     parents: Vec<usize>,
@@ -136,6 +145,13 @@ pub(crate) struct WorkflowTaskView {
 impl WorkflowTaskView {
     fn of(index: usize, task: &WorkflowTask) -> Self {
         let info = task.info.as_ref();
+        // A task that is gone has what its recorded outcome kept: an error or a result.
+        let (recorded_error, recorded_result) = match (&task.info, &task.settled) {
+            (None, ParentOutcome::Failed { error }) => (Some(error.clone()), None),
+            (None, ParentOutcome::Succeeded { result }) => (None, result.as_deref()),
+            _ => (None, None),
+        };
+        let result = info.and_then(|info| info.result.as_deref()).or(recorded_result);
         Self {
             index,
             queue: task.task.queue.to_string(),
@@ -144,9 +160,9 @@ impl WorkflowTaskView {
             type_name: task.type_name.clone(),
             state: state_of(task),
             parents: task.parents.clone(),
-            last_error: info.and_then(|info| info.last_error.clone()),
-            result_size: info.and_then(|info| info.result.as_ref()).map(|result| result.len()),
-            result_preview: info.and_then(|info| info.result.as_deref()).map(preview),
+            last_error: info.and_then(|info| info.last_error.clone()).or(recorded_error),
+            result_size: result.map(<[u8]>::len),
+            result_preview: result.map(preview),
             progress: info
                 .filter(|info| info.state == TaskState::Active)
                 .and_then(|info| info.progress.as_ref())
@@ -164,8 +180,8 @@ pub(crate) struct WorkflowDetail {
     state: &'static str,
     /// How many tasks it has.
     total: usize,
-    /// How many of its tasks are in each state (`succeeded` and `gone` included), for the
-    /// states any is in.
+    /// How many of its tasks are in each state (`succeeded`, `failed` and `unrecorded`
+    /// included), for the states any is in.
     counts: BTreeMap<&'static str, usize>,
     /// The most tasks of a workflow that has a `graph`.
     graph_limit: usize,
