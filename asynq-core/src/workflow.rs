@@ -13,7 +13,7 @@
 //! task cannot have) is refused with [`Error::InvalidArgument`] naming the problem.
 //!
 //! Storing a plan and releasing its tasks as their parents settle is the brokers' part, the
-//! [`Workflows`] capability: every task of a plan carries the [`WORKFLOW_HEADER`], so that the
+//! [`Workflows`](crate::broker::Workflows) capability: every task of a plan carries the [`WORKFLOW_HEADER`], so that the
 //! broker settling it knows to pass its outcome on.
 
 use crate::{
@@ -23,9 +23,6 @@ use crate::{
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
-
-/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
-pub use crate::broker::Workflows;
 
 /// The most tasks one workflow holds unless [`Flow::plan`] is given another limit.
 pub const DEFAULT_MAX_WORKFLOW_TASKS: usize = 100_000;
@@ -40,7 +37,7 @@ pub const WORKFLOW_HEADER: &str = "asynq-workflow";
 pub const WORKFLOW_RESULT_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// The error a waiting task is archived with when its whole workflow is cancelled
-/// ([`Workflows::cancel_waiting`]): it never ran, and the tasks waiting for it see it failed.
+/// ([`Workflows::cancel_waiting`](crate::broker::Workflows::cancel_waiting)): it never ran, and the tasks waiting for it see it failed.
 pub const WORKFLOW_CANCELLED_ERROR: &str = "workflow: cancelled before it ran";
 
 /// The start of the error a task of a cancelled workflow is archived with when it was running as
@@ -267,7 +264,7 @@ impl WorkflowPlan {
         self.tasks.iter().filter(|task| task.parents.is_empty())
     }
 
-    /// What a broker keeps of this plan for operators ([`Workflows::workflow_tasks`]): each
+    /// What a broker keeps of this plan for operators ([`Workflows::workflow_tasks`](crate::broker::Workflows::workflow_tasks)): each
     /// task, in plan order, with its parents as positions in that order.
     pub fn nodes(&self) -> Vec<WorkflowNode> {
         let positions: HashMap<TaskRef, usize> =
@@ -304,7 +301,7 @@ pub struct PlannedTask {
     pub on_parent_failure: OnParentFailure,
 }
 
-/// One task of a stored workflow's record, as [`Workflows::workflow_tasks`] lists it.
+/// One task of a stored workflow's record, as [`Workflows::workflow_tasks`](crate::broker::Workflows::workflow_tasks) lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkflowNode {
     /// Where the task is.
@@ -328,7 +325,7 @@ pub fn waiting_task_refused(id: &TaskId) -> Error {
     ))
 }
 
-/// A stored workflow, as [`Workflows::list_workflows`] lists it.
+/// A stored workflow, as [`Workflows::list_workflows`](crate::broker::Workflows::list_workflows) lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkflowSummary {
     /// Its ID.
@@ -337,12 +334,12 @@ pub struct WorkflowSummary {
     pub created_at: SystemTime,
     /// How many tasks it has.
     pub tasks: usize,
-    /// Whether it was cancelled ([`Workflows::mark_cancelled`]).
+    /// Whether it was cancelled ([`Workflows::mark_cancelled`](crate::broker::Workflows::mark_cancelled)).
     pub cancelled: bool,
 }
 
 /// What cancelling a workflow did, as the cancel that marked it recorded it
-/// ([`Workflows::record_cancellation`]).
+/// ([`Workflows::record_cancellation`](crate::broker::Workflows::record_cancellation)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkflowCancellation {
     /// Tasks archived without running further.
@@ -352,7 +349,7 @@ pub struct WorkflowCancellation {
     pub stopping: usize,
 }
 
-/// What [`Workflows::mark_cancelled`] found.
+/// What [`Workflows::mark_cancelled`](crate::broker::Workflows::mark_cancelled) found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelMark {
     /// This call marked the workflow cancelled.
