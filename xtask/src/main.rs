@@ -20,6 +20,7 @@
 //! The tidy tests in `tidy.rs` check the invariants of `ARCHITECTURE.md` (`tidy_imports.rs`: no
 //! import cycle between a library crate's modules); they run with the rest of the suite.
 
+mod apt;
 mod bench;
 mod browser;
 mod chaos;

@@ -16,8 +16,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 
-use crate::redis::{apt_get, find_executable, is_root};
-use crate::{cmd, step};
+use crate::redis::find_executable;
+use crate::{apt, cmd, step};
 
 /// The environment variable that names the `promtool` binary.
 pub(crate) const BIN_ENV: &str = "ASYNQ_PROMTOOL_BIN";
@@ -105,30 +105,20 @@ fn collect_exprs<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a str>) {
     }
 }
 
-/// Installs `prometheus` with apt when this is Debian or Ubuntu and we are root; otherwise
-/// stops with the command to run.
+/// Installs `prometheus` with apt when this is Debian or Ubuntu and we are root, then stops its
+/// service; otherwise stops with the command to run.
 fn install() -> anyhow::Result<()> {
-    let apt_command = format!(
-        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {APT_PACKAGE}"
-    );
-    if !Path::new("/etc/debian_version").exists() {
-        bail!(
-            "promtool is needed to check the Prometheus alerting rules, and this is not \
-             Debian/Ubuntu, so xtask cannot install it. Install Prometheus 2.42 or newer (its \
-             release archive carries promtool), or set {BIN_ENV} to the path of a promtool \
-             binary, then run `cargo xtask test` again."
-        );
+    apt::Install {
+        packages: &[APT_PACKAGE],
+        missing: "promtool not found",
+        needed: "promtool is needed to check the Prometheus alerting rules",
+        elsewhere: &format!(
+            "Install Prometheus 2.42 or newer (its release archive carries promtool), or set {BIN_ENV} to \
+             the path of a promtool binary"
+        ),
+        instead: &format!("set {BIN_ENV} to the path of a promtool binary"),
     }
-    if !is_root()? {
-        bail!(
-            "promtool is needed to check the Prometheus alerting rules, and installing it needs \
-             root. Run:\n\n    sudo sh -c '{apt_command}'\n\nthen run `cargo xtask test` again \
-             (or set {BIN_ENV} to the path of a promtool binary)."
-        );
-    }
-    step("promtool not found; installing Debian's prometheus package with apt-get (running as root)");
-    cmd::run(apt_get().arg("update"))?;
-    cmd::run(apt_get().args(["install", "-y", "--no-install-recommends"]).arg(APT_PACKAGE))?;
+    .run()?;
     stop_service();
     Ok(())
 }

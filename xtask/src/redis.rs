@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 
-use crate::{cmd, step};
+use crate::{apt, step};
 
 /// The environment variable that names the `redis-server` binary the tests run.
 pub(crate) const BIN_ENV: &str = "ASYNQ_REDIS_SERVER_BIN";
@@ -59,44 +59,19 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
 /// Installs `redis-server` with apt when this is Debian or Ubuntu and we are root; otherwise
 /// stops with the command to run.
 fn install() -> anyhow::Result<()> {
-    let apt_command = format!(
-        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
-         --no-install-recommends {APT_PACKAGE}"
+    let elsewhere = format!(
+        "Install Redis {}.{} or newer with your package manager (for example `brew install redis` or \
+         `dnf install redis`), or set {BIN_ENV} to the path of a redis-server binary",
+        MIN_VERSION.0, MIN_VERSION.1
     );
-    if !Path::new("/etc/debian_version").exists() {
-        bail!(
-            "redis-server is not installed and this is not Debian/Ubuntu, so xtask cannot \
-             install it. Install Redis {}.{} or newer with your package manager (for example \
-             `brew install redis` or `dnf install redis`), or set {BIN_ENV} to the path of a \
-             redis-server binary, then run `cargo xtask test` again.",
-            MIN_VERSION.0,
-            MIN_VERSION.1
-        );
+    apt::Install {
+        packages: &[APT_PACKAGE],
+        missing: "redis-server not found",
+        needed: "redis-server is not installed",
+        elsewhere: &elsewhere,
+        instead: &format!("set {BIN_ENV} to the path of a redis-server binary"),
     }
-    if !is_root()? {
-        bail!(
-            "redis-server is not installed, and installing it needs root. Run:\n\n    \
-             sudo sh -c '{apt_command}'\n\nthen run `cargo xtask test` again (or set {BIN_ENV} \
-             to the path of a redis-server binary)."
-        );
-    }
-    step("redis-server not found; installing it with apt-get (Debian/Ubuntu, running as root)");
-    cmd::run(apt_get().arg("update"))?;
-    cmd::run(apt_get().args(["install", "-y", "--no-install-recommends"]).arg(APT_PACKAGE))?;
-    Ok(())
-}
-
-/// `apt-get`, non-interactive and without stdin (CI has none).
-pub(crate) fn apt_get() -> Command {
-    let mut command = Command::new("apt-get");
-    command.env("DEBIAN_FRONTEND", "noninteractive").stdin(Stdio::null());
-    command
-}
-
-/// Whether we run as root, asked of `id -u`.
-pub(crate) fn is_root() -> anyhow::Result<bool> {
-    let output = Command::new("id").arg("-u").stdin(Stdio::null()).output().context("could not run `id -u`")?;
-    Ok(output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "0")
+    .run()
 }
 
 /// Runs `redis-server --version` and parses its version.
