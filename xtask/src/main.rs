@@ -20,7 +20,6 @@
 //! The tidy tests in `tidy.rs` check the invariants of `ARCHITECTURE.md` (`tidy_imports.rs`: no
 //! import cycle between a library crate's modules); they run with the rest of the suite.
 
-mod apt;
 mod bench;
 mod browser;
 mod chaos;
@@ -36,6 +35,7 @@ mod tidy;
 mod tidy_docs;
 #[cfg(test)]
 mod tidy_imports;
+mod tools;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
