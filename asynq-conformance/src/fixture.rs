@@ -84,7 +84,8 @@ pub struct Snapshot {
 ///
 /// A case drives the broker under test through the traits of its part, and sets up and checks
 /// through the store: [`Fixture::new`] makes the store the broker itself (the cases that need
-/// every trait), [`Fixture::worker`] asks the factory for it ([`BrokerFactory::store`]).
+/// every trait), [`Fixture::worker`] and [`Fixture::producer`] ask the factory for it
+/// ([`BrokerFactory::store`]).
 #[derive(Debug)]
 pub struct Fixture<B, S = B> {
     /// The broker under test.
@@ -123,6 +124,31 @@ impl<B: WorkerBroker + Clone, S> Fixture<B, S> {
         let clock = SimulatedClock::new(at(0));
         let broker = factory.broker(Arc::new(clock.clone())).await;
         Self { store: factory.store(&broker), broker, clock }
+    }
+}
+
+impl<B: Enqueue + Clone, S> Fixture<B, S> {
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, with the factory's
+    /// [store](BrokerFactory::store) on it: for the cases of the producer's part, which enqueue
+    /// through the broker ([`Fixture::produce`]) and look through the store.
+    pub async fn producer<F: BrokerFactory<Broker = B, Store = S>>(factory: &F) -> Self {
+        let clock = SimulatedClock::new(at(0));
+        let broker = factory.broker(Arc::new(clock.clone())).await;
+        Self { store: factory.store(&broker), broker, clock }
+    }
+
+    /// As [`Fixture::enqueue`], through the broker under test rather than the store.
+    pub async fn produce(&self, id: &str, task: &Task, options: TaskOptions) -> Result<StoredTask> {
+        let request = resolve_enqueue(task, &options.task_id(id), self.now(), || unreachable!("the ID is given"))?;
+        let message = request.message.clone();
+        self.broker.enqueue(request).await?;
+        Ok(message)
+    }
+
+    /// As [`Fixture::plain`], through the broker under test rather than the store.
+    pub async fn produce_plain(&self, queue: &str, id: &str) -> StoredTask {
+        let task = Task::new("t", id.to_owned());
+        self.produce(id, &task, TaskOptions::new().queue(queue)).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"))
     }
 }
 

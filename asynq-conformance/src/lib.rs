@@ -29,13 +29,17 @@
 //!   their recovery, the janitor, server state, health). They put tasks in and look at them
 //!   through the factory's [`Store`](BrokerFactory::Store), since a worker's traits can do
 //!   neither, and need no provided method overridden;
+//! - `producer`: the cases of the producer's trait
+//!   ([`Enqueue`](asynq_core::broker::Enqueue): placement, known queues, batches, ID conflicts,
+//!   uniqueness locks, debounce), which enqueue through the broker and look through the store;
 //! - `full`: the rest, which need every trait ([`Broker`](asynq_core::Broker)).
 //!
-//! `broker_conformance!(MyFactory)` runs both; a worker-only backend runs
-//! `broker_conformance!(MyFactory, parts = [worker])`, with a store on what it serves (the
-//! workspace's own test does so for a broker with the worker's traits alone). The bounds of each
-//! case say what it needs, so a part the backend does not implement does not compile, and a test
-//! of this crate checks that every case is listed in exactly one part.
+//! `broker_conformance!(MyFactory)` runs them all; a worker-only backend runs
+//! `broker_conformance!(MyFactory, parts = [worker])`, a producer-only one `parts = [producer]`,
+//! each with a store on what it serves (the workspace's own tests do so for brokers with the
+//! worker's or the producer's traits alone). The bounds of each case say what it needs, so a part
+//! the backend does not implement does not compile, and a test of this crate checks that every
+//! case is listed in exactly one part, the part whose bound its signature names.
 //!
 //! A backend plugs in through a [`BrokerFactory`], which makes a fresh, empty broker on a given
 //! clock, and [`broker_conformance!`](crate::broker_conformance) expands to one `#[tokio::test]`
@@ -93,12 +97,13 @@ use std::sync::Arc;
 /// process started for the test.
 pub trait BrokerFactory {
     /// The broker under test. It implements the traits of the parts the suite runs for it:
-    /// [`WorkerBroker`](asynq_core::broker::WorkerBroker) for `worker`, every trait
+    /// [`WorkerBroker`](asynq_core::broker::WorkerBroker) for `worker`,
+    /// [`Enqueue`](asynq_core::broker::Enqueue) for `producer`, every trait
     /// ([`Broker`](asynq_core::Broker)) for `full`.
     type Broker: Clone + Send + Sync + 'static;
 
-    /// Where the cases of the `worker` part put tasks and look at them, since a worker's
-    /// traits can do neither: a handle on the broker's store that enqueues and inspects. A
+    /// Where the cases of the `worker` and `producer` parts put tasks and look at them, since
+    /// those traits cannot do both: a handle on the broker's store that enqueues and inspects. A
     /// backend with every trait uses the broker itself.
     type Store: Enqueue + Inspect + Send + Sync + 'static;
 
@@ -195,7 +200,7 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, parts: &[&str], cases: 
 /// backend lacks.
 ///
 /// The first argument is an expression making a [`BrokerFactory`]; it is evaluated once per
-/// test. `parts = [worker]` (or `[worker, full]`, the default) chooses the parts (see the crate
+/// test. `parts = [worker]` (or `[worker, producer, full]`, the default) chooses the parts (see the crate
 /// docs). The calling crate needs `tokio` (with the `macros` and `rt-multi-thread` features).
 ///
 /// A backend that does no real IO (an in-process store) adds `paused_time`: every case then runs
@@ -210,10 +215,10 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, parts: &[&str], cases: 
 #[macro_export]
 macro_rules! broker_conformance {
     ($factory:expr) => {
-        $crate::broker_conformance!($factory, parts = [worker, full]);
+        $crate::broker_conformance!($factory, parts = [worker, producer, full]);
     };
     ($factory:expr, paused_time) => {
-        $crate::broker_conformance!($factory, parts = [worker, full], paused_time);
+        $crate::broker_conformance!($factory, parts = [worker, producer, full], paused_time);
     };
     ($factory:expr, parts = [$($part:ident),+ $(,)?]) => {
         $crate::broker_conformance!(@parts $factory, (flavor = "multi_thread", worker_threads = 2); $($part),+);
@@ -276,6 +281,16 @@ macro_rules! broker_conformance {
             stats::case_daily_counters_follow_the_utc_date,
         );
     };
+    (@part producer, $factory:expr, $runtime:tt) => {
+        $crate::broker_conformance!(@suite producer, $factory, $runtime;
+            enqueue::case_enqueue_pending_task,
+            enqueue::case_enqueue_makes_the_queue_known,
+            enqueue::case_enqueue_batch_reports_each_task,
+            uniqueness::case_duplicate_task_writes_nothing,
+            uniqueness::case_unique_lock_is_kept_after_an_id_conflict,
+            replace::case_debounce_with_a_taken_id_writes_nothing,
+        );
+    };
     (@part full, $factory:expr, $runtime:tt) => {
         $crate::broker_conformance!(@suite full, $factory, $runtime;
             aggregate::case_groups_are_listed_by_name_with_their_sizes,
@@ -290,13 +305,10 @@ macro_rules! broker_conformance {
             aggregate::case_delete_aggregation_set_deletes_its_members,
             aggregate::case_stale_sets_are_reclaimed_into_their_group,
             aggregate::case_ready_groups_names_the_groups_each_rule_makes_ready,
-            enqueue::case_enqueue_pending_task,
             enqueue::case_enqueue_scheduled_task,
             enqueue::case_enqueue_grouped_task,
-            enqueue::case_enqueue_makes_the_queue_known,
             enqueue::case_task_id_conflict_writes_nothing,
             enqueue::case_task_id_conflicts_with_a_task_in_any_state,
-            enqueue::case_enqueue_batch_reports_each_task,
             enqueue::case_enqueue_batch_of_every_placement_equals_one_by_one,
             priority::case_higher_priorities_run_first_and_fifo_within_one,
             priority::case_priorities_order_tasks_within_a_queue_only,
@@ -313,7 +325,6 @@ macro_rules! broker_conformance {
             replace::case_debounce_keeps_the_last_task_of_a_burst,
             replace::case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue,
             replace::case_debounce_replaces_only_a_task_debounced_with_its_key,
-            replace::case_debounce_with_a_taken_id_writes_nothing,
             replace::case_replace_by_id_moves_a_waiting_task,
             replace::case_replace_refuses_what_is_not_waiting,
             archive_limits::case_configured_archive_limits_trim_by_size_and_age,
@@ -396,8 +407,6 @@ macro_rules! broker_conformance {
             scheduler_state::case_enqueue_history_keeps_the_newest_1000,
             scheduler_state::case_cleared_enqueue_history_is_empty,
             scheduler_state::case_fire_marks_last_for_their_ttl,
-            uniqueness::case_duplicate_task_writes_nothing,
-            uniqueness::case_unique_lock_is_kept_after_an_id_conflict,
             uniqueness::case_scheduled_and_grouped_unique_tasks_hold_the_lock,
             uniqueness::case_unique_lock_released_on_success,
             uniqueness::case_unique_lock_kept_until_success,
@@ -425,7 +434,7 @@ macro_rules! broker_conformance {
     };
     (@part $other:ident, $factory:expr, $runtime:tt) => {
         compile_error!(concat!(
-            "asynq_conformance: no part `", stringify!($other), "`; the parts are `worker` and `full`"
+            "asynq_conformance: no part `", stringify!($other), "`; the parts are `worker`, `producer` and `full`"
         ));
     };
     (@suite $part:ident, $factory:expr, $runtime:tt; $($module:ident :: $case:ident),+ $(,)?) => {

@@ -1,19 +1,20 @@
 //! The broker contract is cut by its callers: a worker server runs on a broker that implements
-//! only the worker's traits, an inspector on one that implements only the operator's, and what
-//! a configuration needs beyond them is refused up front when the broker lacks it.
+//! only the worker's traits, a client on one that implements only the producer's, an inspector on
+//! one that implements only the operator's, and what a configuration needs beyond them is refused
+//! up front when the broker lacks it.
 
 use async_trait::async_trait;
 use asynq_client::Inspector;
 use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::broker::{
-    Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Manage, Outcome, Page,
-    Recover, ServerState,
+    Capabilities, Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Manage,
+    Outcome, Page, Recover, ServerState,
 };
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{ArchiveLimits, Clock};
 use asynq_core::{
-    BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, StoredTask,
-    Task, TaskId, TaskInfo, TaskOptions, TaskSet, TaskState, WorkerInfo,
+    BackendInfo, DailyStats, EnqueueRequest, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo,
+    StoredTask, Task, TaskId, TaskInfo, TaskOptions, TaskSet, TaskState, WorkerInfo,
 };
 use asynq_memory::{MemoryBroker, MemoryConfig};
 use asynq_server::{Server, aggregator_fn, handler_fn};
@@ -244,4 +245,62 @@ async fn an_inspector_runs_on_a_broker_with_only_the_operators_traits() {
     assert!(matches!(err, Error::Unsupported { capability: "cancelling tasks" }), "{err:?}");
     // The same inspector over the full memory broker sees the group.
     assert_eq!(Inspector::new(h.broker.clone()).groups("default").await.unwrap().len(), 1);
+}
+
+/// A backend with the producer's one trait and no capability, `enqueue_batch` left to its
+/// provided one-by-one method: what a third-party producer backend has to write.
+#[derive(Clone)]
+struct ProducerOnly(MemoryBroker);
+
+impl Capabilities for ProducerOnly {}
+
+#[async_trait]
+impl Enqueue for ProducerOnly {
+    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+        self.0.enqueue(request).await
+    }
+}
+
+/// The conformance suite's producer cases against [`ProducerOnly`], looking at what it stored
+/// through the memory broker underneath (in a module of its own: the suite's tests are named
+/// after its cases).
+mod producer_only {
+    use super::*;
+
+    struct ProducerOnlyFactory;
+
+    impl BrokerFactory for ProducerOnlyFactory {
+        type Broker = ProducerOnly;
+        type Store = MemoryBroker;
+
+        fn name(&self) -> &'static str {
+            "producer-only"
+        }
+
+        fn lacks(&self) -> &'static [Capability] {
+            &[]
+        }
+
+        async fn broker(&self, clock: Arc<dyn Clock>) -> ProducerOnly {
+            ProducerOnly(MemoryBroker::with_clock(clock))
+        }
+
+        async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> ProducerOnly {
+            ProducerOnly(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
+        }
+
+        fn store(&self, broker: &ProducerOnly) -> MemoryBroker {
+            broker.0.clone()
+        }
+    }
+
+    asynq_conformance::broker_conformance!(ProducerOnlyFactory, parts = [producer], paused_time);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_enqueues_on_a_broker_with_only_the_producer_s_trait() {
+    let h = Harness::new();
+    let client = asynq_client::Client::new(ProducerOnly(h.broker.clone())).with_clock(h.clock.clone());
+    let info = client.enqueue(&Task::new("email:welcome", "42"), TaskOptions::new().queue("mail")).await.unwrap();
+    assert_eq!(h.broker.task_info(&info.queue, &info.id).await.unwrap().state, TaskState::Pending);
 }
