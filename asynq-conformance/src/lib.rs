@@ -30,7 +30,7 @@
 //!   through the factory's [`Store`](BrokerFactory::Store), since a worker's traits can do
 //!   neither, and need no provided method overridden;
 //! - `producer`: the cases of the producer's trait
-//!   ([`Enqueue`](asynq_core::broker::Enqueue): placement, known queues, batches, ID conflicts,
+//!   ([`Enqueue`]: placement, known queues, batches, ID conflicts,
 //!   uniqueness locks, debounce), which enqueue through the broker and look through the store;
 //! - `full`: the rest, which need every trait ([`Broker`](asynq_core::Broker)).
 //!
@@ -98,7 +98,7 @@ use std::sync::Arc;
 pub trait BrokerFactory {
     /// The broker under test. It implements the traits of the parts the suite runs for it:
     /// [`WorkerBroker`](asynq_core::broker::WorkerBroker) for `worker`,
-    /// [`Enqueue`](asynq_core::broker::Enqueue) for `producer`, every trait
+    /// [`Enqueue`] for `producer`, every trait
     /// ([`Broker`](asynq_core::Broker)) for `full`.
     type Broker: Clone + Send + Sync + 'static;
 
