@@ -2,7 +2,7 @@
 //! drive it through the broker traits, and assertions on the errors it returns.
 
 use super::BrokerFactory;
-use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect, Outcome, Page, WorkerBroker};
+use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect, OperatorBroker, Outcome, Page, WorkerBroker};
 use asynq_core::time::from_unix_secs;
 use asynq_core::{
     Broker, Clock, Error, QueueInfo, QueueName, Result, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
@@ -84,8 +84,8 @@ pub struct Snapshot {
 ///
 /// A case drives the broker under test through the traits of its part, and sets up and checks
 /// through the store: [`Fixture::new`] makes the store the broker itself (the cases that need
-/// every trait), [`Fixture::worker`] and [`Fixture::producer`] ask the factory for it
-/// ([`BrokerFactory::store`]).
+/// every trait), [`Fixture::worker`], [`Fixture::producer`] and [`Fixture::operator`] ask the
+/// factory for it ([`BrokerFactory::store`]).
 #[derive(Debug)]
 pub struct Fixture<B, S = B> {
     /// The broker under test.
@@ -149,6 +149,25 @@ impl<B: Enqueue + Clone, S> Fixture<B, S> {
     pub async fn produce_plain(&self, queue: &str, id: &str) -> StoredTask {
         let task = Task::new("t", id.to_owned());
         self.produce(id, &task, TaskOptions::new().queue(queue)).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"))
+    }
+}
+
+impl<B: OperatorBroker + Clone, S> Fixture<B, S> {
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, with the factory's
+    /// [store](BrokerFactory::store) on it: for the cases of the operator's part, which act
+    /// through the broker and set up and look through the store ([`Fixture::setup`]).
+    pub async fn operator<F: BrokerFactory<Broker = B, Store = S>>(factory: &F) -> Self {
+        let clock = SimulatedClock::new(at(0));
+        let broker = factory.broker(Arc::new(clock.clone())).await;
+        Self { store: factory.store(&broker), broker, clock }
+    }
+}
+
+impl<B, S: Clone> Fixture<B, S> {
+    /// The store as a fixture of its own, on the same clock: what the operator's cases set up
+    /// tasks with (dequeueing and settling them through the store) and look at them through.
+    pub fn setup(&self) -> Fixture<S, S> {
+        Fixture { broker: self.store.clone(), store: self.store.clone(), clock: self.clock.clone() }
     }
 }
 

@@ -90,8 +90,12 @@ fn every_gated_case_exists() {
 }
 
 /// The bound each part's cases put on the broker under test, as their signatures write it.
-const PART_BOUNDS: &[(&str, &str)] =
-    &[("worker", "WorkerBroker"), ("producer", "asynq_core::broker::Enqueue"), ("full", "asynq_core::Broker")];
+const PART_BOUNDS: &[(&str, &str)] = &[
+    ("worker", "WorkerBroker"),
+    ("producer", "asynq_core::broker::Enqueue"),
+    ("manage", "OperatorBroker"),
+    ("full", "asynq_core::Broker"),
+];
 
 /// Every case's bound on the broker under test (`BrokerFactory<Broker: ...>`), by case name.
 fn bounds() -> BTreeMap<String, String> {

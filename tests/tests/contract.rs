@@ -159,7 +159,9 @@ async fn a_configuration_that_needs_a_missing_capability_is_refused_before_start
     assert!(err.to_string().contains("rate limit"), "{err}");
 }
 
-/// A backend with the operator's two traits and no capability.
+/// A backend with the operator's two traits and no capability, their provided methods left as
+/// they are: what a third-party operator backend has to write.
+#[derive(Clone)]
 struct OperatorOnly(MemoryBroker);
 
 impl Capabilities for OperatorOnly {}
@@ -303,4 +305,39 @@ async fn a_client_enqueues_on_a_broker_with_only_the_producer_s_trait() {
     let client = asynq_client::Client::new(ProducerOnly(h.broker.clone())).with_clock(h.clock.clone());
     let info = client.enqueue(&Task::new("email:welcome", "42"), TaskOptions::new().queue("mail")).await.unwrap();
     assert_eq!(h.broker.task_info(&info.queue, &info.id).await.unwrap().state, TaskState::Pending);
+}
+
+/// The conformance suite's operator cases against [`OperatorOnly`], setting up and looking
+/// through the memory broker underneath.
+mod operator_only {
+    use super::*;
+
+    struct OperatorOnlyFactory;
+
+    impl BrokerFactory for OperatorOnlyFactory {
+        type Broker = OperatorOnly;
+        type Store = MemoryBroker;
+
+        fn name(&self) -> &'static str {
+            "operator-only"
+        }
+
+        fn lacks(&self) -> &'static [Capability] {
+            &[]
+        }
+
+        async fn broker(&self, clock: Arc<dyn Clock>) -> OperatorOnly {
+            OperatorOnly(MemoryBroker::with_clock(clock))
+        }
+
+        async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> OperatorOnly {
+            OperatorOnly(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
+        }
+
+        fn store(&self, broker: &OperatorOnly) -> MemoryBroker {
+            broker.0.clone()
+        }
+    }
+
+    asynq_conformance::broker_conformance!(OperatorOnlyFactory, parts = [manage], paused_time);
 }
