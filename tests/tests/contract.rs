@@ -88,37 +88,75 @@ impl Health for WorkerOnly {
     }
 }
 
-/// Runs the conformance suite's worker cases against [`WorkerOnly`]: the cases put tasks in and
-/// look at them through the memory broker underneath, and drive the worker's traits of
-/// `WorkerOnly` alone.
-struct WorkerOnlyFactory;
+/// A backend that delegates to the memory broker underneath, which is its conformance store.
+trait OverMemory: Clone + Send + Sync + 'static {
+    /// Its name in the suite's messages.
+    const NAME: &'static str;
+    /// The backend over `broker`.
+    fn over(broker: MemoryBroker) -> Self;
+    /// The memory broker underneath.
+    fn memory(&self) -> &MemoryBroker;
+}
 
-impl BrokerFactory for WorkerOnlyFactory {
-    type Broker = WorkerOnly;
+/// Makes an [`OverMemory`] backend for the conformance suite, on a fresh memory broker.
+struct OverMemoryFactory<B>(std::marker::PhantomData<B>);
+
+impl<B> OverMemoryFactory<B> {
+    fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<B: OverMemory> BrokerFactory for OverMemoryFactory<B> {
+    type Broker = B;
     type Store = MemoryBroker;
 
     fn name(&self) -> &'static str {
-        "worker-only"
+        B::NAME
     }
 
     fn lacks(&self) -> &'static [Capability] {
         &[]
     }
 
-    async fn broker(&self, clock: Arc<dyn Clock>) -> WorkerOnly {
-        WorkerOnly(MemoryBroker::with_clock(clock))
+    async fn broker(&self, clock: Arc<dyn Clock>) -> B {
+        B::over(MemoryBroker::with_clock(clock))
     }
 
-    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> WorkerOnly {
-        WorkerOnly(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
+    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> B {
+        B::over(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
     }
 
-    fn store(&self, broker: &WorkerOnly) -> MemoryBroker {
-        broker.0.clone()
+    fn store(&self, broker: &B) -> MemoryBroker {
+        broker.memory().clone()
     }
 }
 
-asynq_conformance::broker_conformance!(WorkerOnlyFactory, parts = [worker], paused_time);
+/// Each backend runs the conformance suite's part for its traits, putting tasks in and looking at
+/// them through the memory broker underneath (a module each: the suite's tests are named after
+/// its cases).
+macro_rules! over_memory {
+    ($backend:ident, $name:literal, $module:ident, $part:ident) => {
+        impl OverMemory for $backend {
+            const NAME: &'static str = $name;
+            fn over(broker: MemoryBroker) -> Self {
+                Self(broker)
+            }
+            fn memory(&self) -> &MemoryBroker {
+                &self.0
+            }
+        }
+
+        mod $module {
+            use super::*;
+            asynq_conformance::broker_conformance!(OverMemoryFactory::<$backend>::new(), parts = [$part], paused_time);
+        }
+    };
+}
+
+over_memory!(WorkerOnly, "worker-only", worker_only, worker);
+over_memory!(ProducerOnly, "producer-only", producer_only, producer);
+over_memory!(OperatorOnly, "operator-only", operator_only, manage);
 
 #[tokio::test(start_paused = true)]
 async fn a_server_runs_on_a_broker_with_only_the_workers_traits() {
@@ -263,81 +301,10 @@ impl Enqueue for ProducerOnly {
     }
 }
 
-/// The conformance suite's producer cases against [`ProducerOnly`], looking at what it stored
-/// through the memory broker underneath (in a module of its own: the suite's tests are named
-/// after its cases).
-mod producer_only {
-    use super::*;
-
-    struct ProducerOnlyFactory;
-
-    impl BrokerFactory for ProducerOnlyFactory {
-        type Broker = ProducerOnly;
-        type Store = MemoryBroker;
-
-        fn name(&self) -> &'static str {
-            "producer-only"
-        }
-
-        fn lacks(&self) -> &'static [Capability] {
-            &[]
-        }
-
-        async fn broker(&self, clock: Arc<dyn Clock>) -> ProducerOnly {
-            ProducerOnly(MemoryBroker::with_clock(clock))
-        }
-
-        async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> ProducerOnly {
-            ProducerOnly(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
-        }
-
-        fn store(&self, broker: &ProducerOnly) -> MemoryBroker {
-            broker.0.clone()
-        }
-    }
-
-    asynq_conformance::broker_conformance!(ProducerOnlyFactory, parts = [producer], paused_time);
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_client_enqueues_on_a_broker_with_only_the_producer_s_trait() {
     let h = Harness::new();
     let client = asynq_client::Client::new(ProducerOnly(h.broker.clone())).with_clock(h.clock.clone());
     let info = client.enqueue(&Task::new("email:welcome", "42"), TaskOptions::new().queue("mail")).await.unwrap();
     assert_eq!(h.broker.task_info(&info.queue, &info.id).await.unwrap().state, TaskState::Pending);
-}
-
-/// The conformance suite's operator cases against [`OperatorOnly`], setting up and looking
-/// through the memory broker underneath.
-mod operator_only {
-    use super::*;
-
-    struct OperatorOnlyFactory;
-
-    impl BrokerFactory for OperatorOnlyFactory {
-        type Broker = OperatorOnly;
-        type Store = MemoryBroker;
-
-        fn name(&self) -> &'static str {
-            "operator-only"
-        }
-
-        fn lacks(&self) -> &'static [Capability] {
-            &[]
-        }
-
-        async fn broker(&self, clock: Arc<dyn Clock>) -> OperatorOnly {
-            OperatorOnly(MemoryBroker::with_clock(clock))
-        }
-
-        async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> OperatorOnly {
-            OperatorOnly(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
-        }
-
-        fn store(&self, broker: &OperatorOnly) -> MemoryBroker {
-            broker.0.clone()
-        }
-    }
-
-    asynq_conformance::broker_conformance!(OperatorOnlyFactory, parts = [manage], paused_time);
 }
