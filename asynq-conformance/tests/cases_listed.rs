@@ -5,17 +5,24 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Every `pub async fn case_...` of `src/`, as (module, case).
-fn defined() -> Vec<(String, String)> {
+/// Every module of `src/` with its text, as (module, text).
+fn sources() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut cases = Vec::new();
+    let mut sources = Vec::new();
     for entry in std::fs::read_dir(&src).expect("read src/") {
         let path = entry.expect("a directory entry").path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
+        if path.extension().is_some_and(|e| e == "rs") {
+            let module = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            sources.push((module, std::fs::read_to_string(&path).expect("read a source file")));
         }
-        let module = path.file_stem().unwrap().to_str().unwrap().to_owned();
-        let text = std::fs::read_to_string(&path).expect("read a source file");
+    }
+    sources
+}
+
+/// Every `pub async fn case_...` of `src/`, as (module, case).
+fn defined() -> Vec<(String, String)> {
+    let mut cases = Vec::new();
+    for (module, text) in sources() {
         for line in text.lines() {
             if let Some(rest) = line.trim_start().strip_prefix("pub async fn case_") {
                 let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
@@ -99,14 +106,8 @@ const PART_BOUNDS: &[(&str, &str)] = &[
 
 /// Every case's bound on the broker under test (`BrokerFactory<Broker: ...>`), by case name.
 fn bounds() -> BTreeMap<String, String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut bounds = BTreeMap::new();
-    for entry in std::fs::read_dir(&src).expect("read src/") {
-        let path = entry.expect("a directory entry").path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("read a source file");
+    for (_, text) in sources() {
         for (at, _) in text.match_indices("pub async fn case_") {
             let signature = &text[at..at + text[at..].find("factory: &F").expect("a case takes `factory: &F`")];
             let name: String =
