@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 impl Flow {
     /// Checks the whole workflow and resolves it at `now`, at most `max_tasks` tasks, task IDs
-    /// not given (in [`TaskOptions::task_id`]) taken from `new_id`, DAG tasks' names included.
+    /// not given (in [`TaskOptions::task_id`](crate::TaskOptions::task_id)) taken from `new_id`, DAG tasks' names included.
     ///
     /// Errors: [`Error::InvalidArgument`] (field `"workflow"`, or the field of a task's bad
     /// option) naming the problem; nothing is resolved further once one is found.
