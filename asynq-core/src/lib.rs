@@ -37,6 +37,7 @@ mod priority;
 mod progress;
 pub mod queue;
 pub mod rate_limit;
+mod resolve;
 pub mod retry;
 mod scheduler;
 pub mod slots;
@@ -69,11 +70,10 @@ pub use json::PayloadError;
 pub use lease::Lease;
 pub use manage::{BulkAction, BulkProgress, OnProgress, TaskSet, validate_bulk};
 pub use names::{GroupName, QueueName, TaskId, WorkflowId};
-pub use options::{
-    Debounce, EnqueueRequest, MAX_DEBOUNCE_KEY_LEN, Placement, ProcessAt, Replace, TaskOptions, resolve_enqueue,
-};
+pub use options::{Debounce, EnqueueRequest, MAX_DEBOUNCE_KEY_LEN, Placement, ProcessAt, Replace, TaskOptions};
 pub use priority::TaskPriority;
 pub use progress::Progress;
+pub use resolve::resolve_enqueue;
 pub use state::TaskState;
 pub use stored::StoredTask;
 pub use task::{Task, TaskInfo};

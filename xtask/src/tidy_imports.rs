@@ -17,8 +17,6 @@ use crate::workspace_root;
 const ALLOWED_CYCLES: &[(&str, &[&str])] = &[
     // Errors carry the validated names; the names' constructors return those errors.
     ("asynq-core", &["error", "names"]),
-    // A task carries its options; the options resolve a task into the stored message.
-    ("asynq-core", &["options", "task"]),
     // `RedisBroker` holds the state of events and workflows, whose code implements the broker's
     // methods with its helpers.
     ("asynq-redis", &["broker", "events", "workflow"]),
