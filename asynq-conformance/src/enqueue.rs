@@ -7,11 +7,11 @@ use asynq_core::broker::{Forward, Inspect, Outcome};
 use asynq_core::{QueueInfo, QueueName, Task, TaskInfo, TaskOptions, TaskState};
 
 /// A task ready now is pending: counted, listed, and due at the current whole second.
-pub async fn case_enqueue_pending_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_enqueue_pending_task<F: BrokerFactory<Broker: asynq_core::broker::Enqueue>>(factory: &F) {
+    let t = Fixture::producer(factory).await;
     t.advance(millis(400));
 
-    let msg = t.enqueue("a", &Task::new("email", "to:ann"), TaskOptions::new().queue("q")).await.unwrap();
+    let msg = t.produce("a", &Task::new("email", "to:ann"), TaskOptions::new().queue("q")).await.unwrap();
 
     assert_eq!(t.task("q", "a").await, TaskInfo::new(&msg, TaskState::Pending, Some(at(0)), None));
     let mut want = QueueInfo::empty(&QueueName::from_static("q"), t.now());
@@ -60,16 +60,16 @@ pub async fn case_enqueue_grouped_task<F: BrokerFactory<Broker: asynq_core::Brok
 
 /// A queue is known (listed, sorted, and open to the inspector) from its first enqueue, whatever
 /// the placement.
-pub async fn case_enqueue_makes_the_queue_known<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    assert!(t.broker.queues().await.unwrap().is_empty(), "a fresh broker knows no queue");
-    assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("b")).await, "b");
+pub async fn case_enqueue_makes_the_queue_known<F: BrokerFactory<Broker: asynq_core::broker::Enqueue>>(factory: &F) {
+    let t = Fixture::producer(factory).await;
+    assert!(t.store.queues().await.unwrap().is_empty(), "a fresh broker knows no queue");
+    assert_queue_not_found(t.store.queue_info(&QueueName::from_static("b")).await, "b");
 
-    t.plain("b", "x").await;
-    t.enqueue("x", &Task::new("t", ""), TaskOptions::new().queue("c").process_in(secs(60))).await.unwrap();
-    t.enqueue("x", &Task::new("t", ""), TaskOptions::new().queue("a").group("g")).await.unwrap();
+    t.produce_plain("b", "x").await;
+    t.produce("x", &Task::new("t", ""), TaskOptions::new().queue("c").process_in(secs(60))).await.unwrap();
+    t.produce("x", &Task::new("t", ""), TaskOptions::new().queue("a").group("g")).await.unwrap();
 
-    assert_eq!(t.broker.queues().await.unwrap(), ["a", "b", "c"]);
+    assert_eq!(t.store.queues().await.unwrap(), ["a", "b", "c"]);
     let sizes = [t.info("a").await.aggregating, t.info("b").await.pending, t.info("c").await.scheduled];
     assert_eq!(sizes, [1, 1, 1]);
 }
@@ -125,12 +125,12 @@ pub async fn case_task_id_conflicts_with_a_task_in_any_state<F: BrokerFactory<Br
 
 /// A batch stores each task as a single enqueue would and reports each one on its own: a
 /// conflicting ID or a held lock fails that task only.
-pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
+pub async fn case_enqueue_batch_reports_each_task<F: BrokerFactory<Broker: asynq_core::broker::Enqueue>>(factory: &F) {
     use asynq_core::broker::Enqueue;
-    let t = Fixture::new(factory).await;
-    t.enqueue("taken", &Task::new("email", "0"), TaskOptions::new().queue("q")).await.unwrap();
+    let t = Fixture::producer(factory).await;
+    t.produce("taken", &Task::new("email", "0"), TaskOptions::new().queue("q")).await.unwrap();
     let unique = TaskOptions::new().queue("q").unique(secs(60));
-    t.enqueue("first", &Task::new("report", "nov"), unique.clone()).await.unwrap();
+    t.produce("first", &Task::new("report", "nov"), unique.clone()).await.unwrap();
 
     let batch = [
         ("a", Task::new("email", "1"), TaskOptions::new().queue("q")),

@@ -2,7 +2,7 @@
 //! drive it through the broker traits, and assertions on the errors it returns.
 
 use super::BrokerFactory;
-use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect, Outcome, Page, WorkerBroker};
+use asynq_core::broker::{Dequeue, Dequeued, Enqueue, Inspect, OperatorBroker, Outcome, Page, WorkerBroker};
 use asynq_core::time::from_unix_secs;
 use asynq_core::{
     Broker, Clock, Error, QueueInfo, QueueName, Result, SimulatedClock, StoredTask, Task, TaskId, TaskInfo,
@@ -84,7 +84,8 @@ pub struct Snapshot {
 ///
 /// A case drives the broker under test through the traits of its part, and sets up and checks
 /// through the store: [`Fixture::new`] makes the store the broker itself (the cases that need
-/// every trait), [`Fixture::worker`] asks the factory for it ([`BrokerFactory::store`]).
+/// every trait), [`Fixture::worker`], [`Fixture::producer`] and [`Fixture::operator`] ask the
+/// factory for it ([`BrokerFactory::store`]).
 #[derive(Debug)]
 pub struct Fixture<B, S = B> {
     /// The broker under test.
@@ -120,13 +121,55 @@ impl<B: WorkerBroker + Clone, S> Fixture<B, S> {
     /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, with the factory's
     /// [store](BrokerFactory::store) on it: for the cases of the worker's part.
     pub async fn worker<F: BrokerFactory<Broker = B, Store = S>>(factory: &F) -> Self {
-        let clock = SimulatedClock::new(at(0));
-        let broker = factory.broker(Arc::new(clock.clone())).await;
-        Self { store: factory.store(&broker), broker, clock }
+        Self::with_factory_store(factory).await
+    }
+}
+
+impl<B: Enqueue + Clone, S> Fixture<B, S> {
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, with the factory's
+    /// [store](BrokerFactory::store) on it: for the cases of the producer's part, which enqueue
+    /// through the broker ([`Fixture::produce`]) and look through the store.
+    pub async fn producer<F: BrokerFactory<Broker = B, Store = S>>(factory: &F) -> Self {
+        Self::with_factory_store(factory).await
+    }
+
+    /// As [`Fixture::enqueue`], through the broker under test rather than the store.
+    pub async fn produce(&self, id: &str, task: &Task, options: TaskOptions) -> Result<StoredTask> {
+        enqueue_through(&self.broker, id, task, options, self.now()).await
+    }
+
+    /// As [`Fixture::plain`], through the broker under test rather than the store.
+    pub async fn produce_plain(&self, queue: &str, id: &str) -> StoredTask {
+        plain_through(&self.broker, queue, id, self.now()).await
+    }
+}
+
+impl<B: OperatorBroker + Clone, S> Fixture<B, S> {
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, with the factory's
+    /// [store](BrokerFactory::store) on it: for the cases of the operator's part, which act
+    /// through the broker and set up and look through the store ([`Fixture::setup`]).
+    pub async fn operator<F: BrokerFactory<Broker = B, Store = S>>(factory: &F) -> Self {
+        Self::with_factory_store(factory).await
+    }
+}
+
+impl<B, S: Clone> Fixture<B, S> {
+    /// The store as a fixture of its own, on the same clock: what the operator's cases set up
+    /// tasks with (dequeueing and settling them through the store) and look at them through.
+    pub fn setup(&self) -> Fixture<S, S> {
+        Fixture { broker: self.store.clone(), store: self.store.clone(), clock: self.clock.clone() }
     }
 }
 
 impl<B, S> Fixture<B, S> {
+    /// A fresh broker from `factory` on a clock reading [`at`]`(0)`, with the factory's
+    /// [store](BrokerFactory::store) on it.
+    async fn with_factory_store<F: BrokerFactory<Broker = B, Store = S>>(factory: &F) -> Self {
+        let clock = SimulatedClock::new(at(0));
+        let broker = factory.broker(Arc::new(clock.clone())).await;
+        Self { store: factory.store(&broker), broker, clock }
+    }
+
     /// The simulated time.
     pub fn now(&self) -> SystemTime {
         self.clock.now()
@@ -147,16 +190,12 @@ impl<B, S: Enqueue> Fixture<B, S> {
     /// Enqueues `task` under the ID `id`, with `options` over the task's own, and returns the
     /// message handed to the broker (whose `unique_key` the broker fills in for unique tasks).
     pub async fn enqueue(&self, id: &str, task: &Task, options: TaskOptions) -> Result<StoredTask> {
-        let request = resolve_enqueue(task, &options.task_id(id), self.now(), || unreachable!("the ID is given"))?;
-        let message = request.message.clone();
-        self.store.enqueue(request).await?;
-        Ok(message)
+        enqueue_through(&self.store, id, task, options, self.now()).await
     }
 
     /// Enqueues a pending task `id` of type `"t"`, with `id` as payload, into `queue`.
     pub async fn plain(&self, queue: &str, id: &str) -> StoredTask {
-        let task = Task::new("t", id.to_owned());
-        self.enqueue(id, &task, TaskOptions::new().queue(queue)).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"))
+        plain_through(&self.store, queue, id, self.now()).await
     }
 }
 
@@ -263,6 +302,29 @@ impl<B, S: Inspect> Fixture<B, S> {
         }
         Snapshot { info: self.info(queue).await, tasks }
     }
+}
+
+/// Enqueues `task` under the ID `id` through `handle` at `now`, with `options` over the task's
+/// own; returns the message handed to it.
+async fn enqueue_through<E: Enqueue>(
+    handle: &E,
+    id: &str,
+    task: &Task,
+    options: TaskOptions,
+    now: SystemTime,
+) -> Result<StoredTask> {
+    let request = resolve_enqueue(task, &options.task_id(id), now, || unreachable!("the ID is given"))?;
+    let message = request.message.clone();
+    handle.enqueue(request).await?;
+    Ok(message)
+}
+
+/// Enqueues a pending task `id` of type `"t"`, with `id` as payload, into `queue` through `handle`.
+async fn plain_through<E: Enqueue>(handle: &E, queue: &str, id: &str, now: SystemTime) -> StoredTask {
+    let task = Task::new("t", id.to_owned());
+    enqueue_through(handle, id, &task, TaskOptions::new().queue(queue), now)
+        .await
+        .unwrap_or_else(|e| panic!("enqueue {id}: {e}"))
 }
 
 /// Checks that `result` is [`Error::TaskNotFound`] for `queue` and `id`.

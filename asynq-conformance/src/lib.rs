@@ -29,13 +29,21 @@
 //!   their recovery, the janitor, server state, health). They put tasks in and look at them
 //!   through the factory's [`Store`](BrokerFactory::Store), since a worker's traits can do
 //!   neither, and need no provided method overridden;
+//! - `producer`: the cases of the producer's trait
+//!   ([`Enqueue`]: placement, known queues, batches, ID conflicts,
+//!   uniqueness locks, debounce), which enqueue through the broker and look through the store;
+//! - `manage`: the operator's actions ([`OperatorBroker`](asynq_core::broker::OperatorBroker):
+//!   running, archiving and deleting tasks one by one and in bulk, removing queues, listing
+//!   groups, the history), which act through the broker and set up and look through a store with
+//!   every trait (a backend's full broker over the same data);
 //! - `full`: the rest, which need every trait ([`Broker`](asynq_core::Broker)).
 //!
-//! `broker_conformance!(MyFactory)` runs both; a worker-only backend runs
-//! `broker_conformance!(MyFactory, parts = [worker])`, with a store on what it serves (the
-//! workspace's own test does so for a broker with the worker's traits alone). The bounds of each
-//! case say what it needs, so a part the backend does not implement does not compile, and a test
-//! of this crate checks that every case is listed in exactly one part.
+//! `broker_conformance!(MyFactory)` runs them all; a worker-only backend runs
+//! `broker_conformance!(MyFactory, parts = [worker])`, a producer-only one `parts = [producer]`,
+//! an operator-only one `parts = [manage]`, each with a store on what it serves (the workspace's
+//! own tests do so for brokers with the worker's, the producer's or the operator's traits alone). The bounds of each case say what it needs, so a part
+//! the backend does not implement does not compile, and a test of this crate checks that every
+//! case is listed in exactly one part, the part whose bound its signature names.
 //!
 //! A backend plugs in through a [`BrokerFactory`], which makes a fresh, empty broker on a given
 //! clock, and [`broker_conformance!`](crate::broker_conformance) expands to one `#[tokio::test]`
@@ -94,13 +102,15 @@ use std::sync::Arc;
 /// process started for the test.
 pub trait BrokerFactory {
     /// The broker under test. It implements the traits of the parts the suite runs for it:
-    /// [`WorkerBroker`](asynq_core::broker::WorkerBroker) for `worker`, every trait
-    /// ([`Broker`](asynq_core::Broker)) for `full`.
+    /// [`WorkerBroker`](asynq_core::broker::WorkerBroker) for `worker`,
+    /// [`Enqueue`] for `producer`, [`OperatorBroker`](asynq_core::broker::OperatorBroker) for
+    /// `manage`, every trait ([`Broker`](asynq_core::Broker)) for `full`.
     type Broker: Clone + Send + Sync + 'static;
 
-    /// Where the cases of the `worker` part put tasks and look at them, since a worker's
-    /// traits can do neither: a handle on the broker's store that enqueues and inspects. A
-    /// backend with every trait uses the broker itself.
+    /// Where the cases of the `worker`, `producer` and `manage` parts put tasks and look at them,
+    /// since those traits cannot do both: a handle on the broker's store that enqueues and
+    /// inspects (the `manage` cases need it to have every trait). A backend with every trait uses
+    /// the broker itself.
     type Store: Enqueue + Inspect + Send + Sync + 'static;
 
     /// A short name for messages, e.g. `"memory"` or `"redis"`.
@@ -196,7 +206,7 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, parts: &[&str], cases: 
 /// backend lacks.
 ///
 /// The first argument is an expression making a [`BrokerFactory`]; it is evaluated once per
-/// test. `parts = [worker]` (or `[worker, full]`, the default) chooses the parts (see the crate
+/// test. `parts = [worker]` (or `[worker, producer, manage, full]`, the default) chooses the parts (see the crate
 /// docs). The calling crate needs `tokio` (with the `macros` and `rt-multi-thread` features).
 ///
 /// A backend that does no real IO (an in-process store) adds `paused_time`: every case then runs
@@ -211,10 +221,10 @@ pub fn check_capabilities<F: BrokerFactory>(factory: &F, parts: &[&str], cases: 
 #[macro_export]
 macro_rules! broker_conformance {
     ($factory:expr) => {
-        $crate::broker_conformance!($factory, parts = [worker, full]);
+        $crate::broker_conformance!($factory, parts = [worker, producer, manage, full]);
     };
     ($factory:expr, paused_time) => {
-        $crate::broker_conformance!($factory, parts = [worker, full], paused_time);
+        $crate::broker_conformance!($factory, parts = [worker, producer, manage, full], paused_time);
     };
     ($factory:expr, parts = [$($part:ident),+ $(,)?]) => {
         $crate::broker_conformance!(@parts $factory, (flavor = "multi_thread", worker_threads = 2); $($part),+);
@@ -277,6 +287,45 @@ macro_rules! broker_conformance {
             stats::case_daily_counters_follow_the_utc_date,
         );
     };
+    (@part producer, $factory:expr, $runtime:tt) => {
+        $crate::broker_conformance!(@suite producer, $factory, $runtime;
+            enqueue::case_enqueue_pending_task,
+            enqueue::case_enqueue_makes_the_queue_known,
+            enqueue::case_enqueue_batch_reports_each_task,
+            uniqueness::case_duplicate_task_writes_nothing,
+            uniqueness::case_unique_lock_is_kept_after_an_id_conflict,
+            replace::case_debounce_with_a_taken_id_writes_nothing,
+        );
+    };
+    (@part manage, $factory:expr, $runtime:tt) => {
+        $crate::broker_conformance!(@suite manage, $factory, $runtime;
+            manage::case_run_task_makes_a_task_pending_from_every_runnable_state,
+            manage::case_a_task_run_by_an_operator_has_no_pending_time,
+            manage::case_run_task_refuses_active_and_pending_tasks,
+            manage::case_archive_task_archives_every_state_but_active,
+            manage::case_archive_task_refuses_active_and_archived_tasks,
+            manage::case_delete_task_deletes_every_state_but_active,
+            manage::case_single_task_actions_refuse_a_missing_task,
+            manage::case_every_action_refuses_an_unknown_queue,
+            manage::case_run_all_makes_every_task_of_a_state_pending,
+            manage::case_archive_all_archives_every_task_of_a_state,
+            manage::case_bulk_action_reports_its_progress,
+            manage::case_delete_all_deletes_every_task_of_a_state,
+            manage::case_bulk_actions_on_a_group_empty_it,
+            manage::case_bulk_actions_refuse_sets_they_do_not_apply_to,
+            manage::case_deletes_release_the_unique_lock,
+            manage::case_archive_and_run_keep_the_unique_lock,
+            manage::case_update_task_payload_changes_only_a_scheduled_task,
+            manage::case_delete_queue_refuses_a_queue_with_tasks,
+            manage::case_delete_queue_with_force_deletes_its_tasks,
+            manage::case_delete_queue_with_force_releases_unique_locks,
+            manage::case_delete_queue_with_force_refuses_active_tasks,
+            manage::case_list_group_tasks_pages_a_group_oldest_first,
+            manage::case_history_counts_each_utc_day_today_first,
+            manage::case_queue_info_estimates_memory_usage,
+            manage::case_running_tasks_wakes_a_waiting_worker,
+        );
+    };
     (@part full, $factory:expr, $runtime:tt) => {
         $crate::broker_conformance!(@suite full, $factory, $runtime;
             aggregate::case_groups_are_listed_by_name_with_their_sizes,
@@ -291,13 +340,10 @@ macro_rules! broker_conformance {
             aggregate::case_delete_aggregation_set_deletes_its_members,
             aggregate::case_stale_sets_are_reclaimed_into_their_group,
             aggregate::case_ready_groups_names_the_groups_each_rule_makes_ready,
-            enqueue::case_enqueue_pending_task,
             enqueue::case_enqueue_scheduled_task,
             enqueue::case_enqueue_grouped_task,
-            enqueue::case_enqueue_makes_the_queue_known,
             enqueue::case_task_id_conflict_writes_nothing,
             enqueue::case_task_id_conflicts_with_a_task_in_any_state,
-            enqueue::case_enqueue_batch_reports_each_task,
             enqueue::case_enqueue_batch_of_every_placement_equals_one_by_one,
             priority::case_higher_priorities_run_first_and_fifo_within_one,
             priority::case_priorities_order_tasks_within_a_queue_only,
@@ -314,7 +360,6 @@ macro_rules! broker_conformance {
             replace::case_debounce_keeps_the_last_task_of_a_burst,
             replace::case_debounce_replaces_only_a_scheduled_task_of_its_key_and_queue,
             replace::case_debounce_replaces_only_a_task_debounced_with_its_key,
-            replace::case_debounce_with_a_taken_id_writes_nothing,
             replace::case_replace_by_id_moves_a_waiting_task,
             replace::case_replace_refuses_what_is_not_waiting,
             archive_limits::case_configured_archive_limits_trim_by_size_and_age,
@@ -360,31 +405,6 @@ macro_rules! broker_conformance {
             inspect::case_active_task_past_its_lease_is_orphaned,
             inspect::case_pause_twice_or_unpause_running_fails,
             inspect::case_pausing_does_not_make_a_queue_known,
-            manage::case_run_task_makes_a_task_pending_from_every_runnable_state,
-            manage::case_a_task_run_by_an_operator_has_no_pending_time,
-            manage::case_run_task_refuses_active_and_pending_tasks,
-            manage::case_archive_task_archives_every_state_but_active,
-            manage::case_archive_task_refuses_active_and_archived_tasks,
-            manage::case_delete_task_deletes_every_state_but_active,
-            manage::case_single_task_actions_refuse_a_missing_task,
-            manage::case_every_action_refuses_an_unknown_queue,
-            manage::case_run_all_makes_every_task_of_a_state_pending,
-            manage::case_archive_all_archives_every_task_of_a_state,
-            manage::case_delete_all_deletes_every_task_of_a_state,
-            manage::case_bulk_action_reports_its_progress,
-            manage::case_bulk_actions_on_a_group_empty_it,
-            manage::case_bulk_actions_refuse_sets_they_do_not_apply_to,
-            manage::case_deletes_release_the_unique_lock,
-            manage::case_archive_and_run_keep_the_unique_lock,
-            manage::case_update_task_payload_changes_only_a_scheduled_task,
-            manage::case_delete_queue_refuses_a_queue_with_tasks,
-            manage::case_delete_queue_with_force_deletes_its_tasks,
-            manage::case_delete_queue_with_force_releases_unique_locks,
-            manage::case_delete_queue_with_force_refuses_active_tasks,
-            manage::case_list_group_tasks_pages_a_group_oldest_first,
-            manage::case_history_counts_each_utc_day_today_first,
-            manage::case_queue_info_estimates_memory_usage,
-            manage::case_running_tasks_wakes_a_waiting_worker,
             control::case_server_request_is_taken_once,
             control::case_server_request_for_no_live_server_is_refused,
             control::case_server_stop_request_is_never_weakened,
@@ -399,8 +419,6 @@ macro_rules! broker_conformance {
             scheduler_state::case_enqueue_history_keeps_the_newest_1000,
             scheduler_state::case_cleared_enqueue_history_is_empty,
             scheduler_state::case_fire_marks_last_for_their_ttl,
-            uniqueness::case_duplicate_task_writes_nothing,
-            uniqueness::case_unique_lock_is_kept_after_an_id_conflict,
             uniqueness::case_scheduled_and_grouped_unique_tasks_hold_the_lock,
             uniqueness::case_unique_lock_released_on_success,
             uniqueness::case_unique_lock_kept_until_success,
@@ -428,7 +446,7 @@ macro_rules! broker_conformance {
     };
     (@part $other:ident, $factory:expr, $runtime:tt) => {
         compile_error!(concat!(
-            "asynq_conformance: no part `", stringify!($other), "`; the parts are `worker` and `full`"
+            "asynq_conformance: no part `", stringify!($other), "`; the parts are `worker`, `producer`, `manage` and `full`"
         ));
     };
     (@suite $part:ident, $factory:expr, $runtime:tt; $($module:ident :: $case:ident),+ $(,)?) => {

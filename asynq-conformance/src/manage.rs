@@ -11,7 +11,7 @@ use super::fixture::{
     DAY, Fixture, archive, assert_duplicate, assert_queue_not_found, assert_task_not_found, at, millis, names, retry,
     secs,
 };
-use asynq_core::broker::{Dequeue, GroupInfo, Inspect, Manage, Outcome, Page};
+use asynq_core::broker::{Dequeue, GroupInfo, Inspect, Manage, OperatorBroker, Outcome, Page};
 use asynq_core::{
     Broker, BulkAction, BulkProgress, DailyStats, Error, GroupName, QueueInfo, QueueName, Result, StoredTask, Task,
     TaskId, TaskOptions, TaskSet, TaskState,
@@ -84,52 +84,59 @@ fn unique() -> TaskOptions {
 
 /// `run_task` makes a scheduled, retry, archived, completed or aggregating task pending, at the
 /// far end of the pending list; its old container and an emptied group no longer hold it.
-pub async fn case_run_task_makes_a_task_pending_from_every_runnable_state<
-    F: BrokerFactory<Broker: asynq_core::Broker>,
->(
+pub async fn case_run_task_makes_a_task_pending_from_every_runnable_state<F: BrokerFactory<Broker: OperatorBroker>>(
     factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
+) where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
 
     for id in ["scheduled", "retry", "archived", "completed", "aggregating"] {
         t.broker
             .run_task(&QueueName::from_static("q"), &TaskId::new(id).unwrap())
             .await
             .unwrap_or_else(|e| panic!("run_task({id}): {e}"));
-        assert_eq!(t.task("q", id).await.state, TaskState::Pending, "{id}");
+        assert_eq!(s.task("q", id).await.state, TaskState::Pending, "{id}");
     }
 
     let pending = ["pending", "scheduled", "retry", "archived", "completed", "aggregating"];
-    assert_eq!(t.all_ids("q", TaskState::Pending).await, pending);
-    assert_eq!(sizes(&t.info("q").await), [6, 1, 0, 0, 0, 0, 0, 0]);
-    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
-    assert_eq!(t.dequeue_ids(&["q"], 10).await, pending, "run tasks are dequeued after the ones pending before");
+    assert_eq!(s.all_ids("q", TaskState::Pending).await, pending);
+    assert_eq!(sizes(&s.info("q").await), [6, 1, 0, 0, 0, 0, 0, 0]);
+    assert!(groups(&s.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
+    assert_eq!(s.dequeue_ids(&["q"], 10).await, pending, "run tasks are dequeued after the ones pending before");
 }
 
 /// A task an operator ran has no pending time: the queue's latency reads zero while it is next.
-pub async fn case_a_task_run_by_an_operator_has_no_pending_time<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    t.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
-    t.advance(secs(10));
+pub async fn case_a_task_run_by_an_operator_has_no_pending_time<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    s.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
+    s.advance(secs(10));
     t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("s")).await.unwrap();
-    t.advance(secs(5));
-    t.plain("q", "b").await;
-    t.advance(millis(2_500));
-    assert_eq!(t.info("q").await.latency, Duration::ZERO);
+    s.advance(secs(5));
+    s.plain("q", "b").await;
+    s.advance(millis(2_500));
+    assert_eq!(s.info("q").await.latency, Duration::ZERO);
 
-    t.take("q", "s").await;
-    assert_eq!(t.info("q").await.latency, millis(2_500));
+    s.take("q", "s").await;
+    assert_eq!(s.info("q").await.latency, millis(2_500));
 }
 
 /// `run_task` refuses an active task ("task is already running") and a pending one ("task is
 /// already in pending state"), and changes nothing.
-pub async fn case_run_task_refuses_active_and_pending_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
-    let before = t.snapshot("q").await;
+pub async fn case_run_task_refuses_active_and_pending_tasks<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
+    let before = s.snapshot("q").await;
 
     assert_refused(
         t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("active")).await,
@@ -140,45 +147,49 @@ pub async fn case_run_task_refuses_active_and_pending_tasks<F: BrokerFactory<Bro
         "task is already in pending state",
     );
 
-    assert_eq!(t.snapshot("q").await, before);
+    assert_eq!(s.snapshot("q").await, before);
 }
 
 /// `archive_task` archives a pending, scheduled, retry, completed or aggregating task at the
 /// current time, leaving its message (and so its last error) as it was and the counters alone.
-pub async fn case_archive_task_archives_every_state_but_active<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
-    let counters = t.info("q").await;
+pub async fn case_archive_task_archives_every_state_but_active<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
+    let counters = s.info("q").await;
 
     for id in ["pending", "scheduled", "retry", "completed", "aggregating"] {
-        t.advance(secs(1));
+        s.advance(secs(1));
         t.broker
             .archive_task(&QueueName::from_static("q"), &TaskId::new(id).unwrap())
             .await
             .unwrap_or_else(|e| panic!("archive_task({id}): {e}"));
-        assert_eq!(t.task("q", id).await.state, TaskState::Archived, "{id}");
+        assert_eq!(s.task("q", id).await.state, TaskState::Archived, "{id}");
     }
 
     let archived = ["archived", "pending", "scheduled", "retry", "completed", "aggregating"];
-    assert_eq!(t.all_ids("q", TaskState::Archived).await, archived, "by archive time");
-    let info = t.info("q").await;
+    assert_eq!(s.all_ids("q", TaskState::Archived).await, archived, "by archive time");
+    let info = s.info("q").await;
     assert_eq!(sizes(&info), [0, 1, 0, 0, 6, 0, 0, 0]);
     assert_eq!((info.processed_total, info.failed_total), (counters.processed_total, counters.failed_total));
-    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
-    assert_eq!(t.task("q", "retry").await.last_error.as_deref(), Some("boom"));
-    assert_eq!(t.task("q", "pending").await.last_error, None);
+    assert!(groups(&s.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
+    assert_eq!(s.task("q", "retry").await.last_error.as_deref(), Some("boom"));
+    assert_eq!(s.task("q", "pending").await.last_error, None);
 }
 
 /// `archive_task` refuses an active task (cancel it instead) and an archived one, and changes
 /// nothing.
-pub async fn case_archive_task_refuses_active_and_archived_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
-    let before = t.snapshot("q").await;
+pub async fn case_archive_task_refuses_active_and_archived_tasks<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
+    let before = s.snapshot("q").await;
 
     let active = "cannot archive task in active state. use CancelProcessing instead.";
     assert_refused(t.broker.archive_task(&QueueName::from_static("q"), &TaskId::from_static("active")).await, active);
@@ -187,17 +198,19 @@ pub async fn case_archive_task_refuses_active_and_archived_tasks<F: BrokerFactor
         "task is already archived",
     );
 
-    assert_eq!(t.snapshot("q").await, before);
+    assert_eq!(s.snapshot("q").await, before);
 }
 
 /// `delete_task` deletes a task in any state but active; the counters stay. An active task is
 /// refused (cancel it instead) and left running.
-pub async fn case_delete_task_deletes_every_state_but_active<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
-    let counters = t.info("q").await;
+pub async fn case_delete_task_deletes_every_state_but_active<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
+    let counters = s.info("q").await;
 
     for id in ["pending", "scheduled", "retry", "archived", "completed", "aggregating"] {
         t.broker
@@ -215,23 +228,27 @@ pub async fn case_delete_task_deletes_every_state_but_active<F: BrokerFactory<Br
             id,
         );
     }
-    let before = t.snapshot("q").await;
+    let before = s.snapshot("q").await;
     let active = "cannot delete task in active state. use CancelProcessing instead.";
     assert_refused(t.broker.delete_task(&QueueName::from_static("q"), &TaskId::from_static("active")).await, active);
 
-    assert_eq!(t.snapshot("q").await, before);
-    let info = t.info("q").await;
+    assert_eq!(s.snapshot("q").await, before);
+    let info = s.info("q").await;
     assert_eq!(sizes(&info), [0, 1, 0, 0, 0, 0, 0, 0]);
     assert_eq!((info.processed_total, info.failed_total), (counters.processed_total, counters.failed_total));
-    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
+    assert!(groups(&s.broker, &QueueName::from_static("q")).await.is_empty(), "the emptied group is gone");
 }
 
 /// Every single-task action refuses a task the queue does not hold with TaskNotFound.
-pub async fn case_single_task_actions_refuse_a_missing_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    t.plain("q", "a").await;
-    t.plain("other", "x").await;
-    let before = t.snapshot("q").await;
+pub async fn case_single_task_actions_refuse_a_missing_task<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    s.plain("q", "a").await;
+    s.plain("other", "x").await;
+    let before = s.snapshot("q").await;
 
     assert_task_not_found(t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("x")).await, "q", "x");
     assert_task_not_found(
@@ -252,14 +269,18 @@ pub async fn case_single_task_actions_refuse_a_missing_task<F: BrokerFactory<Bro
         "x",
     );
 
-    assert_eq!(t.snapshot("q").await, before);
+    assert_eq!(s.snapshot("q").await, before);
 }
 
 /// Every operator action and read refuses a queue that was never enqueued to with
 /// QueueNotFound.
-pub async fn case_every_action_refuses_an_unknown_queue<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    t.plain("q", "a").await;
+pub async fn case_every_action_refuses_an_unknown_queue<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    s.plain("q", "a").await;
     let b = &t.broker;
     let group = TaskSet::Group(GroupName::from_static("g"));
 
@@ -288,56 +309,60 @@ pub async fn case_every_action_refuses_an_unknown_queue<F: BrokerFactory<Broker:
 
 /// `run_all` makes every scheduled, retry or archived task pending and returns how many, each
 /// set in score order (the lowest is dequeued first); an empty set gives 0.
-pub async fn case_run_all_makes_every_task_of_a_state_pending<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
+pub async fn case_run_all_makes_every_task_of_a_state_pending<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     for (id, due) in [("s2", 20), ("s1", 10)] {
-        t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_at(at(due))).await.unwrap();
+        s.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_at(at(due))).await.unwrap();
     }
-    t.run("q", "r1", retry(at(50), "boom", true)).await;
-    t.run("q", "r2", retry(at(40), "boom", true)).await;
-    t.run("q", "a1", archive("x")).await;
-    t.advance(secs(1));
-    t.run("q", "a2", archive("x")).await;
+    s.run("q", "r1", retry(at(50), "boom", true)).await;
+    s.run("q", "r2", retry(at(40), "boom", true)).await;
+    s.run("q", "a1", archive("x")).await;
+    s.advance(secs(1));
+    s.run("q", "a2", archive("x")).await;
 
     assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Scheduled)).await.unwrap(), 2);
-    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["s1", "s2"]);
+    assert_eq!(s.all_ids("q", TaskState::Pending).await, ["s1", "s2"]);
     assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Retry)).await.unwrap(), 2);
     assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Archived)).await.unwrap(), 2);
     assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Archived)).await.unwrap(), 0);
 
     let pending = ["s1", "s2", "r2", "r1", "a1", "a2"];
-    assert_eq!(t.all_ids("q", TaskState::Pending).await, pending);
-    for task in t.list("q", TaskState::Pending, 10, 0).await {
+    assert_eq!(s.all_ids("q", TaskState::Pending).await, pending);
+    for task in s.list("q", TaskState::Pending, 10, 0).await {
         assert_eq!(task.state, TaskState::Pending, "{}", task.id);
     }
-    assert_eq!(sizes(&t.info("q").await), [6, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(sizes(&s.info("q").await), [6, 0, 0, 0, 0, 0, 0, 0]);
 }
 
 /// `archive_all` archives every pending, scheduled or retry task at the current time and
 /// returns how many; the counters stay.
-pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    t.run("q", "r1", retry(at(50), "boom", true)).await;
+pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    s.run("q", "r1", retry(at(50), "boom", true)).await;
     for id in ["p1", "p2", "p3"] {
-        t.plain("q", id).await;
+        s.plain("q", id).await;
     }
     for (id, due) in [("s1", 10), ("s2", 20)] {
-        t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_at(at(due))).await.unwrap();
+        s.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_at(at(due))).await.unwrap();
     }
-    let counters = t.info("q").await;
+    let counters = s.info("q").await;
 
-    t.advance(secs(1));
+    s.advance(secs(1));
     assert_eq!(t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Retry)).await.unwrap(), 1);
-    t.advance(secs(1));
+    s.advance(secs(1));
     assert_eq!(
         t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Pending)).await.unwrap(),
         3
     );
-    t.advance(secs(1));
+    s.advance(secs(1));
     assert_eq!(
         t.broker.archive_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Scheduled)).await.unwrap(),
         2
@@ -348,11 +373,11 @@ pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory<Br
     );
 
     // By archive time, then by ID.
-    assert_eq!(t.all_ids("q", TaskState::Archived).await, ["r1", "p1", "p2", "p3", "s1", "s2"]);
-    for task in t.list("q", TaskState::Archived, 10, 0).await {
+    assert_eq!(s.all_ids("q", TaskState::Archived).await, ["r1", "p1", "p2", "p3", "s1", "s2"]);
+    for task in s.list("q", TaskState::Archived, 10, 0).await {
         assert_eq!(task.state, TaskState::Archived, "{}", task.id);
     }
-    let info = t.info("q").await;
+    let info = s.info("q").await;
     assert_eq!(sizes(&info), [0, 0, 0, 0, 6, 0, 0, 0]);
     assert_eq!((info.processed_total, info.failed_total), (counters.processed_total, counters.failed_total));
 }
@@ -361,11 +386,15 @@ pub async fn case_archive_all_archives_every_task_of_a_state<F: BrokerFactory<Br
 /// up to the total the set held, the last report all of it), and refuses a set the action does
 /// not apply to before acting; `delete_queue_with_progress` reports the tasks a forced removal
 /// deletes.
-pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     let q = QueueName::from_static("q");
     for id in ["p1", "p2", "p3"] {
-        t.plain("q", id).await;
+        s.plain("q", id).await;
     }
     let reports = std::sync::Mutex::new(Vec::new());
     let record = |p: BulkProgress| reports.lock().unwrap_or_else(PoisonError::into_inner).push(p);
@@ -375,7 +404,7 @@ pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory<Broker: asyn
     let taken = std::mem::take(&mut *reports.lock().unwrap_or_else(PoisonError::into_inner));
     assert_eq!(taken.last(), Some(&BulkProgress::new(3, 3)), "{taken:?}");
     assert!(taken.windows(2).all(|w| w[0].done <= w[1].done), "{taken:?}");
-    assert_eq!(t.all_ids("q", TaskState::Archived).await, ["p1", "p2", "p3"]);
+    assert_eq!(s.all_ids("q", TaskState::Archived).await, ["p1", "p2", "p3"]);
 
     let refused = t.broker.bulk_action(&q, BulkAction::Run, &TaskSet::State(TaskState::Active), &record).await;
     assert!(matches!(refused, Err(Error::InvalidArgument { .. })), "{refused:?}");
@@ -387,7 +416,7 @@ pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory<Broker: asyn
         std::mem::take(&mut *reports.lock().unwrap_or_else(PoisonError::into_inner)).last(),
         Some(&BulkProgress::new(3, 3))
     );
-    assert_eq!(sizes(&t.info("q").await), [3, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(sizes(&s.info("q").await), [3, 0, 0, 0, 0, 0, 0, 0]);
 
     t.broker.delete_queue_with_progress(&q, true, &record).await.unwrap();
     assert!(!t.broker.queues().await.unwrap().contains(&q));
@@ -397,10 +426,14 @@ pub async fn case_bulk_action_reports_its_progress<F: BrokerFactory<Broker: asyn
 
 /// `delete_all` deletes every pending, scheduled, retry, archived or completed task and
 /// returns how many; active tasks stay.
-pub async fn case_delete_all_deletes_every_task_of_a_state<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
-    t.plain("q", "pending2").await;
+pub async fn case_delete_all_deletes_every_task_of_a_state<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
+    s.plain("q", "pending2").await;
 
     let deleted = [
         (TaskState::Pending, vec!["pending", "pending2"]),
@@ -429,52 +462,58 @@ pub async fn case_delete_all_deletes_every_task_of_a_state<F: BrokerFactory<Brok
         }
     }
 
-    assert_eq!(sizes(&t.info("q").await), [0, 1, 0, 0, 0, 0, 1, 1]);
-    assert_eq!(t.all_ids("q", TaskState::Active).await, ["active"]);
+    assert_eq!(sizes(&s.info("q").await), [0, 1, 0, 0, 0, 0, 1, 1]);
+    assert_eq!(s.all_ids("q", TaskState::Active).await, ["active"]);
 }
 
 /// Bulk actions on a group take every task waiting in it (run: pending oldest first; archive;
 /// delete) and return how many; the emptied group leaves `groups`, the other groups stay; an
 /// unknown group gives 0.
-pub async fn case_bulk_actions_on_a_group_empty_it<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_bulk_actions_on_a_group_empty_it<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     for (id, group) in [("r2", "run"), ("a1", "arc"), ("r1", "run"), ("d1", "del"), ("r3", "run"), ("d2", "del")] {
-        t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
-        t.advance(secs(1));
+        s.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
+        s.advance(secs(1));
     }
     let group = |name: &str| TaskSet::Group(GroupName::new(name).unwrap());
 
     assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &group("run")).await.unwrap(), 3);
-    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["r2", "r1", "r3"]);
-    assert_eq!(groups(&t.broker, &QueueName::from_static("q")).await, [("arc".to_owned(), 1), ("del".to_owned(), 2)]);
+    assert_eq!(s.all_ids("q", TaskState::Pending).await, ["r2", "r1", "r3"]);
+    assert_eq!(groups(&s.broker, &QueueName::from_static("q")).await, [("arc".to_owned(), 1), ("del".to_owned(), 2)]);
     assert_eq!(t.broker.archive_all(&QueueName::from_static("q"), &group("arc")).await.unwrap(), 1);
-    assert_eq!(t.all_ids("q", TaskState::Archived).await, ["a1"]);
-    assert_eq!(groups(&t.broker, &QueueName::from_static("q")).await, [("del".to_owned(), 2)]);
+    assert_eq!(s.all_ids("q", TaskState::Archived).await, ["a1"]);
+    assert_eq!(groups(&s.broker, &QueueName::from_static("q")).await, [("del".to_owned(), 2)]);
     assert_eq!(t.broker.delete_all(&QueueName::from_static("q"), &group("del")).await.unwrap(), 2);
     assert_task_not_found(
         t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("d2")).await,
         "q",
         "d2",
     );
-    assert!(groups(&t.broker, &QueueName::from_static("q")).await.is_empty());
+    assert!(groups(&s.broker, &QueueName::from_static("q")).await.is_empty());
 
     for name in ["run", "arc", "del", "nope"] {
         assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &group(name)).await.unwrap(), 0, "{name}");
         assert_eq!(t.broker.archive_all(&QueueName::from_static("q"), &group(name)).await.unwrap(), 0, "{name}");
         assert_eq!(t.broker.delete_all(&QueueName::from_static("q"), &group(name)).await.unwrap(), 0, "{name}");
     }
-    assert_eq!(sizes(&t.info("q").await), [3, 0, 0, 0, 1, 0, 0, 0]);
+    assert_eq!(sizes(&s.info("q").await), [3, 0, 0, 0, 1, 0, 0, 0]);
 }
 
 /// Bulk actions refuse, with InvalidArgument and before touching anything, the sets they do not
 /// apply to: active tasks, aggregating tasks not named by group, a blank group, and running
 /// pending or completed tasks, archiving archived or completed ones.
-pub async fn case_bulk_actions_refuse_sets_they_do_not_apply_to<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
-    let before = t.snapshot("q").await;
+pub async fn case_bulk_actions_refuse_sets_they_do_not_apply_to<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
+    let before = s.snapshot("q").await;
     let state = TaskSet::State;
     let b = &t.broker;
 
@@ -494,24 +533,28 @@ pub async fn case_bulk_actions_refuse_sets_they_do_not_apply_to<F: BrokerFactory
         "checked before the queue",
     );
 
-    assert_eq!(t.snapshot("q").await, before);
+    assert_eq!(s.snapshot("q").await, before);
 }
 
 /// Deleting a unique task, one by one or in bulk, pending, scheduled, retry or grouped, releases
 /// its lock: the same unique task can be enqueued again at once.
-pub async fn case_deletes_release_the_unique_lock<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_deletes_release_the_unique_lock<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     let task = |name: &str| Task::new(name, "payload");
-    t.enqueue("f", &task("f"), unique()).await.unwrap();
-    let f = t.take("q", "f").await.message;
-    t.finish(&f, retry(at(600), "boom", true)).await;
-    t.enqueue("a", &task("a"), unique()).await.unwrap();
-    t.enqueue("b", &task("b"), unique()).await.unwrap();
-    t.enqueue("c", &task("c"), unique().process_in(secs(600))).await.unwrap();
-    t.enqueue("d", &task("d"), unique().group("g")).await.unwrap();
-    t.enqueue("e", &task("e"), unique().group("h")).await.unwrap();
+    s.enqueue("f", &task("f"), unique()).await.unwrap();
+    let f = s.take("q", "f").await.message;
+    s.finish(&f, retry(at(600), "boom", true)).await;
+    s.enqueue("a", &task("a"), unique()).await.unwrap();
+    s.enqueue("b", &task("b"), unique()).await.unwrap();
+    s.enqueue("c", &task("c"), unique().process_in(secs(600))).await.unwrap();
+    s.enqueue("d", &task("d"), unique().group("g")).await.unwrap();
+    s.enqueue("e", &task("e"), unique().group("h")).await.unwrap();
     for name in ["a", "b", "c", "d", "e", "f"] {
-        assert_duplicate(t.enqueue(&format!("{name}-again"), &task(name), unique()).await, "q", name);
+        assert_duplicate(s.enqueue(&format!("{name}-again"), &task(name), unique()).await, "q", name);
     }
 
     t.broker.delete_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
@@ -523,17 +566,21 @@ pub async fn case_deletes_release_the_unique_lock<F: BrokerFactory<Broker: asynq
 
     for name in ["a", "b", "c", "d", "e", "f"] {
         let id = format!("{name}-again");
-        t.enqueue(&id, &task(name), unique()).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
+        s.enqueue(&id, &task(name), unique()).await.unwrap_or_else(|e| panic!("enqueue {id}: {e}"));
     }
 }
 
 /// Archiving and running a unique task keep its lock (as in Go); deleting the archived task
 /// then releases it.
-pub async fn case_archive_and_run_keep_the_unique_lock<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_archive_and_run_keep_the_unique_lock<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     let task = Task::new("email", "to:ann");
-    let again = |id: &'static str| t.enqueue(id, &task, unique());
-    t.enqueue("a", &task, unique()).await.unwrap();
+    let again = |id: &'static str| s.enqueue(id, &task, unique());
+    s.enqueue("a", &task, unique()).await.unwrap();
 
     t.broker.archive_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
     assert_duplicate(again("b").await, "q", "email");
@@ -552,15 +599,18 @@ pub async fn case_archive_and_run_keep_the_unique_lock<F: BrokerFactory<Broker: 
 /// `update_task_payload` replaces the payload of a scheduled task, keeps everything else, and
 /// returns the task as stored; other states are refused ("cannot update task that is not in
 /// scheduled state.") and left as they were.
-pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFactory<Broker: asynq_core::Broker>>(
+pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFactory<Broker: OperatorBroker>>(
     factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
+) where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
     let options = TaskOptions::new().queue("q").process_at(at(300)).max_retry(3).timeout(secs(90));
     let task = Task::new("report", "old").with_header("trace", "t-1");
-    t.enqueue("s", &task, options).await.unwrap();
-    let mut want = t.task("q", "s").await;
+    s.enqueue("s", &task, options).await.unwrap();
+    let mut want = s.task("q", "s").await;
     want.payload = Bytes::from_static(b"new");
 
     let updated = t
@@ -570,11 +620,11 @@ pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFac
         .unwrap();
 
     assert_eq!(updated, want);
-    assert_eq!(t.task("q", "s").await, want);
-    let listed = t.list("q", TaskState::Scheduled, 10, 0).await;
+    assert_eq!(s.task("q", "s").await, want);
+    let listed = s.list("q", TaskState::Scheduled, 10, 0).await;
     assert_eq!(listed.iter().find(|task| task.id == "s"), Some(&want));
 
-    let before = t.snapshot("q").await;
+    let before = s.snapshot("q").await;
     for id in ["pending", "active", "retry", "archived", "completed", "aggregating"] {
         let result = t
             .broker
@@ -582,30 +632,34 @@ pub async fn case_update_task_payload_changes_only_a_scheduled_task<F: BrokerFac
             .await;
         assert_refused(result, "cannot update task that is not in scheduled state.");
     }
-    assert_eq!(t.snapshot("q").await, before);
+    assert_eq!(s.snapshot("q").await, before);
 }
 
 /// `delete_queue` without force refuses a queue holding pending, active, scheduled, retry or
 /// archived tasks with QueueNotEmpty and changes nothing. Completed and grouped tasks do not
 /// count: such a queue is removed (it leaves `queues`, and the inspector no longer finds it),
 /// and they, with the counters, show again once the queue is enqueued to again.
-pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    t.activate("active", "a").await;
-    t.run("retry", "r", retry(at(600), "boom", true)).await;
-    t.run("archived", "x", archive("x")).await;
-    t.plain("pending", "p").await;
-    t.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("scheduled").process_in(secs(60))).await.unwrap();
-    t.complete("q", "c", secs(3_600)).await;
-    t.enqueue("g", &Task::new("t", "g"), TaskOptions::new().queue("q").group("g")).await.unwrap();
+pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    s.activate("active", "a").await;
+    s.run("retry", "r", retry(at(600), "boom", true)).await;
+    s.run("archived", "x", archive("x")).await;
+    s.plain("pending", "p").await;
+    s.enqueue("s", &Task::new("t", "s"), TaskOptions::new().queue("scheduled").process_in(secs(60))).await.unwrap();
+    s.complete("q", "c", secs(3_600)).await;
+    s.enqueue("g", &Task::new("t", "g"), TaskOptions::new().queue("q").group("g")).await.unwrap();
 
     for queue in ["active", "retry", "archived", "pending", "scheduled"] {
-        let before = t.snapshot(queue).await;
+        let before = s.snapshot(queue).await;
         match t.broker.delete_queue(&QueueName::new(queue).unwrap(), false).await {
             Err(Error::QueueNotEmpty { queue: q }) if q == queue => {}
             other => panic!("delete_queue({queue:?}): expected QueueNotEmpty, got {other:?}"),
         }
-        assert_eq!(t.snapshot(queue).await, before, "{queue}");
+        assert_eq!(s.snapshot(queue).await, before, "{queue}");
     }
 
     t.broker.delete_queue(&QueueName::from_static("q"), false).await.unwrap();
@@ -618,8 +672,8 @@ pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory<Broke
         "q",
     );
     assert_queue_not_found(t.broker.delete_queue(&QueueName::from_static("q"), false).await, "q");
-    t.plain("q", "new").await;
-    let info = t.info("q").await;
+    s.plain("q", "new").await;
+    let info = s.info("q").await;
     assert_eq!(sizes(&info), [1, 0, 0, 0, 0, 1, 1, 1]);
     assert_eq!(info.processed_total, 1);
 }
@@ -627,23 +681,27 @@ pub async fn case_delete_queue_refuses_a_queue_with_tasks<F: BrokerFactory<Broke
 /// `delete_queue` with force deletes the queue's pending, scheduled, retry and archived tasks
 /// and removes the queue; its completed and grouped tasks, counters and paused mark survive and
 /// show again once the queue is enqueued to again.
-pub async fn case_delete_queue_with_force_deletes_its_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    let active = one_task_per_state(&t).await;
-    t.finish(&active, Outcome::Done).await;
+pub async fn case_delete_queue_with_force_deletes_its_tasks<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    let active = one_task_per_state(&s).await;
+    s.finish(&active, Outcome::Done).await;
     t.broker.pause_queue(&QueueName::from_static("q")).await.unwrap();
-    let counters = t.info("q").await;
-    t.plain("other", "o").await;
+    let counters = s.info("q").await;
+    s.plain("other", "o").await;
 
     t.broker.delete_queue(&QueueName::from_static("q"), true).await.unwrap();
 
     assert_eq!(t.broker.queues().await.unwrap(), ["other"]);
     assert_queue_not_found(t.broker.queue_info(&QueueName::from_static("q")).await, "q");
     assert_queue_not_found(t.broker.task_info(&QueueName::from_static("q"), &TaskId::from_static("retry")).await, "q");
-    t.plain("q", "new").await;
-    let info = t.info("q").await;
+    s.plain("q", "new").await;
+    let info = s.info("q").await;
     assert_eq!(sizes(&info), [1, 0, 0, 0, 0, 1, 1, 1]);
-    assert_eq!(t.all_ids("q", TaskState::Pending).await, ["new"]);
+    assert_eq!(s.all_ids("q", TaskState::Pending).await, ["new"]);
     for id in ["scheduled", "retry", "archived"] {
         assert_task_not_found(
             t.broker.task_info(&QueueName::from_static("q"), &TaskId::new(id).unwrap()).await,
@@ -651,37 +709,41 @@ pub async fn case_delete_queue_with_force_deletes_its_tasks<F: BrokerFactory<Bro
             id,
         );
     }
-    assert_eq!(t.task("q", "completed").await.state, TaskState::Completed);
-    assert_eq!(t.task("q", "aggregating").await.state, TaskState::Aggregating);
+    assert_eq!(s.task("q", "completed").await.state, TaskState::Completed);
+    assert_eq!(s.task("q", "aggregating").await.state, TaskState::Aggregating);
     assert!(info.paused);
     assert_eq!((info.processed_total, info.failed_total), (counters.processed_total, counters.failed_total));
-    assert_eq!(t.info("other").await.pending, 1);
+    assert_eq!(s.info("other").await.pending, 1);
 }
 
 /// The tasks a forced `delete_queue` deletes give up their uniqueness locks (Go keeps them until
 /// they expire), so the same unique task can be enqueued again at once.
-pub async fn case_delete_queue_with_force_releases_unique_locks<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
+pub async fn case_delete_queue_with_force_releases_unique_locks<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     let (pending, scheduled) = (Task::new("email", "to:ann"), Task::new("email", "to:bob"));
-    t.enqueue("p", &pending, unique()).await.unwrap();
-    t.enqueue("s", &scheduled, unique().process_in(secs(60))).await.unwrap();
+    s.enqueue("p", &pending, unique()).await.unwrap();
+    s.enqueue("s", &scheduled, unique().process_in(secs(60))).await.unwrap();
 
     t.broker.delete_queue(&QueueName::from_static("q"), true).await.unwrap();
 
-    t.enqueue("p-again", &pending, unique()).await.unwrap();
-    t.enqueue("s-again", &scheduled, unique()).await.unwrap();
+    s.enqueue("p-again", &pending, unique()).await.unwrap();
+    s.enqueue("s-again", &scheduled, unique()).await.unwrap();
 }
 
 /// `delete_queue` with force refuses a queue with active tasks ("cannot remove queue with active
 /// tasks") and changes nothing; the queue stays known.
-pub async fn case_delete_queue_with_force_refuses_active_tasks<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
-    one_task_per_state(&t).await;
-    let before = t.snapshot("q").await;
+pub async fn case_delete_queue_with_force_refuses_active_tasks<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    one_task_per_state(&s).await;
+    let before = s.snapshot("q").await;
 
     assert_refused(
         t.broker.delete_queue(&QueueName::from_static("q"), true).await,
@@ -692,19 +754,21 @@ pub async fn case_delete_queue_with_force_refuses_active_tasks<F: BrokerFactory<
         Err(Error::QueueNotEmpty { .. })
     ));
 
-    assert_eq!(t.snapshot("q").await, before);
+    assert_eq!(s.snapshot("q").await, before);
     assert_eq!(t.broker.queues().await.unwrap(), ["q"]);
 }
 
 /// `list_group_tasks` lists the tasks of one group, oldest first, paged; an unknown group is
 /// empty.
-pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory<Broker: asynq_core::Broker>>(
-    factory: &F,
-) {
-    let t = Fixture::new(factory).await;
+pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     for (id, group) in [("a", "g"), ("x", "h"), ("b", "g"), ("c", "g"), ("d", "g"), ("e", "g")] {
-        t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
-        t.advance(secs(1));
+        s.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").group(group)).await.unwrap();
+        s.advance(secs(1));
     }
     let page = |group: &'static str, size, number| {
         let broker = t.broker.clone();
@@ -738,16 +802,20 @@ pub async fn case_list_group_tasks_pages_a_group_oldest_first<F: BrokerFactory<B
 
 /// `history` gives the processed and failed counts of the last `days` UTC days, today (by the
 /// broker's clock) first, zero for days without outcomes; 0 days is refused.
-pub async fn case_history_counts_each_utc_day_today_first<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    t.set(at(DAY - 2));
-    t.run("q", "d", Outcome::Done).await;
-    t.run("q", "x", archive("x")).await;
-    t.run("other", "o", Outcome::Done).await;
-    let late = t.activate("q", "late").await;
-    t.set(at(DAY) + millis(500));
-    t.finish(&late, retry(at(DAY + 60), "boom", true)).await;
-    t.set(at(3 * DAY - 1));
+pub async fn case_history_counts_each_utc_day_today_first<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    s.set(at(DAY - 2));
+    s.run("q", "d", Outcome::Done).await;
+    s.run("q", "x", archive("x")).await;
+    s.run("other", "o", Outcome::Done).await;
+    let late = s.activate("q", "late").await;
+    s.set(at(DAY) + millis(500));
+    s.finish(&late, retry(at(DAY + 60), "boom", true)).await;
+    s.set(at(3 * DAY - 1));
 
     let day = |date: &str, processed, failed| DailyStats {
         queue: QueueName::from_static("q"),
@@ -766,33 +834,41 @@ pub async fn case_history_counts_each_utc_day_today_first<F: BrokerFactory<Broke
 
 /// `queue_info` estimates the memory the queue's tasks take: more than zero bytes while it holds
 /// tasks in any state. (The figure itself is backend-specific.)
-pub async fn case_queue_info_estimates_memory_usage<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    t.plain("p", "a").await;
-    assert!(t.info("p").await.memory_usage > 0, "one pending task");
-    one_task_per_state(&t).await;
-    assert!(t.info("q").await.memory_usage > 0, "a task in every state");
-    t.enqueue("g", &Task::new("t", "g"), TaskOptions::new().queue("g").group("g")).await.unwrap();
-    assert!(t.info("g").await.memory_usage > 0, "one grouped task");
+pub async fn case_queue_info_estimates_memory_usage<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
+    s.plain("p", "a").await;
+    assert!(s.info("p").await.memory_usage > 0, "one pending task");
+    one_task_per_state(&s).await;
+    assert!(s.info("q").await.memory_usage > 0, "a task in every state");
+    s.enqueue("g", &Task::new("t", "g"), TaskOptions::new().queue("g").group("g")).await.unwrap();
+    assert!(s.info("g").await.memory_usage > 0, "one grouped task");
 }
 
 /// Running tasks wakes a worker waiting on the queue, one by one or in bulk.
-pub async fn case_running_tasks_wakes_a_waiting_worker<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_running_tasks_wakes_a_waiting_worker<F: BrokerFactory<Broker: OperatorBroker>>(factory: &F)
+where
+    F::Store: Broker + Clone,
+{
+    let t = Fixture::operator(factory).await;
+    let s = t.setup();
     for id in ["a", "b"] {
-        t.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
+        s.enqueue(id, &Task::new("t", id), TaskOptions::new().queue("q").process_in(secs(60))).await.unwrap();
     }
-    let wait = |broker: &F::Broker| {
+    let wait = |broker: &F::Store| {
         let broker = broker.clone();
         tokio::spawn(async move { broker.wait_for_tasks(&names(&["q"])).await })
     };
 
-    let waiter = wait(&t.broker);
+    let waiter = wait(&s.broker);
     t.broker.run_task(&QueueName::from_static("q"), &TaskId::from_static("a")).await.unwrap();
     tokio::time::timeout(DELIVERY, waiter).await.expect("no wake-up after run_task").unwrap();
-    t.take("q", "a").await;
+    s.take("q", "a").await;
 
-    let waiter = wait(&t.broker);
+    let waiter = wait(&s.broker);
     assert_eq!(t.broker.run_all(&QueueName::from_static("q"), &TaskSet::State(TaskState::Scheduled)).await.unwrap(), 1);
     tokio::time::timeout(DELIVERY, waiter).await.expect("no wake-up after run_all").unwrap();
 }

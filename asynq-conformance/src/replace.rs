@@ -14,12 +14,12 @@ use std::time::Duration;
 
 const WINDOW: Duration = Duration::from_secs(10);
 
-/// Enqueues task `id` with `payload` into `q`, debounced with `key`.
-async fn debounced<B>(t: &Fixture<B>, id: &str, key: &str, payload: &str) -> Result<StoredTask>
+/// Enqueues task `id` with `payload` into `q` through the broker under test, debounced with `key`.
+async fn debounced<B, S>(t: &Fixture<B, S>, id: &str, key: &str, payload: &str) -> Result<StoredTask>
 where
-    B: asynq_core::Broker + Clone,
+    B: Enqueue + Clone,
 {
-    t.enqueue(id, &Task::new("t", payload.to_owned()), TaskOptions::new().queue("q").debounce(key, WINDOW)).await
+    t.produce(id, &Task::new("t", payload.to_owned()), TaskOptions::new().queue("q").debounce(key, WINDOW)).await
 }
 
 /// Replaces task `id` of `q` with `payload` and `options`, as `Client::replace` does.
@@ -127,9 +127,11 @@ pub async fn case_debounce_replaces_only_a_task_debounced_with_its_key<F: Broker
 /// A debounced task whose ID is taken is refused with `TaskIdConflict`, and the task it would
 /// have replaced stays; a debounced task with the same ID as the one waiting replaces it where it
 /// is.
-pub async fn case_debounce_with_a_taken_id_writes_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    t.plain("q", "taken").await;
+pub async fn case_debounce_with_a_taken_id_writes_nothing<F: BrokerFactory<Broker: asynq_core::broker::Enqueue>>(
+    factory: &F,
+) {
+    let t = Fixture::producer(factory).await;
+    t.produce_plain("q", "taken").await;
     debounced(&t, "a", "k", "v1").await.unwrap();
     assert_id_conflict(debounced(&t, "taken", "k", "v2").await, "q", "taken");
     assert_eq!(t.task("q", "a").await.state, TaskState::Scheduled);

@@ -15,35 +15,37 @@ fn unique(ttl_secs: u64) -> TaskOptions {
 /// While a unique task holds the lock, another unique task with the same queue, type and
 /// payload is refused with DuplicateTask, whatever its placement, and nothing is written. A
 /// different payload, type or queue, or a task that is not unique, is not a duplicate.
-pub async fn case_duplicate_task_writes_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
+pub async fn case_duplicate_task_writes_nothing<F: BrokerFactory<Broker: asynq_core::broker::Enqueue>>(factory: &F) {
+    let t = Fixture::producer(factory).await;
     let task = Task::new("email", "to:ann");
-    t.enqueue("a", &task, unique(60)).await.unwrap();
+    t.produce("a", &task, unique(60)).await.unwrap();
     let before = t.snapshot("q").await;
 
-    assert_duplicate(t.enqueue("b", &task, unique(60)).await, "q", "email");
-    assert_duplicate(t.enqueue("c", &task, unique(60).process_in(secs(5))).await, "q", "email");
-    assert_duplicate(t.enqueue("d", &task, unique(3_600).group("g")).await, "q", "email");
+    assert_duplicate(t.produce("b", &task, unique(60)).await, "q", "email");
+    assert_duplicate(t.produce("c", &task, unique(60).process_in(secs(5))).await, "q", "email");
+    assert_duplicate(t.produce("d", &task, unique(3_600).group("g")).await, "q", "email");
 
     assert_eq!(t.snapshot("q").await, before);
-    t.enqueue("e", &Task::new("email", "to:bob"), unique(60)).await.unwrap();
-    t.enqueue("f", &Task::new("sms", "to:ann"), unique(60)).await.unwrap();
-    t.enqueue("g", &task, unique(60).queue("other")).await.unwrap();
-    t.enqueue("h", &task, TaskOptions::new().queue("q")).await.unwrap();
+    t.produce("e", &Task::new("email", "to:bob"), unique(60)).await.unwrap();
+    t.produce("f", &Task::new("sms", "to:ann"), unique(60)).await.unwrap();
+    t.produce("g", &task, unique(60).queue("other")).await.unwrap();
+    t.produce("h", &task, TaskOptions::new().queue("q")).await.unwrap();
     assert_eq!(t.all_ids("q", asynq_core::TaskState::Pending).await, ["a", "e", "f", "h"]);
 }
 
 /// A unique enqueue refused for an ID conflict keeps the lock it took first (Go quirk), so the
 /// same task under a fresh ID is then a duplicate.
-pub async fn case_unique_lock_is_kept_after_an_id_conflict<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F) {
-    let t = Fixture::new(factory).await;
-    t.plain("q", "a").await;
+pub async fn case_unique_lock_is_kept_after_an_id_conflict<F: BrokerFactory<Broker: asynq_core::broker::Enqueue>>(
+    factory: &F,
+) {
+    let t = Fixture::producer(factory).await;
+    t.produce_plain("q", "a").await;
     let before = t.snapshot("q").await;
     let task = Task::new("email", "p");
 
-    assert_id_conflict(t.enqueue("a", &task, unique(60)).await, "q", "a");
+    assert_id_conflict(t.produce("a", &task, unique(60)).await, "q", "a");
 
-    assert_duplicate(t.enqueue("b", &task, unique(60)).await, "q", "email");
+    assert_duplicate(t.produce("b", &task, unique(60)).await, "q", "email");
     assert_eq!(t.snapshot("q").await, before);
 }
 

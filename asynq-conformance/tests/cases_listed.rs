@@ -1,20 +1,28 @@
 //! Every case the suite defines is one that `broker_conformance!` generates, in exactly one part,
-//! so that a case cannot be written and then forgotten: this reads the crate's own sources.
+//! so that a case cannot be written and then forgotten, and in the part whose bound it names, so
+//! that a backend of that part alone runs it: this reads the crate's own sources.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Every `pub async fn case_...` of `src/`, as (module, case).
-fn defined() -> Vec<(String, String)> {
+/// Every module of `src/` with its text, as (module, text).
+fn sources() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut cases = Vec::new();
+    let mut sources = Vec::new();
     for entry in std::fs::read_dir(&src).expect("read src/") {
         let path = entry.expect("a directory entry").path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
+        if path.extension().is_some_and(|e| e == "rs") {
+            let module = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            sources.push((module, std::fs::read_to_string(&path).expect("read a source file")));
         }
-        let module = path.file_stem().unwrap().to_str().unwrap().to_owned();
-        let text = std::fs::read_to_string(&path).expect("read a source file");
+    }
+    sources
+}
+
+/// Every `pub async fn case_...` of `src/`, as (module, case).
+fn defined() -> Vec<(String, String)> {
+    let mut cases = Vec::new();
+    for (module, text) in sources() {
         for line in text.lines() {
             if let Some(rest) = line.trim_start().strip_prefix("pub async fn case_") {
                 let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
@@ -85,5 +93,46 @@ fn every_gated_case_exists() {
             defined.iter().any(|(_, c)| c == case),
             "GATED lists {case} (needing {capability:?}), which is not a case"
         );
+    }
+}
+
+/// The bound each part's cases put on the broker under test, as their signatures write it.
+const PART_BOUNDS: &[(&str, &str)] = &[
+    ("worker", "WorkerBroker"),
+    ("producer", "asynq_core::broker::Enqueue"),
+    ("manage", "OperatorBroker"),
+    ("full", "asynq_core::Broker"),
+];
+
+/// Every case's bound on the broker under test (`BrokerFactory<Broker: ...>`), by case name.
+fn bounds() -> BTreeMap<String, String> {
+    let mut bounds = BTreeMap::new();
+    for (_, text) in sources() {
+        for (at, _) in text.match_indices("pub async fn case_") {
+            let signature = &text[at..at + text[at..].find("factory: &F").expect("a case takes `factory: &F`")];
+            let name: String =
+                signature["pub async fn ".len()..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let bound = signature
+                .split_once("BrokerFactory<Broker: ")
+                .and_then(|(_, rest)| rest.split_once('>'))
+                .map(|(bound, _)| bound.to_owned())
+                .unwrap_or_else(|| panic!("{name} does not bound its broker as `F: BrokerFactory<Broker: ...>`"));
+            bounds.insert(name, bound);
+        }
+    }
+    bounds
+}
+
+#[test]
+fn every_case_is_in_the_part_its_bound_names() {
+    let bounds = bounds();
+    assert_eq!(bounds.len(), defined().len(), "every case has a bound");
+    for ((_, case), part) in listed_cases() {
+        let want = PART_BOUNDS
+            .iter()
+            .find(|(p, _)| *p == part)
+            .unwrap_or_else(|| panic!("part {part} has no bound in PART_BOUNDS"))
+            .1;
+        assert_eq!(bounds[&case], want, "{case} is listed in the {part} part, whose cases bound the broker by {want}");
     }
 }

@@ -44,9 +44,9 @@ pub use crate::aggregate::{
 };
 pub use crate::scheduler::{MAX_SCHEDULER_HISTORY, SchedulerEnqueueEvent, SchedulerEntry};
 pub use aggregate::Aggregate;
-pub use cancel::Cancel;
 #[cfg(feature = "mock")]
 pub use cancel::MockCancel;
+pub use cancel::{Cancel, cancel_outcome, cancel_outcome_given};
 pub use capabilities::{Broker, Capabilities, QueueDirectory};
 pub use control::ServerControl;
 pub use events::EventLog;

@@ -10,9 +10,7 @@
 //! takes later while a request for it is kept. The server that cancels a task settles its
 //! request ([`Cancel::settle_cancellation`](crate::broker::Cancel::settle_cancellation)), so the task's next attempt runs.
 
-use crate::broker::Inspect;
-use crate::error::{Error, Result};
-use crate::names::{QueueName, TaskId};
+use crate::names::QueueName;
 use crate::state::TaskState;
 use std::fmt;
 use std::time::Duration;
@@ -62,48 +60,6 @@ impl fmt::Display for CancelOutcome {
             Self::UnknownTask => f.write_str("unknown task"),
         }
     }
-}
-
-/// What a request to cancel task `id` finds, looked up through `broker`: the servers whose
-/// heartbeats report running it; if none, the first queue (by name) holding the task, and its
-/// state; if none, [`CancelOutcome::UnknownTask`]. Brokers' [`Cancel::cancel`](crate::broker::Cancel::cancel) answers with it.
-///
-/// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
-pub async fn cancel_outcome<B: Inspect + ?Sized>(broker: &B, id: &TaskId) -> Result<CancelOutcome> {
-    let servers: Vec<String> = broker
-        .servers()
-        .await?
-        .into_iter()
-        .filter(|(_, workers)| workers.iter().any(|w| w.task_id == id.as_str()))
-        .map(|(server, _)| server.server_id)
-        .collect();
-    cancel_outcome_given(broker, id, servers).await
-}
-
-/// As [`cancel_outcome`], with `servers`, the IDs of the live servers whose heartbeats report
-/// running task `id`, already found (by a backend that finds them more cheaply than by reading
-/// every worker of every server).
-///
-/// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
-pub async fn cancel_outcome_given<B: Inspect + ?Sized>(
-    broker: &B,
-    id: &TaskId,
-    mut servers: Vec<String>,
-) -> Result<CancelOutcome> {
-    if !servers.is_empty() {
-        servers.sort();
-        servers.dedup();
-        return Ok(CancelOutcome::Running { servers });
-    }
-    for queue in broker.queues().await? {
-        match broker.task_info(&queue, id).await {
-            Ok(info) => return Ok(CancelOutcome::NotRunning { queue, state: info.state }),
-            // A queue deleted meanwhile holds nothing.
-            Err(Error::TaskNotFound { .. } | Error::QueueNotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(CancelOutcome::UnknownTask)
 }
 
 #[cfg(test)]

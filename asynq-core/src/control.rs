@@ -8,9 +8,6 @@ use crate::error::{Error, Result};
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
-pub use crate::broker::ServerControl;
-
 /// What an operator asks a server to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ServerRequest {

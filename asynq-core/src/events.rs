@@ -2,7 +2,7 @@
 //! started, progress, succeeded, retried, requeued, archived, deleted), for other processes to
 //! follow, as BullMQ's `QueueEvents` do.
 //!
-//! The log is opt-in per queue ([`EventLog::set_event_cap`]): a queue without it costs nothing.
+//! The log is opt-in per queue ([`EventLog::set_event_cap`](crate::broker::EventLog::set_event_cap)): a queue without it costs nothing.
 //! Each event is written in the same atomic step as the change it reports, so a reader sees
 //! every change the log kept, in order. The log keeps the last [`EventCap`] events; a
 //! reader resumes from the [`EventId`] it read last, and learns from [`EventPage::missed`] when
@@ -13,9 +13,6 @@ use crate::{Error, Progress, Result};
 use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
-pub use crate::broker::EventLog;
 
 /// What happened to a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

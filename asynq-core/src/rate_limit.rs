@@ -2,16 +2,13 @@
 //! bounds how many tasks of a queue start per second.
 //!
 //! [`RateLimit`] is the validated setting, [`TokenBucket`] the pure refill-and-take arithmetic
-//! every backend applies atomically, and [`RateLimiter`] the broker role the processor asks
+//! every backend applies atomically, and [`RateLimiter`](crate::broker::RateLimiter) the broker role the processor asks
 //! for tokens before it dequeues from a limited queue. Time comes from the caller's clock, so a
 //! simulated clock drives the bucket as it drives everything else. Go asynq has no rate limits
 //! (its issue #609); nothing here is read or written by Go.
 
 use crate::{Error, Result};
 use std::time::Duration;
-
-/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
-pub use crate::broker::RateLimiter;
 
 /// How many tasks of a queue may start per second, across every server sharing the broker.
 ///

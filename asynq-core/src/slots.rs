@@ -4,17 +4,14 @@
 //! A running task holds a slot of its key until it finishes or its hold expires. Holds expire
 //! with the task's lease and are renewed with it, so a slot held by a worker that died comes
 //! back when its lease would have run out. [`SlotKey`] names what is counted (a task type, or a
-//! key the application derives from the task), [`ConcurrencySlots`] is the broker role the
+//! key the application derives from the task), [`ConcurrencySlots`](crate::broker::ConcurrencySlots) is the broker role the
 //! server asks for slots. A server whose task finds every slot held waits for one
-//! ([`ConcurrencySlots::wait_for_slot`]): giving a slot back wakes the waiters of its key on
+//! ([`ConcurrencySlots::wait_for_slot`](crate::broker::ConcurrencySlots::wait_for_slot)): giving a slot back wakes the waiters of its key on
 //! every server, as an enqueue wakes idle servers. Time comes from the caller's clock. Go asynq has no such limit (its
 //! issues #542 and #797); nothing here is read or written by Go.
 
 use crate::{Error, Result};
 use std::fmt;
-
-/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
-pub use crate::broker::ConcurrencySlots;
 
 /// The longest slot key, in bytes.
 pub const MAX_SLOT_KEY_LEN: usize = 512;

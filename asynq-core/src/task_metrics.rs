@@ -2,8 +2,8 @@
 //! they took, per queue, in minute and hour buckets (Sidekiq's Metrics page).
 //!
 //! Servers count the attempts they run in memory and add them to the record every few seconds
-//! ([`TaskMetrics::record_task_metrics`]); operators' tools read it back
-//! ([`TaskMetrics::task_metrics`]). The record is bounded: a bucket keeps at most
+//! ([`TaskMetrics::record_task_metrics`](crate::broker::TaskMetrics::record_task_metrics)); operators' tools read it back
+//! ([`TaskMetrics::task_metrics`](crate::broker::TaskMetrics::task_metrics)). The record is bounded: a bucket keeps at most
 //! [`MAX_METRIC_TYPES`] task types, later ones counting under [`OTHER_TYPES`], and minute
 //! buckets live [`MINUTE_BUCKETS_KEPT`], hour buckets [`HOUR_BUCKETS_KEPT`]. Go asynq neither
 //! writes nor reads it: tasks a Go server runs are not in it.
@@ -11,9 +11,6 @@
 use crate::{Error, QueueName, Result};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// The broker trait of this capability, kept at its first path; it lives in [`crate::broker`].
-pub use crate::broker::TaskMetrics;
 
 /// The most distinct task types one bucket of one queue keeps; the attempts of further types
 /// count under [`OTHER_TYPES`], so a flood of random type names cannot grow the record.

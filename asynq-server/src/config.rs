@@ -3,7 +3,7 @@
 use crate::aggregator::GroupAggregator;
 use crate::handler::HandlerError;
 use crate::observe::TaskObserver;
-use crate::policy::{ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay};
+use crate::policy::{ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay_fn};
 use crate::served::{QueueProvider, QueueSources};
 use asynq_core::broker::{AggregationLimits, DEFAULT_GROUP_GRACE_PERIOD};
 use asynq_core::queue::{QueuePattern, QueuePriorities};
@@ -54,7 +54,9 @@ pub struct Config {
     /// proportion to their priorities; queues of one priority are tried in random order.
     /// Default: false.
     pub strict_priority: bool,
-    /// How long to wait before retrying a failed task. Default: [`default_retry_delay`].
+    /// How long to wait before retrying a failed task. Default: Go's
+    /// ([`default_retry_delay`](crate::default_retry_delay)), its jitter drawn from the server's
+    /// generator (see `rng_seed`).
     pub retry_delay: RetryDelayFn,
     /// Whether an error counts as a failure. Default: every error does.
     pub is_failure: IsFailureFn,
@@ -157,6 +159,11 @@ pub struct Config {
     pub task_metrics: bool,
     /// The wall clock. Default: the system clock; tests use a simulated one.
     pub clock: Arc<dyn Clock>,
+    /// Seeds the server's one random number generator, which orders the queues at each fetch
+    /// and draws the jitter of idle polls and of the default retry delay: two servers with one
+    /// seed, on one simulated clock and broker state, make the same choices. Default: none,
+    /// seeded from the operating system's entropy.
+    pub rng_seed: Option<u64>,
 }
 
 impl Default for Config {
@@ -169,7 +176,7 @@ impl Default for Config {
             queue_provider: None,
             queue_refresh_interval: Duration::from_secs(1),
             strict_priority: false,
-            retry_delay: Arc::new(default_retry_delay),
+            retry_delay: default_retry_delay_fn(),
             is_failure: Arc::new(|_| true),
             error_handler: None,
             shutdown_timeout: Duration::from_secs(8),
@@ -195,6 +202,7 @@ impl Default for Config {
             task_observers: Vec::new(),
             task_metrics: true,
             clock: Arc::new(SystemClock),
+            rng_seed: None,
         }
     }
 }
@@ -233,6 +241,7 @@ impl fmt::Debug for Config {
             .field("task_observers", &self.task_observers.len())
             .field("task_metrics", &self.task_metrics)
             .field("clock", &self.clock)
+            .field("rng_seed", &self.rng_seed)
             .finish_non_exhaustive()
     }
 }
@@ -571,6 +580,13 @@ impl ConfigBuilder {
     /// Reads wall-clock time from `clock` (for tests). Default: the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.config.clock = clock;
+        self
+    }
+
+    /// Seeds the server's random choices with `seed` ([`Config::rng_seed`]), for tests that
+    /// must run the same way every time. Default: the operating system's entropy.
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.config.rng_seed = Some(seed);
         self
     }
 

@@ -51,6 +51,7 @@ mod policy;
 mod processor;
 mod recoverer;
 mod relayer;
+mod rng;
 mod served;
 mod server;
 mod service;

@@ -5,11 +5,12 @@
 //! it (the configuration, the processor, the aggregator, the shared limits).
 
 use crate::handler::HandlerError;
+use crate::rng::ServerRng;
 use asynq_core::broker::Outcome;
 use asynq_core::{StoredTask, Task};
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
 /// Computes how long to wait before retrying a task: `(retries so far, error, task)`.
@@ -23,9 +24,21 @@ pub type HealthCheckFn = Arc<dyn Fn(Result<(), &asynq_core::Error>) + Send + Syn
 /// Names the shared concurrency limit a task counts against, if any (a tenant's, say).
 pub type SharedLimitFn = Arc<dyn Fn(&Task) -> Option<asynq_core::slots::SharedLimit> + Send + Sync>;
 
-/// Go asynq's default retry delay ([`asynq_core::retry::default_retry_delay`]).
+/// Go asynq's default retry delay ([`asynq_core::retry::default_retry_delay`]), its jitter
+/// drawn from the thread's generator. A server whose [`Config::retry_delay`](crate::Config::retry_delay)
+/// is left at its default draws from its own generator instead (see
+/// [`Config::rng_seed`](crate::Config::rng_seed)).
 pub fn default_retry_delay(retried: u32, _err: &HandlerError, _task: &Task) -> Duration {
     asynq_core::retry::default_retry_delay(retried, &mut rand::rng())
+}
+
+/// The one [`RetryDelayFn`] that [`Config::default`](crate::Config::default) holds: a server
+/// knows it by its address and draws the jitter from its own generator instead.
+static DEFAULT_RETRY_DELAY: LazyLock<RetryDelayFn> = LazyLock::new(|| Arc::new(default_retry_delay));
+
+/// The default retry delay, as [`Config::default`](crate::Config::default) holds it.
+pub(crate) fn default_retry_delay_fn() -> RetryDelayFn {
+    Arc::clone(&DEFAULT_RETRY_DELAY)
 }
 
 /// What happens to a task whose attempt failed: retried after a delay, or archived.
@@ -38,6 +51,20 @@ pub(crate) struct FailurePolicy {
 }
 
 impl FailurePolicy {
+    /// The policy of a server whose configuration says `retry_delay` and `is_failure`: the
+    /// default retry delay draws its jitter from `rng`.
+    pub(crate) fn new(retry_delay: &RetryDelayFn, is_failure: &IsFailureFn, rng: &ServerRng) -> Self {
+        let retry_delay = if Arc::ptr_eq(retry_delay, &DEFAULT_RETRY_DELAY) {
+            let rng = rng.clone();
+            Arc::new(move |retried: u32, _: &HandlerError, _: &Task| {
+                rng.with(|rng| asynq_core::retry::default_retry_delay(retried, rng))
+            })
+        } else {
+            Arc::clone(retry_delay)
+        };
+        Self { retry_delay, is_failure: Arc::clone(is_failure) }
+    }
+
     /// The outcome for `message` after `err` at `now`: archived when its retries are used up
     /// or the error says to skip retries, otherwise retried after the retry delay.
     pub(crate) fn outcome(&self, message: &StoredTask, err: &HandlerError, now: SystemTime) -> Outcome {

@@ -29,6 +29,7 @@ use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
 use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
 use crate::policy::{ErrorHandlerFn, FailurePolicy, panic_message};
+use crate::rng::ServerRng;
 use crate::served::ServedQueues;
 use crate::settler::Settler;
 use crate::shared_limits::{SharedAdmission, SharedLimits};
@@ -44,7 +45,6 @@ use asynq_core::slots::SlotKey;
 use asynq_core::workflow::{WORKFLOW_CANCELLED_ERROR, WORKFLOW_HEADER, WORKFLOW_STOPPED_ERROR};
 use asynq_core::{Clock, Error, Lease, QueueName, StoredTask, Task, TaskId};
 use futures::FutureExt;
-use rand::Rng;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -87,6 +87,8 @@ pub(crate) struct ProcessorConfig {
     pub(crate) observers: Observers,
     /// Gives workflow tasks' handlers their parents' results, when the broker keeps workflows.
     pub(crate) workflows: Option<Arc<dyn Workflows>>,
+    /// Orders the queues at each fetch and jitters the idle polls.
+    pub(crate) rng: ServerRng,
 }
 
 impl fmt::Debug for ProcessorConfig {
@@ -226,7 +228,8 @@ impl Processor {
                 ahead.push(hold);
             }
         }
-        let order = s.config.queues.now().priorities.order(&mut rand::rng());
+        let served = s.config.queues.now();
+        let order = s.config.rng.with(|rng| served.priorities.order(rng));
         let now = s.clock.now();
         let wanted = slots.len() + ahead.len();
         // The tasks that take the slots run at once, unless a limit may make them wait: when the
@@ -333,7 +336,7 @@ impl Processor {
                     tokio::select! {
                         _ = stop.cancelled() => return,
                         _ = Arc::clone(&s.waiting).acquire_owned() => {}
-                        _ = tokio::time::sleep(jitter(s.config.task_check_interval)) => {}
+                        _ = tokio::time::sleep(s.config.rng.jitter(s.config.task_check_interval)) => {}
                         _ = queues.changed() => {}
                     }
                     continue;
@@ -375,7 +378,7 @@ impl Processor {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = s.broker.wait_for_tasks(&served.names), if !served.names.is_empty() => {}
-                _ = tokio::time::sleep(jitter(s.config.task_check_interval)) => {}
+                _ = tokio::time::sleep(s.config.rng.jitter(s.config.task_check_interval)) => {}
                 _ = queues.changed() => {}
             }
         }
@@ -871,10 +874,4 @@ fn attempt_report<'a>(attempt: &'a Attempt, outcome: Option<&Outcome>, duration:
         (Attempt::Finished(Err(_)), Some(_)) => (AttemptOutcome::Revoked, false),
     };
     AttemptReport { outcome, duration, error, is_failure }
-}
-
-/// Go's idle sleep: `interval / 2 + rand[0, interval)`.
-fn jitter(interval: Duration) -> Duration {
-    let extra = rand::rng().random_range(0..interval.as_nanos().max(1) as u64);
-    interval / 2 + Duration::from_nanos(extra)
 }

@@ -13,6 +13,7 @@ use crate::policy::FailurePolicy;
 use crate::processor::{Processor, ProcessorConfig};
 use crate::recoverer::{Recoverer, RecovererConfig};
 use crate::relayer::Relayer;
+use crate::rng::ServerRng;
 use crate::served::{QueueSources, QueueWatcher, ServedQueues};
 use crate::shared_limits::SharedLimits;
 use crate::subscriber::{Subscriber, SubscriberConfig};
@@ -221,8 +222,8 @@ impl Server {
             let fixed = QueuePriorities::from_weights(self.sources.fixed.iter().cloned(), self.sources.strict);
             (None, ServedQueues::fixed(fixed))
         };
-        let failure_policy =
-            FailurePolicy { retry_delay: Arc::clone(&c.retry_delay), is_failure: Arc::clone(&c.is_failure) };
+        let rng = ServerRng::new(c.rng_seed);
+        let failure_policy = FailurePolicy::new(&c.retry_delay, &c.is_failure, &rng);
         let active = Arc::new(ActiveTasks::default());
         let type_metrics = self.capabilities.task_metrics.clone().map(|metrics| {
             let recorder = Arc::new(TypeMetricsRecorder::new(clock.clone()));
@@ -262,6 +263,7 @@ impl Server {
                 start_with_fetch: c.start_with_fetch,
                 observers: observers.clone(),
                 workflows: self.capabilities.workflows.clone(),
+                rng,
             },
         );
         let subscriber = self

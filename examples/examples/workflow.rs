@@ -11,7 +11,7 @@
 //! ```
 
 use rasynq::core::Broker;
-use rasynq::core::workflow::Workflows;
+use rasynq::core::broker::Workflows;
 use rasynq::{
     Config, Flow, FlowProducer, HandlerError, Inspector, MemoryBroker, ParentOutcome, RedisBroker, ServeMux, Server,
     Task, TaskContext, TaskOptions, TaskState,

@@ -1,19 +1,20 @@
 //! The broker contract is cut by its callers: a worker server runs on a broker that implements
-//! only the worker's traits, an inspector on one that implements only the operator's, and what
-//! a configuration needs beyond them is refused up front when the broker lacks it.
+//! only the worker's traits, a client on one that implements only the producer's, an inspector on
+//! one that implements only the operator's, and what a configuration needs beyond them is refused
+//! up front when the broker lacks it.
 
 use async_trait::async_trait;
 use asynq_client::Inspector;
 use asynq_conformance::{BrokerFactory, Capability};
 use asynq_core::broker::{
-    Capabilities, Dequeue, Dequeued, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Manage, Outcome, Page,
-    Recover, ServerState,
+    Capabilities, Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Manage,
+    Outcome, Page, Recover, ServerState,
 };
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{ArchiveLimits, Clock};
 use asynq_core::{
-    BackendInfo, DailyStats, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo, StoredTask,
-    Task, TaskId, TaskInfo, TaskOptions, TaskSet, TaskState, WorkerInfo,
+    BackendInfo, DailyStats, EnqueueRequest, Error, GroupName, QueueInfo, QueueLocation, QueueName, Result, ServerInfo,
+    StoredTask, Task, TaskId, TaskInfo, TaskOptions, TaskSet, TaskState, WorkerInfo,
 };
 use asynq_memory::{MemoryBroker, MemoryConfig};
 use asynq_server::{Server, aggregator_fn, handler_fn};
@@ -87,37 +88,75 @@ impl Health for WorkerOnly {
     }
 }
 
-/// Runs the conformance suite's worker cases against [`WorkerOnly`]: the cases put tasks in and
-/// look at them through the memory broker underneath, and drive the worker's traits of
-/// `WorkerOnly` alone.
-struct WorkerOnlyFactory;
+/// A backend that delegates to the memory broker underneath, which is its conformance store.
+trait OverMemory: Clone + Send + Sync + 'static {
+    /// Its name in the suite's messages.
+    const NAME: &'static str;
+    /// The backend over `broker`.
+    fn over(broker: MemoryBroker) -> Self;
+    /// The memory broker underneath.
+    fn memory(&self) -> &MemoryBroker;
+}
 
-impl BrokerFactory for WorkerOnlyFactory {
-    type Broker = WorkerOnly;
+/// Makes an [`OverMemory`] backend for the conformance suite, on a fresh memory broker.
+struct OverMemoryFactory<B>(std::marker::PhantomData<B>);
+
+impl<B> OverMemoryFactory<B> {
+    fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<B: OverMemory> BrokerFactory for OverMemoryFactory<B> {
+    type Broker = B;
     type Store = MemoryBroker;
 
     fn name(&self) -> &'static str {
-        "worker-only"
+        B::NAME
     }
 
     fn lacks(&self) -> &'static [Capability] {
         &[]
     }
 
-    async fn broker(&self, clock: Arc<dyn Clock>) -> WorkerOnly {
-        WorkerOnly(MemoryBroker::with_clock(clock))
+    async fn broker(&self, clock: Arc<dyn Clock>) -> B {
+        B::over(MemoryBroker::with_clock(clock))
     }
 
-    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> WorkerOnly {
-        WorkerOnly(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
+    async fn broker_with_archive_limits(&self, clock: Arc<dyn Clock>, limits: ArchiveLimits) -> B {
+        B::over(MemoryBroker::with_config(MemoryConfig { clock, archive_limits: limits }))
     }
 
-    fn store(&self, broker: &WorkerOnly) -> MemoryBroker {
-        broker.0.clone()
+    fn store(&self, broker: &B) -> MemoryBroker {
+        broker.memory().clone()
     }
 }
 
-asynq_conformance::broker_conformance!(WorkerOnlyFactory, parts = [worker], paused_time);
+/// Each backend runs the conformance suite's part for its traits, putting tasks in and looking at
+/// them through the memory broker underneath (a module each: the suite's tests are named after
+/// its cases).
+macro_rules! over_memory {
+    ($backend:ident, $name:literal, $module:ident, $part:ident) => {
+        impl OverMemory for $backend {
+            const NAME: &'static str = $name;
+            fn over(broker: MemoryBroker) -> Self {
+                Self(broker)
+            }
+            fn memory(&self) -> &MemoryBroker {
+                &self.0
+            }
+        }
+
+        mod $module {
+            use super::*;
+            asynq_conformance::broker_conformance!(OverMemoryFactory::<$backend>::new(), parts = [$part], paused_time);
+        }
+    };
+}
+
+over_memory!(WorkerOnly, "worker-only", worker_only, worker);
+over_memory!(ProducerOnly, "producer-only", producer_only, producer);
+over_memory!(OperatorOnly, "operator-only", operator_only, manage);
 
 #[tokio::test(start_paused = true)]
 async fn a_server_runs_on_a_broker_with_only_the_workers_traits() {
@@ -158,7 +197,9 @@ async fn a_configuration_that_needs_a_missing_capability_is_refused_before_start
     assert!(err.to_string().contains("rate limit"), "{err}");
 }
 
-/// A backend with the operator's two traits and no capability.
+/// A backend with the operator's two traits and no capability, their provided methods left as
+/// they are: what a third-party operator backend has to write.
+#[derive(Clone)]
 struct OperatorOnly(MemoryBroker);
 
 impl Capabilities for OperatorOnly {}
@@ -244,4 +285,26 @@ async fn an_inspector_runs_on_a_broker_with_only_the_operators_traits() {
     assert!(matches!(err, Error::Unsupported { capability: "cancelling tasks" }), "{err:?}");
     // The same inspector over the full memory broker sees the group.
     assert_eq!(Inspector::new(h.broker.clone()).groups("default").await.unwrap().len(), 1);
+}
+
+/// A backend with the producer's one trait and no capability, `enqueue_batch` left to its
+/// provided one-by-one method: what a third-party producer backend has to write.
+#[derive(Clone)]
+struct ProducerOnly(MemoryBroker);
+
+impl Capabilities for ProducerOnly {}
+
+#[async_trait]
+impl Enqueue for ProducerOnly {
+    async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
+        self.0.enqueue(request).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_enqueues_on_a_broker_with_only_the_producer_s_trait() {
+    let h = Harness::new();
+    let client = asynq_client::Client::new(ProducerOnly(h.broker.clone())).with_clock(h.clock.clone());
+    let info = client.enqueue(&Task::new("email:welcome", "42"), TaskOptions::new().queue("mail")).await.unwrap();
+    assert_eq!(h.broker.task_info(&info.queue, &info.id).await.unwrap().state, TaskState::Pending);
 }

@@ -7,12 +7,12 @@
 //! Debian/Ubuntu when running as root, otherwise xtask stops with the command to run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
-use crate::redis::{apt_get, find_executable, is_root};
-use crate::{cmd, step};
+use crate::tools::find_executable;
+use crate::{step, tools};
 
 /// The environment variable that names the Chromium binary the tests drive.
 pub(crate) const CHROMIUM_ENV: &str = "ASYNQ_CHROMIUM_BIN";
@@ -90,50 +90,27 @@ fn is_set(env: &str) -> bool {
 /// Installs the browser with apt when this is Debian or Ubuntu and we are root; otherwise stops
 /// with the command to run.
 fn install() -> anyhow::Result<()> {
-    let packages = APT_PACKAGES.join(" ");
-    let apt_command = format!(
-        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages}"
-    );
-    if !Path::new("/etc/debian_version").exists() {
-        bail!(
-            "Chromium and chromedriver are needed by the browser tests, and this is not \
-             Debian/Ubuntu, so xtask cannot install them. Install both (the same major version) \
-             with your package manager, or set {CHROMIUM_ENV} and {CHROMEDRIVER_ENV} to their \
-             paths, then run `cargo xtask test` again."
-        );
+    tools::Install {
+        packages: APT_PACKAGES,
+        missing: "Chromium or chromedriver not found",
+        needed: "Chromium and chromedriver are needed by the browser tests",
+        elsewhere: &format!(
+            "Install both (the same major version) with your package manager, or set {CHROMIUM_ENV} and \
+             {CHROMEDRIVER_ENV} to their paths"
+        ),
+        instead: &format!("set {CHROMIUM_ENV} and {CHROMEDRIVER_ENV} to their paths"),
     }
-    if !is_root()? {
-        bail!(
-            "Chromium and chromedriver are needed by the browser tests, and installing them \
-             needs root. Run:\n\n    sudo sh -c '{apt_command}'\n\nthen run `cargo xtask test` \
-             again (or set {CHROMIUM_ENV} and {CHROMEDRIVER_ENV} to their paths)."
-        );
-    }
-    step(format_args!("Chromium or chromedriver not found; installing {packages} with apt-get (running as root)"));
-    cmd::run(apt_get().arg("update"))?;
-    cmd::run(apt_get().args(["install", "-y", "--no-install-recommends"]).args(APT_PACKAGES))?;
-    Ok(())
+    .run()
 }
 
 /// The first line of `<binary> --version`, such as `Chromium 140.0.7339.127 built on Debian`.
 fn version_of(binary: &Path) -> anyhow::Result<String> {
-    let output = Command::new(binary)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("could not run `{} --version`", binary.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = tools::version_text(binary)?;
     // chromedriver appends the commit and branch in parentheses; the version number is enough.
     let first_line = stdout.lines().next().unwrap_or_default();
     let version = first_line.split(" (").next().unwrap_or_default().trim();
-    if !output.status.success() || version.is_empty() {
-        bail!(
-            "`{} --version` failed ({}): {}{}",
-            binary.display(),
-            output.status,
-            stdout.trim(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
+    if version.is_empty() {
+        bail!("`{} --version` printed no version: {}", binary.display(), stdout.trim());
     }
     Ok(version.to_owned())
 }

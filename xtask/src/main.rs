@@ -35,6 +35,7 @@ mod tidy;
 mod tidy_docs;
 #[cfg(test)]
 mod tidy_imports;
+mod tools;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

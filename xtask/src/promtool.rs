@@ -14,10 +14,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 
-use crate::redis::{apt_get, find_executable, is_root};
-use crate::{cmd, step};
+use crate::tools::find_executable;
+use crate::{cmd, step, tools};
 
 /// The environment variable that names the `promtool` binary.
 pub(crate) const BIN_ENV: &str = "ASYNQ_PROMTOOL_BIN";
@@ -36,23 +36,7 @@ pub(crate) const DASHBOARD: &str = "docs/grafana/asynq-dashboard.json";
 
 /// Finds (installing it when possible) `promtool`, and returns its path.
 pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
-    let configured = std::env::var_os(BIN_ENV).filter(|value| !value.is_empty());
-    let name = configured.clone().map_or_else(|| PathBuf::from("promtool"), PathBuf::from);
-    step(format_args!(
-        "looking for {} ({})",
-        name.display(),
-        if configured.is_some() { format!("from {BIN_ENV}") } else { format!("{BIN_ENV} is not set") }
-    ));
-    let binary = match find_executable(&name) {
-        Some(binary) => binary,
-        // Install only the default; a binary the user named explicitly is theirs to provide.
-        None if configured.is_none() => {
-            install()?;
-            find_executable(&name)
-                .context("`apt-get install prometheus` succeeded but `promtool` is still not on PATH")?
-        }
-        None => bail!("{BIN_ENV}={} does not name an executable file (a path, or a program on PATH)", name.display()),
-    };
+    let binary = tools::find_or_install(BIN_ENV, "promtool", install)?;
     step(format_args!("using {} ({})", binary.display(), version_of(&binary)?));
     Ok(binary)
 }
@@ -105,30 +89,20 @@ fn collect_exprs<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a str>) {
     }
 }
 
-/// Installs `prometheus` with apt when this is Debian or Ubuntu and we are root; otherwise
-/// stops with the command to run.
+/// Installs `prometheus` with apt when this is Debian or Ubuntu and we are root, then stops its
+/// service; otherwise stops with the command to run.
 fn install() -> anyhow::Result<()> {
-    let apt_command = format!(
-        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {APT_PACKAGE}"
-    );
-    if !Path::new("/etc/debian_version").exists() {
-        bail!(
-            "promtool is needed to check the Prometheus alerting rules, and this is not \
-             Debian/Ubuntu, so xtask cannot install it. Install Prometheus 2.42 or newer (its \
-             release archive carries promtool), or set {BIN_ENV} to the path of a promtool \
-             binary, then run `cargo xtask test` again."
-        );
+    tools::Install {
+        packages: &[APT_PACKAGE],
+        missing: "promtool not found",
+        needed: "promtool is needed to check the Prometheus alerting rules",
+        elsewhere: &format!(
+            "Install Prometheus 2.42 or newer (its release archive carries promtool), or set {BIN_ENV} to \
+             the path of a promtool binary"
+        ),
+        instead: &format!("set {BIN_ENV} to the path of a promtool binary"),
     }
-    if !is_root()? {
-        bail!(
-            "promtool is needed to check the Prometheus alerting rules, and installing it needs \
-             root. Run:\n\n    sudo sh -c '{apt_command}'\n\nthen run `cargo xtask test` again \
-             (or set {BIN_ENV} to the path of a promtool binary)."
-        );
-    }
-    step("promtool not found; installing Debian's prometheus package with apt-get (running as root)");
-    cmd::run(apt_get().arg("update"))?;
-    cmd::run(apt_get().args(["install", "-y", "--no-install-recommends"]).arg(APT_PACKAGE))?;
+    .run()?;
     stop_service();
     Ok(())
 }
@@ -151,22 +125,10 @@ fn stop_service() {
 
 /// `promtool --version`'s version, such as `2.42.0+ds`.
 fn version_of(binary: &Path) -> anyhow::Result<String> {
-    let output = Command::new(binary)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("could not run `{} --version`", binary.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    match parse_version(&stdout) {
-        Some(version) if output.status.success() => Ok(version.to_owned()),
-        _ => bail!(
-            "`{} --version` failed ({}): {}{}",
-            binary.display(),
-            output.status,
-            stdout.trim(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
-    }
+    let stdout = tools::version_text(binary)?;
+    parse_version(&stdout).map(str::to_owned).with_context(|| {
+        format!("could not read a version from `{} --version`, which printed: {}", binary.display(), stdout.trim())
+    })
 }
 
 /// The version in `promtool --version` output (`promtool, version 2.42.0+ds (branch: ...)`).

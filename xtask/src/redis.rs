@@ -5,11 +5,10 @@
 //! server or relies on port 6379.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 
-use crate::{cmd, step};
+use crate::{step, tools};
 
 /// The environment variable that names the `redis-server` binary the tests run.
 pub(crate) const BIN_ENV: &str = "ASYNQ_REDIS_SERVER_BIN";
@@ -23,23 +22,7 @@ const APT_PACKAGE: &str = "redis-server";
 /// Finds (installing it when possible) a `redis-server` of at least [`MIN_VERSION`], and returns
 /// the path to pass to the tests in [`BIN_ENV`].
 pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
-    let configured = std::env::var_os(BIN_ENV).filter(|value| !value.is_empty());
-    let name = configured.clone().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("redis-server"));
-    step(format_args!(
-        "looking for {} ({})",
-        name.display(),
-        if configured.is_some() { format!("from {BIN_ENV}") } else { format!("{BIN_ENV} is not set") }
-    ));
-    let binary = match find_executable(&name) {
-        Some(binary) => binary,
-        // Install only the default; a binary the user named explicitly is theirs to provide.
-        None if name == Path::new("redis-server") => {
-            install()?;
-            find_executable(&name)
-                .context("`apt-get install redis-server` succeeded but `redis-server` is still not on PATH")?
-        }
-        None => bail!("{BIN_ENV}={} does not name an executable file (a path, or a program on PATH)", name.display()),
-    };
+    let binary = tools::find_or_install(BIN_ENV, "redis-server", install)?;
     let version = version_of(&binary)?;
     if version < MIN_VERSION {
         bail!(
@@ -59,63 +42,24 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
 /// Installs `redis-server` with apt when this is Debian or Ubuntu and we are root; otherwise
 /// stops with the command to run.
 fn install() -> anyhow::Result<()> {
-    let apt_command = format!(
-        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
-         --no-install-recommends {APT_PACKAGE}"
+    let elsewhere = format!(
+        "Install Redis {}.{} or newer with your package manager (for example `brew install redis` or \
+         `dnf install redis`), or set {BIN_ENV} to the path of a redis-server binary",
+        MIN_VERSION.0, MIN_VERSION.1
     );
-    if !Path::new("/etc/debian_version").exists() {
-        bail!(
-            "redis-server is not installed and this is not Debian/Ubuntu, so xtask cannot \
-             install it. Install Redis {}.{} or newer with your package manager (for example \
-             `brew install redis` or `dnf install redis`), or set {BIN_ENV} to the path of a \
-             redis-server binary, then run `cargo xtask test` again.",
-            MIN_VERSION.0,
-            MIN_VERSION.1
-        );
+    tools::Install {
+        packages: &[APT_PACKAGE],
+        missing: "redis-server not found",
+        needed: "redis-server is not installed",
+        elsewhere: &elsewhere,
+        instead: &format!("set {BIN_ENV} to the path of a redis-server binary"),
     }
-    if !is_root()? {
-        bail!(
-            "redis-server is not installed, and installing it needs root. Run:\n\n    \
-             sudo sh -c '{apt_command}'\n\nthen run `cargo xtask test` again (or set {BIN_ENV} \
-             to the path of a redis-server binary)."
-        );
-    }
-    step("redis-server not found; installing it with apt-get (Debian/Ubuntu, running as root)");
-    cmd::run(apt_get().arg("update"))?;
-    cmd::run(apt_get().args(["install", "-y", "--no-install-recommends"]).arg(APT_PACKAGE))?;
-    Ok(())
-}
-
-/// `apt-get`, non-interactive and without stdin (CI has none).
-pub(crate) fn apt_get() -> Command {
-    let mut command = Command::new("apt-get");
-    command.env("DEBIAN_FRONTEND", "noninteractive").stdin(Stdio::null());
-    command
-}
-
-/// Whether we run as root, asked of `id -u`.
-pub(crate) fn is_root() -> anyhow::Result<bool> {
-    let output = Command::new("id").arg("-u").stdin(Stdio::null()).output().context("could not run `id -u`")?;
-    Ok(output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "0")
+    .run()
 }
 
 /// Runs `redis-server --version` and parses its version.
 fn version_of(binary: &Path) -> anyhow::Result<(u32, u32)> {
-    let output = Command::new(binary)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("could not run `{} --version`", binary.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        bail!(
-            "`{} --version` failed ({}): {}{}",
-            binary.display(),
-            output.status,
-            stdout.trim(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
+    let stdout = tools::version_text(binary)?;
     parse_version(&stdout).with_context(|| {
         format!("could not read a version from `{} --version`, which printed: {}", binary.display(), stdout.trim())
     })
@@ -129,34 +73,6 @@ fn parse_version(output: &str) -> Option<(u32, u32)> {
     let major = parts.next()?.parse().ok()?;
     let minor = parts.next()?.parse().ok()?;
     Some((major, minor))
-}
-
-/// Resolves `name` to an absolute path the way a shell would: as a path when it contains a
-/// separator, otherwise by searching `PATH`. Symlinks are kept as they are: Debian's
-/// `/usr/bin/redis-server` is a link to `redis-check-rdb`, which acts on the name it was run by.
-pub(crate) fn find_executable(name: &Path) -> Option<PathBuf> {
-    if name.components().count() > 1 {
-        if !is_executable(name) {
-            return None;
-        }
-        return std::path::absolute(name).ok();
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-        .and_then(|found| std::path::absolute(found).ok())
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    path.metadata().is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file() || path.with_extension(std::env::consts::EXE_EXTENSION).is_file()
 }
 
 #[cfg(test)]
@@ -181,14 +97,5 @@ mod tests {
         assert!((5, 9) < MIN_VERSION);
         assert!((6, 2) >= MIN_VERSION);
         assert!((7, 0) >= MIN_VERSION);
-    }
-
-    #[test]
-    fn finds_programs_on_path_and_rejects_missing_ones() {
-        let sh = find_executable(Path::new("sh")).expect("sh is on PATH");
-        assert!(sh.is_absolute());
-        assert_eq!(find_executable(&sh), Some(sh.clone()));
-        assert_eq!(find_executable(Path::new("surely-not-a-program-xtask")), None);
-        assert_eq!(find_executable(Path::new("/surely/not/a/program/xtask")), None);
     }
 }

@@ -15,14 +15,8 @@ use crate::workspace_root;
 
 /// Cycles left in place: `(crate, the modules the cycle joins)`, each with why.
 const ALLOWED_CYCLES: &[(&str, &[&str])] = &[
-    // The broker traits (`broker/`) take and return the data types of the modules beside them
-    // (`cancel`, `control`, `events`, ...), and those modules' helpers take the traits' `Page`
-    // and name the traits in their docs: the next step is to move those types under `broker/`.
-    ("asynq-core", &["broker", "cancel", "control", "events", "rate_limit", "slots", "task_metrics", "workflow"]),
     // Errors carry the validated names; the names' constructors return those errors.
     ("asynq-core", &["error", "names"]),
-    // A task carries its options; the options resolve a task into the stored message.
-    ("asynq-core", &["options", "task"]),
     // `RedisBroker` holds the state of events and workflows, whose code implements the broker's
     // methods with its helpers.
     ("asynq-redis", &["broker", "events", "workflow"]),

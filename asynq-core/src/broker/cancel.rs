@@ -1,9 +1,9 @@
-//! The capability to cancel running tasks; [`crate::CancelOutcome`] and the rules are in the crate root.
+//! The capability to cancel running tasks, and what a request finds ([`cancel_outcome`]); [`crate::CancelOutcome`] and the
+//! rules are in the crate root.
 
-#[allow(unused_imports)] // named by the docs
-use crate::Error;
+use super::Inspect;
 use crate::cancel::CancelOutcome;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::names::TaskId;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
@@ -48,4 +48,46 @@ pub trait Cancel: Send + Sync {
     ///
     /// Errors: [`Error::Broker`] when the backend cannot be written.
     async fn settle_cancellation(&self, id: &TaskId) -> Result<bool>;
+}
+
+/// What a request to cancel task `id` finds, looked up through `broker`: the servers whose
+/// heartbeats report running it; if none, the first queue (by name) holding the task, and its
+/// state; if none, [`CancelOutcome::UnknownTask`]. Brokers' [`Cancel::cancel`](crate::broker::Cancel::cancel) answers with it.
+///
+/// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
+pub async fn cancel_outcome<B: Inspect + ?Sized>(broker: &B, id: &TaskId) -> Result<CancelOutcome> {
+    let servers: Vec<String> = broker
+        .servers()
+        .await?
+        .into_iter()
+        .filter(|(_, workers)| workers.iter().any(|w| w.task_id == id.as_str()))
+        .map(|(server, _)| server.server_id)
+        .collect();
+    cancel_outcome_given(broker, id, servers).await
+}
+
+/// As [`cancel_outcome`], with `servers`, the IDs of the live servers whose heartbeats report
+/// running task `id`, already found (by a backend that finds them more cheaply than by reading
+/// every worker of every server).
+///
+/// Errors: [`Error::Broker`](crate::Error::Broker) when the broker cannot be read.
+pub async fn cancel_outcome_given<B: Inspect + ?Sized>(
+    broker: &B,
+    id: &TaskId,
+    mut servers: Vec<String>,
+) -> Result<CancelOutcome> {
+    if !servers.is_empty() {
+        servers.sort();
+        servers.dedup();
+        return Ok(CancelOutcome::Running { servers });
+    }
+    for queue in broker.queues().await? {
+        match broker.task_info(&queue, id).await {
+            Ok(info) => return Ok(CancelOutcome::NotRunning { queue, state: info.state }),
+            // A queue deleted meanwhile holds nothing.
+            Err(Error::TaskNotFound { .. } | Error::QueueNotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(CancelOutcome::UnknownTask)
 }
