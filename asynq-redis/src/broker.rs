@@ -453,6 +453,14 @@ pub(crate) fn encode(msg: &StoredTask) -> Vec<u8> {
     proto::TaskMessage::from(msg).encode_to_vec()
 }
 
+/// `msg` encoded, once its length is checked against [`MAX_VALUE_LEN`] (before any byte is
+/// written): [`checked_message_len`] and [`encode`] in one conversion.
+pub(crate) fn encode_checked(msg: &StoredTask) -> Result<Vec<u8>> {
+    let message = proto::TaskMessage::from(msg);
+    check_value_len("task message", message.encoded_len())?;
+    Ok(message.encode_to_vec())
+}
+
 pub(crate) fn decode(bytes: &[u8]) -> Result<StoredTask> {
     let msg = proto::TaskMessage::decode(bytes).map_err(|e| unexpected("cannot decode a task message", e))?;
     StoredTask::try_from(msg).map_err(|e| unexpected("cannot read a task message", e))

@@ -46,6 +46,11 @@ impl EventCaps {
     pub(crate) fn arg(&self, queue: &str) -> String {
         self.0.get(queue).map(u32::to_string).unwrap_or_default()
     }
+
+    /// Whether `queue` keeps a log.
+    pub(crate) fn logs(&self, queue: &str) -> bool {
+        self.0.contains_key(queue)
+    }
 }
 
 impl RedisBroker {

@@ -23,6 +23,7 @@ macro_rules! script {
 
 pub(crate) struct Scripts {
     pub(crate) enqueue: Script,
+    pub(crate) enqueue_plain: Script,
     pub(crate) enqueue_batch: Script,
     pub(crate) enqueue_replacing: Script,
     pub(crate) dequeue: Script,
@@ -56,9 +57,10 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 31] {
+    fn all(&self) -> [&Script; 32] {
         [
             &self.enqueue,
+            &self.enqueue_plain,
             &self.enqueue_batch,
             &self.enqueue_replacing,
             &self.dequeue,
@@ -104,6 +106,7 @@ impl Scripts {
 /// The scripts, built on first use.
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("message", "events", "priority", "group_index"; "enqueue"),
+    enqueue_plain: script!("enqueue_plain"),
     enqueue_batch: script!("common", "message", "events", "priority", "group_index"; "enqueue_batch"),
     enqueue_replacing: script!("common", "message", "manage_common", "events", "priority"; "enqueue_replacing"),
     dequeue: script!("common", "message", "events", "priority"; "dequeue"),
@@ -198,13 +201,54 @@ impl ScriptCall {
         conn: &mut (impl ConnectionLike + Send),
         context: &str,
     ) -> asynq_core::Result<T> {
-        let cmd = self.cmd();
-        match cmd.query_async(conn).await {
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.script.load_async(conn).await.map_err(|e| broker_error(context, e))?;
-                cmd.query_async(conn).await.map_err(|e| broker_error(context, e))
-            }
-            result => result.map_err(|e| broker_error(context, e)),
+        run_evalsha(self.script, &self.cmd(), conn, context).await
+    }
+}
+
+/// One call of a script built in place as its `EVALSHA` command: its KEYS, then its ARGV, each
+/// appended once. For the calls made once per task, where [`ScriptCall`]'s separate KEYS and
+/// ARGV, copied into the command when it is sent, cost allocations and copies.
+pub(crate) struct DirectCall {
+    script: &'static Script,
+    cmd: Cmd,
+}
+
+impl DirectCall {
+    /// A call of `script` taking `keys` KEYS: the first `keys` values appended.
+    pub(crate) fn new(script: &'static Script, keys: usize) -> Self {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash()).arg(keys);
+        Self { script, cmd }
+    }
+
+    /// Appends a KEYS entry (while fewer than the call's KEYS are in), else an ARGV entry.
+    pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.cmd.arg(arg);
+        self
+    }
+
+    /// Runs the call, loading the script first if Redis lost it (a restart or a failover).
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        conn: &mut (impl ConnectionLike + Send),
+        context: &str,
+    ) -> asynq_core::Result<T> {
+        run_evalsha(self.script, &self.cmd, conn, context).await
+    }
+}
+
+/// Runs `cmd`, an `EVALSHA` of `script`, loading the script first if Redis lost it.
+async fn run_evalsha<T: FromRedisValue>(
+    script: &Script,
+    cmd: &Cmd,
+    conn: &mut (impl ConnectionLike + Send),
+    context: &str,
+) -> asynq_core::Result<T> {
+    match cmd.query_async(conn).await {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            script.load_async(conn).await.map_err(|e| broker_error(context, e))?;
+            cmd.query_async(conn).await.map_err(|e| broker_error(context, e))
         }
+        result => result.map_err(|e| broker_error(context, e)),
     }
 }

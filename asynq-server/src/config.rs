@@ -132,7 +132,9 @@ pub struct Config {
     /// up. It takes tasks ahead only while its attempts are short (under 10 ms on average) and
     /// no rate, per-type or shared limit is set, so a long task never holds others back from other
     /// servers. Tasks taken ahead are leased like running ones, can be cancelled, and go back
-    /// to their queue at once on shutdown. A fetch takes its tasks in one weighted order of the
+    /// to their queue at once on shutdown. While tasks wait ahead, a slot that frees up goes to
+    /// them, and the next fetch waits until half the prefetch could be taken: one broker call
+    /// per batch at low concurrency too. A fetch takes its tasks in one weighted order of the
     /// queues, so with weighted priorities the shares hold on average over many fetches, in
     /// runs as long as a fetch. Default: none, meaning four times `concurrency`, at
     /// most 256 (measured by `cargo xtask bench`: a quarter more throughput at concurrency 10

@@ -11,6 +11,8 @@
 //! While attempts are short, a fetch also takes up to `prefetch` tasks ahead of the free
 //! slots: they wait for a worker here, leased and cancellable like running tasks, so that under
 //! load one broker call serves many tasks and the next batch is at hand when workers free up.
+//! While tasks wait ahead, the next fetch waits until half the prefetch in holds is free, so that
+//! it takes a batch even when workers free up one at a time (low concurrency).
 //! Shutdown gives them back to their queue at once.
 //!
 //! A handler starts only once the broker has recorded that it starts (the [`Starter`], one call
@@ -49,7 +51,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
@@ -131,6 +133,8 @@ struct Shared {
     /// Whether tasks may be taken ahead: a prefetch is set, and no limit needs a decision
     /// at fetch time.
     may_prefetch: bool,
+    /// How many tasks taken ahead have no worker slot yet ([`AheadCount`]).
+    ahead: Arc<AtomicUsize>,
     /// The attempts' average duration in nanoseconds (an exponential moving average); tasks
     /// are taken ahead only while it is under [`PREFETCH_MAX_AVERAGE`].
     average_attempt_nanos: AtomicU64,
@@ -188,6 +192,7 @@ impl Processor {
             holds,
             waiting,
             may_prefetch,
+            ahead: Arc::new(AtomicUsize::new(0)),
             // Nothing is taken ahead until some attempts have shown to be short.
             average_attempt_nanos: AtomicU64::new(PREFETCH_MAX_AVERAGE.as_nanos() as u64),
             active,
@@ -212,6 +217,22 @@ impl Processor {
     /// started or given back, never dropped half way (which would leave them to lease recovery).
     async fn fetch(&self, stop: &CancellationToken) -> asynq_core::Result<Option<FetchReport>> {
         let s = &self.shared;
+        // While tasks taken ahead keep the workers busy, a fetch waits until a batch's worth of
+        // holds is free, so that one broker call takes that many tasks rather than the one or
+        // two whose slots just freed (as happens at low concurrency, where a slot frees up before
+        // the tasks taken ahead queue for it). It never waits long: with nothing ahead, at least
+        // `prefetch` holds are free once the finished tasks' outcomes are written.
+        let batch = s.fetch_batch();
+        if batch > 1 && s.ahead.load(Ordering::Relaxed) >= batch {
+            tokio::select! {
+                _ = stop.cancelled() => return Ok(None),
+                // Released at once: the fetch below takes them one by one, and nothing else
+                // takes holds.
+                held = s.holds.acquire_many(u32::try_from(batch).unwrap_or(u32::MAX)) => {
+                    drop(held.expect("the processor's semaphores are never closed"));
+                }
+            }
+        }
         let first = tokio::select! {
             _ = stop.cancelled() => return Ok(None),
             permits = TaskPermits::acquire(&s.slots, &s.holds) => permits,
@@ -258,7 +279,8 @@ impl Processor {
                 // Taken ahead: `may_prefetch` rules out limits to admit it by.
                 let hold = ahead.pop().expect("no more tasks are dequeued than slots and holds");
                 started += 1;
-                taken.entry(task.message.queue.clone()).or_default().push(Taken::Ahead(task, hold));
+                let counted = AheadCount::new(&s.ahead);
+                taken.entry(task.message.queue.clone()).or_default().push(Taken::Ahead(task, hold, counted));
                 continue;
             };
             let type_permit = match s.type_limits.admit(&task.message.type_name) {
@@ -425,6 +447,12 @@ impl fmt::Debug for Processor {
 }
 
 impl Shared {
+    /// How many free holds a fetch waits for while tasks taken ahead keep the workers busy: half
+    /// the prefetch when taking tasks ahead, else 1 (no wait).
+    fn fetch_batch(&self) -> usize {
+        if self.prefetching() { (self.config.prefetch / 2).max(1) } else { 1 }
+    }
+
     /// Whether a fetch should take tasks ahead now.
     fn prefetching(&self) -> bool {
         self.may_prefetch && self.average_attempt_nanos.load(Ordering::Relaxed) < PREFETCH_MAX_AVERAGE.as_nanos() as u64
@@ -459,13 +487,20 @@ impl Shared {
     /// Holds a task taken ahead (its start recorded, its lease renewed to `expiry`) until a
     /// worker slot frees up, then runs it; gives it back to its queue if shutdown begins first.
     /// Meanwhile it is leased and cancellable like a running task.
-    async fn wait_for_slot(self: Arc<Self>, task: Dequeued, hold: OwnedSemaphorePermit, expiry: SystemTime) {
+    async fn wait_for_slot(
+        self: Arc<Self>,
+        task: Dequeued,
+        hold: OwnedSemaphorePermit,
+        counted: AheadCount,
+        expiry: SystemTime,
+    ) {
         let held = self.hold_waiting(&task, expiry);
         let slot = tokio::select! {
             biased;
             _ = self.draining.cancelled() => None,
             slot = Arc::clone(&self.slots).acquire_owned() => Some(slot.expect("the processor's semaphores are never closed")),
         };
+        drop(counted);
         match slot {
             // Its lease lapsed while it waited (the broker was out of reach): like a running task
             // whose lease lapses, it writes nothing and is left to lease recovery.
@@ -591,8 +626,8 @@ impl Shared {
                             ready.held.lease.extend(expiry);
                             self.running.spawn(async move { shared.run(ready).await });
                         }
-                        Taken::Ahead(task, hold) => {
-                            self.running.spawn(async move { shared.wait_for_slot(task, hold, expiry).await });
+                        Taken::Ahead(task, hold, counted) => {
+                            self.running.spawn(async move { shared.wait_for_slot(task, hold, counted, expiry).await });
                         }
                         Taken::Waiting(task, waiter) => {
                             self.running.spawn(async move { shared.wait_to_start(task, waiter, expiry).await });
@@ -793,7 +828,7 @@ struct FetchReport {
 /// worker slot frees up, or waiting for its turn under a concurrency limit.
 enum Taken {
     Now(Ready),
-    Ahead(Dequeued, OwnedSemaphorePermit),
+    Ahead(Dequeued, OwnedSemaphorePermit, AheadCount),
     Waiting(Dequeued, Waiter),
 }
 
@@ -801,8 +836,25 @@ impl Taken {
     fn task(&self) -> &Dequeued {
         match self {
             Taken::Now(ready) => &ready.task,
-            Taken::Ahead(task, _) | Taken::Waiting(task, _) => task,
+            Taken::Ahead(task, _, _) | Taken::Waiting(task, _) => task,
         }
+    }
+}
+
+/// Counts a task taken ahead in [`Shared::ahead`] until it has a worker slot or goes back to
+/// its queue: dropped, it uncounts it.
+struct AheadCount(Arc<AtomicUsize>);
+
+impl AheadCount {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(count))
+    }
+}
+
+impl Drop for AheadCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -335,3 +335,67 @@ async fn a_fetch_that_starts_its_first_tasks_leases_them_as_go_does() {
     assert_eq!(score("t2").as_str(), Some(whole.as_str()));
     assert_eq!(score("t3").as_str(), Some(format!("{whole}.5").as_str()), "taken");
 }
+
+/// The commands Redis ran since the last `CONFIG RESETSTAT`, by name, with the test's own reads
+/// and the broker's periodic read of the event log settings left out.
+fn commands_run(redis: &RedisServer) -> BTreeMap<String, u64> {
+    let stats = redis.info("commandstats").unwrap();
+    stats
+        .keys()
+        .filter_map(|field| field.strip_prefix("cmdstat_"))
+        .filter(|command| {
+            !command.starts_with("config") && !command.starts_with("slowlog") && !["info", "hgetall"].contains(command)
+        })
+        .map(|command| (command.to_owned(), redis.command_calls(command)))
+        .collect()
+}
+
+/// A task with a queue and options Go's enqueue script takes (no uniqueness, group, priority,
+/// schedule or event log) makes the commands of that script, and stores what Go stores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_task_costs_redis_the_commands_of_gos_enqueue() {
+    let redis = RedisServer::start();
+    let client = Client::new(redis_broker(&redis.url(), Arc::new(asynq_core::SystemClock)).await);
+    let q = TaskOptions::new().queue("plain");
+    // The first registers the queue and, making the list non-empty, publishes a wake-up.
+    client.enqueue(&Task::new("plain:first", "1"), q.clone()).await.unwrap();
+    redis.command(&["CONFIG", "RESETSTAT"]).unwrap();
+    redis.command(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]).unwrap();
+    redis.command(&["SLOWLOG", "RESET"]).unwrap();
+    let info = client
+        .enqueue(&Task::new("plain:second", "2"), q.clone().max_retry(3).retention(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let expected = ["evalsha", "exists", "hset", "lpush"].map(|command| (command.to_owned(), 1));
+    assert_eq!(commands_run(&redis), BTreeMap::from(expected));
+    // Go's width: two keys (the task hash, the pending list), and the message, ID and time,
+    // with the wake-up channel.
+    let log = redis.command(&["SLOWLOG", "GET", "100"]).unwrap();
+    let calls: Vec<Vec<&str>> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            entry.as_array().unwrap()[3]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|arg| arg.as_str().unwrap_or("<bytes>"))
+                .collect()
+        })
+        .filter(|args: &Vec<&str>| args[0].eq_ignore_ascii_case("evalsha"))
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!((calls[0][2], calls[0].len()), ("2", 3 + 2 + 4), "{calls:?}");
+    let task = format!("asynq:{{plain}}:t:{}", info.id);
+    let fields = redis.command(&["HKEYS", &task]).unwrap();
+    let mut fields: Vec<&str> = fields.as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["msg", "pending_since", "state"]);
+    assert_eq!(redis.command(&["HGET", &task, "state"]).unwrap().as_str(), Some("pending"));
+    assert_eq!(members(&redis, "LRANGE", "asynq:{plain}:pending").len(), 2);
+    let asynq_tests::RespValue::Bulk(msg) = redis.command(&["HGET", &task, "msg"]).unwrap() else { panic!("no msg") };
+    let stored = asynq_core_msg(&msg);
+    assert_eq!((stored.type_name.as_str(), stored.max_retry), ("plain:second", 3));
+    assert_eq!(stored.retention, Some(Duration::from_secs(60)));
+}

@@ -105,3 +105,52 @@ async fn tasks_taken_ahead_run_once_each_as_slots_free_up() {
     assert_eq!((slow.len(), rec.calls().len()), (10, 18), "each task ran once");
     server.shutdown().await;
 }
+
+/// While tasks taken ahead wait for a worker, a slot that frees up goes to them and no fetch is
+/// made for it alone: the server fetches again once half its prefetch in holds is free, so that
+/// one broker call takes a batch even at low concurrency.
+#[tokio::test(start_paused = true)]
+async fn a_freed_slot_goes_to_tasks_taken_ahead_without_a_fetch_of_its_own() {
+    let (h, gate, rec) = (Harness::new(), Arc::new(Semaphore::new(0)), Recorder::default());
+    // Concurrency 1 and 4 ahead: a fetch waits for 2 free holds while 2 or more wait ahead.
+    let config = Config { prefetch: Some(4), shutdown_timeout: secs(60), ..h.config("default", 1) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    let handler_gate = Arc::clone(&gate);
+    server
+        .start(rec.handler(h.clock.clone(), move |_, task| {
+            let gate = Arc::clone(&handler_gate);
+            async move {
+                if task.type_name() == "slow" {
+                    gate.acquire().await.unwrap().forget();
+                }
+                Ok(())
+            }
+        }))
+        .unwrap();
+    run_short_tasks(&h).await;
+    enqueue(&h, "slow", 10).await;
+    h.eventually(secs(5), "1 running and 4 taken ahead", || async {
+        let q = h.queue("default").await;
+        (q.active, q.pending) == (5, 5)
+    })
+    .await;
+
+    // One finishes: the first task taken ahead takes its slot, and nothing more is fetched.
+    gate.add_permits(1);
+    h.eventually(secs(5), "the first slow task is processed", || async {
+        h.queue("default").await.processed_total == 9
+    })
+    .await;
+    tokio::time::sleep(secs(2)).await;
+    let q = h.queue("default").await;
+    assert_eq!((q.active, q.pending), (4, 5), "no fetch for one freed slot while tasks wait ahead");
+
+    // The rest run once each.
+    gate.add_permits(9);
+    h.eventually(secs(5), "every task runs", || async { h.queue("default").await.processed_total == 18 }).await;
+    let mut slow: Vec<String> = rec.calls().into_iter().filter(|c| c.type_name == "slow").map(|c| c.id).collect();
+    slow.sort();
+    slow.dedup();
+    assert_eq!(slow.len(), 10, "each slow task ran once");
+    server.shutdown().await;
+}

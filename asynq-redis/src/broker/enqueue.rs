@@ -1,9 +1,22 @@
-//! Enqueue for [`RedisBroker`]: one `enqueue.lua` call per task, and batches as a pipeline of
-//! `enqueue_batch.lua` calls per queue, each storing up to `ENQUEUE_BATCH` tasks of any placement
-//! (`ENQUEUE_BATCH_GROUPED` grouped ones).
+//! Enqueue for [`RedisBroker`]: one `enqueue_plain.lua` call per plain task (see [`is_plain`]),
+//! one `enqueue.lua` call per other task, and batches as a pipeline of `enqueue_batch.lua` calls
+//! per queue, each storing up to `ENQUEUE_BATCH` tasks of any placement (`ENQUEUE_BATCH_GROUPED`
+//! grouped ones).
 
 use super::*;
+use crate::scripts::DirectCall;
 use asynq_core::{Replace, TaskPriority};
+
+/// Whether `request` is a plain task, which `enqueue_plain.lua` stores as `enqueue.lua` would:
+/// pending now, of the default priority, neither unique nor replacing another, in a queue that
+/// keeps no event log (by `events`).
+fn is_plain(request: &EnqueueRequest, events: &EventCaps) -> bool {
+    request.placement == Placement::Pending
+        && request.unique_ttl.is_none()
+        && request.priority.is_default()
+        && request.replace.is_none()
+        && !events.logs(&request.message.queue)
+}
 
 impl RedisBroker {
     /// The `enqueue.lua` call that stores `request`, with the message it stores (its
@@ -23,10 +36,10 @@ impl RedisBroker {
         request.check_priority()?;
         let priority = priority_arg(request.priority);
         let mut msg = request.message;
-        checked_message_len(&msg)?;
         let k = self.queue_keys(&msg.queue);
         let unique_key = request.unique_ttl.map(|_| k.unique(&msg.type_name, &msg.payload));
         msg.unique_key.clone_from(&unique_key);
+        let encoded = encode_checked(&msg)?;
         let now = self.now();
         // A scheduled task publishes on the due-notice channel where a pending one wakes servers.
         let channel = match request.placement {
@@ -43,13 +56,32 @@ impl RedisBroker {
         };
         let mut call = ScriptCall::new(script);
         call.key(k.task(&msg.id)).key(destination).key(k.groups()).key(k.idle_workers()).key(k.priority_sequence());
-        call.arg(encode(&msg)).arg(msg.id.as_str()).arg(placement).arg(score).arg(group).arg(channel);
+        call.arg(encoded).arg(msg.id.as_str()).arg(placement).arg(score).arg(group).arg(channel);
         call.arg(priority);
         if let (Some(key), Some(ttl)) = (unique_key, request.unique_ttl) {
             call.key(key).arg(ttl.as_secs().max(1));
         }
         call.key(k.events()).arg(events.arg(&msg.queue));
         Ok((call, msg))
+    }
+}
+
+impl RedisBroker {
+    /// Stores the plain task `msg` (see [`is_plain`]) with `enqueue_plain.lua`: Go's enqueue
+    /// script's width and commands, and a wake-up when the task makes the pending list non-empty.
+    async fn enqueue_plain(&self, msg: StoredTask) -> Result<()> {
+        let encoded = encode_checked(&msg)?;
+        let k = self.queue_keys(&msg.queue);
+        let mut call = DirectCall::new(&SCRIPTS.enqueue_plain, 2);
+        call.arg(k.task(&msg.id)).arg(k.pending());
+        call.arg(encoded).arg(msg.id.as_str()).arg(unix_nanos(self.now())).arg(k.ready_channel());
+        self.register_queue(&msg.queue).await?;
+        let reply = call.run(&mut self.conn(), "enqueue").await?;
+        if matches!(reply, 1 | 2) {
+            self.pubsub().made_pending(&msg.queue);
+        }
+        self.registered_again_if_fresh(&msg.queue, reply);
+        enqueue_result(msg, reply)
     }
 }
 
@@ -134,6 +166,9 @@ impl Enqueue for RedisBroker {
         }
         let pending = request.placement == Placement::Pending;
         let events = self.event_caps_now().await?;
+        if is_plain(&request, &events) {
+            return self.enqueue_plain(request.message).await;
+        }
         let (call, msg) = self.enqueue_call(request, &events)?;
         self.register_queue(&msg.queue).await?;
         let reply = call.run(&mut self.conn(), "enqueue").await?;
@@ -229,8 +264,7 @@ impl BatchTask {
         if unique_ttl.is_some() {
             msg.unique_key = Some(namespace.queue(&msg.queue).unique(&msg.type_name, &msg.payload));
         }
-        checked_message_len(&msg)?;
-        let encoded = encode(&msg);
+        let encoded = encode_checked(&msg)?;
         Ok(Self { msg, encoded, placement, unique_ttl: unique_ttl.map(|ttl| ttl.as_secs().max(1)), priority })
     }
 
