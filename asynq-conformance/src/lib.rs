@@ -75,6 +75,7 @@ pub mod scheduler_state;
 pub mod servers;
 pub mod slots;
 pub mod stats;
+pub mod steps;
 pub mod task_metrics;
 pub mod uniqueness;
 pub mod wait;
@@ -325,6 +326,9 @@ macro_rules! broker_conformance {
             task_metrics::case_task_metrics_add_up_per_type_and_bucket,
             task_metrics::case_task_metrics_keep_a_bounded_number_of_types,
             task_metrics::case_bad_task_metrics_write_nothing,
+            steps::case_step_records_are_kept_through_retries,
+            steps::case_step_records_are_refused_for_a_task_that_is_not_running,
+            steps::case_step_records_go_with_their_task,
             workflow::case_a_chain_runs_each_task_after_the_one_before,
             workflow::case_a_chord_callback_waits_for_every_member,
             workflow::case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway,

@@ -33,6 +33,7 @@ mod producer;
 mod rate_limit;
 mod scheduler;
 mod slots;
+mod steps;
 mod task_metrics;
 mod wait;
 mod worker;
@@ -56,6 +57,7 @@ pub use producer::MockEnqueue;
 pub use rate_limit::RateLimiter;
 pub use scheduler::SchedulerState;
 pub use slots::ConcurrencySlots;
+pub use steps::Steps;
 pub use task_metrics::TaskMetrics;
 #[cfg(feature = "mock")]
 pub use wait::MockWait;

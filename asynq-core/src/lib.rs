@@ -41,6 +41,7 @@ pub mod retry;
 mod scheduler;
 pub mod slots;
 pub mod state;
+pub mod steps;
 mod stored;
 mod task;
 pub mod task_metrics;

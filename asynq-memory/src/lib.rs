@@ -46,6 +46,7 @@ mod servers;
 mod signals;
 mod slots;
 mod stats;
+mod steps;
 mod task_metrics;
 mod workflow;
 mod zset;

@@ -15,6 +15,7 @@ mod aggregate;
 mod inspect;
 mod manage;
 mod pending;
+mod steps;
 mod workflow;
 
 pub(crate) use workflow::Passed;
@@ -54,6 +55,8 @@ struct TaskRecord {
     /// Its priority, among which tasks it waits whenever it is pending (Redis's `priority`
     /// hash field).
     priority: TaskPriority,
+    /// Its durable steps' records (Redis's `step:<name>` hash fields), one per name.
+    steps: Vec<asynq_core::steps::StepRecord>,
 }
 
 impl TaskRecord {
@@ -69,6 +72,7 @@ impl TaskRecord {
             stalls: 0,
             debounce: None,
             priority: TaskPriority::DEFAULT,
+            steps: Vec::new(),
         }
     }
 

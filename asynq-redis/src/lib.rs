@@ -44,6 +44,7 @@ mod scripts;
 mod sentinel;
 mod signals;
 mod slots;
+mod steps;
 mod task_metrics;
 mod tls;
 mod workflow;

@@ -2,7 +2,7 @@
 
 use super::{
     Aggregate, Cancel, ConcurrencySlots, Enqueue, EventLog, OperatorBroker, RateLimiter, SchedulerState, ServerControl,
-    TaskMetrics, Wait, WorkerBroker, Workflows,
+    Steps, TaskMetrics, Wait, WorkerBroker, Workflows,
 };
 #[allow(unused_imports)] // named by the docs
 use crate::Error;
@@ -101,6 +101,12 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_server_control(self: Arc<Self>) -> Option<Arc<dyn ServerControl>> {
         None
     }
+
+    /// The records of durable steps. Without it a handler's steps fail with
+    /// [`Error::Unsupported`], and the inspector shows none.
+    fn as_steps(self: Arc<Self>) -> Option<Arc<dyn Steps>> {
+        None
+    }
 }
 
 /// Implements [`Capabilities`] for a backend that has every capability: each accessor answers
@@ -153,6 +159,9 @@ macro_rules! every_capability {
             fn as_server_control(
                 self: ::std::sync::Arc<Self>,
             ) -> Option<::std::sync::Arc<dyn $crate::broker::ServerControl>> {
+                Some(self)
+            }
+            fn as_steps(self: ::std::sync::Arc<Self>) -> Option<::std::sync::Arc<dyn $crate::broker::Steps>> {
                 Some(self)
             }
         }

@@ -1,0 +1,113 @@
+//! Durable steps (`Steps`): a running task's step records are kept with it through retries and
+//! new attempts, replaced by name, refused for a task that is not running, and gone when the
+//! task goes.
+
+use super::BrokerFactory;
+use super::fixture::{Fixture, assert_task_not_found, retry, secs};
+use asynq_core::broker::{Forward, Janitor, Manage, Outcome, Steps};
+use asynq_core::steps::{StepName, StepRecord};
+use asynq_core::{QueueName, TaskId, TaskOptions};
+
+fn record(t: &Fixture<impl asynq_core::Broker + Clone>, name: &str, result: &str) -> StepRecord {
+    StepRecord::new(StepName::new(name).unwrap(), result.to_owned(), t.now()).unwrap()
+}
+
+fn names(records: &[StepRecord]) -> Vec<&str> {
+    records.iter().map(|r| r.name().as_str()).collect()
+}
+
+/// Records of a running task are read back by time then name, a record of the same name
+/// replaces the last one, and they stay through a retry into the next attempt.
+pub async fn case_step_records_are_kept_through_retries<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
+where
+    F::Broker: Steps,
+{
+    let t = Fixture::new(factory).await;
+    let (q, a) = (QueueName::from_static("q"), TaskId::from_static("a"));
+    let message = t.activate("q", "a").await;
+    assert_eq!(t.broker.step_records(&q, &a).await.unwrap(), vec![]);
+
+    let charge = record(&t, "charge", "{\"receipt\":\"r-1\"}");
+    let reserve = record(&t, "reserve", "7");
+    t.broker.record_step(&q, &a, &reserve).await.unwrap();
+    t.broker.record_step(&q, &a, &charge).await.unwrap();
+    t.advance(secs(1));
+    let ship = record(&t, "ship:0", "null");
+    t.broker.record_step(&q, &a, &ship).await.unwrap();
+    assert_eq!(t.broker.step_records(&q, &a).await.unwrap(), vec![charge, reserve.clone(), ship.clone()]);
+
+    t.advance(secs(1));
+    let charge_again = record(&t, "charge", "{\"receipt\":\"r-2\"}");
+    t.broker.record_step(&q, &a, &charge_again).await.unwrap();
+    let records = t.broker.step_records(&q, &a).await.unwrap();
+    assert_eq!(records, vec![reserve.clone(), ship.clone(), charge_again.clone()]);
+
+    t.finish(&message, retry(t.now() + secs(10), "boom", true)).await;
+    assert_eq!(t.broker.step_records(&q, &a).await.unwrap(), records, "a retrying task keeps its records");
+    let refused = t.broker.record_step(&q, &a, &record(&t, "late", "1")).await;
+    assert_task_not_found(refused, "q", "a");
+
+    t.advance(secs(11));
+    t.broker.forward_ready(std::slice::from_ref(&q)).await.unwrap();
+    t.take("q", "a").await;
+    assert_eq!(t.broker.step_records(&q, &a).await.unwrap(), records, "the next attempt finds them");
+    assert_eq!(names(&records), ["reserve", "ship:0", "charge"]);
+}
+
+/// Only a running task takes a record: a pending or unknown one is refused with
+/// `TaskNotFound`, and nothing is written; an unknown task has no records.
+pub async fn case_step_records_are_refused_for_a_task_that_is_not_running<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) where
+    F::Broker: Steps,
+{
+    let t = Fixture::new(factory).await;
+    let q = QueueName::from_static("q");
+    t.plain("q", "pending").await;
+    let pending = TaskId::from_static("pending");
+    assert_task_not_found(t.broker.record_step(&q, &pending, &record(&t, "s", "1")).await, "q", "pending");
+    assert_eq!(t.broker.step_records(&q, &pending).await.unwrap(), vec![]);
+    let nope = TaskId::from_static("nope");
+    assert_task_not_found(t.broker.record_step(&q, &nope, &record(&t, "s", "1")).await, "q", "nope");
+    assert_eq!(t.broker.step_records(&q, &nope).await.unwrap(), vec![]);
+}
+
+/// Records go when the task goes: done without retention, deleted, or completed and then
+/// past its retention; a completed task keeps them while it is kept.
+pub async fn case_step_records_go_with_their_task<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
+where
+    F::Broker: Steps,
+{
+    let t = Fixture::new(factory).await;
+    let q = QueueName::from_static("q");
+    let id = |s: &'static str| TaskId::from_static(s);
+
+    let done = t.activate("q", "done").await;
+    t.broker.record_step(&q, &id("done"), &record(&t, "s", "1")).await.unwrap();
+    t.finish(&done, Outcome::Done).await;
+    assert_eq!(t.broker.step_records(&q, &id("done")).await.unwrap(), vec![]);
+
+    let deleted = t.activate("q", "deleted").await;
+    t.broker.record_step(&q, &id("deleted"), &record(&t, "s", "1")).await.unwrap();
+    t.finish(&deleted, retry(t.now() + secs(60), "boom", true)).await;
+    t.broker.delete_task(&q, &id("deleted")).await.unwrap();
+    assert_eq!(t.broker.step_records(&q, &id("deleted")).await.unwrap(), vec![]);
+
+    let task = asynq_core::Task::new("t", "");
+    t.enqueue("kept", &task, TaskOptions::new().queue("q").retention(secs(60))).await.unwrap();
+    let kept = t.take("q", "kept").await.message;
+    let step = record(&t, "s", "1");
+    t.broker.record_step(&q, &id("kept"), &step).await.unwrap();
+    t.finish(&kept, Outcome::Complete).await;
+    assert_eq!(t.broker.step_records(&q, &id("kept")).await.unwrap(), vec![step]);
+    t.advance(secs(61));
+    assert_eq!(t.broker.delete_expired_completed(&q, 100).await.unwrap(), 1);
+    assert_eq!(t.broker.step_records(&q, &id("kept")).await.unwrap(), vec![]);
+
+    let requeued = t.activate("q", "requeued").await;
+    t.broker.record_step(&q, &id("requeued"), &record(&t, "s", "1")).await.unwrap();
+    t.finish(&requeued, Outcome::Requeue).await;
+    assert_eq!(t.broker.step_records(&q, &id("requeued")).await.unwrap().len(), 1, "a requeued task keeps them");
+}

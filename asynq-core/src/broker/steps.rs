@@ -1,0 +1,25 @@
+//! The capability to keep the records of durable steps.
+
+#[allow(unused_imports)] // named by the docs
+use crate::Error;
+use crate::steps::StepRecord;
+use crate::{QueueName, Result, TaskId};
+use async_trait::async_trait;
+
+/// The records of durable steps ([`crate::steps`]), kept with their task: they go when the
+/// task goes (deleted, done without retention, trimmed from the archive), and stay while it
+/// waits to retry, is scheduled again, or is kept completed. Used by a server's handlers
+/// (`TaskContext::step`) and by operators' tools.
+#[async_trait]
+pub trait Steps: Send + Sync {
+    /// The step records of task `id` of `queue`, by when each was recorded, then by name; empty
+    /// when the task has none or does not exist.
+    async fn step_records(&self, queue: &QueueName, id: &TaskId) -> Result<Vec<StepRecord>>;
+
+    /// Records `record` for the active task `id` of `queue`, in one step, replacing a record of
+    /// the same name.
+    ///
+    /// Errors: [`Error::TaskNotFound`] when the task does not exist or is not active (nothing
+    /// is written).
+    async fn record_step(&self, queue: &QueueName, id: &TaskId, record: &StepRecord) -> Result<()>;
+}
