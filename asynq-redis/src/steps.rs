@@ -58,8 +58,7 @@ pub(crate) fn decode(field: &[u8], value: &[u8]) -> Option<StepRecord> {
 /// The records of a flat field, value list, in listing order; fields that do not decode are
 /// passed over.
 pub(crate) fn decode_all(flat: Vec<Vec<u8>>) -> Vec<StepRecord> {
-    let mut records: Vec<StepRecord> =
-        flat.chunks_exact(2).filter_map(|pair| decode(&pair[0], &pair[1])).collect();
+    let mut records: Vec<StepRecord> = flat.chunks_exact(2).filter_map(|pair| decode(&pair[0], &pair[1])).collect();
     sort_step_records(&mut records);
     records
 }
@@ -74,7 +73,9 @@ mod tests {
         let record = StepRecord::new(StepName::new("charge:1").unwrap(), &b"{\"a\":\"b:c\"}"[..], at).unwrap();
         assert_eq!(encode(&record), b"1764000000123:{\"a\":\"b:c\"}");
         assert_eq!(decode(b"step:charge:1", &encode(&record)), Some(record));
-        for (field, value) in [(&b"step:x"[..], &b"nocolon"[..]), (b"step:x", b"x:1"), (b"other", b"1:v"), (b"step:", b"1:v")] {
+        for (field, value) in
+            [(&b"step:x"[..], &b"nocolon"[..]), (b"step:x", b"x:1"), (b"other", b"1:v"), (b"step:", b"1:v")]
+        {
             assert_eq!(decode(field, value), None, "{field:?} {value:?}");
         }
     }

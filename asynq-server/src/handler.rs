@@ -238,6 +238,8 @@ pub struct TaskContext {
     result_writer: ResultWriter,
     progress: ProgressReporter,
     workflow: WorkflowAccess,
+    /// The attempt's durable steps (`journal.rs`, run by `steps.rs`).
+    pub(crate) steps: crate::journal::StepJournal,
 }
 
 /// What a [`TaskContext`] knows of the task's workflow.
@@ -276,6 +278,8 @@ impl TaskContext {
         cancel: CancellationToken,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let steps =
+            crate::journal::StepJournal::new(None, message.queue.clone(), message.id.clone(), Arc::clone(&clock));
         let progress = ProgressReporter::new(&broker, message, clock);
         let result_writer =
             ResultWriter { broker, queue: message.queue.clone(), id: message.id.clone(), cancel: cancel.clone() };
@@ -289,6 +293,7 @@ impl TaskContext {
             result_writer,
             progress,
             workflow: WorkflowAccess { id: message.headers.get(WORKFLOW_HEADER).cloned(), broker: None },
+            steps,
         }
     }
 

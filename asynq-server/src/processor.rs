@@ -87,6 +87,8 @@ pub(crate) struct ProcessorConfig {
     pub(crate) observers: Observers,
     /// Gives workflow tasks' handlers their parents' results, when the broker keeps workflows.
     pub(crate) workflows: Option<Arc<dyn Workflows>>,
+    /// Keeps handlers' durable steps, when the broker has the capability.
+    pub(crate) steps: Option<Arc<dyn asynq_core::broker::Steps>>,
 }
 
 impl fmt::Debug for ProcessorConfig {
@@ -681,6 +683,9 @@ impl Shared {
         );
         if let Some(workflows) = &self.config.workflows {
             ctx = ctx.with_workflows(Arc::clone(workflows));
+        }
+        if let Some(steps) = &self.config.steps {
+            ctx = ctx.with_steps(Arc::clone(steps));
         }
         let progress = ctx.progress().clone();
         let task = Task::from_message(&message);
