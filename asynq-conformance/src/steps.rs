@@ -5,8 +5,8 @@
 use super::BrokerFactory;
 use super::fixture::{Fixture, assert_task_not_found, retry, secs};
 use asynq_core::broker::{Forward, Janitor, Manage, Outcome, Steps};
-use asynq_core::steps::{StepName, StepRecord};
-use asynq_core::{QueueName, TaskId, TaskOptions};
+use asynq_core::steps::{ParkReason, Parked, StepName, StepRecord};
+use asynq_core::{QueueName, TaskId, TaskOptions, TaskState};
 
 fn record(t: &Fixture<impl asynq_core::Broker + Clone>, name: &str, result: &str) -> StepRecord {
     StepRecord::new(StepName::new(name).unwrap(), result.to_owned(), t.now()).unwrap()
@@ -110,4 +110,42 @@ where
     t.broker.record_step(&q, &id("requeued"), &record(&t, "s", "1")).await.unwrap();
     t.finish(&requeued, Outcome::Requeue).await;
     assert_eq!(t.broker.step_records(&q, &id("requeued")).await.unwrap().len(), 1, "a requeued task keeps them");
+}
+
+/// A parked task (a durable sleep) is scheduled until its time, charged nothing, and shows why
+/// and its records; once due it runs again with its records, and no longer shows as parked.
+/// Only an active task can be parked.
+pub async fn case_a_parked_task_is_scheduled_uncharged_and_shows_why<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
+    F::Broker: Steps,
+{
+    let t = Fixture::new(factory).await;
+    let (q, a) = (QueueName::from_static("q"), TaskId::from_static("a"));
+    let message = t.activate("q", "a").await;
+    let charge = record(&t, "charge", "1");
+    t.broker.record_step(&q, &a, &charge).await.unwrap();
+    let parked = Parked::new(ParkReason::Sleep, t.now() + secs(30));
+    let sleep = record(&t, "sleep#1", "0");
+    t.broker.park(&message, &parked, Some(&sleep)).await.unwrap();
+
+    let info = t.task("q", "a").await;
+    assert_eq!(info.state, TaskState::Scheduled);
+    assert_eq!(info.retried, 0, "a parked task is charged nothing");
+    assert_eq!(info.next_process_at, Some(asynq_core::time::whole_secs(parked.until)));
+    assert_eq!(info.parked, Some(parked.clone()));
+    assert_eq!(info.steps, vec![charge.clone(), sleep.clone()]);
+    let counts = t.info("q").await;
+    assert_eq!((counts.scheduled, counts.active, counts.processed, counts.failed), (1, 0, 0, 0));
+    assert_task_not_found(t.broker.park(&message, &parked, None).await, "q", "a");
+
+    t.advance(secs(29));
+    assert_eq!(t.broker.forward_ready(std::slice::from_ref(&q)).await.unwrap().moved, 0, "not due yet");
+    t.advance(secs(1));
+    assert_eq!(t.broker.forward_ready(std::slice::from_ref(&q)).await.unwrap().moved, 1);
+    let info = t.task("q", "a").await;
+    assert_eq!((info.state, info.parked), (TaskState::Pending, None));
+    t.take("q", "a").await;
+    assert_eq!(t.broker.step_records(&q, &a).await.unwrap(), vec![charge, sleep]);
+    assert_task_not_found(t.broker.park(&t.plain("q", "b").await, &parked, None).await, "q", "b");
 }

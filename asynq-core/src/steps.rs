@@ -93,8 +93,7 @@ impl StepRecord {
                 limit_by: "asynq_core::steps::MAX_STEP_RESULT_LEN",
             });
         }
-        let millis = u64::try_from(unix_nanos(recorded_at) / 1_000_000).unwrap_or(0);
-        Ok(Self { name, result, recorded_at: UNIX_EPOCH + Duration::from_millis(millis) })
+        Ok(Self { name, result, recorded_at: to_millis(recorded_at) })
     }
 
     /// The step's name.
@@ -127,6 +126,55 @@ impl StepRecord {
         }
         preview
     }
+}
+
+/// Why a handler parked its task ([`Parked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParkReason {
+    /// A durable sleep (`TaskContext::sleep`): the task goes on when it is due.
+    Sleep,
+    /// A wait for the signal of this name (`TaskContext::wait_for_signal`): the task goes on
+    /// when the signal comes, or when it is due (the wait's timeout).
+    Signal(StepName),
+}
+
+/// A task its handler parked: scheduled until `until` without holding a worker, charged
+/// nothing. Shown by the inspector ([`TaskInfo::parked`](crate::TaskInfo)) while the task is
+/// scheduled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parked {
+    /// Why.
+    pub reason: ParkReason,
+    /// When it goes on at the latest, to the millisecond.
+    pub until: SystemTime,
+}
+
+impl Parked {
+    /// A task parked for `reason` until `until` (cut to the millisecond).
+    pub fn new(reason: ParkReason, until: SystemTime) -> Self {
+        Self { reason, until: to_millis(until) }
+    }
+
+    /// `until` in Unix milliseconds.
+    pub fn until_millis(&self) -> u64 {
+        self.until.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    }
+}
+
+impl fmt::Display for Parked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.reason {
+            ParkReason::Sleep => f.write_str("sleeping"),
+            ParkReason::Signal(name) => write!(f, "waiting for signal {:?}", name.as_str()),
+        }
+    }
+}
+
+/// `t` cut to the millisecond.
+fn to_millis(t: SystemTime) -> SystemTime {
+    let millis = u64::try_from(unix_nanos(t) / 1_000_000).unwrap_or(0);
+    UNIX_EPOCH + Duration::from_millis(millis)
 }
 
 /// Records in the order a listing shows them: by when they were recorded, then by name.

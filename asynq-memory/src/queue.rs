@@ -57,6 +57,10 @@ struct TaskRecord {
     priority: TaskPriority,
     /// Its durable steps' records (Redis's `step:<name>` hash fields), one per name.
     steps: Vec<asynq_core::steps::StepRecord>,
+    /// Why its handler parked it, if it did (Redis's `parked` hash field); shown while scheduled.
+    parked: Option<asynq_core::steps::Parked>,
+    /// Signals sent to it, by name (Redis's `signal:<name>` hash fields).
+    signals: HashMap<asynq_core::steps::StepName, Bytes>,
 }
 
 impl TaskRecord {
@@ -73,6 +77,8 @@ impl TaskRecord {
             debounce: None,
             priority: TaskPriority::DEFAULT,
             steps: Vec::new(),
+            parked: None,
+            signals: HashMap::new(),
         }
     }
 

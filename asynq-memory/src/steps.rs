@@ -2,7 +2,7 @@
 
 use super::*;
 use asynq_core::broker::Steps;
-use asynq_core::steps::StepRecord;
+use asynq_core::steps::{Parked, StepRecord};
 use asynq_core::{QueueName, TaskId};
 
 #[async_trait]
@@ -14,5 +14,18 @@ impl Steps for MemoryBroker {
     async fn record_step(&self, queue: &QueueName, id: &TaskId, record: &StepRecord) -> Result<()> {
         let written = self.state().queues.get_mut(queue).is_some_and(|q| q.record_step(id, record));
         if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
+    }
+
+    async fn park(&self, message: &StoredTask, parked: &Parked, record: Option<&StepRecord>) -> Result<()> {
+        let now = self.now();
+        let parked_now = {
+            let mut state = self.state();
+            state.queues.get_mut(&message.queue).is_some_and(|q| q.park(&message.id, parked, record, now))
+        };
+        if !parked_now {
+            return Err(Error::TaskNotFound { queue: message.queue.clone(), id: message.id.clone() });
+        }
+        self.inner.due.notice(&message.queue);
+        Ok(())
     }
 }

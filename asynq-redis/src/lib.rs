@@ -44,6 +44,7 @@ mod scripts;
 mod sentinel;
 mod signals;
 mod slots;
+mod step_fields;
 mod steps;
 mod task_metrics;
 mod tls;

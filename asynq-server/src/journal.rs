@@ -2,7 +2,7 @@
 //! read at its first step, and the names its steps used.
 
 use asynq_core::broker::Steps;
-use asynq_core::steps::{StepName, StepRecord};
+use asynq_core::steps::{Parked, StepName, StepRecord};
 use asynq_core::{Clock, QueueName, TaskId};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -30,7 +30,34 @@ pub(crate) struct JournalState {
     pub(crate) records: Option<HashMap<StepName, StepRecord>>,
     /// The names of the steps this attempt ran or returned.
     pub(crate) seen: HashSet<StepName>,
+    /// How many durable sleeps this attempt reached (each is a step named `sleep#<n>`).
+    pub(crate) sleeps: u32,
 }
+
+/// A handler's request to park its task, carried by
+/// [`StepError::Suspended`](crate::StepError::Suspended) to the server, which parks the task
+/// when the handler returns it: until when and why, and the step recording that the sleep or
+/// wait was reached.
+#[derive(Debug, Clone)]
+pub struct Suspension {
+    pub(crate) parked: Parked,
+    pub(crate) record: Option<StepRecord>,
+}
+
+impl Suspension {
+    /// Until when and why the task is parked.
+    pub fn parked(&self) -> &Parked {
+        &self.parked
+    }
+}
+
+impl fmt::Display for Suspension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "parked: {}", self.parked)
+    }
+}
+
+impl std::error::Error for Suspension {}
 
 impl fmt::Debug for StepJournal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

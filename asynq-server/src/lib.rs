@@ -69,6 +69,7 @@ pub use asynq_core::Task;
 pub use asynq_runtime::TokioClock;
 pub use config::{Config, ConfigBuilder};
 pub use handler::{Handler, HandlerError, HandlerFn, ProgressReporter, ResultWriter, TaskContext, handler_fn};
+pub use journal::Suspension;
 #[cfg(feature = "json")]
 pub use json::{JsonHandlerFn, json_handler_fn};
 pub use mux::{Middleware, ServeMux};

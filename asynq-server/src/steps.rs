@@ -9,7 +9,7 @@
 //! (e.g. pass the task ID and step name to a payment API as its idempotency key).
 
 use crate::handler::HandlerError;
-use crate::journal::StepJournal;
+use crate::journal::{StepJournal, Suspension};
 use asynq_core::broker::Steps;
 use asynq_core::steps::{MAX_STEP_RESULT_LEN, StepName, StepRecord};
 use bytes::Bytes;
@@ -79,6 +79,11 @@ pub enum StepError {
         /// The step.
         name: String,
     },
+    /// Not a failure: the handler parked its task ([`TaskContext::sleep`](crate::TaskContext::sleep)
+    /// or a wait for a signal). Return it from the handler with `?`: the attempt ends, its
+    /// worker is freed, and the task is scheduled to go on (charged nothing), its finished
+    /// steps skipped then.
+    Suspended(Suspension),
     /// The broker failed reading the task's records (nothing ran) or writing the step's (it
     /// ran, and the next attempt runs it again).
     Broker {
@@ -112,17 +117,20 @@ impl fmt::Display for StepError {
                 write!(f, "the broker does not keep step records, so step {name:?} cannot run durably; nothing ran")
             }
             StepError::Broker { name, source } => write!(f, "step {name:?}: {source}"),
+            StepError::Suspended(suspension) => write!(f, "{suspension}"),
         }
     }
 }
 
 /// The attempt's error when a handler returns a step's (`?`): a failed body's own error; a
+/// suspension parks the task; a
 /// repeated or invalid name, or a record that no longer decodes, archives the task at once (no
 /// retry fixes the handler's code); anything else is a failure, retried.
 impl From<StepError> for HandlerError {
     fn from(error: StepError) -> Self {
         match error {
             StepError::Failed { error, .. } => error,
+            StepError::Suspended(suspension) => HandlerError::suspended(suspension),
             StepError::Decode { .. } | StepError::InvalidName { .. } | StepError::DuplicateName { .. } => {
                 HandlerError::skip_retry(error.to_string())
             }
@@ -141,7 +149,7 @@ pub(crate) enum Begun {
 
 /// A step to record once its body succeeded.
 pub(crate) struct ToRecord {
-    step: StepName,
+    pub(crate) step: StepName,
     broker: Arc<dyn Steps>,
 }
 
@@ -213,6 +221,60 @@ impl crate::TaskContext {
     pub fn with_steps(mut self, steps: Arc<dyn Steps>) -> Self {
         self.steps = self.steps.with_broker(steps);
         self
+    }
+
+    /// A durable sleep: the first attempt that reaches it ends (return its
+    /// [`StepError::Suspended`] with `?`), freeing its worker, and the task is scheduled to go on
+    /// after `duration`, charged nothing; the attempt that goes on returns `Ok` here at once,
+    /// its finished steps skipped. Each sleep is a step named `sleep#<n>`, `n` counting the
+    /// sleeps of an attempt from 1, so a handler must reach its sleeps in the same order on
+    /// every attempt. An operator's "run" ends a sleep early.
+    ///
+    /// ```
+    /// use asynq_server::{HandlerError, TaskContext, handler_fn};
+    /// use std::time::Duration;
+    ///
+    /// let handler = handler_fn(|ctx: TaskContext, _task| async move {
+    ///     ctx.step_bytes("remind", || async { Ok::<_, HandlerError>(bytes::Bytes::new()) }).await?;
+    ///     ctx.sleep(Duration::from_secs(24 * 3600)).await?; // no worker held meanwhile
+    ///     ctx.step_bytes("remind again", || async { Ok::<_, HandlerError>(bytes::Bytes::new()) }).await?;
+    ///     Ok(())
+    /// });
+    /// # let _ = handler;
+    /// ```
+    ///
+    /// Errors: [`StepError::Suspended`] when the task parks; [`StepError::Unsupported`] without
+    /// the broker's [`Steps`]; [`StepError::Broker`].
+    pub async fn sleep(&self, duration: std::time::Duration) -> Result<(), StepError> {
+        let until = asynq_core::time::add_clamped(self.steps.0.clock.now(), duration);
+        self.sleep_until(until).await
+    }
+
+    /// A durable sleep until `until`; see [`TaskContext::sleep`]. A time already past returns
+    /// `Ok` at once (recorded as reached).
+    ///
+    /// Errors: as [`TaskContext::sleep`].
+    pub async fn sleep_until(&self, until: std::time::SystemTime) -> Result<(), StepError> {
+        let n = {
+            let mut state = self.steps.0.state.lock().await;
+            state.sleeps += 1;
+            state.sleeps
+        };
+        let name = format!("sleep#{n}");
+        let to_record = match self.steps.begin(&name).await? {
+            Begun::Recorded(_) => return Ok(()),
+            Begun::Run(to_record) => to_record,
+        };
+        let now = self.steps.0.clock.now();
+        let until_millis = until.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let result = Bytes::from(until_millis.to_string());
+        if until <= now {
+            return self.steps.record(to_record, result).await;
+        }
+        let record = StepRecord::new(to_record.step, result, now)
+            .map_err(|source| StepError::Broker { name: name.clone(), source })?;
+        let parked = asynq_core::steps::Parked::new(asynq_core::steps::ParkReason::Sleep, until);
+        Err(StepError::Suspended(Suspension { parked, record: Some(record) }))
     }
 
     /// Runs the durable step `name` with a result in bytes: on the task's first attempt that
@@ -290,8 +352,8 @@ impl crate::TaskContext {
 mod tests {
     use super::*;
     use crate::TaskContext;
-    use asynq_core::broker::Dequeue;
     use asynq_core::QueueName;
+    use asynq_core::broker::Dequeue;
     use asynq_memory::MemoryBroker;
     use std::time::SystemTime;
     use tokio_util::sync::CancellationToken;

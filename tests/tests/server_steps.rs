@@ -190,3 +190,68 @@ async fn a_task_with_records_still_runs_under_a_plain_handler() {
     assert_eq!(records(&h, &info.id).await, ["s=1"], "the records stay with the completed task");
     server.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_sleep_frees_the_worker_and_the_task_goes_on_when_due() {
+    let h = Harness::new();
+    let runs = Runs::default();
+    let handler = handler_fn({
+        let runs = runs.clone();
+        move |ctx: TaskContext, task: asynq_core::Task| {
+            let runs = runs.clone();
+            async move {
+                runs.ran(&format!("{}:attempt", task.type_name()));
+                if task.type_name() == "other" {
+                    return Ok(());
+                }
+                let r = runs.clone();
+                ctx.step("before", || async move {
+                    r.ran("before");
+                    Ok::<_, HandlerError>(())
+                })
+                .await?;
+                ctx.sleep(secs(60)).await?;
+                // A time already past does not park.
+                ctx.sleep_until(std::time::SystemTime::UNIX_EPOCH).await?;
+                let r = runs.clone();
+                ctx.step("after", || async move {
+                    r.ran("after");
+                    Ok::<_, HandlerError>(())
+                })
+                .await?;
+                Ok(())
+            }
+        }
+    });
+    let mut server = Server::new(h.broker.clone(), config(&h)).unwrap();
+    server.start(handler).unwrap();
+    let started = h.now();
+    let order = h.client.enqueue(&Task::new("order", ""), TaskOptions::new().retention(secs(600))).await.unwrap();
+    h.eventually(secs(5), "the order parks", || async { h.queue("default").await.scheduled == 1 }).await;
+    let info = h.broker.task_info(&QueueName::from_static("default"), &order.id).await.unwrap();
+    assert_eq!(info.state, TaskState::Scheduled);
+    assert_eq!(info.retried, 0, "a sleep is charged nothing");
+    let parked = info.parked.expect("it shows why it is scheduled");
+    assert_eq!(parked.to_string(), "sleeping");
+    assert!(parked.until >= started + secs(60) && parked.until <= h.now() + secs(60), "{parked:?}");
+    assert_eq!(info.next_process_at, Some(asynq_core::time::whole_secs(parked.until)));
+
+    // The one worker is free: another task runs while the order sleeps.
+    h.client.enqueue(&Task::new("other", ""), TaskOptions::new()).await.unwrap();
+    h.eventually(secs(5), "the other task runs", || async { runs.get("other:attempt") == 1 }).await;
+    assert_eq!(runs.get("order:attempt"), 1);
+
+    h.eventually(secs(120), "the order completes", || async { h.queue("default").await.completed == 1 }).await;
+    assert!(h.now() >= started + secs(60), "it went on only when due");
+    assert_eq!((runs.get("order:attempt"), runs.get("before"), runs.get("after")), (2, 1, 1));
+    let info = h.broker.task_info(&QueueName::from_static("default"), &order.id).await.unwrap();
+    assert_eq!((info.retried, info.parked), (0, None));
+    let q = h.queue("default").await;
+    assert_eq!((q.processed, q.failed), (2, 0), "the sleep is neither processed nor failed");
+    let names: Vec<String> = info.steps.iter().map(|s| s.name().to_string()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    for name in ["before", "sleep#1", "sleep#2", "after"] {
+        assert!(names.contains(&name.to_owned()), "{name} in {names:?}");
+    }
+    server.shutdown().await;
+}

@@ -2,8 +2,8 @@
 
 #[allow(unused_imports)] // named by the docs
 use crate::Error;
-use crate::steps::StepRecord;
-use crate::{QueueName, Result, TaskId};
+use crate::steps::{Parked, StepRecord};
+use crate::{QueueName, Result, StoredTask, TaskId};
 use async_trait::async_trait;
 
 /// The records of durable steps ([`crate::steps`]), kept with their task: they go when the
@@ -22,4 +22,13 @@ pub trait Steps: Send + Sync {
     /// Errors: [`Error::TaskNotFound`] when the task does not exist or is not active (nothing
     /// is written).
     async fn record_step(&self, queue: &QueueName, id: &TaskId, record: &StepRecord) -> Result<()>;
+
+    /// Parks the active task `message` (its handler sleeps, or waits for a signal): in one step,
+    /// moves it to scheduled, due at `parked.until`, charged nothing (its retry count and the
+    /// queue's counters stay), records `parked` as why, and records `record` (the sleep's or
+    /// wait's own step) when given. A task parked waiting for a signal that came already is
+    /// made due at once. Go's servers see a scheduled task and run it when due.
+    ///
+    /// Errors: [`Error::TaskNotFound`] when the task is not active (nothing is written).
+    async fn park(&self, message: &StoredTask, parked: &Parked, record: Option<&StepRecord>) -> Result<()>;
 }

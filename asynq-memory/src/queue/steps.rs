@@ -1,8 +1,12 @@
-//! The records of durable steps, kept in the task's record as Redis keeps them in its hash.
+//! The records of durable steps, kept in the task's record as Redis keeps them in its hash, and
+//! tasks their handlers park (durable sleeps and signal waits).
 
-use super::Queue;
-use asynq_core::TaskState;
-use asynq_core::steps::{StepRecord, sort_step_records};
+use super::{Queue, state_after};
+use asynq_core::state::Event;
+use asynq_core::steps::{Parked, StepRecord, sort_step_records};
+use asynq_core::time::unix_secs;
+use asynq_core::{TaskInfo, TaskState};
+use std::time::SystemTime;
 
 impl Queue {
     /// The step records of task `id`, in listing order; empty for an unknown task.
@@ -20,6 +24,45 @@ impl Queue {
         };
         record.steps.retain(|kept| kept.name() != step.name());
         record.steps.push(step.clone());
+        true
+    }
+
+    /// `info` of task `id` with its step records, and why it is parked while it is scheduled.
+    pub(crate) fn with_durable_steps(&self, id: &str, mut info: TaskInfo) -> TaskInfo {
+        info.steps = self.step_records(id);
+        info.parked = self
+            .tasks
+            .get(id)
+            .filter(|record| record.state == TaskState::Scheduled)
+            .and_then(|record| record.parked.clone());
+        info
+    }
+
+    /// Parks the active task `id` (see `Steps::park`): scheduled until `parked.until` (at
+    /// `now` when it waits for a signal that came already), charged nothing, with `step`
+    /// recorded. False (nothing written) if it is not active.
+    pub(crate) fn park(&mut self, id: &str, parked: &Parked, step: Option<&StepRecord>, now: SystemTime) -> bool {
+        let Some(position) = self.active.iter().rposition(|active| active == id) else { return false };
+        if !self.lease.contains(id) {
+            return false;
+        }
+        let Some(record) = self.tasks.get_mut(id) else { return false };
+        let Ok(state) = state_after(Some(record.state), Event::Park) else { return false };
+        let signalled = match &parked.reason {
+            asynq_core::steps::ParkReason::Signal(name) => record.signals.contains_key(name),
+            _ => false,
+        };
+        record.state = state;
+        record.parked = Some(parked.clone());
+        if let Some(step) = step {
+            record.steps.retain(|kept| kept.name() != step.name());
+            record.steps.push(step.clone());
+        }
+        self.active.remove(position);
+        self.lease.remove(id);
+        self.unstarted.remove(id);
+        let due = if signalled { now } else { parked.until };
+        self.scheduled.insert(id, unix_secs(due));
         true
     }
 }
