@@ -25,6 +25,7 @@
 mod flow;
 mod gather;
 mod inspector;
+mod signal;
 mod spin;
 mod tracker;
 
@@ -136,6 +137,8 @@ pub struct Client {
     max_payload: usize,
     /// How long a call waits for its reply without sleeping ([`Client::with_spin_wait`]).
     spin_wait: Option<Duration>,
+    /// Where signals go ([`Client::with_steps`], `signal.rs`).
+    steps: Option<Arc<dyn asynq_core::broker::Steps>>,
 }
 
 /// The largest payload a [`Client`] accepts unless told otherwise ([`Client::with_max_payload`]):
@@ -156,6 +159,7 @@ impl Client {
             clock: Arc::new(SystemClock),
             max_payload: DEFAULT_MAX_PAYLOAD,
             spin_wait: None,
+            steps: None,
         }
     }
 

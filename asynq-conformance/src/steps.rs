@@ -149,3 +149,52 @@ pub async fn case_a_parked_task_is_scheduled_uncharged_and_shows_why<F: BrokerFa
     assert_eq!(t.broker.step_records(&q, &a).await.unwrap(), vec![charge, sleep]);
     assert_task_not_found(t.broker.park(&t.plain("q", "b").await, &parked, None).await, "q", "b");
 }
+
+/// A signal is kept with its task whatever its state; one to a task parked waiting for it
+/// makes the task pending at once, one of another name does not; a task parked waiting for a
+/// signal sent already is due at once. A signal to no task, or too large, writes nothing.
+pub async fn case_a_signal_is_kept_and_wakes_a_task_waiting_for_it<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
+    F::Broker: Steps,
+{
+    let t = Fixture::new(factory).await;
+    let q = QueueName::from_static("q");
+    let id = |s: &'static str| TaskId::from_static(s);
+    let approved = StepName::new("approved").unwrap();
+    let value = || bytes::Bytes::from_static(b"{\"by\":\"ann\"}");
+
+    let p = QueueName::from_static("p");
+    t.plain("p", "pending").await;
+    assert_task_not_found(t.broker.signal(&q, &id("nope"), &approved, value()).await, "q", "nope");
+    let big = bytes::Bytes::from(vec![b'x'; asynq_core::steps::MAX_SIGNAL_LEN + 1]);
+    let refused = t.broker.signal(&p, &id("pending"), &approved, big).await;
+    assert!(matches!(refused, Err(asynq_core::Error::TooLarge { what: "signal value", .. })), "{refused:?}");
+    assert_eq!(t.broker.signal_value(&p, &id("pending"), &approved).await.unwrap(), None);
+    assert!(!t.broker.signal(&p, &id("pending"), &approved, value()).await.unwrap());
+    assert_eq!(t.broker.signal_value(&p, &id("pending"), &approved).await.unwrap(), Some(value()));
+    assert_eq!(t.task("p", "pending").await.state, TaskState::Pending);
+    assert_eq!(t.broker.signal_value(&q, &id("nope"), &approved).await.unwrap(), None);
+
+    let waiting = t.activate("q", "waiting").await;
+    let parked = Parked::new(ParkReason::Signal(approved.clone()), t.now() + secs(3600));
+    t.broker.park(&waiting, &parked, None).await.unwrap();
+    let info = t.task("q", "waiting").await;
+    assert_eq!((info.state, info.parked), (TaskState::Scheduled, Some(parked)));
+    let other = StepName::new("other").unwrap();
+    assert!(!t.broker.signal(&q, &id("waiting"), &other, value()).await.unwrap(), "not the signal it waits for");
+    assert_eq!(t.task("q", "waiting").await.state, TaskState::Scheduled);
+    assert!(t.broker.signal(&q, &id("waiting"), &approved, value()).await.unwrap());
+    let info = t.task("q", "waiting").await;
+    assert_eq!((info.state, info.parked), (TaskState::Pending, None));
+    assert_eq!(t.dequeue_ids(&["q"], 10).await, ["waiting"]);
+    assert!(!t.broker.signal(&q, &id("waiting"), &approved, value()).await.unwrap(), "a running task wakes no more");
+
+    let early = t.activate("q", "early").await;
+    assert!(!t.broker.signal(&q, &id("early"), &approved, value()).await.unwrap());
+    let parked = Parked::new(ParkReason::Signal(approved.clone()), t.now() + secs(3600));
+    t.broker.park(&early, &parked, None).await.unwrap();
+    assert_eq!(t.task("q", "early").await.state, TaskState::Scheduled);
+    assert_eq!(t.broker.forward_ready(std::slice::from_ref(&q)).await.unwrap().moved, 1, "due at once");
+    assert_eq!(t.broker.signal_value(&q, &id("early"), &approved).await.unwrap(), Some(value()));
+}

@@ -22,6 +22,39 @@ pub const MAX_STEP_NAME_LEN: usize = 200;
 /// references), not for data.
 pub const MAX_STEP_RESULT_LEN: usize = 256 * 1024;
 
+/// The largest value of one signal, in bytes: a byte less than a step's result, as the wait that
+/// receives it records it as its own step (kept, like a step's result, in the task's own
+/// record).
+pub const MAX_SIGNAL_LEN: usize = MAX_STEP_RESULT_LEN - 1;
+
+/// Checks a signal's value before anything is written.
+///
+/// Errors: [`Error::TooLarge`] for a value over [`MAX_SIGNAL_LEN`] bytes.
+pub fn check_signal_value(value: &[u8]) -> Result<()> {
+    if value.len() > MAX_SIGNAL_LEN {
+        return Err(Error::TooLarge {
+            what: "signal value",
+            size: value.len(),
+            limit: MAX_SIGNAL_LEN,
+            limit_by: "asynq_core::steps::MAX_SIGNAL_LEN",
+        });
+    }
+    Ok(())
+}
+
+/// The JSON a signal of `value` carries (what `Client::signal` sends and
+/// `TaskContext::wait_for_signal` decodes).
+///
+/// Errors: [`Error::InvalidArgument`] when `value` does not encode; [`Error::TooLarge`] from
+/// [`check_signal_value`].
+#[cfg(feature = "json")]
+pub fn signal_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Bytes> {
+    let bytes = serde_json::to_vec(value)
+        .map_err(|e| Error::invalid("signal value", format!("cannot be encoded as JSON: {e}")))?;
+    check_signal_value(&bytes)?;
+    Ok(Bytes::from(bytes))
+}
+
 /// The name of a step, unique within one attempt at a task (a step in a loop puts its index in
 /// its name): 1 to [`MAX_STEP_NAME_LEN`] bytes without control characters.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

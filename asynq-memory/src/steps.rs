@@ -2,7 +2,7 @@
 
 use super::*;
 use asynq_core::broker::Steps;
-use asynq_core::steps::{Parked, StepRecord};
+use asynq_core::steps::{Parked, StepName, StepRecord, check_signal_value};
 use asynq_core::{QueueName, TaskId};
 
 #[async_trait]
@@ -27,5 +27,23 @@ impl Steps for MemoryBroker {
         }
         self.inner.due.notice(&message.queue);
         Ok(())
+    }
+
+    async fn signal(&self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Result<bool> {
+        check_signal_value(&value)?;
+        let woke = self.state().queues.get_mut(queue).and_then(|q| q.signal(queue, id, name, value));
+        match woke {
+            None => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
+            Some(woke) => {
+                if woke {
+                    self.wake_waiters();
+                }
+                Ok(woke)
+            }
+        }
+    }
+
+    async fn signal_value(&self, queue: &QueueName, id: &TaskId, name: &StepName) -> Result<Option<Bytes>> {
+        Ok(self.state().queues.get(queue).and_then(|q| q.signal_value(id, name)))
     }
 }

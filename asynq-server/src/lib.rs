@@ -79,5 +79,5 @@ pub use relayer::WORKFLOW_RELAY_INTERVAL;
 pub use served::{FULL_REFRESH_EVERY, QueueProvider};
 pub use server::{SHUTDOWN_MARGIN, Server};
 pub use service::{BoxError, HandlerFailure, HandlerService, ServiceHandler, TaskRequest};
-pub use steps::StepError;
+pub use steps::{SignalWait, StepError};
 pub use type_metrics::TASK_METRICS_FLUSH_INTERVAL;

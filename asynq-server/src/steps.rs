@@ -139,6 +139,30 @@ impl From<StepError> for HandlerError {
     }
 }
 
+/// What a wait for a signal gave ([`TaskContext::wait_for_signal`](crate::TaskContext::wait_for_signal)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignalWait<T> {
+    /// The signal came, with this value.
+    Received(T),
+    /// The timeout passed first.
+    TimedOut,
+}
+
+/// The recorded outcome of a wait: `r<value>` or `t`.
+fn decode_wait(outcome: &Bytes) -> SignalWait<Bytes> {
+    match outcome.first() {
+        Some(b'r') => SignalWait::Received(outcome.slice(1..)),
+        _ => SignalWait::TimedOut,
+    }
+}
+
+/// The first whole second at or after `t`, so that a parked task falls due (the scheduled set
+/// counts whole seconds) no earlier than `t`.
+fn whole_second_after(t: std::time::SystemTime) -> std::time::SystemTime {
+    let whole = asynq_core::time::whole_secs(t);
+    if whole < t { whole + std::time::Duration::from_secs(1) } else { whole }
+}
+
 /// What [`StepJournal::begin`] found.
 pub(crate) enum Begun {
     /// The step's result, recorded by an earlier attempt.
@@ -150,7 +174,7 @@ pub(crate) enum Begun {
 /// A step to record once its body succeeded.
 pub(crate) struct ToRecord {
     pub(crate) step: StepName,
-    broker: Arc<dyn Steps>,
+    pub(crate) broker: Arc<dyn Steps>,
 }
 
 impl StepJournal {
@@ -179,6 +203,14 @@ impl StepJournal {
             records.insert(step, record);
         }
         Ok(())
+    }
+
+    /// The record of step `name` as this attempt knows it, reading the task's records if it has
+    /// not yet; the name is not marked used.
+    async fn peek(&self, name: &str, broker: &Arc<dyn Steps>) -> Result<Option<StepRecord>, StepError> {
+        let step =
+            StepName::new(name).map_err(|e| StepError::InvalidName { name: name.to_owned(), reason: e.to_string() })?;
+        self.recorded(&step, broker).await
     }
 
     /// Checks `name` and marks it used in this attempt.
@@ -277,6 +309,71 @@ impl crate::TaskContext {
         Err(StepError::Suspended(Suspension { parked, record: Some(record) }))
     }
 
+    /// Waits for the signal `signal` sent to this task ([`Steps::signal`], e.g. through
+    /// `Client::signal`), at most `timeout`, without holding a worker: a signal sent already
+    /// (before the wait, or while the task ran) returns at once; otherwise the first attempt
+    /// that reaches the wait ends (return its [`StepError::Suspended`] with `?`) and the task is
+    /// parked, scheduled until the timeout (rounded up to a whole second), until the signal
+    /// makes it pending. The attempt that goes on gets [`SignalWait::Received`] or, once the
+    /// timeout passed, [`SignalWait::TimedOut`]. The outcome is recorded as the step
+    /// `signal:<name>`, so a later attempt gets the same one; a task waits for each signal
+    /// once. See [`TaskContext::wait_for_signal`] (feature `json`) for typed values.
+    ///
+    /// Errors: [`StepError::Suspended`] when the task parks; [`StepError::InvalidName`] for a
+    /// bad signal name; [`StepError::DuplicateName`] for a second wait for one signal in an
+    /// attempt; [`StepError::Unsupported`]; [`StepError::Broker`].
+    pub async fn wait_for_signal_bytes(
+        &self,
+        signal: &str,
+        timeout: std::time::Duration,
+    ) -> Result<SignalWait<Bytes>, StepError> {
+        let signal_name = StepName::new(signal)
+            .map_err(|e| StepError::InvalidName { name: signal.to_owned(), reason: e.to_string() })?;
+        let step = format!("signal:{signal}");
+        let to_record = match self.steps.begin(&step).await? {
+            Begun::Recorded(outcome) => return Ok(decode_wait(&outcome)),
+            Begun::Run(to_record) => to_record,
+        };
+        let journal = &self.steps.0;
+        let broker = Arc::clone(&to_record.broker);
+        let broker_error = |source| StepError::Broker { name: step.clone(), source };
+        if let Some(value) =
+            broker.signal_value(&journal.queue, &journal.id, &signal_name).await.map_err(broker_error)?
+        {
+            let mut outcome = Vec::with_capacity(value.len() + 1);
+            outcome.push(b'r');
+            outcome.extend_from_slice(&value);
+            self.steps.record(to_record, Bytes::from(outcome)).await?;
+            return Ok(SignalWait::Received(value));
+        }
+        let now = journal.clock.now();
+        let wait_step = format!("wait:{signal}");
+        let started = self.steps.peek(&wait_step, &broker).await?;
+        let deadline = match &started {
+            Some(record) => std::str::from_utf8(record.result())
+                .ok()
+                .and_then(|millis| millis.parse::<u64>().ok())
+                .map(|millis| std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis)),
+            None => None,
+        };
+        if deadline.is_some_and(|deadline| deadline <= now) {
+            self.steps.record(to_record, Bytes::from_static(b"t")).await?;
+            return Ok(SignalWait::TimedOut);
+        }
+        let deadline = deadline.unwrap_or_else(|| whole_second_after(asynq_core::time::add_clamped(now, timeout)));
+        let record = match started {
+            Some(_) => None,
+            None => {
+                let millis = deadline.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+                let name = StepName::new(wait_step.clone())
+                    .map_err(|e| StepError::InvalidName { name: wait_step.clone(), reason: e.to_string() })?;
+                Some(StepRecord::new(name, millis.to_string(), now).map_err(broker_error)?)
+            }
+        };
+        let parked = asynq_core::steps::Parked::new(asynq_core::steps::ParkReason::Signal(signal_name), deadline);
+        Err(StepError::Suspended(Suspension { parked, record }))
+    }
+
     /// Runs the durable step `name` with a result in bytes: on the task's first attempt that
     /// reaches it, runs `body` and records its result with the task; on a later attempt whose
     /// task has the record, returns the recorded result without running `body`. See
@@ -345,6 +442,41 @@ impl crate::TaskContext {
             .map_err(|e| StepError::Encode { name: name.to_owned(), reason: e.to_string() })?;
         self.steps.record(to_record, Bytes::from(bytes)).await?;
         Ok(value)
+    }
+
+    /// [`TaskContext::wait_for_signal_bytes`] for a signal whose value is JSON (as
+    /// `Client::signal` sends it), decoded as `T`.
+    ///
+    /// ```
+    /// use asynq_server::{HandlerError, SignalWait, TaskContext, handler_fn};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Approval { by: String }
+    ///
+    /// let handler = handler_fn(|ctx: TaskContext, _task| async move {
+    ///     match ctx.wait_for_signal::<Approval>("approved", Duration::from_secs(3600)).await? {
+    ///         SignalWait::Received(approval) => println!("approved by {}", approval.by),
+    ///         SignalWait::TimedOut => return Err(HandlerError::skip_retry("nobody approved in time")),
+    ///     }
+    ///     Ok(())
+    /// });
+    /// # let _ = handler;
+    /// ```
+    ///
+    /// Errors: as [`TaskContext::wait_for_signal_bytes`], and [`StepError::Decode`] for a value
+    /// that does not decode as `T`.
+    pub async fn wait_for_signal<T: serde::de::DeserializeOwned>(
+        &self,
+        signal: &str,
+        timeout: std::time::Duration,
+    ) -> Result<SignalWait<T>, StepError> {
+        match self.wait_for_signal_bytes(signal, timeout).await? {
+            SignalWait::Received(value) => serde_json::from_slice(&value)
+                .map(SignalWait::Received)
+                .map_err(|e| StepError::Decode { name: format!("signal:{signal}"), reason: e.to_string() }),
+            SignalWait::TimedOut => Ok(SignalWait::TimedOut),
+        }
     }
 }
 

@@ -2,9 +2,10 @@
 
 #[allow(unused_imports)] // named by the docs
 use crate::Error;
-use crate::steps::{Parked, StepRecord};
+use crate::steps::{Parked, StepName, StepRecord};
 use crate::{QueueName, Result, StoredTask, TaskId};
 use async_trait::async_trait;
+use bytes::Bytes;
 
 /// The records of durable steps ([`crate::steps`]), kept with their task: they go when the
 /// task goes (deleted, done without retention, trimmed from the archive), and stay while it
@@ -31,4 +32,16 @@ pub trait Steps: Send + Sync {
     ///
     /// Errors: [`Error::TaskNotFound`] when the task is not active (nothing is written).
     async fn park(&self, message: &StoredTask, parked: &Parked, record: Option<&StepRecord>) -> Result<()>;
+
+    /// Sends signal `name` with `value` to task `id` of `queue`, in one step: keeps it with the
+    /// task (replacing one of the same name), and when the task is parked waiting for this
+    /// signal, makes it pending. Returns whether it woke the task.
+    ///
+    /// Errors: [`Error::TaskNotFound`] when the task does not exist; [`Error::TooLarge`] from
+    /// [`check_signal_value`](crate::steps::check_signal_value) (nothing is written).
+    async fn signal(&self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Result<bool>;
+
+    /// The value of signal `name` sent to task `id` of `queue`; `None` when none was sent or
+    /// the task does not exist.
+    async fn signal_value(&self, queue: &QueueName, id: &TaskId, name: &StepName) -> Result<Option<Bytes>>;
 }

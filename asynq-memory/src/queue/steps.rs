@@ -3,9 +3,10 @@
 
 use super::{Queue, state_after};
 use asynq_core::state::Event;
-use asynq_core::steps::{Parked, StepRecord, sort_step_records};
+use asynq_core::steps::{ParkReason, Parked, StepName, StepRecord, sort_step_records};
 use asynq_core::time::unix_secs;
-use asynq_core::{TaskInfo, TaskState};
+use asynq_core::{QueueName, TaskId, TaskInfo, TaskState};
+use bytes::Bytes;
 use std::time::SystemTime;
 
 impl Queue {
@@ -64,5 +65,21 @@ impl Queue {
         let due = if signalled { now } else { parked.until };
         self.scheduled.insert(id, unix_secs(due));
         true
+    }
+
+    /// Keeps signal `name` for task `id` and, when the task is parked waiting for it, makes it
+    /// pending (see `Steps::signal`). `None` when there is no such task; otherwise whether it
+    /// woke the task.
+    pub(crate) fn signal(&mut self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Option<bool> {
+        let record = self.tasks.get_mut(id.as_str())?;
+        record.signals.insert(name.clone(), value);
+        let waits = record.state == TaskState::Scheduled
+            && matches!(&record.parked, Some(Parked { reason: ParkReason::Signal(waited), .. }) if waited == name);
+        Some(waits && self.run_task(queue, id).is_ok())
+    }
+
+    /// The value of signal `name` sent to task `id`.
+    pub(crate) fn signal_value(&self, id: &str, name: &StepName) -> Option<Bytes> {
+        self.tasks.get(id)?.signals.get(name).cloned()
     }
 }
