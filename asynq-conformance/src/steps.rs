@@ -198,3 +198,24 @@ pub async fn case_a_signal_is_kept_and_wakes_a_task_waiting_for_it<F: BrokerFact
     assert_eq!(t.broker.forward_ready(std::slice::from_ref(&q)).await.unwrap().moved, 1, "due at once");
     assert_eq!(t.broker.signal_value(&q, &id("early"), &approved).await.unwrap(), Some(value()));
 }
+
+/// A task trimmed from its archive takes its records with it; one still archived keeps them.
+pub async fn case_step_records_go_when_the_archive_trims_their_task<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
+    F::Broker: Steps,
+{
+    let limits = asynq_core::ArchiveLimits::new(3, std::time::Duration::from_secs(3600)).unwrap();
+    let t = Fixture::with_archive_limits(factory, limits).await;
+    let q = QueueName::from_static("q");
+    for name in ["a", "b", "c"] {
+        let message = t.activate("q", name).await;
+        let id = TaskId::new(name).unwrap();
+        t.broker.record_step(&q, &id, &record(&t, "s", "1")).await.unwrap();
+        t.finish(&message, asynq_core::broker::Outcome::Archive { error: "x".into() }).await;
+        t.advance(secs(1));
+    }
+    assert_eq!(t.all_ids("q", TaskState::Archived).await, ["b", "c"], "the archive keeps 2");
+    assert_eq!(t.broker.step_records(&q, &TaskId::from_static("a")).await.unwrap(), vec![], "trimmed: gone");
+    assert_eq!(t.broker.step_records(&q, &TaskId::from_static("b")).await.unwrap().len(), 1, "archived: kept");
+}
