@@ -9,7 +9,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 impl Client {
-    /// This client, sending signals ([`Client::signal`]) through `steps`: the broker it
+    /// This client, sending signals ([`Client::signal_bytes`], `Client::signal`) through `steps`: the broker it
     /// enqueues into, as its [`Steps`] capability (the memory and Redis brokers have it).
     ///
     /// ```

@@ -139,7 +139,8 @@ impl From<StepError> for HandlerError {
     }
 }
 
-/// What a wait for a signal gave ([`TaskContext::wait_for_signal`](crate::TaskContext::wait_for_signal)).
+/// What a wait for a signal gave (`TaskContext::wait_for_signal`, or
+/// [`TaskContext::wait_for_signal_bytes`](crate::TaskContext::wait_for_signal_bytes)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SignalWait<T> {
     /// The signal came, with this value.
@@ -282,10 +283,10 @@ impl crate::TaskContext {
         self.sleep_until(until).await
     }
 
-    /// A durable sleep until `until`; see [`TaskContext::sleep`]. A time already past returns
+    /// A durable sleep until `until`; see [`TaskContext::sleep`](Self::sleep). A time already past returns
     /// `Ok` at once (recorded as reached).
     ///
-    /// Errors: as [`TaskContext::sleep`].
+    /// Errors: as [`TaskContext::sleep`](Self::sleep).
     pub async fn sleep_until(&self, until: std::time::SystemTime) -> Result<(), StepError> {
         let n = {
             let mut state = self.steps.0.state.lock().await;
@@ -317,7 +318,7 @@ impl crate::TaskContext {
     /// makes it pending. The attempt that goes on gets [`SignalWait::Received`] or, once the
     /// timeout passed, [`SignalWait::TimedOut`]. The outcome is recorded as the step
     /// `signal:<name>`, so a later attempt gets the same one; a task waits for each signal
-    /// once. See [`TaskContext::wait_for_signal`] (feature `json`) for typed values.
+    /// once. See `TaskContext::wait_for_signal` (feature `json`) for typed values.
     ///
     /// Errors: [`StepError::Suspended`] when the task parks; [`StepError::InvalidName`] for a
     /// bad signal name; [`StepError::DuplicateName`] for a second wait for one signal in an
@@ -377,7 +378,7 @@ impl crate::TaskContext {
     /// Runs the durable step `name` with a result in bytes: on the task's first attempt that
     /// reaches it, runs `body` and records its result with the task; on a later attempt whose
     /// task has the record, returns the recorded result without running `body`. See
-    /// [`TaskContext::step`] (feature `json`) for typed results.
+    /// `TaskContext::step` (feature `json`) for typed results.
     ///
     /// Errors: see [`StepError`]; return it from the handler with `?`.
     pub async fn step_bytes<F, Fut, E>(&self, name: &str, body: F) -> Result<Bytes, StepError>
@@ -444,7 +445,7 @@ impl crate::TaskContext {
         Ok(value)
     }
 
-    /// [`TaskContext::wait_for_signal_bytes`] for a signal whose value is JSON (as
+    /// [`TaskContext::wait_for_signal_bytes`](Self::wait_for_signal_bytes) for a signal whose value is JSON (as
     /// `Client::signal` sends it), decoded as `T`.
     ///
     /// ```
@@ -464,7 +465,7 @@ impl crate::TaskContext {
     /// # let _ = handler;
     /// ```
     ///
-    /// Errors: as [`TaskContext::wait_for_signal_bytes`], and [`StepError::Decode`] for a value
+    /// Errors: as [`TaskContext::wait_for_signal_bytes`](Self::wait_for_signal_bytes), and [`StepError::Decode`] for a value
     /// that does not decode as `T`.
     pub async fn wait_for_signal<T: serde::de::DeserializeOwned>(
         &self,
