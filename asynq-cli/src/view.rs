@@ -53,6 +53,29 @@ pub(crate) struct TaskView {
     debounce_key: Option<String>,
     /// Its priority within its queue, 0 by default.
     priority: i8,
+    /// Why its handler parked it (a durable sleep or a wait for a signal), while scheduled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parked: Option<ParkedView>,
+    /// Its durable steps' records (task inspect only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<StepView>,
+}
+
+/// Why a handler parked its task.
+#[derive(Debug, Serialize)]
+pub(crate) struct ParkedView {
+    /// `sleeping`, or `waiting for signal "<name>"`.
+    reason: String,
+    until: String,
+}
+
+/// A durable step's record.
+#[derive(Debug, Serialize)]
+pub(crate) struct StepView {
+    name: String,
+    result: String,
+    result_encoding: &'static str,
+    recorded_at: String,
 }
 
 /// A handler's last progress report.
@@ -96,6 +119,20 @@ impl From<&TaskInfo> for TaskView {
             }),
             debounce_key: t.debounce_key.clone(),
             priority: t.priority.get(),
+            parked: t.parked.as_ref().map(|p| ParkedView { reason: p.to_string(), until: rfc3339(p.until) }),
+            steps: t
+                .steps
+                .iter()
+                .map(|s| {
+                    let (result, result_encoding) = encode(s.result());
+                    StepView {
+                        name: s.name().to_string(),
+                        result,
+                        result_encoding,
+                        recorded_at: rfc3339(s.recorded_at()),
+                    }
+                })
+                .collect(),
         }
     }
 }

@@ -26,6 +26,7 @@ mod flow;
 mod gather;
 mod inspector;
 mod shards;
+mod signal;
 mod spin;
 mod tracker;
 
@@ -141,6 +142,8 @@ pub struct Client {
     /// The sharded queues' declarations, when the client places tasks on shards
     /// ([`Client::with_sharded_queues`]).
     shards: Option<Arc<shards::ShardRouter>>,
+    /// Where signals go ([`Client::with_steps`], `signal.rs`).
+    steps: Option<Arc<dyn asynq_core::broker::Steps>>,
 }
 
 /// The largest payload a [`Client`] accepts unless told otherwise ([`Client::with_max_payload`]):
@@ -162,6 +165,7 @@ impl Client {
             max_payload: DEFAULT_MAX_PAYLOAD,
             spin_wait: None,
             shards: None,
+            steps: None,
         }
     }
 

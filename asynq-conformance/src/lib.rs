@@ -84,6 +84,7 @@ pub mod servers;
 pub mod shards;
 pub mod slots;
 pub mod stats;
+pub mod steps;
 pub mod task_metrics;
 pub mod uniqueness;
 pub mod wait;
@@ -371,6 +372,12 @@ macro_rules! broker_conformance {
             task_metrics::case_task_metrics_add_up_per_type_and_bucket,
             task_metrics::case_task_metrics_keep_a_bounded_number_of_types,
             task_metrics::case_bad_task_metrics_write_nothing,
+            steps::case_step_records_are_kept_through_retries,
+            steps::case_step_records_are_refused_for_a_task_that_is_not_running,
+            steps::case_step_records_go_with_their_task,
+            steps::case_a_parked_task_is_scheduled_uncharged_and_shows_why,
+            steps::case_a_signal_is_kept_and_wakes_a_task_waiting_for_it,
+            steps::case_step_records_go_when_the_archive_trims_their_task,
             workflow::case_a_chain_runs_each_task_after_the_one_before,
             workflow::case_a_chord_callback_waits_for_every_member,
             workflow::case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway,

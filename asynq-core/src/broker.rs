@@ -34,6 +34,7 @@ mod rate_limit;
 mod scheduler;
 mod shards;
 mod slots;
+mod steps;
 mod task_metrics;
 mod wait;
 mod worker;
@@ -58,6 +59,7 @@ pub use rate_limit::RateLimiter;
 pub use scheduler::SchedulerState;
 pub use shards::ShardedQueues;
 pub use slots::ConcurrencySlots;
+pub use steps::Steps;
 pub use task_metrics::TaskMetrics;
 #[cfg(feature = "mock")]
 pub use wait::MockWait;

@@ -43,6 +43,7 @@ mod scheduler;
 pub mod shard;
 pub mod slots;
 pub mod state;
+pub mod steps;
 mod stored;
 mod task;
 pub mod task_metrics;

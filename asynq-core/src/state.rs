@@ -6,6 +6,7 @@
 //! group ────► aggregating ─aggregate─► (deleted)    active ──retry──► retry ──forward──► pending
 //!                                                   active ──archive──► archived
 //!                                                   active ──requeue──► pending
+//!                                                   active ──park──► scheduled (a handler's sleep or signal wait)
 //!                       (a lease that expired before any handler started the task also requeues)
 //! inspector: run (scheduled, retry, archived, aggregating, completed → pending),
 //!            archive (any state but active → archived), delete (any state but active → deleted)
@@ -123,11 +124,14 @@ pub enum Event {
     Delete,
     /// Its retention ran out.
     Expire,
+    /// Its handler parked it until a time (a durable sleep, or a wait for a signal): it is
+    /// scheduled again, charged nothing.
+    Park,
 }
 
 impl Event {
     /// Every event.
-    pub const ALL: [Event; 15] = [
+    pub const ALL: [Event; 16] = [
         Event::Enqueue,
         Event::Schedule,
         Event::AddToGroup,
@@ -143,6 +147,7 @@ impl Event {
         Event::Run,
         Event::Delete,
         Event::Expire,
+        Event::Park,
     ];
 }
 
@@ -180,6 +185,7 @@ pub fn transition(from: Option<TaskState>, event: Event) -> Result<Next, Invalid
         (Some(S::Active), E::Complete) => Next::State(S::Completed),
         (Some(S::Active), E::Retry) => Next::State(S::Retry),
         (Some(S::Active), E::Requeue) => Next::State(S::Pending),
+        (Some(S::Active), E::Park) => Next::State(S::Scheduled),
         (Some(s), E::Archive) if s != S::Archived => Next::State(S::Archived),
         (Some(S::Aggregating), E::Aggregate) => Next::Deleted,
         (Some(S::Scheduled | S::Retry | S::Archived | S::Aggregating | S::Completed), E::Run) => {
@@ -216,6 +222,7 @@ mod tests {
             (Active, Retry),
             (Active, Archived),
             (Active, Pending),
+            (Active, Scheduled),
         ] {
             edges.insert((Some(from), Some(to)));
         }

@@ -133,6 +133,13 @@ pub struct TaskInfo {
     /// Its priority within its queue ([`TaskOptions::priority`](crate::TaskOptions::priority));
     /// [`TaskPriority::DEFAULT`] for a task enqueued without one, Go's included.
     pub priority: TaskPriority,
+    /// Why its handler parked it (a durable sleep or a wait for a signal), while it is
+    /// scheduled; `None` otherwise, and for tasks the inspector lists (only
+    /// `Inspector::get_task_info` reads it).
+    pub parked: Option<crate::steps::Parked>,
+    /// The records of its durable steps, by when each was recorded (only
+    /// `Inspector::get_task_info` reads them; empty in listings).
+    pub steps: Vec<crate::steps::StepRecord>,
 }
 
 impl TaskInfo {
@@ -160,6 +167,8 @@ impl TaskInfo {
             progress: None,
             debounce_key: None,
             priority: TaskPriority::DEFAULT,
+            parked: None,
+            steps: Vec::new(),
         }
     }
 }

@@ -21,10 +21,12 @@ impl Inspect for MemoryBroker {
 
     async fn task_info(&self, queue: &QueueName, id: &TaskId) -> Result<TaskInfo> {
         let now = self.now();
-        self.state()
-            .known_queue(queue)?
+        let state = self.state();
+        let queue_state = state.known_queue(queue)?;
+        let info = queue_state
             .task_info(id, now)
-            .ok_or_else(|| Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() })
+            .ok_or_else(|| Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() })?;
+        Ok(queue_state.with_durable_steps(id, info))
     }
 
     async fn list_tasks(&self, queue: &QueueName, state: TaskState, page: Page) -> Result<Vec<TaskInfo>> {

@@ -47,6 +47,7 @@ mod shards;
 mod signals;
 mod slots;
 mod stats;
+mod steps;
 mod task_metrics;
 mod workflow;
 mod zset;

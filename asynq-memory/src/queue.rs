@@ -15,6 +15,7 @@ mod aggregate;
 mod inspect;
 mod manage;
 mod pending;
+mod steps;
 mod workflow;
 
 pub(crate) use workflow::Passed;
@@ -54,6 +55,12 @@ struct TaskRecord {
     /// Its priority, among which tasks it waits whenever it is pending (Redis's `priority`
     /// hash field).
     priority: TaskPriority,
+    /// Its durable steps' records (Redis's `step:<name>` hash fields), one per name.
+    steps: Vec<asynq_core::steps::StepRecord>,
+    /// Why its handler parked it, if it did (Redis's `parked` hash field); shown while scheduled.
+    parked: Option<asynq_core::steps::Parked>,
+    /// Signals sent to it, by name (Redis's `signal:<name>` hash fields).
+    signals: HashMap<asynq_core::steps::StepName, Bytes>,
 }
 
 impl TaskRecord {
@@ -69,6 +76,9 @@ impl TaskRecord {
             stalls: 0,
             debounce: None,
             priority: TaskPriority::DEFAULT,
+            steps: Vec::new(),
+            parked: None,
+            signals: HashMap::new(),
         }
     }
 

@@ -45,6 +45,8 @@ mod sentinel;
 mod shards;
 mod signals;
 mod slots;
+mod step_fields;
+mod steps;
 mod task_metrics;
 mod tls;
 mod workflow;

@@ -105,6 +105,7 @@ enum Kind {
     Cancelled,
     LeaseExpired,
     HandlerNotFound,
+    Suspended,
 }
 
 impl HandlerError {
@@ -189,6 +190,23 @@ impl HandlerError {
         self.kind == Kind::HandlerNotFound
     }
 
+    /// The attempt ends with its task parked (a durable sleep or a wait for a signal); see
+    /// [`StepError::Suspended`](crate::StepError::Suspended).
+    pub(crate) fn suspended(suspension: crate::journal::Suspension) -> Self {
+        Self::of(Kind::Suspended, Some(Box::new(suspension)))
+    }
+
+    /// True when the handler parked its task (a durable sleep or a wait for a signal): not a
+    /// failure; the task goes on later.
+    pub fn is_suspended(&self) -> bool {
+        self.kind == Kind::Suspended
+    }
+
+    /// Where and why the handler parked its task, when it did.
+    pub(crate) fn suspension(&self) -> Option<&crate::journal::Suspension> {
+        self.source.as_deref().filter(|_| self.is_suspended())?.downcast_ref()
+    }
+
     /// The underlying error, if any.
     pub fn source(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
         self.source.as_deref()
@@ -216,6 +234,8 @@ impl fmt::Display for HandlerError {
             (Kind::DeadlineExceeded, _) => f.write_str("context deadline exceeded"),
             (Kind::Cancelled, _) => f.write_str("context canceled"),
             (Kind::LeaseExpired, _) => f.write_str(asynq_core::LEASE_EXPIRED_MESSAGE),
+            (Kind::Suspended, Some(e)) => write!(f, "{e}"),
+            (Kind::Suspended, None) => f.write_str("parked"),
         }
     }
 }
@@ -238,6 +258,8 @@ pub struct TaskContext {
     result_writer: ResultWriter,
     progress: ProgressReporter,
     workflow: WorkflowAccess,
+    /// The attempt's durable steps (`journal.rs`, run by `steps.rs`).
+    pub(crate) steps: crate::journal::StepJournal,
 }
 
 /// What a [`TaskContext`] knows of the task's workflow.
@@ -276,6 +298,8 @@ impl TaskContext {
         cancel: CancellationToken,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let steps =
+            crate::journal::StepJournal::new(None, message.queue.clone(), message.id.clone(), Arc::clone(&clock));
         let progress = ProgressReporter::new(&broker, message, clock);
         let result_writer =
             ResultWriter { broker, queue: message.queue.clone(), id: message.id.clone(), cancel: cancel.clone() };
@@ -289,6 +313,7 @@ impl TaskContext {
             result_writer,
             progress,
             workflow: WorkflowAccess { id: message.headers.get(WORKFLOW_HEADER).cloned(), broker: None },
+            steps,
         }
     }
 

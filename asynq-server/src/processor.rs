@@ -28,6 +28,7 @@
 //! worker (see [`crate::limits`] and [`crate::shared_limits`]).
 
 use crate::handler::{Handler, HandlerError, TaskContext};
+use crate::journal::Suspension;
 use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
 use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
 use crate::policy::{ErrorHandlerFn, FailurePolicy, panic_message};
@@ -91,6 +92,8 @@ pub(crate) struct ProcessorConfig {
     pub(crate) workflows: Option<Arc<dyn Workflows>>,
     /// Orders the queues at each fetch and jitters the idle polls.
     pub(crate) rng: ServerRng,
+    /// Keeps handlers' durable steps, when the broker has the capability.
+    pub(crate) steps: Option<Arc<dyn asynq_core::broker::Steps>>,
 }
 
 impl fmt::Debug for ProcessorConfig {
@@ -720,6 +723,9 @@ impl Shared {
         if let Some(workflows) = &self.config.workflows {
             ctx = ctx.with_workflows(Arc::clone(workflows));
         }
+        if let Some(steps) = &self.config.steps {
+            ctx = ctx.with_steps(Arc::clone(steps));
+        }
         let progress = ctx.progress().clone();
         let task = Task::from_message(&message);
         let time_left = deadline.duration_since(self.clock.now()).unwrap_or_default();
@@ -742,7 +748,17 @@ impl Shared {
         drop(running_permits);
         self.record_attempt(duration);
         cancel.cancel();
+        // A handler that parked its task is charged nothing; should parking fail, the task
+        // retries at its time, uncharged.
+        let suspension = match &attempt {
+            Attempt::Finished(Err(err)) => err.suspension().cloned(),
+            _ => None,
+        };
         let outcome = match &attempt {
+            Attempt::Finished(Err(err)) if suspension.is_some() => {
+                let retry_at = suspension.as_ref().map_or(started, |s| s.parked().until);
+                Some(Outcome::Retry { retry_at, error: err.to_string(), is_failure: false })
+            }
             Attempt::Finished(Ok(())) if message.retention.is_some() => Some(Outcome::Complete),
             Attempt::Finished(Ok(())) => Some(Outcome::Done),
             Attempt::Finished(Err(_)) if cancelled_before => {
@@ -774,7 +790,10 @@ impl Shared {
             progress.flush().await;
         }
         match outcome {
-            Some(outcome) if lease.is_valid() => self.write(&message, outcome, &lease).await,
+            Some(outcome) if lease.is_valid() => match suspension {
+                Some(suspension) => self.park(&message, suspension, outcome, &lease).await,
+                None => self.write(&message, outcome, &lease).await,
+            },
             _ => {
                 tracing::warn!(task_id = %message.id, queue = %message.queue, "lease expired; leaving the task to the recoverer")
             }
@@ -796,6 +815,24 @@ impl Shared {
                 false
             }
         }
+    }
+
+    /// Parks `message` as its handler asked; writes `fallback` (an uncharged retry at the same
+    /// time) when the broker keeps no steps or parking fails.
+    async fn park(&self, message: &StoredTask, suspension: Suspension, fallback: Outcome, lease: &Lease) {
+        if let Some(steps) = &self.config.steps {
+            match steps.park(message, suspension.parked(), suspension.record.as_ref()).await {
+                Ok(()) => return,
+                Err(Error::TaskNotFound { .. }) => {
+                    tracing::warn!(task_id = %message.id, queue = %message.queue, "task was no longer active when it was parked");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(task_id = %message.id, queue = %message.queue, error = %e, "parking failed; retrying the task at its time instead")
+                }
+            }
+        }
+        self.write(message, fallback, lease).await
     }
 
     async fn write(&self, message: &StoredTask, outcome: Outcome, lease: &Lease) {

@@ -101,6 +101,8 @@ struct WorkerCapabilities {
     task_metrics: Option<Arc<dyn asynq_core::broker::TaskMetrics>>,
     /// Carries operators' requests to quiet or stop this server.
     server_control: Option<Arc<dyn ServerControl>>,
+    /// Keeps handlers' durable steps (`TaskContext::step`).
+    steps: Option<Arc<dyn asynq_core::broker::Steps>>,
 }
 
 impl Server {
@@ -120,8 +122,10 @@ impl Server {
     ///
     /// Used when the broker has them, and otherwise left out without an error: cancellation
     /// requests ([`Cancel`](asynq_core::broker::Cancel), so `Tracker::cancel` reaches this
-    /// server) and workflows ([`Workflows`](asynq_core::broker::Workflows), so a workflow
-    /// task reads its parents' results and releases its dependents). The memory and Redis
+    /// server), workflows ([`Workflows`](asynq_core::broker::Workflows), so a workflow
+    /// task reads its parents' results and releases its dependents), and durable steps
+    /// ([`Steps`](asynq_core::broker::Steps): without it `TaskContext::step` fails with
+    /// `StepError::Unsupported`). The memory and Redis
     /// brokers have every capability.
     ///
     /// Errors: [`Error::InvalidArgument`] for an invalid configuration;
@@ -143,6 +147,7 @@ impl Server {
             workflows: broker.clone().as_workflows(),
             task_metrics: broker.clone().as_task_metrics().filter(|_| config.task_metrics),
             server_control: broker.clone().as_server_control(),
+            steps: broker.clone().as_steps(),
         };
         if config.group_aggregator.is_some() && capabilities.aggregate.is_none() {
             return Err(Error::Unsupported { capability: "aggregating groups (Config::group_aggregator)" });
@@ -264,6 +269,7 @@ impl Server {
                 observers: observers.clone(),
                 workflows: self.capabilities.workflows.clone(),
                 rng,
+                steps: self.capabilities.steps.clone(),
             },
         );
         let subscriber = self

@@ -487,6 +487,9 @@
           ['completed_at', 'Completed', fmtTime(task.completed_at)],
           ['orphaned', 'Orphaned', task.is_orphaned ? 'yes (its worker lost the lease)' : 'no'],
           ['progress', 'Progress', task.progress ? `${progressText(task.progress)} (reported ${fmtTime(task.progress.reported_at)})` : '–'],
+          ['parked', 'Parked', task.parked ? `${task.parked.reason} until ${fmtTime(task.parked.until)}` : '–'],
+          ['steps', 'Steps', task.steps.length === 0 ? '–'
+            : task.steps.map((s) => `${s.name} = ${s.result_preview} (${fmtTime(s.recorded_at)})`).join('; ')],
         ];
         const list = h('dl', { class: 'fields' });
         for (const [field, label, value] of fields) {

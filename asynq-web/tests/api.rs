@@ -165,6 +165,7 @@ async fn every_read_endpoint_shows_our_tasks_and_go_asynqs() {
     assert_eq!(task["payload"]["text"], "{\n  \"to\": \"a@example.com\",\n  \"n\": [\n    1,\n    2\n  ]\n}");
     assert_eq!(task["headers"]["trace"], "t-1");
     assert_eq!((&task["priority"], &task["workflow"]), (&json!(0), &Value::Null), "the defaults");
+    assert_eq!((&task["parked"], &task["steps"]), (&Value::Null, &json!([])), "no durable steps");
     let binary = web.read(&format!("/api/queues/web/tasks/{}", fx.binary_task)).await;
     assert_eq!(binary["payload"]["format"], "hex");
     assert!(binary["payload"]["text"].as_str().unwrap().starts_with("00000000  00 9f 92 96"), "{binary}");

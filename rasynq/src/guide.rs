@@ -22,6 +22,9 @@ pub mod workflows {}
 #[doc = include_str!("../guide/progress-and-events.md")]
 pub mod progress_and_events {}
 
+#[doc = include_str!("../guide/durable-steps.md")]
+pub mod durable_steps {}
+
 #[doc = include_str!("../guide/queues.md")]
 pub mod queues {}
 

@@ -16,7 +16,8 @@ pub use asynq_core::{Job, PayloadError};
 #[cfg(feature = "server")]
 pub use asynq_server::{
     Config, ConfigBuilder, GroupAggregator, Handler, HandlerError, HandlerFn, Middleware, ProgressReporter,
-    QueueProvider, ResultWriter, ServeMux, Server, TaskContext, TokioClock, aggregator_fn, handler_fn,
+    QueueProvider, ResultWriter, ServeMux, Server, SignalWait, StepError, TaskContext, TokioClock, aggregator_fn,
+    handler_fn,
 };
 
 /// The attribute the broker traits and [`QueueProvider`] are written with: implement them under

@@ -308,3 +308,32 @@ async fn a_client_enqueues_on_a_broker_with_only_the_producer_s_trait() {
     let info = client.enqueue(&Task::new("email:welcome", "42"), TaskOptions::new().queue("mail")).await.unwrap();
     assert_eq!(h.broker.task_info(&info.queue, &info.id).await.unwrap().state, TaskState::Pending);
 }
+
+#[tokio::test(start_paused = true)]
+async fn durable_steps_on_a_broker_without_them_are_refused_and_run_nothing() {
+    let h = Harness::new();
+    h.client.enqueue(&asynq_client::Task::new("order", ""), asynq_client::TaskOptions::new()).await.unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let mut server = Server::new(WorkerOnly(h.broker.clone()), h.config("default", 1)).unwrap();
+    server
+        .start(handler_fn(move |ctx: asynq_server::TaskContext, _task| {
+            let log = log.clone();
+            async move {
+                let step = ctx.step("s", || async { Ok::<_, asynq_server::HandlerError>(1) }).await;
+                let sleep = ctx.sleep(secs(60)).await;
+                let wait = ctx.wait_for_signal::<u32>("go", secs(60)).await;
+                for outcome in [step.map(|_| ()), sleep, wait.map(|_| ())] {
+                    log.lock().unwrap().push(match outcome {
+                        Err(asynq_server::StepError::Unsupported { name }) => name,
+                        other => format!("unexpected {other:?}"),
+                    });
+                }
+                Ok(())
+            }
+        }))
+        .unwrap();
+    h.eventually(secs(10), "the handler ran", || async { seen.lock().unwrap().len() == 3 }).await;
+    assert_eq!(seen.lock().unwrap().clone(), ["s", "sleep#1", "signal:go"]);
+    server.shutdown().await;
+}

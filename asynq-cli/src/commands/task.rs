@@ -148,6 +148,17 @@ async fn inspect(ctx: &Context, args: TaskRef) -> CliResult {
     if let Some(key) = &info.debounce_key {
         row("Debounce key", Cell::new(key));
     }
+    if let Some(parked) = &info.parked {
+        row("Parked", Cell::new(format!("{parked} until {}", output::rfc3339(parked.until))));
+    }
+    if !info.steps.is_empty() {
+        let steps: Vec<String> = info
+            .steps
+            .iter()
+            .map(|s| format!("{} = {} (recorded {})", s.name(), s.preview(60), past(Some(s.recorded_at()))))
+            .collect();
+        row("Steps", Cell::new(steps.join("\n")));
+    }
     if !info.priority.is_default() {
         row("Priority", Cell::new(info.priority));
     }

@@ -2,7 +2,7 @@
 
 use super::{
     Aggregate, Cancel, ConcurrencySlots, Enqueue, EventLog, OperatorBroker, RateLimiter, SchedulerState, ServerControl,
-    ShardedQueues, TaskMetrics, Wait, WorkerBroker, Workflows,
+    ShardedQueues, Steps, TaskMetrics, Wait, WorkerBroker, Workflows,
 };
 #[allow(unused_imports)] // named by the docs
 use crate::Error;
@@ -107,6 +107,12 @@ pub trait Capabilities: Send + Sync + 'static {
     fn as_sharded_queues(self: Arc<Self>) -> Option<Arc<dyn ShardedQueues>> {
         None
     }
+
+    /// The records of durable steps. Without it a handler's steps fail with
+    /// [`Error::Unsupported`], and the inspector shows none.
+    fn as_steps(self: Arc<Self>) -> Option<Arc<dyn Steps>> {
+        None
+    }
 }
 
 /// Implements [`Capabilities`] for a backend that has every capability: each accessor answers
@@ -164,6 +170,9 @@ macro_rules! every_capability {
             fn as_sharded_queues(
                 self: ::std::sync::Arc<Self>,
             ) -> Option<::std::sync::Arc<dyn $crate::broker::ShardedQueues>> {
+                Some(self)
+            }
+            fn as_steps(self: ::std::sync::Arc<Self>) -> Option<::std::sync::Arc<dyn $crate::broker::Steps>> {
                 Some(self)
             }
         }

@@ -269,7 +269,7 @@ impl Inspect for RedisBroker {
         let mut invocation = ScriptCall::new(&SCRIPTS.task_info);
         invocation.key(k.task(id)).arg(id.as_str()).arg(unix_secs(self.now())).arg(k.prefix());
         let values: Vec<Value> = invocation.run(&mut self.conn(), "task info").await?;
-        let [msg, state, next, result, progress, debounce, priority] = values.as_slice() else {
+        let [msg, state, next, result, progress, debounce, priority, parked, steps] = values.as_slice() else {
             return Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() });
         };
         let msg = decode(&Vec::<u8>::from_redis_value_ref(msg).map_err(|e| unexpected("task info", e))?)?;
@@ -281,6 +281,7 @@ impl Inspect for RedisBroker {
         info.progress = read_progress(progress);
         info.debounce_key = read_text(debounce);
         info.priority = read_priority(priority);
+        crate::step_fields::read_into(&mut info, parked, steps);
         Ok(info)
     }
 

@@ -125,6 +125,28 @@ pub(crate) struct TaskDetail {
     payload: Rendered,
     result: Option<Rendered>,
     headers: BTreeMap<String, String>,
+    /// Why its handler parked it (a durable sleep or a wait for a signal), while scheduled.
+    parked: Option<ParkedDetail>,
+    /// Its durable steps' records, by when each was recorded.
+    steps: Vec<StepDetail>,
+}
+
+/// Why a handler parked its task.
+#[derive(Debug, Serialize)]
+pub(crate) struct ParkedDetail {
+    /// `sleeping`, or `waiting for signal "<name>"`.
+    reason: String,
+    /// When it goes on at the latest.
+    until: String,
+}
+
+/// A durable step's record.
+#[derive(Debug, Serialize)]
+pub(crate) struct StepDetail {
+    name: String,
+    /// The start of its recorded result.
+    result_preview: String,
+    recorded_at: String,
 }
 
 impl From<&TaskInfo> for TaskDetail {
@@ -134,6 +156,16 @@ impl From<&TaskInfo> for TaskDetail {
             payload: render(&task.payload),
             result: task.result.as_deref().map(render),
             headers: task.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            parked: task.parked.as_ref().map(|p| ParkedDetail { reason: p.to_string(), until: timestamp(p.until) }),
+            steps: task
+                .steps
+                .iter()
+                .map(|s| StepDetail {
+                    name: s.name().to_string(),
+                    result_preview: preview(s.result()),
+                    recorded_at: timestamp(s.recorded_at()),
+                })
+                .collect(),
         }
     }
 }
@@ -488,4 +520,28 @@ pub(crate) async fn bulk_state(
     queue_name(&queue)?;
     let set = TaskSet::State(parse_state(&state)?);
     bulk_on(&app, &queue, &set, &body).await
+}
+
+#[cfg(test)]
+mod steps_tests {
+    use super::*;
+    use asynq_core::steps::{ParkReason, Parked, StepName, StepRecord};
+    use asynq_core::{StoredTask, TaskState};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_task_s_detail_shows_its_steps_and_why_it_is_parked() {
+        let message =
+            StoredTask::new(asynq_core::TaskId::from_static("t-1"), asynq_core::QueueName::from_static("q"), "order");
+        let mut info = TaskInfo::new(&message, TaskState::Scheduled, None, None);
+        let at = UNIX_EPOCH + Duration::from_secs(1_795_305_600);
+        info.parked = Some(Parked::new(ParkReason::Sleep, at + Duration::from_secs(60)));
+        info.steps = vec![StepRecord::new(StepName::new("charge").unwrap(), "\"r-1\"", at).unwrap()];
+        let detail = serde_json::to_value(TaskDetail::from(&info)).unwrap();
+        assert_eq!(detail["parked"], serde_json::json!({"reason": "sleeping", "until": "2026-11-22T00:01:00Z"}));
+        assert_eq!(
+            detail["steps"],
+            serde_json::json!([{"name": "charge", "result_preview": "\"r-1\"", "recorded_at": "2026-11-22T00:00:00Z"}])
+        );
+    }
 }

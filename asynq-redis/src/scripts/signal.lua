@@ -1,0 +1,37 @@
+-- signal: sends a signal to a task: keeps its value in the hash field `signal:<name>` (ours; Go
+-- asynq ignores it), and when the task is parked waiting for this signal (scheduled, with
+-- `parked` = "signal:<until>:<name>", see park.lua) makes it pending, as run_task.lua does a
+-- scheduled task, waking idle Rust servers.
+--
+-- KEYS[1] -> asynq:{<q>}:t:<id>
+-- KEYS[2] -> asynq:{<q>}:pending
+-- KEYS[3] -> asynq:{<q>}:scheduled
+-- KEYS[4] -> asynq:{<q>}:idle_workers
+-- KEYS[5] -> asynq:{<q>}:prioritized (ours; see priority.lua)
+-- KEYS[6] -> asynq:{<q>}:priority_seq (ours; see priority.lua)
+-- ARGV[1] -> the task ID
+-- ARGV[2] -> the signal's name
+-- ARGV[3] -> its value
+-- ARGV[4] -> the wake-up channel, asynq:{<q>}:ready
+-- Returns: 0 no such task (nothing written); 1 kept; 2 kept, and the waiting task made pending
+if redis.call("EXISTS", KEYS[1]) == 0 then
+    return 0
+end
+redis.call("HSET", KEYS[1], "signal:" .. ARGV[2], ARGV[3])
+local state, parked, priority = unpack(redis.call("HMGET", KEYS[1], "state", "parked", "priority"))
+if state ~= "scheduled" or not parked or string.sub(parked, 1, 7) ~= "signal:" then
+    return 1
+end
+local colon = string.find(parked, ":", 8, true)
+if not colon or string.sub(parked, colon + 1) ~= ARGV[2] then
+    return 1
+end
+if redis.call("ZREM", KEYS[3], ARGV[1]) == 0 then
+    return 1
+end
+push_pending(KEYS[2], KEYS[5], KEYS[6], ARGV[1], priority_of(priority), false)
+redis.call("HSET", KEYS[1], "state", "pending")
+if redis.call("DEL", KEYS[4]) == 1 then
+    redis.call("PUBLISH", ARGV[4], "")
+end
+return 2

@@ -1,0 +1,100 @@
+//! Durable steps, a sleep and a signal through a server on a real redis-server, on a simulated
+//! clock: what a parked task looks like in Redis (what Go's tools see), and that it goes on
+//! when due and when signalled, each step running once.
+
+use asynq_client::{Client, Task, TaskOptions, TaskState};
+use asynq_core::broker::Inspect;
+use asynq_core::steps::ParkReason;
+use asynq_core::{Clock, QueueName, SimulatedClock};
+use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
+use asynq_tests::{RedisServer, RespValue, redis_broker, wait_for};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn bulk(value: RespValue) -> Option<String> {
+    match value {
+        RespValue::Bulk(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_sleeps_waits_for_a_signal_and_runs_each_step_once_on_redis() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(std::time::UNIX_EPOCH + Duration::from_secs(1_795_305_600));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone())).with_steps(Arc::new(broker.clone()));
+    let runs = Arc::new(Mutex::new(Vec::<String>::new()));
+    let handler = handler_fn({
+        let runs = runs.clone();
+        move |ctx: TaskContext, _task| {
+            let runs = runs.clone();
+            async move {
+                let r = runs.clone();
+                ctx.step("a", || async move {
+                    r.lock().unwrap().push("a".into());
+                    Ok::<_, HandlerError>(1)
+                })
+                .await?;
+                ctx.sleep(Duration::from_secs(60)).await?;
+                let approved = ctx.wait_for_signal::<String>("go", Duration::from_secs(3600)).await?;
+                let r = runs.clone();
+                ctx.step("b", || async move {
+                    r.lock().unwrap().push(format!("b {approved:?}"));
+                    Ok::<_, HandlerError>(())
+                })
+                .await?;
+                Ok(())
+            }
+        }
+    });
+    let config = Config {
+        queues: [("default".to_owned(), 1)].into(),
+        clock: Arc::new(clock.clone()),
+        task_check_interval: Duration::from_millis(20),
+        delayed_task_check_interval: Duration::from_millis(50),
+        ..Config::default()
+    };
+    let mut server = Server::new(broker.clone(), config).unwrap();
+    server.start(handler).unwrap();
+    let info =
+        client.enqueue(&Task::new("flow", ""), TaskOptions::new().retention(Duration::from_secs(600))).await.unwrap();
+    let (q, id) = (QueueName::from_static("default"), info.id.clone());
+    let parked_for = |reason: &'static str| {
+        let (broker, q, id) = (broker.clone(), q.clone(), id.clone());
+        async move {
+            let info = broker.task_info(&q, &id).await.unwrap();
+            match (&info.state, info.parked.as_ref().map(|p| &p.reason)) {
+                (TaskState::Scheduled, Some(ParkReason::Sleep)) => reason == "sleep",
+                (TaskState::Scheduled, Some(ParkReason::Signal(_))) => reason == "signal",
+                _ => false,
+            }
+        }
+    };
+    wait_for("the task sleeps", || parked_for("sleep")).await;
+
+    // What Go's tools see: a scheduled task, in the scheduled set, with fields they ignore.
+    let key = format!("asynq:{{default}}:t:{id}");
+    assert_eq!(bulk(redis.command(&["HGET", &key, "state"]).unwrap()).as_deref(), Some("scheduled"));
+    assert!(bulk(redis.command(&["HGET", &key, "parked"]).unwrap()).is_some_and(|p| p.starts_with("sleep:")));
+    assert!(bulk(redis.command(&["HGET", &key, "step:a"]).unwrap()).is_some_and(|v| v.ends_with(":1")));
+    let score = redis.command(&["ZSCORE", "asynq:{default}:scheduled", id.as_str()]).unwrap();
+    assert_eq!(bulk(score), Some((asynq_core::time::unix_secs(clock.now()) + 60).to_string()));
+    assert_eq!(broker.task_info(&q, &id).await.unwrap().retried, 0);
+
+    clock.advance(Duration::from_secs(61));
+    wait_for("the task waits for its signal", || parked_for("signal")).await;
+    assert!(client.signal("default", &id, "go", &"yes").await.unwrap(), "the signal wakes it");
+    wait_for("the task completes", || async {
+        broker.task_info(&q, &id).await.is_ok_and(|info| info.state == TaskState::Completed)
+    })
+    .await;
+    assert_eq!(runs.lock().unwrap().clone(), ["a", "b Received(\"yes\")"]);
+    let info = broker.task_info(&q, &id).await.unwrap();
+    let names: Vec<&str> = info.steps.iter().map(|s| s.name().as_str()).collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    for name in ["a", "sleep#1", "wait:go", "signal:go", "b"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    server.shutdown().await;
+}
