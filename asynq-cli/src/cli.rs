@@ -328,6 +328,23 @@ pub(crate) enum QueueCommand {
     #[command(visible_aliases = ["rm", "delete"])]
     #[command(after_help = "Example:\n  asynq queue rm old-queue --force")]
     Remove(QueueRemoveArgs),
+    /// Declare a sharded queue: one logical queue stored as K queues (its shards)
+    ///
+    /// Servers serve it with `Config::sharded_queue`, clients place tasks on its shards with
+    /// `Client::with_sharded_queues`; declaring it again with the same count changes nothing.
+    #[command(after_help = "Example:\n  asynq queue shard orders 8")]
+    Shard(QueueShardArgs),
+}
+
+/// `asynq queue shard`
+#[derive(Debug, Args)]
+pub(crate) struct QueueShardArgs {
+    /// The logical queue's name (without `~`, which names its shards)
+    #[arg(value_name = "QUEUE")]
+    pub(crate) queue: String,
+    /// How many shards (1 to 64)
+    #[arg(value_name = "K")]
+    pub(crate) shards: usize,
 }
 
 /// One or more queue names.

@@ -1,6 +1,6 @@
 //! Sharded queues in `asynq queue ls` and `queue inspect`: the shards are listed as the queues
 //! they are, with the logical queue they belong to, and a logical queue is inspected as the sum
-//! of its shards.
+//! of its shards; `asynq queue shard` declares one.
 
 mod common;
 
@@ -39,4 +39,36 @@ fn a_sharded_queue_is_listed_with_its_shards_and_inspected_as_their_sum() {
     assert_eq!((json[0]["pending"].as_u64(), json[0]["shards"].as_array().map(Vec::len)), (Some(5), Some(3)));
     let shard = asynq_at(&server, &["queue", "inspect", "orders~1", "--json"]).ok().json();
     assert_eq!((shard[0]["pending"].as_u64(), shard[0].get("shards")), (Some(2), None));
+}
+
+#[test]
+fn queue_shard_declares_once_and_refuses_what_it_cannot() {
+    let server = RedisServer::start();
+    let declared = asynq_at(&server, &["queue", "shard", "orders", "3"]).ok();
+    declared.shows(&["Sharded queue \"orders\" has 3 shards: orders~0, orders~1, orders~2"]);
+    // The same count again answers the declaration, in JSON too.
+    let json = asynq_at(&server, &["queue", "shard", "orders", "3", "--json"]).ok().json();
+    assert_eq!(json, serde_json::json!({"queue": "orders", "shards": ["orders~0", "orders~1", "orders~2"]}));
+    asynq_at(&server, &["queue", "ls"]).ok().shows(&["orders (3 shards): orders~0, orders~1, orders~2"]);
+
+    let other_count = asynq_at(&server, &["queue", "shard", "orders", "4"]);
+    assert_eq!(other_count.code, 4, "a conflict: {other_count:#?}");
+    assert!(other_count.stderr.contains("declared with 3 shards"), "{other_count:#?}");
+    block_on(async {
+        let broker = broker(&server).await;
+        let client = Client::new(broker);
+        client.enqueue(&Task::new("ship", "x"), TaskOptions::new().queue("plain")).await.unwrap();
+    });
+    let taken = asynq_at(&server, &["queue", "shard", "plain", "2"]);
+    assert_eq!(taken.code, 4, "a queue of that name exists: {taken:#?}");
+    for bad in [["a~b", "2"], ["fine", "0"], ["fine", "65"]] {
+        let run = asynq_at(&server, &["queue", "shard", bad[0], bad[1]]);
+        assert_eq!(run.code, 2, "{bad:?}: {run:#?}");
+    }
+    let not_a_number = asynq_at(&server, &["queue", "shard", "fine", "many"]);
+    assert_eq!(not_a_number.code, 2, "{not_a_number:#?}");
+    // Nothing refused was written.
+    let json = asynq_at(&server, &["queue", "ls", "--json"]).ok().json();
+    let queues: Vec<&str> = json.as_array().unwrap().iter().filter_map(|q| q["queue"].as_str()).collect();
+    assert_eq!(queues, ["orders~0", "orders~1", "orders~2", "plain"]);
 }

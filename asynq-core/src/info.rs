@@ -48,7 +48,10 @@ pub struct ServerInfo {
     pub server_id: String,
     /// Maximum number of tasks processed at once.
     pub concurrency: u32,
-    /// Queues served and their configured priorities.
+    /// Queues served and their priorities. A running server lists those it serves now: the
+    /// queues its patterns and provider found, a sharded queue's shards (and its plain queue),
+    /// each with the weight it is drawn with (the others' priorities scaled to split a sharded
+    /// queue's priority over its shards).
     pub queues: BTreeMap<String, u32>,
     /// Strict priority instead of weighted.
     pub strict_priority: bool,

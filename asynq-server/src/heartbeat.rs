@@ -1,9 +1,11 @@
-//! A heartbeater tells the broker this server is alive and what it runs (its running handlers
-//! only, never more than its concurrency), and extends the leases of every task it holds, and
+//! A heartbeater tells the broker this server is alive, the queues it serves now (shards and
+//! queues its patterns or provider found included, each with the weight it is drawn with), and
+//! what it runs (its running handlers only, never more than its concurrency), and extends the leases of every task it holds, and
 //! the shared concurrency slots they hold with them. A task whose lease could not be extended
 //! in time is told to stop.
 
 use crate::control::{Control, StatusCell};
+use crate::served::ServedQueues;
 use crate::shared_limits::SharedLimits;
 use crate::workers::ActiveTasks;
 use asynq_core::broker::{Dequeue, ServerState};
@@ -21,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct HeartbeatConfig {
     /// How often to beat. Server records live for twice this long.
     pub interval: Duration,
+    /// The queues served now, which the heartbeat lists in place of the configured ones.
+    pub queues: ServedQueues,
 }
 
 /// Writes the server's state and extends its leases.
@@ -70,8 +74,18 @@ impl Heartbeater {
         }
     }
 
+    /// The server's record as of now: its status, running tasks, and the queues it serves now
+    /// (what its configured names, patterns, provider and sharded queues resolve to), so that
+    /// operators' tools and Go's CLI count a shard or a matched queue as served.
     fn server_info(&self) -> ServerInfo {
-        ServerInfo { status: self.status.get(), active_workers: self.active.len() as u32, ..self.server.clone() }
+        let queues =
+            self.config.queues.now().priorities.priorities().iter().map(|(q, p)| (q.to_string(), *p)).collect();
+        ServerInfo {
+            status: self.status.get(),
+            active_workers: self.active.len() as u32,
+            queues,
+            ..self.server.clone()
+        }
     }
 
     /// Beats once: acts on an operator's request, writes the server and worker records, extends

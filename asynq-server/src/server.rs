@@ -171,7 +171,8 @@ impl Server {
             pid: std::process::id(),
             server_id: uuid::Uuid::new_v4().to_string(),
             concurrency: config.concurrency as u32,
-            // Go's tools show the patterns among the queues, as they were configured.
+            // As configured; the heartbeats list the queues served instead (patterns resolved,
+            // sharded queues as their shards).
             queues: config
                 .queues
                 .iter()
@@ -287,7 +288,7 @@ impl Server {
             self.status.clone(),
             active,
             shared_limits,
-            HeartbeatConfig { interval: c.heartbeat_interval },
+            HeartbeatConfig { interval: c.heartbeat_interval, queues: queues.clone() },
         );
         if let Some(requests) = &self.capabilities.server_control {
             heartbeater = heartbeater.hearing_requests(requests.clone(), self.control.clone());

@@ -52,7 +52,7 @@
           api('GET', `/api/history?days=${enc(days.value)}`),
         ]);
         showEvictionRisks(banner, list.eviction_risks);
-        renderQueues(queues.body, list.queues, headers.length);
+        renderQueues(queues.body, list.queues, list.sharded || [], headers.length);
         renderChart(chart, history.days);
       },
     };
@@ -65,34 +65,60 @@
     return (queue.processed - previous.processed) / ((now - previous.at) / 1000);
   }
 
-  function renderQueues(body, queues, columns) {
+  // The queues, each sharded queue's row of sums (its shards' and the plain queue's of its name)
+  // where its name sorts, its shards right below it; the throughput adds up the rows of sums,
+  // not their shards again.
+  function renderQueues(body, queues, sharded, columns) {
     body.replaceChildren();
-    if (queues.length === 0) emptyRow(body, columns, 'No queues yet.');
+    if (queues.length === 0 && sharded.length === 0) emptyRow(body, columns, 'No queues yet.');
     const now = Date.now();
     let total = 0;
     let known = false;
-    for (const q of queues) {
+    const groupOf = new Map();
+    for (const s of sharded) s.shards.forEach((shard) => groupOf.set(shard, s));
+    const row = (q, logical, memberOf) => {
       const rate = throughputOf(q, now);
-      if (rate !== null) { total += rate; known = true; }
-      const values = {
-        size: fmtNumber(q.size), pending: fmtNumber(q.pending), active: fmtNumber(q.active),
-        scheduled: fmtNumber(q.scheduled), retry: fmtNumber(q.retry), archived: fmtNumber(q.archived),
-        completed: fmtNumber(q.completed), aggregating: fmtNumber(q.aggregating),
-        processed: fmtNumber(q.processed), failed: fmtNumber(q.failed),
-        throughput: rate === null ? '–' : `${rate.toFixed(1)}/s`,
-        paused: q.paused ? 'paused' : 'running', latency: fmtMs(q.latency_ms), memory: fmtBytes(q.memory_usage),
-      };
-      const cells = [h('td', { 'data-field': 'name' }, h('a', { href: `#/queues/${enc(q.name)}/pending`, text: q.name }))];
-      for (const field of QUEUE_FIELDS) {
-        const cell = h('td', { 'data-field': field, text: values[field], class: field === 'paused' ? 'text' : 'num' });
-        if (field === 'paused' && q.paused) cell.classList.add('warn');
-        if (field === 'failed' && q.failed > 0) cell.classList.add('bad');
-        cells.push(cell);
-      }
-      if (writable()) cells.push(h('td', { class: 'actions' }, queueButtons(q)));
-      body.append(h('tr', { 'data-queue': q.name, 'data-paused': q.paused ? 'true' : 'false' }, cells));
+      if (rate !== null && !memberOf) { total += rate; known = true; }
+      body.append(queueRow(q, rate, logical, memberOf));
+    };
+    const group = (s) => {
+      row(s, s, null);
+      for (const q of queues.filter((q) => groupOf.get(q.name) === s)) row(q, null, s);
+    };
+    let next = 0;
+    for (const q of queues) {
+      for (; next < sharded.length && sharded[next].name < q.name; next++) group(sharded[next]);
+      if (!groupOf.has(q.name)) row(q, null, null);
     }
+    sharded.slice(next).forEach(group);
     byId('throughput').textContent = known ? `${total.toFixed(1)} tasks/s` : '';
+  }
+
+  // One queue's row; `logical` is the sharded queue it sums (a row without actions, which are
+  // the shards' and the queue page's), and a shard (`memberOf` its sharded queue) is marked.
+  function queueRow(q, rate, logical, memberOf) {
+    const values = {
+      size: fmtNumber(q.size), pending: fmtNumber(q.pending), active: fmtNumber(q.active),
+      scheduled: fmtNumber(q.scheduled), retry: fmtNumber(q.retry), archived: fmtNumber(q.archived),
+      completed: fmtNumber(q.completed), aggregating: fmtNumber(q.aggregating),
+      processed: fmtNumber(q.processed), failed: fmtNumber(q.failed),
+      throughput: rate === null ? '–' : `${rate.toFixed(1)}/s`,
+      paused: q.paused ? 'paused' : 'running', latency: fmtMs(q.latency_ms), memory: fmtBytes(q.memory_usage),
+    };
+    const text = logical ? `${q.name} (${logical.shards.length} shards)` : q.name;
+    const name = h('a', { href: `#/queues/${enc(q.name)}/pending`, text });
+    const cells = [h('td', { 'data-field': 'name' }, name)];
+    for (const field of QUEUE_FIELDS) {
+      const cell = h('td', { 'data-field': field, text: values[field], class: field === 'paused' ? 'text' : 'num' });
+      if (field === 'paused' && q.paused) cell.classList.add('warn');
+      if (field === 'failed' && q.failed > 0) cell.classList.add('bad');
+      cells.push(cell);
+    }
+    if (writable()) cells.push(h('td', { class: 'actions' }, logical ? [] : queueButtons(q)));
+    if (logical) return h('tr', { 'data-sharded': q.name, class: 'sharded' }, cells);
+    const attrs = { 'data-queue': q.name, 'data-paused': q.paused ? 'true' : 'false' };
+    if (memberOf) Object.assign(attrs, { 'data-shard-of': memberOf.name, class: 'shard' });
+    return h('tr', attrs, cells);
   }
 
   function queueButtons(q) {

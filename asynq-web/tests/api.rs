@@ -303,7 +303,7 @@ async fn auth_requires_the_token_or_a_login_session() {
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(attribute), "{cookie} lacks {attribute}");
     }
-    assert_eq!(web.read("/api/queues").await, json!({ "queues": [], "eviction_risks": [] }));
+    assert_eq!(web.read("/api/queues").await, json!({ "queues": [], "sharded": [], "eviction_risks": [] }));
     assert_eq!(web.read("/api/session").await["authenticated"], true);
 
     // Logging out ends the session.
@@ -647,4 +647,36 @@ async fn servers_are_quieted_and_stopped_by_a_request_their_heartbeat_reads() {
     let forged = web.send(post_request("/api/servers/server-1/stop", None).body_or_empty()).await;
     assert_eq!(forged.error(StatusCode::FORBIDDEN), "csrf_failed");
     assert_eq!(broker.take_server_request("server-1").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn the_overview_lists_a_sharded_queue_with_its_shards_and_their_sum() {
+    use asynq_core::broker::Capabilities;
+    let broker = Arc::new(MemoryBroker::new());
+    let web = Web::new(WebConfig::new(Inspector::from_shared(broker.clone())));
+    assert_eq!(web.read("/api/queues").await["sharded"], json!([]), "none declared");
+    let shards = broker.clone().as_sharded_queues().unwrap();
+    shards.declare_sharded_queue(&asynq_core::QueueName::from_static("orders"), 2).await.unwrap();
+    let placing = Client::from_shared(broker.clone()).with_sharded_queues(shards);
+    for n in 0..3 {
+        placing.enqueue(&Task::new("ship", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
+    }
+    // A producer that does not place tasks on shards puts them in the plain queue of the name.
+    let plain = Client::from_shared(broker.clone());
+    plain.enqueue(&Task::new("ship", "go"), TaskOptions::new().queue("orders")).await.unwrap();
+    plain.enqueue(&Task::new("mail", "x"), TaskOptions::new().queue("emails")).await.unwrap();
+
+    let overview = web.read("/api/queues").await;
+    let names: Vec<&str> = overview["queues"].as_array().unwrap().iter().filter_map(|q| q["name"].as_str()).collect();
+    assert_eq!(names, ["emails", "orders~0", "orders~1"], "the shards are queues; the logical name is under sharded");
+    let sharded = overview["sharded"].as_array().expect("an array");
+    assert_eq!(sharded.len(), 1, "{overview}");
+    assert_eq!((&sharded[0]["name"], &sharded[0]["shards"]), (&json!("orders"), &json!(["orders~0", "orders~1"])));
+    assert_eq!(
+        (&sharded[0]["pending"], &sharded[0]["size"]),
+        (&json!(4), &json!(4)),
+        "the shards and plain queue summed"
+    );
+    let shards: u64 = ["orders~0", "orders~1"].iter().map(|q| queue(&overview, q)["pending"].as_u64().unwrap()).sum();
+    assert_eq!(shards, 3, "the fourth is in the plain queue of the name");
 }

@@ -259,3 +259,39 @@ async fn every_table_keeps_its_actions_in_sight_and_every_chart_label_whole() {
     assert_eq!(stroke, completed, "drawn in the completed tasks' green, not the grey of a task that is gone");
     browser.screenshot(&screenshot_dir().join("web-workflow-succeeded.png")).await;
 }
+
+/// A sharded queue's row of sums (its shards' and the plain queue's of its name) sits right above
+/// its shards' rows, which keep their actions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_queue_is_shown_above_its_shards() {
+    use asynq_core::broker::Capabilities;
+    let redis = RedisServer::start();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let broker = Arc::new(redis_broker(&redis.url(), clock).await);
+    let inspector = Inspector::from_shared(broker.clone());
+    inspector.declare_sharded_queue("orders", 2).await.unwrap();
+    let client = Client::from_shared(broker.clone()).with_sharded_queues(broker.clone().as_sharded_queues().unwrap());
+    for n in 0..3 {
+        client.enqueue(&Task::new("ship", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
+    }
+    // A producer that does not place tasks on shards (Go's) puts them in the plain queue of the name.
+    let plain = Client::from_shared(broker.clone());
+    plain.enqueue(&Task::new("ship", "go"), TaskOptions::new().queue("orders")).await.unwrap();
+    plain.enqueue(&Task::new("mail", "x"), TaskOptions::new().queue("emails")).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let server = tokio::spawn(asynq_web::serve(listener, WebConfig::new(inspector), std::future::pending()));
+
+    let browser = Browser::start().await;
+    browser.goto(&url).await;
+    let logical = r#"#queues tr[data-sharded="orders"]"#;
+    browser.wait_for_text(&format!(r#"{logical} td[data-field="pending"]"#), "4", |text| text == "4").await;
+    assert_eq!(browser.text(&format!(r#"{logical} td[data-field="name"]"#)).await, "orders (2 shards)");
+    let grouped = format!(r#"{logical} + tr[data-shard-of="orders"] + tr[data-shard-of="orders"]"#);
+    assert_eq!(browser.count(&grouped).await, 1, "both shards right below the logical queue");
+    assert_eq!(browser.count(r#"#queues tr[data-queue="emails"]:not([data-shard-of])"#).await, 1);
+    assert_eq!(browser.count(r#"#queues tr[data-queue="orders"]"#).await, 0, "the plain queue is in the sums");
+    assert_eq!(browser.count(r#"#queues tr[data-queue^="orders~"] button[data-action="pause"]"#).await, 2);
+    assert_eq!(browser.count(&format!("{logical} button")).await, 0, "actions are the shards'");
+    server.abort();
+}

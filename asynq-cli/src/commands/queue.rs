@@ -1,4 +1,5 @@
-//! `asynq queue ...`: list, inspect, history, pause, resume and remove queues.
+//! `asynq queue ...`: list, inspect, history, pause, resume and remove queues, and declare
+//! sharded ones.
 
 use super::Context;
 use crate::cli::QueueCommand;
@@ -23,6 +24,7 @@ pub(crate) async fn run(ctx: &Context, command: QueueCommand) -> CliResult {
         QueueCommand::Pause(args) => pause(ctx, &args.queues, true).await,
         QueueCommand::Resume(args) => pause(ctx, &args.queues, false).await,
         QueueCommand::Remove(args) => remove(ctx, &args.queues, args.force).await,
+        QueueCommand::Shard(args) => shard(ctx, &args.queue, args.shards).await,
     }
 }
 
@@ -237,4 +239,22 @@ async fn remove(ctx: &Context, queues: &[String], force: bool) -> CliResult {
         print_json(&done)?;
     }
     batch.finish()
+}
+
+/// A sharded queue declared, in `queue shard --json`.
+#[derive(Debug, Serialize)]
+struct ShardedEntry {
+    queue: String,
+    shards: Vec<String>,
+}
+
+/// Declares `queue` as a sharded queue of `count` shards (or finds it so declared already).
+async fn shard(ctx: &Context, queue: &str, count: usize) -> CliResult {
+    let declared = ctx.conn.inspector.declare_sharded_queue(queue, count).await?;
+    let shards: Vec<String> = declared.shards().iter().map(ToString::to_string).collect();
+    if ctx.json {
+        return print_json(&ShardedEntry { queue: declared.logical().to_string(), shards });
+    }
+    outln!("Sharded queue {:?} has {} shards: {}", declared.logical().as_str(), declared.count(), shards.join(", "))?;
+    Ok(())
 }

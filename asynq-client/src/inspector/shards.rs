@@ -15,6 +15,21 @@ impl Inspector {
         }
     }
 
+    /// Declares `logical` as a sharded queue of `count` shards, or answers its declaration when it
+    /// is declared with `count` shards already
+    /// ([`ShardedQueues::declare_sharded_queue`](asynq_core::broker::ShardedQueues::declare_sharded_queue)).
+    ///
+    /// Errors, with nothing written: [`Error::InvalidArgument`] for an invalid name or a count out
+    /// of 1..=[`MAX_SHARDS`](asynq_core::shard::MAX_SHARDS); [`Error::QueueNameConflict`] when a
+    /// queue of that name, or one its shards would be taken for, exists, or when it is declared
+    /// with another count; [`Error::Unsupported`] on a broker without sharded queues.
+    pub async fn declare_sharded_queue(&self, logical: &str, count: usize) -> Result<ShardedQueue> {
+        let logical = QueueName::new(logical)?;
+        let shards =
+            self.broker.clone().as_sharded_queues().ok_or(Error::Unsupported { capability: "sharded queues" })?;
+        shards.declare_sharded_queue(&logical, count).await
+    }
+
     /// The info of `queue` if it is a sharded queue's logical name: the infos of its shards and
     /// of the plain queue of its name (where producers that do not place tasks on shards put
     /// them, and which its servers also serve) summed ([`logical_queue_info`]), one removed or
@@ -59,7 +74,12 @@ mod tests {
         assert_eq!((info.queue.as_str(), info.size, info.pending), ("orders", 4, 4));
         assert_eq!(info.shards, orders.shards());
         assert_eq!(inspector.queue_info("orders~0").await.unwrap().shards, Vec::<QueueName>::new());
-        assert_eq!(inspector.sharded_queues().await.unwrap(), vec![orders]);
+        assert_eq!(inspector.sharded_queues().await.unwrap(), vec![orders.clone()]);
+        assert_eq!(inspector.declare_sharded_queue("orders", 2).await.unwrap(), orders, "declared already");
+        let conflict = inspector.declare_sharded_queue("orders", 3).await;
+        assert!(matches!(conflict, Err(Error::QueueNameConflict { .. })), "{conflict:?}");
+        let bad = inspector.declare_sharded_queue("a~b", 2).await;
+        assert!(matches!(bad, Err(Error::InvalidArgument { .. })), "{bad:?}");
         let missing = inspector.queue_info("nothing").await;
         assert!(matches!(missing, Err(Error::QueueNotFound { .. })), "{missing:?}");
     }

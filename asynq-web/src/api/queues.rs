@@ -70,19 +70,35 @@ impl From<QueueInfo> for QueueView {
     }
 }
 
+/// A sharded queue: its logical name with its shards' counts summed (and those of the plain
+/// queue of its name), and its shards, each also listed among the queues.
+#[derive(Debug, Serialize)]
+pub(crate) struct ShardedView {
+    #[serde(flatten)]
+    queue: QueueView,
+    shards: Vec<String>,
+}
+
 #[derive(Debug, Serialize)]
 pub(crate) struct QueueList {
+    /// The queues, but for the sharded queues' logical names (listed under `sharded`).
     queues: Vec<QueueView>,
+    /// The sharded queues declared, by logical name (the overview shows each over its shards).
+    sharded: Vec<ShardedView>,
     /// The eviction policies in force that can drop tasks (empty when the backend keeps every
     /// task); `null` when the backend would not say, which the overview does not take for safe.
     eviction_risks: Option<Vec<EvictionRiskView>>,
 }
 
-/// `GET /api/queues`: every queue with its sizes and today's counts, and whether the backend's
-/// eviction policy can drop tasks (the overview's warning banner).
+/// `GET /api/queues`: every queue with its sizes and today's counts, the sharded queues with
+/// their shards and summed counts (their logical names in place of the plain queues of those
+/// names, whose counts they include), and whether the backend's eviction policy can drop tasks (the
+/// overview's warning banner).
 pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<QueueList>> {
-    let (names, backend) = futures::future::join(state.inspector.queues(), state.inspector.backend_info()).await;
-    let names = names?;
+    let inspector = &state.inspector;
+    let (names, backend, declared) =
+        futures::future::join3(inspector.queues(), inspector.backend_info(), inspector.sharded_queues()).await;
+    let (names, declared) = (names?, declared?);
     let eviction_risks = match backend {
         Ok(info) => Some(info.eviction_risks.into_iter().map(Into::into).collect()),
         // The queues are worth showing even when the backend will not describe itself (an
@@ -92,7 +108,9 @@ pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<QueueL
             None
         }
     };
-    let infos = futures::future::join_all(names.iter().map(|name| state.inspector.queue_info(name))).await;
+    // A logical name's info is its sharded queue's sum, listed under `sharded`.
+    let names: Vec<_> = names.into_iter().filter(|name| declared.iter().all(|d| d.logical() != name)).collect();
+    let infos = futures::future::join_all(names.iter().map(|name| inspector.queue_info(name))).await;
     let mut queues = Vec::with_capacity(infos.len());
     for info in infos {
         match info {
@@ -102,7 +120,13 @@ pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<QueueL
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(Json(QueueList { queues, eviction_risks }))
+    let sums = futures::future::join_all(declared.iter().map(|d| inspector.queue_info(d.logical()))).await;
+    let mut sharded = Vec::with_capacity(sums.len());
+    for (declared, sum) in declared.iter().zip(sums) {
+        let shards = declared.shards().iter().map(ToString::to_string).collect();
+        sharded.push(ShardedView { queue: sum?.into(), shards });
+    }
+    Ok(Json(QueueList { queues, sharded, eviction_risks }))
 }
 
 #[derive(Debug, Serialize)]
