@@ -7,8 +7,8 @@
 mod common;
 
 // The real command tree (clap types only), so the generated command lines follow it as it grows.
-#[allow(dead_code)]
-#[path = "../src/cli.rs"]
+#[allow(dead_code, unused_imports)]
+#[path = "../src/cli/mod.rs"]
 mod cli;
 
 use asynq_tests::RedisServer;
