@@ -7,7 +7,7 @@ use super::super::scenarios::{
 };
 use super::{Check, Rows, commands, data_commands, not_measured, redis_cpu, tasks_per_s};
 
-/// Issue 20's item 4: what Redis spends on a task from a batched enqueue to its acknowledgement
+/// What Redis spends on a task from a batched enqueue to its acknowledgement
 /// in a drain at concurrency 100, against the data commands it needs.
 const LIFECYCLE_TARGET: &str = "Redis CPU per task lifecycle ≤ 8 µs, within 1.2× of its data commands";
 

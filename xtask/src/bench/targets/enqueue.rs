@@ -6,7 +6,7 @@ use super::super::report::Row;
 use super::super::scenarios::{ENQUEUE_CONCURRENT, ENQUEUE_SPIN_WAIT};
 use super::{Check, Rows, client_cpu, data_commands, not_measured, redis_cpu, tasks_per_s};
 
-/// Issue 20's item 2: one producer enqueueing one task at a time, against Go asynq's.
+/// One producer enqueueing one task at a time, against Go asynq's.
 const ENQUEUE_TARGET: &str = "enqueue one at a time ≥ 1.2× Go asynq's rate (by default, or waiting busy with \
                               `Client::with_spin_wait`), one round trip per task, no per-call queue registration";
 

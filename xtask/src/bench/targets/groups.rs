@@ -10,7 +10,7 @@ const IDLE_AGGREGATOR_TARGET: &str = "an idle group aggregator on a queue of 100
 const GROUP_READS_TARGET: &str = "operator reads of a queue of 100 000 groups: queue info (`asynq stats`, `queue ls`, \
                                   `queue inspect`, a metrics scrape) ≤ 10 ms, no Redis command of 10 ms";
 
-/// The checks of the group scenarios (issue 20, item 5): an idle aggregator and operator reads
+/// The checks of the group scenarios: an idle aggregator and operator reads
 /// over many groups.
 pub(super) fn group_checks(rows: &Rows) -> Vec<Check> {
     let idle = rows.row(IDLE_AGGREGATOR);

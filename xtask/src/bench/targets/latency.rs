@@ -24,7 +24,7 @@ pub(super) fn pickup_check(rows: &Rows) -> Check {
 const STREAM_TARGET: &str = "producers and a server streaming at 20 000 tasks/s: ≤ 25 µs Redis CPU per task";
 const WAKE_TARGET: &str = "an idle wake-up costs ≤ 12 Redis commands per task";
 
-/// The checks of streaming (issue 20, item 3): Redis CPU per task at an offered 20 000
+/// The checks of streaming: Redis CPU per task at an offered 20 000
 /// tasks/s, and the commands one task costs when it wakes an idle server.
 pub(super) fn streaming_checks(rows: &Rows) -> Vec<Check> {
     let [slow, middle, max] = STREAMS;

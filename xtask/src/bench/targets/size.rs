@@ -20,7 +20,7 @@ const STORM_TARGET: &str = "a storm of scheduled tasks falling due at once: no R
 const BULK_TARGET: &str = "bulk operator actions (`archiveall`, `deleteall`, `runall`, `queue rm --force`) on a \
                            large queue: no Redis command of 10 ms";
 
-/// The checks of the costs that must stay flat as work grows (issue 20, item 5).
+/// The checks of the costs that must stay flat as work grows.
 pub(super) fn size_axis_checks(rows: &Rows) -> Vec<Check> {
     let mut checks = Vec::new();
 
