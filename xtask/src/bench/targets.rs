@@ -14,6 +14,7 @@ use super::scenarios::{
     TENANTS_PICKUP, WORKFLOW_FAN_IN,
 };
 use super::scenarios::{STREAM_PRODUCERS, STREAMS};
+use super::steps_target::{STEPS_DRAIN, STEPS_PLAIN_TWIN};
 
 /// How one target fared.
 #[derive(Debug, Clone, PartialEq)]
@@ -275,6 +276,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
     checks.push(workflow_check(&rows));
     checks.push(super::limit_target::check(rows.row(SHARED_LIMIT_WAIT)));
     checks.push(super::schedule_target::check(rows.row(SCHEDULED_ON_TIME)));
+    checks.push(super::steps_target::check(rows.row(STEPS_DRAIN), rows.row(STEPS_PLAIN_TWIN)));
 
     checks.push(match (rows.get("drain-c10", tasks_per_s), rows.get("peer-drain-c10", tasks_per_s)) {
         (Some(ours), Some(peer)) => Check {
