@@ -11,6 +11,7 @@ pub mod limits;
 pub mod measure;
 pub mod scenarios;
 pub mod schedule;
+pub mod steps;
 pub mod workload;
 
 pub use measure::Measurement;

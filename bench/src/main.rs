@@ -174,6 +174,18 @@ enum Scenario {
         #[arg(long, default_value_t = 60)]
         timeout_secs: u64,
     },
+    /// Like `drain`, with a handler that runs `--steps` durable steps per task.
+    StepsDrain {
+        #[arg(long, default_value_t = 20_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 5)]
+        steps: usize,
+        #[arg(long, default_value_t = 100)]
+        concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
     /// Run a server while enqueueing tasks one at a time, until all are processed.
     EnqueueAndProcess {
         #[arg(long, default_value_t = 100_000)]
@@ -329,6 +341,9 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::ScheduledOnTime { tasks, spread_secs, concurrency, timeout_secs } => {
             let (spread, timeout) = (Duration::from_secs(spread_secs), Duration::from_secs(timeout_secs));
             asynq_bench::schedule::scheduled_on_time(url, tasks, spread, concurrency, timeout).await
+        }
+        Scenario::StepsDrain { tasks, steps, concurrency, timeout_secs } => {
+            asynq_bench::steps::steps_drain(url, tasks, steps, concurrency, Duration::from_secs(timeout_secs)).await
         }
         Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
             scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await

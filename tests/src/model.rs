@@ -33,6 +33,9 @@
 //! among its priority, and one made pending again (due, retried, run by an operator) joins the
 //! end of its priority.
 //!
+//! Durable steps ([`Op::RecordStep`]) are recorded by name with an active task and go with it:
+//! a task stored again under the same ID (replaced, or enqueued after the old one went) has none.
+//!
 //! This file holds the state and [`Model::apply`]; `vocab` the vocabulary, `operations` what each
 //! call does, `workflow` the workflows and `observe` what the inspector shows.
 
@@ -84,6 +87,8 @@ struct Task {
     workflow: bool,
     /// Its priority within its queue.
     priority: i8,
+    /// The names of its recorded durable steps: they go when the task goes.
+    steps: BTreeSet<String>,
 }
 
 /// The pending tasks of a queue, in the order a dequeue takes them: priorities from the highest
@@ -367,6 +372,18 @@ impl Model {
             Op::Replace(task) => self.replace(task).map(|()| Reply::Ok),
             Op::Workflow { queue, tasks } => self.store_workflow(queue, tasks).map(|()| Reply::Ok),
             Op::CancelWaiting { queue, id } => Ok(Reply::Count(self.cancel_waiting(queue, id))),
+            Op::RecordStep { pick, step } => {
+                let Some((queue, id)) = pick_handed(&self.handed, *pick).cloned() else {
+                    return Reply::Skipped;
+                };
+                match self.queue(&queue).tasks.get_mut(&id) {
+                    Some(task) if task.state == TaskState::Active => {
+                        task.steps.insert((*step).to_owned());
+                        Ok(Reply::Ok)
+                    }
+                    _ => Err(ErrorKind::TaskNotFound),
+                }
+            }
         };
         for name in QUEUES {
             let settled =

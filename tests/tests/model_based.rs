@@ -25,9 +25,11 @@
 
 use asynq_conformance::fixture::START_SECS;
 use asynq_core::broker::EventLog;
+use asynq_core::broker::Steps;
 use asynq_core::broker::Workflows;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::events::{EventCap, EventKind, EventPosition};
+use asynq_core::steps::{StepName, StepRecord};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::{DagTask, Flow, OnParentFailure, TaskRef, WorkflowPlan};
 use asynq_core::{
@@ -38,7 +40,8 @@ use asynq_memory::MemoryBroker;
 use asynq_redis::RedisBroker;
 use asynq_tests::model::{
     ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, OBSERVED_STATES, Observation, Op, PAYLOADS, QUEUES, QueueView,
-    RECOVER_RETRY_DELAY, Reply, Row, Set, TASK_TYPE, UNIQUE_TTL, When, WorkflowTask, hand, pick_batch, pick_handed,
+    RECOVER_RETRY_DELAY, Reply, Row, STEPS, Set, TASK_TYPE, UNIQUE_TTL, When, WorkflowTask, hand, pick_batch,
+    pick_handed,
 };
 use asynq_tests::{RedisServer, redis_broker};
 use proptest::prelude::*;
@@ -69,7 +72,7 @@ struct Backend<B> {
     messages: HashMap<(String, String), StoredTask>,
 }
 
-impl<B: Broker + Workflows> Backend<B> {
+impl<B: Broker + Workflows + Steps> Backend<B> {
     fn new(name: &'static str, broker: B, clock: SimulatedClock) -> Self {
         Self { name, broker, clock, handed: Vec::new(), messages: HashMap::new() }
     }
@@ -249,6 +252,15 @@ impl<B: Broker + Workflows> Backend<B> {
                     Err(e) => Reply::Err(ErrorKind::of(&e)),
                 }
             }
+            Op::RecordStep { pick, step } => {
+                let Some(key) = pick_handed(&self.handed, *pick) else {
+                    return Reply::Skipped;
+                };
+                let message = &self.messages[key];
+                let name = StepName::new(*step).expect("a valid step name");
+                let record = StepRecord::new(name, "done", self.clock.now()).expect("a small result");
+                Reply::of_unit(b.record_step(&message.queue, &message.id, &record).await)
+            }
         }
     }
 
@@ -315,9 +327,20 @@ impl<B: Broker + Workflows> Backend<B> {
             views.push((name.to_owned(), QueueView { counts, tasks }));
         }
         let mut found = Vec::new();
+        let mut steps = Vec::new();
         if lookups {
             for queue in QUEUES {
                 for id in IDS {
+                    let (queue_name, task_id) = (QueueName::new(queue).unwrap(), TaskId::new(id).unwrap());
+                    let names = match b.step_records(&queue_name, &task_id).await {
+                        Ok(records) => {
+                            let mut names: Vec<String> = records.iter().map(|r| r.name().to_string()).collect();
+                            names.sort();
+                            names
+                        }
+                        Err(e) => vec![format!("<step_records failed: {e}>")],
+                    };
+                    steps.push((queue.to_owned(), id.to_owned(), names));
                     let info = b
                         .task_info(&QueueName::new(queue).unwrap(), &TaskId::new(id).unwrap())
                         .await
@@ -327,7 +350,7 @@ impl<B: Broker + Workflows> Backend<B> {
                 }
             }
         }
-        Observation { queues, views, lookups: found }
+        Observation { queues, views, lookups: found, steps }
     }
 }
 
@@ -496,6 +519,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => new_task().prop_map(Op::Replace),
         8 => (queue(), workflow_tasks()).prop_map(|(queue, tasks)| Op::Workflow { queue, tasks }),
         3 => (queue(), id()).prop_map(|(queue, id)| Op::CancelWaiting { queue, id }),
+        6 => (0usize..4, proptest::sample::select(&STEPS[..])).prop_map(|(pick, step)| Op::RecordStep { pick, step }),
     ]
 }
 

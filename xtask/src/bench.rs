@@ -30,6 +30,7 @@ mod scenarios;
 mod schedule_target;
 mod server;
 mod stats;
+mod steps_target;
 mod targets;
 
 use std::path::PathBuf;

@@ -11,6 +11,7 @@ impl Model {
     pub fn observe(&self, lookups: bool) -> Observation {
         let views = QUEUES.iter().map(|name| (name.to_string(), self.view(name))).collect();
         let mut found = Vec::new();
+        let mut steps = Vec::new();
         if lookups {
             for queue in QUEUES {
                 for id in IDS {
@@ -19,10 +20,13 @@ impl Model {
                         task.map(|t| (t.state, t.retried)).ok_or(ErrorKind::TaskNotFound)
                     });
                     found.push((queue.to_owned(), id.to_owned(), info));
+                    let task = self.queues.get(queue).and_then(|q| q.tasks.get(id));
+                    let names = task.map(|t| t.steps.iter().cloned().collect()).unwrap_or_default();
+                    steps.push((queue.to_owned(), id.to_owned(), names));
                 }
             }
         }
-        Observation { queues: self.known.iter().cloned().collect(), views, lookups: found }
+        Observation { queues: self.known.iter().cloned().collect(), views, lookups: found, steps }
     }
 
     pub(super) fn view(&self, name: &str) -> QueueView {
@@ -112,6 +116,9 @@ impl fmt::Display for Observation {
         }
         for (queue, id, info) in &self.lookups {
             writeln!(f, "task {queue}/{id}: {info:?}")?;
+        }
+        for (queue, id, names) in self.steps.iter().filter(|(_, _, names)| !names.is_empty()) {
+            writeln!(f, "steps of {queue}/{id}: {names:?}")?;
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 use super::vocab::*;
 use super::{Lock, Model, Task};
 use asynq_core::{FREE_STALLS, TaskState};
+use std::collections::BTreeSet;
 
 impl Model {
     pub(super) fn enqueue(&mut self, task: &NewTask) -> Result<(), ErrorKind> {
@@ -55,6 +56,7 @@ impl Model {
             debounce: None,
             workflow: false,
             priority,
+            steps: BTreeSet::new(),
         };
         q.tasks.insert(id.to_owned(), task);
         Ok(())
@@ -129,6 +131,7 @@ impl Model {
             debounce: debounce.map(str::to_owned),
             workflow: false,
             priority: task.priority,
+            steps: BTreeSet::new(),
         };
         q.tasks.insert(task.id.to_owned(), stored);
     }

@@ -13,6 +13,8 @@ pub const IDS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
 pub const PAYLOADS: [&str; 2] = ["x", "y"];
 /// The groups grouped tasks join.
 pub const GROUPS: [&str; 2] = ["g0", "g1"];
+/// The names of durable steps recorded ([`Op::RecordStep`]).
+pub const STEPS: [&str; 2] = ["s0", "s1"];
 /// The type of every task.
 pub const TASK_TYPE: &str = "t";
 /// The uniqueness TTL of every unique task: far longer than any generated sequence advances
@@ -262,6 +264,15 @@ pub enum Op {
         /// The task ID.
         id: &'static str,
     },
+    /// A handler records the durable step `step` of the task handed out `pick`-th from the
+    /// most recent (`Steps::record_step`): only a task that is active now takes it, and its
+    /// records go when the task goes.
+    RecordStep {
+        /// Which handed-out task (see [`pick_handed`]).
+        pick: usize,
+        /// The step's name.
+        step: &'static str,
+    },
 }
 
 /// One task of an [`Op::Workflow`], of type [`TASK_TYPE`] with payload "w".
@@ -442,6 +453,9 @@ pub struct Observation {
     /// When asked for: `task_info` of every queue and ID of the pools, queue by queue, as the
     /// task's state and retry count. This also sees stored tasks that no listing shows.
     pub lookups: Vec<Lookup>,
+    /// With the lookups: the names of the durable steps recorded for every queue and ID of the
+    /// pools (`Steps::step_records`), sorted; empty for a task that has none or does not exist.
+    pub steps: Vec<(String, String, Vec<String>)>,
 }
 
 /// One `task_info` call of an [`Observation`]: queue, ID, and the task's state and retry

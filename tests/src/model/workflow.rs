@@ -49,6 +49,7 @@ impl Model {
                 debounce: None,
                 workflow: true,
                 priority: 0,
+                steps: BTreeSet::new(),
             };
             q.tasks.insert(task.id.to_owned(), stored);
         }

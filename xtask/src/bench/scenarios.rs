@@ -15,6 +15,7 @@ use super::pin::Pinning;
 use super::report::Run;
 use super::server::RedisServer;
 use super::stats;
+use super::steps_target::{STEPS_DRAIN, STEPS_PER_TASK, STEPS_PLAIN_TWIN};
 
 /// How long an idle server runs before its Redis traffic is measured.
 const IDLE_WARMUP: Duration = Duration::from_secs(2);
@@ -70,6 +71,9 @@ enum Plan {
     /// `asynq-bench fill` of the run's task count (`fill-scheduled` for `run`; not measured),
     /// then `asynq-bench bulk --action <action>` on all of them.
     Bulk { action: &'static str },
+    /// `asynq-bench fill` (not measured) of the run's task count, then `asynq-bench steps-drain`
+    /// of them with `steps` steps each; with `plain`, of `steps` times as many, then `drain`.
+    Steps { steps: usize, plain: bool },
 }
 
 /// The backlog sizes of the deep-backlog drains, each a scenario of its own.
@@ -312,6 +316,11 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
         throughput: true,
         plan: Plan::Bulk { action },
     }));
+    scenarios.extend([(STEPS_DRAIN, false), (STEPS_PLAIN_TWIN, true)].map(|(name, plain)| Scenario {
+        name,
+        throughput: true,
+        plan: Plan::Steps { steps: STEPS_PER_TASK, plain },
+    }));
     scenarios.extend([
         Scenario { name: IDLE_AGGREGATOR, throughput: false, plan: Plan::Groups { groups: MANY_GROUPS, reads: false } },
         Scenario { name: GROUP_READS, throughput: false, plan: Plan::Groups { groups: MANY_GROUPS, reads: true } },
@@ -400,6 +409,13 @@ impl<'a> Runner<'a> {
                 let tasks = self.sizes.tasks.to_string();
                 self.launcher.spawn(&[strings(&["fill-scheduled", "--tasks", &tasks])])?.wait()?;
                 self.measured(&[strings(&["scheduled-storm", "--tasks", &tasks, "--concurrency", "10"])])
+            }
+            Plan::Steps { steps, plain } => {
+                let tasks = (self.sizes.tasks * if *plain { *steps as u64 } else { 1 }).to_string();
+                self.launcher.spawn(&[strings(&["fill", "--tasks", &tasks])])?.wait()?;
+                let steps = steps.to_string();
+                let drain = if *plain { &["drain"][..] } else { &["steps-drain", "--steps", &steps] };
+                self.measured(&[strings(&[drain, &["--tasks", &tasks, "--concurrency", "100"]].concat())])
             }
             Plan::Bulk { action } => {
                 let tasks = self.sizes.tasks.to_string();

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::report::Row;
 use super::scenarios::{SCHEDULED_ON_TIME, SHARED_LIMIT_WAIT};
+use super::steps_target::{STEPS_DRAIN, STEPS_PLAIN_TWIN};
 
 mod drain;
 mod enqueue;
@@ -129,6 +130,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
         drain::workflow_check(&rows),
         super::limit_target::check(rows.row(SHARED_LIMIT_WAIT)),
         super::schedule_target::check(rows.row(SCHEDULED_ON_TIME)),
+        super::steps_target::check(rows.row(STEPS_DRAIN), rows.row(STEPS_PLAIN_TWIN)),
         drain::peer_check(&rows),
         drain::go_check(&rows),
         enqueue::enqueue_check(&rows, ping_rate, cpus_awake),
