@@ -13,7 +13,7 @@ pub type Middleware = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + 
 
 /// Routes each task to the handler registered for its type, as Go asynq's `ServeMux` does: an
 /// exact match first, otherwise the longest registered pattern that is a prefix of the type.
-/// A job's route ([`ServeMux::handle_job`]) matches its type name exactly, never as a prefix.
+/// A job's route (`ServeMux::handle_job`, with the `json` feature) matches its type name exactly, never as a prefix.
 /// A task no pattern matches goes to the [fallback](ServeMux::fallback) if one is set;
 /// otherwise it fails with a "handler not found" error (and is retried), as in Go asynq.
 ///
