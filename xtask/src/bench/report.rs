@@ -319,7 +319,7 @@ impl Report {
             text.push_str(&ratios);
         }
         text.push('\n');
-        text.push_str(&super::targets::markdown(&super::targets::check(&self.rows, self.cpus_awake)));
+        text.push_str(&super::targets::markdown(&super::targets::check(&self.rows, self.cpus_awake, self.machine.cpus)));
         text
     }
 
@@ -346,7 +346,7 @@ impl Report {
              start of its handler on an idle server.\n",
         );
         md.push_str("\n## Targets\n\nEach target of the performance issue against this run's numbers.\n\n");
-        md.push_str(&super::targets::markdown(&super::targets::check(&self.rows, self.cpus_awake)));
+        md.push_str(&super::targets::markdown(&super::targets::check(&self.rows, self.cpus_awake, self.machine.cpus)));
         md.push_str(&self.details());
         if !self.micro.is_empty() {
             md.push_str(

@@ -118,8 +118,9 @@ pub(crate) fn not_measured(target: &'static str, scenarios: impl std::fmt::Displ
 /// The longest Redis command any size-axis scenario may run, in milliseconds.
 const LONGEST_COMMAND_MS: f64 = 10.0;
 
-/// Checks every target against `rows`, from a run that kept idle CPUs awake or not.
-pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
+/// Checks every target against `rows`, from a run on a machine of `cpus` CPUs that kept idle
+/// CPUs awake or not.
+pub(crate) fn check(rows: &[Row], cpus_awake: bool, cpus: usize) -> Vec<Check> {
     let rows = Rows(rows);
     let ping_cpu = rows.get("baseline-redis-ping", redis_cpu);
     let ping_rate = rows.get("baseline-redis-ping", tasks_per_s);
@@ -133,7 +134,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool) -> Vec<Check> {
         super::steps_target::check(rows.row(STEPS_DRAIN), rows.row(STEPS_PLAIN_TWIN)),
         drain::peer_check(&rows),
         drain::go_check(&rows),
-        enqueue::enqueue_check(&rows, ping_rate, cpus_awake),
+        enqueue::enqueue_check(&rows, ping_rate, cpus_awake, cpus),
         enqueue::batch_check(&rows, pipelined_rate),
         enqueue::concurrent_check(&rows),
         latency::pickup_check(&rows),

@@ -72,7 +72,7 @@ fn each_target_is_met_missed_or_not_measured_from_the_rows() {
         }),
         row("pickup-latency-c10", |r| (r.pickup_p50_ms, r.pickup_p99_ms) = (Some(0.6), Some(12.0))),
     ];
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     assert_eq!(verdict(&checks, "Redis CPU"), Some(true));
     let redis_cpu = checks.iter().find(|c| c.target.starts_with("Redis CPU")).unwrap();
     assert!(redis_cpu.context.starts_with("3.5 µs of it is spent inside the data commands"), "{}", redis_cpu.context);
@@ -83,14 +83,19 @@ fn each_target_is_met_missed_or_not_measured_from_the_rows() {
     );
     let mut slow_scripts = rows.clone();
     slow_scripts[1].redis_cpu_us_per_task = Some(3.0);
-    assert_eq!(verdict(&check(&slow_scripts, true), "Redis CPU"), Some(false), "5.0 µs is 1.43× the data commands");
+    assert_eq!(verdict(&check(&slow_scripts, true, 16), "Redis CPU"), Some(false), "5.0 µs is 1.43× the data commands");
     assert_eq!(verdict(&checks, "processing ≥ 10×"), Some(true));
     assert_eq!(verdict(&checks, "processing ≥ 4× Go"), Some(false), "3×");
-    assert_eq!(verdict(&checks, "enqueue one at a time"), Some(false), "1.17× Go's, and no spinning row");
+    assert_eq!(verdict(&checks, "enqueue one at a time"), Some(false), "1.17× Go's on 16 CPUs");
+    let small = check(&rows, true, 2);
+    assert_eq!(verdict(&small, "enqueue one at a time"), Some(true), "1.17× Go's on 2 CPUs, Redis CPU within 5 %");
+    let mut costly = rows.clone();
+    costly.iter_mut().find(|r| r.scenario == "enqueue").unwrap().redis_cpu_us_per_task = Some(53.0);
+    assert_eq!(verdict(&check(&costly, true, 2), "enqueue one at a time"), Some(false), "53 µs is over 1.05× Go's 50");
     let enqueue = checks.iter().find(|c| c.target.starts_with("enqueue one at a time")).unwrap();
     assert_eq!(
         enqueue.context,
-        "Redis CPU per enqueue: ours 52.0 µs, Go's 50.0 µs; Redis commands per enqueue: ours 5.0, Go's 4.0; \
+        "the goal on this machine of 16 CPUs: 1.2× Go's rate; Redis CPU per enqueue: ours 52.0 µs, Go's 50.0 µs; Redis commands per enqueue: ours 5.0, Go's 4.0; \
          client CPU (the peer's: its whole process) per enqueue: ours 48.0 µs, Go's 62.0 µs"
     );
     let mut spinning = rows.clone();
@@ -98,8 +103,8 @@ fn each_target_is_met_missed_or_not_measured_from_the_rows() {
         (r.tasks, r.tasks_per_s, r.redis_cpu_us_per_task, r.client_cpu_s) =
             (1_000, Some(9_000.0), Some(30.0), Some(0.055));
     }));
-    let checks_spinning = check(&spinning, true);
-    assert_eq!(verdict(&checks_spinning, "enqueue one at a time"), Some(true), "1.5× Go's when spinning");
+    let checks_spinning = check(&spinning, true, 16);
+    assert_eq!(verdict(&checks_spinning, "enqueue one at a time"), Some(false), "spinning is opt-in: not counted");
     let enqueue = checks_spinning.iter().find(|c| c.target.starts_with("enqueue one at a time")).unwrap();
     assert_eq!(
         enqueue.measured,
@@ -111,8 +116,8 @@ fn each_target_is_met_missed_or_not_measured_from_the_rows() {
     assert_eq!(verdict(&checks, "pickup"), Some(false), "p99 over 10 ms");
     assert_eq!(verdict(&checks, "idle"), None);
     assert_eq!(verdict(&checks, "server ≤ 50 MB"), Some(true));
-    assert_eq!(verdict(&check(&rows[..4], true), "processing ≥ 4× Go"), None, "no Go rows");
-    let halting = check(&rows, false);
+    assert_eq!(verdict(&check(&rows[..4], true, 16), "processing ≥ 4× Go"), None, "no Go rows");
+    let halting = check(&rows, false, 16);
     let enqueue = halting.iter().find(|c| c.target.starts_with("enqueue one at a time")).unwrap();
     assert!(enqueue.context.ends_with("`--awake` measures without them"), "{}", enqueue.context);
     for target in ["drain with 1 000 000", "tasks failing for good", "50 idle servers", "a storm of scheduled"] {
@@ -135,23 +140,23 @@ fn streaming_targets_are_met_or_missed_from_their_rows() {
             r.cmds_by_command.insert("info".into(), 0.001);
         }),
     ];
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     assert_eq!(verdict(&checks, "producers and a server streaming"), Some(true));
     assert_eq!(verdict(&checks, "an idle wake-up"), Some(true));
     let wake = checks.iter().find(|c| c.target.starts_with("an idle wake-up")).unwrap();
     assert!(wake.context.ends_with("by command: evalsha 3.00"), "{}", wake.context);
     rows[0].offered_per_s = Some(15_000.0);
     rows[1].redis_cmds_per_task = Some(24.0);
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     assert_eq!(verdict(&checks, "producers and a server streaming"), Some(false), "the load was not offered");
     assert_eq!(verdict(&checks, "an idle wake-up"), Some(false));
-    assert_eq!(verdict(&check(&[], true), "producers and a server streaming"), None);
+    assert_eq!(verdict(&check(&[], true, 16), "producers and a server streaming"), None);
     let mut with_go = rows.clone();
     with_go.push(row(&go(STREAMS[1]), |r| {
         (r.offered_per_s, r.tasks_per_s, r.redis_cpu_us_per_task) = (Some(19_990.0), Some(8_000.0), Some(60.0));
         (r.pickup_p50_ms, r.pickup_p99_ms) = (Some(420.0), Some(860.0));
     }));
-    let checks = check(&with_go, true);
+    let checks = check(&with_go, true, 16);
     let streaming = checks.iter().find(|c| c.target.starts_with("producers and a server streaming")).unwrap();
     assert!(
         streaming.context.contains(
@@ -193,7 +198,7 @@ fn size_axis_targets_are_met_or_missed_from_their_rows() {
             longest(1.5, "EVALSHA 89abcdef… 5 asynq:{default}:scheduled")(r);
         }),
     ];
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     assert_eq!(verdict(&checks, "drain with 1 000 000"), Some(true), "1.2×");
     let archive = checks.iter().find(|c| c.target.starts_with("tasks failing for good")).unwrap();
     assert_eq!(archive.met, Some(false), "1.5× and a 12.5 ms command");
@@ -206,7 +211,7 @@ fn size_axis_targets_are_met_or_missed_from_their_rows() {
     rows[6].servers_ls_ms = Some(60.0);
     rows[7].pickup_p99_ms = Some(11.0);
     rows[2].redis_cpu_us_per_task = Some(13.0);
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     assert_eq!(verdict(&checks, "drain with 1 000 000"), Some(false), "1.3×");
     assert_eq!(verdict(&checks, "50 idle servers"), Some(false), "Inspector::servers() 60 ms");
     assert_eq!(verdict(&checks, "a storm of scheduled"), Some(false), "p99 11 ms");
@@ -214,7 +219,7 @@ fn size_axis_targets_are_met_or_missed_from_their_rows() {
     assert!(storm.context.contains("none of 1 ms or more") || storm.context.contains("asynq:{default}:scheduled"));
     rows.push(row(&go(FAIL_INTO_EMPTY_ARCHIVE), with(40.0, 1.0)));
     rows.push(row(&go(FAIL_INTO_FULL_ARCHIVE), with(60.0, 3.5)));
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     let archive = checks.iter().find(|c| c.target.starts_with("tasks failing for good")).unwrap();
     assert!(
         archive.context.ends_with("; Go asynq, side by side: 1.50× (60.0 µs against 40.0 µs), longest command 3.5 ms"),
@@ -228,12 +233,12 @@ fn size_axis_targets_are_met_or_missed_from_their_rows() {
 fn bulk_actions_are_held_to_the_longest_command() {
     let bulk = |ms: f64| move |r: &mut Row| (r.tasks_per_s, r.longest_command_ms) = (Some(200_000.0), Some(ms));
     let mut rows: Vec<Row> = BULK_ACTIONS.iter().map(|name| row(name, bulk(3.0))).collect();
-    assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(true));
+    assert_eq!(verdict(&check(&rows, true, 16), "bulk operator actions"), Some(true));
     rows[2].longest_command_ms = Some(12.0);
-    assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), Some(false));
+    assert_eq!(verdict(&check(&rows, true, 16), "bulk operator actions"), Some(false));
     rows.extend(BULK_ACTIONS.iter().map(|name| row(&go(name), bulk(900.0))));
     rows[BULK_ACTIONS.len()].longest_command_ms = Some(950.0);
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     let bulk_check = checks.iter().find(|c| c.target.starts_with("bulk operator actions")).unwrap();
     assert!(
         bulk_check.context.contains("Go asynq, side by side: `go-bulk-archive-all` 200000/s")
@@ -243,7 +248,7 @@ fn bulk_actions_are_held_to_the_longest_command() {
     );
     assert_eq!(verdict(&checks, "bulk operator actions"), Some(false), "Go's rows do not count: ours 12 ms");
     rows.truncate(BULK_ACTIONS.len() - 1);
-    assert_eq!(verdict(&check(&rows, true), "bulk operator actions"), None, "one action not run");
+    assert_eq!(verdict(&check(&rows, true, 16), "bulk operator actions"), None, "one action not run");
 }
 
 #[test]
@@ -266,7 +271,7 @@ fn go_twins_join_the_producer_and_group_targets_as_context_only() {
             r.longest_command_ms = Some(455.0);
         }),
     ];
-    let checks = check(&rows, true);
+    let checks = check(&rows, true, 16);
     let context = |start: &str| checks.iter().find(|c| c.target.starts_with(start)).unwrap().context.clone();
     assert_eq!(verdict(&checks, "64 concurrent producers"), Some(true));
     assert!(
@@ -295,7 +300,7 @@ fn the_many_queues_target_sets_go_beside_ours_when_the_run_has_it() {
         row(MANY_QUEUES_PICKUP, |r| r.pickup_p99_ms = Some(1.5)),
     ];
     let context = |rows: &[Row]| {
-        let checks = check(rows, true);
+        let checks = check(rows, true, 16);
         checks.iter().find(|c| c.target.starts_with("1 000 queues")).unwrap().context.clone()
     };
     assert!(!context(&rows).contains("Go"));
