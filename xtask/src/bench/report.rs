@@ -319,7 +319,11 @@ impl Report {
             text.push_str(&ratios);
         }
         text.push('\n');
-        text.push_str(&super::targets::markdown(&super::targets::check(&self.rows, self.cpus_awake, self.machine.cpus)));
+        text.push_str(&super::targets::markdown(&super::targets::check(
+            &self.rows,
+            self.cpus_awake,
+            self.machine.cpus,
+        )));
         text
     }
 
