@@ -1,5 +1,6 @@
 //! A heartbeater tells the broker this server is alive, the queues it serves now (shards and
-//! queues its patterns or provider found included, each with the weight it is drawn with), and
+//! queues its patterns or provider found included, each with the weight it is drawn with, written
+//! again as soon as that set changes), and
 //! what it runs (its running handlers only, never more than its concurrency), and extends the leases of every task it holds, and
 //! the shared concurrency slots they hold with them. A task whose lease could not be extended
 //! in time is told to stop.
@@ -124,16 +125,35 @@ impl Heartbeater {
         state_written
     }
 
+    /// Writes the server's record again each time the served set changes, until `stop` is
+    /// cancelled: the queues a dynamic server finds on its first refresh (a sharded queue's
+    /// shards, a pattern's matches) are listed then, not a whole interval later.
+    async fn announce_changes(&self, stop: &CancellationToken) {
+        let mut served = self.config.queues.clone();
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => return,
+                _ = served.changed() => {}
+            }
+            let server = self.server_info();
+            let workers = self.active.worker_infos(&server.host, server.pid, &server.server_id);
+            if let Err(e) = self.state.write_server_state(&server, &workers, self.config.interval * 2).await {
+                tracing::warn!(error = %e, "could not write the server state after its queues changed");
+            }
+        }
+    }
+
     /// Beats at once and then every interval until `stop` is cancelled, then removes the
     /// server's records.
     pub(crate) fn spawn(self, stop: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
-            run_every(self.config.interval, FirstRun::Immediately, &stop, || async {
+            let beats = run_every(self.config.interval, FirstRun::Immediately, &stop, || async {
                 if let Err(e) = self.tick().await {
                     tracing::error!(error = %e, "could not write server state");
                 }
-            })
-            .await;
+            });
+            tokio::join!(beats, self.announce_changes(&stop));
             if let Err(e) = self.state.clear_server_state(&self.server_info()).await {
                 tracing::error!(error = %e, "could not clear server state");
             }

@@ -84,3 +84,20 @@ async fn the_redis_heartbeat_lists_the_queues_served_now() {
     let broker = redis_broker(&redis.url(), clock.clone()).await;
     served_queues_are_listed(broker, clock).await;
 }
+
+/// A server whose beats are an hour apart lists the shards its first queue refresh found at
+/// once: the record is written again when the served set changes, not at the next beat.
+#[tokio::test(start_paused = true)]
+async fn a_change_of_the_served_queues_is_listed_before_the_next_beat() {
+    let h = Harness::new();
+    let shards = Arc::new(h.broker.clone()).as_sharded_queues().unwrap();
+    shards.declare_sharded_queue(&QueueName::from_static("orders"), 2).await.unwrap();
+    let config = Config { heartbeat_interval: Duration::from_secs(3600), ..config(h.clock.clone()) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    let rec = Recorder::default();
+    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    let inspector = Inspector::new(h.broker.clone());
+    let want = listed(&[("plain", 3), ("orders", 1), ("orders~0", 1), ("orders~1", 1)]);
+    wait_for_listed(&inspector, &want, secs(1)).await;
+    server.shutdown().await;
+}
