@@ -1,15 +1,15 @@
 //! Limits named by a sharded queue's logical name apply to the logical queue as a whole: a rate
 //! limit is one bucket over its shards and the plain queue of its name, and a shared concurrency
 //! limit one set of slots, across every server. On the memory broker with tokio's paused time,
-//! and on Redis with a simulated clock (the rate) or two servers of their own connections (the
-//! concurrency).
+//! and on Redis and a Cluster with a simulated clock (the rate) or two servers of their own
+//! connections (the concurrency).
 
 use asynq_client::{Client, Task, TaskOptions};
 use asynq_core::broker::{Capabilities, ShardedQueues};
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{Clock, QueueName, SimulatedClock};
 use asynq_server::{Config, Server};
-use asynq_tests::{Harness, Recorder, RedisServer, redis_broker, secs, wait_for};
+use asynq_tests::{Harness, Recorder, RedisCluster, RedisServer, redis_broker, secs, wait_for};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -150,9 +150,21 @@ async fn a_shared_concurrency_limit_on_a_logical_queue_holds_over_its_shards_acr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_redis_a_rate_limit_on_a_logical_queue_is_one_bucket_for_two_servers() {
     let redis = RedisServer::start();
+    rate_limit_is_one_bucket_for_two_servers_on(&redis.url()).await;
+}
+
+/// On a Cluster the shards' hash slots are spread over the masters, and the bucket's is the
+/// logical name's: one bucket still.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_a_rate_limit_on_a_logical_queue_is_one_bucket_for_two_servers() {
+    let cluster = RedisCluster::start(3);
+    rate_limit_is_one_bucket_for_two_servers_on(&format!("redis-cluster://{}", cluster.addrs().join(","))).await;
+}
+
+async fn rate_limit_is_one_bucket_for_two_servers_on(url: &str) {
     let clock = SimulatedClock::new(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
     let shared: Arc<dyn Clock> = Arc::new(clock.clone());
-    let producer = redis_broker(&redis.url(), shared.clone()).await;
+    let producer = redis_broker(url, shared.clone()).await;
     const PER_SECOND: usize = 5;
     const SECONDS: usize = 4;
     const TASKS: usize = PER_SECOND * (SECONDS + 1);
@@ -161,7 +173,7 @@ async fn on_redis_a_rate_limit_on_a_logical_queue_is_one_bucket_for_two_servers(
     let mut servers = Vec::new();
     for seed in 0..2 {
         // Each server has its own connection, as separate processes would.
-        let broker = redis_broker(&redis.url(), shared.clone()).await;
+        let broker = redis_broker(url, shared.clone()).await;
         let config = Config {
             task_check_interval: Duration::from_millis(20),
             ..Config::builder()
