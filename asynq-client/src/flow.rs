@@ -1,10 +1,11 @@
 //! [`FlowProducer`]: stores whole workflows (chains, groups, chords, DAGs; see [`Flow`]).
 
 use crate::DEFAULT_MAX_PAYLOAD;
-use asynq_core::broker::Workflows;
+use crate::shards::ShardRouter;
+use asynq_core::broker::{ShardedQueues, Workflows};
 use asynq_core::workflow::{DEFAULT_MAX_WORKFLOW_TASKS, Flow, TaskRef};
 use asynq_core::{Clock, Error, Result, SystemClock, WorkflowId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -37,6 +38,7 @@ use tracing::Instrument;
 pub struct FlowProducer {
     broker: Arc<dyn Workflows>,
     clock: Arc<dyn Clock>,
+    shards: Option<Arc<ShardRouter>>,
     max_tasks: usize,
     max_payload: usize,
 }
@@ -63,6 +65,7 @@ impl FlowProducer {
         Self {
             broker,
             clock: Arc::new(SystemClock),
+            shards: None,
             max_tasks: DEFAULT_MAX_WORKFLOW_TASKS,
             max_payload: DEFAULT_MAX_PAYLOAD,
         }
@@ -71,6 +74,20 @@ impl FlowProducer {
     /// Reads "now" from `clock` instead of the system clock (for tests).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Places the tasks of a sharded queue on its shards, reading the declarations from
+    /// `directory` (a broker's [`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues)),
+    /// kept and read again as [`Client::with_sharded_queues`](crate::Client::with_sharded_queues)
+    /// does. A task with a [`TaskOptions::shard_key`](crate::TaskOptions::shard_key) goes to the
+    /// shard its key picks, one whose ID is given to the shard its ID picks (so the ID conflicts
+    /// over the logical queue); the others of one run go to the shard the workflow's ID picks, so
+    /// that a run's tasks of one logical queue share a shard (one step stores them, and each
+    /// settle releases its dependents there in the same step) while runs spread over the shards.
+    /// Without it every task goes to the queue it names.
+    pub fn with_sharded_queues(mut self, directory: Arc<dyn ShardedQueues>) -> Self {
+        self.shards = Some(Arc::new(ShardRouter::new(directory)));
         self
     }
 
@@ -96,19 +113,28 @@ impl FlowProducer {
     /// joins the producer's trace.
     ///
     /// Errors, with nothing written: [`Error::InvalidArgument`] naming what is wrong (an empty
-    /// chain, group or DAG, a task ID or DAG name used twice, a dependency outside its DAG, a cycle, more
+    /// chain, group or DAG, a blank or too long shard key on a sharded queue, a task ID or DAG name used twice, a dependency outside its DAG, a cycle, more
     /// tasks than the limit, an option a workflow task cannot have), [`Error::TooLarge`] for a
     /// payload over the limit, [`Error::TaskIdConflict`] when a task's ID is taken in its
     /// queue (only an ID the caller set can be: one set on a DAG task holds for every run). [`Error::Broker`] when the broker fails: see
     /// [`Workflows::store_workflow`] for what it may leave.
     pub async fn enqueue(&self, flow: &Flow) -> Result<EnqueuedWorkflow> {
-        let mut plan = flow.plan(self.max_tasks, self.clock.now(), || uuid::Uuid::new_v4().to_string())?;
+        let now = self.clock.now();
+        let mut generated = HashSet::new();
+        let mut plan = flow.plan(self.max_tasks, now, || {
+            let id = uuid::Uuid::new_v4().to_string();
+            generated.insert(id.clone());
+            id
+        })?;
         for task in &plan.tasks {
             let size = task.request.message.payload.len();
             if size > self.max_payload {
                 let limit_by = "FlowProducer::with_max_payload";
                 return Err(Error::TooLarge { what: "payload", size, limit: self.max_payload, limit_by });
             }
+        }
+        if let Some(shards) = &self.shards {
+            shards.place_workflow(&mut plan, &generated, now).await?;
         }
         let traced = crate::caller_in_trace();
         let span = tracing::info_span!(
@@ -134,6 +160,7 @@ impl fmt::Debug for FlowProducer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FlowProducer")
             .field("clock", &self.clock)
+            .field("sharded_queues", &self.shards.is_some())
             .field("max_tasks", &self.max_tasks)
             .field("max_payload", &self.max_payload)
             .finish_non_exhaustive()

@@ -14,8 +14,9 @@
 
 use asynq_core::broker::ShardedQueues;
 use asynq_core::shard::ShardedQueue;
+use asynq_core::workflow::{TaskRef, WorkflowPlan};
 use asynq_core::{EnqueueRequest, Error, Placement, QueueName, Replace, Result, Task, TaskOptions};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
@@ -115,11 +116,70 @@ impl ShardRouter {
 }
 
 impl ShardRouter {
+    /// Sends the tasks of `plan` whose queue is sharded to its shards, and their references in
+    /// the plan with them: a task with a shard key goes where its key places it; one whose ID
+    /// its producer gave (one not in `generated`) where its ID places it, as the client places
+    /// it, so that the ID conflicts over the logical queue; the others where the workflow's ID
+    /// places them, so that one run's tasks of a logical queue share one shard (stored in one
+    /// step, released in their queue's own step) while runs spread over the shards.
+    ///
+    /// Errors, with the plan unchanged: [`Error::InvalidArgument`] for a shard key of a task of a
+    /// sharded queue that is blank or too long; [`Error::Broker`] when the declarations could
+    /// not be read.
+    pub(crate) async fn place_workflow(
+        &self,
+        plan: &mut WorkflowPlan,
+        generated: &HashSet<String>,
+        now: SystemTime,
+    ) -> Result<()> {
+        let mut placed = Vec::new();
+        for (index, task) in plan.tasks.iter().enumerate() {
+            let message = &task.request.message;
+            let Some(sharded) = self.declaration(&message.queue, now).await? else { continue };
+            let key = match &task.shard_key {
+                Some(key) => {
+                    check_shard_key(key)?;
+                    key.as_str()
+                }
+                None if generated.contains(message.id.as_str()) => plan.id.as_str(),
+                None => message.id.as_str(),
+            };
+            placed.push((index, sharded.shard_for_key(key.as_bytes()).clone()));
+        }
+        let mut moved: HashMap<TaskRef, TaskRef> = HashMap::new();
+        for (index, shard) in placed {
+            let message = &mut plan.tasks[index].request.message;
+            let before = TaskRef::of(message);
+            message.queue = shard;
+            moved.insert(before, TaskRef::of(message));
+        }
+        if moved.is_empty() {
+            return Ok(());
+        }
+        for task in &mut plan.tasks {
+            for reference in task.parents.iter_mut().chain(task.children.iter_mut()) {
+                if let Some(placed) = moved.get(reference) {
+                    *reference = placed.clone();
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The declaration of `queue` among those kept, if they were ever read (`None` before).
     fn kept_if_read(&self, queue: &QueueName) -> Option<Option<Arc<ShardedQueue>>> {
         let kept = self.kept.read().unwrap_or_else(PoisonError::into_inner);
         kept.read_at.is_some().then(|| kept.by_name.get(queue).cloned())
     }
+}
+
+/// Checks that `key` may be a shard key: not blank, at most [`MAX_SHARD_KEY_LEN`] bytes.
+fn check_shard_key(key: &str) -> Result<()> {
+    if key.trim().is_empty() || key.len() > MAX_SHARD_KEY_LEN {
+        let why = format!("a shard key is not blank and at most {MAX_SHARD_KEY_LEN} bytes");
+        return Err(Error::invalid("shard key", why));
+    }
+    Ok(())
 }
 
 /// The key that places `request` on its shard, if one does (see the module docs).
@@ -134,10 +194,7 @@ fn placement_key(request: &EnqueueRequest, shard_key: Option<&str>, explicit_id:
         _ => None,
     };
     if let Some(key) = shard_key {
-        if key.trim().is_empty() || key.len() > MAX_SHARD_KEY_LEN {
-            let why = format!("a shard key is not blank and at most {MAX_SHARD_KEY_LEN} bytes");
-            return Err(Error::invalid("shard key", why));
-        }
+        check_shard_key(key)?;
         if let Some((option, _)) = own_key {
             let why = format!("a {option} task is placed by its {option} key; it cannot take a shard key");
             return Err(Error::invalid("shard key", why));

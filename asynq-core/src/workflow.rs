@@ -259,6 +259,10 @@ pub struct PlannedTask {
     pub children: Vec<TaskRef>,
     /// What it does when a parent fails for good.
     pub on_parent_failure: OnParentFailure,
+    /// The key that places it on a shard when its queue is sharded
+    /// ([`TaskOptions::shard_key`](crate::TaskOptions::shard_key)), for a producer that places
+    /// tasks on shards.
+    pub shard_key: Option<String>,
 }
 
 /// One task of a stored workflow's record, as [`Workflows::workflow_tasks`](crate::broker::Workflows::workflow_tasks) lists it.

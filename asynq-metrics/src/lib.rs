@@ -32,6 +32,7 @@ mod exporter;
 pub mod otel;
 mod queue;
 mod server;
+mod sharded;
 #[cfg(feature = "server")]
 mod worker;
 

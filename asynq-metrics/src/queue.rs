@@ -4,7 +4,9 @@
 //! which a counter's family is named without its `_total` suffix; its samples keep it, so a
 //! query sees exactly Go's series names (`asynq_tasks_processed_total{queue="default"}`).
 
+use crate::sharded::Logical;
 use asynq_client::{Inspector, ServerReport};
+use asynq_core::shard::ShardedQueue;
 use asynq_core::{BrokerError, Error, QueueInfo};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -58,6 +60,13 @@ pub const DEFAULT_REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 /// | `asynq_active_workers` | `queue`, `task_type` | tasks running on all live servers together |
 /// | `asynq_queue_servers` | `queue` | live servers in the active status serving the queue (0 for a known queue none serves) |
 ///
+/// A sharded queue ([`asynq_core::shard`]) shows as its shards, each an ordinary queue with the
+/// series above, and the plain queue of its logical name with its own tasks alone; each of these
+/// series carries the label `logical_queue` (the logical name), so that
+/// `sum by (logical_queue) (asynq_queue_size{logical_queue!=""})` sums each logical queue.
+/// `asynq_sharded_queue_shards{logical_queue}` gives each declared one's shard count. Queues
+/// of no sharded queue keep Go's labels alone.
+///
 /// These are named apart from `WorkerMetrics`' `asynq_worker_*` (feature `server`), which a
 /// server exports about itself, so no sum adds the broker's view of a server to the server's
 /// own. Every exporter of one broker serves the same values, told apart only by the labels
@@ -87,6 +96,8 @@ struct Snapshot {
     queues: Vec<QueueInfo>,
     /// The live servers and their workers.
     servers: Vec<ServerReport>,
+    /// The sharded queues declared.
+    sharded: Vec<ShardedQueue>,
     /// Whether the backend may evict tasks; `None` when it could not be read.
     eviction_risk: Option<bool>,
 }
@@ -129,8 +140,8 @@ impl QueueMetrics {
         registry.sub_registry_with_prefix("asynq").register_collector(Box::new(QueueCollector(self.snapshot.clone())));
     }
 
-    /// Reads every queue's statistics from the broker (`queues` then `queue_info` for each,
-    /// as Go does), the live servers and their workers ([`Inspector::servers`]), and whether
+    /// Reads every queue's statistics from the broker (`queues` then each queue's own info,
+    /// as Go does), the sharded queues declared, the live servers and their workers ([`Inspector::servers`]), and whether
     /// its eviction policy can drop tasks ([`Inspector::backend_info`]), and keeps them for the
     /// next encoding.
     ///
@@ -147,8 +158,8 @@ impl QueueMetrics {
         });
         let mut snapshot = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
         match read {
-            Ok((queues, servers, eviction_risk)) => {
-                *snapshot = Snapshot { up: true, queues, servers, eviction_risk };
+            Ok(Read { queues, servers, sharded, eviction_risk }) => {
+                *snapshot = Snapshot { up: true, queues, servers, sharded, eviction_risk };
                 Ok(())
             }
             Err(e) => {
@@ -158,14 +169,17 @@ impl QueueMetrics {
         }
     }
 
-    async fn read(&self) -> asynq_core::Result<(Vec<QueueInfo>, Vec<ServerReport>, Option<bool>)> {
+    async fn read(&self) -> asynq_core::Result<Read> {
         let Some(inspector) = self.inspector.get() else {
             return Err(Error::Broker(BrokerError::permanent("not connected to the broker yet")));
         };
         let names = inspector.queues().await?;
+        let sharded = inspector.sharded_queues().await?;
         let mut queues = Vec::with_capacity(names.len());
         for name in names {
-            match inspector.queue_info(&name).await {
+            // Each queue alone: the plain queue of a logical name is not the sum of its shards,
+            // which are read as queues of their own.
+            match inspector.own_queue_info(&name).await {
                 Ok(info) => queues.push(info),
                 // Deleted between the two calls.
                 Err(Error::QueueNotFound { .. }) => {}
@@ -180,8 +194,16 @@ impl QueueMetrics {
                 None
             }
         };
-        Ok((queues, servers, eviction_risk))
+        Ok(Read { queues, servers, sharded, eviction_risk })
     }
+}
+
+/// What one refresh read.
+struct Read {
+    queues: Vec<QueueInfo>,
+    servers: Vec<ServerReport>,
+    sharded: Vec<ShardedQueue>,
+    eviction_risk: Option<bool>,
 }
 
 impl fmt::Debug for QueueMetrics {
@@ -260,7 +282,9 @@ impl Collector for QueueCollector {
         if !snapshot.up {
             return Ok(());
         }
-        crate::server::encode(&snapshot.servers, &snapshot.queues, &mut encoder)?;
+        let logical = Logical::new(&snapshot.sharded);
+        crate::server::encode(&snapshot.servers, &snapshot.queues, &logical, &mut encoder)?;
+        crate::sharded::encode_shard_counts(&snapshot.sharded, &mut encoder)?;
         let queues = &snapshot.queues;
         if queues.is_empty() {
             return Ok(());
@@ -274,27 +298,27 @@ impl Collector for QueueCollector {
         )?;
         for q in queues {
             for (state, count) in STATES {
-                let labels = [("queue", q.queue.as_str()), ("state", state)];
+                let labels = logical.labels(q.queue.as_str(), &[("state", state)]);
                 ConstGauge::new(count(q) as f64).encode(family.encode_family(&labels)?)?;
             }
         }
         for (name, help, value) in GAUGES {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for q in queues {
-                ConstGauge::new(value(q)).encode(family.encode_family(&[("queue", q.queue.as_str())])?)?;
+                ConstGauge::new(value(q)).encode(family.encode_family(&logical.labels(q.queue.as_str(), &[]))?)?;
             }
         }
         for (name, help, value) in COUNTERS {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for q in queues {
-                ConstCounter::new(value(q)).encode(family.encode_family(&[("queue", q.queue.as_str())])?)?;
+                ConstCounter::new(value(q)).encode(family.encode_family(&logical.labels(q.queue.as_str(), &[]))?)?;
             }
         }
         let mut family =
             encoder.encode_descriptor("queue_paused_total", "Number of queues paused", None, MetricType::Gauge)?;
         for q in queues {
             ConstGauge::new(f64::from(u8::from(q.paused)))
-                .encode(family.encode_family(&[("queue", q.queue.as_str())])?)?;
+                .encode(family.encode_family(&logical.labels(q.queue.as_str(), &[]))?)?;
         }
         Ok(())
     }

@@ -8,6 +8,7 @@
 //! view counts each server once whichever process exports it, the in-process view counts the
 //! tasks of the process that serves it.
 
+use crate::sharded::Logical;
 use asynq_client::ServerReport;
 use asynq_core::{QueueInfo, ServerStatus};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -24,10 +25,12 @@ fn server_labels(report: &ServerReport) -> [(&'static str, String); 3] {
 }
 
 /// Encodes the server series of `servers`; `queues` are the queues the broker knows, each of
-/// which gets an `asynq_queue_servers` series (0 when no active server serves it).
+/// which gets an `asynq_queue_servers` series (0 when no active server serves it); the queues of
+/// a sharded queue `logical` names carry its name.
 pub(crate) fn encode(
     servers: &[ServerReport],
     queues: &[QueueInfo],
+    logical: &Logical<'_>,
     encoder: &mut DescriptorEncoder,
 ) -> Result<(), fmt::Error> {
     let mut family = encoder.encode_descriptor(
@@ -76,7 +79,7 @@ pub(crate) fn encode(
         MetricType::Gauge,
     )?;
     for ((queue, task_type), n) in running {
-        ConstGauge::new(n as f64).encode(family.encode_family(&[("queue", queue), ("task_type", task_type)])?)?;
+        ConstGauge::new(n as f64).encode(family.encode_family(&logical.labels(queue, &[("task_type", task_type)]))?)?;
     }
 
     // Active servers per queue: every known queue, and every queue a server serves.
@@ -93,7 +96,7 @@ pub(crate) fn encode(
         MetricType::Gauge,
     )?;
     for (queue, n) in serving {
-        ConstGauge::new(n as f64).encode(family.encode_family(&[("queue", queue)])?)?;
+        ConstGauge::new(n as f64).encode(family.encode_family(&logical.labels(queue, &[]))?)?;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use crate::aggregator::GroupAggregator;
 use crate::handler::HandlerError;
+use crate::limits::QueueLimits;
 use crate::observe::TaskObserver;
 use crate::policy::{ErrorHandlerFn, HealthCheckFn, IsFailureFn, RetryDelayFn, SharedLimitFn, default_retry_delay_fn};
 use crate::served::{QueueProvider, QueueSources};
@@ -98,8 +99,10 @@ pub struct Config {
     pub group_max_size: Option<usize>,
     /// Per-queue limits on tasks started per second, shared by every server of the broker (a
     /// token bucket per queue in the broker, which must support rate limits); each must name a
-    /// queue in `queues`. Tasks over the limit wait in pending; when a limited queue is out of
-    /// tokens, the server sleeps until the next one is due instead of polling. Default: none.
+    /// queue in `queues` or a sharded queue in `sharded_queues`, whose limit is one bucket for
+    /// the logical queue as a whole (its shards and the plain queue of its name together).
+    /// Tasks over the limit wait in pending; when a limited queue is out of tokens, the server
+    /// sleeps until the next one is due instead of polling. Default: none.
     pub rate_limits: BTreeMap<String, asynq_core::rate_limit::RateLimit>,
     /// Per-type limits on tasks running at once on this server, by exact type name; each at
     /// least 1. Default: none.
@@ -123,9 +126,17 @@ pub struct Config {
     /// at most), and a waiting server looks again then. Every server running the
     /// type should set the same limit: each counts against the limit it is given.
     pub shared_type_concurrency: BTreeMap<String, u32>,
+    /// Per-queue limits on tasks running at once across every server of the broker, by queue
+    /// name, for tasks whose type is not in `shared_type_concurrency`; each at least 1, each
+    /// naming a queue in `queues` or a sharded queue in `sharded_queues`, whose limit counts the
+    /// logical queue as a whole (its shards and the plain queue of its name together). A running
+    /// task holds a slot of the key `queue:<queue name>` and works as `shared_type_concurrency`
+    /// does. Default: none.
+    pub shared_queue_concurrency: BTreeMap<String, u32>,
     /// The shared limit each task counts against, derived from the task, for tasks whose type
-    /// is not in `shared_type_concurrency`: say, at most 5 running tasks per tenant, keyed by a
-    /// header. Works as `shared_type_concurrency` does. Default: none.
+    /// is not in `shared_type_concurrency` and whose queue is not in `shared_queue_concurrency`:
+    /// say, at most 5 running tasks per tenant, keyed by a header. Works as
+    /// `shared_type_concurrency` does. Default: none.
     pub shared_limit: Option<SharedLimitFn>,
     /// How many tasks beyond `concurrency` the server may take ahead of time, so that under
     /// load one broker call fetches many tasks and the next batch is ready when workers free
@@ -198,6 +209,7 @@ impl Default for Config {
             rate_limits: BTreeMap::new(),
             type_concurrency: BTreeMap::new(),
             shared_type_concurrency: BTreeMap::new(),
+            shared_queue_concurrency: BTreeMap::new(),
             shared_limit: None,
             prefetch: None,
             start_with_fetch: false,
@@ -237,6 +249,7 @@ impl fmt::Debug for Config {
             .field("rate_limits", &self.rate_limits)
             .field("type_concurrency", &self.type_concurrency)
             .field("shared_type_concurrency", &self.shared_type_concurrency)
+            .field("shared_queue_concurrency", &self.shared_queue_concurrency)
             .field("shared_limit", &self.shared_limit.is_some())
             .field("prefetch", &self.prefetch)
             .field("start_with_fetch", &self.start_with_fetch)
@@ -309,9 +322,7 @@ impl Config {
         if self.janitor_batch_size == 0 {
             return Err(Error::invalid("janitor batch size", "must be at least 1"));
         }
-        if let Some(queue) = self.rate_limits.keys().find(|q| !self.queues.contains_key(*q)) {
-            return Err(Error::invalid("rate_limits", format!("queue {queue:?} is not one of this server's queues")));
-        }
+        self.checked_rate_limits()?;
         for (type_name, limit) in &self.type_concurrency {
             if type_name.is_empty() {
                 return Err(Error::invalid("type_concurrency", "a task type name must not be empty"));
@@ -324,6 +335,7 @@ impl Config {
             }
         }
         self.shared_type_limits()?;
+        self.shared_queue_limits()?;
         Ok(QueueSources {
             fixed,
             patterns,
@@ -376,7 +388,41 @@ impl Config {
 
     /// Whether any limit is shared across servers.
     pub(crate) fn has_shared_limits(&self) -> bool {
-        !self.shared_type_concurrency.is_empty() || self.shared_limit.is_some()
+        !self.shared_type_concurrency.is_empty()
+            || !self.shared_queue_concurrency.is_empty()
+            || self.shared_limit.is_some()
+    }
+
+    /// Checks that the queue a limit of `field` names is one of this server's queues or sharded
+    /// queues.
+    fn check_limited_queue(&self, field: &'static str, queue: &str) -> asynq_core::Result<()> {
+        if self.queues.contains_key(queue) || self.sharded_queues.contains_key(queue) {
+            return Ok(());
+        }
+        let why = format!("queue {queue:?} is not one of this server's queues or sharded queues");
+        Err(asynq_core::Error::invalid(field, why))
+    }
+
+    /// `rate_limits`, checked, by queue or logical queue.
+    pub(crate) fn checked_rate_limits(&self) -> asynq_core::Result<QueueLimits<asynq_core::rate_limit::RateLimit>> {
+        for queue in self.rate_limits.keys() {
+            self.check_limited_queue("rate_limits", queue)?;
+        }
+        QueueLimits::new(self.rate_limits.clone(), self.sharded_queues.keys())
+    }
+
+    /// `shared_queue_concurrency` as checked limits (key `queue:<name>`), by queue or logical
+    /// queue.
+    pub(crate) fn shared_queue_limits(&self) -> asynq_core::Result<QueueLimits<asynq_core::slots::SharedLimit>> {
+        let mut limits = Vec::with_capacity(self.shared_queue_concurrency.len());
+        for (queue, limit) in &self.shared_queue_concurrency {
+            self.check_limited_queue("shared_queue_concurrency", queue)?;
+            let shared = asynq_core::slots::SharedLimit::new(format!("queue:{queue}"), *limit).map_err(|e| {
+                asynq_core::Error::invalid("shared_queue_concurrency", format!("the limit of {queue:?}: {e}"))
+            })?;
+            limits.push((queue.clone(), shared));
+        }
+        QueueLimits::new(limits, self.sharded_queues.keys())
     }
 
     /// The prefetch when none is set: four times the concurrency, at most 256, which keeps one
@@ -528,7 +574,8 @@ impl ConfigBuilder {
         self
     }
 
-    /// Starts at most `limit` tasks of `queue` per second, across every server of the broker.
+    /// Starts at most `limit` tasks of `queue` per second, across every server of the broker;
+    /// for a sharded queue's logical name, of all its shards together.
     pub fn rate_limit(mut self, queue: impl Into<String>, limit: asynq_core::rate_limit::RateLimit) -> Self {
         self.config.rate_limits.insert(queue.into(), limit);
         self
@@ -545,6 +592,14 @@ impl ConfigBuilder {
     /// (see [`Config::shared_type_concurrency`]).
     pub fn shared_type_concurrency(mut self, type_name: impl Into<String>, limit: u32) -> Self {
         self.config.shared_type_concurrency.insert(type_name.into(), limit);
+        self
+    }
+
+    /// Runs at most `limit` tasks of `queue` (a queue, or a sharded queue's logical name for
+    /// all its shards) at once across every server of the broker (see
+    /// [`Config::shared_queue_concurrency`]).
+    pub fn shared_queue_concurrency(mut self, queue: impl Into<String>, limit: u32) -> Self {
+        self.config.shared_queue_concurrency.insert(queue.into(), limit);
         self
     }
 
@@ -613,7 +668,16 @@ mod tests {
 
         let limit = RateLimit::new(5.0, 5).unwrap();
         let err = Config::builder().queue("critical", 1).rate_limit("other", limit).build().unwrap_err();
-        assert_eq!(err.to_string(), r#"invalid rate_limits: queue "other" is not one of this server's queues"#);
+        assert_eq!(
+            err.to_string(),
+            r#"invalid rate_limits: queue "other" is not one of this server's queues or sharded queues"#
+        );
+        let sharded = Config::builder().sharded_queue("orders", 1).rate_limit("orders", limit).build();
+        assert!(sharded.is_ok(), "a sharded queue's logical name takes a rate limit: {sharded:?}");
+        let refused = Config::builder().queue("a", 1).shared_queue_concurrency("b", 2).build().unwrap_err();
+        assert!(matches!(refused, asynq_core::Error::InvalidArgument { field: "shared_queue_concurrency", .. }));
+        let zero = Config::builder().sharded_queue("orders", 1).shared_queue_concurrency("orders", 0).build();
+        assert!(zero.is_err(), "a limit of 0 is refused");
 
         let config = Config::builder().group_limits(Some(Duration::from_secs(60)), Some(100)).build().unwrap();
         assert_eq!((config.group_max_delay, config.group_max_size), (Some(Duration::from_secs(60)), Some(100)));

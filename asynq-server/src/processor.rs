@@ -36,7 +36,7 @@ use held::{AheadCount, Held, Ready, Taken, TaskPermits, Waiter};
 
 use crate::handler::{Handler, HandlerError, TaskContext};
 use crate::journal::Suspension;
-use crate::limits::{Admission, Fetched, TypeLimits, dequeue_within_rate_limits};
+use crate::limits::{Admission, Fetched, QueueLimits, TypeLimits, dequeue_within_rate_limits};
 use crate::observe::{AttemptOutcome, AttemptReport, Observers, TASK_SPAN_NAME};
 use crate::policy::{ErrorHandlerFn, FailurePolicy, panic_message};
 use crate::rng::ServerRng;
@@ -82,8 +82,8 @@ pub(crate) struct ProcessorConfig {
     pub failure_policy: FailurePolicy,
     /// Called with every handler error.
     pub error_handler: Option<ErrorHandlerFn>,
-    /// Per-queue limits on tasks started per second, shared through the broker.
-    pub rate_limits: BTreeMap<String, RateLimit>,
+    /// Per-queue (or logical queue) limits on tasks started per second, shared through the broker.
+    pub rate_limits: QueueLimits<RateLimit>,
     /// Per-type limits on tasks running at once on this server.
     pub type_concurrency: BTreeMap<String, usize>,
     /// Limits shared by every server, and the slots this server's tasks hold.

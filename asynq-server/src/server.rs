@@ -118,7 +118,7 @@ impl Server {
     /// | [`Config::rate_limits`] | [`RateLimiter`](asynq_core::broker::RateLimiter) (`as_rate_limiter`) |
     /// | [`Config::queue_patterns`] | [`QueueDirectory`](asynq_core::broker::QueueDirectory) (`as_queue_directory`) |
     /// | [`Config::sharded_queues`] | [`ShardedQueues`](asynq_core::broker::ShardedQueues) (`as_sharded_queues`) |
-    /// | [`Config::shared_type_concurrency`], [`Config::shared_limit`] | [`ConcurrencySlots`](asynq_core::broker::ConcurrencySlots) (`as_concurrency_slots`) |
+    /// | [`Config::shared_type_concurrency`], [`Config::shared_queue_concurrency`], [`Config::shared_limit`] | [`ConcurrencySlots`](asynq_core::broker::ConcurrencySlots) (`as_concurrency_slots`) |
     ///
     /// Used when the broker has them, and otherwise left out without an error: cancellation
     /// requests ([`Cancel`](asynq_core::broker::Cancel), so `Tracker::cancel` reaches this
@@ -163,7 +163,8 @@ impl Server {
         }
         if config.has_shared_limits() && capabilities.slots.is_none() {
             return Err(Error::Unsupported {
-                capability: "shared concurrency limits (Config::shared_type_concurrency, Config::shared_limit)",
+                capability: "shared concurrency limits (Config::shared_type_concurrency, Config::shared_queue_concurrency, \
+                             Config::shared_limit)",
             });
         }
         let info = ServerInfo {
@@ -243,7 +244,8 @@ impl Server {
         let syncer = Syncer::new(b.clone(), clock.clone(), SyncerConfig { interval: c.syncer_interval });
         let shared_limits = match (&self.capabilities.slots, c.has_shared_limits()) {
             (Some(slots), true) => {
-                Some(Arc::new(SharedLimits::new(slots.clone(), c.shared_type_limits()?, c.shared_limit.clone())))
+                let (by_type, by_queue) = (c.shared_type_limits()?, c.shared_queue_limits()?);
+                Some(Arc::new(SharedLimits::new(slots.clone(), by_type, by_queue, c.shared_limit.clone())))
             }
             // `from_shared` refused shared limits without slots.
             _ => None,
@@ -262,7 +264,7 @@ impl Server {
                 shutdown_timeout: c.shutdown_timeout,
                 failure_policy: failure_policy.clone(),
                 error_handler: c.error_handler.clone(),
-                rate_limits: c.rate_limits.clone(),
+                rate_limits: c.checked_rate_limits()?,
                 type_concurrency: c.type_concurrency.clone(),
                 shared_limits: shared_limits.clone(),
                 prefetch: c.prefetch.unwrap_or_else(|| c.default_prefetch()),

@@ -2,7 +2,9 @@
 //! against one key run at once, wherever they run.
 //!
 //! Before it starts a task whose type has a shared limit ([`Config::shared_type_concurrency`],
-//! key `type:<type name>`) or for which [`Config::shared_limit`] names one, the processor takes a
+//! key `type:<type name>`), whose queue has one ([`Config::shared_queue_concurrency`], key
+//! `queue:<queue name>`; a shard counts against its logical queue's), or for which
+//! [`Config::shared_limit`] names one, the processor takes a
 //! slot of the limit's key from the broker ([`ConcurrencySlots`]), held until the task's lease
 //! expires. The heartbeater renews the holds of running tasks with their leases, and the
 //! processor gives a slot back when the task's outcome is written. A worker that dies holding
@@ -17,7 +19,9 @@
 //!
 //! [`Config::shared_type_concurrency`]: crate::Config::shared_type_concurrency
 //! [`Config::shared_limit`]: crate::Config::shared_limit
+//! [`Config::shared_queue_concurrency`]: crate::Config::shared_queue_concurrency
 
+use crate::limits::QueueLimits;
 use crate::policy::SharedLimitFn;
 use asynq_core::broker::ConcurrencySlots;
 use asynq_core::broker::Dequeued;
@@ -43,6 +47,7 @@ pub(crate) enum SharedAdmission {
 pub(crate) struct SharedLimits {
     slots: Arc<dyn ConcurrencySlots>,
     by_type: BTreeMap<String, SharedLimit>,
+    by_queue: QueueLimits<SharedLimit>,
     derive: Option<SharedLimitFn>,
     /// The slot each task holds, for the heartbeater to renew.
     held: Mutex<HashMap<TaskId, SlotKey>>,
@@ -51,22 +56,28 @@ pub(crate) struct SharedLimits {
 }
 
 impl SharedLimits {
-    /// The limits of `by_type` (type name to limit, checked) and `derive`, kept in `slots`.
+    /// The limits of `by_type` (type name to limit, checked), `by_queue` and `derive`, kept in
+    /// `slots`.
     pub(crate) fn new(
         slots: Arc<dyn ConcurrencySlots>,
         by_type: BTreeMap<String, SharedLimit>,
+        by_queue: QueueLimits<SharedLimit>,
         derive: Option<SharedLimitFn>,
     ) -> Self {
-        Self { slots, by_type, derive, held: Mutex::default(), turns: Mutex::default() }
+        Self { slots, by_type, by_queue, derive, held: Mutex::default(), turns: Mutex::default() }
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, SlotKey>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The limit `task` counts against: its type's, else the one `derive` names.
+    /// The limit `task` counts against: its type's, else its queue's (or its logical queue's),
+    /// else the one `derive` names.
     pub(crate) fn limit_for(&self, task: &Dequeued) -> Option<SharedLimit> {
         if let Some(limit) = self.by_type.get(&task.message.type_name) {
+            return Some(limit.clone());
+        }
+        if let Some((_, limit)) = self.by_queue.get(task.message.queue.as_str()) {
             return Some(limit.clone());
         }
         let derive = self.derive.as_ref()?;

@@ -30,6 +30,15 @@ impl Inspector {
         shards.declare_sharded_queue(&logical, count).await
     }
 
+    /// The info of the queue named `queue` itself: for a sharded queue's logical name, the plain
+    /// queue of that name alone, not the sum [`Inspector::queue_info`] answers. What a reader of
+    /// every queue of [`Inspector::queues`] wants, so that no task is counted twice.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an invalid name, [`Error::QueueNotFound`].
+    pub async fn own_queue_info(&self, queue: &str) -> Result<QueueInfo> {
+        self.broker.queue_info(&QueueName::new(queue)?).await
+    }
+
     /// The info of `queue` if it is a sharded queue's logical name: the infos of its shards and
     /// of the plain queue of its name (where producers that do not place tasks on shards put
     /// them, and which its servers also serve) summed ([`logical_queue_info`]), one removed or
@@ -74,6 +83,8 @@ mod tests {
         assert_eq!((info.queue.as_str(), info.size, info.pending), ("orders", 4, 4));
         assert_eq!(info.shards, orders.shards());
         assert_eq!(inspector.queue_info("orders~0").await.unwrap().shards, Vec::<QueueName>::new());
+        let own = inspector.own_queue_info("orders").await.unwrap();
+        assert_eq!((own.pending, own.shards.len()), (1, 0), "the plain queue of the logical name alone");
         assert_eq!(inspector.sharded_queues().await.unwrap(), vec![orders.clone()]);
         assert_eq!(inspector.declare_sharded_queue("orders", 2).await.unwrap(), orders, "declared already");
         let conflict = inspector.declare_sharded_queue("orders", 3).await;

@@ -41,6 +41,7 @@ impl Flow {
                     children: std::mem::take(&mut children[index]),
                     request: node.request,
                     on_parent_failure: node.on_parent_failure,
+                    shard_key: node.shard_key,
                 }
             })
             .collect();
@@ -55,6 +56,8 @@ struct Node {
     /// Indexes of the nodes it waits for, in order.
     parents: Vec<usize>,
     on_parent_failure: OnParentFailure,
+    /// Its shard key, if its options give one.
+    shard_key: Option<String>,
 }
 
 struct Planner {
@@ -97,6 +100,11 @@ impl Planner {
             request,
             parents: Vec::new(),
             on_parent_failure: step.on_parent_failure,
+            shard_key: step
+                .options
+                .shard_key_option()
+                .or_else(|| step.task.options().shard_key_option())
+                .map(str::to_owned),
         });
         Ok(index)
     }

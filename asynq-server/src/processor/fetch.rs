@@ -150,7 +150,7 @@ impl Processor {
                     let unlimited: Vec<QueueName> = served
                         .names
                         .iter()
-                        .filter(|q| !s.config.rate_limits.contains_key(q.as_str()))
+                        .filter(|q| s.config.rate_limits.get(q.as_str()).is_none())
                         .cloned()
                         .collect();
                     tokio::select! {
