@@ -36,7 +36,8 @@ enum Cmd {
         /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
         /// sentinel-failover, cluster-failover, redis-frozen, restart-redis-repeatedly,
         /// kill-prefetching-worker, oversized-enqueue, kill-worker-holding-slots,
-        /// kill-workers-during-workflow, kill-workers-during-cross-queue-workflow) or `all`.
+        /// kill-workers-during-workflow, kill-workers-during-cross-queue-workflow,
+        /// kill-workers-during-sharded-drain) or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,
     },
@@ -45,8 +46,12 @@ enum Cmd {
         #[arg(long)]
         redis_url: String,
         /// A queue to serve (repeat for more, served at equal priority).
-        #[arg(long = "queue", required = true)]
+        #[arg(long = "queue", required_unless_present = "sharded_queues")]
         queues: Vec<String>,
+        /// A sharded queue to serve by its logical name, every shard its declaration names
+        /// (repeat for more; `Config::sharded_queues`).
+        #[arg(long = "sharded-queue")]
+        sharded_queues: Vec<String>,
         /// The ledger file, appended to.
         #[arg(long)]
         ledger: PathBuf,
@@ -79,6 +84,10 @@ enum Cmd {
         redis_url: String,
         #[arg(long)]
         queue: String,
+        /// Place the tasks of a sharded queue on its shards, reading the declarations
+        /// (`Client::with_sharded_queues`).
+        #[arg(long)]
+        sharded: bool,
         /// The acknowledged ledger, appended to.
         #[arg(long)]
         acked: PathBuf,
@@ -126,6 +135,7 @@ fn main() -> ExitCode {
         Cmd::Worker {
             redis_url,
             queues,
+            sharded_queues,
             ledger,
             concurrency,
             max_sleep_ms,
@@ -139,6 +149,7 @@ fn main() -> ExitCode {
         } => block_on(worker::run(WorkerOptions {
             redis_url,
             queues,
+            sharded_queues,
             ledger,
             concurrency,
             max_sleep: max_sleep_ms.map(Duration::from_millis),
@@ -153,6 +164,7 @@ fn main() -> ExitCode {
         Cmd::Produce {
             redis_url,
             queue,
+            sharded,
             acked,
             count,
             first_seq,
@@ -168,6 +180,7 @@ fn main() -> ExitCode {
         } => block_on(produce::run(ProduceOptions {
             redis_url,
             queue,
+            sharded,
             acked,
             count,
             first_seq,

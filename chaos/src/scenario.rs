@@ -41,6 +41,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 mod faults;
+mod sharded;
 mod stage;
 
 use faults::*;
@@ -142,11 +143,14 @@ pub enum Scenario {
     /// `kill -9` of workers while they relay a workflow whose every task waits for a task of
     /// another queue, on another Cluster master, during its fan-out and during its chain.
     KillWorkersDuringCrossQueueWorkflow,
+    /// `kill -9` of workers (each restarted) while they drain a sharded queue whose shards
+    /// spread over the masters of a Cluster.
+    KillWorkersDuringShardedDrain,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 14] = [
+    pub const ALL: [Scenario; 15] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -161,6 +165,7 @@ impl Scenario {
         Self::KillWorkerHoldingSlots,
         Self::KillWorkersDuringWorkflow,
         Self::KillWorkersDuringCrossQueueWorkflow,
+        Self::KillWorkersDuringShardedDrain,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -180,6 +185,7 @@ impl Scenario {
             Self::KillWorkerHoldingSlots => "kill-worker-holding-slots",
             Self::KillWorkersDuringWorkflow => "kill-workers-during-workflow",
             Self::KillWorkersDuringCrossQueueWorkflow => "kill-workers-during-cross-queue-workflow",
+            Self::KillWorkersDuringShardedDrain => "kill-workers-during-sharded-drain",
         }
     }
 
@@ -208,6 +214,7 @@ impl Scenario {
             Self::KillWorkerHoldingSlots => kill_worker_holding_slots(profile, bin),
             Self::KillWorkersDuringWorkflow => kill_workers_during_workflow(profile, bin),
             Self::KillWorkersDuringCrossQueueWorkflow => kill_workers_during_cross_queue_workflow(profile, bin),
+            Self::KillWorkersDuringShardedDrain => sharded::kill_workers_during_sharded_drain(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -520,6 +527,9 @@ struct Stage {
     /// The queues the workers serve ([`QUEUE`] unless the scenario says otherwise); producers
     /// enqueue to the first.
     queues: Vec<&'static str>,
+    /// Whether the first queue is a sharded queue's logical name and the others its shards:
+    /// workers then serve it as a sharded queue, and producers place tasks on its shards.
+    sharded: bool,
     /// Dropped after the processes (see `Drop`), so none outlives it.
     redis: Backend,
     /// In a failover scenario: the producer's label and the positions in its acknowledged

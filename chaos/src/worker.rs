@@ -118,8 +118,11 @@ impl Ledger {
 pub struct WorkerOptions {
     /// The Redis to serve.
     pub redis_url: String,
-    /// The queues to serve, at equal priority (at least one).
+    /// The queues to serve, at equal priority (at least one, here or in `sharded_queues`).
     pub queues: Vec<String>,
+    /// The sharded queues to serve by logical name, at the priority of the others
+    /// ([`Config::sharded_queues`]).
+    pub sharded_queues: Vec<String>,
     /// Where to append the ledger.
     pub ledger: PathBuf,
     /// Tasks run at once.
@@ -152,6 +155,9 @@ pub const OVERSIZED_PAYLOAD: usize = 600 * 1024 * 1024;
 /// Runs the worker until SIGTERM (or Ctrl-C), as [`Server::run`] does; each SIGTSTP also
 /// writes `tstp` to the ledger.
 pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
+    if options.queues.is_empty() && options.sharded_queues.is_empty() {
+        anyhow::bail!("a worker serves at least one queue or sharded queue");
+    }
     let ledger = Ledger::open(&options.ledger)?;
     let target = RedisTarget::from_url(&options.redis_url).context("bad --redis-url")?;
     let broker = RedisBroker::connect_with(RedisConfig {
@@ -164,6 +170,7 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
     let config = Config {
         concurrency: options.concurrency,
         queues: options.queues.iter().map(|queue| (queue.clone(), 1)).collect(),
+        sharded_queues: options.sharded_queues.iter().map(|queue| (queue.clone(), 1)).collect(),
         shutdown_timeout: options.shutdown_timeout,
         recoverer_interval: options.recoverer_interval,
         delayed_task_check_interval: options.delayed_task_check_interval,
@@ -172,7 +179,7 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
         ..Config::default()
     };
     if let Some(after) = options.oversized_enqueue_after {
-        let queue = options.queues.first().context("a worker serves at least one queue")?;
+        let queue = options.queues.first().context("the oversized enqueue needs a plain --queue")?;
         spawn_oversized_enqueue(broker.clone(), queue.clone(), after);
     }
     let server = Server::new(broker, config)?;

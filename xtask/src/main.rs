@@ -73,7 +73,8 @@ commands:
                                          restart-redis-repeatedly, kill-prefetching-worker,
                                          oversized-enqueue, kill-worker-holding-slots,
                                          kill-workers-during-workflow,
-                                         kill-workers-during-cross-queue-workflow
+                                         kill-workers-during-cross-queue-workflow,
+                                         kill-workers-during-sharded-drain
                                          (default: all)
   help                print this message";
 

@@ -46,6 +46,7 @@ impl Stage {
             scenario: scenario.name(),
             bin: bin.to_owned(),
             queues: vec![QUEUE],
+            sharded: false,
             redis,
             replication_window: None,
             dir,
@@ -110,7 +111,11 @@ impl Stage {
             format!("--retry-delay-ms={}", spec.retry_delay.as_millis()),
             format!("--response-timeout-ms={}", spec.response_timeout.as_millis()),
         ];
-        args.extend(self.queues.iter().map(|queue| format!("--queue={queue}")));
+        if self.sharded {
+            args.push(format!("--sharded-queue={}", self.queues[0]));
+        } else {
+            args.extend(self.queues.iter().map(|queue| format!("--queue={queue}")));
+        }
         if let Some(max) = spec.max_sleep {
             args.push(format!("--max-sleep-ms={}", max.as_millis()));
         }
@@ -152,6 +157,9 @@ impl Stage {
             format!("--unique-every={}", spec.unique_every),
             format!("--response-timeout-ms={}", spec.response_timeout.as_millis()),
         ];
+        if self.sharded {
+            args.push("--sharded".to_owned());
+        }
         if let Some(rate) = spec.rate {
             args.push(format!("--rate={rate}"));
         }
