@@ -175,10 +175,8 @@ pub fn check_declaration<'a>(
         if declared.count() == count {
             return Ok(Some(declared.clone()));
         }
-        let reason = format!(
-            "it is declared with {} shards, not {count} (a reshard changes the count)",
-            declared.count()
-        );
+        let reason =
+            format!("it is declared with {} shards, not {count} (a reshard changes the count)", declared.count());
         return Err(Error::QueueNameConflict { queue: logical.clone(), reason });
     }
     for queue in registered {
@@ -445,7 +443,8 @@ mod tests {
         assert_eq!(generation_shard_name(&q("orders"), 12, 0, 9), "orders~g12~0~9");
         let later = ShardedQueue::new(q("orders"), vec![q("orders~g2~0~5"), q("orders~g2~1")], 2).unwrap();
         assert_eq!(later.generation(), 2);
-        for (bad, generation) in [(q("orders~0"), 2), (q("orders~g2~0"), 1), (q("orders~g3~0"), 2), (q("orders~0"), 0)] {
+        for (bad, generation) in [(q("orders~0"), 2), (q("orders~g2~0"), 1), (q("orders~g3~0"), 2), (q("orders~0"), 0)]
+        {
             assert!(ShardedQueue::new(q("orders"), vec![bad.clone()], generation).is_err(), "{bad:?} {generation}");
         }
     }

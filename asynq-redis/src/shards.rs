@@ -11,8 +11,8 @@
 use crate::RedisBroker;
 use crate::backend::SlotRange;
 use crate::error::{broker_error, unexpected};
-use async_trait::async_trait;
 use crate::scripts::{SCRIPTS, ScriptCall};
+use async_trait::async_trait;
 use asynq_core::broker::{Inspect, Manage, ShardedQueues};
 use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard, generation_shard_name, is_drained};
 use asynq_core::{Error, QueueName, Result};
@@ -284,7 +284,9 @@ mod tests {
         let resharded = sharded.resharded(shards, since).unwrap();
         assert_eq!(encode(&resharded), "2\no~g2~0\no~g2~1\no~g2~2\n\n1 1800000000123\no~0~9\no~1");
         assert_eq!(decode("o", &encode(&resharded)).unwrap(), resharded);
-        for corrupt in ["x\no~0", "1\nother~0", "1", "2\no~g2~0\n\n1\no~0", "2\no~g2~0\n\n2 5\no~g2~0", "2\no~g2~0\n\n1 5"] {
+        for corrupt in
+            ["x\no~0", "1\nother~0", "1", "2\no~g2~0\n\n1\no~0", "2\no~g2~0\n\n2 5\no~g2~0", "2\no~g2~0\n\n1 5"]
+        {
             assert!(decode("o", corrupt).is_err(), "{corrupt:?}");
         }
     }

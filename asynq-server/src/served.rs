@@ -18,9 +18,9 @@
 
 use async_trait::async_trait;
 use asynq_core::broker::{QueueDirectory, ShardedQueues};
-use asynq_core::{Clock, QueueName};
 use asynq_core::queue::{QueuePattern, QueuePriorities};
 use asynq_core::shard::ShardedQueue;
+use asynq_core::{Clock, QueueName};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;

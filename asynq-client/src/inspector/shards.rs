@@ -111,7 +111,10 @@ mod tests {
         assert_eq!((info.shards, info.draining_shards), (resharded.shards().to_vec(), orders.shards().to_vec()));
         for (name, count) in [("orders", 0), ("nothing", 2), ("orders", 4)] {
             let refused = inspector.reshard_queue(name, count).await;
-            assert!(matches!(refused, Err(Error::InvalidArgument { .. } | Error::FailedPrecondition(_))), "{refused:?}");
+            assert!(
+                matches!(refused, Err(Error::InvalidArgument { .. } | Error::FailedPrecondition(_))),
+                "{refused:?}"
+            );
         }
     }
 }
