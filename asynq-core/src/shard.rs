@@ -498,8 +498,12 @@ mod tests {
         let empty = QueueInfo::empty(&q("o~0"), at(0));
         let mut busy = empty.clone();
         (busy.size, busy.archived) = (1, 1);
-        assert!(!is_drained(draining, &[empty.clone()], at(1_500) + DRAIN_GRACE - Duration::from_millis(1)));
-        assert!(is_drained(draining, &[empty.clone()], at(1_500) + DRAIN_GRACE));
+        assert!(!is_drained(
+            draining,
+            std::slice::from_ref(&empty),
+            at(1_500) + DRAIN_GRACE - Duration::from_millis(1)
+        ));
+        assert!(is_drained(draining, std::slice::from_ref(&empty), at(1_500) + DRAIN_GRACE));
         assert!(!is_drained(draining, &[empty, busy], at(1_500) + DRAIN_GRACE));
         let dropped = second.without_draining();
         assert_eq!((dropped.draining(), dropped.shards()), (None, second.shards()));
