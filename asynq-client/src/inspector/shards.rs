@@ -22,7 +22,8 @@ impl Inspector {
     /// Errors, with nothing written: [`Error::InvalidArgument`] for an invalid name or a count out
     /// of 1..=[`MAX_SHARDS`](asynq_core::shard::MAX_SHARDS); [`Error::QueueNameConflict`] when a
     /// queue of that name, or one its shards would be taken for, exists, or when it is declared
-    /// with another count; [`Error::Unsupported`] on a broker without sharded queues.
+    /// with another count (which [`Inspector::reshard_queue`] changes); [`Error::Unsupported`] on
+    /// a broker without sharded queues.
     pub async fn declare_sharded_queue(&self, logical: &str, count: usize) -> Result<ShardedQueue> {
         let logical = QueueName::new(logical)?;
         let shards =
