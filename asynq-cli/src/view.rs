@@ -163,6 +163,9 @@ pub(crate) struct QueueView {
     /// A sharded queue's shards, whose sums the counts are; absent for an ordinary queue.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     shards: Vec<String>,
+    /// A resharded queue's previous generation's shards while they drain (in the sums too).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    draining_shards: Vec<String>,
 }
 
 impl From<&QueueInfo> for QueueView {
@@ -188,6 +191,7 @@ impl From<&QueueInfo> for QueueView {
             failed_total: q.failed_total,
             timestamp: rfc3339(q.timestamp),
             shards: q.shards.iter().map(ToString::to_string).collect(),
+            draining_shards: q.draining_shards.iter().map(ToString::to_string).collect(),
         }
     }
 }

@@ -72,3 +72,43 @@ fn queue_shard_declares_once_and_refuses_what_it_cannot() {
     let queues: Vec<&str> = json.as_array().unwrap().iter().filter_map(|q| q["queue"].as_str()).collect();
     assert_eq!(queues, ["orders~0", "orders~1", "orders~2", "plain"]);
 }
+
+#[test]
+fn queue_shard_reshard_makes_a_generation_and_shows_the_draining_shards() {
+    let server = RedisServer::start();
+    asynq_at(&server, &["queue", "shard", "orders", "2"]).ok();
+    block_on(async {
+        let broker = Arc::new(broker(&server).await);
+        let shards = broker.clone().as_sharded_queues().expect("the Redis broker shards queues");
+        let client = Client::from_shared(broker.clone()).with_sharded_queues(shards);
+        client.enqueue(&Task::new("ship", "old"), TaskOptions::new().queue("orders")).await.unwrap();
+    });
+    let resharded = asynq_at(&server, &["queue", "shard", "orders", "3", "--reshard"]).ok();
+    resharded.shows(&[
+        "Sharded queue \"orders\" has 3 shards: orders~g2~0, orders~g2~1, orders~g2~2",
+        "Draining (still served until empty): orders~0, orders~1",
+    ]);
+    let json = asynq_at(&server, &["queue", "shard", "orders", "3", "--reshard", "--json"]).ok().json();
+    assert_eq!(json["draining"], serde_json::json!(["orders~0", "orders~1"]), "the same count answers it: {json}");
+    asynq_at(&server, &["queue", "ls"]).ok().shows(&[
+        "orders (3 shards): orders~g2~0, orders~g2~1, orders~g2~2",
+        "  draining generation 1 (2 shards): orders~0, orders~1",
+    ]);
+    let inspect = asynq_at(&server, &["queue", "inspect", "orders"]).ok();
+    inspect.shows(&["Size:    1", "Shards:  orders~g2~0, orders~g2~1, orders~g2~2", "Draining: orders~0, orders~1"]);
+    let json = asynq_at(&server, &["queue", "inspect", "orders", "--json"]).ok().json();
+    assert_eq!(json[0]["draining_shards"], serde_json::json!(["orders~0", "orders~1"]));
+
+    let before = asynq_at(&server, &["queue", "ls", "--json"]).ok().json();
+    for (args, code) in [
+        (&["orders", "4", "--reshard"][..], 4),
+        (&["nothing", "2", "--reshard"][..], 4),
+        (&["orders", "0", "--reshard"][..], 2),
+        (&["orders", "2"][..], 4),
+    ] {
+        let run = asynq_at(&server, &[&["queue", "shard"][..], args].concat());
+        assert_eq!(run.code, code, "{args:?}: {run:#?}");
+    }
+    assert!(asynq_at(&server, &["queue", "shard", "orders", "4", "--reshard"]).stderr.contains("still drains"));
+    assert_eq!(asynq_at(&server, &["queue", "ls", "--json"]).ok().json(), before, "nothing refused was written");
+}

@@ -5,6 +5,10 @@
 //! again when they are [`SHARD_REFRESH`] old, so an enqueue to a queue that is not sharded costs
 //! no broker call of its own: one read per cadence, whatever the number of enqueues.
 //!
+//! Tasks go to the newest generation's shards only: after a reshard a client places on the new
+//! shards once it reads the declarations again, within [`SHARD_REFRESH`], far less than the
+//! [`DRAIN_GRACE`](asynq_core::shard::DRAIN_GRACE) before the previous generation may be dropped.
+//!
 //! A task goes to the shard its key picks ([`ShardedQueue::shard_for_key`]), the first key that
 //! applies: its group (so a group aggregates on one shard), its type and payload when it is
 //! unique (so the uniqueness lock is the one of the logical queue), its debounce key, its
@@ -270,6 +274,12 @@ mod tests {
     impl ShardedQueues for Counting {
         async fn declare_sharded_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue> {
             self.inner.declare_sharded_queue(logical, count).await
+        }
+        async fn reshard_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue> {
+            self.inner.reshard_queue(logical, count).await
+        }
+        async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
+            self.inner.drop_drained_shards(logical).await
         }
         async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {
             self.inner.sharded_queue(logical).await

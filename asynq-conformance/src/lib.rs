@@ -418,6 +418,8 @@ macro_rules! broker_conformance {
             control::case_server_request_expires_after_the_server_record,
             shards::case_sharded_queue_declaration_is_kept,
             shards::case_sharded_queue_refusals_write_nothing,
+            shards::case_sharded_queue_reshard_keeps_the_old_generation_until_drained,
+            shards::case_sharded_queue_reshard_refusals_write_nothing,
             scheduler_state::case_scheduler_entries_are_listed_as_written,
             scheduler_state::case_scheduler_entries_rewrite_replaces_them,
             scheduler_state::case_cleared_scheduler_entries_are_not_listed,

@@ -1,12 +1,14 @@
 //! Sharded queues: a declaration is kept, read back alike by one logical name and in the list
 //! of all, answered again when repeated with its count, and its shards are ordinary registered
 //! queues named by the rules of `asynq_core::shard`; a declaration that breaks a rule or takes a
-//! name in use is refused with a typed error and writes nothing.
+//! name in use is refused with a typed error and writes nothing. A reshard makes the next
+//! generation, the previous one kept draining until it is dropped, after the grace and once its
+//! shards are empty; a reshard that breaks a rule is refused and writes nothing.
 
 use super::BrokerFactory;
 use super::fixture::Fixture;
-use asynq_core::broker::{Inspect, ShardedQueues};
-use asynq_core::shard::{ShardedQueue, is_shard_of};
+use asynq_core::broker::{Inspect, Outcome, ShardedQueues};
+use asynq_core::shard::{DRAIN_GRACE, ShardedQueue, is_shard_of, logical_of};
 use asynq_core::{Broker, Error, QueueName};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -73,4 +75,89 @@ pub async fn case_sharded_queue_refusals_write_nothing<F: BrokerFactory<Broker: 
     let queues_after: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
     assert_eq!(queues_after, queues_before, "no queue registered");
     assert_eq!(t.counts("plain").await.size, 1);
+}
+
+/// A reshard makes generation 2 with new shard names (registered, distinct from the first
+/// generation's, still telling their logical queue) and keeps generation 1 draining since the
+/// clock's now, read back alike; asking again for the count answers it. The draining
+/// generation is not dropped before the grace, nor while one of its shards holds a task; then
+/// it is, its shards' queues removed, and a further reshard makes generation 3.
+pub async fn case_sharded_queue_reshard_keeps_the_old_generation_until_drained<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) {
+    let t = Fixture::new(factory).await;
+    let shards = sharded(&t);
+    let first = shards.declare_sharded_queue(&q("orders"), 3).await.unwrap();
+    let old_shard = first.shards()[1].as_str();
+    t.plain(old_shard, "old").await;
+    let second = shards.reshard_queue(&q("orders"), 5).await.unwrap();
+    assert_eq!((second.generation(), second.count()), (2, 5));
+    let checked = ShardedQueue::new(q("orders"), second.shards().to_vec(), 2).unwrap();
+    assert_eq!(checked.shards(), second.shards(), "named by the rules of generation 2");
+    assert!(second.shards().iter().all(|s| logical_of(s) == Some("orders") && !first.has_shard(s)), "{second:?}");
+    let draining = second.draining().expect("generation 1 drains");
+    assert_eq!((draining.generation(), draining.shards(), draining.since()), (1, first.shards(), t.now()));
+    assert_eq!(shards.sharded_queue(&q("orders")).await.unwrap(), Some(second.clone()), "read back");
+    assert_eq!(shards.sharded_queues().await.unwrap(), vec![second.clone()]);
+    assert_eq!(shards.reshard_queue(&q("orders"), 5).await.unwrap(), second, "the same count answers it");
+    assert_eq!(shards.declare_sharded_queue(&q("orders"), 5).await.unwrap(), second);
+    let registered: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
+    assert!(second.all_shards().all(|shard| registered.contains(shard)), "both generations are queues");
+
+    assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "within the grace");
+    t.advance(DRAIN_GRACE);
+    assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "a shard holds a task");
+    assert_eq!(shards.sharded_queue(&q("orders")).await.unwrap(), Some(second.clone()));
+    let taken = t.take(old_shard, "old").await;
+    assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "the task is active");
+    t.finish(&taken.message, Outcome::Done).await;
+    assert!(shards.drop_drained_shards(&q("orders")).await.unwrap(), "drained");
+    assert_eq!(shards.sharded_queue(&q("orders")).await.unwrap(), Some(second.without_draining()));
+    let registered: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
+    assert!(first.shards().iter().all(|shard| !registered.contains(shard)), "the old shards' queues removed");
+    assert!(second.shards().iter().all(|shard| registered.contains(shard)));
+    assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "nothing left to drop");
+
+    let third = shards.reshard_queue(&q("orders"), 2).await.unwrap();
+    assert_eq!((third.generation(), third.draining().map(|d| d.generation())), (3, Some(2)));
+    assert!(third.shards().iter().all(|shard| !second.has_shard(shard)));
+}
+
+/// A reshard with a count out of range or an invalid name, of a name that is no sharded queue,
+/// of a queue whose previous generation still drains, or onto names a queue holds already is
+/// refused with a typed error, and nothing is written.
+pub async fn case_sharded_queue_reshard_refusals_write_nothing<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
+    let t = Fixture::new(factory).await;
+    let shards = sharded(&t);
+    t.plain("plain", "a").await;
+    let orders = shards.declare_sharded_queue(&q("orders"), 2).await.unwrap();
+    shards.declare_sharded_queue(&q("audit"), 2).await.unwrap();
+    let audit = shards.reshard_queue(&q("audit"), 3).await.unwrap();
+    t.plain("orders~g2~0", "squatter").await;
+    let declared_before = shards.sharded_queues().await.unwrap();
+    assert_eq!(declared_before, vec![audit.clone(), orders.clone()]);
+    let queues_before: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
+
+    for (name, count) in [("orders", 0), ("orders", asynq_core::shard::MAX_SHARDS + 1), ("a~b", 2)] {
+        let refused = shards.reshard_queue(&q(name), count).await;
+        assert!(matches!(refused, Err(Error::InvalidArgument { .. })), "{name} x{count}: {refused:?}");
+    }
+    for (name, count) in [("plain", 2), ("nothing", 2), ("audit", 4)] {
+        let refused = shards.reshard_queue(&q(name), count).await;
+        assert!(matches!(refused, Err(Error::FailedPrecondition(_))), "{name} x{count}: {refused:?}");
+    }
+    match shards.reshard_queue(&q("orders"), 3).await {
+        Err(Error::QueueNameConflict { queue, .. }) => assert_eq!(queue, "orders"),
+        other => panic!("expected QueueNameConflict, got {other:?}"),
+    }
+    let refused = shards.declare_sharded_queue(&q("orders"), 3).await;
+    assert!(matches!(refused, Err(Error::QueueNameConflict { .. })), "a plain declaration never reshards: {refused:?}");
+
+    assert_eq!(shards.sharded_queues().await.unwrap(), declared_before, "no declaration written");
+    let queues_after: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
+    assert_eq!(queues_after, queues_before, "no queue registered");
 }

@@ -136,6 +136,9 @@ pub struct QueueInfo {
     /// For a sharded queue ([`crate::shard`]), its shards, whose sums the other fields hold;
     /// empty for an ordinary queue.
     pub shards: Vec<QueueName>,
+    /// For a sharded queue being resharded, the shards of its previous generation, still
+    /// served until they drain, whose counts the sums include; empty otherwise.
+    pub draining_shards: Vec<QueueName>,
 }
 
 impl QueueInfo {
@@ -167,6 +170,7 @@ impl QueueInfo {
             memory_usage: 0,
             timestamp,
             shards: Vec::new(),
+            draining_shards: Vec::new(),
         }
     }
 }

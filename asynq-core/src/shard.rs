@@ -6,7 +6,12 @@
 //! - the logical name holds no [`SHARD_SEPARATOR`] (`~`), so a shard name tells its logical queue;
 //! - the count is 1 to [`MAX_SHARDS`];
 //! - shard `i` of `orders` is named `orders~i`, or `orders~i~s` with a salt `s` a broker chose
-//!   so that the shard's hash slot lands on a master with few shards ([`shard_name`]).
+//!   so that the shard's hash slot lands on a master with few shards ([`shard_name`]);
+//! - a reshard (a new count) makes a new generation `g` whose shards are named `orders~g<g>~i`
+//!   (salted alike), which no shard of another generation can be taken for
+//!   ([`generation_shard_name`]); the previous generation is kept as [`DrainingShards`], served
+//!   until it is dropped: [`DRAIN_GRACE`] after the reshard at the earliest, and only once its
+//!   shards are empty ([`is_drained`]). One generation drains at a time.
 //!
 //! Shards are ordinary queues: Go asynq's servers and CLI see K queues.
 //!
@@ -25,6 +30,7 @@
 use crate::error::{Error, Result};
 use crate::info::QueueInfo;
 use crate::names::QueueName;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The most shards one logical queue may have.
 pub const MAX_SHARDS: usize = 64;
@@ -32,12 +38,58 @@ pub const MAX_SHARDS: usize = 64;
 /// What separates a logical queue's name from a shard's index (and salt) in a shard's name.
 pub const SHARD_SEPARATOR: char = '~';
 
+/// How long, at the least, the previous generation of a resharded queue keeps being served
+/// after the reshard before it may be dropped (once its shards are empty too). A producer
+/// keeps the declarations it read for up to a second (the client's `SHARD_REFRESH`), so
+/// until then it may still place a task on the previous generation: the grace is far longer.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(60);
+
 /// A logical queue stored as K shards, each an ordinary queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardedQueue {
     logical: QueueName,
     shards: Vec<QueueName>,
     generation: u64,
+    draining: Option<DrainingShards>,
+}
+
+/// The shards of a sharded queue's previous generation after a reshard: no producer places
+/// tasks there any more, servers still run what they hold until they are dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainingShards {
+    generation: u64,
+    shards: Vec<QueueName>,
+    since: SystemTime,
+}
+
+impl DrainingShards {
+    /// The generation these shards were.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Their queue names, shard 0 first.
+    pub fn shards(&self) -> &[QueueName] {
+        &self.shards
+    }
+
+    /// When the reshard replaced them (whole milliseconds).
+    pub fn since(&self) -> SystemTime {
+        self.since
+    }
+
+    /// Whether [`DRAIN_GRACE`] has passed since the reshard at `now`.
+    pub fn grace_over(&self, now: SystemTime) -> bool {
+        now.duration_since(self.since).is_ok_and(|waited| waited >= DRAIN_GRACE)
+    }
+}
+
+/// Whether `draining` may be dropped at `now`: [`DRAIN_GRACE`] has passed since the reshard
+/// and every one of `infos`, those of its shards that exist, holds no task in any state
+/// ([`QueueInfo::sum_of_states`]: pending, active, scheduled, retry, archived, completed and
+/// aggregating tasks all keep a generation draining).
+pub fn is_drained(draining: &DrainingShards, infos: &[QueueInfo], now: SystemTime) -> bool {
+    draining.grace_over(now) && infos.iter().all(|info| info.sum_of_states() == 0 && info.size == 0)
 }
 
 /// Checks that `count` shards are allowed: 1 to [`MAX_SHARDS`].
@@ -62,14 +114,24 @@ pub fn check_logical_name(logical: &QueueName) -> Result<()> {
     Ok(())
 }
 
-/// The name of shard `index` of `logical` with `salt`: `<logical>~<index>`, or
-/// `<logical>~<index>~<salt>` for a salt above 0.
+/// The name of shard `index` of `logical`'s first generation with `salt`: `<logical>~<index>`,
+/// or `<logical>~<index>~<salt>` for a salt above 0.
 pub fn shard_name(logical: &QueueName, index: usize, salt: u32) -> QueueName {
-    let name = if salt == 0 {
-        format!("{logical}{SHARD_SEPARATOR}{index}")
-    } else {
-        format!("{logical}{SHARD_SEPARATOR}{index}{SHARD_SEPARATOR}{salt}")
-    };
+    generation_shard_name(logical, 1, index, salt)
+}
+
+/// The name of shard `index` of `logical`'s generation `generation` with `salt`: as
+/// [`shard_name`] for generation 1, `<logical>~g<generation>~<index>` (and `~<salt>` for a salt
+/// above 0) for a later one.
+pub fn generation_shard_name(logical: &QueueName, generation: u64, index: usize, salt: u32) -> QueueName {
+    let mut name = logical.to_string();
+    if generation > 1 {
+        name.push_str(&format!("{SHARD_SEPARATOR}g{generation}"));
+    }
+    name.push_str(&format!("{SHARD_SEPARATOR}{index}"));
+    if salt > 0 {
+        name.push_str(&format!("{SHARD_SEPARATOR}{salt}"));
+    }
     QueueName::new(name).expect("a checked queue name with a separator and digits is a queue name")
 }
 
@@ -113,10 +175,8 @@ pub fn check_declaration<'a>(
         if declared.count() == count {
             return Ok(Some(declared.clone()));
         }
-        let reason = format!(
-            "it is declared with {} shards, not {count} (changing the count is not supported yet)",
-            declared.count()
-        );
+        let reason =
+            format!("it is declared with {} shards, not {count} (a reshard changes the count)", declared.count());
         return Err(Error::QueueNameConflict { queue: logical.clone(), reason });
     }
     for queue in registered {
@@ -132,28 +192,123 @@ pub fn check_declaration<'a>(
     Ok(None)
 }
 
+/// What a broker does with a reshard of `logical` to `count` shards, given its declaration as
+/// it is (`declared`) and the registered queues: `Ok(Some(_))` answers the declaration as it is
+/// when its newest generation has `count` shards already, `Ok(None)` lets the broker make the
+/// next generation.
+///
+/// Errors: as [`ShardedQueues::reshard_queue`](crate::broker::ShardedQueues::reshard_queue).
+pub fn check_reshard<'a>(
+    logical: &QueueName,
+    count: usize,
+    declared: Option<&ShardedQueue>,
+    registered: impl IntoIterator<Item = &'a str>,
+) -> Result<Option<ShardedQueue>> {
+    check_logical_name(logical)?;
+    check_shard_count(count)?;
+    let Some(declared) = declared else {
+        return Err(Error::FailedPrecondition(format!(
+            "{logical:?} is not a sharded queue: declare it before resharding it"
+        )));
+    };
+    if declared.count() == count {
+        return Ok(Some(declared.clone()));
+    }
+    if let Some(draining) = declared.draining() {
+        return Err(Error::FailedPrecondition(format!(
+            "generation {} of {logical:?} still drains ({}); a reshard waits until it is dropped, {} s after \
+             the last reshard at the earliest and once its shards are empty",
+            draining.generation(),
+            draining.shards().iter().map(QueueName::as_str).collect::<Vec<_>>().join(", "),
+            DRAIN_GRACE.as_secs()
+        )));
+    }
+    let next = generation_shard_name(logical, declared.generation() + 1, 0, 0);
+    let prefix = next.strip_suffix('0').unwrap_or(&next);
+    if let Some(queue) = registered.into_iter().find(|queue| queue.starts_with(prefix)) {
+        let reason = format!("a queue named {queue:?}, which the next generation's shards would be taken for, exists");
+        return Err(Error::QueueNameConflict { queue: logical.clone(), reason });
+    }
+    Ok(None)
+}
+
+/// `since` to whole milliseconds, as a declaration's record keeps it.
+fn whole_millis(since: SystemTime) -> SystemTime {
+    let millis = since.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+}
+
+/// Checks that `shards` are named as generation `generation` of `logical` names them.
+fn check_shard_names(logical: &QueueName, generation: u64, shards: &[QueueName]) -> Result<()> {
+    if generation == 0 {
+        return Err(Error::invalid("generation", format!("the generations of {logical:?} count from 1")));
+    }
+    check_shard_count(shards.len())?;
+    for (index, shard) in shards.iter().enumerate() {
+        let plain = generation_shard_name(logical, generation, index, 0);
+        let salted = shard
+            .strip_prefix(plain.as_str())
+            .and_then(|rest| rest.strip_prefix(SHARD_SEPARATOR))
+            .is_some_and(|salt| salt.parse::<u32>().is_ok_and(|s| s > 0 && s.to_string() == salt));
+        if shard != &plain && !salted {
+            let why = format!(
+                "shard {index} of generation {generation} of {logical:?} must be named {plain:?} or {plain:?}~<salt>, \
+                 not {shard:?}"
+            );
+            return Err(Error::invalid("shards", why));
+        }
+    }
+    Ok(())
+}
+
 impl ShardedQueue {
-    /// A declaration of `logical` with `shards`, checked: a logical name without
-    /// [`SHARD_SEPARATOR`], 1 to [`MAX_SHARDS`] shards, shard `i` named `<logical>~i` or
-    /// `<logical>~i~<salt>`.
+    /// A declaration of `logical` with `shards` of generation `generation`, none draining,
+    /// checked: a logical name without [`SHARD_SEPARATOR`], 1 to [`MAX_SHARDS`] shards, shard
+    /// `i` named as [`generation_shard_name`] names it, with or without a salt.
     ///
     /// Errors: [`Error::InvalidArgument`] naming the rule broken.
     pub fn new(logical: QueueName, shards: Vec<QueueName>, generation: u64) -> Result<Self> {
         check_logical_name(&logical)?;
-        check_shard_count(shards.len())?;
-        for (index, shard) in shards.iter().enumerate() {
-            let plain = shard_name(&logical, index, 0);
-            let salted = shard
-                .strip_prefix(plain.as_str())
-                .and_then(|rest| rest.strip_prefix(SHARD_SEPARATOR))
-                .is_some_and(|salt| salt.parse::<u32>().is_ok_and(|s| s > 0 && s.to_string() == salt));
-            if shard != &plain && !salted {
-                let why =
-                    format!("shard {index} of {logical:?} must be named {plain:?} or {plain:?}~<salt>, not {shard:?}");
-                return Err(Error::invalid("shards", why));
-            }
+        check_shard_names(&logical, generation, &shards)?;
+        Ok(Self { logical, shards, generation, draining: None })
+    }
+
+    /// This declaration with `draining` as its previous generation's shards, draining since
+    /// `since` (kept to whole milliseconds), checked as [`ShardedQueue::new`] checks shards and
+    /// older than this generation.
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming the rule broken.
+    pub fn with_draining(mut self, generation: u64, draining: Vec<QueueName>, since: SystemTime) -> Result<Self> {
+        if generation >= self.generation {
+            let why = format!("a draining generation is older than the newest, {}, not {generation}", self.generation);
+            return Err(Error::invalid("generation", why));
         }
-        Ok(Self { logical, shards, generation })
+        check_shard_names(&self.logical, generation, &draining)?;
+        self.draining = Some(DrainingShards { generation, shards: draining, since: whole_millis(since) });
+        Ok(self)
+    }
+
+    /// The next generation of this declaration, with `shards` (named as [`generation_shard_name`]
+    /// names generation [`generation`](ShardedQueue::generation) + 1), this one's shards draining
+    /// since `now`.
+    ///
+    /// Errors: [`Error::FailedPrecondition`] when a generation drains already;
+    /// [`Error::InvalidArgument`] for shards named wrongly.
+    pub fn resharded(&self, shards: Vec<QueueName>, now: SystemTime) -> Result<Self> {
+        if let Some(draining) = &self.draining {
+            let why = format!("generation {} of {:?} still drains", draining.generation, self.logical);
+            return Err(Error::FailedPrecondition(why));
+        }
+        Self::new(self.logical.clone(), shards, self.generation + 1)?.with_draining(
+            self.generation,
+            self.shards.clone(),
+            now,
+        )
+    }
+
+    /// This declaration without its draining generation.
+    pub fn without_draining(&self) -> Self {
+        Self { draining: None, ..self.clone() }
     }
 
     /// `logical` with `count` shards named without salt (`<logical>~0` …), generation 1.
@@ -166,24 +321,43 @@ impl ShardedQueue {
         Self::new(logical, shards, 1)
     }
 
+    /// `count` shards of generation `generation` of `logical`, named without salt.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a name or count that breaks the rules.
+    pub fn plain_shards(logical: &QueueName, generation: u64, count: usize) -> Result<Vec<QueueName>> {
+        check_logical_name(logical)?;
+        check_shard_count(count)?;
+        Ok((0..count).map(|index| generation_shard_name(logical, generation, index, 0)).collect())
+    }
+
     /// The logical queue's name.
     pub fn logical(&self) -> &QueueName {
         &self.logical
     }
 
-    /// The shards' queue names, shard 0 first.
+    /// The newest generation's shards' queue names, shard 0 first: where producers place tasks.
     pub fn shards(&self) -> &[QueueName] {
         &self.shards
     }
 
-    /// How many shards it has.
+    /// How many shards its newest generation has.
     pub fn count(&self) -> usize {
         self.shards.len()
     }
 
-    /// The declaration's generation: 1 when first declared.
+    /// The newest generation: 1 when first declared, one more with each reshard.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The previous generation's shards while they drain after a reshard.
+    pub fn draining(&self) -> Option<&DrainingShards> {
+        self.draining.as_ref()
+    }
+
+    /// Every shard a server serves: the newest generation's, then the draining one's.
+    pub fn all_shards(&self) -> impl Iterator<Item = &QueueName> {
+        self.shards.iter().chain(self.draining.iter().flat_map(|d| d.shards.iter()))
     }
 
     /// The shard a task with placement key `key` goes to: [`stable_hash`] of the key, modulo
@@ -198,15 +372,15 @@ impl ShardedQueue {
         &self.shards[turn % self.shards.len()]
     }
 
-    /// Whether `queue` is one of its shards.
+    /// Whether `queue` is one of its shards, of the newest generation or the draining one.
     pub fn has_shard(&self, queue: &str) -> bool {
-        self.shards.iter().any(|shard| shard == queue)
+        self.all_shards().any(|shard| shard == queue)
     }
 }
 
-/// The info of the logical queue `sharded` from its shards' `infos`: counts, statistics and
-/// memory summed, the latency and the timestamp the largest, paused when every shard is, and
-/// the shards listed.
+/// The info of the logical queue `sharded` from its shards' `infos` (of both generations while
+/// one drains): counts, statistics and memory summed, the latency and the timestamp the
+/// largest, paused when every shard is, and the shards listed, the draining ones apart.
 pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo]) -> QueueInfo {
     let timestamp = infos.iter().map(|i| i.timestamp).max().unwrap_or(std::time::UNIX_EPOCH);
     let mut sum = QueueInfo::empty(sharded.logical(), timestamp);
@@ -230,6 +404,7 @@ pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo]) -> QueueI
     }
     sum.paused = !infos.is_empty() && infos.iter().all(|i| i.paused);
     sum.shards = sharded.shards().to_vec();
+    sum.draining_shards = sharded.draining().map(|d| d.shards.clone()).unwrap_or_default();
     sum
 }
 
@@ -258,17 +433,26 @@ mod tests {
     fn shard_names_carry_index_and_salt() {
         assert_eq!(shard_name(&q("orders"), 3, 0), "orders~3");
         assert_eq!(shard_name(&q("orders"), 3, 17), "orders~3~17");
-        let salted = ShardedQueue::new(q("orders"), vec![q("orders~0~5"), q("orders~1")], 2).unwrap();
-        assert_eq!(salted.generation(), 2);
+        let salted = ShardedQueue::new(q("orders"), vec![q("orders~0~5"), q("orders~1")], 1).unwrap();
+        assert_eq!(salted.generation(), 1);
         assert!(salted.has_shard("orders~0~5"));
         for bad in [vec![q("orders~1")], vec![q("orders~0~0")], vec![q("orders~0~x")], vec![q("other~0")]] {
             assert!(ShardedQueue::new(q("orders"), bad.clone(), 1).is_err(), "{bad:?}");
+        }
+        assert_eq!(generation_shard_name(&q("orders"), 2, 3, 0), "orders~g2~3");
+        assert_eq!(generation_shard_name(&q("orders"), 12, 0, 9), "orders~g12~0~9");
+        let later = ShardedQueue::new(q("orders"), vec![q("orders~g2~0~5"), q("orders~g2~1")], 2).unwrap();
+        assert_eq!(later.generation(), 2);
+        for (bad, generation) in [(q("orders~0"), 2), (q("orders~g2~0"), 1), (q("orders~g3~0"), 2), (q("orders~0"), 0)]
+        {
+            assert!(ShardedQueue::new(q("orders"), vec![bad.clone()], generation).is_err(), "{bad:?} {generation}");
         }
     }
 
     #[test]
     fn a_shard_name_tells_its_logical_queue() {
         assert_eq!(logical_of("orders~3~17"), Some("orders"));
+        assert_eq!(logical_of("orders~g2~3~17"), Some("orders"));
         assert_eq!(logical_of("orders"), None);
         assert!(is_shard_of("orders~0", &q("orders")));
         assert!(!is_shard_of("orders2~0", &q("orders")));
@@ -289,6 +473,44 @@ mod tests {
     }
 
     #[test]
+    fn a_reshard_makes_a_generation_and_keeps_the_previous_one_draining() {
+        let at = |ms: u64| UNIX_EPOCH + Duration::from_millis(ms);
+        let first = ShardedQueue::plain(q("o"), 3).unwrap();
+        assert_eq!(check_reshard(&q("o"), 3, Some(&first), []).unwrap(), Some(first.clone()), "the same count");
+        assert_eq!(check_reshard(&q("o"), 5, Some(&first), ["o~0", "o~g20~1"]).unwrap(), None);
+        let taken = check_reshard(&q("o"), 5, Some(&first), ["o~g2~7"]);
+        assert!(matches!(taken, Err(Error::QueueNameConflict { .. })), "{taken:?}");
+        let none = check_reshard(&q("o"), 5, None, []);
+        assert!(matches!(none, Err(Error::FailedPrecondition(_))), "{none:?}");
+        assert!(matches!(check_reshard(&q("o"), 0, Some(&first), []), Err(Error::InvalidArgument { .. })));
+
+        let second = first.resharded(ShardedQueue::plain_shards(&q("o"), 2, 5).unwrap(), at(1_500)).unwrap();
+        assert_eq!((second.generation(), second.count(), second.shards()[4].as_str()), (2, 5, "o~g2~4"));
+        let draining = second.draining().unwrap();
+        assert_eq!((draining.generation(), draining.shards(), draining.since()), (1, first.shards(), at(1_500)));
+        assert_eq!(second.all_shards().count(), 8);
+        assert!(second.has_shard("o~2") && second.has_shard("o~g2~2"));
+        let again = check_reshard(&q("o"), 2, Some(&second), []);
+        assert!(matches!(again, Err(Error::FailedPrecondition(_))), "one generation drains at a time: {again:?}");
+        assert!(second.resharded(ShardedQueue::plain_shards(&q("o"), 3, 2).unwrap(), at(2_000)).is_err());
+        assert_eq!(check_reshard(&q("o"), 5, Some(&second), []).unwrap(), Some(second.clone()));
+
+        let empty = QueueInfo::empty(&q("o~0"), at(0));
+        let mut busy = empty.clone();
+        (busy.size, busy.archived) = (1, 1);
+        assert!(!is_drained(
+            draining,
+            std::slice::from_ref(&empty),
+            at(1_500) + DRAIN_GRACE - Duration::from_millis(1)
+        ));
+        assert!(is_drained(draining, std::slice::from_ref(&empty), at(1_500) + DRAIN_GRACE));
+        assert!(!is_drained(draining, &[empty, busy], at(1_500) + DRAIN_GRACE));
+        let dropped = second.without_draining();
+        assert_eq!((dropped.draining(), dropped.shards()), (None, second.shards()));
+        assert!(second.clone().with_draining(2, first.shards().to_vec(), at(0)).is_err(), "not older");
+    }
+
+    #[test]
     fn a_logical_queue_info_sums_its_shards() {
         let sharded = ShardedQueue::plain(q("o"), 2).unwrap();
         let at = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
@@ -300,6 +522,7 @@ mod tests {
         assert_eq!((sum.queue.as_str(), sum.size, sum.pending, sum.retry, sum.processed), ("o", 3, 2, 1, 6));
         assert_eq!((sum.latency, sum.timestamp, sum.paused), (std::time::Duration::from_secs(4), at(12), false));
         assert_eq!(sum.shards, sharded.shards());
+        assert_eq!(sum.draining_shards, Vec::<QueueName>::new());
         assert_eq!(sum.sum_of_states(), sum.size);
     }
 

@@ -2,8 +2,8 @@
 //! without salt (one process has no hash slots to spread).
 
 use super::*;
-use asynq_core::broker::ShardedQueues;
-use asynq_core::shard::{ShardedQueue, check_declaration};
+use asynq_core::broker::{Manage, ShardedQueues};
+use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard, is_drained};
 
 #[async_trait]
 impl ShardedQueues for MemoryBroker {
@@ -20,6 +20,57 @@ impl ShardedQueues for MemoryBroker {
         }
         state.sharded.insert(logical.clone(), sharded.clone());
         Ok(sharded)
+    }
+
+    async fn reshard_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue> {
+        let now = self.now();
+        let mut state = self.state();
+        let declared = state.sharded.get(logical);
+        if let Some(answer) = check_reshard(logical, count, declared, state.known.iter().map(|q| q.as_str()))? {
+            return Ok(answer);
+        }
+        let declared = declared.expect("check_reshard refuses a queue not declared");
+        let shards = ShardedQueue::plain_shards(logical, declared.generation() + 1, count)?;
+        let resharded = declared.resharded(shards, now)?;
+        for shard in resharded.shards() {
+            state.known.insert(shard.clone());
+            state.queue_entry(shard);
+        }
+        state.sharded.insert(logical.clone(), resharded.clone());
+        Ok(resharded)
+    }
+
+    async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
+        let Some(declared) = self.sharded_queue(logical).await? else { return Ok(false) };
+        let Some(draining) = declared.draining() else { return Ok(false) };
+        let now = self.now();
+        if !draining.grace_over(now) {
+            return Ok(false);
+        }
+        let mut infos = Vec::with_capacity(draining.shards().len());
+        for shard in draining.shards() {
+            match self.queue_info(shard).await {
+                Ok(info) => infos.push(info),
+                Err(Error::QueueNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !is_drained(draining, &infos, now) {
+            return Ok(false);
+        }
+        for shard in draining.shards() {
+            match self.delete_queue(shard, false).await {
+                Ok(()) | Err(Error::QueueNotFound { .. }) => {}
+                Err(Error::QueueNotEmpty { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        let mut state = self.state();
+        if state.sharded.get(logical) != Some(&declared) {
+            return Ok(false);
+        }
+        state.sharded.insert(logical.clone(), declared.without_draining());
+        Ok(true)
     }
 
     async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {

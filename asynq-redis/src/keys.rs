@@ -223,8 +223,10 @@ impl Namespace {
 
     /// `<ns>:sharded_queues` — the declarations of sharded queues: a hash of logical queue name
     /// to `<generation>\n<shard 0>\n<shard 1>…` (the shards' queue names, which hold no line
-    /// break). No hash tag: single commands touch it. Ours only; Go asynq neither writes nor
-    /// reads it, and sees the shards as ordinary queues.
+    /// break), then while a previous generation drains after a reshard an empty line,
+    /// `<its generation> <unix ms it drains since>` and its shards, a line each. No hash tag:
+    /// single commands and `swap_sharded_queue.lua` touch it. Ours only; Go asynq neither writes
+    /// nor reads it, and sees the shards as ordinary queues.
     pub fn sharded_queues(&self) -> String {
         format!("{self}:sharded_queues")
     }

@@ -1,6 +1,7 @@
 //! The Lua scripts, one documented file each under `scripts/`, loaded once and called by SHA.
 //!
-//! Every script touches only keys of one queue, all in that queue's `{<queue>}` hash slot, and
+//! Every script touches only keys of one queue, all in that queue's `{<queue>}` hash slot (but
+//! `swap_sharded_queue`, whose one key is the global hash of sharded queues' declarations), and
 //! receives every key it writes either in KEYS, as a same-slot name built from a prefix in ARGV
 //! (as Go asynq's do), or as a uniqueness lock's name in ARGV that `keys.rs` built in the
 //! queue's slot, so none fails with CROSSSLOT on a Redis Cluster.
@@ -54,10 +55,11 @@ pub(crate) struct Scripts {
     pub(crate) delete_all: Script,
     pub(crate) update_task_payload: Script,
     pub(crate) delete_queue: Script,
+    pub(crate) swap_sharded_queue: Script,
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 32] {
+    fn all(&self) -> [&Script; 33] {
         [
             &self.enqueue,
             &self.enqueue_plain,
@@ -91,6 +93,7 @@ impl Scripts {
             &self.delete_all,
             &self.update_task_payload,
             &self.delete_queue,
+            &self.swap_sharded_queue,
         ]
     }
 
@@ -137,6 +140,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     delete_all: script!("common", "message", "manage_common", "events", "bulk_slice", "group_index"; "delete_all"),
     update_task_payload: script!("update_task_payload"),
     delete_queue: script!("common", "message", "manage_common"; "delete_queue"),
+    swap_sharded_queue: script!("swap_sharded_queue"),
 });
 
 /// One call of a script: its KEYS and ARGV, run with `EVALSHA` (loading the script when Redis

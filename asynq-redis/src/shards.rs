@@ -4,16 +4,18 @@
 //!
 //! A declaration is checked (the registered queues, the declaration as it is), then written with
 //! `HSETNX`, so two processes declaring one queue at once agree on the first one written; its
-//! shards are then registered as queues. These are single-key commands: a script could not touch
-//! the hash and `<ns>:queues` at once on a Cluster.
+//! shards are then registered as queues. A reshard, and the drop of a drained generation, write
+//! with `swap_sharded_queue.lua` only if the declaration is still the one read. These are
+//! single-key commands: a script could not touch the hash and `<ns>:queues` at once on a Cluster.
 
 use crate::RedisBroker;
 use crate::backend::SlotRange;
 use crate::error::{broker_error, unexpected};
+use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
-use asynq_core::broker::{Inspect, ShardedQueues};
-use asynq_core::shard::{ShardedQueue, check_declaration, shard_name};
-use asynq_core::{QueueName, Result};
+use asynq_core::broker::{Inspect, Manage, ShardedQueues};
+use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard, generation_shard_name, is_drained};
+use asynq_core::{Error, QueueName, Result};
 use redis::AsyncCommands;
 use std::collections::{BTreeMap, HashMap};
 
@@ -35,7 +37,7 @@ impl ShardedQueues for RedisBroker {
         }
         let sharded = if self.kind() == crate::backend::CLUSTER {
             let ranges = crate::backend::slot_ranges(&mut self.conn()).await?;
-            let shards = spread_over_masters(logical, count, &ranges);
+            let shards = spread_over_masters(logical, 1, count, &ranges);
             ShardedQueue::new(logical.clone(), shards, 1)?
         } else {
             ShardedQueue::plain(logical.clone(), count)?
@@ -57,13 +59,70 @@ impl ShardedQueues for RedisBroker {
         Ok(sharded)
     }
 
+    async fn reshard_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue> {
+        let (declared, read) = self.read_declaration(logical).await?;
+        let registered = Inspect::queues(self).await?;
+        if let Some(answer) = check_reshard(logical, count, declared.as_ref(), registered.iter().map(|q| q.as_str()))? {
+            return Ok(answer);
+        }
+        let (Some(declared), Some(read)) = (declared, read) else {
+            return Err(unexpected("reshard queue", "check_reshard passed a queue not declared"));
+        };
+        let generation = declared.generation() + 1;
+        let shards = if self.kind() == crate::backend::CLUSTER {
+            let ranges = crate::backend::slot_ranges(&mut self.conn()).await?;
+            spread_over_masters(logical, generation, count, &ranges)
+        } else {
+            ShardedQueue::plain_shards(logical, generation, count)?
+        };
+        let resharded = declared.resharded(shards, self.now())?;
+        if !self.swap_declaration(logical, &read, &resharded).await? {
+            // Another process changed it meanwhile: a reshard to this count stands.
+            let (now_declared, _) = self.read_declaration(logical).await?;
+            return match check_reshard(logical, count, now_declared.as_ref(), [])? {
+                Some(answer) => Ok(answer),
+                None => Err(Error::FailedPrecondition(format!(
+                    "the declaration of {logical:?} changed while it was being resharded; nothing was written"
+                ))),
+            };
+        }
+        for shard in resharded.shards() {
+            self.register_queue(shard).await?;
+        }
+        Ok(resharded)
+    }
+
+    async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
+        let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(false) };
+        let Some(draining) = declared.draining() else { return Ok(false) };
+        let now = self.now();
+        if !draining.grace_over(now) {
+            return Ok(false);
+        }
+        let mut infos = Vec::with_capacity(draining.shards().len());
+        for shard in draining.shards() {
+            match self.queue_info(shard).await {
+                Ok(info) => infos.push(info),
+                Err(Error::QueueNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !is_drained(draining, &infos, now) {
+            return Ok(false);
+        }
+        for shard in draining.shards() {
+            // Each removal checks again, in one script, that the shard holds no task.
+            match self.delete_queue(shard, false).await {
+                Ok(()) | Err(Error::QueueNotFound { .. }) => {}
+                Err(Error::QueueNotEmpty { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        self.swap_declaration(logical, &read, &declared.without_draining()).await
+    }
+
     async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {
-        let value: Option<String> = self
-            .conn()
-            .hget(self.namespace().sharded_queues(), logical.as_str())
-            .await
-            .map_err(|e| broker_error("read sharded queue", e))?;
-        value.map(|value| decode(logical.as_str(), &value)).transpose()
+        Ok(self.read_declaration(logical).await?.0)
     }
 
     async fn sharded_queues(&self) -> Result<Vec<ShardedQueue>> {
@@ -76,12 +135,47 @@ impl ShardedQueues for RedisBroker {
     }
 }
 
-/// A declaration as the hash keeps it: `<generation>\n<shard 0>\n<shard 1>…`.
+impl RedisBroker {
+    /// The declaration of `logical`, if any, and its record as read (for
+    /// [`RedisBroker::swap_declaration`]).
+    async fn read_declaration(&self, logical: &QueueName) -> Result<(Option<ShardedQueue>, Option<String>)> {
+        let value: Option<String> = self
+            .conn()
+            .hget(self.namespace().sharded_queues(), logical.as_str())
+            .await
+            .map_err(|e| broker_error("read sharded queue", e))?;
+        let declared = value.as_deref().map(|value| decode(logical.as_str(), value)).transpose()?;
+        Ok((declared, value))
+    }
+
+    /// Writes `sharded` as the declaration of `logical` if its record is still `read`; returns
+    /// whether it did.
+    async fn swap_declaration(&self, logical: &QueueName, read: &str, sharded: &ShardedQueue) -> Result<bool> {
+        let mut call = ScriptCall::new(&SCRIPTS.swap_sharded_queue);
+        call.key(self.namespace().sharded_queues()).arg(logical.as_str()).arg(read).arg(encode(sharded));
+        match call.run::<i64>(&mut self.conn(), "swap sharded queue").await? {
+            1 => Ok(true),
+            0 => Ok(false),
+            n => Err(unexpected("swap sharded queue", format!("the script returned {n}"))),
+        }
+    }
+}
+
+/// A declaration as the hash keeps it: `<generation>\n<shard 0>\n<shard 1>…`, and while a
+/// generation drains `\n\n<its generation> <unix ms it drains since>\n<its shard 0>…`.
 fn encode(sharded: &ShardedQueue) -> String {
     let mut value = sharded.generation().to_string();
     for shard in sharded.shards() {
         value.push('\n');
         value.push_str(shard);
+    }
+    if let Some(draining) = sharded.draining() {
+        let since = draining.since().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        value.push_str(&format!("\n\n{} {since}", draining.generation()));
+        for shard in draining.shards() {
+            value.push('\n');
+            value.push_str(shard);
+        }
     }
     value
 }
@@ -91,12 +185,25 @@ fn encode(sharded: &ShardedQueue) -> String {
 fn decode(logical: &str, value: &str) -> Result<ShardedQueue> {
     let corrupt =
         |why: String| unexpected("read sharded queue", format!("the declaration of {logical:?} is corrupt: {why}"));
-    let mut lines = value.split('\n');
+    let (newest, draining) = match value.split_once("\n\n") {
+        Some((newest, draining)) => (newest, Some(draining)),
+        None => (value, None),
+    };
+    let names = |lines: std::str::Split<'_, char>| {
+        lines.map(QueueName::new).collect::<Result<Vec<_>>>().map_err(|e| corrupt(e.to_string()))
+    };
+    let mut lines = newest.split('\n');
     let generation = lines.next().unwrap_or_default();
     let generation = generation.parse::<u64>().map_err(|_| corrupt(format!("generation {generation:?}")))?;
     let logical = QueueName::new(logical).map_err(|e| corrupt(e.to_string()))?;
-    let shards = lines.map(QueueName::new).collect::<Result<Vec<_>>>().map_err(|e| corrupt(e.to_string()))?;
-    ShardedQueue::new(logical, shards, generation).map_err(|e| corrupt(e.to_string()))
+    let sharded = ShardedQueue::new(logical, names(lines)?, generation).map_err(|e| corrupt(e.to_string()))?;
+    let Some(draining) = draining else { return Ok(sharded) };
+    let mut lines = draining.split('\n');
+    let head = lines.next().unwrap_or_default();
+    let parsed = head.split_once(' ').and_then(|(g, ms)| Some((g.parse::<u64>().ok()?, ms.parse::<u64>().ok()?)));
+    let (old, since) = parsed.ok_or_else(|| corrupt(format!("draining generation {head:?}")))?;
+    let since = std::time::UNIX_EPOCH + std::time::Duration::from_millis(since);
+    sharded.with_draining(old, names(lines)?, since).map_err(|e| corrupt(e.to_string()))
 }
 
 /// The hash slot of every key of queue `queue` (its keys' hash tag is `{<queue>}`): CRC16
@@ -112,10 +219,11 @@ pub(crate) fn queue_slot(queue: &str) -> u16 {
     crc % SLOTS
 }
 
-/// Names `count` shards of `logical` so that their slots' masters (by `ranges`, `CLUSTER SLOTS`)
-/// carry as equal a number of shards as can be: shard by shard, the first salt whose slot
-/// lands on a master with the fewest shards so far (or the best of [`MAX_SALT`] tried).
-fn spread_over_masters(logical: &QueueName, count: usize, ranges: &[SlotRange]) -> Vec<QueueName> {
+/// Names `count` shards of generation `generation` of `logical` so that their slots' masters
+/// (by `ranges`, `CLUSTER SLOTS`) carry as equal a number of shards as can be: shard by shard,
+/// the first salt whose slot lands on a master with the fewest shards so far (or the best of
+/// [`MAX_SALT`] tried).
+fn spread_over_masters(logical: &QueueName, generation: u64, count: usize, ranges: &[SlotRange]) -> Vec<QueueName> {
     let master_of = |slot: u16| {
         ranges
             .iter()
@@ -130,7 +238,7 @@ fn spread_over_masters(logical: &QueueName, count: usize, ranges: &[SlotRange]) 
             let fewest = load.values().copied().min().unwrap_or(0);
             let mut best: Option<(usize, QueueName, Option<String>)> = None;
             for salt in 0..MAX_SALT {
-                let name = shard_name(logical, index, salt);
+                let name = generation_shard_name(logical, generation, index, salt);
                 let master = master_of(queue_slot(&name));
                 let carried = master.as_ref().and_then(|m| load.get(m).copied()).unwrap_or(usize::MAX);
                 if best.as_ref().is_none_or(|(least, _, _)| carried < *least) {
@@ -166,14 +274,21 @@ mod tests {
         let sharded = ShardedQueue::new(
             QueueName::from_static("o"),
             vec![QueueName::from_static("o~0~9"), QueueName::from_static("o~1")],
-            3,
+            1,
         )
         .unwrap();
-        assert_eq!(encode(&sharded), "3\no~0~9\no~1");
+        assert_eq!(encode(&sharded), "1\no~0~9\no~1");
         assert_eq!(decode("o", &encode(&sharded)).unwrap(), sharded);
-        assert!(decode("o", "x\no~0").is_err());
-        assert!(decode("o", "1\nother~0").is_err());
-        assert!(decode("o", "1").is_err());
+        let since = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_800_000_000_123);
+        let shards = ShardedQueue::plain_shards(&QueueName::from_static("o"), 2, 3).unwrap();
+        let resharded = sharded.resharded(shards, since).unwrap();
+        assert_eq!(encode(&resharded), "2\no~g2~0\no~g2~1\no~g2~2\n\n1 1800000000123\no~0~9\no~1");
+        assert_eq!(decode("o", &encode(&resharded)).unwrap(), resharded);
+        for corrupt in
+            ["x\no~0", "1\nother~0", "1", "2\no~g2~0\n\n1\no~0", "2\no~g2~0\n\n2 5\no~g2~0", "2\no~g2~0\n\n1 5"]
+        {
+            assert!(decode("o", corrupt).is_err(), "{corrupt:?}");
+        }
     }
 
     #[test]
@@ -186,7 +301,7 @@ mod tests {
         ];
         let master = |slot: u16| ranges.iter().position(|r| r.start <= slot && slot <= r.end).unwrap();
         for count in [1, 3, 7, 64] {
-            let shards = spread_over_masters(&QueueName::from_static("orders"), count, &ranges);
+            let shards = spread_over_masters(&QueueName::from_static("orders"), 1, count, &ranges);
             let mut per_master = [0usize; 3];
             for shard in &shards {
                 per_master[master(queue_slot(shard))] += 1;
@@ -195,5 +310,7 @@ mod tests {
             assert!(most - least <= 1, "{count} shards: {per_master:?}");
             assert!(ShardedQueue::new(QueueName::from_static("orders"), shards, 1).is_ok());
         }
+        let later = spread_over_masters(&QueueName::from_static("orders"), 3, 4, &ranges);
+        assert!(ShardedQueue::new(QueueName::from_static("orders"), later, 3).is_ok());
     }
 }

@@ -43,9 +43,10 @@ pub struct Config {
     /// broker that lists its queues. Default: none.
     pub queue_patterns: BTreeMap<String, u32>,
     /// Sharded queues to serve, by logical name, each with its priority
-    /// ([`asynq_core::shard`]): the server serves every shard its declaration names, the
-    /// priority split over them, and picks up a declaration made while it runs within
-    /// `queue_refresh_interval`. Needs a broker that keeps sharded queues. Default: none.
+    /// ([`asynq_core::shard`]): the server serves every shard its declaration names (after a
+    /// reshard, the draining generation's too), the priority split over them, picks up a
+    /// declaration made while it runs within `queue_refresh_interval`, and on that refresh
+    /// drops a drained generation. Needs a broker that keeps sharded queues. Default: none.
     pub sharded_queues: BTreeMap<String, u32>,
     /// Names more queues to serve, asked every `queue_refresh_interval`. Default: none.
     pub queue_provider: Option<Arc<dyn QueueProvider>>,

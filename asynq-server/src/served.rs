@@ -8,13 +8,19 @@
 //! the queue registry per refresh, whatever the number of queues, and the registry is read
 //! whole only when its size moved, or every [`FULL_REFRESH_EVERY`] refreshes (a queue removed
 //! and another added within one refresh leave the size as it was). Sharded queues cost one read
-//! of their declarations per refresh; each serves the shards declared (see `sharded`).
+//! of their declarations per refresh; each serves the shards declared (see `sharded`), those
+//! of a generation draining after a reshard too. The refresh is also what drops a drained
+//! generation ([`ShardedQueues::drop_drained_shards`]): the servers are what runs the old
+//! shards' tasks, so they see first when nothing is left, the producers stay readers, and no
+//! operator has to come back. It asks only once the grace has passed by its clock (then a few
+//! queue infos per refresh until the shards are empty); the broker checks again and writes only
+//! if the declaration did not change, so servers dropping at once agree.
 
 use async_trait::async_trait;
-use asynq_core::QueueName;
 use asynq_core::broker::{QueueDirectory, ShardedQueues};
 use asynq_core::queue::{QueuePattern, QueuePriorities};
 use asynq_core::shard::ShardedQueue;
+use asynq_core::{Clock, QueueName};
 use asynq_runtime::{FirstRun, run_every};
 use std::fmt;
 use std::sync::Arc;
@@ -152,6 +158,7 @@ pub(crate) struct QueueWatcher {
     directory: Option<Arc<dyn QueueDirectory>>,
     shards: Option<Arc<dyn ShardedQueues>>,
     interval: Duration,
+    clock: Arc<dyn Clock>,
     sender: watch::Sender<Arc<Served>>,
     state: tokio::sync::Mutex<WatchState>,
 }
@@ -174,16 +181,18 @@ struct WatchState {
 impl QueueWatcher {
     /// A watcher of `sources` (reading the registry through `directory`, which patterns need,
     /// and the declarations through `shards`, which sharded queues need), refreshing every
-    /// `interval`, and the handle the roles read; the set starts as the configured queues alone.
+    /// `interval` and telling a drained generation's grace by `clock`, and the handle the roles
+    /// read; the set starts as the configured queues alone.
     pub(crate) fn new(
         sources: QueueSources,
         directory: Option<Arc<dyn QueueDirectory>>,
         shards: Option<Arc<dyn ShardedQueues>>,
         interval: Duration,
+        clock: Arc<dyn Clock>,
     ) -> (Self, ServedQueues) {
         let (sender, receiver) = watch::channel(Served::new(sources.serve(&[], &[], &[])));
         let state = tokio::sync::Mutex::new(WatchState::default());
-        (Self { sources, directory, shards, interval, sender, state }, ServedQueues(receiver))
+        (Self { sources, directory, shards, interval, clock, sender, state }, ServedQueues(receiver))
     }
 
     /// Refreshes the set once; returns whether it changed.
@@ -204,6 +213,9 @@ impl QueueWatcher {
         }
         if let Some(shards) = self.shards.as_ref().filter(|_| !self.sources.sharded.is_empty()) {
             state.declared = shards.sharded_queues().await?;
+            if self.drop_drained(shards.as_ref(), &state.declared).await {
+                state.declared = shards.sharded_queues().await?;
+            }
         }
         let priorities = self.sources.serve(&state.registered, &state.provided, &state.declared);
         let changed = priorities != self.sender.borrow().priorities;
@@ -212,6 +224,29 @@ impl QueueWatcher {
             self.sender.send_replace(Served::new(priorities));
         }
         Ok(changed)
+    }
+
+    /// Drops the drained generations of the served sharded queues among `declared` whose grace
+    /// is over by the clock; returns whether it dropped any. A failure is logged: the shards
+    /// stay served, and the next refresh tries again.
+    async fn drop_drained(&self, shards: &dyn ShardedQueues, declared: &[asynq_core::shard::ShardedQueue]) -> bool {
+        let now = self.clock.now();
+        let mut dropped = false;
+        for sharded in declared {
+            let served = self.sources.sharded.iter().any(|(logical, _)| logical == sharded.logical());
+            if !served || !sharded.draining().is_some_and(|d| d.grace_over(now)) {
+                continue;
+            }
+            match shards.drop_drained_shards(sharded.logical()).await {
+                Ok(true) => {
+                    tracing::info!(queue = %sharded.logical(), "dropped the drained shards of a resharded queue");
+                    dropped = true;
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(queue = %sharded.logical(), error = %e, "could not drop drained shards"),
+            }
+        }
+        dropped
     }
 
     /// Refreshes at once, then every interval, until `stop` is cancelled.

@@ -223,7 +223,7 @@ impl Server {
         let (queue_watcher, queues) = if self.sources.is_dynamic() {
             let (directory, shards) = (b.clone().as_queue_directory(), b.clone().as_sharded_queues());
             let (watcher, served) =
-                QueueWatcher::new(self.sources.clone(), directory, shards, c.queue_refresh_interval);
+                QueueWatcher::new(self.sources.clone(), directory, shards, c.queue_refresh_interval, clock.clone());
             (Some(watcher), served)
         } else {
             let fixed = QueuePriorities::from_weights(self.sources.fixed.iter().cloned(), self.sources.strict);

@@ -27,7 +27,7 @@ pub(crate) fn shard_priorities(
         .iter()
         .map(|(logical, priority)| (logical, declared.iter().find(|d| d.logical() == logical), *priority))
         .collect();
-    let parts = |declared: Option<&ShardedQueue>| declared.map_or(1, |d| d.count() + 1);
+    let parts = |declared: Option<&ShardedQueue>| declared.map_or(1, |d| d.all_shards().count() + 1);
     if strict {
         let queues = served
             .iter()
@@ -49,9 +49,10 @@ pub(crate) fn shard_priorities(
     (queues, scale)
 }
 
-/// The queues serving one logical queue: its own name, then its shards once `declared`.
+/// The queues serving one logical queue: its own name, then its shards once `declared` (the
+/// newest generation's, then those of one draining after a reshard).
 fn members<'a>(logical: &QueueName, declared: Option<&'a ShardedQueue>) -> impl Iterator<Item = QueueName> + 'a {
-    std::iter::once(logical.clone()).chain(declared.into_iter().flat_map(|d| d.shards().iter().cloned()))
+    std::iter::once(logical.clone()).chain(declared.into_iter().flat_map(|d| d.all_shards().cloned()))
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -86,6 +87,17 @@ mod tests {
         assert_eq!((weight("a"), weight("b")), (12, 6));
         let (_, scale) = shard_priorities(&sharded, &[declared("a", 63), declared("b", 62)], false);
         assert_eq!(scale, 64, "past the limit: the largest count");
+    }
+
+    #[test]
+    fn a_draining_generation_shares_the_priority() {
+        let orders = declared("orders", 2);
+        let next = ShardedQueue::plain_shards(orders.logical(), 2, 3).unwrap();
+        let resharded = orders.resharded(next, std::time::UNIX_EPOCH).unwrap();
+        let (queues, scale) = shard_priorities(&[(QueueName::from_static("orders"), 2)], &[resharded], false);
+        let names: Vec<&str> = queues.iter().map(|(q, _)| q.as_str()).collect();
+        assert_eq!(names, ["orders", "orders~g2~0", "orders~g2~1", "orders~g2~2", "orders~0", "orders~1"]);
+        assert_eq!((scale, queues.iter().map(|(_, p)| p).sum::<u32>()), (6, 12), "the priority as a whole");
     }
 
     #[test]

@@ -75,7 +75,7 @@
     let total = 0;
     let known = false;
     const groupOf = new Map();
-    for (const s of sharded) s.shards.forEach((shard) => groupOf.set(shard, s));
+    for (const s of sharded) s.shards.concat(s.draining || []).forEach((shard) => groupOf.set(shard, s));
     const row = (q, logical, memberOf) => {
       const rate = throughputOf(q, now);
       if (rate !== null && !memberOf) { total += rate; known = true; }
@@ -95,7 +95,8 @@
   }
 
   // One queue's row; `logical` is the sharded queue it sums (a row without actions, which are
-  // the shards' and the queue page's), and a shard (`memberOf` its sharded queue) is marked.
+  // the shards' and the queue page's), and a shard (`memberOf` its sharded queue) is marked, a
+  // draining one (of the generation before a reshard) as such.
   function queueRow(q, rate, logical, memberOf) {
     const values = {
       size: fmtNumber(q.size), pending: fmtNumber(q.pending), active: fmtNumber(q.active),
@@ -105,7 +106,10 @@
       throughput: rate === null ? '–' : `${rate.toFixed(1)}/s`,
       paused: q.paused ? 'paused' : 'running', latency: fmtMs(q.latency_ms), memory: fmtBytes(q.memory_usage),
     };
-    const text = logical ? `${q.name} (${logical.shards.length} shards)` : q.name;
+    const old = logical ? (logical.draining || []).length : 0;
+    const draining = old ? `, ${old} draining` : '';
+    const marked = memberOf && (memberOf.draining || []).includes(q.name) ? ' (draining)' : '';
+    const text = logical ? `${q.name} (${logical.shards.length} shards${draining})` : `${q.name}${marked}`;
     const name = h('a', { href: `#/queues/${enc(q.name)}/pending`, text });
     const cells = [h('td', { 'data-field': 'name' }, name)];
     for (const field of QUEUE_FIELDS) {

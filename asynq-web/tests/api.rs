@@ -679,4 +679,11 @@ async fn the_overview_lists_a_sharded_queue_with_its_shards_and_their_sum() {
     );
     let shards: u64 = ["orders~0", "orders~1"].iter().map(|q| queue(&overview, q)["pending"].as_u64().unwrap()).sum();
     assert_eq!(shards, 3, "the fourth is in the plain queue of the name");
+    assert_eq!(sharded[0]["draining"], json!([]));
+
+    Inspector::from_shared(broker.clone()).reshard_queue("orders", 3).await.unwrap();
+    let overview = web.read("/api/queues").await;
+    let sharded = &overview["sharded"][0];
+    assert_eq!(sharded["shards"], json!(["orders~g2~0", "orders~g2~1", "orders~g2~2"]));
+    assert_eq!((&sharded["draining"], &sharded["size"]), (&json!(["orders~0", "orders~1"]), &json!(4)), "{overview}");
 }

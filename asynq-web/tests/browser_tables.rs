@@ -261,7 +261,7 @@ async fn every_table_keeps_its_actions_in_sight_and_every_chart_label_whole() {
 }
 
 /// A sharded queue's row of sums (its shards' and the plain queue's of its name) sits right above
-/// its shards' rows, which keep their actions.
+/// its shards' rows, which keep their actions; after a reshard the draining shards are marked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sharded_queue_is_shown_above_its_shards() {
     use asynq_core::broker::Capabilities;
@@ -293,5 +293,14 @@ async fn a_sharded_queue_is_shown_above_its_shards() {
     assert_eq!(browser.count(r#"#queues tr[data-queue="orders"]"#).await, 0, "the plain queue is in the sums");
     assert_eq!(browser.count(r#"#queues tr[data-queue^="orders~"] button[data-action="pause"]"#).await, 2);
     assert_eq!(browser.count(&format!("{logical} button")).await, 0, "actions are the shards'");
+
+    // After a reshard the old shards stay below the logical queue, marked, until they are dropped.
+    Inspector::from_shared(broker.clone()).reshard_queue("orders", 3).await.unwrap();
+    browser.goto(&url).await;
+    let name = format!(r#"{logical} td[data-field="name"]"#);
+    browser.wait_for_text(&name, "orders (3 shards, 2 draining)", |text| text.contains("draining")).await;
+    assert_eq!(browser.count(r#"#queues tr[data-shard-of="orders"]"#).await, 5);
+    let old = r#"#queues tr[data-queue="orders~0"] td[data-field="name"]"#;
+    assert_eq!(browser.text(old).await, "orders~0 (draining)");
     server.abort();
 }

@@ -1,12 +1,16 @@
 //! Sharded queues on one redis-server, as Redis counts the commands: a client that places tasks
 //! on shards reads the declarations once per refresh, whatever the number of enqueues, so an
 //! enqueue to an ordinary queue costs no command of its own; and the shards it fills are plain
-//! Go-layout queues.
+//! Go-layout queues. A reshard on Redis keeps the old generation in the record while a server
+//! drains it, and the server drops it (record and queues) after the grace.
 
-use asynq_client::{Client, SHARD_REFRESH, Task, TaskOptions};
+use asynq_client::{Client, Inspector, SHARD_REFRESH, Task, TaskOptions};
 use asynq_core::broker::Capabilities;
+use asynq_core::shard::DRAIN_GRACE;
 use asynq_core::{Clock, QueueName, SimulatedClock};
-use asynq_tests::{RedisServer, RespValue, redis_broker};
+use asynq_server::{Config, Server};
+use asynq_tests::{Recorder, RedisServer, RespValue, redis_broker};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -50,4 +54,74 @@ async fn declarations_are_read_once_per_refresh_not_per_enqueue() {
         assert_eq!(length, RespValue::Integer(50), "{shard}");
     }
     assert_eq!(redis.command(&["LLEN", "asynq:{plain}:pending"]).unwrap(), RespValue::Integer(201));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reshard_drains_the_old_shards_and_the_server_drops_them_after_the_grace() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+    let broker = Arc::new(redis_broker(&redis.url(), shared.clone()).await);
+    let shards = broker.clone().as_sharded_queues().unwrap();
+    let first = shards.declare_sharded_queue(&QueueName::from_static("orders"), 3).await.unwrap();
+    let client = Client::from_shared(broker.clone()).with_clock(shared.clone()).with_sharded_queues(shards.clone());
+    let enqueue = |name: String| {
+        let client = client.clone();
+        async move { client.enqueue(&Task::new("t", name.clone()), TaskOptions::new().queue("orders").task_id(name)).await }
+    };
+    for n in 0..12 {
+        enqueue(format!("before-{n}")).await.unwrap();
+    }
+    let inspector = Inspector::from_shared(broker.clone());
+    let second = inspector.reshard_queue("orders", 5).await.unwrap();
+    let record = || redis.command(&["HGET", "asynq:sharded_queues", "orders"]).unwrap();
+    let expected = "2\norders~g2~0\norders~g2~1\norders~g2~2\norders~g2~3\norders~g2~4\n\n1 1800000000000\n\
+                    orders~0\norders~1\norders~2";
+    assert_eq!(record().as_str(), Some(expected));
+    clock.advance(SHARD_REFRESH);
+    for n in 0..10 {
+        assert!(second.shards().contains(&enqueue(format!("after-{n}")).await.unwrap().queue));
+    }
+    let info = inspector.queue_info("orders").await.unwrap();
+    assert_eq!((info.pending, info.draining_shards.as_slice()), (22, first.shards()), "both generations summed");
+    let registered = || -> BTreeSet<String> {
+        let members = redis.command(&["SMEMBERS", "asynq:queues"]).unwrap();
+        members.as_array().unwrap_or_default().iter().filter_map(|m| m.as_str().map(str::to_owned)).collect()
+    };
+    assert_eq!(registered().len(), 8, "both generations are Go-visible queues: {:?}", registered());
+
+    let rec = Recorder::default();
+    let config = Config::builder()
+        .concurrency(4)
+        .sharded_queue("orders", 1)
+        .queue_refresh_interval(Duration::from_millis(50))
+        .clock(shared.clone())
+        .build()
+        .unwrap();
+    let mut server = Server::from_shared(broker.clone(), config).unwrap();
+    server.start(rec.handler(shared.clone(), |_, _| async { Ok(()) })).unwrap();
+    let ran = async {
+        while rec.len() < 22 || inspector.queue_info("orders").await.unwrap().size > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), ran).await.expect("every task runs within 10 s");
+    // Some refreshes pass, but the grace has not: the old shards stay.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(record().as_str(), Some(expected));
+    clock.advance(DRAIN_GRACE);
+    let dropped = async {
+        while record().as_str() != Some("2\norders~g2~0\norders~g2~1\norders~g2~2\norders~g2~3\norders~g2~4") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), dropped).await.expect("the old generation is dropped");
+    server.shutdown().await;
+
+    let queues = registered();
+    assert_eq!(queues, second.shards().iter().map(|s| s.to_string()).collect::<BTreeSet<_>>());
+    let mut ids: Vec<String> = rec.calls().into_iter().map(|c| c.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((rec.len(), ids.len()), (22, 22), "each task ran once");
 }

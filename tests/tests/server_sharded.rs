@@ -1,11 +1,13 @@
 //! Sharded queues served: a server configured with a logical queue runs the tasks of every shard
 //! once, picks up a declaration made while it runs within its refresh interval, weighs the
 //! logical queue as a whole against its other queues, and a configuration that names a sharded
-//! queue wrongly is refused. On the memory broker with tokio's paused time.
+//! queue wrongly is refused; a reshard while tasks run drains the old shards, each task run
+//! once, and the servers drop them once empty. On the memory broker with tokio's paused time.
 
-use asynq_client::{Client, Task, TaskOptions};
-use asynq_core::broker::{Capabilities, ShardedQueues};
-use asynq_core::{Error, QueueName};
+use asynq_client::{Client, SHARD_REFRESH, Task, TaskOptions};
+use asynq_core::broker::{Capabilities, Inspect, ShardedQueues};
+use asynq_core::shard::DRAIN_GRACE;
+use asynq_core::{Clock, Error, QueueName};
 use asynq_server::{Config, Server};
 use asynq_tests::{Harness, Recorder, secs};
 use std::collections::BTreeMap;
@@ -149,4 +151,69 @@ async fn a_sharded_queue_named_wrongly_is_refused() {
             other => panic!("expected InvalidArgument({field}), got {other:?}"),
         }
     }
+}
+
+/// 3 shards resharded to 5 while a server runs their tasks: the tasks already on the old shards
+/// (scheduled ones due after the grace too) run there, the tasks enqueued once the client read
+/// the new declaration go to the new shards, each task runs once, and the server drops the old
+/// generation (its queues removed) only after the grace and once its last task ran.
+#[tokio::test(start_paused = true)]
+async fn a_reshard_from_3_to_5_while_tasks_run_drains_the_old_shards() {
+    let h = Harness::new();
+    let first = shards(&h).declare_sharded_queue(&q("orders"), 3).await.unwrap();
+    let client = sharding_client(&h);
+    let enqueue = |name: String, options: TaskOptions| {
+        let client = client.clone();
+        async move { client.enqueue(&Task::new("job", name.clone()), options.queue("orders").task_id(name)).await }
+    };
+    for n in 0..30 {
+        enqueue(format!("before-{n}"), TaskOptions::new()).await.unwrap();
+    }
+    // Due after the grace: the old generation may not be dropped before they ran.
+    let late = DRAIN_GRACE + secs(30);
+    for n in 0..3 {
+        let info = enqueue(format!("late-{n}"), TaskOptions::new().process_in(late)).await.unwrap();
+        assert!(first.has_shard(&info.queue), "{info:?}");
+    }
+    let rec = Recorder::default();
+    let config = Config::builder().concurrency(4).sharded_queue("orders", 1).clock(h.clock.clone()).build().unwrap();
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    // Each task takes a while, so that the reshard comes while tasks run.
+    let slow = |_, _| async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        Ok(())
+    };
+    server.start(rec.handler(h.clock.clone(), slow)).unwrap();
+    h.eventually(secs(5), "some tasks ran", || async { rec.len() >= 4 }).await;
+
+    let resharded_at = h.clock.now();
+    let second = asynq_client::Inspector::new(h.broker.clone()).reshard_queue("orders", 5).await.unwrap();
+    assert_eq!((second.generation(), second.count()), (2, 5));
+    tokio::time::sleep(SHARD_REFRESH).await;
+    for n in 0..30 {
+        let info = enqueue(format!("after-{n}"), TaskOptions::new()).await.unwrap();
+        assert!(second.shards().contains(&info.queue), "placed on the newest generation: {info:?}");
+    }
+    h.eventually(secs(200), "every task ran", || async { rec.len() == 63 }).await;
+    let declaration = || async { shards(&h).sharded_queue(&q("orders")).await.unwrap().unwrap() };
+    h.eventually(secs(30), "the old shards are dropped", || async { declaration().await.draining().is_none() }).await;
+    let dropped_at = h.clock.now();
+    server.shutdown().await;
+
+    let calls = rec.calls();
+    let mut runs: BTreeMap<String, usize> = BTreeMap::new();
+    for call in &calls {
+        *runs.entry(call.id.clone()).or_default() += 1;
+        let on_first = first.has_shard(&call.queue);
+        assert_eq!(on_first, !call.id.starts_with("after-"), "{call:?}");
+        assert!(on_first || second.shards().iter().any(|s| s == &call.queue), "{call:?}");
+    }
+    assert_eq!(runs.len(), 63);
+    assert!(runs.values().all(|n| *n == 1), "each task ran once: {runs:?}");
+    let last_old_run = calls.iter().filter(|c| first.has_shard(&c.queue)).map(|c| c.at).max().unwrap();
+    assert!(dropped_at >= resharded_at + DRAIN_GRACE && dropped_at >= last_old_run, "dropped too early");
+    let registered = h.broker.queues().await.unwrap();
+    assert!(first.shards().iter().all(|shard| !registered.contains(shard)), "{registered:?}");
+    assert!(second.shards().iter().all(|shard| registered.contains(shard)), "{registered:?}");
+    assert_eq!(declaration().await, second.without_draining());
 }

@@ -39,7 +39,10 @@ pub(crate) enum QueueCommand {
     ///
     /// Servers serve it with `Config::sharded_queue`, clients place tasks on its shards with
     /// `Client::with_sharded_queues`; declaring it again with the same count changes nothing.
-    #[command(after_help = "Example:\n  asynq queue shard orders 8")]
+    /// With `--reshard`, changes the count of a sharded queue: a new generation of shards takes
+    /// the new tasks while the previous one drains (its tasks still run), dropped by the servers
+    /// once empty, a minute after the reshard at the earliest.
+    #[command(after_help = "Examples:\n  asynq queue shard orders 8\n  asynq queue shard orders 12 --reshard")]
     Shard(QueueShardArgs),
 }
 
@@ -52,6 +55,9 @@ pub(crate) struct QueueShardArgs {
     /// How many shards (1 to 64)
     #[arg(value_name = "K")]
     pub(crate) shards: usize,
+    /// Change the count of a queue declared already (refused while a previous reshard drains)
+    #[arg(long)]
+    pub(crate) reshard: bool,
 }
 
 /// One or more queue names.

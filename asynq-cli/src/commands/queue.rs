@@ -24,7 +24,7 @@ pub(crate) async fn run(ctx: &Context, command: QueueCommand) -> CliResult {
         QueueCommand::Pause(args) => pause(ctx, &args.queues, true).await,
         QueueCommand::Resume(args) => pause(ctx, &args.queues, false).await,
         QueueCommand::Remove(args) => remove(ctx, &args.queues, args.force).await,
-        QueueCommand::Shard(args) => shard(ctx, &args.queue, args.shards).await,
+        QueueCommand::Shard(args) => shard(ctx, &args.queue, args.shards, args.reshard).await,
     }
 }
 
@@ -82,6 +82,10 @@ async fn list(ctx: &Context, pattern: Option<&str>) -> CliResult {
         for s in sharded {
             let shards: Vec<&str> = s.shards().iter().map(|shard| shard.as_str()).collect();
             outln!("{} ({} shards): {}", s.logical(), s.count(), shards.join(", "))?;
+            if let Some(d) = s.draining() {
+                let old: Vec<&str> = d.shards().iter().map(|shard| shard.as_str()).collect();
+                outln!("  draining generation {} ({} shards): {}", d.generation(), old.len(), old.join(", "))?;
+            }
         }
     }
     Ok(())
@@ -119,6 +123,10 @@ fn print_queue_info(info: &QueueInfo) -> CliResult {
     if !info.shards.is_empty() {
         let shards: Vec<&str> = info.shards.iter().map(|shard| shard.as_str()).collect();
         outln!("Shards:  {}", shards.join(", "))?;
+    }
+    if !info.draining_shards.is_empty() {
+        let shards: Vec<&str> = info.draining_shards.iter().map(|shard| shard.as_str()).collect();
+        outln!("Draining: {}", shards.join(", "))?;
     }
     outln!()?;
     heading("Task Count by State")?;
@@ -246,15 +254,30 @@ async fn remove(ctx: &Context, queues: &[String], force: bool) -> CliResult {
 struct ShardedEntry {
     queue: String,
     shards: Vec<String>,
+    /// The previous generation's shards while they drain after a reshard.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    draining: Vec<String>,
 }
 
-/// Declares `queue` as a sharded queue of `count` shards (or finds it so declared already).
-async fn shard(ctx: &Context, queue: &str, count: usize) -> CliResult {
-    let declared = ctx.conn.inspector.declare_sharded_queue(queue, count).await?;
+/// Declares `queue` as a sharded queue of `count` shards (or finds it so declared already), or
+/// with `reshard` changes its count.
+async fn shard(ctx: &Context, queue: &str, count: usize, reshard: bool) -> CliResult {
+    let inspector = &ctx.conn.inspector;
+    let declared = if reshard {
+        inspector.reshard_queue(queue, count).await?
+    } else {
+        inspector.declare_sharded_queue(queue, count).await?
+    };
     let shards: Vec<String> = declared.shards().iter().map(ToString::to_string).collect();
+    let draining: Vec<String> =
+        declared.draining().map(|d| d.shards().iter().map(ToString::to_string).collect()).unwrap_or_default();
     if ctx.json {
-        return print_json(&ShardedEntry { queue: declared.logical().to_string(), shards });
+        return print_json(&ShardedEntry { queue: declared.logical().to_string(), shards, draining });
     }
-    outln!("Sharded queue {:?} has {} shards: {}", declared.logical().as_str(), declared.count(), shards.join(", "))?;
+    let (name, count) = (declared.logical().as_str(), declared.count());
+    outln!("Sharded queue {name:?} has {count} shards: {}", shards.join(", "))?;
+    if !draining.is_empty() {
+        outln!("Draining (still served until empty): {}", draining.join(", "))?;
+    }
     Ok(())
 }

@@ -22,7 +22,8 @@ impl Inspector {
     /// Errors, with nothing written: [`Error::InvalidArgument`] for an invalid name or a count out
     /// of 1..=[`MAX_SHARDS`](asynq_core::shard::MAX_SHARDS); [`Error::QueueNameConflict`] when a
     /// queue of that name, or one its shards would be taken for, exists, or when it is declared
-    /// with another count; [`Error::Unsupported`] on a broker without sharded queues.
+    /// with another count (which [`Inspector::reshard_queue`] changes); [`Error::Unsupported`] on
+    /// a broker without sharded queues.
     pub async fn declare_sharded_queue(&self, logical: &str, count: usize) -> Result<ShardedQueue> {
         let logical = QueueName::new(logical)?;
         let shards =
@@ -39,15 +40,35 @@ impl Inspector {
         self.broker.queue_info(&QueueName::new(queue)?).await
     }
 
-    /// The info of `queue` if it is a sharded queue's logical name: the infos of its shards and
+    /// Changes the count of the sharded queue `logical` to `count` shards
+    /// ([`ShardedQueues::reshard_queue`](asynq_core::broker::ShardedQueues::reshard_queue)): a
+    /// new generation of shards where producers place tasks from now on, the previous one
+    /// draining, still served, until the servers drop it
+    /// ([`DRAIN_GRACE`](asynq_core::shard::DRAIN_GRACE) after the reshard at the earliest, once
+    /// its shards are empty). Answers the declaration as it is when it has `count` shards.
+    ///
+    /// Errors, with nothing written: [`Error::InvalidArgument`] for an invalid name or a count out
+    /// of 1..=[`MAX_SHARDS`](asynq_core::shard::MAX_SHARDS); [`Error::FailedPrecondition`] when
+    /// `logical` is no sharded queue or a previous generation still drains;
+    /// [`Error::QueueNameConflict`] when a queue the new shards would be taken for exists;
+    /// [`Error::Unsupported`] on a broker without sharded queues.
+    pub async fn reshard_queue(&self, logical: &str, count: usize) -> Result<ShardedQueue> {
+        let logical = QueueName::new(logical)?;
+        let shards =
+            self.broker.clone().as_sharded_queues().ok_or(Error::Unsupported { capability: "sharded queues" })?;
+        shards.reshard_queue(&logical, count).await
+    }
+
+    /// The info of `queue` if it is a sharded queue's logical name: the infos of its shards (of
+    /// both generations while one drains after a reshard) and
     /// of the plain queue of its name (where producers that do not place tasks on shards put
     /// them, and which its servers also serve) summed ([`logical_queue_info`]), one removed or
     /// never made counting as empty. `None` when it is not declared.
     pub(super) async fn logical_queue_info(&self, queue: &QueueName) -> Result<Option<QueueInfo>> {
         let Some(shards) = self.broker.clone().as_sharded_queues() else { return Ok(None) };
         let Some(sharded) = shards.sharded_queue(queue).await? else { return Ok(None) };
-        let mut infos = Vec::with_capacity(sharded.count() + 1);
-        for shard in std::iter::once(queue).chain(sharded.shards()) {
+        let mut infos = Vec::with_capacity(sharded.all_shards().count() + 1);
+        for shard in std::iter::once(queue).chain(sharded.all_shards()) {
             match self.broker.queue_info(shard).await {
                 Ok(info) => infos.push(info),
                 Err(Error::QueueNotFound { .. }) => {}
@@ -93,5 +114,19 @@ mod tests {
         assert!(matches!(bad, Err(Error::InvalidArgument { .. })), "{bad:?}");
         let missing = inspector.queue_info("nothing").await;
         assert!(matches!(missing, Err(Error::QueueNotFound { .. })), "{missing:?}");
+
+        let resharded = inspector.reshard_queue("orders", 3).await.unwrap();
+        assert_eq!((resharded.generation(), resharded.shards()[2].as_str()), (2, "orders~g2~2"));
+        client.enqueue(&Task::new("t", "new"), TaskOptions::new().queue("orders")).await.unwrap();
+        let info = inspector.queue_info("orders").await.unwrap();
+        assert_eq!((info.size, info.pending), (5, 5), "both generations summed");
+        assert_eq!((info.shards, info.draining_shards), (resharded.shards().to_vec(), orders.shards().to_vec()));
+        for (name, count) in [("orders", 0), ("nothing", 2), ("orders", 4)] {
+            let refused = inspector.reshard_queue(name, count).await;
+            assert!(
+                matches!(refused, Err(Error::InvalidArgument { .. } | Error::FailedPrecondition(_))),
+                "{refused:?}"
+            );
+        }
     }
 }

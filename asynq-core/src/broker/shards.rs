@@ -21,8 +21,31 @@ pub trait ShardedQueues: Send + Sync {
     /// 1..=[`MAX_SHARDS`](crate::shard::MAX_SHARDS) or a name holding
     /// [`SHARD_SEPARATOR`](crate::shard::SHARD_SEPARATOR); [`Error::QueueNameConflict`] when
     /// `logical` is a queue already, when a queue named `<logical>~…` exists, or when `logical`
-    /// is declared with another count (changing the count is not supported yet).
+    /// is declared with another count (which [`ShardedQueues::reshard_queue`] changes).
     async fn declare_sharded_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue>;
+
+    /// Changes the count of the declared `logical` to `count`: a new generation of `count`
+    /// shards, named as [`generation_shard_name`](crate::shard::generation_shard_name) names
+    /// them and registered as queues, where producers place tasks from now on, the previous
+    /// generation kept as [`DrainingShards`](crate::shard::DrainingShards) since the broker's
+    /// clock's now, served until [`ShardedQueues::drop_drained_shards`] drops it. Answers the
+    /// declaration as it is when its newest generation has `count` shards already. Written
+    /// only if the declaration did not change since it was read, so two reshards at once make
+    /// one generation, not two.
+    ///
+    /// Errors, with nothing written: [`Error::InvalidArgument`] for a count out of
+    /// 1..=[`MAX_SHARDS`](crate::shard::MAX_SHARDS) or an invalid name;
+    /// [`Error::FailedPrecondition`] when `logical` is not declared, when a previous generation
+    /// still drains (one drains at a time), or when the declaration changed meanwhile;
+    /// [`Error::QueueNameConflict`] when a queue the new shards would be taken for exists.
+    async fn reshard_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue>;
+
+    /// Drops the draining generation of `logical` when it is drained
+    /// ([`is_drained`](crate::shard::is_drained) at the broker's clock's now): removes its
+    /// shards' queues (each only if empty), then the generation from the declaration (only if
+    /// the declaration did not change meanwhile). Returns whether it dropped one; `false` when
+    /// `logical` is not declared, has no draining generation, or it is not drained yet.
+    async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool>;
 
     /// The declaration of `logical`, if it is declared.
     async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>>;

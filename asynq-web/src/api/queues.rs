@@ -71,12 +71,14 @@ impl From<QueueInfo> for QueueView {
 }
 
 /// A sharded queue: its logical name with its shards' counts summed (and those of the plain
-/// queue of its name), and its shards, each also listed among the queues.
+/// queue of its name), and its shards, each also listed among the queues: the newest
+/// generation's, and after a reshard the previous generation's while they drain.
 #[derive(Debug, Serialize)]
 pub(crate) struct ShardedView {
     #[serde(flatten)]
     queue: QueueView,
     shards: Vec<String>,
+    draining: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -124,7 +126,8 @@ pub(crate) async fn list(State(state): State<AppState>) -> ApiResult<Json<QueueL
     let mut sharded = Vec::with_capacity(sums.len());
     for (declared, sum) in declared.iter().zip(sums) {
         let shards = declared.shards().iter().map(ToString::to_string).collect();
-        sharded.push(ShardedView { queue: sum?.into(), shards });
+        let draining = declared.draining().map(|d| d.shards().iter().map(ToString::to_string).collect());
+        sharded.push(ShardedView { queue: sum?.into(), shards, draining: draining.unwrap_or_default() });
     }
     Ok(Json(QueueList { queues, sharded, eviction_risks }))
 }
