@@ -160,6 +160,22 @@ mod tests {
     }
 
     #[test]
+    fn a_two_master_cluster_serves_every_slot_and_resets() {
+        let name =
+            std::env::var_os(crate::redis::BIN_ENV).filter(|bin| !bin.is_empty()).unwrap_or("redis-server".into());
+        let binary = crate::tools::find_executable(Path::new(&name)).expect("a redis-server for the tests");
+        let mut cluster = Cluster::start(&binary, 2).unwrap();
+        assert_eq!(cluster.masters(), 2);
+        let url = cluster.url();
+        assert!(url.starts_with("redis-cluster://127.0.0.1:") && url.matches(',').count() == 1, "{url}");
+        for node in cluster.nodes_mut() {
+            let info = node.command(&["CLUSTER", "INFO"]).unwrap().into_text().unwrap();
+            assert!(info.contains("cluster_slots_assigned:16384") && info.contains("cluster_state:ok"), "{info}");
+        }
+        cluster.reset().unwrap();
+    }
+
+    #[test]
     fn nodes_lines_are_settled_when_connected_and_not_failing() {
         let line = |flags: &str, link: &str| format!("07c3 127.0.0.1:30001@40001 {flags} - 0 1 1 {link} 0-8191");
         assert!(settled(&line("myself,master", "connected")));
