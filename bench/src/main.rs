@@ -186,6 +186,35 @@ enum Scenario {
         #[arg(long, default_value_t = 600)]
         timeout_secs: u64,
     },
+    /// On a Redis Cluster: declare the logical queue `sharded` with `--shards` shards, then
+    /// enqueue `--tasks` tasks into it in batches from `--producers` producers sharing one
+    /// client, which places them on the shards in turn.
+    ShardedFill {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 2)]
+        shards: usize,
+        #[arg(long, default_value_t = 1)]
+        producers: usize,
+    },
+    /// Run a server serving the sharded queue `sharded` by its logical name until its shards'
+    /// processed counters add up to `--tasks` (`sharded-fill` first); run several at once to
+    /// drain it with several processes. Reports the tasks its own handler ran.
+    ShardedDrain {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+        #[arg(long, default_value_t = 100)]
+        concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
+    /// Check, after `sharded-drain`, that every one of the `--tasks` tasks ran: nothing left in
+    /// the sharded queue, all processed, none failed.
+    ShardedCheck {
+        #[arg(long, default_value_t = 100_000)]
+        tasks: u64,
+    },
     /// Run a server while enqueueing tasks one at a time, until all are processed.
     EnqueueAndProcess {
         #[arg(long, default_value_t = 100_000)]
@@ -345,6 +374,13 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::StepsDrain { tasks, steps, concurrency, timeout_secs } => {
             asynq_bench::steps::steps_drain(url, tasks, steps, concurrency, Duration::from_secs(timeout_secs)).await
         }
+        Scenario::ShardedFill { tasks, shards, producers } => {
+            scenarios::sharded_fill(url, tasks, shards, producers).await
+        }
+        Scenario::ShardedDrain { tasks, concurrency, timeout_secs } => {
+            scenarios::sharded_drain(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
+        }
+        Scenario::ShardedCheck { tasks } => scenarios::sharded_check(url, tasks).await,
         Scenario::EnqueueAndProcess { tasks, concurrency, timeout_secs } => {
             scenarios::enqueue_and_process(url, tasks, concurrency, Duration::from_secs(timeout_secs)).await
         }

@@ -42,6 +42,10 @@ pub struct Measurement {
     /// `shared-limit-wait`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_running: Option<u64>,
+    /// The tasks this process's handler ran, for the sharded drain, whose caller checks that
+    /// every task ran once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handled: Option<u64>,
     /// CPU time (user + system, all threads) this process spent in the timed phase.
     pub cpu_s: Option<f64>,
     /// This process's peak resident memory (`VmHWM`) at the end of the timed phase, in MiB.
@@ -90,6 +94,7 @@ impl Timer {
             offered_per_s: None,
             reads_ms: std::collections::BTreeMap::new(),
             max_running: None,
+            handled: None,
             cpu_s: cpu.map(|cpu| cpu.as_secs_f64()),
             peak_rss_mb: peak_rss_mb(),
             started_unix_us: unix_micros(self.started_wall),

@@ -17,6 +17,7 @@ mod groups;
 mod idle;
 mod latency;
 mod process;
+mod sharded;
 
 pub use baseline::{CALLS_PER_EVAL, redis_calls_from_lua, redis_ping};
 pub use bulk::{BulkKind, bulk};
@@ -25,6 +26,7 @@ pub use groups::{fill_groups, group_reads, idle_aggregator};
 pub use idle::{idle, idle_servers};
 pub use latency::{BUSY_TENANT, FRESH_QUEUE, Layout, QUIET_TENANT, TENANTS, pickup_latency, scheduled_storm};
 pub use process::{drain, enqueue_and_process, fail_for_good, fan_in, stream};
+pub use sharded::{SHARD_POLL_INTERVAL, SHARDED_QUEUE, sharded_check, sharded_drain, sharded_fill};
 
 use crate::workload::{self, QUEUE};
 use anyhow::{Context as _, bail, ensure};

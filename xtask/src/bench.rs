@@ -17,9 +17,15 @@
 //!    with `--go`, Go asynq also does the work of those selected scenarios it can do (many
 //!    queues, deep backlogs, failures, streaming, bulk actions, pickup, idle servers, 64 producers, 100 000
 //!    groups), as rows `go-<scenario>`;
-//! 7. stop Redis (also on errors), write the report and print its table.
+//! 7. with `sharded-drain` selected, start a Redis Cluster per point of the masters axis
+//!    (`--masters`) and run each point in every round after the other scenarios ([`sharded`]);
+//! 8. stop Redis (also on errors), write the report and print its table.
+//!
+//! With `--bin-dir`, step 2 takes `asynq-bench` from that directory instead of building it, so
+//! that the bench runs where there is no Rust toolchain (the bundle of `cargo xtask bench-bundle`).
 
 mod awake;
+mod cluster;
 mod limit_target;
 mod micro;
 mod peer;
@@ -29,6 +35,7 @@ mod resp;
 mod scenarios;
 mod schedule_target;
 mod server;
+mod sharded;
 mod stats;
 mod steps_target;
 mod targets;
@@ -70,6 +77,14 @@ pub(crate) struct Options {
     /// a dash (`drain` selects `drain-c10` and `drain-c100`; `micro` the micro-benchmarks);
     /// all when empty.
     only: Vec<String>,
+    /// The masters axis of `sharded-drain`, instead of [`sharded::DEFAULT_MASTERS`].
+    masters: Option<Vec<usize>>,
+    /// `sharded-drain` processes per master, instead of 1.
+    workers_per_master: Option<usize>,
+    /// Where to take `asynq-bench` from instead of building it.
+    bin_dir: Option<PathBuf>,
+    /// Where to write the report instead of `target/bench`.
+    out: Option<PathBuf>,
 }
 
 impl Options {
@@ -78,6 +93,14 @@ impl Options {
             || self.only.iter().any(|wanted| {
                 name.strip_prefix(wanted.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
             })
+    }
+
+    fn masters(&self) -> Vec<usize> {
+        self.masters.clone().unwrap_or_else(|| sharded::DEFAULT_MASTERS.to_vec())
+    }
+
+    fn workers_per_master(&self) -> usize {
+        self.workers_per_master.unwrap_or(1)
     }
 
     fn runs(&self) -> usize {
@@ -94,9 +117,23 @@ impl Options {
         }
     }
 
-    /// How the run was set up, for the report.
-    fn describe(&self, sizes: &Sizes, pinning: Pinning, awake: &Awake) -> String {
-        format!(
+    /// How the run was set up, for the report; `masters`: the masters axis run.
+    fn describe(&self, sizes: &Sizes, pinning: Pinning, awake: &Awake, masters: &[usize]) -> String {
+        let axis = if masters.is_empty() {
+            String::new()
+        } else {
+            let masters: Vec<String> = masters.iter().map(usize::to_string).collect();
+            format!(
+                "; masters axis ({}): Redis Clusters of {} masters, unpinned, {} tasks per master, {} `sharded-drain` \
+                 process(es) per master at concurrency {}",
+                sharded::NAME,
+                masters.join(", "),
+                sizes.tasks,
+                self.workers_per_master(),
+                sharded::CONCURRENCY
+            )
+        };
+        let settings = format!(
             "{} tasks per throughput scenario, {} run(s) each (medians); latency: up to {} samples or {} s; \
              idle: a {} s window; Redis and benchmark {}; idle CPUs {}",
             sizes.tasks,
@@ -106,7 +143,8 @@ impl Options {
             sizes.idle_window.as_secs(),
             if pinning.is_enabled() { "pinned to CPUs 0 and 1" } else { "not pinned" },
             if awake.is_enabled() { "kept awake (`--awake`: CPU latency QoS 0 µs)" } else { "free to halt" },
-        )
+        );
+        settings + &axis
     }
 }
 
@@ -130,6 +168,10 @@ pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Options> {
             "--tasks" => options.tasks = Some(positive(flag, &value()?)?),
             "--runs" => options.runs = Some(positive(flag, &value()?)?),
             "--only" => options.only.extend(value()?.split(',').map(str::to_owned)),
+            "--masters" => options.masters = Some(sharded::parse_masters(&value()?)?),
+            "--workers-per-master" => options.workers_per_master = Some(positive(flag, &value()?)?),
+            "--bin-dir" => options.bin_dir = Some(PathBuf::from(value()?)),
+            "--out" => options.out = Some(PathBuf::from(value()?)),
             _ => bail!("unexpected argument `{arg}` for `bench`; see `cargo xtask help`"),
         }
     }
@@ -149,10 +191,18 @@ fn positive<N: std::str::FromStr + Default + PartialOrd>(flag: &str, value: &str
 pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     let sizes = options.sizes();
     let scenarios: Vec<_> = scenarios::all(&sizes).into_iter().filter(|s| options.selects(s.name)).collect();
+    let masters: Vec<usize> =
+        options.masters().into_iter().filter(|masters| options.selects(&sharded::row_name(*masters))).collect();
     let target = target_dir();
     let redis_server = redis::ensure()?;
 
-    cmd::run(&mut cmd::cargo_command(["build", "--release", "-p", "asynq-bench", "--bin", "asynq-bench"]))?;
+    let binary = match &options.bin_dir {
+        Some(dir) => prebuilt(options, dir)?,
+        None => {
+            cmd::run(&mut cmd::cargo_command(["build", "--release", "-p", "asynq-bench", "--bin", "asynq-bench"]))?;
+            target.join("release/asynq-bench")
+        }
+    };
     let mut peers = Vec::new();
     if options.peer {
         peers.push(Peer::build(PeerKind::RustAsynq, target.join("bench/peer"))?);
@@ -169,45 +219,80 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
 
     let pinning = Pinning::new(options.pin);
     let awake = Awake::new(options.awake);
-    let mut redis = RedisServer::start(&redis_server, pinning)?;
-    step(format_args!("benchmarking against {}", redis.url()));
+    let mut redis =
+        if scenarios.is_empty() && peers.is_empty() { None } else { Some(RedisServer::start(&redis_server, pinning)?) };
+    if let Some(redis) = &redis {
+        step(format_args!("benchmarking against {}", redis.url()));
+    }
+    let mut axis = if masters.is_empty() {
+        None
+    } else {
+        step(format_args!("starting Redis Clusters of {masters:?} masters for {}", sharded::NAME));
+        let workers = options.workers_per_master();
+        Some(sharded::Axis::start(&redis_server, binary.clone(), &masters, sizes.tasks, workers)?)
+    };
     let mut rows = Vec::new();
     let runs = options.runs();
     // Round after round of every scenario and peer, so that a change in the machine's load
     // shifts ours and the peers' alike, and the ratios stay side by side.
     for index in 1..=runs {
-        let mut runner = Runner::new(&mut redis, target.join("release/asynq-bench"), pinning, sizes);
-        for scenario in scenarios.iter().filter(|scenario| scenario.throughput || index == 1) {
-            let row = Row::from_run(scenario.name, &runner.run(scenario)?);
-            let of = if scenario.throughput { runs } else { 1 };
-            step(format_args!("{} run {index}/{of}: {}", scenario.name, headline(&row)));
-            rows.push(row);
+        if let Some(redis) = &mut redis {
+            let mut runner = Runner::new(redis, binary.clone(), pinning, sizes);
+            for scenario in scenarios.iter().filter(|scenario| scenario.throughput || index == 1) {
+                let row = Row::from_run(scenario.name, &runner.run(scenario)?);
+                let of = if scenario.throughput { runs } else { 1 };
+                step(format_args!("{} run {index}/{of}: {}", scenario.name, headline(&row)));
+                rows.push(row);
+            }
+            for peer in &peers {
+                let mut peer_rows = peer.run(runner.redis(), pinning, sizes.tasks)?;
+                let runs_now = |name: &str| scenarios.iter().any(|s| s.name == name && (s.throughput || index == 1));
+                peer_rows.extend(peer.run_twins(&mut runner, pinning, &sizes, runs_now)?);
+                let summary: Vec<String> =
+                    peer_rows.iter().map(|row| format!("{} {}", row.scenario, headline(row))).collect();
+                step(format_args!("{} run {index}/{runs}: {}", peer.name(), summary.join("; ")));
+                rows.extend(peer_rows);
+            }
         }
-        for peer in &peers {
-            let mut peer_rows = peer.run(runner.redis(), pinning, sizes.tasks)?;
-            let runs_now = |name: &str| scenarios.iter().any(|s| s.name == name && (s.throughput || index == 1));
-            peer_rows.extend(peer.run_twins(&mut runner, pinning, &sizes, runs_now)?);
-            let summary: Vec<String> =
-                peer_rows.iter().map(|row| format!("{} {}", row.scenario, headline(row))).collect();
-            step(format_args!("{} run {index}/{runs}: {}", peer.name(), summary.join("; ")));
-            rows.extend(peer_rows);
+        if let Some(axis) = &mut axis {
+            for row in axis.run_round()? {
+                step(format_args!("{} run {index}/{runs}: {}", row.scenario, headline(&row)));
+                rows.push(row);
+            }
         }
     }
     drop(redis);
+    drop(axis);
 
     let report = Report {
         machine: Machine::detect(&redis_server),
-        settings: options.describe(&sizes, pinning, &awake),
+        settings: options.describe(&sizes, pinning, &awake, &masters),
         cpus_awake: awake.is_enabled(),
         rows: report::medians(rows),
         ratios: peers.iter().flat_map(Peer::ratios).collect(),
         micro,
     };
-    let dir = target.join("bench");
+    let dir = options.out.clone().unwrap_or_else(|| target.join("bench"));
     report.write(&dir)?;
     println!("\n{}", report.summary());
     step(format_args!("wrote {} and {}", dir.join("report.md").display(), dir.join("report.json").display()));
     Ok(())
+}
+
+/// The `asynq-bench` in `dir` (`--bin-dir`), where nothing is built: the peers and the
+/// micro-benchmarks, which need cargo and Go, cannot run.
+fn prebuilt(options: &Options, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    if options.peer || options.go {
+        bail!("--peer and --go build their peers, which --bin-dir cannot: leave them out");
+    }
+    if options.selects(MICRO) {
+        bail!("the micro-benchmarks need cargo, which --bin-dir runs without: name the scenarios with --only");
+    }
+    let binary = dir.join("asynq-bench");
+    if !binary.is_file() {
+        bail!("--bin-dir {}: there is no asynq-bench in it", dir.display());
+    }
+    Ok(binary)
 }
 
 /// The number a run is about, for progress lines.
@@ -224,7 +309,7 @@ fn headline(row: &Row) -> String {
 }
 
 /// Cargo's target directory: `CARGO_TARGET_DIR` (relative to the workspace root) or `target`.
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     let root = crate::workspace_root();
     std::env::var_os("CARGO_TARGET_DIR")
         .filter(|dir| !dir.is_empty())
@@ -254,6 +339,26 @@ mod tests {
         assert_eq!(parse(&["--runs", "9"]).unwrap().runs(), 9);
         assert!(parse(&["--runs", "0"]).is_err());
         assert!(parse(&["--fast"]).is_err());
+        let bundle =
+            parse(&["--bin-dir", "/b", "--out=/o", "--masters", "4,1,2", "--workers-per-master", "2"]).unwrap();
+        assert_eq!((bundle.bin_dir.as_deref(), bundle.out.as_deref()), (Some("/b".as_ref()), Some("/o".as_ref())));
+        assert_eq!((bundle.masters(), bundle.workers_per_master()), (vec![1, 2, 4], 2));
+        assert_eq!((Options::default().masters(), Options::default().workers_per_master()), (vec![1, 2], 1));
+        assert!(parse(&["--masters", "0"]).is_err());
+        assert!(parse(&["--workers-per-master", "0"]).is_err());
+    }
+
+    #[test]
+    fn a_prebuilt_bench_runs_named_scenarios_without_peers() {
+        let dir = std::env::temp_dir().join(format!("xtask-prebuilt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let named = parse(&["--only", "sharded-drain"]).unwrap();
+        assert!(prebuilt(&named, &dir).unwrap_err().to_string().contains("no asynq-bench"));
+        std::fs::write(dir.join("asynq-bench"), "").unwrap();
+        assert_eq!(prebuilt(&named, &dir).unwrap(), dir.join("asynq-bench"));
+        assert!(prebuilt(&Options::default(), &dir).is_err(), "the micro-benchmarks need cargo");
+        assert!(prebuilt(&parse(&["--only", "enqueue", "--go"]).unwrap(), &dir).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

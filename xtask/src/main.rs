@@ -10,7 +10,13 @@
 //! - `cargo xtask ci`: what `.ci/run` does: format check, clippy, then `cargo xtask test`.
 //! - `cargo xtask bench [--quick] [--pin] [--awake] [--peer] [--go] [--tasks N] [--runs N]
 //!   [--only NAMES]`: micro-benchmarks and end-to-end scenarios on a private `redis-server`;
-//!   writes `target/bench/report.md` and `target/bench/report.json`.
+//!   writes `target/bench/report.md` and `target/bench/report.json`. `--masters 1,2,4,8` sets the
+//!   masters axis of `sharded-drain` (one sharded queue on Redis Clusters of that many masters);
+//!   `--bin-dir DIR` runs the `asynq-bench` in DIR instead of building one, `--out DIR` writes
+//!   the report there.
+//! - `cargo xtask bench-bundle DIR`: the bench as a directory with its programs, `redis-server`
+//!   and their shared libraries, and a `run.sh` that runs it on a machine without Rust, network
+//!   or Redis (the masters axis 1, 2, 4, 8 and the enqueue scenarios), writing the figures there.
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]`: runs each cargo-fuzz target in `fuzz/` for N
 //!   seconds (default 60) and prints executions and crashes (needs `cargo install cargo-fuzz`).
 //! - `cargo xtask chaos [--quick] [--scenario NAME]`: the chaos suite (`asynq-chaos`), full
@@ -22,6 +28,7 @@
 
 mod bench;
 mod browser;
+mod bundle;
 mod chaos;
 mod ci;
 mod cmd;
@@ -61,6 +68,20 @@ commands:
                                       reported (default 3; 1 quick)
                         --only NAMES  comma-separated scenarios, a name selecting those it starts
                                       followed by a dash (micro, baseline, enqueue, drain-c10...)
+                        --masters N,N the masters axis of sharded-drain: one sharded queue (2
+                                      shards per master) drained on a Redis Cluster of each
+                                      count, --tasks per master (default 1,2; at most 32)
+                        --workers-per-master N
+                                      sharded-drain processes per master (default 1)
+                        --bin-dir DIR run the asynq-bench in DIR instead of building it (no
+                                      cargo: no micro-benchmarks, no --peer or --go)
+                        --out DIR     write report.{md,json} to DIR instead of target/bench
+  bench-bundle DIR    build the release binaries and copy them, stripped, into DIR with
+                      redis-server (ASYNQ_REDIS_SERVER_BIN or PATH), the shared libraries they
+                      link (ldd) and a run.sh that runs the bench there without Rust, network
+                      or Redis: DIR/run.sh OUT_DIR runs the masters axis 1,2,4,8 and the
+                      enqueue scenarios and writes the figures to OUT_DIR (TASKS, RUNS, MASTERS,
+                      WORKERS_PER_MASTER, ONLY change them; see DIR/run.sh)
   fuzz [--seconds N] [TARGET...]
                       run each cargo-fuzz target in fuzz/ for N seconds (default 60):
                       task_message, cron_spec, go_duration, web_request; needs cargo-fuzz
@@ -90,6 +111,7 @@ fn main() -> ExitCode {
     let result = match command {
         "test" => test::parse_args(rest).and_then(|extra| test::run(&extra)),
         "bench" => bench::parse_args(rest).and_then(|options| bench::run(&options)),
+        "bench-bundle" => bundle::parse_args(rest).and_then(|dir| bundle::run(&dir)),
         "chaos" => chaos::parse_args(rest).and_then(|options| chaos::run(&options)),
         "fuzz" => fuzz::parse_args(rest).and_then(|options| fuzz::run(&options)),
         "ci" => match rest {

@@ -339,7 +339,7 @@ pub(crate) struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// A runner of the `asynq-bench` at `binary` against `redis`.
     pub(crate) fn new(redis: &'a mut RedisServer, binary: PathBuf, pinning: Pinning, sizes: Sizes) -> Self {
-        let launcher = Launcher { binary, pinning, redis_url: redis.url() };
+        let launcher = Launcher::new(binary, pinning, redis.url());
         Self { redis, launcher, sizes }
     }
 
@@ -492,8 +492,13 @@ pub(crate) struct Launcher {
 }
 
 impl Launcher {
+    /// A launcher of the `asynq-bench` at `binary` against the Redis at `redis_url`.
+    pub(crate) fn new(binary: PathBuf, pinning: Pinning, redis_url: String) -> Self {
+        Self { binary, pinning, redis_url }
+    }
+
     /// Starts one process per argument list, all at once.
-    fn spawn(&self, arg_lists: &[Vec<String>]) -> anyhow::Result<Processes> {
+    pub(crate) fn spawn(&self, arg_lists: &[Vec<String>]) -> anyhow::Result<Processes> {
         let mut processes = Processes(Vec::new());
         for args in arg_lists {
             let mut command = self.pinning.bench(&self.binary);
@@ -513,11 +518,11 @@ pub(crate) fn strings(args: &[&str]) -> Vec<String> {
 
 /// `asynq-bench` processes that are killed if dropped before [`Processes::wait`] collects them,
 /// so that an error elsewhere leaves none behind.
-struct Processes(Vec<(String, Child)>);
+pub(crate) struct Processes(Vec<(String, Child)>);
 
 impl Processes {
     /// Waits for every process and reads its measurement.
-    fn wait(mut self) -> anyhow::Result<Vec<Measurement>> {
+    pub(crate) fn wait(mut self) -> anyhow::Result<Vec<Measurement>> {
         let mut measurements = Vec::new();
         for (args, child) in std::mem::take(&mut self.0) {
             let output = child.wait_with_output().with_context(|| format!("`asynq-bench {args}` vanished"))?;
@@ -545,8 +550,8 @@ impl Drop for Processes {
 
 /// What `asynq-bench` prints: the fields of `asynq_bench::Measurement` the report uses.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-struct Measurement {
-    tasks: u64,
+pub(crate) struct Measurement {
+    pub(crate) tasks: u64,
     concurrency: Option<usize>,
     tasks_per_s: Option<f64>,
     pickup_p50_ms: Option<f64>,
@@ -559,6 +564,9 @@ struct Measurement {
     reads_ms: std::collections::BTreeMap<String, f64>,
     #[serde(default)]
     max_running: Option<u64>,
+    /// The tasks the process's handler ran (the sharded drain's).
+    #[serde(default)]
+    pub(crate) handled: Option<u64>,
     cpu_s: Option<f64>,
     peak_rss_mb: Option<f64>,
     started_unix_us: u64,
@@ -568,7 +576,7 @@ struct Measurement {
 /// One run from the measurements of its processes. Processes that ran side by side count as
 /// one: throughput over the span from the first start to the last finish, CPU summed, the
 /// largest peak memory.
-fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> anyhow::Result<Run> {
+pub(crate) fn combine(measurements: &[Measurement], redis: stats::Usage, window_s: f64) -> anyhow::Result<Run> {
     let [first, rest @ ..] = measurements else { bail!("no process was run") };
     let tasks_per_s = if rest.is_empty() {
         first.tasks_per_s
@@ -610,6 +618,7 @@ mod tests {
             servers_ls_ms: None,
             reads_ms: std::collections::BTreeMap::new(),
             max_running: None,
+            handled: None,
             cpu_s: Some(cpu_s),
             peak_rss_mb: Some(peak_rss_mb),
             started_unix_us,

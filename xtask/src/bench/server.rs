@@ -31,12 +31,24 @@ pub(crate) struct RedisServer {
 impl RedisServer {
     /// Starts `binary` (pinned as `pinning` says) and waits until it answers.
     pub(crate) fn start(binary: &Path, pinning: Pinning) -> anyhow::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("asynq-bench-redis-{}", std::process::id()));
+        Self::start_with(binary, pinning, "redis", &[], free_port)
+    }
+
+    /// Starts `binary` with `extra` arguments, in a directory of its own named after `name`, on
+    /// a port from `pick_port`, and waits until it answers: how a Cluster's nodes start.
+    pub(crate) fn start_with(
+        binary: &Path,
+        pinning: Pinning,
+        name: &str,
+        extra: &[&str],
+        pick_port: fn() -> anyhow::Result<u16>,
+    ) -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("asynq-bench-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let mut failures = Vec::new();
         for _ in 0..PORT_ATTEMPTS {
-            let port = free_port()?;
-            match Self::spawn(binary, pinning, port, &dir) {
+            let port = pick_port()?;
+            match Self::spawn(binary, pinning, port, &dir, extra) {
                 Ok(server) => return Ok(server),
                 Err(e) => failures.push(format!("port {port}: {e:#}")),
             }
@@ -46,12 +58,13 @@ impl RedisServer {
         bail!("could not start redis-server:\n{}\n--- {LOG_FILE}:\n{}", failures.join("\n"), log.trim_end())
     }
 
-    fn spawn(binary: &Path, pinning: Pinning, port: u16, dir: &Path) -> anyhow::Result<Self> {
+    fn spawn(binary: &Path, pinning: Pinning, port: u16, dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
         assert_ne!(port, 6379, "the benchmark never uses the default Redis port");
         let mut command = pinning.redis(binary);
         command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--logfile", LOG_FILE])
+            .args(extra)
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -67,6 +80,11 @@ impl RedisServer {
     /// `redis://127.0.0.1:<port>`.
     pub(crate) fn url(&self) -> String {
         format!("redis://{}", self.addr)
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// Sends one command on the server's control connection.
@@ -136,7 +154,7 @@ impl Drop for ServerStarting<'_> {
 }
 
 /// A loopback port that was free a moment ago (the OS picks it from the ephemeral range).
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("cannot find a free loopback port")?;
     Ok(listener.local_addr()?.port())
 }

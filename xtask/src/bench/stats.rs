@@ -163,18 +163,37 @@ pub(crate) fn measure<T>(
     server: &mut RedisServer,
     work: impl FnOnce() -> anyhow::Result<T>,
 ) -> anyhow::Result<(T, Usage, f64)> {
-    server.command(&["CONFIG", "SET", "slowlog-log-slower-than", &SLOW_COMMAND_US.to_string()])?;
-    server.command(&["CONFIG", "SET", "slowlog-max-len", SLOWLOG_LEN])?;
-    server.command(&["SLOWLOG", "RESET"])?;
-    let before = Snapshot::take(server)?;
+    measure_all(std::slice::from_mut(server), work)
+}
+
+/// [`measure`] over several servers (a Cluster's masters): their usages added up, the longest
+/// command the longest of any.
+pub(crate) fn measure_all<T>(
+    servers: &mut [RedisServer],
+    work: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<(T, Usage, f64)> {
+    let mut before = Vec::with_capacity(servers.len());
+    for server in servers.iter_mut() {
+        server.command(&["CONFIG", "SET", "slowlog-log-slower-than", &SLOW_COMMAND_US.to_string()])?;
+        server.command(&["CONFIG", "SET", "slowlog-max-len", SLOWLOG_LEN])?;
+        server.command(&["SLOWLOG", "RESET"])?;
+        before.push(Snapshot::take(server)?);
+    }
     let started = Instant::now();
     let value = work()?;
     let window_s = started.elapsed().as_secs_f64();
-    let mut usage = Snapshot::take(server)?.since(&before);
-    if let Some((us, command)) = longest_logged(&server.command(&["SLOWLOG", "GET", SLOWLOG_LEN])?) {
-        (usage.longest_command_us, usage.longest_command) = (Some(us), Some(command));
+    let mut total: Option<Usage> = None;
+    for (server, before) in servers.iter_mut().zip(&before) {
+        let mut usage = Snapshot::take(server)?.since(before);
+        if let Some((us, command)) = longest_logged(&server.command(&["SLOWLOG", "GET", SLOWLOG_LEN])?) {
+            (usage.longest_command_us, usage.longest_command) = (Some(us), Some(command));
+        }
+        total = Some(match total {
+            Some(total) => total + usage,
+            None => usage,
+        });
     }
-    Ok((value, usage, window_s))
+    Ok((value, total.unwrap_or_default(), window_s))
 }
 
 /// How many of the longest command's arguments are kept: a script's SHA, key count and first

@@ -14,6 +14,7 @@ mod go_twins;
 mod groups;
 mod latency;
 mod queues;
+mod sharded;
 mod size;
 #[cfg(test)]
 mod tests;
@@ -145,6 +146,7 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool, cpus: usize) -> Vec<Check> {
     checks.push(queues::tenants_check(&rows));
     checks.extend(size::size_axis_checks(&rows));
     checks.extend(groups::group_checks(&rows));
+    checks.extend(sharded::checks(&rows));
     checks.push(drain::memory_check(&rows));
     checks
 }
