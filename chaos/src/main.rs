@@ -36,7 +36,8 @@ enum Cmd {
         /// One scenario (kill-worker, restart-redis, redis-unreachable, sigterm, many-workers,
         /// sentinel-failover, cluster-failover, redis-frozen, restart-redis-repeatedly,
         /// kill-prefetching-worker, oversized-enqueue, kill-worker-holding-slots,
-        /// kill-workers-during-workflow, kill-workers-during-cross-queue-workflow) or `all`.
+        /// kill-workers-during-workflow, kill-workers-during-cross-queue-workflow, durable-steps) or
+        /// `all`.
         #[arg(long, default_value = "all")]
         scenario: String,
     },

@@ -42,8 +42,10 @@ use std::time::{Duration, Instant};
 
 mod faults;
 mod stage;
+mod steps;
 
 use faults::*;
+pub use steps::StepsLedger;
 
 /// How often conditions are polled.
 pub const POLL: Duration = Duration::from_millis(50);
@@ -142,11 +144,14 @@ pub enum Scenario {
     /// `kill -9` of workers while they relay a workflow whose every task waits for a task of
     /// another queue, on another Cluster master, during its fan-out and during its chain.
     KillWorkersDuringCrossQueueWorkflow,
+    /// Handlers of durable steps, a durable sleep and a wait for a signal, while workers are
+    /// killed (`kill -9`) and Redis restarted: no recorded step runs again, no signal is lost.
+    DurableSteps,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 14] = [
+    pub const ALL: [Scenario; 15] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -161,6 +166,7 @@ impl Scenario {
         Self::KillWorkerHoldingSlots,
         Self::KillWorkersDuringWorkflow,
         Self::KillWorkersDuringCrossQueueWorkflow,
+        Self::DurableSteps,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -180,6 +186,7 @@ impl Scenario {
             Self::KillWorkerHoldingSlots => "kill-worker-holding-slots",
             Self::KillWorkersDuringWorkflow => "kill-workers-during-workflow",
             Self::KillWorkersDuringCrossQueueWorkflow => "kill-workers-during-cross-queue-workflow",
+            Self::DurableSteps => "durable-steps",
         }
     }
 
@@ -208,6 +215,7 @@ impl Scenario {
             Self::KillWorkerHoldingSlots => kill_worker_holding_slots(profile, bin),
             Self::KillWorkersDuringWorkflow => kill_workers_during_workflow(profile, bin),
             Self::KillWorkersDuringCrossQueueWorkflow => kill_workers_during_cross_queue_workflow(profile, bin),
+            Self::DurableSteps => steps::durable_steps(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -237,6 +245,8 @@ pub struct Report {
     /// In a failover scenario, the acknowledged task IDs no worker finished that were
     /// acknowledged inside the failover's window (not counted in `lost`).
     pub replication_lost: Option<usize>,
+    /// In the durable-steps scenario, the counts of steps and signals.
+    pub steps: Option<StepsLedger>,
     /// What happened on the way (timings, errors seen, the fault injected).
     pub notes: Vec<String>,
     /// Checks beyond the counts that failed; empty when all held.
@@ -265,6 +275,7 @@ impl Report {
             && self.orphaned_active == 0
             && self.stale_locks == 0
             && self.failures.is_empty()
+            && self.steps.is_none_or(|steps| steps.passed())
     }
 
     /// The ledger line, the notes (indented) and the failures (indented, `FAILED:`).
@@ -297,6 +308,9 @@ impl fmt::Display for Report {
         )?;
         if let Some(replication_lost) = self.replication_lost {
             write!(f, " replication_lost={replication_lost}")?;
+        }
+        if let Some(steps) = self.steps {
+            write!(f, " {steps}")?;
         }
         Ok(())
     }
