@@ -24,6 +24,8 @@
 //! - `replication_lost` (failover scenarios only): acknowledged IDs no worker finished that were
 //!   acknowledged between the start of the failover and the old master's demotion, the window in
 //!   which Redis's asynchronous replication may drop writes; `lost` counts the others.
+//! - `rerun_recorded_steps` and the other counts of [`StepsLedger`] (`durable-steps` only): steps
+//!   run again after their record was durable, and signals lost.
 //!
 //! Anything else a scenario checks (a process that hung, panicked or died, a call that did not
 //! fail within its timeout, a task that started after SIGTSTP) is a [`Report::failures`] entry.
