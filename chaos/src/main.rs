@@ -37,7 +37,7 @@ enum Cmd {
         /// sentinel-failover, cluster-failover, redis-frozen, restart-redis-repeatedly,
         /// kill-prefetching-worker, oversized-enqueue, kill-worker-holding-slots,
         /// kill-workers-during-workflow, kill-workers-during-cross-queue-workflow,
-        /// kill-workers-during-sharded-drain) or `all`.
+        /// kill-workers-during-sharded-drain, durable-steps) or `all`.
         #[arg(long, default_value = "all")]
         scenario: String,
     },

@@ -24,6 +24,8 @@
 //! - `replication_lost` (failover scenarios only): acknowledged IDs no worker finished that were
 //!   acknowledged between the start of the failover and the old master's demotion, the window in
 //!   which Redis's asynchronous replication may drop writes; `lost` counts the others.
+//! - `rerun_recorded_steps` and the other counts of [`StepsLedger`] (`durable-steps` only): steps
+//!   run again after their record was durable, and signals lost.
 //!
 //! Anything else a scenario checks (a process that hung, panicked or died, a call that did not
 //! fail within its timeout, a task that started after SIGTSTP) is a [`Report::failures`] entry.
@@ -43,8 +45,10 @@ use std::time::{Duration, Instant};
 mod faults;
 mod sharded;
 mod stage;
+mod steps;
 
 use faults::*;
+pub use steps::StepsLedger;
 
 /// How often conditions are polled.
 pub const POLL: Duration = Duration::from_millis(50);
@@ -146,11 +150,14 @@ pub enum Scenario {
     /// `kill -9` of workers (each restarted) while they drain a sharded queue whose shards
     /// spread over the masters of a Cluster.
     KillWorkersDuringShardedDrain,
+    /// Handlers of durable steps, a durable sleep and a wait for a signal, while workers are
+    /// killed (`kill -9`) and Redis restarted: no recorded step runs again, no signal is lost.
+    DurableSteps,
 }
 
 impl Scenario {
     /// Every scenario, in the order `run --scenario all` runs them.
-    pub const ALL: [Scenario; 15] = [
+    pub const ALL: [Scenario; 16] = [
         Self::KillWorker,
         Self::RestartRedis,
         Self::RedisUnreachable,
@@ -166,6 +173,7 @@ impl Scenario {
         Self::KillWorkersDuringWorkflow,
         Self::KillWorkersDuringCrossQueueWorkflow,
         Self::KillWorkersDuringShardedDrain,
+        Self::DurableSteps,
     ];
 
     /// The scenario's name, as the ledger prints it.
@@ -186,6 +194,7 @@ impl Scenario {
             Self::KillWorkersDuringWorkflow => "kill-workers-during-workflow",
             Self::KillWorkersDuringCrossQueueWorkflow => "kill-workers-during-cross-queue-workflow",
             Self::KillWorkersDuringShardedDrain => "kill-workers-during-sharded-drain",
+            Self::DurableSteps => "durable-steps",
         }
     }
 
@@ -215,6 +224,7 @@ impl Scenario {
             Self::KillWorkersDuringWorkflow => kill_workers_during_workflow(profile, bin),
             Self::KillWorkersDuringCrossQueueWorkflow => kill_workers_during_cross_queue_workflow(profile, bin),
             Self::KillWorkersDuringShardedDrain => sharded::kill_workers_during_sharded_drain(profile, bin),
+            Self::DurableSteps => steps::durable_steps(profile, bin),
         }
         .with_context(|| format!("scenario {}", self.name()))?;
         report.notes.push(format!("took {:.1} s", started.elapsed().as_secs_f64()));
@@ -244,6 +254,8 @@ pub struct Report {
     /// In a failover scenario, the acknowledged task IDs no worker finished that were
     /// acknowledged inside the failover's window (not counted in `lost`).
     pub replication_lost: Option<usize>,
+    /// In the durable-steps scenario, the counts of steps and signals.
+    pub steps: Option<StepsLedger>,
     /// What happened on the way (timings, errors seen, the fault injected).
     pub notes: Vec<String>,
     /// Checks beyond the counts that failed; empty when all held.
@@ -272,6 +284,7 @@ impl Report {
             && self.orphaned_active == 0
             && self.stale_locks == 0
             && self.failures.is_empty()
+            && self.steps.is_none_or(|steps| steps.passed())
     }
 
     /// The ledger line, the notes (indented) and the failures (indented, `FAILED:`).
@@ -304,6 +317,9 @@ impl fmt::Display for Report {
         )?;
         if let Some(replication_lost) = self.replication_lost {
             write!(f, " replication_lost={replication_lost}")?;
+        }
+        if let Some(steps) = self.steps {
+            write!(f, " {steps}")?;
         }
         Ok(())
     }

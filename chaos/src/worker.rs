@@ -92,7 +92,7 @@ impl<'a> LedgerLine<'a> {
 
 /// A ledger file opened for appending; clones share the file.
 #[derive(Debug, Clone)]
-struct Ledger {
+pub(crate) struct Ledger {
     file: Arc<File>,
     path: PathBuf,
 }
@@ -108,8 +108,18 @@ impl Ledger {
     }
 
     /// Appends one line in one `write(2)` (a line is far shorter than any partial-write limit).
-    fn append(&self, line: LedgerLine<'_>) -> std::io::Result<()> {
-        (&*self.file).write_all(line.render().as_bytes())
+    pub(crate) fn append(&self, line: LedgerLine<'_>) -> std::io::Result<()> {
+        self.write(&line.render())
+    }
+
+    /// Appends `text`, one or more whole lines, in one `write(2)`.
+    pub(crate) fn write(&self, text: &str) -> std::io::Result<()> {
+        (&*self.file).write_all(text.as_bytes())
+    }
+
+    /// A handler's error for a failed write to this ledger.
+    pub(crate) fn write_error(&self, e: std::io::Error) -> HandlerError {
+        HandlerError::new(format!("could not write the ledger {}: {e}", self.path.display()))
     }
 }
 
@@ -187,7 +197,12 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
     let max_sleep = options.max_sleep;
     let handler = handler_fn(move |ctx: TaskContext, task: Task| {
         let ledger = ledger.clone();
-        async move { handle(&ledger, max_sleep, &ctx, &task).await }
+        async move {
+            match task.type_name() {
+                crate::steps::TASK_TYPE => crate::steps::handle(&ledger, &ctx, &task).await,
+                _ => handle(&ledger, max_sleep, &ctx, &task).await,
+            }
+        }
     });
     server.run(handler).await?;
     Ok(())
@@ -208,7 +223,8 @@ fn spawn_oversized_enqueue(broker: RedisBroker, queue: String, after: Duration) 
     });
 }
 
-/// The handler: ledger `start`, sleep, ledger `ran`.
+/// The handler of [`TASK_TYPE`]: ledger `start`, sleep, ledger `ran` (the tasks of
+/// [`crate::steps::TASK_TYPE`] have their own, [`crate::steps`]).
 async fn handle(
     ledger: &Ledger,
     max_sleep: Option<Duration>,
@@ -218,8 +234,7 @@ async fn handle(
     let id = ctx.task_id();
     let payload = Payload::decode(task.payload())
         .ok_or_else(|| HandlerError::skip_retry(format!("payload {:?} is not `<sleep_ms> <seq>`", task.payload())))?;
-    let write_error =
-        |e: std::io::Error| HandlerError::new(format!("could not write the ledger {}: {e}", ledger.path.display()));
+    let write_error = |e: std::io::Error| ledger.write_error(e);
     ledger.append(LedgerLine::Start(id, ctx.retry_count())).map_err(write_error)?;
     if ctx.workflow_id().is_some() {
         // In a workflow, `seq` is how many tasks this one waits for, each writing `ok`.

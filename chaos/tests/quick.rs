@@ -2,7 +2,7 @@
 //! redis-server and processes, and most of their time is waiting out a 30 s lease), with the
 //! debug `asynq-chaos` binary as the worker and producer processes. Prints each ledger line
 //! (visible with `--no-capture`) and asserts that nothing was lost, no task was charged a
-//! failure for an attempt no handler started, no active task was left without a lease, no uniqueness lock outlived its task, and every other check held.
+//! failure for an attempt no handler started, no active task was left without a lease, no uniqueness lock outlived its task, no recorded durable step ran again, no signal was lost, and every other check held.
 //!
 //! It takes a little over a minute: a task whose worker was killed, or whose dequeue reply was
 //! lost to the fault, is recovered only once its lease (30 s) has expired and the recoverer's
@@ -27,7 +27,7 @@ fn quick_profile() {
                     && report.failed_unrun == 0
                     && report.orphaned_active == 0
                     && report.stale_locks == 0;
-                if !counts_ok || !report.failures.is_empty() || report.acknowledged == 0 {
+                if !counts_ok || !report.passed() || !report.failures.is_empty() || report.acknowledged == 0 {
                     failed.push(report.details());
                 }
             }

@@ -95,7 +95,7 @@ commands:
                                          oversized-enqueue, kill-worker-holding-slots,
                                          kill-workers-during-workflow,
                                          kill-workers-during-cross-queue-workflow,
-                                         kill-workers-during-sharded-drain
+                                         kill-workers-during-sharded-drain, durable-steps
                                          (default: all)
   help                print this message";
 
