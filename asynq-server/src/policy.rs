@@ -83,6 +83,23 @@ impl FailurePolicy {
     }
 }
 
+impl FailurePolicy {
+    /// When to try `message` again, uncharged, should the park its handler asked for (`err`,
+    /// carrying a suspension until `until`) fail to be written: after the retry delay, or at
+    /// `until` if that is sooner. Not at `until` alone: a task in the retry set is not woken by a
+    /// signal, and a sleep whose record was not written sleeps its whole length again.
+    pub(crate) fn park_fallback(
+        &self,
+        message: &StoredTask,
+        err: &HandlerError,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> SystemTime {
+        let delay = (self.retry_delay)(message.retried, err, &Task::from_message(message));
+        asynq_core::time::add_clamped(now, delay).min(until)
+    }
+}
+
 impl fmt::Debug for FailurePolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FailurePolicy").finish_non_exhaustive()

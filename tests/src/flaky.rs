@@ -4,8 +4,9 @@
 use async_trait::async_trait;
 use asynq_core::broker::{
     Dequeue, Dequeued, Enqueue, ExpiredLease, Forward, Forwarded, Health, Inspect, Janitor, Outcome, Page, Recover,
-    ServerState,
+    ServerState, Steps,
 };
+use asynq_core::steps::{Parked, StepName, StepRecord};
 use asynq_core::{
     BrokerError, EnqueueRequest, Error, GroupName, Progress, QueueInfo, QueueName, Result, ServerInfo, StoredTask,
     TaskId, TaskInfo, TaskState, WorkerInfo,
@@ -22,6 +23,7 @@ pub struct FlakyBroker<B> {
     inner: B,
     down: Arc<AtomicBool>,
     lose_dequeue_reply: Arc<AtomicBool>,
+    fail_parks: Arc<AtomicBool>,
     /// While set, every call waits this long (a response timeout) and then fails.
     frozen: Arc<std::sync::Mutex<Option<Duration>>>,
 }
@@ -29,13 +31,25 @@ pub struct FlakyBroker<B> {
 impl<B> FlakyBroker<B> {
     /// Wraps `inner`, up.
     pub fn new(inner: B) -> Self {
-        Self { inner, down: Arc::default(), lose_dequeue_reply: Arc::default(), frozen: Arc::default() }
+        Self {
+            inner,
+            down: Arc::default(),
+            lose_dequeue_reply: Arc::default(),
+            fail_parks: Arc::default(),
+            frozen: Arc::default(),
+        }
     }
 
     /// Makes the next dequeue run on the inner broker and then fail as if its reply were lost
     /// (the connection dropped after the command ran): the tasks it took are leased to nobody.
     pub fn lose_next_dequeue_reply(&self) {
         self.lose_dequeue_reply.store(true, Ordering::SeqCst);
+    }
+
+    /// Makes every following park of a task ([`Steps::park`]) fail, transiently, writing
+    /// nothing, while every other call succeeds; `false` lets parks through again.
+    pub fn fail_parks(&self, fail: bool) {
+        self.fail_parks.store(fail, Ordering::SeqCst);
     }
 
     /// Makes every following call fail.
@@ -165,7 +179,11 @@ impl<B: ServerState> ServerState for FlakyBroker<B> {
 }
 
 /// The inner broker's capabilities, each failing while the broker is down.
-impl<B: asynq_core::Broker> asynq_core::broker::Capabilities for FlakyBroker<B> {
+impl<B: asynq_core::Broker + Steps> asynq_core::broker::Capabilities for FlakyBroker<B> {
+    fn as_steps(self: Arc<Self>) -> Option<Arc<dyn Steps>> {
+        Some(self)
+    }
+
     fn as_cancel(self: Arc<Self>) -> Option<Arc<dyn asynq_core::broker::Cancel>> {
         Some(self)
     }
@@ -495,5 +513,37 @@ impl<B: asynq_core::broker::RateLimiter> asynq_core::broker::RateLimiter for Fla
     ) -> Result<()> {
         self.check().await?;
         self.inner.give_back_tokens(queue, limit, count).await
+    }
+}
+
+#[async_trait]
+impl<B: Steps> Steps for FlakyBroker<B> {
+    async fn step_records(&self, queue: &QueueName, id: &TaskId) -> Result<Vec<StepRecord>> {
+        self.check().await?;
+        self.inner.step_records(queue, id).await
+    }
+
+    async fn record_step(&self, queue: &QueueName, id: &TaskId, record: &StepRecord) -> Result<()> {
+        self.check().await?;
+        self.inner.record_step(queue, id, record).await
+    }
+
+    async fn park(&self, message: &StoredTask, parked: &Parked, record: Option<&StepRecord>) -> Result<()> {
+        self.check().await?;
+        if self.fail_parks.load(Ordering::SeqCst) {
+            let cause = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset");
+            return Err(Error::Broker(BrokerError::transient("park failed", cause)));
+        }
+        self.inner.park(message, parked, record).await
+    }
+
+    async fn signal(&self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Result<bool> {
+        self.check().await?;
+        self.inner.signal(queue, id, name, value).await
+    }
+
+    async fn signal_value(&self, queue: &QueueName, id: &TaskId, name: &StepName) -> Result<Option<Bytes>> {
+        self.check().await?;
+        self.inner.signal_value(queue, id, name).await
     }
 }

@@ -110,14 +110,15 @@ impl Shared {
         self.record_attempt(duration);
         cancel.cancel();
         // A handler that parked its task is charged nothing; should parking fail, the task
-        // retries at its time, uncharged.
+        // retries uncharged, after the retry delay or at the park's end if sooner.
         let suspension = match &attempt {
             Attempt::Finished(Err(err)) => err.suspension().cloned(),
             _ => None,
         };
         let outcome = match &attempt {
             Attempt::Finished(Err(err)) if suspension.is_some() => {
-                let retry_at = suspension.as_ref().map_or(started, |s| s.parked().until);
+                let until = suspension.as_ref().map_or(started, |s| s.parked().until);
+                let retry_at = self.config.failure_policy.park_fallback(&message, err, self.clock.now(), until);
                 Some(Outcome::Retry { retry_at, error: err.to_string(), is_failure: false })
             }
             Attempt::Finished(Ok(())) if message.retention.is_some() => Some(Outcome::Complete),
@@ -178,8 +179,8 @@ impl Shared {
         }
     }
 
-    /// Parks `message` as its handler asked; writes `fallback` (an uncharged retry at the same
-    /// time) when the broker keeps no steps or parking fails.
+    /// Parks `message` as its handler asked; writes `fallback` (an uncharged retry, soon) when
+    /// the broker keeps no steps or parking fails.
     async fn park(&self, message: &StoredTask, suspension: Suspension, fallback: Outcome, lease: &Lease) {
         if let Some(steps) = &self.config.steps {
             match steps.park(message, suspension.parked(), suspension.record.as_ref()).await {
@@ -189,7 +190,7 @@ impl Shared {
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(task_id = %message.id, queue = %message.queue, error = %e, "parking failed; retrying the task at its time instead")
+                    tracing::warn!(task_id = %message.id, queue = %message.queue, error = %e, "parking failed; retrying the task after the retry delay instead")
                 }
             }
         }
