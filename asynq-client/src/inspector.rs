@@ -141,9 +141,12 @@ impl Inspector {
     }
 
     /// Removes `queue`. Refused while it holds tasks unless `force`; never while tasks of it
-    /// run. See [`Manage::delete_queue`](asynq_core::broker::Manage::delete_queue).
+    /// run; never for a shard of a declared sharded queue ([`Error::FailedPrecondition`]: reshard
+    /// it instead). See [`Manage::delete_queue`](asynq_core::broker::Manage::delete_queue).
     pub async fn delete_queue(&self, queue: &str, force: bool) -> Result<()> {
-        self.broker.delete_queue(&QueueName::new(queue)?, force).await
+        let queue = QueueName::new(queue)?;
+        self.refuse_removing_a_shard(&queue).await?;
+        self.broker.delete_queue(&queue, force).await
     }
 
     /// [`Inspector::delete_queue`], calling `progress` as the tasks of a forced removal are
@@ -157,7 +160,9 @@ impl Inspector {
         force: bool,
         progress: impl Fn(BulkProgress) + Send + Sync,
     ) -> Result<()> {
-        self.broker.delete_queue_with_progress(&QueueName::new(queue)?, force, &progress).await
+        let queue = QueueName::new(queue)?;
+        self.refuse_removing_a_shard(&queue).await?;
+        self.broker.delete_queue_with_progress(&queue, force, &progress).await
     }
 
     /// Stops servers from taking tasks from `queue`.

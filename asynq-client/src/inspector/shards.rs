@@ -77,6 +77,25 @@ impl Inspector {
         }
         Ok(Some(logical_queue_info(&sharded, &infos)))
     }
+
+    /// Refuses the removal of `queue` when it is a shard of a declared sharded queue (of its
+    /// newest generation or of one still draining): its servers would go on serving it and its
+    /// producers placing tasks on it. Shards go by resharding, which drops them once drained.
+    ///
+    /// Errors: [`Error::FailedPrecondition`] naming the logical queue.
+    pub(super) async fn refuse_removing_a_shard(&self, queue: &QueueName) -> Result<()> {
+        let Some(logical) = asynq_core::shard::logical_of(queue) else { return Ok(()) };
+        let Some(shards) = self.broker.clone().as_sharded_queues() else { return Ok(()) };
+        let Ok(logical) = QueueName::new(logical) else { return Ok(()) };
+        match shards.sharded_queue(&logical).await? {
+            Some(declared) if declared.all_shards().any(|shard| shard == queue) => {
+                Err(Error::FailedPrecondition(format!(
+                    "queue {queue:?} is a shard of the sharded queue {logical:?}; reshard {logical:?} instead of removing a shard"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -128,5 +147,33 @@ mod tests {
                 "{refused:?}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_shard_of_a_declared_queue_is_not_removed() {
+        let broker = Arc::new(MemoryBroker::new());
+        let inspector = Inspector::from_shared(broker.clone());
+        let old = inspector.declare_sharded_queue("orders", 2).await.unwrap();
+        let client =
+            Client::from_shared(broker.clone()).with_sharded_queues(broker.clone().as_sharded_queues().unwrap());
+        for n in 0..4 {
+            client.enqueue(&Task::new("t", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
+        }
+        let new = inspector.reshard_queue("orders", 3).await.unwrap();
+        for shard in [&old.shards()[0], &new.shards()[1]] {
+            for force in [false, true] {
+                let refused = inspector.delete_queue(shard, force).await;
+                assert!(
+                    matches!(&refused, Err(Error::FailedPrecondition(why)) if why.contains("reshard")),
+                    "{refused:?}"
+                );
+                let refused = inspector.delete_queue_with_progress(shard, force, |_| {}).await;
+                assert!(matches!(refused, Err(Error::FailedPrecondition(_))), "{refused:?}");
+            }
+        }
+        assert_eq!(inspector.queue_info("orders").await.unwrap().size, 4, "nothing removed");
+        // A queue whose name only looks like a shard's is removed as any other.
+        client.enqueue(&Task::new("t", "x"), TaskOptions::new().queue("other~1")).await.unwrap();
+        inspector.delete_queue("other~1", true).await.unwrap();
     }
 }
