@@ -388,6 +388,7 @@ macro_rules! broker_conformance {
             workflow::case_a_parent_an_operator_settles_passes_its_outcome_on,
             workflow::case_workflows_are_kept_for_operators,
             workflow::case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_it,
+            workflow::case_a_signal_to_a_waiting_task_is_kept_for_when_it_runs,
             workflow::case_a_cancel_mark_is_kept_and_reported,
             workflow::case_a_dag_s_names_are_kept_in_its_record,
             workflow::case_operators_see_how_gone_workflow_tasks_settled,

@@ -71,6 +71,11 @@ impl Queue {
     /// pending (see `Steps::signal`). `None` when there is no such task; otherwise whether it
     /// woke the task.
     pub(crate) fn signal(&mut self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Option<bool> {
+        if let Some(signals) = self.waiting_signals(id.as_str()) {
+            // A workflow task waiting for its parents keeps it for when it runs.
+            signals.insert(name.clone(), value);
+            return Some(false);
+        }
         let record = self.tasks.get_mut(id.as_str())?;
         record.signals.insert(name.clone(), value);
         let waits = record.state == TaskState::Scheduled
@@ -80,6 +85,9 @@ impl Queue {
 
     /// The value of signal `name` sent to task `id`.
     pub(crate) fn signal_value(&self, id: &str, name: &StepName) -> Option<Bytes> {
-        self.tasks.get(id)?.signals.get(name).cloned()
+        match self.tasks.get(id) {
+            Some(record) => record.signals.get(name).cloned(),
+            None => self.waiting_signal_value(id, name),
+        }
     }
 }
