@@ -8,7 +8,10 @@ use asynq_core::{QueueName, TaskId};
 #[async_trait]
 impl Steps for MemoryBroker {
     async fn step_records(&self, queue: &QueueName, id: &TaskId) -> Result<Vec<StepRecord>> {
-        Ok(self.state().queues.get(queue).map(|q| q.step_records(id)).unwrap_or_default())
+        let mut state = self.state();
+        let Some(q) = state.queues.get_mut(queue) else { return Ok(Vec::new()) };
+        q.forget_ended_park(id);
+        Ok(q.step_records(id))
     }
 
     async fn record_step(&self, queue: &QueueName, id: &TaskId, record: &StepRecord) -> Result<()> {

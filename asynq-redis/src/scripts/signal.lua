@@ -1,7 +1,7 @@
 -- signal: sends a signal to a task: keeps its value in the hash field `signal:<name>` (ours; Go
 -- asynq ignores it), and when the task is parked waiting for this signal (scheduled, with
 -- `parked` = "signal:<until>:<name>", see park.lua) makes it pending, as run_task.lua does a
--- scheduled task, waking idle Rust servers.
+-- scheduled task, waking idle Rust servers; the `parked` field goes, as the park ended.
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:pending
@@ -31,6 +31,7 @@ if redis.call("ZREM", KEYS[3], ARGV[1]) == 0 then
 end
 push_pending(KEYS[2], KEYS[5], KEYS[6], ARGV[1], priority_of(priority), false)
 redis.call("HSET", KEYS[1], "state", "pending")
+redis.call("HDEL", KEYS[1], "parked")
 if redis.call("DEL", KEYS[4]) == 1 then
     redis.call("PUBLISH", ARGV[4], "")
 end
