@@ -397,6 +397,7 @@ macro_rules! broker_conformance {
             events::case_events_follow_each_task_through_its_life,
             events::case_event_reads_resume_and_report_what_was_trimmed,
             events::case_a_log_keeps_exactly_its_cap_and_a_read_of_nothing_reads_nothing,
+            events::case_steps_parks_and_signals_are_logged,
             rate_limit::case_rate_bucket_refills_at_the_rate,
             rate_limit::case_rate_bucket_caps_at_the_burst,
             rate_limit::case_rate_bucket_is_shared_by_every_handle,

@@ -15,7 +15,8 @@ impl Steps for MemoryBroker {
     }
 
     async fn record_step(&self, queue: &QueueName, id: &TaskId, record: &StepRecord) -> Result<()> {
-        let written = self.state().queues.get_mut(queue).is_some_and(|q| q.record_step(id, record));
+        let now = self.now();
+        let written = self.state().queues.get_mut(queue).is_some_and(|q| q.record_step(id, record, now));
         if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
     }
 
@@ -34,7 +35,8 @@ impl Steps for MemoryBroker {
 
     async fn signal(&self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Result<bool> {
         check_signal_value(&value)?;
-        let woke = self.state().queues.get_mut(queue).and_then(|q| q.signal(queue, id, name, value));
+        let now = self.now();
+        let woke = self.state().queues.get_mut(queue).and_then(|q| q.signal(queue, id, name, value, now));
         match woke {
             None => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
             Some(woke) => {

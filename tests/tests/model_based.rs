@@ -653,7 +653,7 @@ struct EventLogs {
 }
 
 /// What an event says, without its ID and time (which are the backend's).
-type EventFacts = (EventKind, String, String, Option<String>, Option<u32>);
+type EventFacts = (EventKind, String, String, Option<String>, Option<u32>, Option<String>);
 
 impl EventLogs {
     async fn new(memory: &MemoryBroker, redis: &RedisBroker) -> Result<Self, TestCaseError> {
@@ -678,7 +678,7 @@ impl EventLogs {
             .into_iter()
             .map(|e| {
                 let progress = e.progress.map(|p| (p.fraction() * 1e6).round() as u32);
-                (e.kind, e.task_id, e.task_type, e.error, progress)
+                (e.kind, e.task_id, e.task_type, e.error, progress, e.name)
             })
             .collect();
         facts.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));

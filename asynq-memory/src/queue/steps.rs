@@ -2,6 +2,7 @@
 //! tasks their handlers park (durable sleeps and signal waits).
 
 use super::{Queue, state_after};
+use asynq_core::events::EventKind;
 use asynq_core::state::Event;
 use asynq_core::steps::{ParkReason, Parked, StepName, StepRecord, sort_step_records};
 use asynq_core::time::unix_secs;
@@ -26,14 +27,15 @@ impl Queue {
         }
     }
 
-    /// Records `step` for the active task `id`, replacing one of the same name; false (nothing
-    /// written) if there is no such active task.
-    pub(crate) fn record_step(&mut self, id: &str, step: &StepRecord) -> bool {
+    /// Records `step` for the active task `id`, replacing one of the same name, and logs it at
+    /// `now`; false (nothing written) if there is no such active task.
+    pub(crate) fn record_step(&mut self, id: &str, step: &StepRecord, now: SystemTime) -> bool {
         let Some(record) = self.tasks.get_mut(id).filter(|record| record.state == TaskState::Active) else {
             return false;
         };
         record.steps.retain(|kept| kept.name() != step.name());
         record.steps.push(step.clone());
+        self.emit_named(now, EventKind::Step, id, Some(step.name().as_str()));
         true
     }
 
@@ -73,20 +75,35 @@ impl Queue {
         self.unstarted.remove(id);
         let due = if signalled { now } else { parked.until };
         self.scheduled.insert(id, unix_secs(due));
+        let signal = match &parked.reason {
+            ParkReason::Signal(name) => Some(name.as_str()),
+            _ => None,
+        };
+        self.emit_named(now, EventKind::Parked, id, signal);
         true
     }
 
     /// Keeps signal `name` for task `id` and, when the task is parked waiting for it, makes it
-    /// pending (see `Steps::signal`). `None` when there is no such task; otherwise whether it
-    /// woke the task.
-    pub(crate) fn signal(&mut self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Option<bool> {
+    /// pending (see `Steps::signal`); logs it at `now`. `None` when there is no such task;
+    /// otherwise whether it woke the task.
+    pub(crate) fn signal(
+        &mut self,
+        queue: &QueueName,
+        id: &TaskId,
+        name: &StepName,
+        value: Bytes,
+        now: SystemTime,
+    ) -> Option<bool> {
         if let Some(signals) = self.waiting_signals(id.as_str()) {
             // A workflow task waiting for its parents keeps it for when it runs.
             signals.insert(name.clone(), value);
+            self.emit_waiting_signalled(now, id.as_str(), name);
             return Some(false);
         }
         let record = self.tasks.get_mut(id.as_str())?;
         record.signals.insert(name.clone(), value);
+        self.emit_named(now, EventKind::Signalled, id.as_str(), Some(name.as_str()));
+        let record = self.tasks.get_mut(id.as_str())?;
         let waits = record.state == TaskState::Scheduled
             && matches!(&record.parked, Some(Parked { reason: ParkReason::Signal(waited), .. }) if waited == name);
         let woke = waits && self.run_task(queue, id).is_ok();

@@ -139,6 +139,13 @@ impl Queue {
         self.workflows.waiting.get_mut(id).map(|waiting| &mut waiting.signals)
     }
 
+    /// Logs at `now` that signal `name` was sent to the waiting task `id`.
+    pub(crate) fn emit_waiting_signalled(&mut self, now: SystemTime, id: &str, name: &StepName) {
+        if let (Some(log), Some(waiting)) = (&mut self.events, self.workflows.waiting.get(id)) {
+            log.push_named(now, EventKind::Signalled, &waiting.request.message, None, None, Some(name.as_str()));
+        }
+    }
+
     /// The value of signal `name` sent to the waiting task `id`.
     pub(crate) fn waiting_signal_value(&self, id: &str, name: &StepName) -> Option<Bytes> {
         self.workflows.waiting.get(id)?.signals.get(name).cloned()
