@@ -519,7 +519,8 @@ impl Inspector {
     }
 
     /// Starts keeping a log of `queue`'s task events (enqueued, started, progress, succeeded,
-    /// retried, requeued, archived, deleted), about `cap` of the newest, or changes the cap of
+    /// retried, requeued, archived, deleted, and durable steps' step, parked, signalled), about
+    /// `cap` of the newest, or changes the cap of
     /// the log it keeps. Writers in other processes follow within
     /// [`EVENT_SETTINGS_DELAY`](asynq_core::events::EVENT_SETTINGS_DELAY). See
     /// [`asynq_core::events`].

@@ -222,3 +222,51 @@ pub async fn case_a_log_keeps_exactly_its_cap_and_a_read_of_nothing_reads_nothin
     let current = t.broker.read_events(&queue, caught_up.next, 10).await.unwrap();
     assert_eq!((current.events.len(), current.missed), (0, false));
 }
+
+/// Durable steps are logged: a recorded step (`step`, naming it), a park (`parked`, naming the
+/// signal a wait is for, none for a sleep) and a signal sent (`signalled`, naming it, whether
+/// or not it wakes the task); a step refused and a signal to no task log nothing.
+pub async fn case_steps_parks_and_signals_are_logged<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
+where
+    F::Broker: EventLog + asynq_core::broker::Steps,
+{
+    use asynq_core::broker::Steps;
+    use asynq_core::steps::{ParkReason, Parked, StepName, StepRecord};
+    let t = Fixture::new(factory).await;
+    t.broker.set_event_cap(&q("q"), Some(EventCap::DEFAULT)).await.unwrap();
+    let (a, go) = (TaskId::new("a").unwrap(), StepName::new("go").unwrap());
+    let step = |name: &str| StepRecord::new(StepName::new(name).unwrap(), "1", t.now()).unwrap();
+
+    let message = t.activate("q", "a").await;
+    t.broker.record_step(&q("q"), &a, &step("charge")).await.unwrap();
+    let nap = Parked::new(ParkReason::Sleep, t.now() + secs(60));
+    t.broker.park(&message, &nap, Some(&step("sleep#1"))).await.unwrap();
+    let refused = t.broker.record_step(&q("q"), &a, &step("late")).await;
+    assert!(matches!(refused, Err(asynq_core::Error::TaskNotFound { .. })), "{refused:?}");
+    assert!(!t.broker.signal(&q("q"), &a, &go, "1".into()).await.unwrap(), "a sleep waits for no signal");
+    assert!(t.broker.signal(&q("q"), &TaskId::new("nope").unwrap(), &go, "1".into()).await.is_err());
+    t.broker.run_task(&q("q"), &a).await.unwrap();
+    let message = t.take("q", "a").await.message;
+    let wait = Parked::new(ParkReason::Signal(StepName::new("ok").unwrap()), t.now() + secs(60));
+    t.broker.park(&message, &wait, None).await.unwrap();
+    assert!(t.broker.signal(&q("q"), &a, &StepName::new("ok").unwrap(), "1".into()).await.unwrap());
+
+    let events = read_all(&t.broker, "q").await;
+    let named: Vec<(EventKind, Option<&str>)> = events.iter().map(|e| (e.kind, e.name.as_deref())).collect();
+    use EventKind::{Enqueued, Parked as P, Signalled, Started, Step};
+    assert_eq!(
+        named,
+        [
+            (Enqueued, None),
+            (Started, None),
+            (Step, Some("charge")),
+            (P, None),
+            (Signalled, Some("go")),
+            (Started, None),
+            (P, Some("ok")),
+            (Signalled, Some("ok")),
+        ]
+    );
+    assert!(events.iter().all(|event| event.task_id == "a" && event.task_type == "t"), "{events:?}");
+    assert!(events.iter().all(|event| event.error.is_none() && event.progress.is_none()));
+}

@@ -383,6 +383,35 @@ pub async fn case_a_cancelled_waiting_task_is_archived_and_fails_what_waits_for_
     assert_eq!((info.pending, info.archived, info.waiting, info.failed), (1, 2, 0, 0));
 }
 
+/// A signal sent to a workflow task while it waits for its parents wakes nothing and is kept
+/// for when it runs: through its release (made pending) and through a cancel (archived).
+pub async fn case_a_signal_to_a_waiting_task_is_kept_for_when_it_runs<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) where
+    F::Broker: Workflows + asynq_core::broker::Steps,
+{
+    use asynq_core::broker::Steps;
+    let t = Fixture::new(factory).await;
+    t.store(&task("q", "a").then(task("q", "b"))).await.unwrap();
+    t.store_as(&task("q", "c").then(task("q", "d")), "other").await.unwrap();
+    let (q, go) = (QueueName::from_static("q"), asynq_core::steps::StepName::new("go").unwrap());
+    let sent = || Some(Bytes::from_static(b"1"));
+    for id in ["b", "d"] {
+        let id = TaskId::new(id).unwrap();
+        assert!(!t.broker.signal(&q, &id, &go, Bytes::from_static(b"1")).await.unwrap(), "a waiting task wakes not");
+        assert_eq!(t.broker.signal_value(&q, &id, &go).await.unwrap(), sent());
+    }
+    let a = t.take("q", "a").await.message;
+    t.finish(&a, Outcome::Done).await;
+    t.relay(&["q"]).await;
+    assert_eq!(t.task("q", "b").await.state, TaskState::Pending);
+    assert!(t.broker.cancel_waiting(&task_ref("q", "d")).await.unwrap());
+    assert_eq!(t.task("q", "d").await.state, TaskState::Archived);
+    for id in ["b", "d"] {
+        assert_eq!(t.broker.signal_value(&q, &TaskId::new(id).unwrap(), &go).await.unwrap(), sent(), "{id} keeps it");
+    }
+}
+
 /// A workflow's cancel mark: none at first; the first mark says so, a later one that the first
 /// has not recorded what it did, then what it recorded; listings and `is_cancelled` show it; an
 /// unknown workflow is not found and nothing is marked.

@@ -1,6 +1,6 @@
 //! Task events: a durable, capped log per queue of what happened to its tasks (enqueued,
-//! started, progress, succeeded, retried, requeued, archived, deleted), for other processes to
-//! follow, as BullMQ's `QueueEvents` do.
+//! started, progress, succeeded, retried, requeued, archived, deleted, and the durable steps'
+//! step, parked and signalled), for other processes to follow, as BullMQ's `QueueEvents` do.
 //!
 //! The log is opt-in per queue ([`EventLog::set_event_cap`](crate::broker::EventLog::set_event_cap)): a queue without it costs nothing.
 //! Each event is written in the same atomic step as the change it reports, so a reader sees
@@ -35,11 +35,19 @@ pub enum EventKind {
     Archived,
     /// Deleted by an operator.
     Deleted,
+    /// Its handler recorded the result of a durable step ([`QueueEvent::name`] names it).
+    Step,
+    /// Its handler parked it, scheduled to go on without a retry charged: a durable sleep, or a
+    /// wait for the signal [`QueueEvent::name`] names.
+    Parked,
+    /// A signal was sent to it ([`QueueEvent::name`] names it); it went on at once if it was
+    /// parked waiting for it.
+    Signalled,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::Enqueued,
         EventKind::Started,
         EventKind::Progress,
@@ -48,9 +56,12 @@ impl EventKind {
         EventKind::Requeued,
         EventKind::Archived,
         EventKind::Deleted,
+        EventKind::Step,
+        EventKind::Parked,
+        EventKind::Signalled,
     ];
 
-    /// Its name in the log: `enqueued`, `started`, ….
+    /// Its name in the log: `enqueued`, `started`, …, `step`, `parked`, `signalled`.
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::Enqueued => "enqueued",
@@ -61,6 +72,9 @@ impl EventKind {
             EventKind::Requeued => "requeued",
             EventKind::Archived => "archived",
             EventKind::Deleted => "deleted",
+            EventKind::Step => "step",
+            EventKind::Parked => "parked",
+            EventKind::Signalled => "signalled",
         }
     }
 
@@ -215,6 +229,9 @@ pub struct QueueEvent {
     pub error: Option<String>,
     /// The report, for [`EventKind::Progress`].
     pub progress: Option<Progress>,
+    /// The step's name for [`EventKind::Step`], the signal's for [`EventKind::Signalled`] and for
+    /// [`EventKind::Parked`] when the task waits for one; `None` otherwise.
+    pub name: Option<String>,
 }
 
 /// What one read returned.

@@ -95,7 +95,8 @@ impl MetricsResolution {
 /// What the attempts of one task type in one bucket added up to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct TypeCounts {
-    /// Attempts whose handler returned (succeeded, failed or revoked the task).
+    /// Attempts whose handler returned (succeeded, failed or revoked the task; not one that
+    /// parked it).
     pub runs: u64,
     /// Of those, the attempts that count as failures.
     pub failed: u64,

@@ -44,6 +44,19 @@ impl EventStream {
         error: Option<&str>,
         progress: Option<&Progress>,
     ) {
+        self.push_named(now, kind, task, error, progress, None);
+    }
+
+    /// Appends an event written at `now` that names a step or a signal.
+    pub(crate) fn push_named(
+        &mut self,
+        now: SystemTime,
+        kind: EventKind,
+        task: &StoredTask,
+        error: Option<&str>,
+        progress: Option<&Progress>,
+        name: Option<&str>,
+    ) {
         let millis = u64::try_from(unix_nanos(now) / 1_000_000).unwrap_or_default();
         let id = match self.last {
             Some(last) if last.millis() >= millis => EventId::new(last.millis(), last.seq() + 1),
@@ -57,6 +70,7 @@ impl EventStream {
             task_type: task.type_name.clone(),
             error: error.map(str::to_owned),
             progress: progress.cloned(),
+            name: name.map(str::to_owned),
         });
         self.trim();
     }

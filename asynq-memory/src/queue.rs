@@ -533,6 +533,14 @@ impl Queue {
             log.push(now, kind, &record.msg, None, None);
         }
     }
+
+    /// Logs `kind` naming a step or a signal (`name`) for the task stored as `id`, if there is
+    /// one.
+    pub(crate) fn emit_named(&mut self, now: SystemTime, kind: EventKind, id: &str, name: Option<&str>) {
+        if let (Some(log), Some(record)) = (&mut self.events, self.tasks.get(id)) {
+            log.push_named(now, kind, &record.msg, None, None, name);
+        }
+    }
 }
 
 #[cfg(test)]

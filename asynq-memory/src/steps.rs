@@ -8,11 +8,15 @@ use asynq_core::{QueueName, TaskId};
 #[async_trait]
 impl Steps for MemoryBroker {
     async fn step_records(&self, queue: &QueueName, id: &TaskId) -> Result<Vec<StepRecord>> {
-        Ok(self.state().queues.get(queue).map(|q| q.step_records(id)).unwrap_or_default())
+        let mut state = self.state();
+        let Some(q) = state.queues.get_mut(queue) else { return Ok(Vec::new()) };
+        q.forget_ended_park(id);
+        Ok(q.step_records(id))
     }
 
     async fn record_step(&self, queue: &QueueName, id: &TaskId, record: &StepRecord) -> Result<()> {
-        let written = self.state().queues.get_mut(queue).is_some_and(|q| q.record_step(id, record));
+        let now = self.now();
+        let written = self.state().queues.get_mut(queue).is_some_and(|q| q.record_step(id, record, now));
         if written { Ok(()) } else { Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }) }
     }
 
@@ -31,7 +35,8 @@ impl Steps for MemoryBroker {
 
     async fn signal(&self, queue: &QueueName, id: &TaskId, name: &StepName, value: Bytes) -> Result<bool> {
         check_signal_value(&value)?;
-        let woke = self.state().queues.get_mut(queue).and_then(|q| q.signal(queue, id, name, value));
+        let now = self.now();
+        let woke = self.state().queues.get_mut(queue).and_then(|q| q.signal(queue, id, name, value, now));
         match woke {
             None => Err(Error::TaskNotFound { queue: queue.to_owned(), id: id.to_owned() }),
             Some(woke) => {

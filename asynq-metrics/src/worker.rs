@@ -49,13 +49,14 @@ impl MetricConstructor<Histogram> for Buckets {
 /// | --- | --- | --- |
 /// | `asynq_worker_task_duration_seconds` | histogram | how long handlers ran, every attempt |
 /// | `asynq_worker_tasks_in_flight` | gauge | handlers running now |
-/// | `asynq_worker_tasks_processed_total` | counter | attempts that ran to an end: succeeded or failed (Go's "processed") |
+/// | `asynq_worker_tasks_processed_total` | counter | attempts that ran to an end: succeeded or failed (Go's "processed"; not a park) |
 /// | `asynq_worker_tasks_failed_total` | counter | attempts that failed and count as failures (Go's "failed") |
-/// | `asynq_worker_tasks_finished_total` | counter, also by `outcome` | every attempt by outcome: `success`, `retry`, `archived`, `revoked`, `requeued`, `lease_lost` |
+/// | `asynq_worker_tasks_finished_total` | counter, also by `outcome` | every attempt by outcome: `success`, `retry`, `archived`, `revoked`, `requeued`, `lease_lost`, `parked` |
 /// | `asynq_worker_task_panics_total` | counter | attempts whose handler panicked |
 /// | `asynq_worker_lease_expiries_total` | counter | tasks this server's recoverer found with an expired lease |
 ///
-/// Retries are `asynq_worker_tasks_finished_total{outcome="retry"}`.
+/// Retries are `asynq_worker_tasks_finished_total{outcome="retry"}`; durable sleeps and signal
+/// waits that freed their worker are `{outcome="parked"}`.
 ///
 /// ```
 /// use asynq_metrics::WorkerMetrics;
@@ -143,7 +144,8 @@ impl TaskObserver for WorkerMetrics {
         let labels = labels(task);
         self.in_flight.get_or_create(&labels).dec();
         self.duration.get_or_create(&labels).observe(report.duration.as_secs_f64());
-        let ran_to_an_end = !matches!(report.outcome, AttemptOutcome::Requeued | AttemptOutcome::LeaseLost);
+        let ran_to_an_end =
+            !matches!(report.outcome, AttemptOutcome::Requeued | AttemptOutcome::LeaseLost | AttemptOutcome::Parked);
         if ran_to_an_end {
             self.processed.get_or_create(&labels).inc();
         }

@@ -263,3 +263,46 @@ async fn an_enqueue_span_and_a_task_span_make_one_trace_with_no_call_per_task() 
     }
     assert_eq!(process.parent_span_id, send.span_context.span_id(), "the task span continues the enqueue span");
 }
+
+/// A durable sleep frees its worker: the attempt that parks is counted by outcome `parked`,
+/// neither processed nor failed, and its span says `parked`; the attempt that goes on succeeds.
+#[tokio::test(start_paused = true)]
+async fn a_park_is_its_own_outcome_neither_processed_nor_failed() {
+    let spans = TaskSpans::default();
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let h = Harness::new();
+    let metrics = WorkerMetrics::new();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let config = Config { task_observers: vec![Arc::new(metrics.clone())], ..h.config("default", 1) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    server
+        .start(handler_fn(|ctx: asynq_server::TaskContext, _task: Task| async move {
+            ctx.sleep(Duration::from_secs(60)).await?;
+            Ok(())
+        }))
+        .unwrap();
+    h.client.enqueue(&Task::new("nap", ""), TaskOptions::new()).await.unwrap();
+    h.eventually(secs(300), "the task goes on and succeeds", || async {
+        h.queue("default").await.processed_total == 1
+    })
+    .await;
+    server.shutdown().await;
+
+    let served = Served::start(Exporter::new(registry)).await;
+    let response = served.get("/metrics").await;
+    served.stop().await;
+    let scrape = parse(&response.body);
+    let nap = [("queue", "default"), ("task_type", "nap")];
+    let outcome = |o: &'static str| [("queue", "default"), ("task_type", "nap"), ("outcome", o)];
+    assert_eq!(value(&scrape, "asynq_worker_tasks_finished_total", &outcome("parked")), 1.0);
+    assert_eq!(value(&scrape, "asynq_worker_tasks_finished_total", &outcome("success")), 1.0);
+    assert_eq!(find(&scrape, "asynq_worker_tasks_finished_total", &outcome("retry")), None);
+    assert_eq!(value(&scrape, "asynq_worker_tasks_processed_total", &nap), 1.0, "the park is not processed");
+    assert_eq!(find(&scrape, "asynq_worker_tasks_failed_total", &nap), None);
+    assert_eq!(value(&scrape, "asynq_worker_task_duration_seconds_count", &nap), 2.0, "every attempt is timed");
+
+    let outcomes: Vec<String> =
+        spans.0.lock().unwrap().iter().map(|(_, f)| f.get("outcome").cloned().unwrap_or_default()).collect();
+    assert_eq!(outcomes, ["parked", "success"]);
+}

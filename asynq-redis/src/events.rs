@@ -184,5 +184,7 @@ fn task_event(id: EventId, mut fields: HashMap<String, Vec<u8>>) -> Option<Queue
     let kind = EventKind::from_name(&text("kind")?)?;
     let error = text("error").filter(|error| !error.is_empty());
     let progress = text("progress").and_then(|report| crate::progress::decode(report.as_bytes()));
-    Some(QueueEvent { id, kind, task_id: text("task")?, task_type: text("type").unwrap_or_default(), error, progress })
+    let name = text("name");
+    let (task_id, task_type) = (text("task")?, text("type").unwrap_or_default());
+    Some(QueueEvent { id, kind, task_id, task_type, error, progress, name })
 }

@@ -40,11 +40,15 @@ pub enum AttemptOutcome {
     Requeued,
     /// The server lost the task's lease; it leaves the task to a recoverer and writes nothing.
     LeaseLost,
+    /// The handler slept or waits for a signal ([`TaskContext::sleep`](crate::TaskContext::sleep),
+    /// [`TaskContext::wait_for_signal_bytes`](crate::TaskContext::wait_for_signal_bytes)): the task
+    /// is scheduled to go on, no retry charged. Neither processed nor failed.
+    Parked,
 }
 
 impl AttemptOutcome {
     /// The outcome's name, as the `outcome` field of the task span and as a metrics label:
-    /// `success`, `retry`, `archived`, `revoked`, `requeued` or `lease_lost`.
+    /// `success`, `retry`, `archived`, `revoked`, `requeued`, `lease_lost` or `parked`.
     pub fn as_str(self) -> &'static str {
         match self {
             AttemptOutcome::Succeeded => "success",
@@ -53,6 +57,7 @@ impl AttemptOutcome {
             AttemptOutcome::Revoked => "revoked",
             AttemptOutcome::Requeued => "requeued",
             AttemptOutcome::LeaseLost => "lease_lost",
+            AttemptOutcome::Parked => "parked",
         }
     }
 }
@@ -71,11 +76,12 @@ pub struct AttemptReport<'a> {
     pub outcome: AttemptOutcome,
     /// How long the handler ran (by tokio's monotonic clock), until it returned or was stopped.
     pub duration: Duration,
-    /// The handler's error, when it failed (also for a revoke, a timeout or a panic).
+    /// The handler's error, when it failed (also for a revoke, a timeout or a panic); `None`
+    /// for a park.
     pub error: Option<&'a HandlerError>,
     /// Whether the failure counts as one: raises the retry count and the failed statistics
     /// (see [`Config::is_failure`](crate::Config::is_failure)). False for a success, a revoke,
-    /// a requeue and a lost lease.
+    /// a requeue, a lost lease and a park.
     pub is_failure: bool,
 }
 

@@ -81,8 +81,9 @@ impl TypeMetricsRecorder {
 
 impl TaskObserver for TypeMetricsRecorder {
     fn task_finished(&self, task: &StoredTask, report: &AttemptReport<'_>) {
-        // Only attempts whose handler returned: a requeue at shutdown or a lost lease has no
-        // outcome yet. A blank type (which no client stores) could not be recorded.
+        // Only attempts whose handler returned with an outcome: a requeue at shutdown or a lost
+        // lease has none yet, and a park is neither processed nor failed (the attempt that goes
+        // on is counted). A blank type (which no client stores) could not be recorded.
         let ran = matches!(
             report.outcome,
             AttemptOutcome::Succeeded | AttemptOutcome::Retried | AttemptOutcome::Archived | AttemptOutcome::Revoked
@@ -199,6 +200,7 @@ mod tests {
         finish(&recorder, "a", AttemptOutcome::Archived, true);
         finish(&recorder, "a", AttemptOutcome::Requeued, false);
         finish(&recorder, "a", AttemptOutcome::LeaseLost, false);
+        finish(&recorder, "a", AttemptOutcome::Parked, false);
         finish(&recorder, " ", AttemptOutcome::Succeeded, false);
         assert!(flusher.tick().await.is_err(), "the first write fails and the counts are held");
         finish(&recorder, "a", AttemptOutcome::Retried, false);

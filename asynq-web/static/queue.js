@@ -424,7 +424,8 @@
       if (page.events.length === 0) continue;
       for (const event of page.events) {
         const detail = event.error ? ` error: ${event.error}`
-          : event.progress !== null ? ` ${Math.round(event.progress * 100)}% ${event.progress_message}` : '';
+          : event.progress !== null ? ` ${Math.round(event.progress * 100)}% ${event.progress_message}`
+          : event.name ? ` ${event.name}` : '';
         list.prepend(h('li', { 'data-event-kind': event.kind, 'data-task-id': event.task_id }, [
           h('time', { datetime: event.at, text: fmtTime(event.at) }), ' ',
           h('span', { class: `badge event-${event.kind}`, text: event.kind }), ' ',

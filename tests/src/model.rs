@@ -35,12 +35,19 @@
 //!
 //! Durable steps ([`Op::RecordStep`]) are recorded by name with an active task and go with it:
 //! a task stored again under the same ID (replaced, or enqueued after the old one went) has none.
+//! A handler parks its active task ([`Op::Park`]): scheduled, charged nothing, due when its
+//! sleep or wait ends, or at once when it waits for a signal it was sent already; then it is a
+//! scheduled task like any other (forwarded when due, run, archived or deleted by an operator,
+//! replaced). Signals ([`Op::Signal`]) are kept by name with their task whatever its state and
+//! go with it; one a parked task waits for makes it pending as an operator's run does.
 //!
 //! This file holds the state and [`Model::apply`]; `vocab` the vocabulary, `operations` what each
-//! call does, `workflow` the workflows and `observe` what the inspector shows.
+//! call does, `steps` durable steps, parks and signals, `workflow` the workflows and `observe`
+//! what the inspector shows.
 
 mod observe;
 mod operations;
+mod steps;
 mod vocab;
 mod workflow;
 
@@ -89,6 +96,10 @@ struct Task {
     priority: i8,
     /// The names of its recorded durable steps: they go when the task goes.
     steps: BTreeSet<String>,
+    /// Why its handler last parked it, and until when (shown while it is scheduled).
+    parked: Option<ParkedView>,
+    /// The names of the signals sent to it: they go when the task goes.
+    signals: BTreeSet<String>,
 }
 
 /// The pending tasks of a queue, in the order a dequeue takes them: priorities from the highest
@@ -376,13 +387,23 @@ impl Model {
                 let Some((queue, id)) = pick_handed(&self.handed, *pick).cloned() else {
                     return Reply::Skipped;
                 };
-                match self.queue(&queue).tasks.get_mut(&id) {
-                    Some(task) if task.state == TaskState::Active => {
-                        task.steps.insert((*step).to_owned());
-                        Ok(Reply::Ok)
-                    }
-                    _ => Err(ErrorKind::TaskNotFound),
-                }
+                self.record_step(&queue, &id, step).map(|()| Reply::Ok)
+            }
+            Op::Park { pick, why, secs, step } => {
+                let Some((queue, id)) = pick_handed(&self.handed, *pick).cloned() else {
+                    return Reply::Skipped;
+                };
+                self.park(&queue, &id, *why, *secs, *step).map(|()| Reply::Ok)
+            }
+            Op::Signal { to, name } => {
+                let (queue, id) = match to {
+                    Target::Task(queue, id) => (queue.to_string(), id.to_string()),
+                    Target::Handed(pick) => match pick_handed(&self.handed, *pick) {
+                        Some(handed) => handed.clone(),
+                        None => return Reply::Skipped,
+                    },
+                };
+                self.signal(&queue, &id, name).map(|woke| Reply::Count(usize::from(woke)))
             }
         };
         for name in QUEUES {

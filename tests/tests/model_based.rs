@@ -29,7 +29,7 @@ use asynq_core::broker::Steps;
 use asynq_core::broker::Workflows;
 use asynq_core::broker::{ExpiredLease, LeaseStage, Outcome, Page};
 use asynq_core::events::{EventCap, EventKind, EventPosition};
-use asynq_core::steps::{StepName, StepRecord};
+use asynq_core::steps::{ParkReason, Parked, StepName, StepRecord};
 use asynq_core::time::{from_unix_secs, unix_secs};
 use asynq_core::workflow::{DagTask, Flow, OnParentFailure, TaskRef, WorkflowPlan};
 use asynq_core::{
@@ -39,9 +39,9 @@ use asynq_core::{
 use asynq_memory::MemoryBroker;
 use asynq_redis::RedisBroker;
 use asynq_tests::model::{
-    ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, OBSERVED_STATES, Observation, Op, PAYLOADS, QUEUES, QueueView,
-    RECOVER_RETRY_DELAY, Reply, Row, STEPS, Set, TASK_TYPE, UNIQUE_TTL, When, WorkflowTask, hand, pick_batch,
-    pick_handed,
+    ErrorKind, FinishWith, GROUPS, IDS, Model, NewTask, OBSERVED_STATES, Observation, Op, PAYLOADS, ParkFor,
+    ParkedView, QUEUES, QueueView, RECOVER_RETRY_DELAY, Reply, Row, SIGNALS, STEPS, Set, TASK_TYPE, Target, UNIQUE_TTL,
+    When, WorkflowTask, hand, pick_batch, pick_handed,
 };
 use asynq_tests::{RedisServer, redis_broker};
 use proptest::prelude::*;
@@ -261,6 +261,38 @@ impl<B: Broker + Workflows + Steps> Backend<B> {
                 let record = StepRecord::new(name, "done", self.clock.now()).expect("a small result");
                 Reply::of_unit(b.record_step(&message.queue, &message.id, &record).await)
             }
+            Op::Park { pick, why, secs, step } => {
+                let Some(key) = pick_handed(&self.handed, *pick) else {
+                    return Reply::Skipped;
+                };
+                let message = &self.messages[key];
+                let reason = match why {
+                    ParkFor::Sleep => ParkReason::Sleep,
+                    ParkFor::Signal(name) => ParkReason::Signal(StepName::new(*name).expect("a valid signal name")),
+                };
+                let parked = Parked::new(reason, self.now_plus(*secs));
+                let record = step.map(|step| {
+                    let name = StepName::new(step).expect("a valid step name");
+                    StepRecord::new(name, "parked", self.clock.now()).expect("a small result")
+                });
+                Reply::of_unit(b.park(message, &parked, record.as_ref()).await)
+            }
+            Op::Signal { to, name } => {
+                let (queue, id) = match to {
+                    Target::Task(queue, id) => (QueueName::new(*queue).unwrap(), TaskId::new(*id).unwrap()),
+                    Target::Handed(pick) => match pick_handed(&self.handed, *pick) {
+                        Some((queue, id)) => {
+                            (QueueName::new(queue.as_str()).unwrap(), TaskId::new(id.as_str()).unwrap())
+                        }
+                        None => return Reply::Skipped,
+                    },
+                };
+                let name = StepName::new(*name).expect("a valid signal name");
+                match b.signal(&queue, &id, &name, bytes::Bytes::from_static(b"\"v\"")).await {
+                    Ok(woke) => Reply::Count(usize::from(woke)),
+                    Err(e) => Reply::Err(ErrorKind::of(&e)),
+                }
+            }
         }
     }
 
@@ -328,6 +360,7 @@ impl<B: Broker + Workflows + Steps> Backend<B> {
         }
         let mut found = Vec::new();
         let mut steps = Vec::new();
+        let mut signals = Vec::new();
         if lookups {
             for queue in QUEUES {
                 for id in IDS {
@@ -341,16 +374,25 @@ impl<B: Broker + Workflows + Steps> Backend<B> {
                         Err(e) => vec![format!("<step_records failed: {e}>")],
                     };
                     steps.push((queue.to_owned(), id.to_owned(), names));
+                    let mut sent = Vec::new();
+                    for name in SIGNALS {
+                        match b.signal_value(&queue_name, &task_id, &StepName::new(name).unwrap()).await {
+                            Ok(Some(_)) => sent.push(name.to_owned()),
+                            Ok(None) => {}
+                            Err(e) => sent.push(format!("<signal_value failed: {e}>")),
+                        }
+                    }
+                    signals.push((queue.to_owned(), id.to_owned(), sent));
                     let info = b
-                        .task_info(&QueueName::new(queue).unwrap(), &TaskId::new(id).unwrap())
+                        .task_info(&queue_name, &task_id)
                         .await
-                        .map(|t| (t.state, t.retried))
+                        .map(|t| (t.state, t.retried, t.parked.as_ref().map(parked_view)))
                         .map_err(|e| ErrorKind::of(&e));
                     found.push((queue.to_owned(), id.to_owned(), info));
                 }
             }
         }
-        Observation { queues, views, lookups: found, steps }
+        Observation { queues, views, lookups: found, steps, signals }
     }
 }
 
@@ -383,6 +425,18 @@ impl fmt::Display for Tally {
         }
         Ok(())
     }
+}
+
+/// How the model shows `parked`: its reason (a signal's name from the pool) and until when.
+fn parked_view(parked: &Parked) -> ParkedView {
+    let why = match &parked.reason {
+        ParkReason::Signal(name) => match SIGNALS.iter().copied().find(|s| *s == name.as_str()) {
+            Some(name) => ParkFor::Signal(name),
+            None => panic!("a signal outside the pool: {name}"),
+        },
+        _ => ParkFor::Sleep,
+    };
+    (why, (parked.until_millis() / 1_000) as i64)
 }
 
 fn names(queues: &[&str]) -> Vec<QueueName> {
@@ -520,7 +574,30 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (queue(), workflow_tasks()).prop_map(|(queue, tasks)| Op::Workflow { queue, tasks }),
         3 => (queue(), id()).prop_map(|(queue, id)| Op::CancelWaiting { queue, id }),
         6 => (0usize..4, proptest::sample::select(&STEPS[..])).prop_map(|(pick, step)| Op::RecordStep { pick, step }),
+        5 => (0usize..4, park_for(), prop_oneof![Just(0u64), 1u64..600, span()], proptest::option::of(step()))
+            .prop_map(|(pick, why, secs, step)| Op::Park { pick, why, secs, step }),
+        5 => (target(), signal()).prop_map(|(to, name)| Op::Signal { to, name }),
     ]
+}
+
+fn step() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(&STEPS[..])
+}
+
+fn signal() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(&SIGNALS[..])
+}
+
+/// Most often a handed-out task (perhaps parked), else any task of the pools.
+fn target() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        3 => (0usize..4).prop_map(Target::Handed),
+        1 => (queue(), id()).prop_map(|(queue, id)| Target::Task(queue, id)),
+    ]
+}
+
+fn park_for() -> impl Strategy<Value = ParkFor> {
+    prop_oneof![1 => Just(ParkFor::Sleep), 2 => signal().prop_map(ParkFor::Signal)]
 }
 
 /// Runs `ops` against the model and both brokers, failing at the first step where a broker's
@@ -576,7 +653,7 @@ struct EventLogs {
 }
 
 /// What an event says, without its ID and time (which are the backend's).
-type EventFacts = (EventKind, String, String, Option<String>, Option<u32>);
+type EventFacts = (EventKind, String, String, Option<String>, Option<u32>, Option<String>);
 
 impl EventLogs {
     async fn new(memory: &MemoryBroker, redis: &RedisBroker) -> Result<Self, TestCaseError> {
@@ -601,7 +678,7 @@ impl EventLogs {
             .into_iter()
             .map(|e| {
                 let progress = e.progress.map(|p| (p.fraction() * 1e6).round() as u32);
-                (e.kind, e.task_id, e.task_type, e.error, progress)
+                (e.kind, e.task_id, e.task_type, e.error, progress, e.name)
             })
             .collect();
         facts.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
@@ -692,6 +769,64 @@ impl Search {
     /// Sequences run so far, shrinking steps included.
     fn ran(&self) -> u32 {
         self.ran.get()
+    }
+}
+
+/// Parks and signals in one sequence, so that every run sees each rule: a signal to a missing
+/// task, one before the park (the wait is due at once), one of another name, one that wakes the
+/// task and one to a running task; a sleep, forwarded when due; an operator's run ending a wait.
+#[test]
+fn parks_and_signals_follow_the_model() {
+    let task = |id| {
+        Op::Enqueue(NewTask {
+            queue: "q0",
+            id,
+            payload: "x",
+            when: When::Now,
+            unique: false,
+            retention: 0,
+            max_retry: 1,
+            priority: 0,
+        })
+    };
+    let take = Op::Dequeue { queues: vec!["q0"], max: 1 };
+    let ops = vec![
+        Op::Signal { to: Target::Task("q0", "a"), name: "go" },
+        task("a"),
+        take.clone(),
+        Op::Signal { to: Target::Task("q0", "a"), name: "go" },
+        Op::Park { pick: 0, why: ParkFor::Signal("go"), secs: 600, step: Some("s0") },
+        Op::Forward { queues: vec!["q0"] },
+        take.clone(),
+        Op::Park { pick: 0, why: ParkFor::Sleep, secs: 30, step: Some("s1") },
+        Op::Signal { to: Target::Task("q0", "a"), name: "go" },
+        task("b"),
+        take.clone(),
+        Op::Park { pick: 0, why: ParkFor::Signal("stop"), secs: 3_600, step: None },
+        Op::Signal { to: Target::Task("q0", "b"), name: "go" },
+        Op::Signal { to: Target::Task("q0", "b"), name: "stop" },
+        take.clone(),
+        Op::Signal { to: Target::Task("q0", "b"), name: "stop" },
+        Op::Advance { secs: 30 },
+        Op::Forward { queues: vec!["q0"] },
+        take.clone(),
+        Op::Park { pick: 0, why: ParkFor::Signal("stop"), secs: 60, step: None },
+        Op::RunTask { queue: "q0", id: "a" },
+        take,
+        Op::Park { pick: 0, why: ParkFor::Signal("go"), secs: 60, step: None },
+        Op::Park { pick: 1, why: ParkFor::Sleep, secs: 120, step: Some("s0") },
+        Op::Finish { pick: 2, with: FinishWith::Done },
+    ];
+    let mut model = Model::new(START_SECS);
+    let replies: Vec<Reply> = ops.iter().map(|op| model.apply(op)).collect();
+    let woke: Vec<&Reply> = replies.iter().filter(|r| matches!(r, Reply::Count(_))).collect();
+    assert_eq!(woke.len(), 7, "{replies:?}");
+    assert_eq!(replies[0], Reply::Err(ErrorKind::TaskNotFound), "a signal to no task");
+    assert_eq!(replies[13], Reply::Count(1), "the signal the task waits for wakes it");
+    let server = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    if let Err(reason) = runtime.block_on(run_case(&server, &ops, &Tally::default())) {
+        panic!("{reason}\nsequence: {ops:?}");
     }
 }
 

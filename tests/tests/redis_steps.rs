@@ -1,11 +1,12 @@
 //! Durable steps, a sleep and a signal through a server on a real redis-server, on a simulated
 //! clock: what a parked task looks like in Redis (what Go's tools see), and that it goes on
-//! when due and when signalled, each step running once.
+//! when due and when signalled, each step running once; the `parked` field goes when the park
+//! ends.
 
 use asynq_client::{Client, Task, TaskOptions, TaskState};
-use asynq_core::broker::Inspect;
-use asynq_core::steps::ParkReason;
-use asynq_core::{Clock, QueueName, SimulatedClock};
+use asynq_core::broker::{Dequeue, Enqueue, Forward, Inspect, Steps};
+use asynq_core::steps::{ParkReason, Parked, StepName};
+use asynq_core::{Clock, QueueName, SimulatedClock, TaskId};
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
 use asynq_tests::{RedisServer, RespValue, redis_broker, wait_for};
 use std::sync::{Arc, Mutex};
@@ -96,5 +97,40 @@ async fn a_task_sleeps_waits_for_a_signal_and_runs_each_step_once_on_redis() {
     for name in ["a", "sleep#1", "wait:go", "signal:go", "b"] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
+    assert_eq!(redis.command(&["HEXISTS", &key, "parked"]).unwrap(), RespValue::Integer(0), "the park ended");
     server.shutdown().await;
+}
+
+/// The `parked` field goes when the park ends: when the signal the task waits for wakes it, or
+/// when the attempt that goes on reads its records (after the forwarder made it due); a read
+/// while it is parked keeps it.
+#[tokio::test]
+async fn the_parked_field_goes_when_the_task_goes_on() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(std::time::UNIX_EPOCH + Duration::from_secs(1_795_305_600));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let (q, id) = (QueueName::from_static("q"), TaskId::from_static("a"));
+    let options = TaskOptions::new().queue("q").task_id("a");
+    let request = asynq_core::resolve_enqueue(&Task::new("t", ""), &options, clock.now(), || unreachable!()).unwrap();
+    broker.enqueue(request).await.unwrap();
+    let take = || async { broker.dequeue(std::slice::from_ref(&q), 1).await.unwrap().remove(0).message };
+    let has_parked = || redis.command(&["HEXISTS", "asynq:{q}:t:a", "parked"]).unwrap() == RespValue::Integer(1);
+
+    let message = take().await;
+    broker.park(&message, &Parked::new(ParkReason::Sleep, clock.now() + Duration::from_secs(10)), None).await.unwrap();
+    broker.step_records(&q, &id).await.unwrap();
+    assert!(has_parked(), "a read while parked keeps it");
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(broker.forward_ready(std::slice::from_ref(&q)).await.unwrap().moved, 1);
+    let message = take().await;
+    assert!(has_parked(), "kept until the attempt reads its records: nothing added to the dequeue");
+    broker.step_records(&q, &id).await.unwrap();
+    assert!(!has_parked());
+
+    let go = StepName::new("go").unwrap();
+    let wait = Parked::new(ParkReason::Signal(go.clone()), clock.now() + Duration::from_secs(60));
+    broker.park(&message, &wait, None).await.unwrap();
+    assert!(has_parked());
+    assert!(broker.signal(&q, &id, &go, bytes::Bytes::new()).await.unwrap());
+    assert!(!has_parked(), "the signal that wakes it ends the park");
 }

@@ -3,10 +3,11 @@
 //! records still runs under a handler that knows nothing of steps.
 
 use asynq_client::{Task, TaskOptions, TaskState};
+use asynq_core::StoredTask;
 use asynq_core::broker::{Inspect, Manage, Steps};
 use asynq_core::steps::MAX_STEP_RESULT_LEN;
 use asynq_core::{QueueName, TaskId};
-use asynq_server::{Config, HandlerError, Server, StepError, TaskContext, handler_fn};
+use asynq_server::{AttemptReport, Config, HandlerError, Server, StepError, TaskContext, TaskObserver, handler_fn};
 use asynq_tests::{Harness, secs};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,21 @@ impl Runs {
 
     fn get(&self, name: &str) -> u32 {
         self.0.lock().unwrap().get(name).copied().unwrap_or(0)
+    }
+}
+
+/// What an observer is told of an attempt: type, outcome, whether it failed, whether it
+/// carried an error.
+type Seen = (String, &'static str, bool, bool);
+
+/// What observers were told of each attempt.
+#[derive(Clone, Default)]
+struct Outcomes(Arc<Mutex<Vec<Seen>>>);
+
+impl TaskObserver for Outcomes {
+    fn task_finished(&self, task: &StoredTask, report: &AttemptReport<'_>) {
+        let seen = (task.type_name.clone(), report.outcome.as_str(), report.is_failure, report.error.is_some());
+        self.0.lock().unwrap().push(seen);
     }
 }
 
@@ -223,7 +239,9 @@ async fn a_sleep_frees_the_worker_and_the_task_goes_on_when_due() {
             }
         }
     });
-    let mut server = Server::new(h.broker.clone(), config(&h)).unwrap();
+    let outcomes = Outcomes::default();
+    let config = Config { task_observers: vec![Arc::new(outcomes.clone())], ..config(&h) };
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
     server.start(handler).unwrap();
     let started = h.now();
     let order = h.client.enqueue(&Task::new("order", ""), TaskOptions::new().retention(secs(600))).await.unwrap();
@@ -253,5 +271,12 @@ async fn a_sleep_frees_the_worker_and_the_task_goes_on_when_due() {
     for name in ["before", "sleep#1", "sleep#2", "after"] {
         assert!(names.contains(&name.to_owned()), "{name} in {names:?}");
     }
+    let seen = outcomes.0.lock().unwrap().clone();
+    let order = |outcome| ("order".to_owned(), outcome, false, false);
+    assert_eq!(
+        seen,
+        [order("parked"), ("other".to_owned(), "success", false, false), order("success")],
+        "observers see the sleep as a park: no failure, no error"
+    );
     server.shutdown().await;
 }

@@ -226,7 +226,7 @@ pub(crate) enum Command {
     #[command(after_help = "Example:\n  asynq slots type:video:encode tenant:42")]
     Slots(SlotKeys),
     /// Print a queue's task events (enqueued, started, progress, succeeded, retried, requeued,
-    /// archived, deleted), or turn its event log on and off
+    /// archived, deleted, step, parked, signalled), or turn its event log on and off
     #[command(after_help = "Examples:
   asynq events enable -q emails --cap 100000
   asynq events -q emails --follow

@@ -31,6 +31,8 @@ struct EventView {
     progress: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     progress_message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
 }
 
 impl From<&QueueEvent> for EventView {
@@ -45,14 +47,19 @@ impl From<&QueueEvent> for EventView {
             error: event.error.clone(),
             progress: event.progress.as_ref().map(|p| p.fraction()),
             progress_message: event.progress.as_ref().map(|p| p.message().to_owned()),
+            name: event.name.clone(),
         }
     }
 }
 
 impl EventView {
-    /// One line: time, kind, task ID, type, then the error or the progress.
+    /// One line: time, kind, task ID, type, then the error, the progress, or the step's or
+    /// signal's name.
     fn line(&self) -> String {
         let mut line = format!("{}  {:<9}  {}  {}", self.time, self.kind, self.task_id, self.task_type);
+        if let Some(name) = &self.name {
+            line.push_str(&format!("  {name}"));
+        }
         if let Some(error) = &self.error {
             line.push_str(&format!("  error: {error}"));
         }

@@ -4,9 +4,11 @@
 use super::{Queue, TaskRecord};
 use asynq_core::broker::Page;
 use asynq_core::events::EventKind;
+use asynq_core::steps::StepName;
 use asynq_core::time::unix_secs;
 use asynq_core::workflow::{OnParentFailure, PARENT_FAILED_ERROR, ParentOutcome, TaskRef, WORKFLOW_RESULT_TTL};
 use asynq_core::{EnqueueRequest, Result, TaskInfo, TaskState};
+use bytes::Bytes;
 use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
@@ -19,6 +21,8 @@ pub(crate) struct WaitingTask {
     /// Its parents that have not settled for good yet.
     unsettled: HashSet<TaskRef>,
     on_parent_failure: OnParentFailure,
+    /// The signals sent to it while it waits, which it keeps once released or archived.
+    signals: HashMap<StepName, Bytes>,
 }
 
 /// What becomes of a waiting task once a parent settled.
@@ -76,7 +80,8 @@ impl Queue {
         let unsettled = parents.iter().cloned().collect();
         let seq = self.workflows.next_seq;
         self.workflows.next_seq += 1;
-        self.workflows.waiting.insert(id, WaitingTask { seq, request, unsettled, on_parent_failure });
+        let signals = HashMap::new();
+        self.workflows.waiting.insert(id, WaitingTask { seq, request, unsettled, on_parent_failure, signals });
         Ok(())
     }
 
@@ -123,7 +128,27 @@ impl Queue {
         }
         let waiting = self.workflows.waiting.remove(child).expect("found above");
         self.enqueue(waiting.request, now)?;
+        if let Some(record) = self.tasks.get_mut(child) {
+            record.signals = waiting.signals;
+        }
         Ok(Passed::Released)
+    }
+
+    /// The signals kept for the waiting task `id`, if it waits.
+    pub(crate) fn waiting_signals(&mut self, id: &str) -> Option<&mut HashMap<StepName, Bytes>> {
+        self.workflows.waiting.get_mut(id).map(|waiting| &mut waiting.signals)
+    }
+
+    /// Logs at `now` that signal `name` was sent to the waiting task `id`.
+    pub(crate) fn emit_waiting_signalled(&mut self, now: SystemTime, id: &str, name: &StepName) {
+        if let (Some(log), Some(waiting)) = (&mut self.events, self.workflows.waiting.get(id)) {
+            log.push_named(now, EventKind::Signalled, &waiting.request.message, None, None, Some(name.as_str()));
+        }
+    }
+
+    /// The value of signal `name` sent to the waiting task `id`.
+    pub(crate) fn waiting_signal_value(&self, id: &str, name: &StepName) -> Option<Bytes> {
+        self.workflows.waiting.get(id)?.signals.get(name).cloned()
     }
 
     /// How many tasks wait.
@@ -195,7 +220,9 @@ impl Queue {
         self.archived.insert(id, unix_secs(now));
         self.trim_archive(now);
         self.emit_failure(now, EventKind::Archived, &msg, error);
-        self.tasks.insert(id.to_owned(), TaskRecord::new(msg, TaskState::Archived));
+        let mut record = TaskRecord::new(msg, TaskState::Archived);
+        record.signals = waiting.signals;
+        self.tasks.insert(id.to_owned(), record);
         true
     }
 

@@ -8,6 +8,7 @@
 -- KEYS[2] -> asynq:{<q>}:active
 -- KEYS[3] -> asynq:{<q>}:lease
 -- KEYS[4] -> asynq:{<q>}:scheduled
+-- KEYS[5] -> asynq:{<q>}:events, the event stream (see events.lua)
 -- ARGV[1] -> the task ID
 -- ARGV[2] -> the `parked` field's value
 -- ARGV[3] -> when it is due, Unix seconds
@@ -17,6 +18,8 @@
 -- ARGV[7] -> the step record's value
 -- ARGV[8] -> the due-notice channel, asynq:due (published with KEYS[4] when the task is the
 --            earliest due)
+-- ARGV[9] -> the event stream's cap, or "" (see events.lua): a "parked" event is logged, naming
+--            the signal waited for
 -- Returns: 1 parked; 0 the task is not active (nothing written)
 if redis.call("HGET", KEYS[1], "state") ~= "active" then
     return 0
@@ -36,5 +39,13 @@ end
 local first = redis.call("ZRANGE", KEYS[4], 0, 0)
 if first[1] == ARGV[1] then
     redis.call("PUBLISH", ARGV[8], KEYS[4])
+end
+if ARGV[9] ~= "" then
+    local msg = redis.call("HGET", KEYS[1], "msg")
+    if ARGV[5] ~= "" then
+        log_event(KEYS[5], ARGV[9], "parked", ARGV[1], msg, "name", string.sub(ARGV[5], 8))
+    else
+        log_event(KEYS[5], ARGV[9], "parked", ARGV[1], msg)
+    end
 end
 return 1

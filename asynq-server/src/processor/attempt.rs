@@ -214,12 +214,13 @@ impl Shared {
 /// What observers are told about an attempt that ended as `attempt`, to be written as `outcome`.
 fn attempt_report<'a>(attempt: &'a Attempt, outcome: Option<&Outcome>, duration: Duration) -> AttemptReport<'a> {
     let error = match attempt {
-        Attempt::Finished(Err(err)) => Some(err),
+        Attempt::Finished(Err(err)) if err.suspension().is_none() => Some(err),
         _ => None,
     };
     let (outcome, is_failure) = match (attempt, outcome) {
         (Attempt::LeaseLost, _) | (_, None) => (AttemptOutcome::LeaseLost, false),
         (Attempt::Abandoned, _) => (AttemptOutcome::Requeued, false),
+        (Attempt::Finished(Err(err)), _) if err.suspension().is_some() => (AttemptOutcome::Parked, false),
         (Attempt::Finished(Ok(())), _) => (AttemptOutcome::Succeeded, false),
         (Attempt::Finished(Err(_)), Some(Outcome::Retry { is_failure, .. })) => (AttemptOutcome::Retried, *is_failure),
         (Attempt::Finished(Err(_)), Some(Outcome::Archive { .. })) => (AttemptOutcome::Archived, true),

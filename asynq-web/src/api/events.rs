@@ -39,6 +39,7 @@ pub(crate) struct EventView {
     error: Option<String>,
     progress: Option<f64>,
     progress_message: Option<String>,
+    name: Option<String>,
 }
 
 impl From<QueueEvent> for EventView {
@@ -52,6 +53,7 @@ impl From<QueueEvent> for EventView {
             error: event.error,
             progress: event.progress.as_ref().map(|p| p.fraction()),
             progress_message: event.progress.map(|p| p.message().to_owned()),
+            name: event.name,
         }
     }
 }

@@ -12,21 +12,31 @@ impl Model {
         let views = QUEUES.iter().map(|name| (name.to_string(), self.view(name))).collect();
         let mut found = Vec::new();
         let mut steps = Vec::new();
+        let mut signals = Vec::new();
         if lookups {
             for queue in QUEUES {
                 for id in IDS {
+                    let task = self.queues.get(queue).and_then(|q| q.tasks.get(id));
                     let info = self.check_known(queue).and_then(|()| {
-                        let task = self.queues.get(queue).and_then(|q| q.tasks.get(id));
-                        task.map(|t| (t.state, t.retried)).ok_or(ErrorKind::TaskNotFound)
+                        task.map(|t| {
+                            let parked = if t.state == TaskState::Scheduled { t.parked } else { None };
+                            (t.state, t.retried, parked)
+                        })
+                        .ok_or(ErrorKind::TaskNotFound)
                     });
                     found.push((queue.to_owned(), id.to_owned(), info));
-                    let task = self.queues.get(queue).and_then(|q| q.tasks.get(id));
                     let names = task.map(|t| t.steps.iter().cloned().collect()).unwrap_or_default();
                     steps.push((queue.to_owned(), id.to_owned(), names));
+                    let sent = SIGNALS
+                        .iter()
+                        .filter(|name| task.is_some_and(|t| t.signals.contains(**name)))
+                        .map(|name| name.to_string())
+                        .collect();
+                    signals.push((queue.to_owned(), id.to_owned(), sent));
                 }
             }
         }
-        Observation { queues: self.known.iter().cloned().collect(), views, lookups: found, steps }
+        Observation { queues: self.known.iter().cloned().collect(), views, lookups: found, steps, signals }
     }
 
     pub(super) fn view(&self, name: &str) -> QueueView {
@@ -119,6 +129,9 @@ impl fmt::Display for Observation {
         }
         for (queue, id, names) in self.steps.iter().filter(|(_, _, names)| !names.is_empty()) {
             writeln!(f, "steps of {queue}/{id}: {names:?}")?;
+        }
+        for (queue, id, names) in self.signals.iter().filter(|(_, _, names)| !names.is_empty()) {
+            writeln!(f, "signals of {queue}/{id}: {names:?}")?;
         }
         Ok(())
     }

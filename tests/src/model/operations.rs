@@ -57,6 +57,8 @@ impl Model {
             workflow: false,
             priority,
             steps: BTreeSet::new(),
+            parked: None,
+            signals: BTreeSet::new(),
         };
         q.tasks.insert(id.to_owned(), task);
         Ok(())
@@ -132,6 +134,8 @@ impl Model {
             workflow: false,
             priority: task.priority,
             steps: BTreeSet::new(),
+            parked: None,
+            signals: BTreeSet::new(),
         };
         q.tasks.insert(task.id.to_owned(), stored);
     }

@@ -15,6 +15,8 @@ pub const PAYLOADS: [&str; 2] = ["x", "y"];
 pub const GROUPS: [&str; 2] = ["g0", "g1"];
 /// The names of durable steps recorded ([`Op::RecordStep`]).
 pub const STEPS: [&str; 2] = ["s0", "s1"];
+/// The names of the signals sent ([`Op::Signal`]) and waited for ([`Op::Park`]).
+pub const SIGNALS: [&str; 2] = ["go", "stop"];
 /// The type of every task.
 pub const TASK_TYPE: &str = "t";
 /// The uniqueness TTL of every unique task: far longer than any generated sequence advances
@@ -71,6 +73,19 @@ pub enum FinishWith {
     /// Given back unfinished: front of the pending list.
     Requeue,
 }
+
+/// Why a handler parks its task ([`Op::Park`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ParkFor {
+    /// A durable sleep.
+    Sleep,
+    /// A wait for the signal of this name (from [`SIGNALS`]).
+    Signal(&'static str),
+}
+
+/// Why a task the inspector looks up is parked, while it is scheduled: the reason and when it
+/// goes on at the latest (Unix seconds).
+pub type ParkedView = (ParkFor, i64);
 
 /// The tasks a bulk operator action applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,6 +288,38 @@ pub enum Op {
         /// The step's name.
         step: &'static str,
     },
+    /// A handler parks the task handed out `pick`-th from the most recent (`Steps::park`): only
+    /// an active task is parked; it is scheduled until `secs` from now (at once when it waits
+    /// for a signal it was sent already), charged nothing, with `step` recorded when given.
+    Park {
+        /// Which handed-out task (see [`pick_handed`]).
+        pick: usize,
+        /// A sleep or a wait for a signal.
+        why: ParkFor,
+        /// Seconds from now until it goes on at the latest.
+        secs: u64,
+        /// The step recorded with it (the sleep's or wait's own), if any.
+        step: Option<&'static str>,
+    },
+    /// A client sends signal `name` to a task (`Steps::signal`): kept with the task whatever
+    /// its state, and a task parked waiting for it is made pending. Replies with a count: 1
+    /// when it woke the task, else 0.
+    Signal {
+        /// The task.
+        to: Target,
+        /// The signal's name (from [`SIGNALS`]).
+        name: &'static str,
+    },
+}
+
+/// The task an [`Op::Signal`] goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The task handed out `pick`-th from the most recent (see [`pick_handed`]), likely parked;
+    /// skipped before any task was handed out.
+    Handed(usize),
+    /// Task `id` of `queue`, whether or not it exists.
+    Task(&'static str, &'static str),
 }
 
 /// One task of an [`Op::Workflow`], of type [`TASK_TYPE`] with payload "w".
@@ -456,11 +503,14 @@ pub struct Observation {
     /// With the lookups: the names of the durable steps recorded for every queue and ID of the
     /// pools (`Steps::step_records`), sorted; empty for a task that has none or does not exist.
     pub steps: Vec<(String, String, Vec<String>)>,
+    /// With the lookups: the names of [`SIGNALS`] kept for every queue and ID of the pools
+    /// (`Steps::signal_value` is some), in pool order.
+    pub signals: Vec<(String, String, Vec<String>)>,
 }
 
-/// One `task_info` call of an [`Observation`]: queue, ID, and the task's state and retry
-/// count or the error.
-pub type Lookup = (String, String, Result<(TaskState, u32), ErrorKind>);
+/// One `task_info` call of an [`Observation`]: queue, ID, and the task's state, retry count
+/// and why it is parked while it is scheduled ([`ParkedView`]), or the error.
+pub type Lookup = (String, String, Result<(TaskState, u32, Option<ParkedView>), ErrorKind>);
 
 /// Records that `tasks` were handed out, in order: each moves to the end of `handed`.
 pub fn hand<K: PartialEq + Clone>(handed: &mut Vec<K>, tasks: &[K]) {

@@ -50,6 +50,8 @@ impl Model {
                 workflow: true,
                 priority: 0,
                 steps: BTreeSet::new(),
+                parked: None,
+                signals: BTreeSet::new(),
             };
             q.tasks.insert(task.id.to_owned(), stored);
         }
