@@ -142,8 +142,11 @@ impl Manage for MemoryBroker {
         let now = self.now();
         let (deleted, changed) = {
             let mut state = self.state();
-            let deleted = state.known_queue_mut(queue)?.empty_for_removal(queue, force)?;
+            let mut deleted = state.known_queue_mut(queue)?.empty_for_removal(queue, force)?;
             state.known.remove(queue);
+            // In ID order, as the Redis broker's sweep: a task waiting for two of them is
+            // archived naming the first.
+            deleted.sort_unstable();
             let mut changed = false;
             for id in &deleted {
                 let parent =

@@ -41,6 +41,8 @@ end)
 for _, task in ipairs(settled) do
     workflow_settled(q, task.id, task.ok, task.result, task.err)
 end
+-- Vanished ones in ID order too, so that a task waiting for two is archived naming the first.
+table.sort(vanished)
 local reply = {scan[1], #settled}
 for _, id in ipairs(vanished) do
     reply[#reply + 1] = id
