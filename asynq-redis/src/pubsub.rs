@@ -5,7 +5,9 @@
 //!   poll interval, and a busy queue costs producers nothing but one `DEL` of a missing key. Each
 //!   wake-up is recorded for its queue, so that the broker can tell which quiet queues may have
 //!   work (see `broker::quiet`). Go producers do not publish, so the broker also checks its quiet
-//!   queues for work now and then, and the processor keeps polling as a fallback;
+//!   queues for work now and then, and the processor keeps polling as a fallback. A plain
+//!   enqueue publishes without clearing the mark, with the payload [`MARK_KEPT`]: while only such
+//!   wake-ups came since this broker set a queue's mark, its short fetches need not set it again;
 //! - cancellation requests on `asynq:cancel`, Go asynq's channel;
 //! - finish notifications on `asynq:{<q>}:finished`, for waits on a task's outcome;
 //! - freed shared concurrency slots on `asynq:slot_freed`, for servers waiting for a slot (see
@@ -28,6 +30,10 @@ use std::sync::{Arc, Mutex as SyncMutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{Mutex, Notify, futures::Notified};
 use tokio::time::Instant;
+
+/// The payload of a wake-up whose script left the queue's `idle_workers` mark in place (a plain
+/// enqueue's); every other script that wakes servers deleted the mark and publishes `""`.
+pub(crate) const MARK_KEPT: &str = "kept";
 
 /// The subscriptions of one broker, over one connection.
 pub(crate) struct PubSub {
@@ -80,6 +86,19 @@ struct Watch {
     woken_at: u64,
     /// When a script last found it quiet.
     quiet: Option<Quiet>,
+    /// When a script of this broker last set its `idle_workers` mark.
+    marked: Option<Marked>,
+    /// The generation of its last wake-up from a script that may have deleted the mark.
+    unmarked_at: u64,
+}
+
+/// A script set a queue's `idle_workers` mark.
+#[derive(Clone, Copy)]
+struct Marked {
+    /// The generation read before the script ran.
+    generation: u64,
+    /// When.
+    at: Instant,
 }
 
 /// A script found a queue quiet.
@@ -124,18 +143,38 @@ impl Watch {
     }
 }
 
+impl Watch {
+    /// Whether the queue's mark is known to be in place at `now`: set by this broker less than
+    /// `keep_for` ago, with neither a lost subscription nor a wake-up that may have deleted it
+    /// since.
+    fn mark_in_place(&self, now: Instant, keep_for: Duration) -> bool {
+        match (self.subscribed_at, self.marked) {
+            (Some(subscribed_at), Some(marked)) => {
+                subscribed_at <= marked.generation
+                    && self.unmarked_at <= marked.generation
+                    && now.saturating_duration_since(marked.at) < keep_for
+            }
+            _ => false,
+        }
+    }
+}
+
 impl WakeSignal {
     fn state(&self) -> std::sync::MutexGuard<'_, WakeState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A wake-up for `queue`: every waiting idle server wakes.
-    fn fire(&self, queue: &QueueName) {
+    /// A wake-up for `queue`, from a script that left its mark in place if `mark_kept`: every
+    /// waiting idle server wakes.
+    fn fire(&self, queue: &QueueName, mark_kept: bool) {
         let mut state = self.state();
         state.generation += 1;
         let generation = state.generation;
         if let Some(watch) = state.queues.get_mut(queue) {
             watch.woken_at = generation;
+            if !mark_kept {
+                watch.unmarked_at = generation;
+            }
         }
         drop(state);
         self.notify.notify_waiters();
@@ -219,6 +258,24 @@ impl PubSub {
         self.wake.state().queues.entry(queue.clone()).or_default().quiet = Some(quiet);
     }
 
+    /// Records that a script run after wake-up generation `generation` set the `idle_workers`
+    /// mark of `queue`.
+    pub(crate) fn marked(&self, queue: &QueueName, generation: u64) {
+        let marked = Marked { generation, at: tokio::time::Instant::now() };
+        self.wake.state().queues.entry(queue.clone()).or_default().marked = Some(marked);
+    }
+
+    /// Whether the `idle_workers` mark of `queue` is known to be in place: this broker set it
+    /// less than `keep_for` ago, and since then its wake-up channel stayed subscribed and every
+    /// wake-up came from a script that keeps the mark ([`MARK_KEPT`]). Every script that deletes
+    /// the mark publishes a wake-up, so a fetch that trusts a mark deleted meanwhile is followed
+    /// by that wake-up, which makes the next short fetch set it again. Go's writers never touch
+    /// the mark (their tasks are found by the quiet check, mark or not).
+    pub(crate) fn mark_in_place(&self, queue: &QueueName, keep_for: Duration) -> bool {
+        let now = tokio::time::Instant::now();
+        self.wake.state().queues.get(queue).is_some_and(|watch| watch.mark_in_place(now, keep_for))
+    }
+
     /// Records that `queue` may have work.
     pub(crate) fn found_busy(&self, queue: &str) {
         if let Some(watch) = self.wake.state().queues.get_mut(queue) {
@@ -293,7 +350,7 @@ impl PubSub {
                     listeners.push(sender);
                     false
                 }
-                Route::Wake(_) => unreachable!("{channel} is a wake-up channel, which carries no payload"),
+                Route::Wake(_) => unreachable!("{channel} is a wake-up channel, heard by the wake signal alone"),
             },
         };
         if new && let Err(e) = connection.subscribe(channel).await {
@@ -325,7 +382,7 @@ impl PubSub {
             while let Some(message) = stream.next().await {
                 let payload: String = message.get_payload().unwrap_or_default();
                 match lock(&reader_routes).get_mut(message.get_channel_name()) {
-                    Some(Route::Wake(queue)) => wake.fire(queue),
+                    Some(Route::Wake(queue)) => wake.fire(queue, payload == MARK_KEPT),
                     Some(Route::Listeners(listeners)) => {
                         listeners.retain(|listener| listener.unbounded_send(payload.clone()).is_ok())
                     }

@@ -182,8 +182,14 @@ impl Processor {
             && config.rate_limits.is_empty()
             && config.type_concurrency.is_empty()
             && config.shared_limits.is_none();
+        // The settler waits a few passes for the outcomes of attempts still running: while
+        // a handler holds a slot.
+        let running = {
+            let (slots, concurrency) = (Arc::clone(&slots), config.concurrency);
+            Box::new(move || slots.available_permits() < concurrency)
+        };
         let shared = Shared {
-            settler: Settler::spawn(Arc::clone(&broker)),
+            settler: Settler::spawn(Arc::clone(&broker), running),
             starter: Starter::spawn(Arc::clone(&broker)),
             broker,
             handler,

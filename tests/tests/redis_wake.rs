@@ -57,11 +57,6 @@ async fn a_short_fetch_marks_the_queue_idle() {
     enqueue().await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("the enqueue woke the wait").unwrap();
     assert!(marked(&redis), "the enqueue leaves the mark");
-    redis.command(&["DEL", MARK]).unwrap();
-
-    // The next short fetch marks it again.
-    assert_eq!(broker.dequeue(&queues, 5).await.unwrap().len(), 1);
-    assert!(marked(&redis), "a short fetch marks the queue");
     let RespValue::Integer(ttl) = redis.command(&["TTL", MARK]).unwrap() else { panic!("TTL answers an integer") };
     assert!(ttl > 0, "the mark expires: TTL {ttl}");
 
@@ -71,6 +66,48 @@ async fn a_short_fetch_marks_the_queue_idle() {
     enqueue().await.unwrap();
     assert_eq!(broker.dequeue(&queues, 2).await.unwrap().len(), 2);
     assert!(!marked(&redis));
+}
+
+/// A short fetch sets the idle mark only when its broker does not know it to be in place: it set
+/// the mark, and every wake-up since came from a plain enqueue, which keeps it. A wake-up from a
+/// script that deletes the mark (here a prioritized enqueue) makes the next short fetch set it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_fetch_sets_the_mark_only_when_it_may_be_gone() {
+    let redis = RedisServer::start();
+    let server = RedisBroker::connect(&redis.url()).await.unwrap();
+    // A producer of its own, as in another process: its wake-ups come through Redis only.
+    let client = Client::new(RedisBroker::connect(&redis.url()).await.unwrap());
+    let queues = vec![QueueName::default()];
+    let sets = || redis.command_calls("set");
+
+    assert!(server.dequeue(&queues, 5).await.unwrap().is_empty());
+    assert!(marked(&redis));
+    let after_first = sets();
+    assert_eq!(after_first, 1, "the first short fetch sets the mark");
+
+    // Plain enqueues wake the server and keep the mark: its short fetches set nothing.
+    for _ in 0..3 {
+        client.enqueue(&Task::new("t", ""), TaskOptions::new()).await.unwrap();
+        assert_eq!(dequeue_until_taken(&server, &queues).await.len(), 1);
+    }
+    assert_eq!(sets(), after_first, "the mark was known to be in place");
+    assert!(marked(&redis));
+
+    // A prioritized task's enqueue deletes the mark as it wakes the server. A fetch that ran
+    // before the wake-up was heard (the half-second check found the task) trusts the mark still;
+    // the wake-up, once heard, makes the next short fetch set it: either way, it is set once.
+    client.enqueue(&Task::new("t", ""), TaskOptions::new().priority(5)).await.unwrap();
+    assert!(!marked(&redis));
+    assert_eq!(dequeue_until_taken(&server, &queues).await.len(), 1);
+    for _ in 0..500 {
+        if marked(&redis) {
+            break;
+        }
+        assert!(server.dequeue(&queues, 5).await.unwrap().is_empty());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(marked(&redis), "a short fetch after that wake-up set the mark again");
+    assert_eq!(sets(), after_first + 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -403,8 +403,9 @@ pub(super) fn taken_lease_score(expiry_secs: i64) -> String {
 #[async_trait]
 impl Dequeue for RedisBroker {
     /// Tries `queues` in order, skipping those known to be quiet (see `broker/quiet.rs`); every
-    /// queue found empty or paused is marked `idle_workers` in the same script, so that the next
-    /// producer to make a task pending there wakes this broker's servers.
+    /// queue found empty or paused is marked `idle_workers` in the same script (unless this
+    /// broker knows its mark to be in place), so that the next producer to make a task pending
+    /// there wakes this broker's servers.
     async fn dequeue(&self, queues: &[QueueName], max: usize) -> Result<Vec<Dequeued>> {
         self.dequeue_starting(queues, max, 0).await
     }
@@ -438,10 +439,13 @@ impl Dequeue for RedisBroker {
                 None => events.insert(self.event_caps_now().await?),
             };
             let k = self.queue_keys(queue);
+            // A mark known to be in place is not set again (see `PubSub::mark_in_place`).
+            let mark_in_place = watched && self.pubsub().mark_in_place(queue, super::quiet::QUIET_FOR);
+            let mark_lifetime = if mark_in_place { String::new() } else { IDLE_MARK_SECS.to_string() };
             let mut invocation = ScriptCall::new(&SCRIPTS.dequeue);
             invocation.key(k.pending()).key(k.paused()).key(k.active()).key(k.lease()).key(k.idle_workers());
             invocation.key(k.prioritized()).key(k.events());
-            invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(IDLE_MARK_SECS);
+            invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(mark_lifetime);
             // Counted over the tasks with a message, as the script counts them.
             let mut to_start = start.saturating_sub(taken.len());
             invocation.arg(to_start).arg(expiry).arg(events.arg(queue));
@@ -450,11 +454,17 @@ impl Dequeue for RedisBroker {
                 // `dequeue.lua`'s answer for a paused queue.
                 if watched {
                     self.pubsub().found_quiet(queue, generation, true);
+                    if !mark_in_place {
+                        self.pubsub().marked(queue, generation);
+                    }
                 }
                 continue;
             }
             if watched && pairs.len() / 2 < wanted {
                 self.pubsub().found_quiet(queue, generation, false);
+                if !mark_in_place {
+                    self.pubsub().marked(queue, generation);
+                }
             } else {
                 self.pubsub().found_busy(queue);
             }
@@ -514,8 +524,14 @@ impl Dequeue for RedisBroker {
             let mut call = ScriptCall::new(&SCRIPTS.mark_idle);
             call.key(k.idle_workers()).key(k.pending()).key(k.paused()).key(k.prioritized()).arg(IDLE_MARK_SECS);
             match call.run::<i64>(&mut conn, "mark idle").await {
-                Ok(0) => pubsub.found_quiet(queue, generation, false),
-                Ok(_) => return,
+                Ok(0) => {
+                    pubsub.marked(queue, generation);
+                    pubsub.found_quiet(queue, generation, false);
+                }
+                Ok(_) => {
+                    pubsub.marked(queue, generation);
+                    return;
+                }
                 Err(_) => return std::future::pending().await,
             }
         }

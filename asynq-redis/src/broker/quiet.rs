@@ -34,7 +34,7 @@ const CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How long a queue stays quiet without being dequeued again: half its `idle_workers` mark's
 /// lifetime, so that the mark is renewed well before it expires.
-const QUIET_FOR: Duration = Duration::from_secs(IDLE_MARK_SECS / 2);
+pub(super) const QUIET_FOR: Duration = Duration::from_secs(IDLE_MARK_SECS / 2);
 
 /// When the quiet queues were last checked for work that came without a wake-up.
 #[derive(Default)]

@@ -19,7 +19,9 @@
 --
 -- A queue that gives fewer tasks than asked for (or none, paused) gets its idle mark
 -- (mark_idle.lua's) in the same step: the server then treats it as quiet and skips it until a
--- producer's wake-up says otherwise (broker/quiet.rs).
+-- producer's wake-up says otherwise (broker/quiet.rs). The caller leaves the mark alone (ARGV[4]
+-- "") while it knows the mark to be in place: it set the mark, and every wake-up since came
+-- from a script that keeps it (pubsub.rs, MARK_KEPT).
 --
 -- Prioritized tasks (priority.lua) come first when their priority is above the default, after
 -- the list's tasks when it is below. A queue without any costs nothing more: the one EXISTS
@@ -37,7 +39,7 @@
 -- ARGV[2] -> the task key prefix, asynq:{<q>}:t:
 -- ARGV[3] -> the most tasks to take, at least 1
 -- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole
---            seconds
+--            seconds; "" to set no mark (the caller knows it is in place)
 -- ARGV[5] -> how many of the tasks to lease as started, at ARGV[6]; 0 for none
 -- ARGV[6] -> the started lease score: the lease expiry in whole Unix seconds
 -- ARGV[7] -> the event stream's cap, or "" (see events.lua)
@@ -48,7 +50,7 @@
 --          "paused" (never a pair) when it is paused.
 local wanted = tonumber(ARGV[3])
 local function mark_idle_if_short(taken)
-    if taken < wanted then
+    if taken < wanted and ARGV[4] ~= "" then
         redis.call("SET", KEYS[5], 1, "EX", ARGV[4])
     end
 end

@@ -9,10 +9,11 @@
 -- non-empty, which find both tasks at their next poll, and those on a paused queue, which the
 -- unpause wakes. A default-priority task that makes the list non-empty publishes without
 -- looking at the idle mark (one command where DEL and PUBLISH were two, on the path of every
--- woken pickup) and leaves the mark in place: a server that waited marked the queue, and the
--- publish is what it waits for; the mark still gates the wake-ups of the other scripts that
--- make tasks pending. Nobody waiting costs one PUBLISH to an unheard channel, as the DEL of a
--- missing mark cost before.
+-- woken pickup) and leaves the mark in place, saying so with the payload "kept" (pubsub.rs,
+-- MARK_KEPT: the server that set the mark need not set it again): a server that waited marked
+-- the queue, and the publish is what it waits for; the mark still gates the wake-ups of the
+-- other scripts that make tasks pending, which delete it and publish "". Nobody waiting costs
+-- one PUBLISH to an unheard channel, as the DEL of a missing mark cost before.
 -- A task of a priority other than the default (ARGV[7]) goes to the prioritized set instead of
 -- the list, after the tasks of its priority, and its hash records the priority, which it keeps
 -- when scheduled (see priority.lua); being ours, it wakes idle servers whatever the set held.
@@ -74,7 +75,7 @@ elseif placement == "pending" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[4])
     if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 then
         fresh = true
-        redis.call("PUBLISH", ARGV[6], "")
+        redis.call("PUBLISH", ARGV[6], "kept")
     end
 elseif placement == "scheduled" then
     redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "scheduled")

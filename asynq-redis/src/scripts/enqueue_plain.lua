@@ -4,7 +4,8 @@
 -- a task the wider call and the helpers that script prepends, which Redis pays for on every call.
 --
 -- A task that makes the pending list non-empty publishes a wake-up for idle Rust servers, as
--- enqueue.lua does (see there for why a task joining others needs none).
+-- enqueue.lua does (see there for why a task joining others needs none), with the payload
+-- "kept": the idle mark stays in place (pubsub.rs, MARK_KEPT).
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>   the task hash
 -- KEYS[2] -> asynq:{<q>}:pending
@@ -19,7 +20,7 @@ if redis.call("EXISTS", KEYS[1]) == 1 then
 end
 redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[3])
 if redis.call("LPUSH", KEYS[2], ARGV[2]) == 1 then
-    redis.call("PUBLISH", ARGV[4], "")
+    redis.call("PUBLISH", ARGV[4], "kept")
     return 2
 end
 return 1
