@@ -147,12 +147,11 @@ impl Manage for MemoryBroker {
             // In ID order, as the Redis broker's sweep: a task waiting for two of them is
             // archived naming the first.
             deleted.sort_unstable();
-            let mut changed = false;
-            for id in &deleted {
-                let parent =
-                    TaskRef { queue: queue.clone(), id: TaskId::new(id.as_str()).expect("stored IDs are valid") };
-                changed |= state.pass_vanished(parent, now)?;
-            }
+            let parents = deleted
+                .iter()
+                .map(|id| TaskRef { queue: queue.clone(), id: TaskId::new(id.as_str()).expect("stored IDs are valid") })
+                .collect();
+            let changed = state.pass_vanished(parents, now)?;
             (deleted.len(), changed)
         };
         if deleted > 0 {

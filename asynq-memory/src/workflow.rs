@@ -208,25 +208,30 @@ impl MemoryBroker {
 }
 
 impl State {
-    /// Settles `parent`, a task others wait for that vanished (deleted unsettled with its
-    /// queue), as failed: each task still waiting for it is archived unrun with
-    /// [`parent_vanished_error`], whatever its policy, and that failure flows on. Returns whether
-    /// a task was archived. Does nothing for a task that no task waits for.
-    pub(crate) fn pass_vanished(&mut self, parent: TaskRef, now: SystemTime) -> Result<bool> {
-        let Some(children) = self.queues.get(&parent.queue).and_then(|q| q.workflow_children(parent.id.as_str()))
-        else {
-            return Ok(false);
-        };
-        let error = parent_vanished_error(&parent);
-        let mut settled = vec![(parent, ParentOutcome::Failed { error: error.clone() })];
-        for child in children {
-            if self.queues.get_mut(&child.queue).is_some_and(|q| q.archive_unrun(child.id.as_str(), &error, now)) {
-                settled.push((child, ParentOutcome::Failed { error: error.clone() }));
+    /// Settles `parents`, tasks others wait for that vanished (deleted unsettled with their
+    /// queue), as failed, in the order given: each task still waiting for one is archived unrun
+    /// with [`parent_vanished_error`] naming the first of them it waits for, whatever its policy;
+    /// then those failures flow on, once all are archived (as the Redis broker's sweep archives
+    /// before its relay passes anything on). Returns whether a task was archived or released.
+    /// Does nothing for tasks that no task waits for.
+    pub(crate) fn pass_vanished(&mut self, parents: Vec<TaskRef>, now: SystemTime) -> Result<bool> {
+        let mut settled = Vec::new();
+        let mut archived = false;
+        for parent in parents {
+            let Some(children) = self.queues.get(&parent.queue).and_then(|q| q.workflow_children(parent.id.as_str()))
+            else {
+                continue;
+            };
+            let error = parent_vanished_error(&parent);
+            settled.push((parent, ParentOutcome::Failed { error: error.clone() }));
+            for child in children {
+                if self.queues.get_mut(&child.queue).is_some_and(|q| q.archive_unrun(child.id.as_str(), &error, now)) {
+                    archived = true;
+                    settled.push((child, ParentOutcome::Failed { error: error.clone() }));
+                }
             }
         }
-        let archived = settled.len() > 1;
-        self.pass_workflow_outcomes(settled, now)?;
-        Ok(archived)
+        Ok(self.pass_workflow_outcomes(settled, now)? || archived)
     }
 
     /// Passes the outcomes of `settled`, workflow tasks that settled for good, in order, to the
