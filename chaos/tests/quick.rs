@@ -4,9 +4,9 @@
 //! (visible with `--no-capture`) and asserts that nothing was lost, no task was charged a
 //! failure for an attempt no handler started, no active task was left without a lease, no uniqueness lock outlived its task, no recorded durable step ran again, no signal was lost, and every other check held.
 //!
-//! It takes a little over a minute: a task whose worker was killed, or whose dequeue reply was
-//! lost to the fault, is recovered only once its lease (30 s) has expired and the recoverer's
-//! grace period (30 s more) has passed.
+//! It takes about two minutes: a task whose worker was killed, or whose dequeue reply was lost
+//! to the fault, is recovered only once its lease (30 s) has expired and the recoverer's grace
+//! period (30 s more) has passed, and `kill-workers-during-workflow` waits that out twice.
 
 use asynq_chaos::{Profile, Report, Scenario};
 use std::path::Path;

@@ -42,7 +42,7 @@ pub(crate) enum QueueCommand {
     /// With `--reshard`, changes the count of a sharded queue: a new generation of shards takes
     /// the new tasks while the previous one drains (its tasks still run), dropped by the servers
     /// once empty, a minute after the reshard at the earliest.
-    #[command(after_help = "Examples:\n  asynq queue shard orders 8\n  asynq queue shard orders 12 --reshard")]
+    #[command(after_help = "Example:\n  asynq queue shard orders 8\n  asynq queue shard orders 12 --reshard")]
     Shard(QueueShardArgs),
 }
 
