@@ -2,8 +2,8 @@
 //! without salt (one process has no hash slots to spread).
 
 use super::*;
-use asynq_core::broker::{Manage, ShardedQueues};
-use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard, is_drained};
+use asynq_core::broker::{ShardedQueues, remove_drained_shards};
+use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard};
 
 #[async_trait]
 impl ShardedQueues for MemoryBroker {
@@ -43,27 +43,8 @@ impl ShardedQueues for MemoryBroker {
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
         let Some(declared) = self.sharded_queue(logical).await? else { return Ok(false) };
         let Some(draining) = declared.draining() else { return Ok(false) };
-        let now = self.now();
-        if !draining.grace_over(now) {
+        if !remove_drained_shards(self, draining, self.now()).await? {
             return Ok(false);
-        }
-        let mut infos = Vec::with_capacity(draining.shards().len());
-        for shard in draining.shards() {
-            match self.queue_info(shard).await {
-                Ok(info) => infos.push(info),
-                Err(Error::QueueNotFound { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if !is_drained(draining, &infos, now) {
-            return Ok(false);
-        }
-        for shard in draining.shards() {
-            match self.delete_queue(shard, false).await {
-                Ok(()) | Err(Error::QueueNotFound { .. }) => {}
-                Err(Error::QueueNotEmpty { .. }) => return Ok(false),
-                Err(e) => return Err(e),
-            }
         }
         let mut state = self.state();
         if state.sharded.get(logical) != Some(&declared) {

@@ -13,8 +13,8 @@ use crate::backend::SlotRange;
 use crate::error::{broker_error, unexpected};
 use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
-use asynq_core::broker::{Inspect, Manage, ShardedQueues};
-use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard, generation_shard_name, is_drained};
+use asynq_core::broker::{Inspect, ShardedQueues, remove_drained_shards};
+use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard, generation_shard_name};
 use asynq_core::{Error, QueueName, Result};
 use redis::AsyncCommands;
 use std::collections::{BTreeMap, HashMap};
@@ -95,28 +95,8 @@ impl ShardedQueues for RedisBroker {
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
         let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(false) };
         let Some(draining) = declared.draining() else { return Ok(false) };
-        let now = self.now();
-        if !draining.grace_over(now) {
+        if !remove_drained_shards(self, draining, self.now()).await? {
             return Ok(false);
-        }
-        let mut infos = Vec::with_capacity(draining.shards().len());
-        for shard in draining.shards() {
-            match self.queue_info(shard).await {
-                Ok(info) => infos.push(info),
-                Err(Error::QueueNotFound { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if !is_drained(draining, &infos, now) {
-            return Ok(false);
-        }
-        for shard in draining.shards() {
-            // Each removal checks again, in one script, that the shard holds no task.
-            match self.delete_queue(shard, false).await {
-                Ok(()) | Err(Error::QueueNotFound { .. }) => {}
-                Err(Error::QueueNotEmpty { .. }) => return Ok(false),
-                Err(e) => return Err(e),
-            }
         }
         self.swap_declaration(logical, &read, &declared.without_draining()).await
     }

@@ -1,11 +1,12 @@
 //! The capability of sharded queues: logical queues stored as several ordinary queues.
 
-#[allow(unused_imports)] // named by the docs
+use super::{Inspect, Manage};
 use crate::Error;
 use crate::error::Result;
 use crate::names::QueueName;
-use crate::shard::ShardedQueue;
+use crate::shard::{DrainingShards, ShardedQueue, is_drained};
 use async_trait::async_trait;
+use std::time::SystemTime;
 
 /// Keeps the declarations of sharded queues ([`ShardedQueue`]), which producers, workers and
 /// operators read to agree on each logical queue's shards. Opt-in, through
@@ -52,4 +53,38 @@ pub trait ShardedQueues: Send + Sync {
 
     /// Every declaration, in the order of their logical names.
     async fn sharded_queues(&self) -> Result<Vec<ShardedQueue>>;
+}
+
+/// Removes the queues of `draining`, the previous generation of a sharded queue, once it is
+/// drained at `now` ([`is_drained`](crate::shard::is_drained)): what a broker's
+/// [`ShardedQueues::drop_drained_shards`] does before it drops the generation from the
+/// declaration. Each removal is [`Manage::delete_queue`] without force, so it checks again that
+/// its queue holds no task. Returns whether every shard is gone; `false`, with what was removed
+/// left removed, when one is not drained or not empty.
+pub async fn remove_drained_shards<B>(broker: &B, draining: &DrainingShards, now: SystemTime) -> Result<bool>
+where
+    B: Inspect + Manage + ?Sized,
+{
+    if !draining.grace_over(now) {
+        return Ok(false);
+    }
+    let mut infos = Vec::with_capacity(draining.shards().len());
+    for shard in draining.shards() {
+        match broker.queue_info(shard).await {
+            Ok(info) => infos.push(info),
+            Err(Error::QueueNotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !is_drained(draining, &infos, now) {
+        return Ok(false);
+    }
+    for shard in draining.shards() {
+        match broker.delete_queue(shard, false).await {
+            Ok(()) | Err(Error::QueueNotFound { .. }) => {}
+            Err(Error::QueueNotEmpty { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
 }
