@@ -162,6 +162,29 @@ pub struct WorkerOptions {
 /// The payload size of the oversized enqueue: over Redis's limit on one value (512 MiB).
 pub const OVERSIZED_PAYLOAD: usize = 600 * 1024 * 1024;
 
+/// How long a worker started while Redis is down (a replacement started during a restart)
+/// tries to connect before it gives up, as a supervisor would go on restarting it.
+const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Connects to the worker's Redis, trying again every 100 ms for up to [`CONNECT_PATIENCE`].
+async fn connect(options: &WorkerOptions, target: RedisTarget) -> anyhow::Result<RedisBroker> {
+    let give_up = tokio::time::Instant::now() + CONNECT_PATIENCE;
+    let mut first = true;
+    loop {
+        let config = RedisConfig { response_timeout: options.response_timeout, ..RedisConfig::new(target.clone()) };
+        match RedisBroker::connect_with(config).await {
+            Ok(broker) => return Ok(broker),
+            Err(e) if tokio::time::Instant::now() < give_up => {
+                if std::mem::take(&mut first) {
+                    eprintln!("asynq-chaos: could not connect to {} ({e}); trying again", options.redis_url);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e).with_context(|| format!("could not connect to {}", options.redis_url)),
+        }
+    }
+}
+
 /// Runs the worker until SIGTERM (or Ctrl-C), as [`Server::run`] does; each SIGTSTP also
 /// writes `tstp` to the ledger.
 pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
@@ -170,12 +193,7 @@ pub async fn run(options: WorkerOptions) -> anyhow::Result<()> {
     }
     let ledger = Ledger::open(&options.ledger)?;
     let target = RedisTarget::from_url(&options.redis_url).context("bad --redis-url")?;
-    let broker = RedisBroker::connect_with(RedisConfig {
-        response_timeout: options.response_timeout,
-        ..RedisConfig::new(target)
-    })
-    .await
-    .with_context(|| format!("could not connect to {}", options.redis_url))?;
+    let broker = connect(&options, target).await?;
     let retry_delay = options.retry_delay;
     let config = Config {
         concurrency: options.concurrency,
