@@ -27,7 +27,7 @@ pub const SHARD_POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Declares [`SHARDED_QUEUE`] with `shards` shards (or finds it declared so), then enqueues
 /// `tasks` benchmark tasks into it from `producers` concurrent producers sharing one client that
-/// places tasks on the shards in turn, in batches of [`FILL_BATCH`]; timed from the first batch.
+/// places tasks on the shards in turn, in batches of `FILL_BATCH` (1 000); timed from the first batch.
 pub async fn sharded_fill(redis_url: &str, tasks: u64, shards: usize, producers: usize) -> anyhow::Result<Measurement> {
     ensure!(producers > 0, "there must be at least one producer");
     let broker = Arc::new(connect(redis_url).await?);
