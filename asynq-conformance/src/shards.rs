@@ -8,7 +8,7 @@
 use super::BrokerFactory;
 use super::fixture::Fixture;
 use asynq_core::broker::{Inspect, Outcome, ShardedQueues};
-use asynq_core::shard::{DRAIN_GRACE, ShardedQueue, is_shard_of, logical_of};
+use asynq_core::shard::{DRAIN_GRACE, RetiredTotals, ShardedQueue, is_shard_of, logical_of, logical_queue_info};
 use asynq_core::{Broker, Error, QueueName};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -113,8 +113,20 @@ pub async fn case_sharded_queue_reshard_keeps_the_old_generation_until_drained<
     let taken = t.take(old_shard, "old").await;
     assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "the task is active");
     t.finish(&taken.message, Outcome::Done).await;
+    let broker = &t.broker;
+    let totals = |declared: ShardedQueue| async move {
+        let mut infos = Vec::new();
+        for shard in declared.all_shards() {
+            infos.push(broker.queue_info(shard).await.unwrap());
+        }
+        let sum = logical_queue_info(&declared, &infos);
+        (sum.processed_total, sum.failed_total)
+    };
+    assert_eq!(totals(second.clone()).await, (1, 0));
     assert!(shards.drop_drained_shards(&q("orders")).await.unwrap(), "drained");
-    assert_eq!(shards.sharded_queue(&q("orders")).await.unwrap(), Some(second.without_draining()));
+    let dropped = second.drained(RetiredTotals { processed: 1, failed: 0 });
+    assert_eq!(shards.sharded_queue(&q("orders")).await.unwrap(), Some(dropped.clone()));
+    assert_eq!(totals(dropped).await, (1, 0), "the dropped generation's total is kept");
     let registered: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
     assert!(first.shards().iter().all(|shard| !registered.contains(shard)), "the old shards' queues removed");
     assert!(second.shards().iter().all(|shard| registered.contains(shard)));

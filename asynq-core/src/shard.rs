@@ -51,6 +51,36 @@ pub struct ShardedQueue {
     shards: Vec<QueueName>,
     generation: u64,
     draining: Option<DrainingShards>,
+    retired: RetiredTotals,
+}
+
+/// What the generations of a sharded queue that were dropped had processed and failed in all
+/// (their queues' `processed_total` and `failed_total` when they went), kept in the declaration
+/// so that the logical queue's totals never fall when a drained generation is dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetiredTotals {
+    /// Tasks the dropped generations processed.
+    pub processed: u64,
+    /// Attempts that failed in the dropped generations.
+    pub failed: u64,
+}
+
+impl RetiredTotals {
+    /// The totals of `infos`, the infos of shards about to be dropped.
+    pub fn of(infos: &[QueueInfo]) -> Self {
+        infos.iter().fold(Self::default(), |sum, info| Self {
+            processed: sum.processed.saturating_add(info.processed_total),
+            failed: sum.failed.saturating_add(info.failed_total),
+        })
+    }
+
+    /// Both sums of `self` and `other`.
+    pub fn plus(self, other: Self) -> Self {
+        Self {
+            processed: self.processed.saturating_add(other.processed),
+            failed: self.failed.saturating_add(other.failed),
+        }
+    }
 }
 
 /// The shards of a sharded queue's previous generation after a reshard: no producer places
@@ -270,7 +300,7 @@ impl ShardedQueue {
     pub fn new(logical: QueueName, shards: Vec<QueueName>, generation: u64) -> Result<Self> {
         check_logical_name(&logical)?;
         check_shard_names(&logical, generation, &shards)?;
-        Ok(Self { logical, shards, generation, draining: None })
+        Ok(Self { logical, shards, generation, draining: None, retired: RetiredTotals::default() })
     }
 
     /// This declaration with `draining` as its previous generation's shards, draining since
@@ -299,16 +329,19 @@ impl ShardedQueue {
             let why = format!("generation {} of {:?} still drains", draining.generation, self.logical);
             return Err(Error::FailedPrecondition(why));
         }
-        Self::new(self.logical.clone(), shards, self.generation + 1)?.with_draining(
-            self.generation,
-            self.shards.clone(),
-            now,
-        )
+        let next = Self { retired: self.retired, ..Self::new(self.logical.clone(), shards, self.generation + 1)? };
+        next.with_draining(self.generation, self.shards.clone(), now)
     }
 
-    /// This declaration without its draining generation.
-    pub fn without_draining(&self) -> Self {
-        Self { draining: None, ..self.clone() }
+    /// This declaration with `retired` as what its dropped generations processed and failed.
+    pub fn with_retired(self, retired: RetiredTotals) -> Self {
+        Self { retired, ..self }
+    }
+
+    /// This declaration without its draining generation, whose shards' queues went with
+    /// `totals` processed and failed: added to [`ShardedQueue::retired`].
+    pub fn drained(&self, totals: RetiredTotals) -> Self {
+        Self { draining: None, retired: self.retired.plus(totals), ..self.clone() }
     }
 
     /// `logical` with `count` shards named without salt (`<logical>~0` …), generation 1.
@@ -355,6 +388,11 @@ impl ShardedQueue {
         self.draining.as_ref()
     }
 
+    /// What the generations dropped so far had processed and failed in all.
+    pub fn retired(&self) -> RetiredTotals {
+        self.retired
+    }
+
     /// Every shard a server serves: the newest generation's, then the draining one's.
     pub fn all_shards(&self) -> impl Iterator<Item = &QueueName> {
         self.shards.iter().chain(self.draining.iter().flat_map(|d| d.shards.iter()))
@@ -380,7 +418,9 @@ impl ShardedQueue {
 
 /// The info of the logical queue `sharded` from its shards' `infos` (of both generations while
 /// one drains): counts, statistics and memory summed, the latency and the timestamp the
-/// largest, paused when every shard is, and the shards listed, the draining ones apart.
+/// largest, paused when every shard is, and the shards listed, the draining ones apart. The
+/// totals (`processed_total`, `failed_total`) count the dropped generations' too
+/// ([`ShardedQueue::retired`]); the day's counts only the generations there are.
 pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo]) -> QueueInfo {
     let timestamp = infos.iter().map(|i| i.timestamp).max().unwrap_or(std::time::UNIX_EPOCH);
     let mut sum = QueueInfo::empty(sharded.logical(), timestamp);
@@ -402,6 +442,8 @@ pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo]) -> QueueI
         sum.failed_total += info.failed_total;
         sum.memory_usage += info.memory_usage;
     }
+    sum.processed_total = sum.processed_total.saturating_add(sharded.retired.processed);
+    sum.failed_total = sum.failed_total.saturating_add(sharded.retired.failed);
     sum.paused = !infos.is_empty() && infos.iter().all(|i| i.paused);
     sum.shards = sharded.shards().to_vec();
     sum.draining_shards = sharded.draining().map(|d| d.shards.clone()).unwrap_or_default();
@@ -504,9 +546,15 @@ mod tests {
             at(1_500) + DRAIN_GRACE - Duration::from_millis(1)
         ));
         assert!(is_drained(draining, std::slice::from_ref(&empty), at(1_500) + DRAIN_GRACE));
-        assert!(!is_drained(draining, &[empty, busy], at(1_500) + DRAIN_GRACE));
-        let dropped = second.without_draining();
+        assert!(!is_drained(draining, &[empty.clone(), busy], at(1_500) + DRAIN_GRACE));
+        let mut processed = empty.clone();
+        (processed.processed_total, processed.failed_total) = (7, 2);
+        let totals = RetiredTotals::of(&[processed.clone(), processed]);
+        let dropped = second.drained(totals);
         assert_eq!((dropped.draining(), dropped.shards()), (None, second.shards()));
+        assert_eq!(dropped.retired(), RetiredTotals { processed: 14, failed: 4 });
+        let third = dropped.resharded(ShardedQueue::plain_shards(&q("o"), 3, 2).unwrap(), at(3_000)).unwrap();
+        assert_eq!(third.drained(totals).retired(), RetiredTotals { processed: 28, failed: 8 }, "kept and added");
         assert!(second.clone().with_draining(2, first.shards().to_vec(), at(0)).is_err(), "not older");
     }
 
@@ -518,8 +566,11 @@ mod tests {
         (a.size, a.pending, a.processed, a.latency, a.paused) = (2, 2, 5, std::time::Duration::from_secs(4), true);
         let mut b = QueueInfo::empty(&q("o~1"), at(12));
         (b.size, b.retry, b.processed, b.latency) = (1, 1, 1, std::time::Duration::from_secs(1));
+        (a.processed_total, b.processed_total, b.failed_total) = (50, 10, 3);
+        let sharded = sharded.with_retired(RetiredTotals { processed: 100, failed: 7 });
         let sum = logical_queue_info(&sharded, &[a, b]);
         assert_eq!((sum.queue.as_str(), sum.size, sum.pending, sum.retry, sum.processed), ("o", 3, 2, 1, 6));
+        assert_eq!((sum.processed_total, sum.failed_total), (160, 10), "the dropped generations' totals kept");
         assert_eq!((sum.latency, sum.timestamp, sum.paused), (std::time::Duration::from_secs(4), at(12), false));
         assert_eq!(sum.shards, sharded.shards());
         assert_eq!(sum.draining_shards, Vec::<QueueName>::new());

@@ -43,14 +43,12 @@ impl ShardedQueues for MemoryBroker {
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
         let Some(declared) = self.sharded_queue(logical).await? else { return Ok(false) };
         let Some(draining) = declared.draining() else { return Ok(false) };
-        if !remove_drained_shards(self, draining, self.now()).await? {
-            return Ok(false);
-        }
+        let Some(totals) = remove_drained_shards(self, draining, self.now()).await? else { return Ok(false) };
         let mut state = self.state();
         if state.sharded.get(logical) != Some(&declared) {
             return Ok(false);
         }
-        state.sharded.insert(logical.clone(), declared.without_draining());
+        state.sharded.insert(logical.clone(), declared.drained(totals));
         Ok(true)
     }
 

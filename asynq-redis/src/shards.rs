@@ -14,7 +14,7 @@ use crate::error::{broker_error, unexpected};
 use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
 use asynq_core::broker::{Inspect, ShardedQueues, remove_drained_shards};
-use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard, generation_shard_name};
+use asynq_core::shard::{RetiredTotals, ShardedQueue, check_declaration, check_reshard, generation_shard_name};
 use asynq_core::{Error, QueueName, Result};
 use redis::AsyncCommands;
 use std::collections::{BTreeMap, HashMap};
@@ -95,10 +95,8 @@ impl ShardedQueues for RedisBroker {
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
         let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(false) };
         let Some(draining) = declared.draining() else { return Ok(false) };
-        if !remove_drained_shards(self, draining, self.now()).await? {
-            return Ok(false);
-        }
-        self.swap_declaration(logical, &read, &declared.without_draining()).await
+        let Some(totals) = remove_drained_shards(self, draining, self.now()).await? else { return Ok(false) };
+        self.swap_declaration(logical, &read, &declared.drained(totals)).await
     }
 
     async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {
@@ -142,9 +140,15 @@ impl RedisBroker {
 }
 
 /// A declaration as the hash keeps it: `<generation>\n<shard 0>\n<shard 1>…`, and while a
-/// generation drains `\n\n<its generation> <unix ms it drains since>\n<its shard 0>…`.
+/// generation drains `\n\n<its generation> <unix ms it drains since>\n<its shard 0>…`. Once a
+/// generation was dropped, the first line is `<generation> <processed> <failed>`: the dropped
+/// generations' totals ([`ShardedQueue::retired`]).
 fn encode(sharded: &ShardedQueue) -> String {
     let mut value = sharded.generation().to_string();
+    let retired = sharded.retired();
+    if retired != RetiredTotals::default() {
+        value.push_str(&format!(" {} {}", retired.processed, retired.failed));
+    }
     for shard in sharded.shards() {
         value.push('\n');
         value.push_str(shard);
@@ -173,10 +177,17 @@ fn decode(logical: &str, value: &str) -> Result<ShardedQueue> {
         lines.map(QueueName::new).collect::<Result<Vec<_>>>().map_err(|e| corrupt(e.to_string()))
     };
     let mut lines = newest.split('\n');
-    let generation = lines.next().unwrap_or_default();
-    let generation = generation.parse::<u64>().map_err(|_| corrupt(format!("generation {generation:?}")))?;
+    let head = lines.next().unwrap_or_default();
+    let numbers = head.split(' ').map(str::parse::<u64>).collect::<std::result::Result<Vec<_>, _>>();
+    let (generation, retired) = match numbers.as_deref() {
+        Ok([generation]) => (*generation, RetiredTotals::default()),
+        Ok([generation, processed, failed]) => (*generation, RetiredTotals { processed: *processed, failed: *failed }),
+        _ => return Err(corrupt(format!("generation {head:?}"))),
+    };
     let logical = QueueName::new(logical).map_err(|e| corrupt(e.to_string()))?;
-    let sharded = ShardedQueue::new(logical, names(lines)?, generation).map_err(|e| corrupt(e.to_string()))?;
+    let sharded = ShardedQueue::new(logical, names(lines)?, generation)
+        .map_err(|e| corrupt(e.to_string()))?
+        .with_retired(retired);
     let Some(draining) = draining else { return Ok(sharded) };
     let mut lines = draining.split('\n');
     let head = lines.next().unwrap_or_default();
@@ -264,9 +275,19 @@ mod tests {
         let resharded = sharded.resharded(shards, since).unwrap();
         assert_eq!(encode(&resharded), "2\no~g2~0\no~g2~1\no~g2~2\n\n1 1800000000123\no~0~9\no~1");
         assert_eq!(decode("o", &encode(&resharded)).unwrap(), resharded);
-        for corrupt in
-            ["x\no~0", "1\nother~0", "1", "2\no~g2~0\n\n1\no~0", "2\no~g2~0\n\n2 5\no~g2~0", "2\no~g2~0\n\n1 5"]
-        {
+        let dropped = resharded.drained(RetiredTotals { processed: 12, failed: 3 });
+        assert_eq!(encode(&dropped), "2 12 3\no~g2~0\no~g2~1\no~g2~2");
+        assert_eq!(decode("o", &encode(&dropped)).unwrap(), dropped);
+        for corrupt in [
+            "x\no~0",
+            "1\nother~0",
+            "1",
+            "2\no~g2~0\n\n1\no~0",
+            "2\no~g2~0\n\n2 5\no~g2~0",
+            "2\no~g2~0\n\n1 5",
+            "2 12\no~g2~0",
+            "2 12 x\no~g2~0",
+        ] {
             assert!(decode("o", corrupt).is_err(), "{corrupt:?}");
         }
     }

@@ -110,13 +110,15 @@ async fn a_reshard_drains_the_old_shards_and_the_server_drops_them_after_the_gra
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(record().as_str(), Some(expected));
     clock.advance(DRAIN_GRACE);
+    // Dropped, with the 12 tasks the old generation processed kept in the record.
     let dropped = async {
-        while record().as_str() != Some("2\norders~g2~0\norders~g2~1\norders~g2~2\norders~g2~3\norders~g2~4") {
+        while record().as_str() != Some("2 12 0\norders~g2~0\norders~g2~1\norders~g2~2\norders~g2~3\norders~g2~4") {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
     tokio::time::timeout(Duration::from_secs(10), dropped).await.expect("the old generation is dropped");
     server.shutdown().await;
+    assert_eq!(inspector.queue_info("orders").await.unwrap().processed_total, 22, "the old generation's kept");
 
     let queues = registered();
     assert_eq!(queues, second.shards().iter().map(|s| s.to_string()).collect::<BTreeSet<_>>());

@@ -4,7 +4,7 @@ use super::{Inspect, Manage};
 use crate::Error;
 use crate::error::Result;
 use crate::names::QueueName;
-use crate::shard::{DrainingShards, ShardedQueue, is_drained};
+use crate::shard::{DrainingShards, RetiredTotals, ShardedQueue, is_drained};
 use async_trait::async_trait;
 use std::time::SystemTime;
 
@@ -59,14 +59,22 @@ pub trait ShardedQueues: Send + Sync {
 /// drained at `now` ([`is_drained`](crate::shard::is_drained)): what a broker's
 /// [`ShardedQueues::drop_drained_shards`] does before it drops the generation from the
 /// declaration. Each removal is [`Manage::delete_queue`] without force, so it checks again that
-/// its queue holds no task. Returns whether every shard is gone; `false`, with what was removed
-/// left removed, when one is not drained or not empty.
-pub async fn remove_drained_shards<B>(broker: &B, draining: &DrainingShards, now: SystemTime) -> Result<bool>
+/// its queue holds no task. Returns, once every shard is gone, what the removed queues had
+/// processed and failed in all (for [`ShardedQueue::drained`]); `None`, with what was removed
+/// left removed, when one is not drained or not empty. A shard already gone counts nothing:
+/// should a server stop between removing shards and rewriting the declaration, or a second
+/// server rewrite it first with a partial view, the totals of the shards it did not see are lost
+/// (counts only: a shard is removed only when it holds no task).
+pub async fn remove_drained_shards<B>(
+    broker: &B,
+    draining: &DrainingShards,
+    now: SystemTime,
+) -> Result<Option<RetiredTotals>>
 where
     B: Inspect + Manage + ?Sized,
 {
     if !draining.grace_over(now) {
-        return Ok(false);
+        return Ok(None);
     }
     let mut infos = Vec::with_capacity(draining.shards().len());
     for shard in draining.shards() {
@@ -77,14 +85,14 @@ where
         }
     }
     if !is_drained(draining, &infos, now) {
-        return Ok(false);
+        return Ok(None);
     }
     for shard in draining.shards() {
         match broker.delete_queue(shard, false).await {
             Ok(()) | Err(Error::QueueNotFound { .. }) => {}
-            Err(Error::QueueNotEmpty { .. }) => return Ok(false),
+            Err(Error::QueueNotEmpty { .. }) => return Ok(None),
             Err(e) => return Err(e),
         }
     }
-    Ok(true)
+    Ok(Some(RetiredTotals::of(&infos)))
 }
