@@ -247,7 +247,8 @@ pub fn check_reshard<'a>(
     if let Some(draining) = declared.draining() {
         return Err(Error::FailedPrecondition(format!(
             "generation {} of {logical:?} still drains ({}); a reshard waits until it is dropped, {} s after \
-             the last reshard at the earliest and once its shards are empty",
+             the last reshard at the earliest and once its shards hold no task in any state (archived and \
+             retained completed tasks too: run or delete them)",
             draining.generation(),
             draining.shards().iter().map(QueueName::as_str).collect::<Vec<_>>().join(", "),
             DRAIN_GRACE.as_secs()
