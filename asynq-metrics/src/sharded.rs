@@ -2,7 +2,8 @@
 //! sharded queue (a shard, or the plain queue of the logical name) carries the label
 //! `logical_queue`, so that `sum by (logical_queue)` shows the logical queue as one; other
 //! queues keep Go's labels alone. One more gauge, `asynq_sharded_queue_shards{logical_queue}`,
-//! gives each declared logical queue's shard count. No series is added per shard.
+//! gives each declared logical queue's shard count. No series is added per shard. The worker
+//! metrics label a server's sharded queues alike ([`logical_queue_of`]).
 
 use asynq_core::shard::{ShardedQueue, logical_of};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -24,10 +25,7 @@ impl<'a> Logical<'a> {
     /// The logical queue `queue` belongs to: its own name when it is the plain queue of a
     /// declared logical name, the part before `~` when that is one (a shard of any generation).
     pub(crate) fn of<'q>(&self, queue: &'q str) -> Option<&'q str> {
-        if self.0.contains(queue) {
-            return Some(queue);
-        }
-        logical_of(queue).filter(|logical| self.0.contains(logical))
+        logical_queue_of(queue, |name| self.0.contains(name))
     }
 
     /// The labels of a series of `queue`: `queue`, then `logical_queue` when it belongs to one,
@@ -40,6 +38,16 @@ impl<'a> Logical<'a> {
         labels.extend_from_slice(extra);
         labels
     }
+}
+
+/// The logical queue `queue` belongs to, given which names are logical queues (`is_logical`):
+/// its own name when it is one (the plain queue of the logical name), the part before `~` when
+/// that is one (a shard of any generation), otherwise none.
+pub(crate) fn logical_queue_of(queue: &str, is_logical: impl Fn(&str) -> bool) -> Option<&str> {
+    if is_logical(queue) {
+        return Some(queue);
+    }
+    logical_of(queue).filter(|logical| is_logical(logical))
 }
 
 /// Encodes `asynq_sharded_queue_shards`: each declared sharded queue's shard count.

@@ -1,16 +1,18 @@
 //! Worker metrics: what one server's workers did, which Go asynq does not export. A
 //! [`TaskObserver`] to install in [`asynq_server::Config::task_observers`].
 
-use asynq_core::StoredTask;
+use crate::sharded::logical_queue_of;
+use asynq_core::{QueueName, StoredTask};
 use asynq_server::{AttemptOutcome, AttemptReport, TaskObserver};
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// The default upper bounds of the duration histogram's buckets, in seconds: from 5 ms to an
 /// hour, for handlers from a cache write to a report build.
@@ -21,6 +23,8 @@ pub const DEFAULT_DURATION_BUCKETS: [f64; 18] =
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TaskLabels {
     queue: String,
+    #[prometheus(flatten)]
+    logical_queue: LogicalQueue,
     task_type: String,
 }
 
@@ -28,8 +32,24 @@ struct TaskLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     queue: String,
+    #[prometheus(flatten)]
+    logical_queue: LogicalQueue,
     task_type: String,
     outcome: &'static str,
+}
+
+/// The label `logical_queue` of a series of a sharded queue's shard or plain queue; no label
+/// for another queue's.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct LogicalQueue(Option<String>);
+
+impl EncodeLabelSet for LogicalQueue {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), fmt::Error> {
+        match &self.0 {
+            Some(logical) => [("logical_queue", logical.as_str())].encode(encoder),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Makes each label set's histogram with the configured buckets.
@@ -43,7 +63,10 @@ impl MetricConstructor<Histogram> for Buckets {
 }
 
 /// Metrics of the tasks one server runs, labelled by `queue` and `task_type`, under the
-/// `asynq_worker` prefix:
+/// `asynq_worker` prefix. The series of a shard of a sharded queue the server serves
+/// ([`asynq_server::Config::sharded_queues`]), and those of the plain queue of its logical name,
+/// also carry `logical_queue`, as the queue metrics do, so `sum by (logical_queue)` shows the
+/// logical queue as one; other queues keep the labels alone.
 ///
 /// | series | type | meaning |
 /// | --- | --- | --- |
@@ -71,9 +94,12 @@ impl MetricConstructor<Histogram> for Buckets {
 /// # let _ = config;
 /// ```
 ///
-/// Cheap to clone; clones share the metrics.
+/// Cheap to clone; clones share the metrics. Installed in several servers, it labels the
+/// sharded queues of any of them.
 #[derive(Clone)]
 pub struct WorkerMetrics {
+    /// The logical names of the sharded queues the servers it observes serve.
+    sharded: Arc<RwLock<BTreeSet<String>>>,
     duration: Family<TaskLabels, Histogram, Buckets>,
     in_flight: Family<TaskLabels, Gauge>,
     processed: Family<TaskLabels, Counter>,
@@ -93,6 +119,7 @@ impl WorkerMetrics {
     /// (the `+Inf` bucket is always there).
     pub fn with_duration_buckets(buckets: impl IntoIterator<Item = f64>) -> Self {
         Self {
+            sharded: Arc::default(),
             duration: Family::new_with_constructor(Buckets(buckets.into_iter().collect())),
             in_flight: Family::default(),
             processed: Family::default(),
@@ -131,17 +158,33 @@ impl Default for WorkerMetrics {
     }
 }
 
-fn labels(task: &StoredTask) -> TaskLabels {
-    TaskLabels { queue: task.queue.to_string(), task_type: task.type_name.clone() }
+impl WorkerMetrics {
+    /// The labels of `task`'s series.
+    fn labels(&self, task: &StoredTask) -> TaskLabels {
+        let sharded = self.sharded.read().unwrap_or_else(PoisonError::into_inner);
+        let logical = logical_queue_of(&task.queue, |name| sharded.contains(name)).map(str::to_owned);
+        TaskLabels {
+            queue: task.queue.to_string(),
+            logical_queue: LogicalQueue(logical),
+            task_type: task.type_name.clone(),
+        }
+    }
 }
 
 impl TaskObserver for WorkerMetrics {
+    fn serving_sharded_queues(&self, logical: &[QueueName]) {
+        if !logical.is_empty() {
+            let mut sharded = self.sharded.write().unwrap_or_else(PoisonError::into_inner);
+            sharded.extend(logical.iter().map(QueueName::to_string));
+        }
+    }
+
     fn task_started(&self, task: &StoredTask, _span: &tracing::Span) {
-        self.in_flight.get_or_create(&labels(task)).inc();
+        self.in_flight.get_or_create(&self.labels(task)).inc();
     }
 
     fn task_finished(&self, task: &StoredTask, report: &AttemptReport<'_>) {
-        let labels = labels(task);
+        let labels = self.labels(task);
         self.in_flight.get_or_create(&labels).dec();
         self.duration.get_or_create(&labels).observe(report.duration.as_secs_f64());
         let ran_to_an_end =
@@ -155,12 +198,13 @@ impl TaskObserver for WorkerMetrics {
         if report.panicked() {
             self.panics.get_or_create(&labels).inc();
         }
-        let TaskLabels { queue, task_type } = labels;
-        self.finished.get_or_create(&OutcomeLabels { queue, task_type, outcome: report.outcome.as_str() }).inc();
+        let TaskLabels { queue, logical_queue, task_type } = labels;
+        let outcome = OutcomeLabels { queue, logical_queue, task_type, outcome: report.outcome.as_str() };
+        self.finished.get_or_create(&outcome).inc();
     }
 
     fn lease_expired(&self, task: &StoredTask) {
-        self.lease_expiries.get_or_create(&labels(task)).inc();
+        self.lease_expiries.get_or_create(&self.labels(task)).inc();
     }
 }
 

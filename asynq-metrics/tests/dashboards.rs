@@ -3,6 +3,7 @@
 //! every `asynq_*` name in the rules is one `asynq metrics` exports (the queue and server
 //! metrics it reads from the broker), and in the dashboard one it exports or, in the panels that
 //! say so, one of the worker metrics a server exports about itself. Every rule has a unit test.
+//! A sharded queue is judged whole by the rules on size and rates, never also per shard.
 
 mod support;
 
@@ -49,6 +50,23 @@ fn metrics_in(expr: &str) -> Vec<String> {
         names.push(name);
     }
     names
+}
+
+/// The label matchers of each `asynq_*` metric an expression reads (what is between the braces
+/// after its name; empty without them).
+fn selectors(expr: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = expr;
+    while let Some(start) = rest.find("asynq_") {
+        let after = &rest[start..];
+        let name_len =
+            after.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')).unwrap_or(after.len());
+        let after = &after[name_len..];
+        let matchers = after.strip_prefix('{').and_then(|m| m.split_once('}')).map_or("", |(m, _)| m);
+        found.push(matchers);
+        rest = after;
+    }
+    found
 }
 
 /// The sample names a scrape declares: each family's (`# TYPE` line), with the suffixes of its
@@ -130,14 +148,44 @@ async fn the_grafana_dashboard_and_the_alert_rules_query_only_exported_metrics()
             "AsynqMetricsAbsent",
             "AsynqMetricsUnreadable",
             "AsynqQueueGrowing",
+            "AsynqShardedQueueGrowing",
             "AsynqQueueLatencyHigh",
             "AsynqFailureRateHigh",
+            "AsynqShardedQueueFailureRateHigh",
             "AsynqNoWorkers",
             "AsynqArchiveGrowing",
+            "AsynqShardedQueueArchiveGrowing",
             "AsynqRetryBacklog",
+            "AsynqShardedQueueRetryBacklog",
             "AsynqRedisMayEvictTasks"
         ]
     );
+    // A rule on a queue's size or rates judges a sharded queue whole: the plain queues' rule
+    // reads only series without `logical_queue`, its sharded twin only series with it, each summed
+    // by logical queue after the max over exporters. No other rule sums.
+    let expr_of = |name: &str| &alerts.iter().find(|(n, _)| n == name).expect("the rule").1;
+    for (plain, whole) in [
+        ("AsynqQueueGrowing", "AsynqShardedQueueGrowing"),
+        ("AsynqFailureRateHigh", "AsynqShardedQueueFailureRateHigh"),
+        ("AsynqArchiveGrowing", "AsynqShardedQueueArchiveGrowing"),
+        ("AsynqRetryBacklog", "AsynqShardedQueueRetryBacklog"),
+    ] {
+        let (plain_expr, whole_expr) = (expr_of(plain), expr_of(whole));
+        for matchers in selectors(plain_expr) {
+            assert!(matchers.contains(r#"logical_queue="""#), "{plain} leaves sharded queues to {whole}: {plain_expr}");
+        }
+        let whole_selectors = selectors(whole_expr);
+        for matchers in &whole_selectors {
+            assert!(matchers.contains(r#"logical_queue!="""#), "{whole} reads sharded queues only: {whole_expr}");
+        }
+        let summed = whole_expr.matches("sum by (logical_queue) (max by (queue, logical_queue) (").count();
+        assert_eq!(summed, whole_selectors.len(), "{whole} sums the max over exporters of each queue: {whole_expr}");
+    }
+    for (name, expr) in &alerts {
+        if !name.starts_with("AsynqShardedQueue") {
+            assert!(!expr.contains("sum"), "{name} does not sum over exporters or queues: {expr}");
+        }
+    }
     let mut read = BTreeSet::new();
     for (name, expr) in &alerts {
         for metric in metrics_in(expr) {
@@ -179,10 +227,14 @@ async fn the_grafana_dashboard_and_the_alert_rules_query_only_exported_metrics()
                 read.insert(metric.clone());
             }
             // Every exporter of one Redis serves the same broker values: a panel takes their max,
-            // never their sum (`asynq_up` is each exporter's own, shown per instance).
+            // never their sum (`asynq_up` is each exporter's own, shown per instance); a sum over
+            // a sharded queue's queues comes after it.
             if metrics.iter().any(|m| standalone.contains(m) && m != "asynq_up") {
                 assert!(
-                    expr.starts_with("max by (") || expr.starts_with("max(") || expr.starts_with("sum(max by ("),
+                    expr.starts_with("max by (")
+                        || expr.starts_with("max(")
+                        || expr.starts_with("sum(max by (")
+                        || expr.starts_with("sum by (logical_queue) (max by (queue, logical_queue) ("),
                     "{title}: {expr} must count N exporters of one Redis once"
                 );
             }
@@ -198,6 +250,13 @@ async fn the_grafana_dashboard_and_the_alert_rules_query_only_exported_metrics()
     assert!(!expr.contains("state="), "no state is filtered out: {expr}");
     let description = by_state["description"].as_str().expect("a description");
     assert!(description.contains("waiting") && description.contains("aggregating"), "{description}");
+
+    // The queue size shows each sharded queue as a whole too.
+    let size = panels.iter().find(|p| p["title"] == "Queue size").expect("a Queue size panel");
+    let mut exprs = Vec::new();
+    json_strings(size, "expr", &mut exprs);
+    let whole = "sum by (logical_queue) (max by (queue, logical_queue) (asynq_queue_size{";
+    assert!(exprs.iter().any(|e| e.starts_with(whole)), "{exprs:?}");
 }
 
 /// Every alerting rule has a `promtool test rules` case in which it fires

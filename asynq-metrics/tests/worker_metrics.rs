@@ -1,11 +1,14 @@
 //! Worker metrics and task spans: a server on the memory broker (tokio paused time) runs tasks
 //! that succeed, retry and panic, and a task whose worker died is recovered; the scrape over
 //! HTTP and the spans a subscriber sees match what happened. Trace context travels from the
-//! producer to the handler in the `traceparent` header.
+//! producer to the handler in the `traceparent` header. The series of a sharded queue's shards,
+//! and of the plain queue of its name, carry `logical_queue`; those of other queues do not.
 
 mod support;
 
-use asynq_client::{Task, TaskOptions};
+use asynq_client::{Client, Task, TaskOptions};
+use asynq_core::QueueName;
+use asynq_core::broker::Capabilities;
 
 use asynq_metrics::otel::{TRACEPARENT_HEADER, TraceContextObserver, inject_trace_context};
 use asynq_metrics::{Exporter, WorkerMetrics};
@@ -13,7 +16,9 @@ use asynq_server::{Config, HandlerError, Server, handler_fn};
 use asynq_tests::{Harness, secs};
 use opentelemetry::trace::{TraceContextExt, TracerProvider};
 use prometheus_client::registry::Registry;
+use prometheus_parse::Scrape;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{Served, buckets, find, parse, value};
@@ -305,4 +310,87 @@ async fn a_park_is_its_own_outcome_neither_processed_nor_failed() {
     let outcomes: Vec<String> =
         spans.0.lock().unwrap().iter().map(|(_, f)| f.get("outcome").cloned().unwrap_or_default()).collect();
     assert_eq!(outcomes, ["parked", "success"]);
+}
+
+/// A server serving `default` and the sharded queue `orders` (2 shards) runs 4 `ship` tasks placed
+/// on the shards, 1 left in the plain queue `orders` (as Go's producers leave them) and 1 `email`
+/// task in `default`; returns the scrape of its worker metrics and the shards.
+async fn run_sharded_server() -> (Scrape, Vec<QueueName>) {
+    let h = Harness::new();
+    let shards = Arc::new(h.broker.clone()).as_sharded_queues().unwrap();
+    let orders = shards.declare_sharded_queue(&QueueName::from_static("orders"), 2).await.unwrap();
+    let sharding = Client::new(h.broker.clone()).with_clock(h.clock.clone()).with_sharded_queues(shards);
+    for n in 0..4 {
+        sharding.enqueue(&Task::new("ship", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
+    }
+    h.client.enqueue(&Task::new("ship", "go"), TaskOptions::new().queue("orders")).await.unwrap();
+    h.client.enqueue(&Task::new("email", ""), TaskOptions::new()).await.unwrap();
+
+    let metrics = WorkerMetrics::new();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let config = Config {
+        task_observers: vec![Arc::new(metrics)],
+        sharded_queues: [("orders".to_owned(), 1)].into(),
+        ..h.config("default", 2)
+    };
+    let ran = Arc::new(AtomicUsize::new(0));
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    let count = ran.clone();
+    server
+        .start(handler_fn(move |_ctx, _task: Task| {
+            count.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        }))
+        .unwrap();
+    h.eventually(secs(30), "every task ran", || async { ran.load(Ordering::SeqCst) == 6 }).await;
+    server.shutdown().await;
+
+    let served = Served::start(Exporter::new(registry)).await;
+    let body = served.get("/metrics").await.body;
+    served.stop().await;
+    (parse(&body), orders.shards().to_vec())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_worker_series_of_a_sharded_queue_carry_its_logical_queue() {
+    let (scrape, shards) = run_sharded_server().await;
+    let ship = |queue: &'static str| [("queue", queue), ("logical_queue", "orders"), ("task_type", "ship")];
+    let on_shards: f64 = shards
+        .iter()
+        .map(|shard| {
+            let labels = [("queue", shard.as_str()), ("logical_queue", "orders"), ("task_type", "ship")];
+            find(&scrape, "asynq_worker_tasks_processed_total", &labels).unwrap_or(0.0)
+        })
+        .sum();
+    assert_eq!(on_shards, 4.0, "the shards' tasks, each counted once");
+    assert_eq!(value(&scrape, "asynq_worker_tasks_processed_total", &ship("orders")), 1.0, "the plain queue's");
+    assert_eq!(value(&scrape, "asynq_worker_task_duration_seconds_count", &ship("orders")), 1.0);
+    assert_eq!(value(&scrape, "asynq_worker_tasks_in_flight", &ship("orders")), 0.0);
+    let success = [("queue", "orders"), ("logical_queue", "orders"), ("task_type", "ship"), ("outcome", "success")];
+    assert_eq!(value(&scrape, "asynq_worker_tasks_finished_total", &success), 1.0);
+    let unlabelled: Vec<_> = scrape
+        .samples
+        .iter()
+        .filter(|s| s.labels.get("task_type") == Some("ship") && s.labels.get("logical_queue") != Some("orders"))
+        .collect();
+    assert!(unlabelled.is_empty(), "every series of the sharded queue names it: {unlabelled:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_worker_series_of_an_ordinary_queue_keep_their_labels_beside_a_sharded_one() {
+    let (scrape, _) = run_sharded_server().await;
+    let email = [("queue", "default"), ("task_type", "email")];
+    // `value` and `find` match the labels exactly: no `logical_queue` beside them.
+    assert_eq!(value(&scrape, "asynq_worker_tasks_processed_total", &email), 1.0);
+    assert_eq!(value(&scrape, "asynq_worker_task_duration_seconds_count", &email), 1.0);
+    assert_eq!(value(&scrape, "asynq_worker_tasks_in_flight", &email), 0.0);
+    let success = [("queue", "default"), ("task_type", "email"), ("outcome", "success")];
+    assert_eq!(value(&scrape, "asynq_worker_tasks_finished_total", &success), 1.0);
+    let labelled: Vec<_> = scrape
+        .samples
+        .iter()
+        .filter(|s| s.labels.get("queue") == Some("default") && s.labels.get("logical_queue").is_some())
+        .collect();
+    assert!(labelled.is_empty(), "{labelled:?}");
 }

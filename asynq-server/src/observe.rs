@@ -1,5 +1,6 @@
 //! Task observers: hooks the server calls as tasks start and finish and as the recoverer finds
-//! tasks whose lease expired, for metrics and tracing.
+//! tasks whose lease expired, for metrics and tracing; as it starts, it names the sharded queues
+//! it serves.
 //!
 //! Install observers with [`Config::task_observers`](crate::Config::task_observers). With none
 //! installed, the server pays one branch per task.
@@ -16,7 +17,7 @@
 //! joins the trace of the enqueue that made it.
 
 use crate::handler::HandlerError;
-use asynq_core::StoredTask;
+use asynq_core::{QueueName, StoredTask};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -118,6 +119,16 @@ impl AttemptReport<'_> {
 /// # let _ = config;
 /// ```
 pub trait TaskObserver: Send + Sync + 'static {
+    /// The server is starting and serves the sharded queues named `logical`
+    /// ([`Config::sharded_queues`](crate::Config::sharded_queues), empty when none): the tasks it
+    /// runs of their shards (a shard of `orders` is named `orders~…`,
+    /// [`asynq_core::shard::logical_of`]) and of the plain queue of each name belong to them.
+    /// Called once per [`Server::start`](crate::Server::start), before that server calls any
+    /// other method; an observer installed in several servers hears from each.
+    fn serving_sharded_queues(&self, logical: &[QueueName]) {
+        let _ = logical;
+    }
+
     /// A worker took `task` and is about to run its handler inside `span` (the
     /// [`TASK_SPAN_NAME`] span, not yet entered): the place to record more fields on it or to
     /// set its parent from the task's headers.
@@ -139,6 +150,10 @@ pub trait TaskObserver: Send + Sync + 'static {
 }
 
 impl<T: TaskObserver + ?Sized> TaskObserver for Arc<T> {
+    fn serving_sharded_queues(&self, logical: &[QueueName]) {
+        (**self).serving_sharded_queues(logical);
+    }
+
     fn task_started(&self, task: &StoredTask, span: &tracing::Span) {
         (**self).task_started(task, span);
     }
@@ -163,6 +178,12 @@ impl Observers {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    pub(crate) fn serving_sharded_queues(&self, logical: &[QueueName]) {
+        for observer in self.0.iter() {
+            observer.serving_sharded_queues(logical);
+        }
     }
 
     pub(crate) fn task_started(&self, task: &StoredTask, span: &tracing::Span) {

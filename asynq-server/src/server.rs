@@ -24,7 +24,7 @@ use asynq_core::broker::RateLimiter;
 use asynq_core::broker::Workflows;
 use asynq_core::broker::{Aggregate, Cancel, WorkerBroker};
 use asynq_core::queue::QueuePriorities;
-use asynq_core::{Error, Result, ServerControl, ServerInfo, ServerStatus};
+use asynq_core::{Error, QueueName, Result, ServerControl, ServerInfo, ServerStatus};
 use asynq_runtime::{Role, hostname};
 use std::fmt;
 use std::sync::Arc;
@@ -241,6 +241,8 @@ impl Server {
             task_observers.push(recorder.clone());
         }
         let observers = Observers::new(&task_observers);
+        let sharded: Vec<QueueName> = self.sources.sharded.iter().map(|(logical, _)| logical.clone()).collect();
+        observers.serving_sharded_queues(&sharded);
         let syncer = Syncer::new(b.clone(), clock.clone(), SyncerConfig { interval: c.syncer_interval });
         let shared_limits = match (&self.capabilities.slots, c.has_shared_limits()) {
             (Some(slots), true) => {
