@@ -1,5 +1,7 @@
 //! Placement on sharded queues: the [`Client`](crate::Client)'s hook that sends a task enqueued to
-//! a logical queue to one of its shards ([`asynq_core::shard`]).
+//! a logical queue to one of its shards ([`asynq_core::shard`]), reading the declarations from
+//! the broker when it keeps them, or from the directory given to
+//! [`Client::with_sharded_queues`](crate::Client::with_sharded_queues).
 //!
 //! The client keeps the declarations it read ([`ShardedQueues::sharded_queues`]) and reads them
 //! again when they are [`SHARD_REFRESH`] old, so an enqueue to a queue that is not sharded costs
@@ -210,24 +212,38 @@ fn placement_key(request: &EnqueueRequest, shard_key: Option<&str>, explicit_id:
 
 impl crate::Client {
     /// Places tasks enqueued to a sharded queue on its shards, reading the declarations from
-    /// `directory` (a broker's [`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues)):
-    /// see [`TaskOptions::shard_key`] and the guide. Without it a client sends every task to the
-    /// queue it names. The declarations are kept and read again every [`SHARD_REFRESH`]; clones
-    /// share them.
+    /// `directory` instead of the broker's own: see [`TaskOptions::shard_key`] and the guide.
+    /// A client does this by itself when its broker keeps sharded queues
+    /// ([`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues), as the memory
+    /// and Redis brokers do): this is for a broker that does not show them, a wrapper say, whose
+    /// declarations are kept elsewhere. The declarations are kept and read again every
+    /// [`SHARD_REFRESH`]; clones share them.
     ///
     /// ```
     /// use asynq_client::{Client, Task, TaskOptions};
-    /// use asynq_core::broker::Capabilities;
-    /// use asynq_core::QueueName;
+    /// use asynq_core::broker::{Capabilities, Enqueue};
+    /// use asynq_core::{EnqueueRequest, QueueName};
     /// use asynq_memory::MemoryBroker;
     /// use std::sync::Arc;
+    ///
+    /// /// A producer's view of a broker, showing none of its capabilities.
+    /// struct Producer(MemoryBroker);
+    ///
+    /// impl Capabilities for Producer {}
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Enqueue for Producer {
+    ///     async fn enqueue(&self, request: EnqueueRequest) -> asynq_client::Result<()> {
+    ///         self.0.enqueue(request).await
+    ///     }
+    /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), asynq_client::Error> {
     /// let broker = Arc::new(MemoryBroker::new());
     /// let shards = broker.clone().as_sharded_queues().expect("the memory broker shards queues");
     /// shards.declare_sharded_queue(&QueueName::new("orders")?, 4).await?;
-    /// let client = Client::from_shared(broker).with_sharded_queues(shards);
+    /// let client = Client::new(Producer(MemoryBroker::clone(&broker))).with_sharded_queues(shards);
     /// let info = client.enqueue(&Task::new("ship", "o-1"), TaskOptions::new().queue("orders").shard_key("cust-7")).await?;
     /// assert!(info.queue.starts_with("orders~"));
     /// # Ok(())
@@ -264,10 +280,11 @@ mod tests {
     use asynq_memory::MemoryBroker;
     use std::collections::BTreeMap;
 
-    /// A directory that counts its reads.
+    /// A directory that counts its reads, which fail while `down`.
     struct Counting {
         inner: Arc<dyn ShardedQueues>,
         reads: AtomicUsize,
+        down: std::sync::atomic::AtomicBool,
     }
 
     #[async_trait::async_trait]
@@ -286,6 +303,9 @@ mod tests {
         }
         async fn sharded_queues(&self) -> Result<Vec<ShardedQueue>> {
             self.reads.fetch_add(1, Ordering::Relaxed);
+            if self.down.load(Ordering::Relaxed) {
+                return Err(Error::Broker(asynq_core::BrokerError::permanent("connection refused")));
+            }
             self.inner.sharded_queues().await
         }
     }
@@ -303,7 +323,7 @@ mod tests {
         let broker = Arc::new(MemoryBroker::with_clock(Arc::new(clock.clone())));
         let inner = broker.clone().as_sharded_queues().unwrap();
         let orders = inner.declare_sharded_queue(&QueueName::from_static("orders"), 4).await.unwrap();
-        let directory = Arc::new(Counting { inner, reads: AtomicUsize::new(0) });
+        let directory = Arc::new(Counting { inner, reads: AtomicUsize::new(0), down: Default::default() });
         let client = Client::from_shared(broker.clone())
             .with_clock(Arc::new(clock.clone()))
             .with_sharded_queues(directory.clone());
@@ -398,6 +418,39 @@ mod tests {
         let after = s.client.enqueue(&Task::new("t", "x"), on("later")).await.unwrap();
         assert!(later.has_shard(&after.queue), "{after:?}");
         assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test]
+    async fn a_client_over_a_broker_that_keeps_sharded_queues_places_on_them_by_itself() {
+        let s = setup().await;
+        let client = Client::from_shared(s.broker.clone()).with_clock(Arc::new(s.clock.clone()));
+        for i in 0..6 {
+            let info = client.enqueue(&Task::new("t", format!("rr{i}")), on("orders")).await.unwrap();
+            assert_eq!(info.queue, s.orders.shards()[i % 4]);
+        }
+        let keyed = client.enqueue(&Task::new("t", "k"), on("orders").shard_key("customer-7")).await.unwrap();
+        assert_eq!(&keyed.queue, s.orders.shard_for_key(b"customer-7"));
+        let flow = asynq_core::workflow::Flow::task(Task::new("t", "f"), on("orders"));
+        let stored = crate::FlowProducer::new(MemoryBroker::clone(&s.broker)).enqueue(&flow).await.unwrap();
+        assert_eq!(&stored.tasks[0].queue, s.orders.shard_for_key(stored.id.as_str().as_bytes()));
+    }
+
+    #[tokio::test]
+    async fn when_the_declarations_cannot_be_read_the_enqueue_fails_and_writes_nothing() {
+        let s = setup().await;
+        s.directory.down.store(true, Ordering::Relaxed);
+        for queue in ["orders", "plain"] {
+            let refused = s.client.enqueue(&Task::new("t", "x"), on(queue)).await;
+            assert!(matches!(refused, Err(Error::Broker(_))), "{refused:?}");
+        }
+        let batch = s.client.enqueue_batch(&[(Task::new("t", "b"), on("orders"))]).await;
+        assert!(matches!(batch[..], [Err(Error::Broker(_))]), "{batch:?}");
+        assert!(pending(&s).await.values().all(Vec::is_empty), "nothing written");
+        let queues = s.broker.queues().await.unwrap();
+        assert!(queues.iter().all(|queue| s.orders.has_shard(queue)), "no queue made but the shards: {queues:?}");
+        s.directory.down.store(false, Ordering::Relaxed);
+        let placed = s.client.enqueue(&Task::new("t", "x"), on("orders")).await.unwrap();
+        assert!(s.orders.has_shard(&placed.queue), "{placed:?}");
     }
 
     #[tokio::test]
