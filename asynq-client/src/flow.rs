@@ -143,7 +143,7 @@ impl FlowProducer {
             }
         }
         if let Some(shards) = &self.shards {
-            shards.place_workflow(&mut plan, &generated, now).await?;
+            shards.place_workflow(&mut plan, &generated, self.clock.as_ref()).await?;
         }
         let traced = crate::caller_in_trace();
         let span = tracing::info_span!(

@@ -51,7 +51,7 @@ pub use inspector::{
     Inspector, ServerReport, TypeMetricsReport, TypeSeries, WorkflowCancellation, WorkflowReport, WorkflowState,
     WorkflowTask,
 };
-pub use shards::{MAX_SHARD_KEY_LEN, SHARD_REFRESH};
+pub use shards::{MAX_SHARD_KEY_LEN, SHARD_KEPT_AT_MOST, SHARD_REFRESH};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;
