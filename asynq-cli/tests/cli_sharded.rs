@@ -1,6 +1,6 @@
 //! Sharded queues in `asynq queue ls` and `queue inspect`: the shards are listed as the queues
 //! they are, with the logical queue they belong to, and a logical queue is inspected as the sum
-//! of its shards; `asynq queue shard` declares one.
+//! of its shards; `asynq queue shard` declares one, and `task enqueue` places tasks on its shards.
 
 mod common;
 
@@ -77,12 +77,9 @@ fn queue_shard_declares_once_and_refuses_what_it_cannot() {
 fn queue_shard_reshard_makes_a_generation_and_shows_the_draining_shards() {
     let server = RedisServer::start();
     asynq_at(&server, &["queue", "shard", "orders", "2"]).ok();
-    block_on(async {
-        let broker = Arc::new(broker(&server).await);
-        let shards = broker.clone().as_sharded_queues().expect("the Redis broker shards queues");
-        let client = Client::from_shared(broker.clone()).with_sharded_queues(shards);
-        client.enqueue(&Task::new("ship", "old"), TaskOptions::new().queue("orders")).await.unwrap();
-    });
+    // `task enqueue` places the task on a shard, as every client does.
+    let enqueued = asynq_at(&server, &["task", "enqueue", "-t", "ship", "-l", "old", "--queue", "orders"]).ok();
+    enqueued.shows(&["in queue \"orders~0\""]);
     let resharded = asynq_at(&server, &["queue", "shard", "orders", "3", "--reshard"]).ok();
     resharded.shows(&[
         "Sharded queue \"orders\" has 3 shards: orders~g2~0, orders~g2~1, orders~g2~2",

@@ -13,7 +13,8 @@ use tracing::Instrument;
 /// Stores workflows: every task of one, checked as a whole before anything is written, each
 /// released to run once the tasks it waits for have settled.
 ///
-/// Its broker needs the [`Workflows`] capability (the memory and Redis brokers have it). Task
+/// Its broker needs the [`Workflows`] capability (the memory and Redis brokers have it); the
+/// tasks of a sharded queue go to its shards when the broker keeps sharded queues. Task
 /// IDs not given are generated (UUID v4) afresh for each run, as is the workflow's ID: a DAG
 /// task's name ([`DagTask`](asynq_core::workflow::DagTask)) is a name within one run, not its
 /// ID, so the same definition can be enqueued again and again ([`EnqueuedWorkflow::names`]
@@ -55,17 +56,23 @@ pub struct EnqueuedWorkflow {
 }
 
 impl FlowProducer {
-    /// A producer of workflows stored in `broker`, reading time from the system clock.
+    /// A producer of workflows stored in `broker`, reading time from the system clock. When
+    /// the broker keeps sharded queues ([`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues),
+    /// as the memory and Redis brokers do), it places the tasks of a sharded queue on its shards
+    /// as [`FlowProducer::with_sharded_queues`] says; otherwise every task goes to the queue it
+    /// names.
     pub fn new(broker: impl Workflows + 'static) -> Self {
         Self::from_shared(Arc::new(broker))
     }
 
-    /// A producer over a broker shared with other components.
+    /// A producer over a broker shared with other components, placing tasks on shards as
+    /// [`FlowProducer::new`] does.
     pub fn from_shared(broker: Arc<dyn Workflows>) -> Self {
+        let shards = broker.clone().as_sharded_queues().map(|directory| Arc::new(ShardRouter::new(directory)));
         Self {
             broker,
             clock: Arc::new(SystemClock),
-            shards: None,
+            shards,
             max_tasks: DEFAULT_MAX_WORKFLOW_TASKS,
             max_payload: DEFAULT_MAX_PAYLOAD,
         }
@@ -78,14 +85,16 @@ impl FlowProducer {
     }
 
     /// Places the tasks of a sharded queue on its shards, reading the declarations from
-    /// `directory` (a broker's [`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues)),
-    /// kept and read again as [`Client::with_sharded_queues`](crate::Client::with_sharded_queues)
-    /// does. A task with a [`TaskOptions::shard_key`](crate::TaskOptions::shard_key) goes to the
+    /// `directory` instead of the broker's own, kept and read again as
+    /// [`Client::with_sharded_queues`](crate::Client::with_sharded_queues) does. The producer
+    /// does this by itself when its broker keeps sharded queues ([`FlowProducer::new`]): this is
+    /// for declarations kept elsewhere than in the broker that stores the workflows.
+    ///
+    /// A task with a [`TaskOptions::shard_key`](crate::TaskOptions::shard_key) goes to the
     /// shard its key picks, one whose ID is given to the shard its ID picks (so the ID conflicts
     /// over the logical queue); the others of one run go to the shard the workflow's ID picks, so
     /// that a run's tasks of one logical queue share a shard (one step stores them, and each
     /// settle releases its dependents there in the same step) while runs spread over the shards.
-    /// Without it every task goes to the queue it names.
     pub fn with_sharded_queues(mut self, directory: Arc<dyn ShardedQueues>) -> Self {
         self.shards = Some(Arc::new(ShardRouter::new(directory)));
         self
@@ -134,7 +143,7 @@ impl FlowProducer {
             }
         }
         if let Some(shards) = &self.shards {
-            shards.place_workflow(&mut plan, &generated, now).await?;
+            shards.place_workflow(&mut plan, &generated, self.clock.as_ref()).await?;
         }
         let traced = crate::caller_in_trace();
         let span = tracing::info_span!(

@@ -224,6 +224,8 @@ mod tests {
         }
     }
 
+    impl asynq_core::broker::Capabilities for Gate {}
+
     #[async_trait]
     impl Enqueue for Gate {
         async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {

@@ -51,7 +51,7 @@ pub use inspector::{
     Inspector, ServerReport, TypeMetricsReport, TypeSeries, WorkflowCancellation, WorkflowReport, WorkflowState,
     WorkflowTask,
 };
-pub use shards::{MAX_SHARD_KEY_LEN, SHARD_REFRESH};
+pub use shards::{MAX_SHARD_KEY_LEN, SHARD_KEPT_AT_MOST, SHARD_REFRESH};
 pub use tracker::{TaskEvent, Tracker, WATCH_INTERVAL};
 
 use asynq_core::broker::Enqueue;
@@ -139,8 +139,8 @@ pub struct Client {
     max_payload: usize,
     /// How long a call waits for its reply without sleeping ([`Client::with_spin_wait`]).
     spin_wait: Option<Duration>,
-    /// The sharded queues' declarations, when the client places tasks on shards
-    /// ([`Client::with_sharded_queues`]).
+    /// The sharded queues' declarations, when the client places tasks on shards: the broker's
+    /// own when it keeps them, or those of [`Client::with_sharded_queues`].
     shards: Option<Arc<shards::ShardRouter>>,
     /// Where signals go ([`Client::with_steps`], `signal.rs`).
     steps: Option<Arc<dyn asynq_core::broker::Steps>>,
@@ -153,18 +153,41 @@ pub const DEFAULT_MAX_PAYLOAD: usize = 64 * 1024 * 1024;
 
 impl Client {
     /// A client that enqueues into `broker`, reading time from the system clock.
+    ///
+    /// When the broker keeps sharded queues ([`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues),
+    /// as the memory and Redis brokers do), the client places a task enqueued to a sharded
+    /// queue's logical name on one of its shards (see [`Client::with_sharded_queues`] and
+    /// [`TaskOptions::shard_key`]); otherwise it sends every task to the queue it names.
+    ///
+    /// ```
+    /// use asynq_client::{Client, Inspector, Task, TaskOptions};
+    /// use asynq_memory::MemoryBroker;
+    /// use std::sync::Arc;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), asynq_client::Error> {
+    /// let broker = Arc::new(MemoryBroker::new());
+    /// Inspector::from_shared(broker.clone()).declare_sharded_queue("orders", 4).await?;
+    /// let client = Client::from_shared(broker);
+    /// let info = client.enqueue(&Task::new("ship", "o-1"), TaskOptions::new().queue("orders")).await?;
+    /// assert_eq!(info.queue, "orders~0"); // the next task goes to orders~1
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(broker: impl Enqueue + 'static) -> Self {
         Self::from_shared(Arc::new(broker))
     }
 
-    /// A client over a broker shared with other components.
+    /// A client over a broker shared with other components, placing tasks on shards as
+    /// [`Client::new`] does.
     pub fn from_shared(broker: Arc<dyn Enqueue>) -> Self {
+        let shards = broker.clone().as_sharded_queues().map(|directory| Arc::new(shards::ShardRouter::new(directory)));
         Self {
             gathering: Gathering::new(broker),
             clock: Arc::new(SystemClock),
             max_payload: DEFAULT_MAX_PAYLOAD,
             spin_wait: None,
-            shards: None,
+            shards,
             steps: None,
         }
     }
@@ -408,6 +431,7 @@ impl fmt::Debug for Client {
             .field("clock", &self.clock)
             .field("max_payload", &self.max_payload)
             .field("spin_wait", &self.spin_wait)
+            .field("sharded_queues", &self.shards.is_some())
             .finish_non_exhaustive()
     }
 }

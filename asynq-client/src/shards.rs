@@ -1,5 +1,7 @@
 //! Placement on sharded queues: the [`Client`](crate::Client)'s hook that sends a task enqueued to
-//! a logical queue to one of its shards ([`asynq_core::shard`]).
+//! a logical queue to one of its shards ([`asynq_core::shard`]), reading the declarations from
+//! the broker when it keeps them, or from the directory given to
+//! [`Client::with_sharded_queues`](crate::Client::with_sharded_queues).
 //!
 //! The client keeps the declarations it read ([`ShardedQueues::sharded_queues`]) and reads them
 //! again when they are [`SHARD_REFRESH`] old, so an enqueue to a queue that is not sharded costs
@@ -7,7 +9,11 @@
 //!
 //! Tasks go to the newest generation's shards only: after a reshard a client places on the new
 //! shards once it reads the declarations again, within [`SHARD_REFRESH`], far less than the
-//! [`DRAIN_GRACE`](asynq_core::shard::DRAIN_GRACE) before the previous generation may be dropped.
+//! [`DRAIN_GRACE`] before the previous generation may be dropped. While one caller reads them
+//! again, the others go on with those kept, but only while they are younger than
+//! [`SHARD_KEPT_AT_MOST`] (half the grace): past it they wait for the read, so a read that hangs
+//! cannot make a client place tasks on a generation dropped meanwhile, where no server would
+//! take them.
 //!
 //! A task goes to the shard its key picks ([`ShardedQueue::shard_for_key`]), the first key that
 //! applies: its group (so a group aggregates on one shard), its type and payload when it is
@@ -17,9 +23,9 @@
 //! shard in turn.
 
 use asynq_core::broker::ShardedQueues;
-use asynq_core::shard::ShardedQueue;
+use asynq_core::shard::{DRAIN_GRACE, ShardedQueue};
 use asynq_core::workflow::{TaskRef, WorkflowPlan};
-use asynq_core::{EnqueueRequest, Error, Placement, QueueName, Replace, Result, Task, TaskOptions};
+use asynq_core::{Clock, EnqueueRequest, Error, Placement, QueueName, Replace, Result, Task, TaskOptions};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -27,6 +33,11 @@ use std::time::{Duration, SystemTime};
 
 /// How old the declarations a client keeps may grow before it reads them again.
 pub const SHARD_REFRESH: Duration = Duration::from_secs(1);
+
+/// How old the declarations a client keeps may be for it to go on placing tasks by them while
+/// another caller reads them again: half of [`DRAIN_GRACE`], the least time after a reshard
+/// before the previous generation's shards may be dropped. Older, it waits for the read.
+pub const SHARD_KEPT_AT_MOST: Duration = Duration::from_secs(DRAIN_GRACE.as_secs() / 2);
 
 /// The longest [`TaskOptions::shard_key`], in bytes.
 pub const MAX_SHARD_KEY_LEN: usize = 1024;
@@ -42,9 +53,29 @@ pub(crate) struct ShardRouter {
 
 #[derive(Default)]
 struct Kept {
-    /// When they were read; `None` before the first read.
+    /// When the read that answered them began; `None` before the first read.
     read_at: Option<SystemTime>,
+    /// How many reads answered: a caller that waited for a read sees that one did.
+    reads: u64,
     by_name: HashMap<QueueName, Arc<ShardedQueue>>,
+}
+
+impl Kept {
+    /// Their age at `now`; `None` before the first read, or when `now` is before the read (a
+    /// clock that went back), which counts as too old.
+    fn age(&self, now: SystemTime) -> Option<Duration> {
+        self.read_at.and_then(|at| now.duration_since(at).ok())
+    }
+
+    /// Whether they are younger than `limit` at `now`.
+    fn younger_than(&self, limit: Duration, now: SystemTime) -> bool {
+        self.age(now).is_some_and(|age| age < limit)
+    }
+
+    /// The declaration of `queue` among them, if it is a sharded queue.
+    fn declaration(&self, queue: &QueueName) -> Option<Arc<ShardedQueue>> {
+        self.by_name.get(queue).cloned()
+    }
 }
 
 impl ShardRouter {
@@ -68,10 +99,10 @@ impl ShardRouter {
         request: &mut EnqueueRequest,
         task: &Task,
         options: &TaskOptions,
-        now: SystemTime,
+        clock: &dyn Clock,
         replacing: bool,
     ) -> Result<()> {
-        let Some(sharded) = self.declaration(request.queue(), now).await? else { return Ok(()) };
+        let Some(sharded) = self.declaration(request.queue(), clock).await? else { return Ok(()) };
         let shard_key = options.shard_key_option().or_else(|| task.options().shard_key_option());
         let key = if replacing {
             Some(request.message.id.as_bytes().to_vec())
@@ -87,35 +118,61 @@ impl ShardRouter {
         Ok(())
     }
 
-    /// The declaration of `queue`, if it is a sharded queue, from the declarations kept (read
-    /// again first when they are [`SHARD_REFRESH`] old).
-    async fn declaration(&self, queue: &QueueName, now: SystemTime) -> Result<Option<Arc<ShardedQueue>>> {
-        let fresh =
-            |kept: &Kept| kept.read_at.is_some_and(|at| now.duration_since(at).is_ok_and(|age| age < SHARD_REFRESH));
-        {
-            let kept = self.kept.read().unwrap_or_else(PoisonError::into_inner);
-            if fresh(&kept) {
-                return Ok(kept.by_name.get(queue).cloned());
-            }
+    /// The declaration of `queue`, if it is a sharded queue, from the declarations kept: read
+    /// again first when they are [`SHARD_REFRESH`] old, by one caller at a time. The others
+    /// meanwhile use those kept while they are younger than [`SHARD_KEPT_AT_MOST`], and wait for
+    /// the read otherwise, then take what it read if it is that young still (reading again
+    /// themselves when it failed, or began too long ago).
+    async fn declaration(&self, queue: &QueueName, clock: &dyn Clock) -> Result<Option<Arc<ShardedQueue>>> {
+        let now = clock.now();
+        if let Some(found) = self.kept_if(queue, |kept| kept.younger_than(SHARD_REFRESH, now)) {
+            return Ok(found);
         }
-        // One caller reads them again; the others use what is kept meanwhile, unless nothing is.
+        let reads_seen = self.kept().reads;
         let reading = match self.reading.try_lock() {
             Some(guard) => guard,
             None => {
-                if let Some(kept) = self.kept_if_read(queue) {
-                    return Ok(kept);
+                if let Some(found) = self.kept_if(queue, |kept| kept.younger_than(SHARD_KEPT_AT_MOST, now)) {
+                    return Ok(found);
                 }
-                self.reading.lock().await
+                let guard = self.reading.lock().await;
+                // The wait may have been long: ages count from now.
+                let now = clock.now();
+                let usable = |kept: &Kept| {
+                    let read_meanwhile = kept.reads != reads_seen && kept.younger_than(SHARD_KEPT_AT_MOST, now);
+                    read_meanwhile || kept.younger_than(SHARD_REFRESH, now)
+                };
+                if let Some(found) = self.kept_if(queue, usable) {
+                    return Ok(found);
+                }
+                guard
             }
         };
-        let stale = !fresh(&self.kept.read().unwrap_or_else(PoisonError::into_inner));
-        if stale {
-            let declared = self.directory.sharded_queues().await?;
-            let by_name = declared.into_iter().map(|s| (s.logical().clone(), Arc::new(s))).collect();
-            *self.kept.write().unwrap_or_else(PoisonError::into_inner) = Kept { read_at: Some(now), by_name };
+        let read_at = clock.now();
+        if let Some(found) = self.kept_if(queue, |kept| kept.younger_than(SHARD_REFRESH, read_at)) {
+            return Ok(found);
+        }
+        let declared = self.directory.sharded_queues().await?;
+        let by_name: HashMap<_, _> = declared.into_iter().map(|s| (s.logical().clone(), Arc::new(s))).collect();
+        let found = by_name.get(queue).cloned();
+        {
+            let mut kept = self.kept.write().unwrap_or_else(PoisonError::into_inner);
+            let reads = kept.reads + 1;
+            *kept = Kept { read_at: Some(read_at), reads, by_name };
         }
         drop(reading);
-        Ok(self.kept.read().unwrap_or_else(PoisonError::into_inner).by_name.get(queue).cloned())
+        Ok(found)
+    }
+
+    /// The declarations kept, to read.
+    fn kept(&self) -> std::sync::RwLockReadGuard<'_, Kept> {
+        self.kept.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The declaration of `queue` among those kept, if they are `usable`.
+    fn kept_if(&self, queue: &QueueName, usable: impl FnOnce(&Kept) -> bool) -> Option<Option<Arc<ShardedQueue>>> {
+        let kept = self.kept();
+        usable(&kept).then(|| kept.declaration(queue))
     }
 }
 
@@ -134,12 +191,12 @@ impl ShardRouter {
         &self,
         plan: &mut WorkflowPlan,
         generated: &HashSet<String>,
-        now: SystemTime,
+        clock: &dyn Clock,
     ) -> Result<()> {
         let mut placed = Vec::new();
         for (index, task) in plan.tasks.iter().enumerate() {
             let message = &task.request.message;
-            let Some(sharded) = self.declaration(&message.queue, now).await? else { continue };
+            let Some(sharded) = self.declaration(&message.queue, clock).await? else { continue };
             let key = match &task.shard_key {
                 Some(key) => {
                     check_shard_key(key)?;
@@ -168,12 +225,6 @@ impl ShardRouter {
             }
         }
         Ok(())
-    }
-
-    /// The declaration of `queue` among those kept, if they were ever read (`None` before).
-    fn kept_if_read(&self, queue: &QueueName) -> Option<Option<Arc<ShardedQueue>>> {
-        let kept = self.kept.read().unwrap_or_else(PoisonError::into_inner);
-        kept.read_at.is_some().then(|| kept.by_name.get(queue).cloned())
     }
 }
 
@@ -210,24 +261,38 @@ fn placement_key(request: &EnqueueRequest, shard_key: Option<&str>, explicit_id:
 
 impl crate::Client {
     /// Places tasks enqueued to a sharded queue on its shards, reading the declarations from
-    /// `directory` (a broker's [`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues)):
-    /// see [`TaskOptions::shard_key`] and the guide. Without it a client sends every task to the
-    /// queue it names. The declarations are kept and read again every [`SHARD_REFRESH`]; clones
-    /// share them.
+    /// `directory` instead of the broker's own: see [`TaskOptions::shard_key`] and the guide.
+    /// A client does this by itself when its broker keeps sharded queues
+    /// ([`as_sharded_queues`](asynq_core::broker::Capabilities::as_sharded_queues), as the memory
+    /// and Redis brokers do): this is for a broker that does not show them, a wrapper say, whose
+    /// declarations are kept elsewhere. The declarations are kept and read again every
+    /// [`SHARD_REFRESH`]; clones share them.
     ///
     /// ```
     /// use asynq_client::{Client, Task, TaskOptions};
-    /// use asynq_core::broker::Capabilities;
-    /// use asynq_core::QueueName;
+    /// use asynq_core::broker::{Capabilities, Enqueue};
+    /// use asynq_core::{EnqueueRequest, QueueName};
     /// use asynq_memory::MemoryBroker;
     /// use std::sync::Arc;
+    ///
+    /// /// A producer's view of a broker, showing none of its capabilities.
+    /// struct Producer(MemoryBroker);
+    ///
+    /// impl Capabilities for Producer {}
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Enqueue for Producer {
+    ///     async fn enqueue(&self, request: EnqueueRequest) -> asynq_client::Result<()> {
+    ///         self.0.enqueue(request).await
+    ///     }
+    /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), asynq_client::Error> {
     /// let broker = Arc::new(MemoryBroker::new());
     /// let shards = broker.clone().as_sharded_queues().expect("the memory broker shards queues");
     /// shards.declare_sharded_queue(&QueueName::new("orders")?, 4).await?;
-    /// let client = Client::from_shared(broker).with_sharded_queues(shards);
+    /// let client = Client::new(Producer(MemoryBroker::clone(&broker))).with_sharded_queues(shards);
     /// let info = client.enqueue(&Task::new("ship", "o-1"), TaskOptions::new().queue("orders").shard_key("cust-7")).await?;
     /// assert!(info.queue.starts_with("orders~"));
     /// # Ok(())
@@ -249,7 +314,7 @@ impl crate::Client {
         replacing: bool,
     ) -> Result<()> {
         let Some(router) = &self.shards else { return Ok(()) };
-        router.place(request, task, options, self.clock.now(), replacing).await?;
+        router.place(request, task, options, self.clock.as_ref(), replacing).await?;
         info.queue = request.message.queue.clone();
         Ok(())
     }
@@ -264,10 +329,14 @@ mod tests {
     use asynq_memory::MemoryBroker;
     use std::collections::BTreeMap;
 
-    /// A directory that counts its reads.
+    /// A directory that counts its reads, which fail while `down`, and wait for a permit of
+    /// `gate` while `blocked`.
     struct Counting {
         inner: Arc<dyn ShardedQueues>,
         reads: AtomicUsize,
+        down: std::sync::atomic::AtomicBool,
+        blocked: std::sync::atomic::AtomicBool,
+        gate: tokio::sync::Semaphore,
     }
 
     #[async_trait::async_trait]
@@ -286,6 +355,12 @@ mod tests {
         }
         async fn sharded_queues(&self) -> Result<Vec<ShardedQueue>> {
             self.reads.fetch_add(1, Ordering::Relaxed);
+            if self.blocked.load(Ordering::Relaxed) {
+                self.gate.acquire().await.unwrap().forget();
+            }
+            if self.down.load(Ordering::Relaxed) {
+                return Err(Error::Broker(asynq_core::BrokerError::permanent("connection refused")));
+            }
             self.inner.sharded_queues().await
         }
     }
@@ -303,7 +378,13 @@ mod tests {
         let broker = Arc::new(MemoryBroker::with_clock(Arc::new(clock.clone())));
         let inner = broker.clone().as_sharded_queues().unwrap();
         let orders = inner.declare_sharded_queue(&QueueName::from_static("orders"), 4).await.unwrap();
-        let directory = Arc::new(Counting { inner, reads: AtomicUsize::new(0) });
+        let directory = Arc::new(Counting {
+            inner,
+            reads: AtomicUsize::new(0),
+            down: Default::default(),
+            blocked: Default::default(),
+            gate: tokio::sync::Semaphore::new(0),
+        });
         let client = Client::from_shared(broker.clone())
             .with_clock(Arc::new(clock.clone()))
             .with_sharded_queues(directory.clone());
@@ -398,6 +479,122 @@ mod tests {
         let after = s.client.enqueue(&Task::new("t", "x"), on("later")).await.unwrap();
         assert!(later.has_shard(&after.queue), "{after:?}");
         assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test]
+    async fn a_client_over_a_broker_that_keeps_sharded_queues_places_on_them_by_itself() {
+        let s = setup().await;
+        let client = Client::from_shared(s.broker.clone()).with_clock(Arc::new(s.clock.clone()));
+        for i in 0..6 {
+            let info = client.enqueue(&Task::new("t", format!("rr{i}")), on("orders")).await.unwrap();
+            assert_eq!(info.queue, s.orders.shards()[i % 4]);
+        }
+        let keyed = client.enqueue(&Task::new("t", "k"), on("orders").shard_key("customer-7")).await.unwrap();
+        assert_eq!(&keyed.queue, s.orders.shard_for_key(b"customer-7"));
+        let flow = asynq_core::workflow::Flow::task(Task::new("t", "f"), on("orders"));
+        let stored = crate::FlowProducer::new(MemoryBroker::clone(&s.broker)).enqueue(&flow).await.unwrap();
+        assert_eq!(&stored.tasks[0].queue, s.orders.shard_for_key(stored.id.as_str().as_bytes()));
+    }
+
+    #[tokio::test]
+    async fn when_the_declarations_cannot_be_read_the_enqueue_fails_and_writes_nothing() {
+        let s = setup().await;
+        s.directory.down.store(true, Ordering::Relaxed);
+        for queue in ["orders", "plain"] {
+            let refused = s.client.enqueue(&Task::new("t", "x"), on(queue)).await;
+            assert!(matches!(refused, Err(Error::Broker(_))), "{refused:?}");
+        }
+        let batch = s.client.enqueue_batch(&[(Task::new("t", "b"), on("orders"))]).await;
+        assert!(matches!(batch[..], [Err(Error::Broker(_))]), "{batch:?}");
+        assert!(pending(&s).await.values().all(Vec::is_empty), "nothing written");
+        let queues = s.broker.queues().await.unwrap();
+        assert!(queues.iter().all(|queue| s.orders.has_shard(queue)), "no queue made but the shards: {queues:?}");
+        s.directory.down.store(false, Ordering::Relaxed);
+        let placed = s.client.enqueue(&Task::new("t", "x"), on("orders")).await.unwrap();
+        assert!(s.orders.has_shard(&placed.queue), "{placed:?}");
+    }
+
+    /// Resolves `future` if it can finish without waiting on anything but tokio's (paused) timers;
+    /// gives it back otherwise.
+    async fn finishes<F: std::future::Future + Unpin>(future: &mut F) -> Option<F::Output> {
+        tokio::time::timeout(Duration::from_secs(10), future).await.ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_a_read_hangs_the_others_use_the_kept_declarations_only_while_young() {
+        let s = setup().await;
+        s.client.enqueue(&Task::new("t", "first"), on("orders")).await.unwrap();
+        s.directory.blocked.store(true, Ordering::Relaxed);
+        s.clock.advance(SHARD_REFRESH);
+        let reader_task = Task::new("t", "reader");
+        let mut reader = Box::pin(s.client.enqueue(&reader_task, on("orders")));
+        assert!(finishes(&mut reader).await.is_none(), "the read hangs");
+        assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2);
+
+        // Others go on with the kept declarations while they are young enough.
+        s.clock.advance(SHARD_KEPT_AT_MOST - SHARD_REFRESH - Duration::from_millis(1));
+        let young_task = Task::new("t", "young");
+        let mut young = Box::pin(s.client.enqueue(&young_task, on("orders")));
+        let young = finishes(&mut young).await.expect("the kept declarations serve").unwrap();
+        assert!(s.orders.has_shard(&young.queue), "{young:?}");
+
+        // A reshard; once the kept declarations are too old, a caller waits for the read.
+        let resharded = s.directory.reshard_queue(&QueueName::from_static("orders"), 2).await.unwrap();
+        s.clock.advance(Duration::from_millis(1));
+        let old_task = Task::new("t", "old");
+        let mut old = Box::pin(s.client.enqueue(&old_task, on("orders")));
+        assert!(finishes(&mut old).await.is_none(), "waits for the read rather than use declarations this old");
+        assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2, "one read at a time");
+
+        // The read answers: the reader places by it, and so does the one that waited, the read
+        // having begun less than the bound ago.
+        s.directory.gate.add_permits(1);
+        let reader = reader.await.unwrap();
+        let old = old.await.unwrap();
+        assert!(resharded.has_shard(&reader.queue) && resharded.has_shard(&old.queue), "{reader:?} {old:?}");
+        assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2);
+        assert_eq!(pending(&s).await.values().map(Vec::len).sum::<usize>(), 2, "first and young, on the old shards");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn callers_that_waited_for_a_recent_read_take_what_it_read() {
+        let s = setup().await;
+        s.client.enqueue(&Task::new("t", "first"), on("orders")).await.unwrap();
+        s.directory.blocked.store(true, Ordering::Relaxed);
+        s.clock.advance(SHARD_KEPT_AT_MOST);
+        let reader_task = Task::new("t", "reader");
+        let mut reader = Box::pin(s.client.enqueue(&reader_task, on("orders")));
+        assert!(finishes(&mut reader).await.is_none(), "the read hangs");
+        let tasks: Vec<Task> = (0..3).map(|i| Task::new("t", format!("w{i}"))).collect();
+        let mut waiters: Vec<_> = tasks.iter().map(|task| Box::pin(s.client.enqueue(task, on("orders")))).collect();
+        for waiter in &mut waiters {
+            assert!(finishes(waiter).await.is_none(), "the kept declarations are too old");
+        }
+        s.directory.gate.add_permits(1);
+        reader.await.unwrap();
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2, "one read served them all");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_waited_for_a_read_begun_too_long_ago_reads_again() {
+        let s = setup().await;
+        s.client.enqueue(&Task::new("t", "first"), on("orders")).await.unwrap();
+        s.directory.blocked.store(true, Ordering::Relaxed);
+        s.clock.advance(SHARD_REFRESH);
+        let reader_task = Task::new("t", "reader");
+        let mut reader = Box::pin(s.client.enqueue(&reader_task, on("orders")));
+        assert!(finishes(&mut reader).await.is_none(), "the read hangs");
+        s.clock.advance(SHARD_KEPT_AT_MOST);
+        let waiter_task = Task::new("t", "waiter");
+        let mut waiter = Box::pin(s.client.enqueue(&waiter_task, on("orders")));
+        assert!(finishes(&mut waiter).await.is_none(), "the kept declarations are too old");
+        s.directory.gate.add_permits(2);
+        reader.await.unwrap();
+        waiter.await.unwrap();
+        assert_eq!(s.directory.reads.load(Ordering::Relaxed), 3, "what the hung read answered is too old too");
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! The broker traits: what a backend must do, split by the role that needs it.
 //!
 //! The contract is cut by its callers:
-//! - a producer needs only [`Enqueue`];
+//! - a producer needs only [`Enqueue`], whose supertrait [`Capabilities`] shows what else the
+//!   broker has (the declarations of sharded queues, which a client places tasks by);
 //! - a worker server needs a [`WorkerBroker`]: [`Dequeue`], [`Forward`], [`Recover`],
 //!   [`Janitor`], [`ServerState`] and [`Health`], each held by the role that uses it;
 //! - an operator's tool needs an [`OperatorBroker`]: [`Inspect`] and [`Manage`];

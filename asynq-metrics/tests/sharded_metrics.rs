@@ -10,7 +10,7 @@ use asynq_client::{Client, Inspector, Task, TaskOptions};
 use asynq_core::broker::{Capabilities, ServerState};
 use asynq_core::{Broker, QueueName, ServerInfo, ServerStatus, WorkerInfo};
 use asynq_memory::MemoryBroker;
-use asynq_tests::{RedisServer, redis_broker};
+use asynq_tests::{PlainProducer, RedisServer, redis_broker};
 use prometheus_parse::Scrape;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,16 +18,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::{Served, find, parse, value};
 
 /// Declares `orders` with 2 shards, places 3 tasks on them and leaves 1 in the plain queue of
-/// its name (as a producer without the declarations, Go's, does), and 1 in `default`; records
-/// one active server serving the shards (and the plain queue) and running one task of shard 0.
+/// its name (as a producer that does not place tasks on shards, Go's, does), and 1 in
+/// `default`; records one active server serving the shards (and the plain queue) and running one task of shard 0.
 async fn fill<B: Broker + Capabilities + ServerState + Clone>(broker: &B) -> Vec<QueueName> {
     let shards = Arc::new(broker.clone()).as_sharded_queues().unwrap();
     let orders = shards.declare_sharded_queue(&QueueName::from_static("orders"), 2).await.unwrap();
-    let sharding = Client::new(broker.clone()).with_sharded_queues(shards);
+    let sharding = Client::new(broker.clone());
     for n in 0..3 {
         sharding.enqueue(&Task::new("ship", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
     }
-    let plain = Client::new(broker.clone());
+    let plain = Client::new(PlainProducer(broker.clone()));
     plain.enqueue(&Task::new("ship", "go"), TaskOptions::new().queue("orders")).await.unwrap();
     plain.enqueue(&Task::new("email", ""), TaskOptions::new()).await.unwrap();
 

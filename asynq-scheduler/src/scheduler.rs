@@ -24,7 +24,7 @@
 
 use crate::schedule::{Schedule, SpecError};
 use asynq_client::Client;
-use asynq_core::broker::{Capabilities, Enqueue, SchedulerEnqueueEvent, SchedulerEntry, SchedulerState};
+use asynq_core::broker::{Enqueue, SchedulerEnqueueEvent, SchedulerEntry, SchedulerState};
 use asynq_core::time::unix_secs;
 use asynq_core::{Clock, Error, SystemClock, Task, TaskInfo, TaskOptions, resolve_enqueue};
 use asynq_runtime::{FirstRun, run_every};
@@ -190,20 +190,17 @@ pub struct Scheduler {
 impl Scheduler {
     /// A scheduler that enqueues into `broker` and publishes its state there, not yet started.
     /// When the broker keeps sharded queues, a task registered for a sharded queue's logical
-    /// name goes to one of its shards, as [`Client::with_sharded_queues`] places it: each fire
-    /// by its task ID (the fire's, unless the task names one), so that replicas send one fire to
-    /// one shard and its ID conflicts there; a unique task by its type and payload.
+    /// name goes to one of its shards, as a [`Client`] places it: each fire by its task ID (the
+    /// fire's, unless the task names one), so that replicas send one fire to one shard and its
+    /// ID conflicts there; a unique task by its type and payload.
     ///
     /// Errors: [`SchedulerError::InvalidConfig`].
     pub fn new<B>(broker: B, config: SchedulerConfig) -> Result<Self, SchedulerError>
     where
-        B: Enqueue + SchedulerState + Capabilities + 'static,
+        B: Enqueue + SchedulerState + 'static,
     {
         let broker = Arc::new(broker);
-        let mut client = Client::from_shared(broker.clone()).with_clock(Arc::clone(&config.clock));
-        if let Some(shards) = broker.clone().as_sharded_queues() {
-            client = client.with_sharded_queues(shards);
-        }
+        let client = Client::from_shared(broker.clone()).with_clock(Arc::clone(&config.clock));
         Self::from_parts(client, broker, config)
     }
 

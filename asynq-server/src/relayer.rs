@@ -82,7 +82,7 @@ mod tests {
     use super::*;
     use async_trait::async_trait;
     use asynq_core::QueueName;
-    use asynq_core::broker::Page;
+    use asynq_core::broker::{Capabilities, Page};
     use asynq_core::queue::QueuePriorities;
     use asynq_core::workflow::{
         CancelMark, ParentOutcome, ParentResult, TaskRef, WorkflowCancellation, WorkflowNode, WorkflowPlan,
@@ -113,6 +113,8 @@ mod tests {
             self.relays.lock().unwrap().clone()
         }
     }
+
+    impl Capabilities for Recorded {}
 
     #[async_trait]
     impl Workflows for Recorded {

@@ -11,13 +11,13 @@ use asynq_core::shard::ShardedQueue;
 const MAX_SCALE: u32 = 64;
 
 /// The queues that serve `sharded` (logical names with priorities) as `declared`, each with its
-/// part of its logical queue's priority, and the factor by which every other queue's priority
-/// is to be multiplied. A declared logical queue is served as its shards and, with one shard's
-/// part, as the plain queue of its own name, where a producer that does not place tasks on
-/// shards (Go's, or a client without the declarations) puts them. One not declared yet is served
-/// as that plain queue alone (it is looked for again on every refresh). With strict priority
-/// nothing is split: each takes its logical queue's priority, and it is tried among the queues
-/// of that priority in random order.
+/// part of its logical queue's priority, and the factor by which every other queue's priority is to
+/// be multiplied. A declared logical queue is served as its shards and, with one shard's part, as
+/// the plain queue of its own name, where a producer that does not place tasks on shards (Go's, or
+/// ours over a broker that hides the declarations) puts them. One not declared yet is served as
+/// that plain queue alone (it is looked for again on every refresh). With strict priority nothing
+/// is split: each takes its logical queue's priority, and it is tried among the queues of that
+/// priority in random order.
 pub(crate) fn shard_priorities(
     sharded: &[(QueueName, u32)],
     declared: &[ShardedQueue],

@@ -8,7 +8,7 @@ use asynq_client::{Client, Inspector, SchedulerEnqueueEvent, SchedulerEntry, Tas
 use asynq_core::broker::{SchedulerState, ServerState};
 use asynq_core::{Clock, ServerInfo, ServerStatus, SystemClock, WorkerInfo};
 use asynq_memory::MemoryBroker;
-use asynq_tests::{RedisCluster, RedisServer, load_fixture, read_fixture, redis_broker};
+use asynq_tests::{PlainProducer, RedisCluster, RedisServer, load_fixture, read_fixture, redis_broker};
 use asynq_web::{Auth, WebConfig};
 use axum::Router;
 use axum::body::Body;
@@ -657,12 +657,12 @@ async fn the_overview_lists_a_sharded_queue_with_its_shards_and_their_sum() {
     assert_eq!(web.read("/api/queues").await["sharded"], json!([]), "none declared");
     let shards = broker.clone().as_sharded_queues().unwrap();
     shards.declare_sharded_queue(&asynq_core::QueueName::from_static("orders"), 2).await.unwrap();
-    let placing = Client::from_shared(broker.clone()).with_sharded_queues(shards);
+    let placing = Client::from_shared(broker.clone());
     for n in 0..3 {
         placing.enqueue(&Task::new("ship", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
     }
     // A producer that does not place tasks on shards puts them in the plain queue of the name.
-    let plain = Client::from_shared(broker.clone());
+    let plain = Client::new(PlainProducer(MemoryBroker::clone(&broker)));
     plain.enqueue(&Task::new("ship", "go"), TaskOptions::new().queue("orders")).await.unwrap();
     plain.enqueue(&Task::new("mail", "x"), TaskOptions::new().queue("emails")).await.unwrap();
 

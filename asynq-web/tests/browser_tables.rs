@@ -14,7 +14,7 @@ use asynq_core::broker::{Dequeue, Outcome};
 use asynq_core::workflow::Flow;
 use asynq_core::{Clock, QueueName, SystemClock};
 use asynq_tests::browser::{Browser, screenshot_dir};
-use asynq_tests::{RedisServer, redis_broker};
+use asynq_tests::{PlainProducer, RedisServer, redis_broker};
 use asynq_web::WebConfig;
 use serde_json::{Value, json};
 
@@ -264,18 +264,17 @@ async fn every_table_keeps_its_actions_in_sight_and_every_chart_label_whole() {
 /// its shards' rows, which keep their actions; after a reshard the draining shards are marked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sharded_queue_is_shown_above_its_shards() {
-    use asynq_core::broker::Capabilities;
     let redis = RedisServer::start();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let broker = Arc::new(redis_broker(&redis.url(), clock).await);
     let inspector = Inspector::from_shared(broker.clone());
     inspector.declare_sharded_queue("orders", 2).await.unwrap();
-    let client = Client::from_shared(broker.clone()).with_sharded_queues(broker.clone().as_sharded_queues().unwrap());
+    let client = Client::from_shared(broker.clone());
     for n in 0..3 {
         client.enqueue(&Task::new("ship", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
     }
     // A producer that does not place tasks on shards (Go's) puts them in the plain queue of the name.
-    let plain = Client::from_shared(broker.clone());
+    let plain = Client::new(PlainProducer(asynq_redis::RedisBroker::clone(&broker)));
     plain.enqueue(&Task::new("ship", "go"), TaskOptions::new().queue("orders")).await.unwrap();
     plain.enqueue(&Task::new("mail", "x"), TaskOptions::new().queue("emails")).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -84,10 +84,6 @@ enum Cmd {
         redis_url: String,
         #[arg(long)]
         queue: String,
-        /// Place the tasks of a sharded queue on its shards, reading the declarations
-        /// (`Client::with_sharded_queues`).
-        #[arg(long)]
-        sharded: bool,
         /// The acknowledged ledger, appended to.
         #[arg(long)]
         acked: PathBuf,
@@ -164,7 +160,6 @@ fn main() -> ExitCode {
         Cmd::Produce {
             redis_url,
             queue,
-            sharded,
             acked,
             count,
             first_seq,
@@ -180,7 +175,6 @@ fn main() -> ExitCode {
         } => block_on(produce::run(ProduceOptions {
             redis_url,
             queue,
-            sharded,
             acked,
             count,
             first_seq,

@@ -18,7 +18,6 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long to wait before retrying a failed enqueue.
@@ -35,9 +34,6 @@ pub struct ProduceOptions {
     pub redis_url: String,
     /// The queue to enqueue to.
     pub queue: String,
-    /// Place tasks enqueued to a sharded queue on its shards, by the declarations the client
-    /// reads ([`Client::with_sharded_queues`]); without it they go to the queue named.
-    pub sharded: bool,
     /// Where to append acknowledged task IDs.
     pub acked: PathBuf,
     /// How many tasks to enqueue.
@@ -124,13 +120,9 @@ pub async fn run(options: ProduceOptions) -> anyhow::Result<()> {
     })
     .await
     .with_context(|| format!("could not connect to {}", options.redis_url))?;
-    let mut client = Client::new(broker.clone());
-    if options.sharded {
-        client = client.with_sharded_queues(Arc::new(broker.clone()));
-    }
     let mut producer = Producer {
+        client: Client::new(broker.clone()),
         flows: FlowProducer::new(broker),
-        client,
         acked: OpenOptions::new()
             .create(true)
             .append(true)

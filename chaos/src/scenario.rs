@@ -544,7 +544,7 @@ struct Stage {
     /// enqueue to the first.
     queues: Vec<&'static str>,
     /// Whether the first queue is a sharded queue's logical name and the others its shards:
-    /// workers then serve it as a sharded queue, and producers place tasks on its shards.
+    /// workers then serve it as a sharded queue (producers place tasks on its shards by themselves).
     sharded: bool,
     /// Dropped after the processes (see `Drop`), so none outlives it.
     redis: Backend,

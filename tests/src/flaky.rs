@@ -85,7 +85,7 @@ impl<B> FlakyBroker<B> {
 }
 
 #[async_trait]
-impl<B: Enqueue> Enqueue for FlakyBroker<B> {
+impl<B: asynq_core::Broker + Steps> Enqueue for FlakyBroker<B> {
     async fn enqueue(&self, request: EnqueueRequest) -> Result<()> {
         self.check().await?;
         self.inner.enqueue(request).await

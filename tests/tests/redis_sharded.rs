@@ -1,7 +1,7 @@
-//! Sharded queues on one redis-server, as Redis counts the commands: a client that places tasks
-//! on shards reads the declarations once per refresh, whatever the number of enqueues, so an
-//! enqueue to an ordinary queue costs no command of its own; and the shards it fills are plain
-//! Go-layout queues. A reshard on Redis keeps the old generation in the record while a server
+//! Sharded queues on one redis-server, as Redis counts the commands: a client, which places tasks
+//! on shards by itself, reads the declarations once per refresh, whatever the number of enqueues,
+//! so an enqueue to an ordinary queue costs no command of its own; and the shards it fills are
+//! plain Go-layout queues. A reshard on Redis keeps the old generation in the record while a server
 //! drains it, and the server drops it (record and queues) after the grace.
 
 use asynq_client::{Client, Inspector, SHARD_REFRESH, Task, TaskOptions};
@@ -22,7 +22,7 @@ async fn declarations_are_read_once_per_refresh_not_per_enqueue() {
     let broker = Arc::new(redis_broker(&redis.url(), shared.clone()).await);
     let shards = broker.clone().as_sharded_queues().unwrap();
     let orders = shards.declare_sharded_queue(&QueueName::from_static("orders"), 4).await.unwrap();
-    let client = Client::from_shared(broker.clone()).with_clock(shared).with_sharded_queues(shards);
+    let client = Client::from_shared(broker.clone()).with_clock(shared);
     // Every command Redis runs goes to its slow log, which names the keys it read.
     for setting in [["slowlog-log-slower-than", "0"], ["slowlog-max-len", "100000"]] {
         redis.command(&["CONFIG", "SET", setting[0], setting[1]]).unwrap();
@@ -64,7 +64,7 @@ async fn a_reshard_drains_the_old_shards_and_the_server_drops_them_after_the_gra
     let broker = Arc::new(redis_broker(&redis.url(), shared.clone()).await);
     let shards = broker.clone().as_sharded_queues().unwrap();
     let first = shards.declare_sharded_queue(&QueueName::from_static("orders"), 3).await.unwrap();
-    let client = Client::from_shared(broker.clone()).with_clock(shared.clone()).with_sharded_queues(shards.clone());
+    let client = Client::from_shared(broker.clone()).with_clock(shared.clone());
     let enqueue = |name: String| {
         let client = client.clone();
         async move { client.enqueue(&Task::new("t", name.clone()), TaskOptions::new().queue("orders").task_id(name)).await }

@@ -9,7 +9,7 @@ use asynq_core::broker::{Capabilities, Inspect, ShardedQueues};
 use asynq_core::shard::{DRAIN_GRACE, RetiredTotals};
 use asynq_core::{Clock, Error, QueueName};
 use asynq_server::{Config, Server};
-use asynq_tests::{Harness, Recorder, secs};
+use asynq_tests::{Harness, PlainProducer, Recorder, secs};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -17,8 +17,10 @@ fn shards(h: &Harness) -> Arc<dyn ShardedQueues> {
     Arc::new(h.broker.clone()).as_sharded_queues().unwrap()
 }
 
+/// A fresh client, which places tasks on shards by itself: it reads the declarations at its
+/// first enqueue.
 fn sharding_client(h: &Harness) -> Client {
-    Client::new(h.broker.clone()).with_clock(h.clock.clone()).with_sharded_queues(shards(h))
+    Client::new(h.broker.clone()).with_clock(h.clock.clone())
 }
 
 fn q(name: &str) -> QueueName {
@@ -53,15 +55,16 @@ async fn every_shard_is_served_and_each_task_runs_once() {
     assert_eq!(per_shard, expected);
 }
 
-/// A producer that does not place tasks on shards (Go's, or a client without the declarations)
-/// puts them in the plain queue of the logical name: a sharded server runs them too, and the
-/// logical queue's info counts them.
+/// A producer that does not place tasks on shards (Go's, or a client over a broker that does not
+/// show its declarations) puts them in the plain queue of the logical name: a sharded server runs
+/// them too, and the logical queue's info counts them.
 #[tokio::test(start_paused = true)]
 async fn tasks_a_producer_left_in_the_plain_queue_of_the_logical_name_run() {
     let h = Harness::new();
     shards(&h).declare_sharded_queue(&q("orders"), 2).await.unwrap();
+    let go = Client::new(PlainProducer(h.broker.clone())).with_clock(h.clock.clone());
     for n in 0..3 {
-        h.client.enqueue(&Task::new("job", format!("go {n}")), TaskOptions::new().queue("orders")).await.unwrap();
+        go.enqueue(&Task::new("job", format!("go {n}")), TaskOptions::new().queue("orders")).await.unwrap();
     }
     sharding_client(&h).enqueue(&Task::new("job", "placed"), TaskOptions::new().queue("orders")).await.unwrap();
     let inspector = asynq_client::Inspector::new(h.broker.clone());

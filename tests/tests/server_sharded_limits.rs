@@ -9,7 +9,7 @@ use asynq_core::broker::{Capabilities, ShardedQueues};
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{Clock, QueueName, SimulatedClock};
 use asynq_server::{Config, Server};
-use asynq_tests::{Harness, Recorder, RedisCluster, RedisServer, redis_broker, secs, wait_for};
+use asynq_tests::{Harness, PlainProducer, Recorder, RedisCluster, RedisServer, redis_broker, secs, wait_for};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,11 +48,11 @@ async fn fill<B: Capabilities + asynq_core::broker::Enqueue + Clone>(
 ) {
     let shards: Arc<dyn ShardedQueues> = Arc::new(broker.clone()).as_sharded_queues().unwrap();
     shards.declare_sharded_queue(&QueueName::from_static("orders"), SHARDS).await.unwrap();
-    let sharding = Client::new(broker.clone()).with_clock(clock.clone()).with_sharded_queues(shards);
+    let sharding = Client::new(broker.clone()).with_clock(clock.clone());
     for n in 0..placed {
         sharding.enqueue(&Task::new("job", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
     }
-    let unsharded = Client::new(broker.clone()).with_clock(clock);
+    let unsharded = Client::new(PlainProducer(broker.clone())).with_clock(clock);
     for n in 0..plain {
         unsharded.enqueue(&Task::new("job", format!("go {n}")), TaskOptions::new().queue("orders")).await.unwrap();
     }

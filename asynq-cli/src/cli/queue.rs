@@ -37,8 +37,8 @@ pub(crate) enum QueueCommand {
     Remove(QueueRemoveArgs),
     /// Declare a sharded queue: one logical queue stored as K queues (its shards)
     ///
-    /// Servers serve it with `Config::sharded_queue`, clients place tasks on its shards with
-    /// `Client::with_sharded_queues`; declaring it again with the same count changes nothing.
+    /// Servers serve it with `Config::sharded_queue`, clients place tasks on its shards by
+    /// themselves; declaring it again with the same count changes nothing.
     /// With `--reshard`, changes the count of a sharded queue: a new generation of shards takes
     /// the new tasks while the previous one drains (its tasks still run), dropped by the servers
     /// once empty, a minute after the reshard at the earliest.

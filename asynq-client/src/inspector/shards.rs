@@ -101,23 +101,25 @@ impl Inspector {
 #[cfg(test)]
 mod tests {
     use crate::{Client, Inspector, Task, TaskOptions};
-    use asynq_core::broker::Capabilities;
-    use asynq_core::{Error, QueueName};
+    use asynq_core::broker::{Capabilities, Enqueue};
+    use asynq_core::{Error, QueueName, resolve_enqueue};
     use asynq_memory::MemoryBroker;
     use std::sync::Arc;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[tokio::test]
     async fn a_logical_queue_is_inspected_as_the_sum_of_its_shards() {
         let broker = Arc::new(MemoryBroker::new());
         let shards = broker.clone().as_sharded_queues().unwrap();
         let orders = shards.declare_sharded_queue(&QueueName::from_static("orders"), 2).await.unwrap();
-        let client = Client::from_shared(broker.clone()).with_sharded_queues(shards);
+        let client = Client::from_shared(broker.clone());
         for n in 0..3 {
             client.enqueue(&Task::new("t", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
         }
         // A producer that does not place tasks on shards (Go's) puts them in the plain queue.
-        let plain = Client::from_shared(broker.clone());
-        plain.enqueue(&Task::new("t", "go"), TaskOptions::new().queue("orders")).await.unwrap();
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let go = resolve_enqueue(&Task::new("t", "go"), &TaskOptions::new().queue("orders"), now, || "go".to_owned());
+        broker.enqueue(go.unwrap()).await.unwrap();
         let inspector = Inspector::from_shared(broker);
         let info = inspector.queue_info("orders").await.unwrap();
         assert_eq!((info.queue.as_str(), info.size, info.pending), ("orders", 4, 4));
@@ -154,8 +156,7 @@ mod tests {
         let broker = Arc::new(MemoryBroker::new());
         let inspector = Inspector::from_shared(broker.clone());
         let old = inspector.declare_sharded_queue("orders", 2).await.unwrap();
-        let client =
-            Client::from_shared(broker.clone()).with_sharded_queues(broker.clone().as_sharded_queues().unwrap());
+        let client = Client::from_shared(broker.clone());
         for n in 0..4 {
             client.enqueue(&Task::new("t", format!("{n}")), TaskOptions::new().queue("orders")).await.unwrap();
         }

@@ -1,5 +1,6 @@
 //! The producer's trait.
 
+use super::Capabilities;
 #[allow(unused_imports)] // named by the docs
 use crate::Error;
 use crate::error::Result;
@@ -7,9 +8,14 @@ use crate::options::EnqueueRequest;
 use async_trait::async_trait;
 
 /// Stores new tasks. The only trait a producer needs.
+///
+/// Its supertrait [`Capabilities`] is where a producer finds the capabilities it uses when the
+/// broker has them: a client places tasks on the shards of a sharded queue when the broker
+/// keeps their declarations ([`Capabilities::as_sharded_queues`]). A backend with none writes
+/// `impl Capabilities for MyBroker {}`.
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait]
-pub trait Enqueue: Send + Sync {
+pub trait Enqueue: Capabilities {
     /// Stores `request.message` in its queue, as pending, scheduled or aggregating according to
     /// `request.placement`, and registers the queue in the set of known queues.
     ///
@@ -36,3 +42,7 @@ pub trait Enqueue: Send + Sync {
         results
     }
 }
+
+/// The mock has no capability: a client over it sends every task to the queue it names.
+#[cfg(feature = "mock")]
+impl Capabilities for MockEnqueue {}

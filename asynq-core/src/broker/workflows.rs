@@ -1,5 +1,6 @@
 //! The capability to store workflows and release their tasks as their parents settle.
 
+use super::Capabilities;
 #[allow(unused_imports)] // named by the docs
 use crate::Error;
 use crate::workflow::*;
@@ -28,8 +29,11 @@ use async_trait::async_trait;
 /// step is idempotent, so a crash between two repeats a step and never loses or doubles one.
 /// The backend spawns nothing to fulfil them: a server's relayer does, woken by
 /// [`Workflows::relay_wanted`], so that shutting the server down stops it.
+///
+/// Its supertrait [`Capabilities`] lets a workflow producer given this capability alone find
+/// the others it uses: the declarations of sharded queues, to place tasks on their shards.
 #[async_trait]
-pub trait Workflows: Send + Sync {
+pub trait Workflows: Capabilities {
     /// Stores every task of `plan`: those that wait for nothing as an enqueue would, the others
     /// waiting, where no server takes them and Go asynq sees none of them.
     ///

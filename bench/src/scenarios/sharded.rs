@@ -35,7 +35,7 @@ pub async fn sharded_fill(redis_url: &str, tasks: u64, shards: usize, producers:
     let logical = QueueName::from_static(SHARDED_QUEUE);
     let declared = directory.declare_sharded_queue(&logical, shards).await.context("declaring the sharded queue")?;
     ensure!(declared.count() == shards, "{SHARDED_QUEUE:?} has {} shards, not {shards}", declared.count());
-    let client = Client::from_shared(broker).with_sharded_queues(directory);
+    let client = Client::from_shared(broker);
     let options = TaskOptions::new().queue(SHARDED_QUEUE);
     let timer = Timer::start();
     let mut running = tokio::task::JoinSet::new();

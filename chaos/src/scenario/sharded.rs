@@ -16,14 +16,14 @@ const SHARDS: usize = 6;
 /// How many masters the Cluster has.
 const MASTERS: usize = 3;
 
-/// A Cluster of three masters; [`QUEUE`] declared as a sharded queue of [`SHARDS`] shards
-/// (through [`Inspector::declare_sharded_queue`]), which must spread evenly over the masters, as
-/// the Cluster itself reports the masters of their slots. Two producers enqueue through
-/// a client with the declarations (`produce --sharded`); several worker processes serve the
-/// logical queue (`worker --sharded-queue`, [`asynq_server::Config::sharded_queues`]), and during
-/// the drain some are killed (`kill -9`) each with tasks in flight, and started again at once.
-/// The killed workers' tasks run again once their leases expire and a recoverer, which looks at
-/// every shard, takes them back.
+/// A Cluster of three masters; [`QUEUE`] declared as a sharded queue of [`SHARDS`] shards (through
+/// [`Inspector::declare_sharded_queue`]), which must spread evenly over the masters, as the Cluster
+/// itself reports the masters of their slots. Two producers enqueue through a plain `Client`, which
+/// places the tasks on the shards by itself; several worker processes serve the logical queue
+/// (`worker --sharded-queue`, [`asynq_server::Config::sharded_queues`]), and during the drain some
+/// are killed (`kill -9`) each with tasks in flight, and started again at once. The killed workers'
+/// tasks run again once their leases expire and a recoverer, which looks at every shard, takes them
+/// back.
 ///
 /// Beyond the ledger counts (nothing lost, no failure without a started handler, no orphaned
 /// active task nor stale lock in any shard), every shard must have received tasks (its event log,
@@ -216,7 +216,7 @@ fn check_shards(
         processed += info.processed_total;
         per_shard.push(format!("{shard} {enqueued}/{}", info.processed_total));
     }
-    // The plain queue of the logical name serves producers without the declarations (and
+    // The plain queue of the logical name serves producers that do not place (Go's; and
     // `queue_info` adds it in); every producer here places tasks on the shards.
     let plain_enqueued = stage.enqueued_events(QUEUE)?;
     let plain_processed = stage.command(&["GET", &Stage::key(QUEUE, "processed")])?;

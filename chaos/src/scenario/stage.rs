@@ -157,9 +157,6 @@ impl Stage {
             format!("--unique-every={}", spec.unique_every),
             format!("--response-timeout-ms={}", spec.response_timeout.as_millis()),
         ];
-        if self.sharded {
-            args.push("--sharded".to_owned());
-        }
         if let Some(rate) = spec.rate {
             args.push(format!("--rate={rate}"));
         }
