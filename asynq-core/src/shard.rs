@@ -40,8 +40,9 @@ pub const SHARD_SEPARATOR: char = '~';
 
 /// How long, at the least, the previous generation of a resharded queue keeps being served
 /// after the reshard before it may be dropped (once its shards are empty too). A producer
-/// keeps the declarations it read for up to a second (the client's `SHARD_REFRESH`), so
-/// until then it may still place a task on the previous generation: the grace is far longer.
+/// keeps the declarations it read for up to a second (the client's `SHARD_REFRESH`), and never
+/// places a task by declarations older than half the grace (`SHARD_KEPT_AT_MOST`), so until then
+/// it may still place a task on the previous generation: the grace is far longer.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(60);
 
 /// A logical queue stored as K shards, each an ordinary queue.
