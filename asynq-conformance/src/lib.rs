@@ -363,6 +363,7 @@ macro_rules! broker_conformance {
             replace::case_debounce_replaces_only_a_task_debounced_with_its_key,
             replace::case_replace_by_id_moves_a_waiting_task,
             replace::case_replace_refuses_what_is_not_waiting,
+            replace::case_a_started_task_is_never_replaced,
             archive_limits::case_configured_archive_limits_trim_by_size_and_age,
             archive_limits::case_the_archive_outlook_counts_what_a_bulk_archive_drops,
             archive_limits::case_a_bulk_archive_reports_what_its_trim_dropped,

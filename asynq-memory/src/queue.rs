@@ -82,6 +82,13 @@ impl TaskRecord {
         }
     }
 
+    /// Whether the task has started, so that nothing replaces or edits it (Redis's
+    /// `started.lua`): its handler recorded a step, or parked it (counted while it is scheduled:
+    /// the attempt that goes on forgets the park).
+    fn has_started(&self) -> bool {
+        (self.state == TaskState::Scheduled && self.parked.is_some()) || !self.steps.is_empty()
+    }
+
     /// The task's snapshot in `state`, due at `next_process_at`.
     fn info(&self, state: TaskState, next_process_at: Option<SystemTime>) -> TaskInfo {
         let mut info = TaskInfo::new(&self.msg, state, next_process_at, self.result.clone());

@@ -37,9 +37,11 @@
 //! a task stored again under the same ID (replaced, or enqueued after the old one went) has none.
 //! A handler parks its active task ([`Op::Park`]): scheduled, charged nothing, due when its
 //! sleep or wait ends, or at once when it waits for a signal it was sent already; then it is a
-//! scheduled task like any other (forwarded when due, run, archived or deleted by an operator,
-//! replaced). Signals ([`Op::Signal`]) are kept by name with their task whatever its state and
-//! go with it; one a parked task waits for makes it pending as an operator's run does.
+//! scheduled task like any other (forwarded when due, run, archived or deleted by an operator)
+//! except that it has started: a task that has (parked, or with step records) is never
+//! replaced, by a debounce (which stores its task beside it) or by its ID (refused). Signals ([`Op::Signal`]) are kept by name with
+//! their task whatever its state and go with it; one a parked task waits for makes it pending
+//! as an operator's run does.
 //!
 //! This file holds the state and [`Model::apply`]; `vocab` the vocabulary, `operations` what each
 //! call does, `steps` durable steps, parks and signals, `workflow` the workflows and `observe`
@@ -100,6 +102,14 @@ struct Task {
     parked: Option<ParkedView>,
     /// The names of the signals sent to it: they go when the task goes.
     signals: BTreeSet<String>,
+}
+
+impl Task {
+    /// Whether it has started, so that no debounce or replacement by ID takes its place: its
+    /// handler recorded a step, or parked it (while it is scheduled, from that park).
+    fn has_started(&self) -> bool {
+        (self.state == TaskState::Scheduled && self.parked.is_some()) || !self.steps.is_empty()
+    }
 }
 
 /// The pending tasks of a queue, in the order a dequeue takes them: priorities from the highest
