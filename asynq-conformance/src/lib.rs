@@ -379,6 +379,7 @@ macro_rules! broker_conformance {
             steps::case_a_parked_task_is_scheduled_uncharged_and_shows_why,
             steps::case_a_signal_is_kept_and_wakes_a_task_waiting_for_it,
             steps::case_step_records_go_when_the_archive_trims_their_task,
+            steps::case_a_parked_grouped_task_resumes_as_pending_not_in_its_group,
             workflow::case_a_chain_runs_each_task_after_the_one_before,
             workflow::case_a_chord_callback_waits_for_every_member,
             workflow::case_a_failure_cancels_down_the_workflow_unless_a_task_runs_anyway,

@@ -43,7 +43,8 @@ struct TaskRecord {
     pending_since: Option<i64>,
     /// The lock key, recorded for pending and scheduled unique tasks only (as Go does).
     unique_key: Option<String>,
-    /// The group, recorded only when the task is enqueued into one (not when scheduled).
+    /// The group, recorded only when the task is enqueued into one (not when scheduled), and
+    /// dropped when its handler parks it (Redis's `park.lua`).
     group: Option<GroupName>,
     result: Option<Bytes>,
     /// Its handler's last progress report in the current (or last) attempt.
