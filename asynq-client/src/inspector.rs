@@ -433,6 +433,9 @@ impl Inspector {
     }
 
     /// Replaces the payload of a scheduled task.
+    ///
+    /// Errors: [`Error::FailedPrecondition`] when the task is not scheduled, or its handler parked
+    /// it (a durable sleep or signal wait), to go on with the payload it has.
     pub async fn update_task_payload(&self, queue: &str, id: &str, payload: impl Into<Bytes>) -> Result<TaskInfo> {
         self.broker.update_task_payload(&QueueName::new(queue)?, &TaskId::new(id)?, payload.into()).await
     }

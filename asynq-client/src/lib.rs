@@ -336,8 +336,10 @@ impl Client {
     /// ```
     ///
     /// Errors: [`Error::TaskNotFound`]; [`Error::FailedPrecondition`] when the task is running
-    /// or done (nothing is written); [`Error::InvalidArgument`] for bad input and for
-    /// `unique`, `group` or `debounce` options, which a replacement cannot take;
+    /// or done, or has started: its handler parked it (a durable sleep or signal wait) or
+    /// recorded a step, and goes on from those records (nothing is written);
+    /// [`Error::InvalidArgument`] for bad input and for `unique`, `group` or `debounce`
+    /// options, which a replacement cannot take;
     /// [`Error::Unsupported`] from a broker that cannot replace tasks.
     pub async fn replace(&self, id: &str, task: &Task, options: TaskOptions) -> Result<TaskInfo> {
         let options = options.task_id(id);

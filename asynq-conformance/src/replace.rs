@@ -1,10 +1,12 @@
 //! Debounce and replace: a debounced task takes the place of the task last enqueued with its key
 //! while that one is still scheduled; a waiting task replaced by its ID keeps the ID and takes
-//! the new message and placement. Each in one step, writing nothing when it is refused.
+//! the new message and placement. Each in one step, writing nothing when it is refused. A task
+//! that has started (its handler parked it or recorded a step) is never replaced.
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, assert_id_conflict, assert_task_not_found, at, names, retry, secs};
-use asynq_core::broker::{Enqueue, Forward, Manage};
+use asynq_core::broker::{Enqueue, Forward, Manage, Steps};
+use asynq_core::steps::{ParkReason, Parked, StepName, StepRecord};
 use asynq_core::{
     EnqueueRequest, Error, QueueName, Replace, Result, StoredTask, Task, TaskId, TaskOptions, TaskState,
     resolve_enqueue,
@@ -199,4 +201,74 @@ pub async fn case_replace_refuses_what_is_not_waiting<F: BrokerFactory<Broker: a
         assert_invalid(t.broker.enqueue(request).await, field);
     }
     assert_eq!(&t.task("q", "p").await.payload[..], b"p");
+}
+
+/// Checks that replacing task `id` by its ID, and updating its payload, are refused with
+/// `FailedPrecondition` naming it, and that it is unchanged.
+async fn assert_kept_from_replacement<B: asynq_core::Broker + Clone>(t: &Fixture<B>, id: &str) {
+    let before = t.task("q", id).await;
+    match replace(t, id, "new", TaskOptions::new()).await {
+        Err(Error::FailedPrecondition(message)) if message.contains(id) && message.contains("started") => {}
+        other => panic!("replacing {id}: expected FailedPrecondition, got {other:?}"),
+    }
+    let (q, task_id) = (QueueName::from_static("q"), TaskId::new(id).unwrap());
+    if before.state == TaskState::Scheduled {
+        match t.broker.update_task_payload(&q, &task_id, bytes::Bytes::from_static(b"new")).await {
+            Err(Error::FailedPrecondition(message)) if message.contains(id) && message.contains("started") => {}
+            other => panic!("updating {id}'s payload: expected FailedPrecondition, got {other:?}"),
+        }
+    }
+    assert_eq!(t.task("q", id).await, before, "{id} is unchanged");
+}
+
+/// A task that has started is never replaced: a debounce with its key leaves a parked task to
+/// resume and stores its own task beside it (the mark then naming the new one, which the next
+/// debounce replaces), and one under the parked task's own ID is refused with
+/// `TaskIdConflict`. Replacing it by its ID, or updating its payload, is refused with
+/// `FailedPrecondition` while it is parked, and once it is pending again with its step records;
+/// nothing is written. A parked task without records is started too.
+pub async fn case_a_started_task_is_never_replaced<F: BrokerFactory<Broker: asynq_core::Broker>>(factory: &F)
+where
+    F::Broker: Steps,
+{
+    let t = Fixture::new(factory).await;
+    let (q, a) = (QueueName::from_static("q"), TaskId::from_static("a"));
+    let step = |name: &str| StepRecord::new(StepName::new(name).unwrap(), "1".to_owned(), t.now()).unwrap();
+    debounced(&t, "a", "k", "v1").await.unwrap();
+    t.set(at(10));
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 1);
+    let message = t.take("q", "a").await.message;
+    t.broker.record_step(&q, &a, &step("charge")).await.unwrap();
+    let parked = Parked::new(ParkReason::Sleep, at(100));
+    t.broker.park(&message, &parked, Some(&step("sleep#1"))).await.unwrap();
+    let before = t.task("q", "a").await;
+    assert_eq!(
+        (before.state, before.parked.as_ref(), before.debounce_key.as_deref()),
+        (TaskState::Scheduled, Some(&parked), Some("k"))
+    );
+
+    assert_id_conflict(debounced(&t, "a", "k", "v2").await, "q", "a");
+    debounced(&t, "b", "k", "v3").await.unwrap();
+    assert_eq!(t.task("q", "a").await, before, "the parked task is left to resume");
+    let b = t.task("q", "b").await;
+    assert_eq!((b.state, b.next_process_at, &b.payload[..]), (TaskState::Scheduled, Some(at(20)), &b"v3"[..]));
+    debounced(&t, "c", "k", "v4").await.unwrap();
+    assert_gone(&t, "b").await;
+    assert_eq!(t.task("q", "a").await, before, "the mark names the new task, not the parked one");
+    assert_eq!(t.info("q").await.scheduled, 2, "a and c");
+
+    assert_kept_from_replacement(&t, "a").await;
+    t.set(at(100));
+    assert_eq!(t.broker.forward_ready(&names(&["q"])).await.unwrap().moved, 2);
+    assert_eq!(t.task("q", "a").await.state, TaskState::Pending);
+    assert_kept_from_replacement(&t, "a").await;
+    let taken = t.take("q", "c").await;
+    assert_eq!(&taken.message.payload[..], b"v4");
+    let resumed = t.take("q", "a").await;
+    assert_eq!(&resumed.message.payload[..], b"v1", "the parked task goes on with its own message");
+    assert_eq!(t.broker.step_records(&q, &a).await.unwrap().len(), 2, "with its records");
+
+    let bare = t.activate("q", "bare").await;
+    t.broker.park(&bare, &Parked::new(ParkReason::Sleep, at(200)), None).await.unwrap();
+    assert_kept_from_replacement(&t, "bare").await;
 }

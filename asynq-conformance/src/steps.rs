@@ -1,6 +1,6 @@
 //! Durable steps (`Steps`): a running task's step records are kept with it through retries and
 //! new attempts, replaced by name, refused for a task that is not running, and gone when the
-//! task goes.
+//! task goes. A parked task resumes as pending, never back in a group it was once in.
 
 use super::BrokerFactory;
 use super::fixture::{Fixture, assert_task_not_found, retry, secs};
@@ -218,4 +218,35 @@ pub async fn case_step_records_go_when_the_archive_trims_their_task<F: BrokerFac
     assert_eq!(t.all_ids("q", TaskState::Archived).await, ["b", "c"], "the archive keeps 2");
     assert_eq!(t.broker.step_records(&q, &TaskId::from_static("a")).await.unwrap(), vec![], "trimmed: gone");
     assert_eq!(t.broker.step_records(&q, &TaskId::from_static("b")).await.unwrap().len(), 1, "archived: kept");
+}
+
+/// A grouped task an operator ran, whose handler parks it, resumes as pending when due rather
+/// than go back into its group to be aggregated: the group keeps only its other tasks, and the
+/// task keeps its group in its message and its records.
+pub async fn case_a_parked_grouped_task_resumes_as_pending_not_in_its_group<
+    F: BrokerFactory<Broker: asynq_core::Broker>,
+>(
+    factory: &F,
+) where
+    F::Broker: Steps,
+{
+    let t = Fixture::new(factory).await;
+    let (q, a) = (QueueName::from_static("q"), TaskId::from_static("a"));
+    t.grouped("q", "g", "a").await;
+    t.grouped("q", "g", "b").await;
+    t.broker.run_task(&q, &a).await.unwrap();
+    let message = t.take("q", "a").await.message;
+    let sleep = record(&t, "sleep#1", "0");
+    t.broker.park(&message, &Parked::new(ParkReason::Sleep, t.now() + secs(30)), Some(&sleep)).await.unwrap();
+    assert_eq!(t.groups(&q).await, [("g".to_owned(), 1)]);
+
+    t.advance(secs(30));
+    assert_eq!(t.broker.forward_ready(std::slice::from_ref(&q)).await.unwrap().moved, 1);
+    let info = t.task("q", "a").await;
+    assert_eq!((info.state, info.group.as_ref().map(|g| g.as_str())), (TaskState::Pending, Some("g")));
+    assert_eq!(t.groups(&q).await, [("g".to_owned(), 1)], "the group keeps only b");
+    assert_eq!(t.all_ids("q", TaskState::Aggregating).await, ["b"]);
+    assert_eq!(t.counts("q").await.aggregating, 1);
+    t.take("q", "a").await;
+    assert_eq!(t.broker.step_records(&q, &a).await.unwrap(), vec![sleep]);
 }

@@ -117,7 +117,10 @@ impl TaskOptions {
     /// `window` after the last one.
     ///
     /// Only a task still scheduled is replaced: once it is due (pending) or running, the next
-    /// enqueue with the key starts a new window. A replaced task is deleted: a client waiting
+    /// enqueue with the key starts a new window, and so it does beside a task whose handler
+    /// started and parked it (a durable sleep or signal wait), which is left to go on. A
+    /// task with the key's last task's own ID is then refused
+    /// ([`Error::TaskIdConflict`](crate::Error::TaskIdConflict)). A replaced task is deleted: a client waiting
     /// for it learns so. The due time has the scheduled set's resolution, whole seconds. Not
     /// with [`process_at`](Self::process_at), [`process_in`](Self::process_in),
     /// [`unique`](Self::unique) or [`group`](Self::group) (an
@@ -292,11 +295,13 @@ impl Debounce {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Replace {
-    /// The task last stored with this debounce key in the queue, if it is still scheduled
-    /// ([`TaskOptions::debounce`]); it is deleted in the same step as the new task is stored.
+    /// The task last stored with this debounce key in the queue, if it is still scheduled and
+    /// has not started ([`TaskOptions::debounce`]); it is deleted in the same step as the new
+    /// task is stored.
     Debounced(Debounce),
     /// The pending or scheduled task with the request's own ID, which keeps the ID and takes
-    /// the request's message and placement (`Client::replace`).
+    /// the request's message and placement (`Client::replace`), unless it has started
+    /// ([`steps::started_task_refused`](crate::steps::started_task_refused)).
     Waiting,
 }
 

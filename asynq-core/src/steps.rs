@@ -210,6 +210,18 @@ fn to_millis(t: SystemTime) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(millis)
 }
 
+/// The refusal to replace the waiting task `id` by its ID ([`Replace::Waiting`](crate::Replace)),
+/// or to update its payload, once it has started: its handler recorded a step, or parked it and
+/// has not gone on since. Its handler goes on from its records, made from the message it has, so
+/// the task keeps that message: [`Error::FailedPrecondition`]. (A debounce leaves such a task
+/// alone and stores its new task beside it.)
+pub fn started_task_refused(id: &crate::TaskId) -> Error {
+    Error::FailedPrecondition(format!(
+        "task {id} has started (its handler parked it or recorded a step): only a task that has not started can be \
+         replaced or edited"
+    ))
+}
+
 /// Records in the order a listing shows them: by when they were recorded, then by name.
 pub fn sort_step_records(records: &mut [StepRecord]) {
     records.sort_by(|a, b| a.recorded_at.cmp(&b.recorded_at).then_with(|| a.name.cmp(&b.name)));

@@ -43,7 +43,8 @@ struct TaskRecord {
     pending_since: Option<i64>,
     /// The lock key, recorded for pending and scheduled unique tasks only (as Go does).
     unique_key: Option<String>,
-    /// The group, recorded only when the task is enqueued into one (not when scheduled).
+    /// The group, recorded only when the task is enqueued into one (not when scheduled), and
+    /// dropped when its handler parks it (Redis's `park.lua`).
     group: Option<GroupName>,
     result: Option<Bytes>,
     /// Its handler's last progress report in the current (or last) attempt.
@@ -80,6 +81,13 @@ impl TaskRecord {
             parked: None,
             signals: HashMap::new(),
         }
+    }
+
+    /// Whether the task has started, so that nothing replaces or edits it (Redis's
+    /// `started.lua`): its handler recorded a step, or parked it (counted while it is scheduled:
+    /// the attempt that goes on forgets the park).
+    fn has_started(&self) -> bool {
+        (self.state == TaskState::Scheduled && self.parked.is_some()) || !self.steps.is_empty()
     }
 
     /// The task's snapshot in `state`, due at `next_process_at`.

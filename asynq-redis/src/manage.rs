@@ -244,6 +244,7 @@ impl Manage for RedisBroker {
                 0 => return Err(Self::task_not_found(queue, id)),
                 -1 => return Err(not_scheduled()),
                 -2 => continue,
+                -3 => return Err(asynq_core::steps::started_task_refused(id)),
                 n => return Err(unexpected("update task payload", format!("the script returned {n}"))),
             }
         }

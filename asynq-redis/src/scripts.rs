@@ -111,7 +111,9 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     enqueue: script!("message", "events", "priority", "group_index"; "enqueue"),
     enqueue_plain: script!("enqueue_plain"),
     enqueue_batch: script!("common", "message", "events", "priority", "group_index"; "enqueue_batch"),
-    enqueue_replacing: script!("common", "message", "manage_common", "events", "priority"; "enqueue_replacing"),
+    enqueue_replacing: script!(
+        "common", "message", "manage_common", "started", "events", "priority"; "enqueue_replacing"
+    ),
     dequeue: script!("common", "message", "events", "priority"; "dequeue"),
     done: script!("common", "message", "events"; "done"),
     done_batch: script!("common", "message", "events"; "done_batch"),
@@ -138,7 +140,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     run_all: script!("priority", "bulk_slice", "group_index"; "run_all"),
     archive_all: script!("common", "message", "manage_common", "events", "bulk_slice", "group_index"; "archive_all"),
     delete_all: script!("common", "message", "manage_common", "events", "bulk_slice", "group_index"; "delete_all"),
-    update_task_payload: script!("update_task_payload"),
+    update_task_payload: script!("started"; "update_task_payload"),
     delete_queue: script!("common", "message", "manage_common"; "delete_queue"),
     swap_sharded_queue: script!("swap_sharded_queue"),
 });

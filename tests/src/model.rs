@@ -36,10 +36,13 @@
 //! Durable steps ([`Op::RecordStep`]) are recorded by name with an active task and go with it:
 //! a task stored again under the same ID (replaced, or enqueued after the old one went) has none.
 //! A handler parks its active task ([`Op::Park`]): scheduled, charged nothing, due when its
-//! sleep or wait ends, or at once when it waits for a signal it was sent already; then it is a
-//! scheduled task like any other (forwarded when due, run, archived or deleted by an operator,
-//! replaced). Signals ([`Op::Signal`]) are kept by name with their task whatever its state and
-//! go with it; one a parked task waits for makes it pending as an operator's run does.
+//! sleep or wait ends, or at once when it waits for a signal it was sent already, out of any
+//! group it was once in (pending when due); then it is a scheduled task like any other
+//! (forwarded when due, run, archived or deleted by an operator) except that it has started: a
+//! task that has (parked, or with step records) is never replaced, by a debounce (which stores
+//! its task beside it) or by its ID (refused). Signals ([`Op::Signal`]) are kept by name with
+//! their task whatever its state and go with it; one a parked task waits for makes it pending
+//! as an operator's run does.
 //!
 //! This file holds the state and [`Model::apply`]; `vocab` the vocabulary, `operations` what each
 //! call does, `steps` durable steps, parks and signals, `workflow` the workflows and `observe`
@@ -84,7 +87,8 @@ struct Task {
     retention: i64,
     /// The lock the task was enqueued with.
     unique: Option<LockKey>,
-    /// The `group` field of the stored task: set only when enqueued straight into a group.
+    /// The `group` field of the stored task: set only when enqueued straight into a group, and
+    /// dropped when its handler parks it.
     group: Option<String>,
     /// How many times a started lease of it expired and was forgiven.
     stalls: u32,
@@ -100,6 +104,14 @@ struct Task {
     parked: Option<ParkedView>,
     /// The names of the signals sent to it: they go when the task goes.
     signals: BTreeSet<String>,
+}
+
+impl Task {
+    /// Whether it has started, so that no debounce or replacement by ID takes its place: its
+    /// handler recorded a step, or parked it (while it is scheduled, from that park).
+    fn has_started(&self) -> bool {
+        (self.state == TaskState::Scheduled && self.parked.is_some()) || !self.steps.is_empty()
+    }
 }
 
 /// The pending tasks of a queue, in the order a dequeue takes them: priorities from the highest

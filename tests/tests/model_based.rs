@@ -830,6 +830,63 @@ fn parks_and_signals_follow_the_model() {
     }
 }
 
+/// A started task in one sequence, so that every run sees the rules the random search seldom
+/// reaches: a debounce with the key of a parked task stores its own task beside it (and one
+/// under the parked task's ID is refused), the next debounce replaces that one, and a
+/// replacement by ID is refused while the task is parked and once it is pending with its
+/// records; a grouped task an operator ran, parked, is pending when due, not back in its group.
+#[test]
+fn started_tasks_follow_the_model() {
+    let task = |id, when| NewTask {
+        queue: "q0",
+        id,
+        payload: "x",
+        when,
+        unique: false,
+        retention: 0,
+        max_retry: 1,
+        priority: 0,
+    };
+    let debounce = |id| Op::Debounce { task: task(id, When::Now), key: "k1", window: 10 };
+    let take = Op::Dequeue { queues: vec!["q0"], max: 1 };
+    let forward = Op::Forward { queues: vec!["q0"] };
+    let ops = vec![
+        debounce("a"),
+        Op::Advance { secs: 10 },
+        forward.clone(),
+        take.clone(),
+        Op::Park { pick: 0, why: ParkFor::Sleep, secs: 100, step: Some("s0") },
+        debounce("a"),
+        debounce("b"),
+        debounce("c"),
+        Op::Replace(task("a", When::Now)),
+        Op::Enqueue(task("d", When::Group("g0"))),
+        Op::Enqueue(task("e", When::Group("g0"))),
+        Op::RunTask { queue: "q0", id: "d" },
+        take.clone(),
+        Op::Park { pick: 0, why: ParkFor::Signal("go"), secs: 30, step: None },
+        Op::Advance { secs: 100 },
+        forward,
+        Op::Replace(task("a", When::Now)),
+        Op::Replace(task("d", When::Now)),
+        take.clone(),
+        take,
+    ];
+    let mut model = Model::new(START_SECS);
+    let replies: Vec<Reply> = ops.iter().map(|op| model.apply(op)).collect();
+    assert_eq!(replies[5], Reply::Err(ErrorKind::TaskIdConflict), "the parked task's ID is taken: {replies:?}");
+    assert_eq!(replies[6], Reply::Ok, "stored beside the parked task");
+    assert_eq!(replies[8], Reply::Err(ErrorKind::FailedPrecondition), "parked: not replaced");
+    assert_eq!(replies[15], Reply::Count(3), "a, c and d due: d pending, not back in g0");
+    assert_eq!(replies[16], Reply::Err(ErrorKind::FailedPrecondition), "pending with its records: not replaced");
+    assert_eq!(replies[17], Reply::Ok, "d parked without a record and is pending now: not started");
+    let server = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    if let Err(reason) = runtime.block_on(run_case(&server, &ops, &Tally::default())) {
+        panic!("{reason}\nsequence: {ops:?}");
+    }
+}
+
 /// Sequences the random search once found the brokers and the model to disagree on, replayed
 /// on every run: each pins down a rule the model had wrong or missed.
 #[test]

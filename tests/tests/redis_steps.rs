@@ -1,10 +1,10 @@
 //! Durable steps, a sleep and a signal through a server on a real redis-server, on a simulated
 //! clock: what a parked task looks like in Redis (what Go's tools see), and that it goes on
 //! when due and when signalled, each step running once; the `parked` field goes when the park
-//! ends.
+//! ends; a parked task that was once grouped is one Go's forwarder makes pending.
 
 use asynq_client::{Client, Task, TaskOptions, TaskState};
-use asynq_core::broker::{Dequeue, Enqueue, Forward, Inspect, Steps};
+use asynq_core::broker::{Dequeue, Enqueue, Forward, Inspect, Manage, Steps};
 use asynq_core::steps::{ParkReason, Parked, StepName};
 use asynq_core::{Clock, QueueName, SimulatedClock, TaskId};
 use asynq_server::{Config, HandlerError, Server, TaskContext, handler_fn};
@@ -133,4 +133,68 @@ async fn the_parked_field_goes_when_the_task_goes_on() {
     assert!(has_parked());
     assert!(broker.signal(&q, &id, &go, bytes::Bytes::new()).await.unwrap());
     assert!(!has_parked(), "the signal that wakes it ends the park");
+}
+
+/// Go v0.26's forward (wire-format spec 5.13) as the spec describes its steps, written here for
+/// this test. KEYS: scheduled or retry, pending; ARGV: now (s), task key prefix, now (ns), group
+/// key prefix. Returns how many tasks it moved.
+const GO_FORWARD: &str = r#"
+local due = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1], "LIMIT", 0, 100)
+for _, id in ipairs(due) do
+    local key = ARGV[2] .. id
+    local group = redis.call("HGET", key, "group")
+    if group and group ~= "" then
+        redis.call("ZADD", ARGV[4] .. group, ARGV[1], id)
+        redis.call("ZREM", KEYS[1], id)
+        redis.call("HSET", key, "state", "aggregating")
+    else
+        redis.call("LPUSH", KEYS[2], id)
+        redis.call("ZREM", KEYS[1], id)
+        redis.call("HSET", key, "state", "pending", "pending_since", ARGV[3])
+    end
+end
+return #due
+"#;
+
+/// The members of the sorted set or list at `key`, as Redis gives them.
+fn members(redis: &RedisServer, command: &[&str]) -> Vec<String> {
+    let reply = redis.command(command).unwrap();
+    reply.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect()
+}
+
+/// A grouped task an operator ran, whose handler parks, has no `group` field in its hash any
+/// more (its message keeps its group): Go's forwarder, which reads the field, makes it pending
+/// when due rather than put it back into its group, as ours does.
+#[tokio::test]
+async fn a_parked_task_once_grouped_is_made_pending_by_go_s_forwarder() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(std::time::UNIX_EPOCH + Duration::from_secs(1_795_305_600));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let (q, a) = (QueueName::from_static("q"), TaskId::from_static("a"));
+    for id in ["a", "b"] {
+        let options = TaskOptions::new().queue("q").task_id(id).group("g");
+        let request = asynq_core::resolve_enqueue(&Task::new("t", ""), &options, clock.now(), || unreachable!());
+        broker.enqueue(request.unwrap()).await.unwrap();
+    }
+    broker.run_task(&q, &a).await.unwrap();
+    let message = broker.dequeue(std::slice::from_ref(&q), 1).await.unwrap().remove(0).message;
+    assert_eq!(message.id, "a");
+    broker.park(&message, &Parked::new(ParkReason::Sleep, clock.now() + Duration::from_secs(10)), None).await.unwrap();
+    assert_eq!(redis.command(&["HEXISTS", "asynq:{q}:t:a", "group"]).unwrap(), RespValue::Integer(0));
+    assert_eq!(broker.task_info(&q, &a).await.unwrap().group.map(|g| g.into_string()).as_deref(), Some("g"));
+
+    clock.advance(Duration::from_secs(10));
+    let now = clock.now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let (secs, nanos) = (now.as_secs().to_string(), now.as_nanos().to_string());
+    let keys = ["asynq:{q}:scheduled", "asynq:{q}:pending"];
+    let args = [secs.as_str(), "asynq:{q}:t:", nanos.as_str(), "asynq:{q}:g:"];
+    let mut command = vec!["EVAL", GO_FORWARD, "2"];
+    command.extend(keys);
+    command.extend(args);
+    assert_eq!(redis.command(&command).unwrap(), RespValue::Integer(1));
+    assert_eq!(bulk(redis.command(&["HGET", "asynq:{q}:t:a", "state"]).unwrap()).as_deref(), Some("pending"));
+    assert_eq!(members(&redis, &["LRANGE", "asynq:{q}:pending", "0", "-1"]), ["a"]);
+    assert_eq!(members(&redis, &["ZRANGE", "asynq:{q}:g:g", "0", "-1"]), ["b"], "the group keeps only b");
+    let taken = broker.dequeue(std::slice::from_ref(&q), 1).await.unwrap();
+    assert_eq!(taken[0].message.id, "a", "and our server runs it");
 }

@@ -171,7 +171,8 @@ pub trait Manage: Send + Sync {
 
     /// Replaces the payload of a scheduled task and returns the updated task.
     ///
-    /// Errors: [`Error::FailedPrecondition`] when the task is not scheduled.
+    /// Errors: [`Error::FailedPrecondition`] when the task is not scheduled, or has started (its
+    /// handler parked it: see [`started_task_refused`](crate::steps::started_task_refused)).
     async fn update_task_payload(&self, queue: &QueueName, id: &TaskId, payload: Bytes) -> Result<TaskInfo>;
 
     /// Removes a queue: refused with [`Error::QueueNotEmpty`] while it holds tasks, unless

@@ -11,7 +11,7 @@
 //! - the archive trim deletes the records of the tasks it drops, as the core archive does (Go's
 //!   inspector leaves their hashes behind).
 
-use super::{Queue, check_deletes, state_after};
+use super::{Queue, TaskRecord, check_deletes, state_after};
 use asynq_core::events::EventKind;
 use asynq_core::state::Event;
 use asynq_core::time::unix_secs;
@@ -124,9 +124,10 @@ impl Queue {
     }
 
     /// Stores `request` in place of the task `replace` names (`enqueue_replacing.lua`): for a
-    /// debounce, the task the key's mark names if it is still scheduled (deleted, and the new
-    /// task stored under its own ID); for [`Replace::Waiting`], the pending or scheduled task
-    /// with the request's ID, which keeps the ID. `request` has passed
+    /// debounce, the task the key's mark names if it is still scheduled and has not started
+    /// (deleted, and the new task stored under its own ID); for [`Replace::Waiting`], the
+    /// pending or scheduled task with the request's ID, which keeps the ID, unless it has
+    /// started (refused). `request` has passed
     /// [`EnqueueRequest::check_replacement`] and has no `replace` of its own left.
     pub(crate) fn enqueue_replacing(
         &mut self,
@@ -168,6 +169,9 @@ impl Queue {
                         "task {id} is neither pending nor scheduled: only a waiting task can be replaced"
                     )));
                 }
+                if self.tasks.get(id.as_str()).is_some_and(TaskRecord::has_started) {
+                    return Err(asynq_core::steps::started_task_refused(&id));
+                }
                 self.take_out_waiting(id.as_str(), state)?;
                 self.enqueue(request, now)?;
             }
@@ -176,11 +180,11 @@ impl Queue {
         Ok(())
     }
 
-    /// Whether task `id` is scheduled, debounced with `key`.
+    /// Whether task `id` is scheduled, debounced with `key`, and has not started.
     fn debounced_here(&self, id: &str, key: &str) -> bool {
-        self.tasks
-            .get(id)
-            .is_some_and(|record| record.state == TaskState::Scheduled && record.debounce.as_deref() == Some(key))
+        self.tasks.get(id).is_some_and(|record| {
+            record.state == TaskState::Scheduled && record.debounce.as_deref() == Some(key) && !record.has_started()
+        })
     }
 
     /// Takes waiting task `id`, in `state`, out of its container and forgets it (releasing its
@@ -283,8 +287,8 @@ impl Queue {
     }
 
     /// Replaces the payload of the scheduled task `id` and returns the task as it now is
-    /// (script `updateTaskPayload`, 6.12). Everything else, the uniqueness-lock key in the
-    /// message included, stays.
+    /// (script `updateTaskPayload`, 6.12), unless the task has started (refused). Everything
+    /// else, the uniqueness-lock key in the message included, stays.
     pub(crate) fn update_payload(
         &mut self,
         queue: &QueueName,
@@ -295,6 +299,9 @@ impl Queue {
         let record = self.tasks.get_mut(id.as_str()).ok_or_else(|| not_found(queue, id))?;
         if record.state != TaskState::Scheduled {
             return Err(refused("cannot update task that is not in scheduled state."));
+        }
+        if record.has_started() {
+            return Err(asynq_core::steps::started_task_refused(id));
         }
         record.msg.payload = payload;
         self.task_info(id, now).ok_or_else(|| not_found(queue, id))

@@ -52,7 +52,7 @@ impl Queue {
 
     /// Parks the active task `id` (see `Steps::park`): scheduled until `parked.until` (at
     /// `now` when it waits for a signal that came already), charged nothing, with `step`
-    /// recorded. False (nothing written) if it is not active.
+    /// recorded, out of any group it was once in. False (nothing written) if it is not active.
     pub(crate) fn park(&mut self, id: &str, parked: &Parked, step: Option<&StepRecord>, now: SystemTime) -> bool {
         let Some(position) = self.active.iter().rposition(|active| active == id) else { return false };
         if !self.lease.contains(id) {
@@ -66,6 +66,9 @@ impl Queue {
         };
         record.state = state;
         record.parked = Some(parked.clone());
+        // A grouped task an operator ran resumes as pending when due, not in its group (as
+        // Redis's `park.lua` drops the hash's `group` field).
+        record.group = None;
         if let Some(step) = step {
             record.steps.retain(|kept| kept.name() != step.name());
             record.steps.push(step.clone());

@@ -130,6 +130,7 @@ impl RedisBroker {
                 "task {} is neither pending nor scheduled: only a waiting task can be replaced",
                 msg.id
             ))),
+            ("replace", -2) => Err(asynq_core::steps::started_task_refused(&msg.id)),
             (_, other) => Err(unexpected("enqueue replacing", format!("unexpected reply {other}"))),
         }
     }

@@ -3,15 +3,15 @@
 -- mode). Two modes:
 --
 --   "debounce": the task the debounce mark names, if it is still scheduled with this key (its
---               hash's `debounce` field), is deleted (its uniqueness lock released, a waiting
---               Rust client told) and the new task stored under its own ID, its hash naming the
---               key; the mark then names the new task. A task that is no longer scheduled (due,
---               running, gone, or replaced by ID) is left alone: the new task starts a new
---               window.
---   "replace":  the pending or scheduled task with the new task's ID is taken out of its
---               container (its lock released) and the new message stored under the same ID, in
---               the new placement; a Rust client waiting for the ID keeps waiting, for the
---               replacement.
+--               hash's `debounce` field) and has not started (started.lua), is deleted (its
+--               uniqueness lock released, a waiting Rust client told) and the new task stored
+--               under its own ID, its hash naming the key; the mark then names the new task. A
+--               task that is no longer scheduled (due, running, gone, or replaced by ID) or that
+--               started (a handler parked it) is left alone: the new task starts a new window.
+--   "replace":  the pending or scheduled task with the new task's ID, if it has not started
+--               (started.lua), is taken out of its container (its lock released) and the new
+--               message stored under the same ID, in the new placement; a Rust client waiting
+--               for the ID keeps waiting, for the replacement.
 --
 -- KEYS[1] -> <ns>:{<q>}:t:<id>              the new task's hash
 -- KEYS[2] -> <ns>:{<q>}:pending
@@ -42,8 +42,8 @@
 -- ARGV[13] -> the event stream's cap, or "" (see events.lua)
 -- Returns: "debounce": 1 stored, 2 stored in place of a scheduled task, 0 a task with this ID
 --          exists (nothing written);
---          "replace": 1 replaced, 0 no such task, -1 the task is neither pending nor scheduled
---          (nothing written);
+--          "replace": 1 replaced, 0 no such task, -1 the task is neither pending nor scheduled,
+--          -2 the task has started (nothing written);
 --          an error reply when the replaced task's container does not hold it (nothing written)
 
 local function store()
@@ -75,10 +75,10 @@ local function store()
     log_event(KEYS[#KEYS], ARGV[13], "enqueued", ARGV[2], ARGV[1])
 end
 
--- Whether the task at `key` is scheduled, debounced with this call's key.
+-- Whether the task at `key` is scheduled, debounced with this call's key, and not started.
 local function debounced_here(key)
     local state, debounce = unpack(redis.call("HMGET", key, "state", "debounce"))
-    return state == "scheduled" and debounce == ARGV[11]
+    return state == "scheduled" and debounce == ARGV[11] and not has_started(key, state)
 end
 
 -- Takes the task at KEYS[1], in `state`, out of its container and stores the new message there
@@ -137,6 +137,9 @@ if not state then
 end
 if state ~= "pending" and state ~= "scheduled" then
     return -1
+end
+if has_started(KEYS[1], state) then
+    return -2
 end
 local replace_error = replace_in_place(state)
 if replace_error then

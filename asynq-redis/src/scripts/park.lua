@@ -3,6 +3,10 @@
 -- in the hash field `parked` (ours, as asynq-redis/src/steps.rs encodes it; Go asynq ignores it
 -- and sees a scheduled task), and records the sleep's or wait's own step record. A task that
 -- waits for a signal already sent (its `signal:<name>` field is set) is made due at ARGV[4].
+-- The hash's `group` field goes (a grouped task an operator ran): forward.lua, and Go's
+-- forward, which read it, then make the task pending when due rather than put it back into its
+-- group to be aggregated, its handler never to go on. Nothing else reads the field of a task
+-- that is not aggregating; the message keeps its group.
 --
 -- KEYS[1] -> asynq:{<q>}:t:<id>
 -- KEYS[2] -> asynq:{<q>}:active
@@ -33,6 +37,7 @@ if ARGV[5] ~= "" and redis.call("HEXISTS", KEYS[1], ARGV[5]) == 1 then
 end
 redis.call("ZADD", KEYS[4], due, ARGV[1])
 redis.call("HSET", KEYS[1], "state", "scheduled", "parked", ARGV[2])
+redis.call("HDEL", KEYS[1], "group")
 if ARGV[6] ~= "" then
     redis.call("HSET", KEYS[1], ARGV[6], ARGV[7])
 end

@@ -70,9 +70,9 @@ impl Model {
         let mark = (queue.to_owned(), key.to_owned());
         let tasks = &self.queues.entry(queue.to_owned()).or_default().tasks;
         let old = self.debounce_marks.get(&mark).filter(|old| {
-            tasks
-                .get(old.as_str())
-                .is_some_and(|t| t.state == TaskState::Scheduled && t.debounce.as_deref() == Some(key))
+            tasks.get(old.as_str()).is_some_and(|t| {
+                t.state == TaskState::Scheduled && t.debounce.as_deref() == Some(key) && !t.has_started()
+            })
         });
         match old.cloned() {
             Some(old) if old == id => self.forget_waiting(queue, id),
@@ -90,6 +90,9 @@ impl Model {
         self.known.insert(task.queue.to_owned());
         let state = self.task_state(task.queue, task.id)?;
         if !matches!(state, TaskState::Pending | TaskState::Scheduled) {
+            return Err(ErrorKind::FailedPrecondition);
+        }
+        if self.queue(task.queue).tasks.get(task.id).is_some_and(Task::has_started) {
             return Err(ErrorKind::FailedPrecondition);
         }
         self.forget_waiting(task.queue, task.id);

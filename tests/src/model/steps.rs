@@ -17,7 +17,8 @@ impl Model {
     }
 
     /// Parks the active task `id` of `queue`: scheduled until `secs` from now, or now when it
-    /// waits for a signal it was sent already; charged nothing, its lease given up.
+    /// waits for a signal it was sent already; charged nothing, its lease given up, out of any
+    /// group it was once in.
     pub(super) fn park(
         &mut self,
         queue: &str,
@@ -39,6 +40,7 @@ impl Model {
         let signalled = matches!(why, ParkFor::Signal(name) if task.signals.contains(name));
         task.state = TaskState::Scheduled;
         task.parked = Some((why, until));
+        task.group = None;
         if let Some(step) = step {
             task.steps.insert(step.to_owned());
         }

@@ -251,7 +251,8 @@ pub enum Op {
     },
     /// A client enqueues `task` debounced with `key`: scheduled `window` seconds ahead, in
     /// place of the task last enqueued with the key in its queue while that one is still
-    /// scheduled with the key. The task's `when` and `unique` are not used.
+    /// scheduled with the key and has not started (parked). The task's `when` and `unique` are
+    /// not used.
     Debounce {
         /// The task.
         task: NewTask,
@@ -260,9 +261,9 @@ pub enum Op {
         /// The window, seconds.
         window: u64,
     },
-    /// A client replaces the waiting (pending or scheduled) task `task.id` of `task.queue`
-    /// with `task`, pending or scheduled as its `when` says (`Now` or `In`); `unique` is not
-    /// used.
+    /// A client replaces the waiting (pending or scheduled) task `task.id` of `task.queue`,
+    /// unless it has started (parked, or with step records), with `task`, pending or scheduled
+    /// as its `when` says (`Now` or `In`); `unique` is not used.
     Replace(NewTask),
     /// A client stores a workflow of tasks of `queue` in one call (see [`WorkflowTask`]).
     /// Every operation is followed by a relay of every queue (see [`Model::apply`](super::Model::apply)).
