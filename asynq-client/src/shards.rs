@@ -520,15 +520,26 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), future).await.ok()
     }
 
+    /// After a first enqueue (the declarations read) and `after` more on the clock, an enqueue of
+    /// `task` to `orders` whose read of the declarations hangs, started and pending.
+    async fn a_hung_read<'a>(
+        s: &'a Setup,
+        task: &'a Task,
+        after: Duration,
+    ) -> std::pin::Pin<Box<impl std::future::Future<Output = Result<crate::TaskInfo>> + 'a>> {
+        s.client.enqueue(&Task::new("t", "first"), on("orders")).await.unwrap();
+        s.directory.blocked.store(true, Ordering::Relaxed);
+        s.clock.advance(after);
+        let mut reader = Box::pin(s.client.enqueue(task, on("orders")));
+        assert!(finishes(&mut reader).await.is_none(), "the read hangs");
+        reader
+    }
+
     #[tokio::test(start_paused = true)]
     async fn while_a_read_hangs_the_others_use_the_kept_declarations_only_while_young() {
         let s = setup().await;
-        s.client.enqueue(&Task::new("t", "first"), on("orders")).await.unwrap();
-        s.directory.blocked.store(true, Ordering::Relaxed);
-        s.clock.advance(SHARD_REFRESH);
         let reader_task = Task::new("t", "reader");
-        let mut reader = Box::pin(s.client.enqueue(&reader_task, on("orders")));
-        assert!(finishes(&mut reader).await.is_none(), "the read hangs");
+        let mut reader = a_hung_read(&s, &reader_task, SHARD_REFRESH).await;
         assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2);
 
         // Others go on with the kept declarations while they are young enough.
@@ -559,12 +570,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn callers_that_waited_for_a_recent_read_take_what_it_read() {
         let s = setup().await;
-        s.client.enqueue(&Task::new("t", "first"), on("orders")).await.unwrap();
-        s.directory.blocked.store(true, Ordering::Relaxed);
-        s.clock.advance(SHARD_KEPT_AT_MOST);
         let reader_task = Task::new("t", "reader");
-        let mut reader = Box::pin(s.client.enqueue(&reader_task, on("orders")));
-        assert!(finishes(&mut reader).await.is_none(), "the read hangs");
+        let mut reader = a_hung_read(&s, &reader_task, SHARD_KEPT_AT_MOST).await;
         let tasks: Vec<Task> = (0..3).map(|i| Task::new("t", format!("w{i}"))).collect();
         let mut waiters: Vec<_> = tasks.iter().map(|task| Box::pin(s.client.enqueue(task, on("orders")))).collect();
         for waiter in &mut waiters {
@@ -581,12 +588,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_caller_that_waited_for_a_read_begun_too_long_ago_reads_again() {
         let s = setup().await;
-        s.client.enqueue(&Task::new("t", "first"), on("orders")).await.unwrap();
-        s.directory.blocked.store(true, Ordering::Relaxed);
-        s.clock.advance(SHARD_REFRESH);
         let reader_task = Task::new("t", "reader");
-        let mut reader = Box::pin(s.client.enqueue(&reader_task, on("orders")));
-        assert!(finishes(&mut reader).await.is_none(), "the read hangs");
+        let mut reader = a_hung_read(&s, &reader_task, SHARD_REFRESH).await;
         s.clock.advance(SHARD_KEPT_AT_MOST);
         let waiter_task = Task::new("t", "waiter");
         let mut waiter = Box::pin(s.client.enqueue(&waiter_task, on("orders")));
