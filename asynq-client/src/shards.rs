@@ -539,7 +539,7 @@ mod tests {
     async fn while_a_read_hangs_the_others_use_the_kept_declarations_only_while_young() {
         let s = setup().await;
         let reader_task = Task::new("t", "reader");
-        let mut reader = a_hung_read(&s, &reader_task, SHARD_REFRESH).await;
+        let reader = a_hung_read(&s, &reader_task, SHARD_REFRESH).await;
         assert_eq!(s.directory.reads.load(Ordering::Relaxed), 2);
 
         // Others go on with the kept declarations while they are young enough.
@@ -571,7 +571,7 @@ mod tests {
     async fn callers_that_waited_for_a_recent_read_take_what_it_read() {
         let s = setup().await;
         let reader_task = Task::new("t", "reader");
-        let mut reader = a_hung_read(&s, &reader_task, SHARD_KEPT_AT_MOST).await;
+        let reader = a_hung_read(&s, &reader_task, SHARD_KEPT_AT_MOST).await;
         let tasks: Vec<Task> = (0..3).map(|i| Task::new("t", format!("w{i}"))).collect();
         let mut waiters: Vec<_> = tasks.iter().map(|task| Box::pin(s.client.enqueue(task, on("orders")))).collect();
         for waiter in &mut waiters {
@@ -589,7 +589,7 @@ mod tests {
     async fn a_caller_that_waited_for_a_read_begun_too_long_ago_reads_again() {
         let s = setup().await;
         let reader_task = Task::new("t", "reader");
-        let mut reader = a_hung_read(&s, &reader_task, SHARD_REFRESH).await;
+        let reader = a_hung_read(&s, &reader_task, SHARD_REFRESH).await;
         s.clock.advance(SHARD_KEPT_AT_MOST);
         let waiter_task = Task::new("t", "waiter");
         let mut waiter = Box::pin(s.client.enqueue(&waiter_task, on("orders")));
