@@ -58,7 +58,7 @@ pub use producer::Enqueue;
 pub use producer::MockEnqueue;
 pub use rate_limit::RateLimiter;
 pub use scheduler::SchedulerState;
-pub use shards::{ShardedQueues, remove_drained_shards};
+pub use shards::{ShardedQueues, drained_totals, remove_shard_queues};
 pub use slots::ConcurrencySlots;
 pub use steps::Steps;
 pub use task_metrics::TaskMetrics;

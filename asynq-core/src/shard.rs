@@ -91,6 +91,9 @@ pub struct DrainingShards {
     generation: u64,
     shards: Vec<QueueName>,
     since: SystemTime,
+    /// What its shards had processed and failed, recorded once they were found drained and
+    /// before the first was removed ([`ShardedQueue::with_drained_totals`]).
+    totals: Option<RetiredTotals>,
 }
 
 impl DrainingShards {
@@ -107,6 +110,11 @@ impl DrainingShards {
     /// When the reshard replaced them (whole milliseconds).
     pub fn since(&self) -> SystemTime {
         self.since
+    }
+
+    /// What its shards had processed and failed in all, once recorded before their removal.
+    pub fn totals(&self) -> Option<RetiredTotals> {
+        self.totals
     }
 
     /// Whether [`DRAIN_GRACE`] has passed since the reshard at `now`.
@@ -316,7 +324,7 @@ impl ShardedQueue {
             return Err(Error::invalid("generation", why));
         }
         check_shard_names(&self.logical, generation, &draining)?;
-        self.draining = Some(DrainingShards { generation, shards: draining, since: whole_millis(since) });
+        self.draining = Some(DrainingShards { generation, shards: draining, since: whole_millis(since), totals: None });
         Ok(self)
     }
 
@@ -338,6 +346,16 @@ impl ShardedQueue {
     /// This declaration with `retired` as what its dropped generations processed and failed.
     pub fn with_retired(self, retired: RetiredTotals) -> Self {
         Self { retired, ..self }
+    }
+
+    /// This declaration with `totals` recorded as what its draining generation's shards had
+    /// processed and failed ([`DrainingShards::totals`]), as a broker writes it before it
+    /// removes the first of them; unchanged without a draining generation.
+    pub fn with_drained_totals(mut self, totals: RetiredTotals) -> Self {
+        if let Some(draining) = &mut self.draining {
+            draining.totals = Some(totals);
+        }
+        self
     }
 
     /// This declaration without its draining generation, whose shards' queues went with

@@ -13,7 +13,7 @@ use crate::backend::SlotRange;
 use crate::error::{broker_error, unexpected};
 use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
-use asynq_core::broker::{Inspect, ShardedQueues, remove_drained_shards};
+use asynq_core::broker::{Inspect, ShardedQueues, drained_totals, remove_shard_queues};
 use asynq_core::shard::{RetiredTotals, ShardedQueue, check_declaration, check_reshard, generation_shard_name};
 use asynq_core::{Error, QueueName, Result};
 use redis::AsyncCommands;
@@ -95,8 +95,22 @@ impl ShardedQueues for RedisBroker {
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
         let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(false) };
         let Some(draining) = declared.draining() else { return Ok(false) };
-        let Some(totals) = remove_drained_shards(self, draining, self.now()).await? else { return Ok(false) };
-        self.swap_declaration(logical, &read, &declared.drained(totals)).await
+        let Some(totals) = drained_totals(self, draining, self.now()).await? else { return Ok(false) };
+        // The totals are recorded before any shard goes, so that a drop cut short and taken up
+        // again (here or by another server) still counts the shards it removed.
+        let recorded = declared.clone().with_drained_totals(totals);
+        let read = if recorded == declared {
+            read
+        } else {
+            if !self.swap_declaration(logical, &read, &recorded).await? {
+                return Ok(false);
+            }
+            encode(&recorded)
+        };
+        if !remove_shard_queues(self, draining).await? {
+            return Ok(false);
+        }
+        self.swap_declaration(logical, &read, &recorded.drained(totals)).await
     }
 
     async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {
@@ -140,7 +154,8 @@ impl RedisBroker {
 }
 
 /// A declaration as the hash keeps it: `<generation>\n<shard 0>\n<shard 1>…`, and while a
-/// generation drains `\n\n<its generation> <unix ms it drains since>\n<its shard 0>…`. Once a
+/// generation drains `\n\n<its generation> <unix ms it drains since>\n<its shard 0>…`, its
+/// head line ending ` <processed> <failed>` once its totals are recorded for its drop. Once a
 /// generation was dropped, the first line is `<generation> <processed> <failed>`: the dropped
 /// generations' totals ([`ShardedQueue::retired`]).
 fn encode(sharded: &ShardedQueue) -> String {
@@ -156,6 +171,9 @@ fn encode(sharded: &ShardedQueue) -> String {
     if let Some(draining) = sharded.draining() {
         let since = draining.since().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
         value.push_str(&format!("\n\n{} {since}", draining.generation()));
+        if let Some(totals) = draining.totals() {
+            value.push_str(&format!(" {} {}", totals.processed, totals.failed));
+        }
         for shard in draining.shards() {
             value.push('\n');
             value.push_str(shard);
@@ -191,10 +209,20 @@ fn decode(logical: &str, value: &str) -> Result<ShardedQueue> {
     let Some(draining) = draining else { return Ok(sharded) };
     let mut lines = draining.split('\n');
     let head = lines.next().unwrap_or_default();
-    let parsed = head.split_once(' ').and_then(|(g, ms)| Some((g.parse::<u64>().ok()?, ms.parse::<u64>().ok()?)));
-    let (old, since) = parsed.ok_or_else(|| corrupt(format!("draining generation {head:?}")))?;
+    let numbers = head.split(' ').map(str::parse::<u64>).collect::<std::result::Result<Vec<_>, _>>();
+    let (old, since, totals) = match numbers.as_deref() {
+        Ok([old, since]) => (*old, *since, None),
+        Ok([old, since, processed, failed]) => {
+            (*old, *since, Some(RetiredTotals { processed: *processed, failed: *failed }))
+        }
+        _ => return Err(corrupt(format!("draining generation {head:?}"))),
+    };
     let since = std::time::UNIX_EPOCH + std::time::Duration::from_millis(since);
-    sharded.with_draining(old, names(lines)?, since).map_err(|e| corrupt(e.to_string()))
+    let sharded = sharded.with_draining(old, names(lines)?, since).map_err(|e| corrupt(e.to_string()))?;
+    Ok(match totals {
+        Some(totals) => sharded.with_drained_totals(totals),
+        None => sharded,
+    })
 }
 
 /// The hash slot of every key of queue `queue` (its keys' hash tag is `{<queue>}`): CRC16
@@ -275,6 +303,9 @@ mod tests {
         let resharded = sharded.resharded(shards, since).unwrap();
         assert_eq!(encode(&resharded), "2\no~g2~0\no~g2~1\no~g2~2\n\n1 1800000000123\no~0~9\no~1");
         assert_eq!(decode("o", &encode(&resharded)).unwrap(), resharded);
+        let recorded = resharded.clone().with_drained_totals(RetiredTotals { processed: 12, failed: 3 });
+        assert_eq!(encode(&recorded), "2\no~g2~0\no~g2~1\no~g2~2\n\n1 1800000000123 12 3\no~0~9\no~1");
+        assert_eq!(decode("o", &encode(&recorded)).unwrap(), recorded);
         let dropped = resharded.drained(RetiredTotals { processed: 12, failed: 3 });
         assert_eq!(encode(&dropped), "2 12 3\no~g2~0\no~g2~1\no~g2~2");
         assert_eq!(decode("o", &encode(&dropped)).unwrap(), dropped);
@@ -287,6 +318,7 @@ mod tests {
             "2\no~g2~0\n\n1 5",
             "2 12\no~g2~0",
             "2 12 x\no~g2~0",
+            "2\no~g2~0\n\n1 5 7\no~0",
         ] {
             assert!(decode("o", corrupt).is_err(), "{corrupt:?}");
         }

@@ -127,3 +127,41 @@ async fn a_reshard_drains_the_old_shards_and_the_server_drops_them_after_the_gra
     ids.dedup();
     assert_eq!((rec.len(), ids.len()), (22, 22), "each task ran once");
 }
+
+/// A drop of a drained generation cut short (its server stopped once it had recorded the old
+/// shards' totals in the record and removed one of them) is taken up again by the next drop,
+/// which counts the removed shard by what was recorded, not by the shards it still finds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drop_cut_short_is_taken_up_again_with_the_totals_it_recorded() {
+    use asynq_core::broker::Manage;
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+    let broker = Arc::new(redis_broker(&redis.url(), shared.clone()).await);
+    let shards = broker.clone().as_sharded_queues().unwrap();
+    let orders = QueueName::from_static("orders");
+    shards.declare_sharded_queue(&orders, 2).await.unwrap();
+    // What the first generation did, in Go's total counters.
+    for (key, count) in [("{orders~0}:processed", "5"), ("{orders~1}:processed", "7"), ("{orders~1}:failed", "1")] {
+        redis.command(&["SET", &format!("asynq:{key}"), count]).unwrap();
+    }
+    shards.reshard_queue(&orders, 3).await.unwrap();
+    clock.advance(DRAIN_GRACE);
+
+    // The drop cut short: the totals recorded on the draining generation's line, one shard gone.
+    let record = || redis.command(&["HGET", "asynq:sharded_queues", "orders"]).unwrap().as_str().unwrap().to_owned();
+    let (newest, draining) = record().split_once("\n\n").map(|(n, d)| (n.to_owned(), d.to_owned())).unwrap();
+    let (head, old_shards) = draining.split_once('\n').unwrap();
+    let cut_short = format!("{newest}\n\n{head} 12 1\n{old_shards}");
+    redis.command(&["HSET", "asynq:sharded_queues", "orders", &cut_short]).unwrap();
+    assert_eq!(
+        shards.sharded_queue(&orders).await.unwrap().unwrap().draining().unwrap().totals().map(|t| t.processed),
+        Some(12)
+    );
+    broker.delete_queue(&QueueName::from_static("orders~0"), false).await.unwrap();
+
+    assert!(shards.drop_drained_shards(&orders).await.unwrap(), "the drop is taken up again");
+    assert_eq!(record(), "2 12 1\norders~g2~0\norders~g2~1\norders~g2~2", "the totals recorded, not the 7 and 1 left");
+    let info = Inspector::from_shared(broker.clone()).queue_info("orders").await.unwrap();
+    assert_eq!((info.processed_total, info.failed_total), (12, 1));
+}

@@ -42,9 +42,11 @@ pub trait ShardedQueues: Send + Sync {
     async fn reshard_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue>;
 
     /// Drops the draining generation of `logical` when it is drained
-    /// ([`is_drained`](crate::shard::is_drained) at the broker's clock's now): removes its
-    /// shards' queues (each only if empty), then the generation from the declaration (only if
-    /// the declaration did not change meanwhile). Returns whether it dropped one; `false` when
+    /// ([`is_drained`](crate::shard::is_drained) at the broker's clock's now): records what its
+    /// shards processed and failed in the declaration ([`drained_totals`]), removes its shards'
+    /// queues (each only if empty), then drops the generation from the declaration, its totals
+    /// added to [`ShardedQueue::retired`] (each write only if the declaration did not change
+    /// meanwhile). Returns whether it dropped one; `false` when
     /// `logical` is not declared, has no draining generation, or it is not drained yet.
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool>;
 
@@ -55,23 +57,16 @@ pub trait ShardedQueues: Send + Sync {
     async fn sharded_queues(&self) -> Result<Vec<ShardedQueue>>;
 }
 
-/// Removes the queues of `draining`, the previous generation of a sharded queue, once it is
-/// drained at `now` ([`is_drained`](crate::shard::is_drained)): what a broker's
-/// [`ShardedQueues::drop_drained_shards`] does before it drops the generation from the
-/// declaration. Each removal is [`Manage::delete_queue`] without force, so it checks again that
-/// its queue holds no task. Returns, once every shard is gone, what the removed queues had
-/// processed and failed in all (for [`ShardedQueue::drained`]); `None`, with what was removed
-/// left removed, when one is not drained or not empty. A shard already gone counts nothing:
-/// should a server stop between removing shards and rewriting the declaration, or a second
-/// server rewrite it first with a partial view, the totals of the shards it did not see are lost
-/// (counts only: a shard is removed only when it holds no task).
-pub async fn remove_drained_shards<B>(
-    broker: &B,
-    draining: &DrainingShards,
-    now: SystemTime,
-) -> Result<Option<RetiredTotals>>
+/// What the previous generation of a sharded queue, `draining`, had processed and failed, if it
+/// may be dropped at `now` ([`is_drained`](crate::shard::is_drained)): the first half of a
+/// broker's [`ShardedQueues::drop_drained_shards`], which records the totals in the declaration
+/// ([`ShardedQueue::with_drained_totals`]) before [`remove_shard_queues`] removes anything, so
+/// that a drop cut short (its process stopped, or another server's drop ahead of it) and taken
+/// up again still counts every shard. The totals are read from the shards while they all exist;
+/// once one is gone, a drop began: those it recorded stand.
+pub async fn drained_totals<B>(broker: &B, draining: &DrainingShards, now: SystemTime) -> Result<Option<RetiredTotals>>
 where
-    B: Inspect + Manage + ?Sized,
+    B: Inspect + ?Sized,
 {
     if !draining.grace_over(now) {
         return Ok(None);
@@ -87,12 +82,28 @@ where
     if !is_drained(draining, &infos, now) {
         return Ok(None);
     }
+    let read = RetiredTotals::of(&infos);
+    Ok(Some(match draining.totals() {
+        Some(recorded) if infos.len() < draining.shards().len() => recorded,
+        _ => read,
+    }))
+}
+
+/// Removes the queues of `draining`, the previous generation of a sharded queue found drained by
+/// [`drained_totals`]: the second half of [`ShardedQueues::drop_drained_shards`], before it drops
+/// the generation from the declaration. Each removal is [`Manage::delete_queue`] without force,
+/// so it checks again that its queue holds no task. Returns whether every shard is gone; `false`,
+/// with what was removed left removed, when one holds a task again.
+pub async fn remove_shard_queues<B>(broker: &B, draining: &DrainingShards) -> Result<bool>
+where
+    B: Manage + ?Sized,
+{
     for shard in draining.shards() {
         match broker.delete_queue(shard, false).await {
             Ok(()) | Err(Error::QueueNotFound { .. }) => {}
-            Err(Error::QueueNotEmpty { .. }) => return Ok(None),
+            Err(Error::QueueNotEmpty { .. }) => return Ok(false),
             Err(e) => return Err(e),
         }
     }
-    Ok(Some(RetiredTotals::of(&infos)))
+    Ok(true)
 }
