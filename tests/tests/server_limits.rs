@@ -14,9 +14,9 @@ use asynq_client::{Task, TaskOptions};
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{Clock, Error};
 use asynq_server::{Config, Server};
-use asynq_tests::{Harness, Recorder, secs};
+use asynq_tests::{Harness, Peak, Recorder, secs};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 const TASKS: usize = 50;
@@ -55,26 +55,6 @@ async fn a_rate_limited_queue_starts_no_more_tasks_a_second_than_its_limit() {
     }
     let info = h.queue("limited").await;
     assert_eq!((info.failed, info.retry, info.archived), (0, 0, 0), "no task over the limit failed: {info:?}");
-}
-
-/// The most that ran at once of one kind, kept by a handler.
-#[derive(Debug, Default)]
-struct Peak {
-    now: AtomicUsize,
-    max: AtomicUsize,
-}
-
-impl Peak {
-    async fn around(&self, work: Duration) {
-        let running = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max.fetch_max(running, Ordering::SeqCst);
-        tokio::time::sleep(work).await;
-        self.now.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    fn max(&self) -> usize {
-        self.max.load(Ordering::SeqCst)
-    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -367,7 +347,7 @@ async fn tasks_wait_for_a_shared_slot_on(url: &str) {
     asynq_tests::wait_for("every task ran to its end", || async {
         let info = monitor.queue_info(&queue).await.unwrap();
         ever_retried.fetch_max(info.retry as u64, Ordering::SeqCst);
-        rec.len() >= WAITING_TASKS && peak.now.load(Ordering::SeqCst) == 0
+        rec.len() >= WAITING_TASKS && peak.running() == 0
     })
     .await;
     // Not asserted (wall-clock time); `cargo xtask bench` is where time is measured.
@@ -415,7 +395,7 @@ async fn on_redis_a_waiting_server_takes_a_dead_holders_slot_once_its_hold_expir
     let config = Config { concurrency: 2, task_check_interval: secs(10), ..Config::default() };
     let mut server = limited_server(&broker, config, &rec, &peak);
     asynq_tests::wait_for("the task ran", || {
-        let done = rec.len() == 1 && peak.now.load(Ordering::SeqCst) == 0;
+        let done = rec.len() == 1 && peak.running() == 0;
         async move { done }
     })
     .await;

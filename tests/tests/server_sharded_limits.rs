@@ -9,33 +9,12 @@ use asynq_core::broker::{Capabilities, ShardedQueues};
 use asynq_core::rate_limit::RateLimit;
 use asynq_core::{Clock, QueueName, SimulatedClock};
 use asynq_server::{Config, Server};
-use asynq_tests::{Harness, PlainProducer, Recorder, RedisCluster, RedisServer, redis_broker, secs, wait_for};
+use asynq_tests::{Harness, Peak, PlainProducer, Recorder, RedisCluster, RedisServer, redis_broker, secs, wait_for};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const SHARDS: usize = 4;
-
-/// The most that ran at once, kept by a handler.
-#[derive(Debug, Default)]
-struct Peak {
-    now: AtomicUsize,
-    max: AtomicUsize,
-}
-
-impl Peak {
-    async fn around(&self, work: Duration) {
-        let running = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max.fetch_max(running, Ordering::SeqCst);
-        tokio::time::sleep(work).await;
-        self.now.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    fn max(&self) -> usize {
-        self.max.load(Ordering::SeqCst)
-    }
-}
 
 /// Declares `orders` with [`SHARDS`] shards on `broker` and enqueues `placed` tasks on its shards
 /// (round-robin) and `plain` tasks in the plain queue of its name, as a producer that does not
