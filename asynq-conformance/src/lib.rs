@@ -424,6 +424,7 @@ macro_rules! broker_conformance {
             shards::case_sharded_queue_refusals_write_nothing,
             shards::case_sharded_queue_reshard_keeps_the_old_generation_until_drained,
             shards::case_sharded_queue_reshard_refusals_write_nothing,
+            shards::case_a_stray_of_a_dropped_generation_is_removed_once_run,
             scheduler_state::case_scheduler_entries_are_listed_as_written,
             scheduler_state::case_scheduler_entries_rewrite_replaces_them,
             scheduler_state::case_cleared_scheduler_entries_are_not_listed,

@@ -3,7 +3,8 @@
 //! queues named by the rules of `asynq_core::shard`; a declaration that breaks a rule or takes a
 //! name in use is refused with a typed error and writes nothing. A reshard makes the next
 //! generation, the previous one kept draining until it is dropped, after the grace and once its
-//! shards are empty; a reshard that breaks a rule is refused and writes nothing.
+//! shards are empty; a reshard that breaks a rule is refused and writes nothing. A task placed
+//! on a dropped generation's shard is kept in a stray queue, removed once it ran.
 
 use super::BrokerFactory;
 use super::fixture::Fixture;
@@ -119,7 +120,7 @@ pub async fn case_sharded_queue_reshard_keeps_the_old_generation_until_drained<
         for shard in declared.all_shards() {
             infos.push(broker.queue_info(shard).await.unwrap());
         }
-        let sum = logical_queue_info(&declared, &infos);
+        let sum = logical_queue_info(&declared, &infos, &[]);
         (sum.processed_total, sum.failed_total)
     };
     assert_eq!(totals(second.clone()).await, (1, 0));
@@ -135,6 +136,44 @@ pub async fn case_sharded_queue_reshard_keeps_the_old_generation_until_drained<
     let third = shards.reshard_queue(&q("orders"), 2).await.unwrap();
     assert_eq!((third.generation(), third.draining().map(|d| d.generation())), (3, Some(2)));
     assert!(third.shards().iter().all(|shard| !second.has_shard(shard)));
+}
+
+/// A task placed on a shard of a generation dropped already makes a stray: a registered queue
+/// named as the old shard, which a drop leaves alone while it holds a task and removes once the
+/// task ran, the declaration left as it was. A stray of another name is never removed.
+pub async fn case_a_stray_of_a_dropped_generation_is_removed_once_run<F: BrokerFactory<Broker: asynq_core::Broker>>(
+    factory: &F,
+) {
+    let t = Fixture::new(factory).await;
+    let shards = sharded(&t);
+    let first = shards.declare_sharded_queue(&q("orders"), 2).await.unwrap();
+    let second = shards.reshard_queue(&q("orders"), 3).await.unwrap();
+    t.advance(DRAIN_GRACE);
+    assert!(shards.drop_drained_shards(&q("orders")).await.unwrap(), "generation 1 dropped");
+    let dropped = second.drained(RetiredTotals::default());
+    assert_eq!(shards.sharded_queue(&q("orders")).await.unwrap(), Some(dropped.clone()));
+
+    // A producer held up past the grace places its task on the dropped shard.
+    let stray = first.shards()[1].as_str();
+    t.plain(stray, "late").await;
+    t.plain("orders~mine", "someone's").await;
+    let registered: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
+    assert!(registered.contains(stray) && registered.contains("orders~mine"), "{registered:?}");
+    assert!(dropped.is_dropped_shard(stray) && !dropped.is_dropped_shard("orders~mine"));
+    assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "the stray holds a task");
+    let taken = t.take(stray, "late").await;
+    assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "the stray's task is active");
+    t.finish(&taken.message, Outcome::Done).await;
+    let theirs = t.take("orders~mine", "someone's").await;
+    t.finish(&theirs.message, Outcome::Done).await;
+
+    assert!(shards.drop_drained_shards(&q("orders")).await.unwrap(), "the stray is removed");
+    assert_eq!(shards.sharded_queue(&q("orders")).await.unwrap(), Some(dropped), "the declaration as it was");
+    let registered: BTreeSet<QueueName> = t.broker.queues().await.unwrap().into_iter().collect();
+    assert!(!registered.contains(stray), "{registered:?}");
+    assert!(registered.contains("orders~mine"), "a stray of another name stays: {registered:?}");
+    assert!(second.shards().iter().all(|shard| registered.contains(shard)));
+    assert!(!shards.drop_drained_shards(&q("orders")).await.unwrap(), "nothing left to drop");
 }
 
 /// A reshard with a count out of range or an invalid name, of a name that is no sharded queue,

@@ -58,7 +58,7 @@ pub use producer::Enqueue;
 pub use producer::MockEnqueue;
 pub use rate_limit::RateLimiter;
 pub use scheduler::SchedulerState;
-pub use shards::{ShardedQueues, drained_totals, remove_shard_queues};
+pub use shards::{ShardedQueues, drained_totals, remove_dropped_strays, remove_shard_queues};
 pub use slots::ConcurrencySlots;
 pub use steps::Steps;
 pub use task_metrics::TaskMetrics;

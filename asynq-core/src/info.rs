@@ -137,7 +137,8 @@ pub struct QueueInfo {
     /// empty for an ordinary queue.
     pub shards: Vec<QueueName>,
     /// For a sharded queue being resharded, the shards of its previous generation, still
-    /// served until they drain, whose counts the sums include; empty otherwise.
+    /// served until they drain, and any strays (queues named as its shards but not declared,
+    /// served too), whose counts the sums include; empty otherwise.
     pub draining_shards: Vec<QueueName>,
 }
 

@@ -186,6 +186,26 @@ pub fn is_shard_of(queue: &str, logical: &QueueName) -> bool {
     logical_of(queue) == Some(logical.as_str())
 }
 
+/// The generation of `logical` whose shards a queue named `queue` is named as
+/// ([`generation_shard_name`]): 1 for `<logical>~<index>` (and `~<salt>`), `g` for
+/// `<logical>~g<g>~<index>` (and `~<salt>`); `None` for any other name.
+pub fn shard_generation(queue: &str, logical: &QueueName) -> Option<u64> {
+    let rest = queue.strip_prefix(logical.as_str())?.strip_prefix(SHARD_SEPARATOR)?;
+    let canonical = |part: &str| part.parse::<u64>().ok().filter(|n| n.to_string() == part);
+    let mut parts = rest.split(SHARD_SEPARATOR);
+    let first = parts.next()?;
+    let (generation, index) = match first.strip_prefix('g') {
+        Some(generation) => (canonical(generation).filter(|g| *g > 1)?, parts.next()?),
+        None => (1, first),
+    };
+    canonical(index).filter(|i| *i < MAX_SHARDS as u64)?;
+    match (parts.next(), parts.next()) {
+        (None, _) => Some(generation),
+        (Some(salt), None) if canonical(salt).is_some_and(|s| s > 0) => Some(generation),
+        _ => None,
+    }
+}
+
 /// A stable 64-bit hash of `bytes` (FNV-1a): the same in every process and version, so a key
 /// always picks the same shard.
 pub fn stable_hash(bytes: &[u8]) -> u64 {
@@ -434,17 +454,36 @@ impl ShardedQueue {
     pub fn has_shard(&self, queue: &str) -> bool {
         self.all_shards().any(|shard| shard == queue)
     }
+
+    /// Whether `queue` is a stray of this logical queue: named `<logical>~…`, as its shards are,
+    /// but none of those declared. A task placed on a shard after its generation was dropped
+    /// (by a producer whose call was held up past the grace, or one given the shard's name)
+    /// makes one; the servers of the logical queue serve it, so that no task is stranded.
+    pub fn is_stray(&self, queue: &str) -> bool {
+        is_shard_of(queue, &self.logical) && !self.has_shard(queue)
+    }
+
+    /// Whether `queue` is a stray named as a shard of a generation dropped already (older than
+    /// every generation declared), which a broker's
+    /// [`drop_drained_shards`](crate::broker::ShardedQueues::drop_drained_shards) removes once
+    /// it holds no task. Other strays are served, never removed: their names are someone's.
+    pub fn is_dropped_shard(&self, queue: &str) -> bool {
+        let oldest = self.draining.as_ref().map_or(self.generation, |d| d.generation);
+        self.is_stray(queue) && shard_generation(queue, &self.logical).is_some_and(|g| g < oldest)
+    }
 }
 
 /// The info of the logical queue `sharded` from its shards' `infos` (of both generations while
-/// one drains): counts, statistics and memory summed, the latency and the timestamp the
-/// largest, paused when every shard is, and the shards listed, the draining ones apart. The
-/// totals (`processed_total`, `failed_total`) count the dropped generations' too
-/// ([`ShardedQueue::retired`]); the day's counts only the generations there are.
-pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo]) -> QueueInfo {
-    let timestamp = infos.iter().map(|i| i.timestamp).max().unwrap_or(std::time::UNIX_EPOCH);
+/// one drains) and those of its `strays` ([`ShardedQueue::is_stray`]): counts, statistics and
+/// memory summed, the latency and the timestamp the largest, paused when every shard is, and the
+/// shards listed, the draining ones and the strays apart. The totals (`processed_total`,
+/// `failed_total`) count the dropped generations' too ([`ShardedQueue::retired`]); the day's
+/// counts only the generations there are. A stray adds its tasks, not its statistics: its
+/// counters are its name's, which hold its dropped generation's counts again.
+pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo], strays: &[QueueInfo]) -> QueueInfo {
+    let timestamp = infos.iter().chain(strays).map(|i| i.timestamp).max().unwrap_or(std::time::UNIX_EPOCH);
     let mut sum = QueueInfo::empty(sharded.logical(), timestamp);
-    for info in infos {
+    for info in infos.iter().chain(strays) {
         sum.latency = sum.latency.max(info.latency);
         sum.size += info.size;
         sum.groups += info.groups;
@@ -456,17 +495,20 @@ pub fn logical_queue_info(sharded: &ShardedQueue, infos: &[QueueInfo]) -> QueueI
         sum.completed += info.completed;
         sum.aggregating += info.aggregating;
         sum.waiting += info.waiting;
+        sum.memory_usage += info.memory_usage;
+    }
+    for info in infos {
         sum.processed += info.processed;
         sum.failed += info.failed;
         sum.processed_total += info.processed_total;
         sum.failed_total += info.failed_total;
-        sum.memory_usage += info.memory_usage;
     }
     sum.processed_total = sum.processed_total.saturating_add(sharded.retired.processed);
     sum.failed_total = sum.failed_total.saturating_add(sharded.retired.failed);
     sum.paused = !infos.is_empty() && infos.iter().all(|i| i.paused);
     sum.shards = sharded.shards().to_vec();
-    sum.draining_shards = sharded.draining().map(|d| d.shards.clone()).unwrap_or_default();
+    let draining = sharded.draining().map(|d| d.shards.clone()).unwrap_or_default();
+    sum.draining_shards = draining.into_iter().chain(strays.iter().map(|s| s.queue.clone())).collect();
     sum
 }
 
@@ -489,6 +531,36 @@ mod tests {
     fn a_logical_name_with_the_separator_is_refused() {
         let refused = ShardedQueue::plain(q("orders~1"), 2);
         assert!(matches!(refused, Err(Error::InvalidArgument { field: "queue", .. })), "{refused:?}");
+    }
+
+    #[test]
+    fn a_shard_name_tells_its_generation() {
+        let orders = q("orders");
+        for (name, generation) in [("orders~3", Some(1)), ("orders~3~17", Some(1)), ("orders~g4~0", Some(4))] {
+            assert_eq!(shard_generation(name, &orders), generation, "{name}");
+        }
+        assert_eq!(shard_generation("orders~g4~1~9", &orders), Some(4));
+        for name in
+            ["orders", "orders~", "orders~x", "orders~01", "orders~g1~0", "orders~g4", "orders~3~0", "orders~3~1~2"]
+        {
+            assert_eq!(shard_generation(name, &orders), None, "{name}");
+        }
+        assert_eq!(shard_generation("orders~64", &orders), None, "past the most shards");
+        assert_eq!(shard_generation("order~3", &orders), None);
+    }
+
+    #[test]
+    fn strays_are_served_and_only_dropped_generations_removed() {
+        let first = ShardedQueue::plain(q("orders"), 2).unwrap();
+        let second = first.resharded(ShardedQueue::plain_shards(&q("orders"), 2, 3).unwrap(), UNIX_EPOCH).unwrap();
+        let third = second.drained(RetiredTotals::default());
+        assert!(!second.is_stray("orders~1") && !second.is_stray("orders~g2~2"), "declared shards");
+        assert!(second.is_stray("orders~x") && !second.is_stray("other~0") && !second.is_stray("orders"));
+        assert!(!second.is_dropped_shard("orders~1"), "generation 1 still drains");
+        assert!(third.is_dropped_shard("orders~1") && third.is_dropped_shard("orders~5~3"), "generation 1 was dropped");
+        assert!(!third.is_dropped_shard("orders~g2~0"), "declared");
+        assert!(!third.is_dropped_shard("orders~g3~0"), "a generation to come");
+        assert!(third.is_stray("orders~x") && !third.is_dropped_shard("orders~x"), "a name of someone's");
     }
 
     #[test]
@@ -588,13 +660,21 @@ mod tests {
         (b.size, b.retry, b.processed, b.latency) = (1, 1, 1, std::time::Duration::from_secs(1));
         (a.processed_total, b.processed_total, b.failed_total) = (50, 10, 3);
         let sharded = sharded.with_retired(RetiredTotals { processed: 100, failed: 7 });
-        let sum = logical_queue_info(&sharded, &[a, b]);
+        let sum = logical_queue_info(&sharded, &[a.clone(), b.clone()], &[]);
         assert_eq!((sum.queue.as_str(), sum.size, sum.pending, sum.retry, sum.processed), ("o", 3, 2, 1, 6));
         assert_eq!((sum.processed_total, sum.failed_total), (160, 10), "the dropped generations' totals kept");
         assert_eq!((sum.latency, sum.timestamp, sum.paused), (std::time::Duration::from_secs(4), at(12), false));
         assert_eq!(sum.shards, sharded.shards());
         assert_eq!(sum.draining_shards, Vec::<QueueName>::new());
         assert_eq!(sum.sum_of_states(), sum.size);
+
+        // A stray adds its tasks, not the counters its name kept from its dropped generation.
+        let mut stray = QueueInfo::empty(&q("o~g9~0"), at(13));
+        (stray.size, stray.pending, stray.processed, stray.processed_total) = (1, 1, 40, 400);
+        let with_stray = logical_queue_info(&sharded, &[a, b], &[stray]);
+        assert_eq!((with_stray.size, with_stray.pending, with_stray.processed), (4, 3, 6));
+        assert_eq!((with_stray.processed_total, with_stray.timestamp), (160, at(13)));
+        assert_eq!(with_stray.draining_shards, vec![q("o~g9~0")]);
     }
 
     #[test]

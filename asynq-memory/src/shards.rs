@@ -2,7 +2,7 @@
 //! without salt (one process has no hash slots to spread).
 
 use super::*;
-use asynq_core::broker::{ShardedQueues, drained_totals, remove_shard_queues};
+use asynq_core::broker::{Inspect, ShardedQueues, drained_totals, remove_dropped_strays, remove_shard_queues};
 use asynq_core::shard::{ShardedQueue, check_declaration, check_reshard};
 
 #[async_trait]
@@ -41,15 +41,18 @@ impl ShardedQueues for MemoryBroker {
     }
 
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
+        let registered = self.queues().await?;
         let Some(declared) = self.sharded_queue(logical).await? else { return Ok(false) };
-        let Some(draining) = declared.draining() else { return Ok(false) };
-        let Some(totals) = drained_totals(self, draining, self.now()).await? else { return Ok(false) };
+        let removed = remove_dropped_strays(self, &declared, &registered).await?;
+        let Some(declared) = self.sharded_queue(logical).await? else { return Ok(removed) };
+        let Some(draining) = declared.draining() else { return Ok(removed) };
+        let Some(totals) = drained_totals(self, draining, self.now()).await? else { return Ok(removed) };
         // The totals recorded before any shard goes, as the Redis broker writes them.
         let recorded = declared.clone().with_drained_totals(totals);
         if !self.swap_declaration(logical, &declared, &recorded) || !remove_shard_queues(self, draining).await? {
-            return Ok(false);
+            return Ok(removed);
         }
-        Ok(self.swap_declaration(logical, &recorded, &recorded.drained(totals)))
+        Ok(self.swap_declaration(logical, &recorded, &recorded.drained(totals)) || removed)
     }
 
     async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {
@@ -102,6 +105,6 @@ mod tests {
         for shard in dropped.all_shards() {
             infos.push(broker.queue_info(shard).await.unwrap());
         }
-        assert_eq!(logical_queue_info(&dropped, &infos).processed_total, 12);
+        assert_eq!(logical_queue_info(&dropped, &infos, &[]).processed_total, 12);
     }
 }

@@ -13,7 +13,7 @@ use crate::backend::SlotRange;
 use crate::error::{broker_error, unexpected};
 use crate::scripts::{SCRIPTS, ScriptCall};
 use async_trait::async_trait;
-use asynq_core::broker::{Inspect, ShardedQueues, drained_totals, remove_shard_queues};
+use asynq_core::broker::{Inspect, ShardedQueues, drained_totals, remove_dropped_strays, remove_shard_queues};
 use asynq_core::shard::{RetiredTotals, ShardedQueue, check_declaration, check_reshard, generation_shard_name};
 use asynq_core::{Error, QueueName, Result};
 use redis::AsyncCommands;
@@ -93,9 +93,12 @@ impl ShardedQueues for RedisBroker {
     }
 
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
-        let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(false) };
-        let Some(draining) = declared.draining() else { return Ok(false) };
-        let Some(totals) = drained_totals(self, draining, self.now()).await? else { return Ok(false) };
+        let registered = Inspect::queues(self).await?;
+        let (Some(declared), _) = self.read_declaration(logical).await? else { return Ok(false) };
+        let removed = remove_dropped_strays(self, &declared, &registered).await?;
+        let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(removed) };
+        let Some(draining) = declared.draining() else { return Ok(removed) };
+        let Some(totals) = drained_totals(self, draining, self.now()).await? else { return Ok(removed) };
         // The totals are recorded before any shard goes, so that a drop cut short and taken up
         // again (here or by another server) still counts the shards it removed.
         let recorded = declared.clone().with_drained_totals(totals);
@@ -103,14 +106,14 @@ impl ShardedQueues for RedisBroker {
             read
         } else {
             if !self.swap_declaration(logical, &read, &recorded).await? {
-                return Ok(false);
+                return Ok(removed);
             }
             encode(&recorded)
         };
         if !remove_shard_queues(self, draining).await? {
-            return Ok(false);
+            return Ok(removed);
         }
-        self.swap_declaration(logical, &read, &recorded.drained(totals)).await
+        Ok(self.swap_declaration(logical, &read, &recorded.drained(totals)).await? || removed)
     }
 
     async fn sharded_queue(&self, logical: &QueueName) -> Result<Option<ShardedQueue>> {

@@ -8,13 +8,16 @@
 //! the queue registry per refresh, whatever the number of queues, and the registry is read
 //! whole only when its size moved, or every [`FULL_REFRESH_EVERY`] refreshes (a queue removed
 //! and another added within one refresh leave the size as it was). Sharded queues cost one read
-//! of their declarations per refresh; each serves the shards declared (see `sharded`), those
-//! of a generation draining after a reshard too. The refresh is also what drops a drained
-//! generation ([`ShardedQueues::drop_drained_shards`]): the servers are what runs the old
+//! of their declarations per refresh, and the registry's as patterns do; each serves the shards
+//! declared (see `sharded`), those of a generation draining after a reshard too, and its strays
+//! (registered queues named as its shards are but not declared, where a task placed late on a
+//! dropped shard lands). The refresh is also what drops a drained generation and the strays
+//! of dropped ones ([`ShardedQueues::drop_drained_shards`]): the servers are what runs the old
 //! shards' tasks, so they see first when nothing is left, the producers stay readers, and no
-//! operator has to come back. It asks only once the grace has passed by its clock (then a few
-//! queue infos per refresh until the shards are empty); the broker checks again and writes only
-//! if the declaration did not change, so servers dropping at once agree.
+//! operator has to come back. It asks only once the grace has passed by its clock, or while
+//! such a stray is registered (then a few queue infos per refresh until the shards are empty);
+//! the broker checks again and writes only if the declaration did not change, so servers
+//! dropping at once agree.
 
 use async_trait::async_trait;
 use asynq_core::broker::{QueueDirectory, ShardedQueues};
@@ -145,7 +148,7 @@ impl QueueSources {
             let (_, priority) = self.patterns.iter().find(|(pattern, _)| pattern.matches(queue))?;
             Some((queue.clone(), *priority))
         });
-        let (shards, scale) = crate::sharded::shard_priorities(&self.sharded, declared, self.strict);
+        let (shards, scale) = crate::sharded::shard_priorities(&self.sharded, declared, registered, self.strict);
         let scaled = move |(queue, priority): (QueueName, u32)| (queue, priority.saturating_mul(scale));
         let all = self.fixed.iter().cloned().chain(matched).chain(provided.iter().cloned()).map(scaled).chain(shards);
         QueuePriorities::from_weights(all, self.strict)
@@ -198,7 +201,8 @@ impl QueueWatcher {
     /// Refreshes the set once; returns whether it changed.
     pub(crate) async fn tick(&self) -> asynq_core::Result<bool> {
         let mut state = self.state.lock().await;
-        if let Some(directory) = self.directory.as_ref().filter(|_| !self.sources.patterns.is_empty()) {
+        let reads_registry = !self.sources.patterns.is_empty() || !self.sources.sharded.is_empty();
+        if let Some(directory) = self.directory.as_ref().filter(|_| reads_registry) {
             let size = directory.registered_queue_count().await?;
             if state.registry_size != Some(size) || state.since_full_read >= FULL_REFRESH_EVERY {
                 state.registered = directory.registered_queues().await?;
@@ -213,7 +217,7 @@ impl QueueWatcher {
         }
         if let Some(shards) = self.shards.as_ref().filter(|_| !self.sources.sharded.is_empty()) {
             state.declared = shards.sharded_queues().await?;
-            if self.drop_drained(shards.as_ref(), &state.declared).await {
+            if self.drop_drained(shards.as_ref(), &state.declared, &state.registered).await {
                 state.declared = shards.sharded_queues().await?;
             }
         }
@@ -226,15 +230,23 @@ impl QueueWatcher {
         Ok(changed)
     }
 
-    /// Drops the drained generations of the served sharded queues among `declared` whose grace
-    /// is over by the clock; returns whether it dropped any. A failure is logged: the shards
-    /// stay served, and the next refresh tries again.
-    async fn drop_drained(&self, shards: &dyn ShardedQueues, declared: &[asynq_core::shard::ShardedQueue]) -> bool {
+    /// Drops what is drained of the served sharded queues among `declared`: a generation whose
+    /// grace is over by the clock, and strays of dropped generations among `registered`
+    /// ([`ShardedQueue::is_dropped_shard`]); returns whether it dropped any. A failure is logged:
+    /// the shards stay served, and the next refresh tries again.
+    async fn drop_drained(
+        &self,
+        shards: &dyn ShardedQueues,
+        declared: &[ShardedQueue],
+        registered: &[QueueName],
+    ) -> bool {
         let now = self.clock.now();
         let mut dropped = false;
         for sharded in declared {
             let served = self.sources.sharded.iter().any(|(logical, _)| logical == sharded.logical());
-            if !served || !sharded.draining().is_some_and(|d| d.grace_over(now)) {
+            let due = sharded.draining().is_some_and(|d| d.grace_over(now))
+                || registered.iter().any(|queue| sharded.is_dropped_shard(queue));
+            if !served || !due {
                 continue;
             }
             match shards.drop_drained_shards(sharded.logical()).await {

@@ -4,7 +4,7 @@
 //! the others (the weighted order is drawn anew for every fetch).
 
 use asynq_core::QueueName;
-use asynq_core::shard::ShardedQueue;
+use asynq_core::shard::{ShardedQueue, is_shard_of};
 
 /// The most the other queues' priorities are multiplied by to split a logical queue's priority
 /// over its shards in whole numbers; past it the split is rounded.
@@ -14,45 +14,56 @@ const MAX_SCALE: u32 = 64;
 /// part of its logical queue's priority, and the factor by which every other queue's priority is to
 /// be multiplied. A declared logical queue is served as its shards and, with one shard's part, as
 /// the plain queue of its own name, where a producer that does not place tasks on shards (Go's, or
-/// ours over a broker that hides the declarations) puts them. One not declared yet is served as
-/// that plain queue alone (it is looked for again on every refresh). With strict priority nothing
-/// is split: each takes its logical queue's priority, and it is tried among the queues of that
-/// priority in random order.
+/// ours over a broker that hides the declarations) puts them, and as its strays among
+/// `registered` ([`ShardedQueue::is_stray`]), each with a shard's part too. One not declared yet
+/// is served as that plain queue and the registered queues named `<logical>~…` (it is looked for
+/// again on every refresh). With strict priority nothing is split: each takes its logical
+/// queue's priority, and it is tried among the queues of that priority in random order.
 pub(crate) fn shard_priorities(
     sharded: &[(QueueName, u32)],
     declared: &[ShardedQueue],
+    registered: &[QueueName],
     strict: bool,
 ) -> (Vec<(QueueName, u32)>, u32) {
-    let served: Vec<(&QueueName, Option<&ShardedQueue>, u32)> = sharded
+    let served: Vec<(Vec<QueueName>, u32)> = sharded
         .iter()
-        .map(|(logical, priority)| (logical, declared.iter().find(|d| d.logical() == logical), *priority))
+        .map(|(logical, priority)| {
+            (members(logical, declared.iter().find(|d| d.logical() == logical), registered), *priority)
+        })
         .collect();
-    let parts = |declared: Option<&ShardedQueue>| declared.map_or(1, |d| d.all_shards().count() + 1);
     if strict {
         let queues = served
-            .iter()
-            .flat_map(|(logical, declared, priority)| members(logical, *declared).map(move |queue| (queue, *priority)))
+            .into_iter()
+            .flat_map(|(members, priority)| members.into_iter().map(move |queue| (queue, priority)))
             .collect();
         return (queues, 1);
     }
-    let counts = served.iter().map(|(_, declared, _)| u32::try_from(parts(*declared)).unwrap_or(MAX_SCALE));
+    let counts = served.iter().map(|(members, _)| u32::try_from(members.len()).unwrap_or(MAX_SCALE));
     let lcm = counts.clone().try_fold(1u32, |l, k| Some(l / gcd(l, k) * k).filter(|l| *l <= MAX_SCALE));
     let scale = lcm.unwrap_or_else(|| counts.max().unwrap_or(1));
     let queues = served
-        .iter()
-        .flat_map(|(logical, declared, priority)| {
-            let count = u32::try_from(parts(*declared)).unwrap_or(MAX_SCALE);
+        .into_iter()
+        .flat_map(|(members, priority)| {
+            let count = u32::try_from(members.len()).unwrap_or(MAX_SCALE);
             let part = (priority.saturating_mul(scale) + count / 2) / count;
-            members(logical, *declared).map(move |queue| (queue, part.max(1)))
+            members.into_iter().map(move |queue| (queue, part.max(1)))
         })
         .collect();
     (queues, scale)
 }
 
 /// The queues serving one logical queue: its own name, then its shards once `declared` (the
-/// newest generation's, then those of one draining after a reshard).
-fn members<'a>(logical: &QueueName, declared: Option<&'a ShardedQueue>) -> impl Iterator<Item = QueueName> + 'a {
-    std::iter::once(logical.clone()).chain(declared.into_iter().flat_map(|d| d.all_shards().cloned()))
+/// newest generation's, then those of one draining after a reshard), then its strays among
+/// `registered`.
+fn members(logical: &QueueName, declared: Option<&ShardedQueue>, registered: &[QueueName]) -> Vec<QueueName> {
+    let stray = |queue: &&QueueName| match declared {
+        Some(declared) => declared.is_stray(queue),
+        None => is_shard_of(queue, logical),
+    };
+    std::iter::once(logical.clone())
+        .chain(declared.into_iter().flat_map(|d| d.all_shards().cloned()))
+        .chain(registered.iter().filter(stray).cloned())
+        .collect()
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -70,7 +81,7 @@ mod tests {
     #[test]
     fn a_priority_is_split_over_the_shards() {
         let sharded = [(QueueName::from_static("orders"), 3), (QueueName::from_static("later"), 1)];
-        let (queues, scale) = shard_priorities(&sharded, &[declared("orders", 3)], false);
+        let (queues, scale) = shard_priorities(&sharded, &[declared("orders", 3)], &[], false);
         assert_eq!(scale, 4, "the other queues weigh 4 times their priority");
         let names: Vec<&str> = queues.iter().map(|(q, _)| q.as_str()).collect();
         assert_eq!(names, ["orders", "orders~0", "orders~1", "orders~2", "later"], "{queues:?}");
@@ -81,11 +92,11 @@ mod tests {
     #[test]
     fn counts_share_one_scale_or_are_rounded() {
         let sharded = [(QueueName::from_static("a"), 2), (QueueName::from_static("b"), 1)];
-        let (queues, scale) = shard_priorities(&sharded, &[declared("a", 1), declared("b", 2)], false);
+        let (queues, scale) = shard_priorities(&sharded, &[declared("a", 1), declared("b", 2)], &[], false);
         assert_eq!(scale, 6);
         let weight = |prefix: &str| queues.iter().filter(|(q, _)| q.starts_with(prefix)).map(|(_, p)| p).sum::<u32>();
         assert_eq!((weight("a"), weight("b")), (12, 6));
-        let (_, scale) = shard_priorities(&sharded, &[declared("a", 63), declared("b", 62)], false);
+        let (_, scale) = shard_priorities(&sharded, &[declared("a", 63), declared("b", 62)], &[], false);
         assert_eq!(scale, 64, "past the limit: the largest count");
     }
 
@@ -94,16 +105,31 @@ mod tests {
         let orders = declared("orders", 2);
         let next = ShardedQueue::plain_shards(orders.logical(), 2, 3).unwrap();
         let resharded = orders.resharded(next, std::time::UNIX_EPOCH).unwrap();
-        let (queues, scale) = shard_priorities(&[(QueueName::from_static("orders"), 2)], &[resharded], false);
+        let (queues, scale) = shard_priorities(&[(QueueName::from_static("orders"), 2)], &[resharded], &[], false);
         let names: Vec<&str> = queues.iter().map(|(q, _)| q.as_str()).collect();
         assert_eq!(names, ["orders", "orders~g2~0", "orders~g2~1", "orders~g2~2", "orders~0", "orders~1"]);
         assert_eq!((scale, queues.iter().map(|(_, p)| p).sum::<u32>()), (6, 12), "the priority as a whole");
     }
 
     #[test]
+    fn strays_are_served_with_a_shard_s_part() {
+        let registered = ["orders~0", "orders~g2~1", "orders~x", "other~0", "orders"].map(QueueName::from_static);
+        let orders = ShardedQueue::plain_shards(&QueueName::from_static("orders"), 2, 2).unwrap();
+        let orders = ShardedQueue::new(QueueName::from_static("orders"), orders, 2).unwrap();
+        let sharded = [(QueueName::from_static("orders"), 1)];
+        let (queues, _) = shard_priorities(&sharded, &[orders], &registered, false);
+        let names: Vec<&str> = queues.iter().map(|(q, _)| q.as_str()).collect();
+        assert_eq!(names, ["orders", "orders~g2~0", "orders~g2~1", "orders~0", "orders~x"]);
+        assert!(queues.iter().all(|(_, p)| *p == queues[0].1), "{queues:?}");
+        let (queues, _) = shard_priorities(&sharded, &[], &registered, false);
+        let names: Vec<&str> = queues.iter().map(|(q, _)| q.as_str()).collect();
+        assert_eq!(names, ["orders", "orders~0", "orders~g2~1", "orders~x"], "not declared yet");
+    }
+
+    #[test]
     fn strict_priority_splits_nothing() {
         let sharded = [(QueueName::from_static("a"), 5)];
-        let (shards, scale) = shard_priorities(&sharded, &[declared("a", 3)], true);
+        let (shards, scale) = shard_priorities(&sharded, &[declared("a", 3)], &[], true);
         assert_eq!(scale, 1);
         assert_eq!(shards.iter().map(|(_, p)| *p).collect::<Vec<_>>(), [5, 5, 5, 5], "the logical name and 3 shards");
     }

@@ -165,3 +165,60 @@ async fn a_drop_cut_short_is_taken_up_again_with_the_totals_it_recorded() {
     let info = Inspector::from_shared(broker.clone()).queue_info("orders").await.unwrap();
     assert_eq!((info.processed_total, info.failed_total), (12, 1));
 }
+
+/// A producer in another process, which registered a shard before its generation was dropped
+/// and so does not register it again before it sends, places a task there late: the enqueue
+/// registers the queue again (it found the list empty), the server serves the stray queue, runs
+/// the task and removes the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_placed_late_on_a_dropped_shard_runs_and_its_queue_goes() {
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+    let broker = Arc::new(redis_broker(&redis.url(), shared.clone()).await);
+    let shards = broker.clone().as_sharded_queues().unwrap();
+    let first = shards.declare_sharded_queue(&QueueName::from_static("orders"), 2).await.unwrap();
+    let stray = first.shards()[1].to_string();
+    let elsewhere = Client::from_shared(Arc::new(redis_broker(&redis.url(), shared.clone()).await));
+    elsewhere.enqueue(&Task::new("t", "early"), TaskOptions::new().queue(&stray)).await.unwrap();
+    Inspector::from_shared(broker.clone()).reshard_queue("orders", 3).await.unwrap();
+
+    let rec = Recorder::default();
+    let config = Config::builder()
+        .concurrency(2)
+        .sharded_queue("orders", 1)
+        .queue_refresh_interval(Duration::from_millis(50))
+        .clock(shared.clone())
+        .build()
+        .unwrap();
+    let mut server = Server::from_shared(broker.clone(), config).unwrap();
+    server.start(rec.handler(shared.clone(), |_, _| async { Ok(()) })).unwrap();
+    let record = || redis.command(&["HGET", "asynq:sharded_queues", "orders"]).unwrap().as_str().map(str::to_owned);
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let wait = async {
+            while !done() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait).await.unwrap_or_else(|_| panic!("{what} within 10 s"));
+    }
+    until("the early task runs", || rec.len() == 1).await;
+    clock.advance(DRAIN_GRACE);
+    let newest = "orders~g2~0\norders~g2~1\norders~g2~2";
+    until("generation 1 is dropped", || record().as_deref() == Some(&format!("2 1 0\n{newest}"))).await;
+
+    elsewhere.enqueue(&Task::new("t", "late"), TaskOptions::new().queue(&stray)).await.unwrap();
+    until("the late task runs", || rec.len() == 2).await;
+    let registered = || -> BTreeSet<String> {
+        let members = redis.command(&["SMEMBERS", "asynq:queues"]).unwrap();
+        members.as_array().unwrap_or_default().iter().filter_map(|m| m.as_str().map(str::to_owned)).collect()
+    };
+    until("the stray's queue is removed", || registered().len() == 3).await;
+    server.shutdown().await;
+    assert_eq!(registered(), newest.split('\n').map(str::to_owned).collect());
+    assert_eq!(record().as_deref(), Some(format!("2 1 0\n{newest}").as_str()), "the declaration as it was");
+    assert_eq!(rec.calls()[1].queue, stray);
+    // The stray's counters, which its name kept from generation 1, never count twice.
+    let info = Inspector::from_shared(broker.clone()).queue_info("orders").await.unwrap();
+    assert_eq!((info.size, info.processed_total), (0, 1));
+}

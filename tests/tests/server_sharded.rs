@@ -2,7 +2,8 @@
 //! once, picks up a declaration made while it runs within its refresh interval, weighs the
 //! logical queue as a whole against its other queues, and a configuration that names a sharded
 //! queue wrongly is refused; a reshard while tasks run drains the old shards, each task run
-//! once, and the servers drop them once empty. On the memory broker with tokio's paused time.
+//! once, and the servers drop them once empty; a task placed late on a dropped shard runs, and its
+//! stray queue goes. On the memory broker with tokio's paused time.
 
 use asynq_client::{Client, SHARD_REFRESH, Task, TaskOptions};
 use asynq_core::broker::{Capabilities, Inspect, ShardedQueues};
@@ -222,4 +223,33 @@ async fn a_reshard_from_3_to_5_while_tasks_run_drains_the_old_shards() {
     assert_eq!(declaration().await, second.drained(RetiredTotals { processed: 33, failed: 0 }));
     let info = asynq_client::Inspector::new(h.broker.clone()).queue_info("orders").await.unwrap();
     assert_eq!(info.processed_total, 63, "{info:?}");
+}
+
+/// A task placed on a shard after its generation was dropped (by a producer that read the
+/// declarations before the reshard and was held up past the grace) is not stranded: the server
+/// serves the stray queue it makes, runs the task, then removes the queue.
+#[tokio::test(start_paused = true)]
+async fn a_task_placed_late_on_a_dropped_shard_runs_and_its_queue_goes() {
+    let h = Harness::new();
+    let first = shards(&h).declare_sharded_queue(&q("orders"), 2).await.unwrap();
+    let inspector = asynq_client::Inspector::new(h.broker.clone());
+    inspector.reshard_queue("orders", 3).await.unwrap();
+    let rec = Recorder::default();
+    let config = Config::builder().concurrency(2).sharded_queue("orders", 1).clock(h.clock.clone()).build().unwrap();
+    let mut server = Server::new(h.broker.clone(), config).unwrap();
+    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    let declaration = || async { shards(&h).sharded_queue(&q("orders")).await.unwrap().unwrap() };
+    let dropped = || async { declaration().await.draining().is_none() };
+    h.eventually(DRAIN_GRACE + secs(10), "generation 1 is dropped", dropped).await;
+
+    let stray = first.shards()[1].clone();
+    let late = Client::new(PlainProducer(h.broker.clone())).with_clock(h.clock.clone());
+    late.enqueue(&Task::new("job", "late"), TaskOptions::new().queue(stray.as_str())).await.unwrap();
+    h.eventually(secs(5), "the late task ran", || async { rec.len() == 1 }).await;
+    let gone = || async { !h.broker.queues().await.unwrap().contains(&stray) };
+    h.eventually(secs(5), "the stray queue is removed", gone).await;
+    server.shutdown().await;
+
+    assert_eq!(rec.calls()[0].queue, stray.as_str());
+    assert_eq!(inspector.queue_info("orders").await.unwrap().size, 0);
 }

@@ -60,22 +60,34 @@ impl Inspector {
     }
 
     /// The info of `queue` if it is a sharded queue's logical name: the infos of its shards (of
-    /// both generations while one drains after a reshard) and
-    /// of the plain queue of its name (where producers that do not place tasks on shards put
-    /// them, and which its servers also serve) summed ([`logical_queue_info`]), one removed or
-    /// never made counting as empty. `None` when it is not declared.
+    /// both generations while one drains after a reshard), of the plain queue of its name (where
+    /// producers that do not place tasks on shards put them, and which its servers also serve)
+    /// and of its strays (registered queues named as its shards but not declared, which its
+    /// servers serve too, listed among the draining shards; their tasks counted, not their
+    /// statistics) summed ([`logical_queue_info`]), one removed or never made counting as empty.
+    /// `None` when it is not declared.
     pub(super) async fn logical_queue_info(&self, queue: &QueueName) -> Result<Option<QueueInfo>> {
         let Some(shards) = self.broker.clone().as_sharded_queues() else { return Ok(None) };
         let Some(sharded) = shards.sharded_queue(queue).await? else { return Ok(None) };
-        let mut infos = Vec::with_capacity(sharded.all_shards().count() + 1);
-        for shard in std::iter::once(queue).chain(sharded.all_shards()) {
-            match self.broker.queue_info(shard).await {
+        let strays: Vec<QueueName> =
+            self.broker.queues().await?.into_iter().filter(|registered| sharded.is_stray(registered)).collect();
+        let members: Vec<QueueName> = std::iter::once(queue).chain(sharded.all_shards()).cloned().collect();
+        let infos = self.infos_of(&members).await?;
+        let strays = self.infos_of(&strays).await?;
+        Ok(Some(logical_queue_info(&sharded, &infos, &strays)))
+    }
+
+    /// The infos of `queues`, leaving out those removed or never made.
+    async fn infos_of(&self, queues: &[QueueName]) -> Result<Vec<QueueInfo>> {
+        let mut infos = Vec::with_capacity(queues.len());
+        for queue in queues {
+            match self.broker.queue_info(queue).await {
                 Ok(info) => infos.push(info),
                 Err(Error::QueueNotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(Some(logical_queue_info(&sharded, &infos)))
+        Ok(infos)
     }
 
     /// Refuses the removal of `queue` when it is a shard of a declared sharded queue (of its
@@ -142,6 +154,11 @@ mod tests {
         let info = inspector.queue_info("orders").await.unwrap();
         assert_eq!((info.size, info.pending), (5, 5), "both generations summed");
         assert_eq!((info.shards, info.draining_shards), (resharded.shards().to_vec(), orders.shards().to_vec()));
+        // A queue named as its shards are but not declared (a stray) is summed and listed too.
+        client.enqueue(&Task::new("t", "stray"), TaskOptions::new().queue("orders~g7~0")).await.unwrap();
+        let info = inspector.queue_info("orders").await.unwrap();
+        assert_eq!((info.size, info.pending), (6, 6), "the stray summed");
+        assert_eq!(info.draining_shards.last().map(QueueName::as_str), Some("orders~g7~0"));
         for (name, count) in [("orders", 0), ("nothing", 2), ("orders", 4)] {
             let refused = inspector.reshard_queue(name, count).await;
             assert!(

@@ -41,13 +41,15 @@ pub trait ShardedQueues: Send + Sync {
     /// [`Error::QueueNameConflict`] when a queue the new shards would be taken for exists.
     async fn reshard_queue(&self, logical: &QueueName, count: usize) -> Result<ShardedQueue>;
 
-    /// Drops the draining generation of `logical` when it is drained
+    /// Drops what of `logical` is drained. First the strays named as shards of generations
+    /// dropped already ([`ShardedQueue::is_dropped_shard`]) that hold no task: their queues
+    /// removed ([`remove_dropped_strays`]). Then the draining generation, when it is drained
     /// ([`is_drained`](crate::shard::is_drained) at the broker's clock's now): records what its
     /// shards processed and failed in the declaration ([`drained_totals`]), removes its shards'
     /// queues (each only if empty), then drops the generation from the declaration, its totals
     /// added to [`ShardedQueue::retired`] (each write only if the declaration did not change
-    /// meanwhile). Returns whether it dropped one; `false` when
-    /// `logical` is not declared, has no draining generation, or it is not drained yet.
+    /// meanwhile). Returns whether it removed or dropped anything; `false` when `logical` is not
+    /// declared, or nothing of it is drained.
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool>;
 
     /// The declaration of `logical`, if it is declared.
@@ -106,4 +108,34 @@ where
         }
     }
     Ok(true)
+}
+
+/// Removes the strays of `sharded` named as shards of generations dropped already
+/// ([`ShardedQueue::is_dropped_shard`]) among `registered`, the registered queues read before
+/// the declaration `sharded` (so that no shard of a generation made meanwhile is taken for a
+/// stray), each only once it holds no task ([`Manage::delete_queue`] without force, which checks
+/// again). Returns whether it removed any. What a stray processed is not added to the logical
+/// queue's totals: the counters it shows are its name's, which a removal keeps (as Go's does),
+/// so they hold its dropped generation's counts again.
+pub async fn remove_dropped_strays<B>(broker: &B, sharded: &ShardedQueue, registered: &[QueueName]) -> Result<bool>
+where
+    B: Inspect + Manage + ?Sized,
+{
+    let mut removed = false;
+    for stray in registered.iter().filter(|queue| sharded.is_dropped_shard(queue)) {
+        let info = match broker.queue_info(stray).await {
+            Ok(info) => info,
+            Err(Error::QueueNotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        if info.sum_of_states() != 0 || info.size != 0 {
+            continue;
+        }
+        match broker.delete_queue(stray, false).await {
+            Ok(()) => removed = true,
+            Err(Error::QueueNotFound { .. } | Error::QueueNotEmpty { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
 }
