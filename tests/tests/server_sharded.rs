@@ -234,17 +234,24 @@ async fn a_task_placed_late_on_a_dropped_shard_runs_and_its_queue_goes() {
     let first = shards(&h).declare_sharded_queue(&q("orders"), 2).await.unwrap();
     let inspector = asynq_client::Inspector::new(h.broker.clone());
     inspector.reshard_queue("orders", 3).await.unwrap();
-    let rec = Recorder::default();
-    let config = Config::builder().concurrency(2).sharded_queue("orders", 1).clock(h.clock.clone()).build().unwrap();
-    let mut server = Server::new(h.broker.clone(), config).unwrap();
-    server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+    let serve = || {
+        let rec = Recorder::default();
+        let config =
+            Config::builder().concurrency(2).sharded_queue("orders", 1).clock(h.clock.clone()).build().unwrap();
+        let mut server = Server::new(h.broker.clone(), config).unwrap();
+        server.start(rec.handler(h.clock.clone(), |_, _| async { Ok(()) })).unwrap();
+        (server, rec)
+    };
+    let (mut server, _) = serve();
     let declaration = || async { shards(&h).sharded_queue(&q("orders")).await.unwrap().unwrap() };
     let dropped = || async { declaration().await.draining().is_none() };
     h.eventually(DRAIN_GRACE + secs(10), "generation 1 is dropped", dropped).await;
+    server.shutdown().await;
 
     let stray = first.shards()[1].clone();
     let late = Client::new(PlainProducer(h.broker.clone())).with_clock(h.clock.clone());
     late.enqueue(&Task::new("job", "late"), TaskOptions::new().queue(stray.as_str())).await.unwrap();
+    let (mut server, rec) = serve();
     h.eventually(secs(5), "the late task ran", || async { rec.len() == 1 }).await;
     let gone = || async { !h.broker.queues().await.unwrap().contains(&stray) };
     h.eventually(secs(5), "the stray queue is removed", gone).await;
