@@ -148,7 +148,7 @@ pub enum Scenario {
     /// another queue, on another Cluster master, during its fan-out and during its chain.
     KillWorkersDuringCrossQueueWorkflow,
     /// `kill -9` of workers (each restarted) while they drain a sharded queue whose shards
-    /// spread over the masters of a Cluster.
+    /// spread over the masters of a Cluster, resharded on the way.
     KillWorkersDuringShardedDrain,
     /// Handlers of durable steps, a durable sleep and a wait for a signal, while workers are
     /// killed (`kill -9`) and Redis restarted: no recorded step runs again, no signal is lost.
