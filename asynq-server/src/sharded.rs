@@ -4,7 +4,7 @@
 //! the others (the weighted order is drawn anew for every fetch).
 
 use asynq_core::QueueName;
-use asynq_core::shard::{ShardedQueue, is_shard_of};
+use asynq_core::shard::ShardedQueue;
 
 /// The most the other queues' priorities are multiplied by to split a logical queue's priority
 /// over its shards in whole numbers; past it the split is rounded.
@@ -16,8 +16,7 @@ const MAX_SCALE: u32 = 64;
 /// the plain queue of its own name, where a producer that does not place tasks on shards (Go's, or
 /// ours over a broker that hides the declarations) puts them, and as its strays among
 /// `registered` ([`ShardedQueue::is_stray`]), each with a shard's part too. One not declared yet
-/// is served as that plain queue and the registered queues named `<logical>~…` (it is looked for
-/// again on every refresh). With strict priority nothing is split: each takes its logical
+/// is served as that plain queue alone (it is looked for again on every refresh). With strict priority nothing is split: each takes its logical
 /// queue's priority, and it is tried among the queues of that priority in random order.
 pub(crate) fn shard_priorities(
     sharded: &[(QueueName, u32)],
@@ -56,13 +55,10 @@ pub(crate) fn shard_priorities(
 /// newest generation's, then those of one draining after a reshard), then its strays among
 /// `registered`.
 fn members(logical: &QueueName, declared: Option<&ShardedQueue>, registered: &[QueueName]) -> Vec<QueueName> {
-    let stray = |queue: &&QueueName| match declared {
-        Some(declared) => declared.is_stray(queue),
-        None => is_shard_of(queue, logical),
-    };
+    let strays = registered.iter().filter(|queue| declared.is_some_and(|d| d.is_stray(queue)));
     std::iter::once(logical.clone())
         .chain(declared.into_iter().flat_map(|d| d.all_shards().cloned()))
-        .chain(registered.iter().filter(stray).cloned())
+        .chain(strays.cloned())
         .collect()
 }
 
@@ -123,7 +119,7 @@ mod tests {
         assert!(queues.iter().all(|(_, p)| *p == queues[0].1), "{queues:?}");
         let (queues, _) = shard_priorities(&sharded, &[], &registered, false);
         let names: Vec<&str> = queues.iter().map(|(q, _)| q.as_str()).collect();
-        assert_eq!(names, ["orders", "orders~0", "orders~g2~1", "orders~x"], "not declared yet");
+        assert_eq!(names, ["orders"], "not declared yet: no queue of another's name");
     }
 
     #[test]
