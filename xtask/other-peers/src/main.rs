@@ -12,8 +12,8 @@
 //!
 //! - `enqueue` flushes Redis, then pushes N tasks of a 40-byte JSON payload one at a time, each
 //!   awaited before the next: `RESULT n=.. enqueue_s=.. enqueue_tps=..`.
-//! - `drain` starts a worker at that concurrency on the queue an `enqueue` of the same queue left,
-//!   with a no-op handler, timed from the worker's start until N handlers have run:
+//! - `drain` connects a worker at that concurrency on the queue an `enqueue` of the same queue
+//!   left, with a no-op handler, and times from its start until N handlers have run:
 //!   `RESULT n=.. conc=.. processed=.. process_s=.. process_tps=.. handler_calls=..`.
 //! - `pickup` flushes Redis and starts an idle worker at that concurrency; then, until it has that
 //!   many samples or that many seconds have passed, it waits 5 ms, pushes one task and times from
@@ -123,14 +123,14 @@ impl Probe {
 
 /// A peer's client, pushing one task at a time.
 enum Producer {
-    Apalis(apalis_peer::Producer),
+    Apalis(Box<apalis_peer::Producer>),
     Sidekiq(sidekiq_peer::Producer),
 }
 
 impl Producer {
     async fn connect(peer: Peer, url: &str) -> Result<Self, Error> {
         Ok(match peer {
-            Peer::Apalis => Producer::Apalis(apalis_peer::Producer::connect(url).await?),
+            Peer::Apalis => Producer::Apalis(Box::new(apalis_peer::Producer::connect(url).await?)),
             Peer::Sidekiq => Producer::Sidekiq(sidekiq_peer::Producer::connect(url).await?),
         })
     }
@@ -224,8 +224,9 @@ async fn run(peer: Peer, work: Work, url: &str) -> Result<Vec<String>, Error> {
         }
         Work::Drain { tasks, concurrency } => {
             let probe = Probe::new(None);
-            let start = Instant::now();
+            // Connected but not yet running: it starts when `beside` first polls it.
             let worker = start_worker(peer, url, concurrency, probe.clone()).await?;
+            let start = Instant::now();
             let ran = beside(worker, probe.wait_for(tasks)).await?;
             let seconds = start.elapsed().as_secs_f64();
             Ok(vec![
