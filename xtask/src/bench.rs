@@ -4,8 +4,8 @@
 //! Steps:
 //!
 //! 1. make sure `redis-server` exists (as `cargo xtask test` does);
-//! 2. build the `asynq-bench` binary in release mode (and, with `--peer` and `--go`, the peer
-//!    benchmarks of the `asynq` 0.1.8 crate and of Go asynq);
+//! 2. build the `asynq-bench` binary in release mode (and, with `--peer`, `--go` and `--others`,
+//!    the peer benchmarks of the `asynq` 0.1.8 crate, of Go asynq, and of apalis and rusty-sidekiq);
 //! 3. run the criterion micro-benchmarks (`bench/benches/micro.rs`);
 //! 4. start a `redis-server` of our own on a free loopback port, without persistence (with
 //!    `--awake`, first ask Linux to keep idle CPUs awake for the run: [`awake`]);
@@ -16,7 +16,9 @@
 //!    after round of all scenarios and peers, so that ratios compare runs made side by side;
 //!    with `--go`, Go asynq also does the work of those selected scenarios it can do (many
 //!    queues, deep backlogs, failures, streaming, bulk actions, pickup, idle servers, 64 producers, 100 000
-//!    groups), as rows `go-<scenario>`;
+//!    groups), as rows `go-<scenario>`; with `--others`, apalis and rusty-sidekiq enqueue, drain
+//!    and (beside our `pickup-latency-c10`) pick up in the same rounds, as rows `<queue>-<scenario>`
+//!    ([`others`]);
 //! 7. with `sharded-drain` selected, start a Redis Cluster per point of the masters axis
 //!    (`--masters`) and run each point in every round after the other scenarios ([`sharded`]);
 //! 8. stop Redis (also on errors), write the report and print its table.
@@ -28,6 +30,7 @@ mod awake;
 mod cluster;
 mod limit_target;
 mod micro;
+mod others;
 mod peer;
 mod pin;
 mod report;
@@ -47,6 +50,7 @@ use anyhow::{Context as _, bail};
 
 use crate::{cmd, redis, step};
 use awake::Awake;
+use others::Others;
 use peer::{Peer, PeerKind};
 use pin::Pinning;
 use report::{Machine, Report, Row};
@@ -69,6 +73,8 @@ pub(crate) struct Options {
     peer: bool,
     /// Also run Go asynq.
     go: bool,
+    /// Also run apalis and rusty-sidekiq.
+    others: bool,
     /// Tasks per throughput scenario, instead of the default.
     tasks: Option<u64>,
     /// Rounds of the throughput scenarios and peers, instead of the default.
@@ -165,6 +171,7 @@ pub(crate) fn parse_args(args: &[String]) -> anyhow::Result<Options> {
             "--awake" => options.awake = true,
             "--peer" => options.peer = true,
             "--go" => options.go = true,
+            "--others" => options.others = true,
             "--tasks" => options.tasks = Some(positive(flag, &value()?)?),
             "--runs" => options.runs = Some(positive(flag, &value()?)?),
             "--only" => options.only.extend(value()?.split(',').map(str::to_owned)),
@@ -210,6 +217,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     if options.go {
         peers.push(Peer::build(PeerKind::GoAsynq, target.join("bench/go-peer"))?);
     }
+    let others = if options.others { Some(Others::build(target.join("bench/other-peers"))?) } else { None };
     let micro = if options.selects(MICRO) {
         step("running the micro-benchmarks");
         micro::run(options.quick, &target.join("bench/criterion"))?
@@ -219,8 +227,11 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
 
     let pinning = Pinning::new(options.pin);
     let awake = Awake::new(options.awake);
-    let mut redis =
-        if scenarios.is_empty() && peers.is_empty() { None } else { Some(RedisServer::start(&redis_server, pinning)?) };
+    let mut redis = if scenarios.is_empty() && peers.is_empty() && others.is_none() {
+        None
+    } else {
+        Some(RedisServer::start(&redis_server, pinning)?)
+    };
     if let Some(redis) = &redis {
         step(format_args!("benchmarking against {}", redis.url()));
     }
@@ -253,6 +264,15 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
                 step(format_args!("{} run {index}/{runs}: {}", peer.name(), summary.join("; ")));
                 rows.extend(peer_rows);
             }
+            if let Some(others) = &others {
+                // Their pickups run beside ours, which runs in the first round only.
+                let pickup = index == 1 && scenarios.iter().any(|scenario| others::is_pickup(scenario.name));
+                let other_rows = others.run(runner.redis(), pinning, &sizes, pickup)?;
+                let summary: Vec<String> =
+                    other_rows.iter().map(|row| format!("{} {}", row.scenario, headline(row))).collect();
+                step(format_args!("others run {index}/{runs}: {}", summary.join("; ")));
+                rows.extend(other_rows);
+            }
         }
         if let Some(axis) = &mut axis {
             for row in axis.run_round()? {
@@ -269,7 +289,7 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
         settings: options.describe(&sizes, pinning, &awake, &masters),
         cpus_awake: awake.is_enabled(),
         rows: report::medians(rows),
-        ratios: peers.iter().flat_map(Peer::ratios).collect(),
+        ratios: peers.iter().flat_map(Peer::ratios).chain(others.iter().flat_map(|_| others::ratios())).collect(),
         micro,
     };
     let dir = options.out.clone().unwrap_or_else(|| target.join("bench"));
@@ -282,8 +302,8 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
 /// The `asynq-bench` in `dir` (`--bin-dir`), where nothing is built: the peers and the
 /// micro-benchmarks, which need cargo and Go, cannot run.
 fn prebuilt(options: &Options, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
-    if options.peer || options.go {
-        bail!("--peer and --go build their peers, which --bin-dir cannot: leave them out");
+    if options.peer || options.go || options.others {
+        bail!("--peer, --go and --others build their peers, which --bin-dir cannot: leave them out");
     }
     if options.selects(MICRO) {
         bail!("the micro-benchmarks need cargo, which --bin-dir runs without: name the scenarios with --only");
@@ -327,9 +347,19 @@ mod tests {
     #[test]
     fn parses_flags_and_values() {
         assert_eq!(parse(&[]).unwrap(), Options::default());
-        let options =
-            parse(&["--quick", "--pin", "--awake", "--peer", "--go", "--tasks", "5000", "--only=drain,micro"]).unwrap();
-        assert!(options.quick && options.pin && options.awake && options.peer && options.go);
+        let options = parse(&[
+            "--quick",
+            "--pin",
+            "--awake",
+            "--peer",
+            "--go",
+            "--others",
+            "--tasks",
+            "5000",
+            "--only=drain,micro",
+        ])
+        .unwrap();
+        assert!(options.quick && options.pin && options.awake && options.peer && options.go && options.others);
         assert_eq!(options.tasks, Some(5_000));
         assert_eq!(options.only, ["drain", "micro"]);
         assert_eq!(parse(&["--tasks=7"]).unwrap().tasks, Some(7));
@@ -358,6 +388,7 @@ mod tests {
         assert_eq!(prebuilt(&named, &dir).unwrap(), dir.join("asynq-bench"));
         assert!(prebuilt(&Options::default(), &dir).is_err(), "the micro-benchmarks need cargo");
         assert!(prebuilt(&parse(&["--only", "enqueue", "--go"]).unwrap(), &dir).is_err());
+        assert!(prebuilt(&parse(&["--only", "enqueue", "--others"]).unwrap(), &dir).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -8,8 +8,8 @@
 //!   promtool, then run every test in the workspace, doctests included. `ARGS` go to the test
 //!   runner (`cargo nextest run` when installed, otherwise `cargo test`).
 //! - `cargo xtask ci`: what `.ci/run` does: format check, clippy, then `cargo xtask test`.
-//! - `cargo xtask bench [--quick] [--pin] [--awake] [--peer] [--go] [--tasks N] [--runs N]
-//!   [--only NAMES]`: micro-benchmarks and end-to-end scenarios on a private `redis-server`;
+//! - `cargo xtask bench [--quick] [--pin] [--awake] [--peer] [--go] [--others] [--tasks N]
+//!   [--runs N] [--only NAMES]`: micro-benchmarks and end-to-end scenarios on a private `redis-server`;
 //!   writes `target/bench/report.md` and `target/bench/report.json`. `--masters 1,2,4,8` sets the
 //!   masters axis of `sharded-drain` (one sharded queue on Redis Clusters of that many masters);
 //!   `--bin-dir DIR` runs the `asynq-bench` in DIR instead of building one, `--out DIR` writes
@@ -63,6 +63,8 @@ commands:
                         --peer        also run the asynq 0.1.8 crate's benchmark, with ratios
                         --go          also run Go asynq's (xtask/go-peer; needs Go on PATH),
                                       and its twins of the selected scenarios it can do
+                        --others      also run apalis and rusty-sidekiq (xtask/other-peers):
+                                      enqueue, drain-c10 and pickup-latency-c10, with ratios
                         --tasks N     tasks per throughput scenario (default 100000; 2000 quick)
                         --runs N      rounds of the throughput scenarios and peers, medians
                                       reported (default 3; 1 quick)
@@ -74,7 +76,7 @@ commands:
                         --workers-per-master N
                                       sharded-drain processes per master (default 1)
                         --bin-dir DIR run the asynq-bench in DIR instead of building it (no
-                                      cargo: no micro-benchmarks, no --peer or --go)
+                                      cargo: no micro-benchmarks, --peer, --go or --others)
                         --out DIR     write report.{md,json} to DIR instead of target/bench
   bench-bundle DIR    build the release binaries and copy them, stripped, into DIR with
                       redis-server (ASYNQ_REDIS_SERVER_BIN or PATH), the shared libraries they

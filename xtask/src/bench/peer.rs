@@ -227,21 +227,12 @@ impl Peer {
 
     /// The peer's process with `args`, against `redis`.
     fn command(&self, redis: &RedisServer, pinning: Pinning, args: &[impl AsRef<std::ffi::OsStr>]) -> Command {
-        let mut command = pinning.bench(&self.binary);
-        command.args(args);
-        command.env("REDIS_URL", format!("{}/", redis.url()));
-        command.stdin(Stdio::null()).stderr(Stdio::inherit());
-        command
+        command(&self.binary, redis, pinning, args)
     }
 
     /// The `RESULT` line of a finished run with `args`, which must have succeeded.
     fn result(&self, args: &[impl AsRef<str>], output: &std::process::Output) -> anyhow::Result<ResultLine> {
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() {
-            let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
-            bail!("{} {} failed ({}); it printed {stdout:?}", self.binary.display(), args.join(" "), output.status);
-        }
-        ResultLine::find(&stdout)
+        result(&self.binary, args, output)
     }
 
     /// Runs the peer once with `args`: its `RESULT` line, and what Redis and the process spent.
@@ -251,16 +242,45 @@ impl Peer {
         pinning: Pinning,
         args: &[impl AsRef<str>],
     ) -> anyhow::Result<(ResultLine, Cost)> {
-        let os_args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
-        let mut command = self.command(redis, pinning, &os_args);
-        let cpu_before = reaped_children_cpu_s();
-        let (output, usage, window_s) = stats::measure(redis, || {
-            command.output().with_context(|| format!("cannot run {}", self.binary.display()))
-        })?;
-        // The peer is the only child reaped meanwhile.
-        let client_cpu_s = reaped_children_cpu_s().zip(cpu_before).map(|(after, before)| after - before);
-        Ok((self.result(args, &output)?, Cost { usage, window_s, client_cpu_s }))
+        invoke(&self.binary, redis, pinning, args)
     }
+}
+
+/// A peer's process, `binary` with `args`, against `redis` (`REDIS_URL`).
+fn command(binary: &Path, redis: &RedisServer, pinning: Pinning, args: &[impl AsRef<std::ffi::OsStr>]) -> Command {
+    let mut command = pinning.bench(binary);
+    command.args(args);
+    command.env("REDIS_URL", format!("{}/", redis.url()));
+    command.stdin(Stdio::null()).stderr(Stdio::inherit());
+    command
+}
+
+/// The `RESULT` line of a finished run of `binary` with `args`, which must have succeeded.
+fn result(binary: &Path, args: &[impl AsRef<str>], output: &std::process::Output) -> anyhow::Result<ResultLine> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+        bail!("{} {} failed ({}); it printed {stdout:?}", binary.display(), args.join(" "), output.status);
+    }
+    ResultLine::find(&stdout)
+}
+
+/// Runs a peer's `binary` once with `args` against `redis`: its `RESULT` line, and what Redis
+/// and the process spent.
+pub(super) fn invoke(
+    binary: &Path,
+    redis: &mut RedisServer,
+    pinning: Pinning,
+    args: &[impl AsRef<str>],
+) -> anyhow::Result<(ResultLine, Cost)> {
+    let os_args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    let mut command = command(binary, redis, pinning, &os_args);
+    let cpu_before = reaped_children_cpu_s();
+    let (output, usage, window_s) =
+        stats::measure(redis, || command.output().with_context(|| format!("cannot run {}", binary.display())))?;
+    // The peer is the only child reaped meanwhile.
+    let client_cpu_s = reaped_children_cpu_s().zip(cpu_before).map(|(after, before)| after - before);
+    Ok((result(binary, args, &output)?, Cost { usage, window_s, client_cpu_s }))
 }
 
 /// Go asynq doing the work of one of our scenarios: on a flushed Redis, after `asynq-bench`
@@ -333,13 +353,13 @@ impl Twin {
 
 /// What Redis and a peer's processes spent over one or more runs of them.
 #[derive(Debug, Clone)]
-struct Cost {
+pub(super) struct Cost {
     /// What Redis did while the processes ran.
-    usage: Usage,
+    pub(super) usage: Usage,
     /// How long the processes ran, in seconds.
-    window_s: f64,
+    pub(super) window_s: f64,
     /// The processes' CPU time (user + system), in seconds.
-    client_cpu_s: Option<f64>,
+    pub(super) client_cpu_s: Option<f64>,
 }
 
 impl std::ops::Add for Cost {
@@ -404,11 +424,11 @@ fn goflags_set_mod() -> bool {
 /// The `RESULT key=value ...` line a peer prints: `n=`, and per phase `enqueue_s=`,
 /// `enqueue_tps=` or `process_s=`, `process_tps=`.
 #[derive(Debug, Clone, PartialEq)]
-struct ResultLine(String);
+pub(super) struct ResultLine(String);
 
 impl ResultLine {
     /// Finds the line in the peer's output.
-    fn find(stdout: &str) -> anyhow::Result<Self> {
+    pub(super) fn find(stdout: &str) -> anyhow::Result<Self> {
         stdout
             .lines()
             .find_map(|line| line.strip_prefix("RESULT "))
@@ -418,7 +438,7 @@ impl ResultLine {
 
     /// What a twin's line says of its run, whatever the command: its rate, the tasks it covered
     /// (the samples of a pickup), its concurrency, its pickup percentiles and its timed reads.
-    fn run(&self) -> Run {
+    pub(super) fn run(&self) -> Run {
         let rate = ["process_tps", "bulk_tps", "enqueue_tps"].into_iter().find_map(|name| self.optional(name));
         let done = ["processed", "affected", "n"].into_iter().find_map(|name| self.optional(name));
         Run {

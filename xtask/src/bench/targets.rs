@@ -1,6 +1,6 @@
 //! The performance targets the benchmark is held to, each checked against the report's rows:
 //! met, missed (with what this machine's own baselines say about the gap), or not measured in
-//! this run (a scenario left out, or a peer not run: `--peer`, `--go`).
+//! this run (a scenario left out, or a peer not run: `--peer`, `--go`, `--others`).
 
 use std::fmt::Write as _;
 
@@ -13,6 +13,7 @@ mod enqueue;
 mod go_twins;
 mod groups;
 mod latency;
+mod others;
 mod queues;
 mod sharded;
 mod size;
@@ -139,6 +140,8 @@ pub(crate) fn check(rows: &[Row], cpus_awake: bool, cpus: usize) -> Vec<Check> {
         enqueue::batch_check(&rows, pipelined_rate),
         enqueue::concurrent_check(&rows),
         latency::pickup_check(&rows),
+        others::enqueue_check(&rows),
+        others::pickup_check(&rows),
     ];
     checks.extend(latency::streaming_checks(&rows));
     checks.push(queues::idle_check(&rows));

@@ -35,8 +35,14 @@ pub(super) fn enqueue_check(rows: &Rows, ping_rate: Option<f64>, cpus_awake: boo
         measured += &format!("; `{ENQUEUE_SPIN_WAIT}` {spinning:.0}/s{}", against_go(spinning));
     }
     measured += &format!("; {calls:.2} script calls and {registrations:.2} SADD per task");
+    let others = super::others::enqueue_context(rows);
     let Some(go_rate) = go else {
-        return Check { target: ENQUEUE_TARGET, measured, met: None, context: "Go's rate needs `--go`".to_owned() };
+        return Check {
+            target: ENQUEUE_TARGET,
+            measured,
+            met: None,
+            context: format!("Go's rate needs `--go`{others}"),
+        };
     };
     let versus_go = [
         ("Redis CPU", redis_cpu as fn(&Row) -> Option<f64>, " µs"),
@@ -77,7 +83,7 @@ pub(super) fn enqueue_check(rows: &Rows, ping_rate: Option<f64>, cpus_awake: boo
         .zip(rows.get("go-enqueue", redis_cpu))
         .is_none_or(|(ours, go)| ours <= go * REDIS_CPU_TOLERANCE);
     let met = one_round_trip && rate / go_rate >= goal && redis_cpu_level;
-    let context = format!("the goal on this machine of {cpus} CPUs: {goal:.1}× Go's rate; {context}");
+    let context = format!("the goal on this machine of {cpus} CPUs: {goal:.1}× Go's rate; {context}{others}");
     Check { target: ENQUEUE_TARGET, measured, met: Some(met), context }
 }
 

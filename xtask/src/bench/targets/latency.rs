@@ -15,7 +15,11 @@ pub(super) fn pickup_check(rows: &Rows) -> Check {
             target: "pickup with idle workers: p50 ≤ 2 ms, p99 ≤ 10 ms",
             measured: format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
             met: Some(p50 <= 2.0 && p99 <= 10.0),
-            context: format!("woken by push (`pickup-latency-c10`){}", go_pickup(rows, "pickup-latency-c10")),
+            context: format!(
+                "woken by push (`pickup-latency-c10`){}{}",
+                go_pickup(rows, "pickup-latency-c10"),
+                super::others::pickup_context(rows)
+            ),
         },
         _ => not_measured("pickup with idle workers: p50 ≤ 2 ms, p99 ≤ 10 ms", "pickup-latency-c10"),
     }

@@ -313,3 +313,59 @@ fn the_many_queues_target_sets_go_beside_ours_when_the_run_has_it() {
         context(&with_go)
     );
 }
+
+#[test]
+fn the_other_queues_are_held_to_their_targets_and_join_enqueue_and_pickup_as_context() {
+    use super::super::others::{APALIS_ENQUEUE, APALIS_PICKUP, SIDEKIQ_ENQUEUE, SIDEKIQ_PICKUP};
+    let pickup = |name: &str, p50: f64, p99: f64| {
+        row(name, |r| (r.pickup_p50_ms, r.pickup_p99_ms, r.tasks) = (Some(p50), Some(p99), 200))
+    };
+    let enqueue = |name: &str, rate: f64| {
+        row(name, |r| {
+            (r.tasks_per_s, r.redis_cpu_us_per_task, r.redis_cmds_per_task) = (Some(rate), Some(9.5), Some(1.0))
+        })
+    };
+    let context =
+        |checks: &[Check], start: &str| checks.iter().find(|c| c.target.starts_with(start)).unwrap().context.clone();
+    let without = check(&[enqueue("enqueue", 9_000.0), pickup("pickup-latency-c10", 0.5, 1.5)], true, 2);
+    assert_eq!(verdict(&without, "enqueue one at a time: ≥ 1.0× apalis's"), None);
+    assert_eq!(verdict(&without, "pickup with idle workers: p99 below rusty-sidekiq's"), None);
+    assert_eq!(context(&without, "enqueue one at a time, by default"), "Go's rate needs `--go`");
+    assert_eq!(context(&without, "pickup with idle workers: p50"), "woken by push (`pickup-latency-c10`)");
+
+    let rows = vec![
+        enqueue("enqueue", 9_000.0),
+        pickup("pickup-latency-c10", 0.5, 1.5),
+        enqueue(APALIS_ENQUEUE, 6_000.0),
+        enqueue(SIDEKIQ_ENQUEUE, 3_000.0),
+        pickup(APALIS_PICKUP, 0.45, 29_939.3),
+        pickup(SIDEKIQ_PICKUP, 0.78, 3.89),
+    ];
+    let checks = check(&rows, true, 2);
+    assert_eq!(verdict(&checks, "enqueue one at a time: ≥ 1.0× apalis's"), Some(true));
+    assert_eq!(verdict(&checks, "pickup with idle workers: p99 below rusty-sidekiq's"), Some(true));
+    assert_eq!(
+        context(&checks, "enqueue one at a time, by default"),
+        "Go's rate needs `--go`; side by side: apalis 6000/s (`apalis-enqueue`, ours 1.50×; Redis CPU 9.5 µs, 1.0 \
+         commands per enqueue), rusty-sidekiq 3000/s (`sidekiq-enqueue`, ours 3.00×; Redis CPU 9.5 µs, 1.0 commands \
+         per enqueue)"
+    );
+    assert_eq!(
+        context(&checks, "pickup with idle workers: p50"),
+        "woken by push (`pickup-latency-c10`); side by side: apalis p50 0.45 ms, p99 29939.30 ms (200 samples, \
+         `apalis-pickup-latency-c10`), rusty-sidekiq p50 0.78 ms, p99 3.89 ms (200 samples, `sidekiq-pickup-latency-c10`)"
+    );
+
+    let slower = check(
+        &[
+            enqueue("enqueue", 5_000.0),
+            pickup("pickup-latency-c10", 0.5, 4.0),
+            enqueue(APALIS_ENQUEUE, 6_000.0),
+            pickup(SIDEKIQ_PICKUP, 0.78, 3.89),
+        ],
+        true,
+        2,
+    );
+    assert_eq!(verdict(&slower, "enqueue one at a time: ≥ 1.0× apalis's"), Some(false));
+    assert_eq!(verdict(&slower, "pickup with idle workers: p99 below rusty-sidekiq's"), Some(false));
+}
