@@ -3,7 +3,8 @@
 //! workspace, built with `--locked` into `target/bench/other-peers`) against the same private
 //! Redis, in the same rounds as ours.
 //!
-//! Each queue enqueues the run's task count one at a time, drains them at concurrency 10 and,
+//! Each queue enqueues the run's task count (apalis at most [`APALIS_MAX_TASKS`]) one at a time,
+//! drains them at concurrency 10 and,
 //! when our `pickup-latency-c10` runs (in the first round, as ours does), samples the pickup by
 //! an idle worker as it does. Each is a process of its own, measured as the Go peer's are (Redis
 //! CPU and commands, the process's CPU), and becomes a row `<queue>-<our scenario>`. Redis is
@@ -22,6 +23,11 @@ use crate::cmd;
 
 /// The concurrency the other queues' workers run with.
 const CONCURRENCY: usize = 10;
+
+/// The most tasks apalis's rows hold: apalis-redis 1.0 stores every task pushed in its scheduled
+/// set, due at once, and its fetch script fails ("too many results to unpack") once more tasks
+/// than Lua can unpack (about 8 000) are due together, so it cannot drain a larger backlog.
+const APALIS_MAX_TASKS: u64 = 5_000;
 
 /// Our scenario whose work `pickup` does.
 const PICKUP: &str = "pickup-latency-c10";
@@ -80,7 +86,11 @@ impl Queue {
     /// with `pickup`, the pickup's too.
     fn runs(self, sizes: &Sizes, pickup: bool) -> Vec<(&'static str, Vec<String>)> {
         let [enqueue, drain, pickup_row] = self.rows();
-        let (tasks, concurrency) = (sizes.tasks.to_string(), CONCURRENCY.to_string());
+        let tasks = match self {
+            Queue::Apalis => sizes.tasks.min(APALIS_MAX_TASKS),
+            Queue::Sidekiq => sizes.tasks,
+        };
+        let (tasks, concurrency) = (tasks.to_string(), CONCURRENCY.to_string());
         let args = |words: &[&str]| [self.arg()].iter().chain(words).map(|word| (*word).to_owned()).collect();
         let mut runs = vec![(enqueue, args(&["enqueue", &tasks])), (drain, args(&["drain", &tasks, &concurrency]))];
         if pickup {
@@ -189,6 +199,10 @@ mod tests {
             }
             assert_eq!(queue.runs(&sizes(), false).len(), 2, "no pickup unless ours runs");
         }
+        let large = Sizes { tasks: 20_000, ..sizes() };
+        let apalis: Vec<String> = Queue::Apalis.runs(&large, false).into_iter().map(|(_, a)| a.join(" ")).collect();
+        assert_eq!(apalis, ["apalis enqueue 5000", "apalis drain 5000 10"], "apalis cannot drain more");
+        assert_eq!(Queue::Sidekiq.runs(&large, false)[1].1.join(" "), "sidekiq drain 20000 10");
         assert!(is_pickup(PICKUP) && ours.contains(&PICKUP) && !is_pickup("enqueue"));
     }
 
