@@ -281,6 +281,10 @@ enum Scenario {
         /// drains while the quiet tenant's tasks are sampled.
         #[arg(long, default_value_t = 0)]
         busy_backlog: u64,
+        /// Run the server with `Config::start_with_fetch`: the fetch records the start of the
+        /// tasks it runs at once, sparing the round trip of the start record.
+        #[arg(long)]
+        start_with_fetch: bool,
     },
     /// Prepare the group scenarios: one grouped task in each of `--groups` groups.
     FillGroups {
@@ -390,13 +394,22 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
         Scenario::FanIn { members, concurrency, plain, timeout_secs } => {
             scenarios::fan_in(url, members, concurrency, !plain, Duration::from_secs(timeout_secs)).await
         }
-        Scenario::PickupLatency { samples, max_secs, gap_ms, concurrency, empty_queues, tenants, busy_backlog } => {
+        Scenario::PickupLatency {
+            samples,
+            max_secs,
+            gap_ms,
+            concurrency,
+            empty_queues,
+            tenants,
+            busy_backlog,
+            start_with_fetch,
+        } => {
             let (gap, max) = (Duration::from_millis(gap_ms), Duration::from_secs(max_secs));
             let layout = match tenants {
                 0 => scenarios::Layout::Named { empty_queues },
                 tenants => scenarios::Layout::Tenants { tenants, busy_backlog },
             };
-            scenarios::pickup_latency(url, samples, concurrency, layout, gap, max).await
+            scenarios::pickup_latency(url, samples, concurrency, layout, start_with_fetch, gap, max).await
         }
         Scenario::FillFailing { tasks, archived } => scenarios::fill_failing(url, tasks, archived).await,
         Scenario::FailForGood { tasks, concurrency, timeout_secs } => {

@@ -107,24 +107,23 @@ async fn enqueue_and_process_processes_everything_it_enqueues() {
 #[tokio::test(flavor = "multi_thread")]
 async fn pickup_latency_reports_percentiles_of_its_samples() {
     let redis = RedisServer::start();
-    let layout = Layout::Named { empty_queues: 0 };
-    let measured =
-        scenarios::pickup_latency(&redis.url(), 5, 2, layout, Duration::from_millis(5), Duration::from_secs(30))
-            .await
-            .unwrap();
-    assert_eq!((measured.tasks, measured.tasks_per_s), (5, None));
-    let (p50, p99) = (measured.pickup_p50_ms.unwrap(), measured.pickup_p99_ms.unwrap());
-    assert!(0.0 < p50 && p50 <= p99, "p50 {p50} ms, p99 {p99} ms");
+    // With the start recorded apart, and with the fetch (`Config::start_with_fetch`).
+    for start_with_fetch in [false, true] {
+        let layout = Layout::Named { empty_queues: 0 };
+        let (gap, max) = (Duration::from_millis(5), Duration::from_secs(30));
+        let measured = scenarios::pickup_latency(&redis.url(), 5, 2, layout, start_with_fetch, gap, max).await.unwrap();
+        assert_eq!((measured.tasks, measured.tasks_per_s), (5, None));
+        let (p50, p99) = (measured.pickup_p50_ms.unwrap(), measured.pickup_p99_ms.unwrap());
+        assert!(0.0 < p50 && p50 <= p99, "p50 {p50} ms, p99 {p99} ms");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_quiet_tenant_is_sampled_beside_a_busy_one_served_by_a_pattern() {
     let redis = RedisServer::start();
     let layout = Layout::Tenants { tenants: 3, busy_backlog: 200 };
-    let measured =
-        scenarios::pickup_latency(&redis.url(), 5, 2, layout, Duration::from_millis(5), Duration::from_secs(30))
-            .await
-            .unwrap();
+    let (gap, max) = (Duration::from_millis(5), Duration::from_secs(30));
+    let measured = scenarios::pickup_latency(&redis.url(), 5, 2, layout, false, gap, max).await.unwrap();
     assert_eq!(measured.tasks, 5, "only the quiet tenant's tasks are samples");
     assert!(measured.pickup_p50_ms.unwrap() > 0.0);
 }

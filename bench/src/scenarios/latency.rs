@@ -81,17 +81,19 @@ async fn register_queues(redis_url: &str, queues: impl IntoIterator<Item = Strin
 /// process). Each sample waits `gap` first, so that the server is idle again (or, beside a busy
 /// tenant, busy with that tenant only); sampling stops after `samples` samples or once
 /// `max_duration` has passed. `layout` says which queues the server serves besides the
-/// sampled one.
+/// sampled one; `start_with_fetch` sets the server's `Config::start_with_fetch`.
 pub async fn pickup_latency(
     redis_url: &str,
     samples: u64,
     concurrency: usize,
     layout: Layout,
+    start_with_fetch: bool,
     gap: Duration,
     max_duration: Duration,
 ) -> anyhow::Result<Measurement> {
     let client = Client::new(connect(redis_url).await?);
-    let (config, sampled) = layout.prepare(redis_url, concurrency).await?;
+    let (mut config, sampled) = layout.prepare(redis_url, concurrency).await?;
+    config.start_with_fetch = start_with_fetch;
     let (started_tx, mut started_rx) = mpsc::unbounded_channel::<Instant>();
     let handler = handler_fn(move |ctx: TaskContext, _task| {
         let started = Instant::now();

@@ -4,6 +4,7 @@
 
 use super::super::others::{APALIS_ENQUEUE, APALIS_PICKUP, Queue, SIDEKIQ_ENQUEUE, SIDEKIQ_PICKUP};
 use super::super::report::Row;
+use super::super::scenarios::PICKUP_STARTING;
 use super::{Check, Rows, not_measured, redis_cpu, tasks_per_s};
 
 /// Our one-at-a-time enqueue against apalis's.
@@ -77,12 +78,16 @@ pub(super) fn pickup_check(rows: &Rows) -> Check {
         return not_measured(PICKUP_TARGET, format!("`pickup-latency-c10` and `--others`' `{SIDEKIQ_PICKUP}`"));
     };
     let apalis = p99(APALIS_PICKUP).map(|apalis| format!("; apalis p99 {apalis:.2} ms")).unwrap_or_default();
+    let starting = p99(PICKUP_STARTING)
+        .map(|p99| format!("; ours with `Config::start_with_fetch` (no start record's round trip) p99 {p99:.2} ms"))
+        .unwrap_or_default();
     Check {
         target: PICKUP_TARGET,
         measured: format!("p99 ours {ours:.2} ms, rusty-sidekiq's {sidekiq:.2} ms"),
         met: Some(ours < sidekiq),
         context: format!(
-            "one task at a time into an idle worker at concurrency 10; rusty-sidekiq's workers block in BRPOP{apalis}"
+            "one task at a time into an idle worker at concurrency 10; rusty-sidekiq's workers block in BRPOP, \
+             one hop after the push; ours are woken by the enqueue's PUBLISH, then fetch and record the start, three{starting}{apalis}"
         ),
     }
 }
