@@ -24,7 +24,8 @@
 //! 8. stop Redis (also on errors), write the report and print its table.
 //!
 //! With `--bin-dir`, step 2 takes `asynq-bench` from that directory instead of building it, so
-//! that the bench runs where there is no Rust toolchain (the bundle of `cargo xtask bench-bundle`).
+//! that the bench runs where there is no Rust toolchain (the bundle of `cargo xtask bench-bundle`),
+//! and `--go` and `--others` take their peers' binaries from it too.
 
 mod awake;
 mod cluster;
@@ -50,8 +51,8 @@ use anyhow::{Context as _, bail};
 
 use crate::{cmd, redis, step};
 use awake::Awake;
-use others::Others;
-use peer::{Peer, PeerKind};
+pub(crate) use others::Others;
+pub(crate) use peer::{Peer, PeerKind};
 use pin::Pinning;
 use report::{Machine, Report, Row};
 use scenarios::{Runner, Sizes};
@@ -215,9 +216,16 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
         peers.push(Peer::build(PeerKind::RustAsynq, target.join("bench/peer"))?);
     }
     if options.go {
-        peers.push(Peer::build(PeerKind::GoAsynq, target.join("bench/go-peer"))?);
+        peers.push(match &options.bin_dir {
+            Some(dir) => Peer::prebuilt_go(dir)?,
+            None => Peer::build(PeerKind::GoAsynq, target.join("bench/go-peer"))?,
+        });
     }
-    let others = if options.others { Some(Others::build(target.join("bench/other-peers"))?) } else { None };
+    let others = match (options.others, &options.bin_dir) {
+        (false, _) => None,
+        (true, Some(dir)) => Some(Others::prebuilt(dir)?),
+        (true, None) => Some(Others::build(target.join("bench/other-peers"))?),
+    };
     let micro = if options.selects(MICRO) {
         step("running the micro-benchmarks");
         micro::run(options.quick, &target.join("bench/criterion"))?
@@ -299,11 +307,12 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `asynq-bench` in `dir` (`--bin-dir`), where nothing is built: the peers and the
-/// micro-benchmarks, which need cargo and Go, cannot run.
+/// The `asynq-bench` in `dir` (`--bin-dir`), where nothing is built: the Go peer and the other
+/// queues' peers are taken from `dir` too (as a bench bundle carries them), while the `asynq`
+/// 0.1.8 peer and the micro-benchmarks, which need cargo, cannot run.
 fn prebuilt(options: &Options, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
-    if options.peer || options.go || options.others {
-        bail!("--peer, --go and --others build their peers, which --bin-dir cannot: leave them out");
+    if options.peer {
+        bail!("--peer builds its peer, which --bin-dir cannot: leave it out");
     }
     if options.selects(MICRO) {
         bail!("the micro-benchmarks need cargo, which --bin-dir runs without: name the scenarios with --only");
@@ -379,7 +388,7 @@ mod tests {
     }
 
     #[test]
-    fn a_prebuilt_bench_runs_named_scenarios_without_peers() {
+    fn a_prebuilt_bench_runs_named_scenarios_and_the_peers_beside_it() {
         let dir = std::env::temp_dir().join(format!("xtask-prebuilt-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let named = parse(&["--only", "sharded-drain"]).unwrap();
@@ -387,8 +396,15 @@ mod tests {
         std::fs::write(dir.join("asynq-bench"), "").unwrap();
         assert_eq!(prebuilt(&named, &dir).unwrap(), dir.join("asynq-bench"));
         assert!(prebuilt(&Options::default(), &dir).is_err(), "the micro-benchmarks need cargo");
-        assert!(prebuilt(&parse(&["--only", "enqueue", "--go"]).unwrap(), &dir).is_err());
-        assert!(prebuilt(&parse(&["--only", "enqueue", "--others"]).unwrap(), &dir).is_err());
+        assert!(prebuilt(&parse(&["--only", "enqueue", "--peer"]).unwrap(), &dir).is_err(), "--peer needs cargo");
+        // The Go and other queues' peers are taken from the same directory, as a bundle carries them.
+        assert!(prebuilt(&parse(&["--only", "enqueue", "--go", "--others"]).unwrap(), &dir).is_ok());
+        assert!(Peer::prebuilt_go(&dir).unwrap_err().to_string().contains(Peer::GO_BINARY));
+        assert!(Others::prebuilt(&dir).unwrap_err().to_string().contains(Others::BINARY));
+        std::fs::write(dir.join(Peer::GO_BINARY), "").unwrap();
+        std::fs::write(dir.join(Others::BINARY), "").unwrap();
+        assert_eq!(Peer::prebuilt_go(&dir).unwrap().binary(), dir.join(Peer::GO_BINARY));
+        assert_eq!(Others::prebuilt(&dir).unwrap().binary(), dir.join(Others::BINARY));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

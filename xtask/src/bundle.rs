@@ -2,8 +2,9 @@
 //! Rust toolchain, network or Redis, and brings its figures back.
 //!
 //! It builds `asynq-bench` and `xtask` in release mode and copies them, stripped, into `DIR/bin`
-//! with the `redis-server` the tests use (`ASYNQ_REDIS_SERVER_BIN` or `PATH`); the shared
-//! libraries the three link (`ldd`) into `DIR/lib`, the vDSO and the loader left out, the loader
+//! with the `redis-server` the tests use (`ASYNQ_REDIS_SERVER_BIN` or `PATH`), the other queues'
+//! peers (`xtask/other-peers`) and, where Go builds it, Go asynq's peer; the shared
+//! libraries they link (`ldd`) into `DIR/lib`, the vDSO and the loader left out, the loader
 //! into `DIR/loader`; and writes `DIR/run.sh`, which runs `xtask bench --bin-dir` there with
 //! `LD_LIBRARY_PATH` at `DIR/lib` (or, where this machine's loader cannot run the bundled C
 //! library, every program through the bundled loader) and writes the report to an output
@@ -15,12 +16,13 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 
+use crate::bench::{Others, Peer, PeerKind};
 use crate::{cmd, redis, step};
 
 /// The most a bundle may weigh.
 const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The programs of a bundle, by their names in `DIR/bin`.
+/// The programs every bundle carries, by their names in `DIR/bin`; the peers join them.
 const PROGRAMS: [&str; 3] = ["asynq-bench", "xtask", "redis-server"];
 
 /// Parses the arguments after `bench-bundle`: the bundle's directory.
@@ -46,8 +48,16 @@ pub(crate) fn run(dir: &Path) -> anyhow::Result<()> {
         "--bin",
         "xtask",
     ]))?;
-    let release = crate::bench::target_dir().join("release");
-    let sources = [release.join("asynq-bench"), release.join("xtask"), redis_server];
+    let target = crate::bench::target_dir();
+    let release = target.join("release");
+    let mut programs: Vec<(&str, PathBuf)> =
+        PROGRAMS.into_iter().zip([release.join("asynq-bench"), release.join("xtask"), redis_server]).collect();
+    let others = Others::build(target.join("bench/other-peers"))?;
+    programs.push((Others::BINARY, others.binary().to_owned()));
+    match Peer::build(PeerKind::GoAsynq, target.join("bench/go-peer")) {
+        Ok(go) => programs.push((Peer::GO_BINARY, go.binary().to_owned())),
+        Err(e) => step(format_args!("the bundle carries no Go peer (run.sh's GO=1 will say so): {e:#}")),
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for part in ["bin", "lib", "loader"] {
         let path = dir.join(part);
@@ -58,7 +68,7 @@ pub(crate) fn run(dir: &Path) -> anyhow::Result<()> {
     }
     let mut libraries = BTreeMap::new();
     let mut loader = None;
-    for (name, source) in PROGRAMS.iter().zip(&sources) {
+    for (name, source) in &programs {
         let copy = dir.join("bin").join(name);
         std::fs::copy(source, &copy)
             .with_context(|| format!("cannot copy {} to {}", source.display(), copy.display()))?;
@@ -92,7 +102,7 @@ pub(crate) fn run(dir: &Path) -> anyhow::Result<()> {
          OUT_DIR back",
         dir.display(),
         bytes as f64 / (1024.0 * 1024.0),
-        PROGRAMS.len(),
+        programs.len(),
         libraries.len(),
         dir.display()
     ));
@@ -187,7 +197,8 @@ const RUN_SH: &str = r#"#!/bin/sh
 # ./out-<UTC time>). Sizes, from the environment: TASKS (tasks per throughput scenario, and per
 # master on the masters axis; default 200000), RUNS (3), MASTERS (1,2,4,8), WORKERS_PER_MASTER (1),
 # ONLY (sharded-drain,enqueue,baseline-redis-ping: the masters axis, the enqueue scenarios, one
-# at a time among them, and the round-trip baselines).
+# at a time among them, and the round-trip baselines). GO=1 runs Go asynq's peer beside them and
+# OTHERS=1 apalis and rusty-sidekiq (`--go`, `--others`), each where the bundle carries it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-"$here/out-$(date -u +%Y%m%dT%H%M%SZ)"}
@@ -209,8 +220,9 @@ else
     loader=$(ls "$here"/loader/* | head -n 1)
     programs=$out/programs
     mkdir -p "$programs"
-    for program in redis-server asynq-bench xtask; do
-        printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$loader" "$lib" "$bin/$program" >"$programs/$program"
+    for path in "$bin"/*; do
+        program=$(basename "$path")
+        printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$loader" "$lib" "$path" >"$programs/$program"
         chmod +x "$programs/$program"
     done
     how="the bundled loader $loader"
@@ -225,6 +237,16 @@ fi
     echo "programs run with: $how"
 } >"$out/machine.txt"
 
+peers=""
+if [ -n "${GO:-}" ]; then
+    [ -e "$bin/go-asynq-peer" ] || { echo "GO=1: this bundle carries no Go peer" >&2; exit 2; }
+    peers="$peers --go"
+fi
+if [ -n "${OTHERS:-}" ]; then
+    [ -e "$bin/other-peers" ] || { echo "OTHERS=1: this bundle carries no other-peers" >&2; exit 2; }
+    peers="$peers --others"
+fi
+
 bench() {
     if [ "$programs" = "$bin" ]; then
         LD_LIBRARY_PATH=$lib ASYNQ_REDIS_SERVER_BIN=$programs/redis-server "$programs/xtask" "$@"
@@ -237,7 +259,7 @@ bench() {
     status=0
     bench bench --bin-dir "$programs" --out "$out" \
         --only "${ONLY:-sharded-drain,enqueue,baseline-redis-ping}" --masters "${MASTERS:-1,2,4,8}" \
-        --workers-per-master "${WORKERS_PER_MASTER:-1}" --tasks "${TASKS:-200000}" --runs "${RUNS:-3}" "$@" 2>&1 \
+        --workers-per-master "${WORKERS_PER_MASTER:-1}" --tasks "${TASKS:-200000}" --runs "${RUNS:-3}" $peers "$@" 2>&1 \
         || status=$?
     echo "$status" >"$out/status"
 } | tee "$out/log.txt"
@@ -283,7 +305,16 @@ mod tests {
     #[test]
     fn run_sh_runs_the_bench_from_the_bundle_with_its_libraries() {
         assert!(RUN_SH.starts_with("#!/bin/sh\n"));
-        for needed in ["--bin-dir", "--out", "LD_LIBRARY_PATH=$lib", "--library-path", "sharded-drain", "1,2,4,8"] {
+        for needed in [
+            "--bin-dir",
+            "--out",
+            "LD_LIBRARY_PATH=$lib",
+            "--library-path",
+            "sharded-drain",
+            "1,2,4,8",
+            "--go",
+            "--others",
+        ] {
             assert!(RUN_SH.contains(needed), "run.sh lacks {needed}");
         }
         let mut commands = RUN_SH.lines().filter(|line| !line.trim_start().starts_with('#'));

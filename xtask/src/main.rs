@@ -12,8 +12,8 @@
 //!   [--runs N] [--only NAMES]`: micro-benchmarks and end-to-end scenarios on a private `redis-server`;
 //!   writes `target/bench/report.md` and `target/bench/report.json`. `--masters 1,2,4,8` sets the
 //!   masters axis of `sharded-drain` (one sharded queue on Redis Clusters of that many masters);
-//!   `--bin-dir DIR` runs the `asynq-bench` in DIR instead of building one, `--out DIR` writes
-//!   the report there.
+//!   `--bin-dir DIR` runs the `asynq-bench` in DIR instead of building one (and the Go and other
+//!   queues' peers in DIR with `--go` and `--others`), `--out DIR` writes the report there.
 //! - `cargo xtask bench-bundle DIR`: the bench as a directory with its programs, `redis-server`
 //!   and their shared libraries, and a `run.sh` that runs it on a machine without Rust, network
 //!   or Redis (the masters axis 1, 2, 4, 8 and the enqueue scenarios), writing the figures there.
@@ -75,8 +75,9 @@ commands:
                                       count, --tasks per master (default 1,2; at most 32)
                         --workers-per-master N
                                       sharded-drain processes per master (default 1)
-                        --bin-dir DIR run the asynq-bench in DIR instead of building it (no
-                                      cargo: no micro-benchmarks, --peer, --go or --others)
+                        --bin-dir DIR run the asynq-bench in DIR instead of building it, and
+                                      the peers of --go and --others found there (no cargo:
+                                      no micro-benchmarks or --peer)
                         --out DIR     write report.{md,json} to DIR instead of target/bench
   bench-bundle DIR    build the release binaries and copy them, stripped, into DIR with
                       redis-server (ASYNQ_REDIS_SERVER_BIN or PATH), the shared libraries they

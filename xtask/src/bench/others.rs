@@ -10,7 +10,7 @@
 //! CPU and commands, the process's CPU), and becomes a row `<queue>-<our scenario>`. Redis is
 //! flushed before each queue's runs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
@@ -121,6 +121,25 @@ pub(crate) struct Others {
 }
 
 impl Others {
+    /// Its binary's name.
+    pub(crate) const BINARY: &str = "other-peers";
+
+    /// The peers built already, as `dir/`[`Others::BINARY`] (`--bin-dir`, a bench bundle).
+    ///
+    /// Errors: no such file.
+    pub(crate) fn prebuilt(dir: &Path) -> anyhow::Result<Self> {
+        let binary = dir.join(Self::BINARY);
+        if !binary.is_file() {
+            bail!("--others with --bin-dir needs {} in {}, which is missing", Self::BINARY, dir.display());
+        }
+        Ok(Self { binary })
+    }
+
+    /// Its binary.
+    pub(crate) fn binary(&self) -> &Path {
+        &self.binary
+    }
+
     /// Builds `xtask/other-peers` in release mode, with its own lock file, under `target_dir`.
     pub(crate) fn build(target_dir: PathBuf) -> anyhow::Result<Self> {
         let manifest = crate::workspace_root().join("xtask/other-peers/Cargo.toml");
@@ -130,7 +149,7 @@ impl Others {
         let mut build = cmd::cargo_command(["build", "--release", "--locked", "--manifest-path"]);
         build.arg(&manifest).arg("--target-dir").arg(&target_dir);
         cmd::run(&mut build)?;
-        Ok(Self { binary: target_dir.join("release/other-peers") })
+        Ok(Self { binary: target_dir.join("release").join(Self::BINARY) })
     }
 
     /// One round of both queues against `redis` at `sizes`, each on a flushed Redis; with

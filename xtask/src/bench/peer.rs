@@ -106,6 +106,25 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
+    /// The Go peer's binary, as [`Peer::build`] names it and a bench bundle carries it.
+    pub(crate) const GO_BINARY: &str = "go-asynq-peer";
+
+    /// The Go peer built already, as `dir/`[`Peer::GO_BINARY`] (`--bin-dir`, a bench bundle).
+    ///
+    /// Errors: no such file.
+    pub(crate) fn prebuilt_go(dir: &Path) -> anyhow::Result<Self> {
+        let binary = dir.join(Self::GO_BINARY);
+        if !binary.is_file() {
+            bail!("--go with --bin-dir needs {} in {}, which is missing", Self::GO_BINARY, dir.display());
+        }
+        Ok(Self { kind: PeerKind::GoAsynq, binary })
+    }
+
+    /// Its binary.
+    pub(crate) fn binary(&self) -> &Path {
+        &self.binary
+    }
+
     /// Builds the peer in release mode under `target_dir` (its sources stay untouched, except
     /// for the `go.sum` Go may write beside the Go peer's `go.mod`).
     pub(crate) fn build(kind: PeerKind, target_dir: PathBuf) -> anyhow::Result<Self> {
@@ -392,7 +411,7 @@ fn build_rust_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
 /// workspace or `GOFLAGS` decides, `-mod=mod` lets it record their checksums in `go.sum`.
 fn build_go_peer(target_dir: PathBuf) -> anyhow::Result<PathBuf> {
     let source = crate::workspace_root().join("xtask/go-peer");
-    let binary = target_dir.join("go-asynq-peer");
+    let binary = target_dir.join(Peer::GO_BINARY);
     let version = Command::new("go").arg("version").output();
     if !version.is_ok_and(|output| output.status.success()) {
         bail!(
