@@ -14,8 +14,9 @@
 //! dropped shard lands). The refresh is also what drops a drained generation and the strays
 //! of dropped ones ([`ShardedQueues::drop_drained_shards`]): the servers are what runs the old
 //! shards' tasks, so they see first when nothing is left, the producers stay readers, and no
-//! operator has to come back. It asks only once the grace has passed by its clock, or while
-//! such a stray is registered (then a few queue infos per refresh until the shards are empty);
+//! operator has to come back. It asks only once the grace has passed by its clock (then a few
+//! queue infos per refresh until the shards are empty), or, for a stray of a dropped generation,
+//! on the refreshes that read the registry whole (so within `FULL_REFRESH_EVERY` refreshes);
 //! the broker checks again and writes only if the declaration did not change, so servers
 //! dropping at once agree.
 
@@ -217,7 +218,10 @@ impl QueueWatcher {
         }
         if let Some(shards) = self.shards.as_ref().filter(|_| !self.sources.sharded.is_empty()) {
             state.declared = shards.sharded_queues().await?;
-            if self.drop_drained(shards.as_ref(), &state.declared, &state.registered).await {
+            // Strays are looked at when the registry was read whole (it changed, or every
+            // FULL_REFRESH_EVERY refreshes): one left holding a task costs no more than that.
+            let strays: &[QueueName] = if state.since_full_read == 0 { &state.registered } else { &[] };
+            if self.drop_drained(shards.as_ref(), &state.declared, strays).await {
                 state.declared = shards.sharded_queues().await?;
             }
         }
@@ -232,8 +236,8 @@ impl QueueWatcher {
 
     /// Drops what is drained of the served sharded queues among `declared`: a generation whose
     /// grace is over by the clock, and strays of dropped generations among `registered`
-    /// ([`ShardedQueue::is_dropped_shard`]); returns whether it dropped any. A failure is logged:
-    /// the shards stay served, and the next refresh tries again.
+    /// ([`ShardedQueue::is_dropped_shard`]), the registry as just read whole; returns whether it
+    /// dropped any. A failure is logged: the shards stay served, and the next refresh tries again.
     async fn drop_drained(
         &self,
         shards: &dyn ShardedQueues,

@@ -254,7 +254,7 @@ async fn a_task_placed_late_on_a_dropped_shard_runs_and_its_queue_goes() {
     let (mut server, rec) = serve();
     h.eventually(secs(5), "the late task ran", || async { rec.len() == 1 }).await;
     let gone = || async { !h.broker.queues().await.unwrap().contains(&stray) };
-    h.eventually(secs(5), "the stray queue is removed", gone).await;
+    h.eventually(secs(40), "the stray queue is removed", gone).await;
     server.shutdown().await;
 
     assert_eq!(rec.calls()[0].queue, stray.as_str());
