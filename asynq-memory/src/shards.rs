@@ -43,8 +43,8 @@ impl ShardedQueues for MemoryBroker {
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
         let registered = self.queues().await?;
         let Some(declared) = self.sharded_queue(logical).await? else { return Ok(false) };
+        // Removing strays writes no declaration; the swaps below check it is still `declared`.
         let removed = remove_dropped_strays(self, &declared, &registered).await?;
-        let Some(declared) = self.sharded_queue(logical).await? else { return Ok(removed) };
         let Some(draining) = declared.draining() else { return Ok(removed) };
         let Some(totals) = drained_totals(self, draining, self.now()).await? else { return Ok(removed) };
         // The totals recorded before any shard goes, as the Redis broker writes them.

@@ -94,9 +94,9 @@ impl ShardedQueues for RedisBroker {
 
     async fn drop_drained_shards(&self, logical: &QueueName) -> Result<bool> {
         let registered = Inspect::queues(self).await?;
-        let (Some(declared), _) = self.read_declaration(logical).await? else { return Ok(false) };
+        let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(false) };
+        // Removing strays writes no declaration; the writes below check it is still `read`.
         let removed = remove_dropped_strays(self, &declared, &registered).await?;
-        let (Some(declared), Some(read)) = self.read_declaration(logical).await? else { return Ok(removed) };
         let Some(draining) = declared.draining() else { return Ok(removed) };
         let Some(totals) = drained_totals(self, draining, self.now()).await? else { return Ok(removed) };
         // The totals are recorded before any shard goes, so that a drop cut short and taken up

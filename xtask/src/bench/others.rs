@@ -128,11 +128,7 @@ impl Others {
     ///
     /// Errors: no such file.
     pub(crate) fn prebuilt(dir: &Path) -> anyhow::Result<Self> {
-        let binary = dir.join(Self::BINARY);
-        if !binary.is_file() {
-            bail!("--others with --bin-dir needs {} in {}, which is missing", Self::BINARY, dir.display());
-        }
-        Ok(Self { binary })
+        Ok(Self { binary: peer::prebuilt_binary(dir, Self::BINARY, "--others")? })
     }
 
     /// Its binary.

@@ -98,6 +98,17 @@ impl PeerKind {
     }
 }
 
+/// The peer binary `name` in `dir` (`--bin-dir`, a bench bundle), which `flag` runs.
+///
+/// Errors: no such file.
+pub(crate) fn prebuilt_binary(dir: &Path, name: &str, flag: &str) -> anyhow::Result<PathBuf> {
+    let binary = dir.join(name);
+    if !binary.is_file() {
+        bail!("{flag} with --bin-dir needs {name} in {}, which is missing", dir.display());
+    }
+    Ok(binary)
+}
+
 /// A built peer benchmark.
 #[derive(Debug)]
 pub(crate) struct Peer {
@@ -113,11 +124,7 @@ impl Peer {
     ///
     /// Errors: no such file.
     pub(crate) fn prebuilt_go(dir: &Path) -> anyhow::Result<Self> {
-        let binary = dir.join(Self::GO_BINARY);
-        if !binary.is_file() {
-            bail!("--go with --bin-dir needs {} in {}, which is missing", Self::GO_BINARY, dir.display());
-        }
-        Ok(Self { kind: PeerKind::GoAsynq, binary })
+        Ok(Self { kind: PeerKind::GoAsynq, binary: prebuilt_binary(dir, Self::GO_BINARY, "--go")? })
     }
 
     /// Its binary.
