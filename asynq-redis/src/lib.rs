@@ -48,6 +48,8 @@ mod slots;
 mod step_fields;
 mod steps;
 mod task_metrics;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tls;
 mod workflow;
 

@@ -35,6 +35,7 @@ pub(crate) struct Scripts {
     pub(crate) retry: Script,
     pub(crate) archive: Script,
     pub(crate) requeue: Script,
+    pub(crate) give_back_fetch: Script,
     pub(crate) forward: Script,
     pub(crate) list_lease_expired: Script,
     pub(crate) archive_corrupt: Script,
@@ -59,7 +60,7 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
-    fn all(&self) -> [&Script; 33] {
+    fn all(&self) -> [&Script; 34] {
         [
             &self.enqueue,
             &self.enqueue_plain,
@@ -73,6 +74,7 @@ impl Scripts {
             &self.retry,
             &self.archive,
             &self.requeue,
+            &self.give_back_fetch,
             &self.forward,
             &self.list_lease_expired,
             &self.archive_corrupt,
@@ -121,7 +123,8 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     complete: script!("common", "message", "events"; "complete"),
     retry: script!("common", "message", "events"; "retry"),
     archive: script!("common", "message", "events"; "archive"),
-    requeue: script!("common", "message", "events", "priority"; "requeue"),
+    requeue: script!("common", "message", "events", "priority", "give_back"; "requeue"),
+    give_back_fetch: script!("common", "message", "events", "priority", "give_back"; "give_back_fetch"),
     forward: script!("priority", "group_index"; "forward"),
     list_lease_expired: script!("list_lease_expired"),
     archive_corrupt: script!("common"; "archive_corrupt"),

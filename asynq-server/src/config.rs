@@ -155,11 +155,14 @@ pub struct Config {
     /// Record the start of the tasks a fetch runs at once in the fetch itself
     /// ([`Dequeue::dequeue_starting`](asynq_core::broker::Dequeue::dequeue_starting)), saving a
     /// Redis call and a round trip before their handlers start: measured 8 % more tasks/s at
-    /// concurrency 10 with no-op tasks, and one Redis command less per woken task. The price: when
-    /// a fetch's reply is lost (the connection drops after Redis ran it), its tasks are left
-    /// started with no handler, so their expired leases count as stalls; a task's first stall is
-    /// forgiven, but a second would be charged as a failure although no handler of it ran.
-    /// Default: off, so that no task is ever charged a failure without its handler having run.
+    /// concurrency 10 with no-op tasks, one Redis command less per woken task, and a lower pickup
+    /// latency. When a fetch's reply is lost (the connection drops after Redis ran it), the Redis
+    /// broker finds the tasks it started by the fetch's token and gives them back, uncharged,
+    /// once Redis answers again; only if it cannot before their leases expire do they count as
+    /// stalls, each forgiven once, as when a worker dies between the start record and its
+    /// handlers. Off, the server records the start in a call of its own after the fetch (a
+    /// server with type or shared concurrency limits always does, as a task may wait its turn).
+    /// Default: on.
     pub start_with_fetch: bool,
     /// Told when each task starts and finishes and when the recoverer finds a task whose lease
     /// expired, in this order: for metrics and tracing.
@@ -213,7 +216,7 @@ impl Default for Config {
             shared_queue_concurrency: BTreeMap::new(),
             shared_limit: None,
             prefetch: None,
-            start_with_fetch: false,
+            start_with_fetch: true,
             task_observers: Vec::new(),
             task_metrics: true,
             clock: Arc::new(SystemClock),
@@ -621,9 +624,9 @@ impl ConfigBuilder {
         self
     }
 
-    /// Sets [`Config::start_with_fetch`]: trades the guarantee that no task is charged a
-    /// failure without its handler having run, in the rare case of two lost fetch replies, for
-    /// a round trip less before each fetch's handlers start.
+    /// Sets [`Config::start_with_fetch`]: whether a fetch records the start of the tasks it runs
+    /// at once (on by default), or the server does in a round trip of its own before their
+    /// handlers start.
     pub fn start_with_fetch(mut self, start_with_fetch: bool) -> Self {
         self.config.start_with_fetch = start_with_fetch;
         self

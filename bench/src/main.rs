@@ -281,10 +281,10 @@ enum Scenario {
         /// drains while the quiet tenant's tasks are sampled.
         #[arg(long, default_value_t = 0)]
         busy_backlog: u64,
-        /// Run the server with `Config::start_with_fetch`: the fetch records the start of the
-        /// tasks it runs at once, sparing the round trip of the start record.
+        /// Run the server without `Config::start_with_fetch`: the start of the tasks a fetch
+        /// runs at once is recorded in a round trip of its own, not by the fetch.
         #[arg(long)]
-        start_with_fetch: bool,
+        start_record_apart: bool,
     },
     /// Prepare the group scenarios: one grouped task in each of `--groups` groups.
     FillGroups {
@@ -402,14 +402,14 @@ async fn run(url: &str, scenario: Scenario) -> anyhow::Result<Measurement> {
             empty_queues,
             tenants,
             busy_backlog,
-            start_with_fetch,
+            start_record_apart,
         } => {
             let (gap, max) = (Duration::from_millis(gap_ms), Duration::from_secs(max_secs));
             let layout = match tenants {
                 0 => scenarios::Layout::Named { empty_queues },
                 tenants => scenarios::Layout::Tenants { tenants, busy_backlog },
             };
-            scenarios::pickup_latency(url, samples, concurrency, layout, start_with_fetch, gap, max).await
+            scenarios::pickup_latency(url, samples, concurrency, layout, !start_record_apart, gap, max).await
         }
         Scenario::FillFailing { tasks, archived } => scenarios::fill_failing(url, tasks, archived).await,
         Scenario::FailForGood { tasks, concurrency, timeout_secs } => {

@@ -175,10 +175,11 @@ fn asynq_core_msg(bytes: &[u8]) -> asynq_core::StoredTask {
 /// Our client and server on one queue set: immediate, scheduled and failing-then-passing tasks
 /// all finish.
 async fn run_end_to_end(url: &str, queues: &[&str]) {
-    run_end_to_end_with(url, queues, false).await;
+    run_end_to_end_with(url, queues, true).await;
 }
 
-/// [`run_end_to_end`], the server recording starts in its fetches if `start_with_fetch`.
+/// [`run_end_to_end`], the server recording starts in its fetches if `start_with_fetch` (the
+/// default), else in a call of its own after each fetch.
 async fn run_end_to_end_with(url: &str, queues: &[&str], start_with_fetch: bool) {
     let clock: Arc<dyn Clock> = Arc::new(asynq_core::SystemClock);
     let broker = redis_broker(url, clock.clone()).await;
@@ -226,9 +227,9 @@ async fn client_and_server_run_tasks_through_redis() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_recording_starts_in_its_fetches_runs_tasks_through_redis() {
+async fn a_server_recording_starts_apart_from_its_fetches_runs_tasks_through_redis() {
     let redis = RedisServer::start();
-    run_end_to_end_with(&redis.url(), &["critical", "default"], true).await;
+    run_end_to_end_with(&redis.url(), &["critical", "default"], false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -312,9 +313,10 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
     assert_eq!(redis.command(&["GET", "asynq:{q}:processed"]).unwrap().as_str(), Some("2"));
 }
 
-/// A fetch for a worker that runs its first tasks at once leases them at Go's whole second,
-/// started, in the dequeue's own step, and the rest half a second later, taken; every task is in
-/// Go's active list and lease set as a plain dequeue leaves it.
+/// A fetch for a worker that runs its first tasks at once leases them as started in the
+/// dequeue's own step, in Go's expiry second plus the fetch's token (a fraction under a half),
+/// and the rest half a second later, taken; every task is in Go's active list and lease set as a
+/// plain dequeue leaves it, and to Go's whole-second cutoffs every lease expires a second later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fetch_that_starts_its_first_tasks_leases_them_as_go_does() {
     use asynq_core::broker::{Dequeue, LeaseStage};
@@ -329,11 +331,94 @@ async fn a_fetch_that_starts_its_first_tasks_leases_them_as_go_does() {
     let stages: Vec<(&str, LeaseStage)> = taken.iter().map(|d| (d.message.id.as_str(), d.stage)).collect();
     assert_eq!(stages, [("t1", LeaseStage::Started), ("t2", LeaseStage::Started), ("t3", LeaseStage::Taken)]);
     assert_eq!(members(&redis, "LRANGE", "asynq:{q}:active"), ["t3", "t2", "t1"]);
-    let score = |id: &str| redis.command(&["ZSCORE", "asynq:{q}:lease", id]).unwrap();
-    let whole = (FIXTURE_TIME + 30).to_string();
-    assert_eq!(score("t1").as_str(), Some(whole.as_str()), "started: Go's whole second");
-    assert_eq!(score("t2").as_str(), Some(whole.as_str()));
-    assert_eq!(score("t3").as_str(), Some(format!("{whole}.5").as_str()), "taken");
+    let score = |id: &str| redis.command(&["ZSCORE", "asynq:{q}:lease", id]).unwrap().as_str().unwrap().to_owned();
+    let whole = FIXTURE_TIME + 30;
+    let started: f64 = score("t1").parse().unwrap();
+    let token = started - whole as f64;
+    assert!(token > 0.0 && token < 0.5, "started: Go's second plus the fetch's token, {started}");
+    assert_eq!(score("t2"), score("t1"), "one token per fetch");
+    assert_eq!(score("t3"), format!("{whole}.5"), "taken");
+    let expired = |cutoff: i64| {
+        let reply = redis.command(&["ZRANGEBYSCORE", "asynq:{q}:lease", "-inf", &cutoff.to_string()]).unwrap();
+        reply.as_array().unwrap().len()
+    };
+    assert_eq!((expired(whole), expired(whole + 1)), (0, 3), "Go's listLeaseExpired, a second later");
+}
+
+/// Two fetches of one queue for one expiry second that draw the same token: the second starts
+/// nothing (its tasks are taken, and the worker records their start itself), so that a lost
+/// reply of either never gives back the other's tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_whose_token_is_held_starts_nothing() {
+    use asynq_core::broker::{Dequeue, LeaseStage};
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
+    let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
+    for id in ["t1", "t2", "t3"] {
+        client.enqueue(&Task::new("token", ""), TaskOptions::new().queue("tok").task_id(id)).await.unwrap();
+    }
+    let queue = QueueName::from_static("tok");
+    asynq_redis::testing::fix_fetch_token(&queue, 7);
+    let mut stages = Vec::new();
+    for advance in [0, 0, 1] {
+        clock.advance(Duration::from_secs(advance));
+        let taken = broker.dequeue_starting(std::slice::from_ref(&queue), 1, 1).await.unwrap();
+        stages.extend(taken.iter().map(|d| (d.message.id.as_str().to_owned(), d.stage)));
+    }
+    let expected = [("t1", LeaseStage::Started), ("t2", LeaseStage::Taken), ("t3", LeaseStage::Started)];
+    assert_eq!(stages, expected.map(|(id, stage)| (id.to_owned(), stage)), "the second fetch drew t1's score");
+    let score = |id: &str| redis.command(&["ZSCORE", "asynq:{tok}:lease", id]).unwrap().as_str().unwrap().to_owned();
+    let whole = FIXTURE_TIME + 30;
+    assert_eq!(score("t1").parse::<f64>().unwrap(), whole as f64 + 7.0 / f64::from(1 << 20));
+    assert_eq!(score("t2"), format!("{whole}.5"));
+    assert_eq!(score("t3").parse::<f64>().unwrap(), (whole + 1) as f64 + 7.0 / f64::from(1 << 20));
+}
+
+/// A fetch whose reply is lost after Redis ran it (here the reply comes after the response
+/// timeout: Redis was paused) leaves no task started with no handler: the broker gives the tasks
+/// it started back to their queue, uncharged, once Redis answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tasks_of_a_fetch_whose_reply_was_lost_go_back_uncharged() {
+    use asynq_core::broker::{Dequeue, Recover};
+    use asynq_core::{FailureKind, LEASE_DURATION};
+    let redis = RedisServer::start();
+    let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
+    let config = asynq_redis::RedisConfig {
+        clock: Arc::new(clock.clone()),
+        response_timeout: Duration::from_millis(200),
+        ..asynq_redis::RedisConfig::from_url(&redis.url()).unwrap()
+    };
+    let broker = asynq_redis::RedisBroker::connect_with(config).await.unwrap();
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
+    for id in ["t1", "t2", "t3"] {
+        client.enqueue(&Task::new("lost", ""), TaskOptions::new().queue("q").task_id(id)).await.unwrap();
+    }
+    // Redis holds the fetch's script until unpaused, so its reply comes after the timeout.
+    redis.command(&["CLIENT", "PAUSE", "600000", "WRITE"]).unwrap();
+    let lost = broker.dequeue_starting(&[QueueName::from_static("q")], 2, 2).await.unwrap_err();
+    assert_eq!(lost.kind(), FailureKind::OutcomeUnknown, "{lost}");
+    redis.command(&["CLIENT", "UNPAUSE"]).unwrap();
+
+    // The script ran once unpaused, then the give-back (tried again until Redis answers).
+    let pending = || members(&redis, "LRANGE", "asynq:{q}:pending");
+    wait_for("the fetch's tasks given back", || async { pending().len() == 3 }).await;
+    assert_eq!(pending(), ["t3", "t2", "t1"], "next in line, in their order");
+    assert!(members(&redis, "LRANGE", "asynq:{q}:active").is_empty());
+    assert!(members(&redis, "ZRANGE", "asynq:{q}:lease").is_empty());
+    for id in ["t1", "t2"] {
+        let key = format!("asynq:{{q}}:t:{id}");
+        assert_eq!(redis.command(&["HGET", &key, "state"]).unwrap().as_str(), Some("pending"));
+        assert_eq!(redis.command(&["HEXISTS", &key, "stalls"]).unwrap().as_int(), Some(0), "no stall counted");
+    }
+    // Nothing is left for the recoverer once the leases would have expired.
+    clock.advance(LEASE_DURATION * 2);
+    let expired = broker.list_lease_expired(&[QueueName::from_static("q")], clock.now()).await.unwrap();
+    assert!(expired.is_empty());
+    // And the tasks run as any others: oldest first.
+    let taken = broker.dequeue(&[QueueName::from_static("q")], 3).await.unwrap();
+    let ids: Vec<&str> = taken.iter().map(|d| d.message.id.as_str()).collect();
+    assert_eq!(ids, ["t1", "t2", "t3"]);
 }
 
 /// The commands Redis ran since the last `CONFIG RESETSTAT`, by name, with the test's own reads

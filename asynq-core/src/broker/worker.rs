@@ -36,9 +36,11 @@ pub trait Dequeue: Send + Sync {
     /// says so in each task's [`Dequeued::stage`]. The worker still records the start of every
     /// task returned at [`LeaseStage::Taken`] before it runs or holds it.
     ///
-    /// The price: a reply that is lost (the connection dropped after the dequeue ran) leaves
-    /// those tasks started with no handler, so their expired leases are stalls, forgiven once
-    /// each ([`FREE_STALLS`](crate::FREE_STALLS)) instead of given back free.
+    /// A reply that is lost (the connection dropped after the dequeue ran) must not leave those
+    /// tasks started with no handler, or their expired leases would be stalls, forgiven once
+    /// each ([`FREE_STALLS`](crate::FREE_STALLS)) instead of given back free: a backend that can
+    /// lose replies gives them back itself (the Redis broker finds them by a token in their
+    /// lease scores), or records nothing started.
     ///
     /// The default takes the tasks as [`Dequeue::dequeue`] does, every one at
     /// [`LeaseStage::Taken`].

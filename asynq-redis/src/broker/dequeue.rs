@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::pubsub::Quietness;
-use asynq_core::{Progress, QueueName, TaskId};
+use asynq_core::{FailureKind, Progress, QueueName, TaskId};
 use std::collections::HashMap;
 
 impl RedisBroker {
@@ -391,6 +391,55 @@ impl RedisBroker {
     }
 }
 
+impl RedisBroker {
+    /// Gives back, uncharged and in the background, the tasks a fetch of `queue` whose reply was
+    /// lost leased as started at `started_score` (`give_back_fetch.lua`): a worker never runs
+    /// tasks whose IDs it did not learn, and left alone their expired leases would count as
+    /// stalls. Tried again, on a connection that may have to reconnect first, until the leases
+    /// expire at `lease_expiry`; after that the recoverer finds them, and the first stall of each
+    /// is forgiven ([`FREE_STALLS`](asynq_core::FREE_STALLS)).
+    pub(super) fn give_back_lost_fetch(&self, queue: &QueueName, started_score: String, lease_expiry: SystemTime) {
+        let (broker, queue) = (self.clone(), queue.clone());
+        tokio::spawn(async move {
+            let mut pause = Duration::from_millis(50);
+            loop {
+                match broker.give_back_fetch(&queue, &started_score).await {
+                    Ok(0) => return,
+                    Ok(given) => {
+                        tracing::warn!(queue = %queue, tasks = given, "gave back the tasks of a fetch whose reply was lost");
+                        return;
+                    }
+                    Err(e) if e.is_transient() && broker.now() + pause < lease_expiry => {
+                        tracing::debug!(queue = %queue, error = %e, "cannot give back the tasks of a fetch whose reply was lost yet");
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(2));
+                    }
+                    Err(e) => {
+                        tracing::warn!(queue = %queue, error = %e, "could not give back the tasks of a fetch whose reply was lost; they stall once their leases expire");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    /// One `give_back_fetch.lua` call: how many tasks of `queue` leased at `started_score` it
+    /// gave back.
+    async fn give_back_fetch(&self, queue: &QueueName, started_score: &str) -> Result<i64> {
+        let events = self.event_caps_now().await?;
+        let k = self.queue_keys(queue);
+        let mut call = ScriptCall::new(&SCRIPTS.give_back_fetch);
+        call.key(k.active()).key(k.lease()).key(k.pending()).key(k.idle_workers());
+        call.key(k.prioritized()).key(k.priority_sequence()).key(k.events());
+        call.arg(started_score).arg(k.task_prefix()).arg(k.ready_channel()).arg(events.arg(queue));
+        let given: i64 = call.run(&mut self.conn(), "give back a lost fetch").await?;
+        if given > 0 {
+            self.pubsub().made_pending(queue);
+        }
+        Ok(given)
+    }
+}
+
 /// The lease score `dequeue.lua` gives a task no handler has started ([`LeaseStage::Taken`]):
 /// half a second past its expiry second. Go compares lease scores only with whole-second
 /// cutoffs, so to Go the lease expires a second later, within its recoverer's 30 s grace.
@@ -398,6 +447,32 @@ impl RedisBroker {
 /// every lease.
 pub(super) fn taken_lease_score(expiry_secs: i64) -> String {
     format!("{expiry_secs}.5")
+}
+
+/// How finely a fetch's token divides the second of a started lease's score: 2^20, so that every
+/// score is exact in a double (and so in Redis and Lua) for Unix seconds below 2^32.
+const TOKEN_STEPS: f64 = (1u64 << 20) as f64;
+
+/// The lease score `dequeue.lua` gives the tasks a fetch starts ([`LeaseStage::Started`]): the
+/// whole expiry second plus the fetch's `token`, `token / 2^20`, a fraction under a half for a
+/// token in `1..2^19` (a half or more says [`LeaseStage::Taken`]). To Go, and to every lease
+/// cutoff, the lease expires in its second, as Go's own; the token lets a fetch whose reply was
+/// lost find its tasks (`give_back_fetch.lua`). Written as the shortest decimal of that double,
+/// which Redis parses back to it.
+fn started_lease_score(expiry_secs: i64, token: u32) -> String {
+    debug_assert!((1..1 << 19).contains(&token));
+    (expiry_secs as f64 + f64::from(token) / TOKEN_STEPS).to_string()
+}
+
+/// A fetch's token for [`started_lease_score`]: random, so that two fetches of one queue for one
+/// second rarely draw the same (and when they do, `dequeue.lua` starts nothing for the second).
+fn fetch_token(queue: &QueueName) -> u32 {
+    #[cfg(feature = "testing")]
+    if let Some(token) = crate::testing::fixed_fetch_token(queue) {
+        return token;
+    }
+    let _ = queue;
+    rand::random_range(1..1 << 19)
 }
 
 #[async_trait]
@@ -448,8 +523,27 @@ impl Dequeue for RedisBroker {
             invocation.arg(taken_lease_score(expiry)).arg(k.task_prefix()).arg(wanted).arg(mark_lifetime);
             // Counted over the tasks with a message, as the script counts them.
             let mut to_start = start.saturating_sub(taken.len());
-            invocation.arg(to_start).arg(expiry).arg(events.arg(queue));
-            let pairs: Vec<Value> = invocation.run(&mut conn, "dequeue").await?;
+            let started_score = started_lease_score(expiry, fetch_token(queue));
+            invocation.arg(to_start).arg(&started_score).arg(events.arg(queue));
+            let mut pairs: Vec<Value> = match invocation.run(&mut conn, "dequeue").await {
+                Ok(pairs) => pairs,
+                Err(e) => {
+                    if to_start > 0 && e.kind() == FailureKind::OutcomeUnknown {
+                        self.give_back_lost_fetch(queue, started_score, lease_expiry);
+                    }
+                    if taken.is_empty() {
+                        return Err(e);
+                    }
+                    // The tasks of the queues before it are leased to this worker: run them.
+                    tracing::warn!(queue = %queue, error = %e, "could not fetch from a queue; running what the others gave");
+                    break;
+                }
+            };
+            // After the pairs, "taken": the started score was held, so nothing was started.
+            if pairs.len() > 1 && pairs.len() % 2 == 1 {
+                pairs.pop();
+                to_start = 0;
+            }
             if pairs.len() == 1 {
                 // `dequeue.lua`'s answer for a paused queue.
                 if watched {

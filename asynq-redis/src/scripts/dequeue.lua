@@ -13,9 +13,13 @@
 -- to the whole second before a handler starts it. Go compares lease scores only with
 -- whole-second cutoffs (ZRANGEBYSCORE), so to Go such a lease expires a second later, well
 -- within its recoverer's 30 s grace; Go reads nothing else of the score. The first ARGV[5]
--- tasks with a message (next to run first), those the worker runs at once, are scored ARGV[6],
--- the whole second, instead: started in this step (LeaseStage::Started), as Go leases every
--- task, which saves the worker its extend_leases call.
+-- tasks with a message (next to run first), those the worker runs at once, are scored ARGV[6]
+-- instead: started in this step (LeaseStage::Started), which saves the worker its extend_leases
+-- call. ARGV[6] is the whole second plus the fetch's token, a fraction under a half that no
+-- other lease of the queue holds: if this reply is lost, the worker finds these tasks by it and
+-- gives them back (give_back_fetch.lua) rather than leave them started with no handler. When
+-- another lease holds that score already (a fetch that drew the same token for the same second),
+-- nothing is started here: the tasks are taken, and the reply says so.
 --
 -- A queue that gives fewer tasks than asked for (or none, paused) gets its idle mark
 -- (mark_idle.lua's) in the same step: the server then treats it as quiet and skips it until a
@@ -41,13 +45,15 @@
 -- ARGV[4] -> how long the idle mark lasts when fewer than ARGV[3] pairs are returned, whole
 --            seconds; "" to set no mark (the caller knows it is in place)
 -- ARGV[5] -> how many of the tasks to lease as started, at ARGV[6]; 0 for none
--- ARGV[6] -> the started lease score: the lease expiry in whole Unix seconds
+-- ARGV[6] -> the started lease score: the lease expiry in whole Unix seconds plus the fetch's
+--            token, k / 2^20 for some k in 1..2^19
 -- ARGV[7] -> the event stream's cap, or "" (see events.lua)
 -- Returns: a flat array of pairs, next to run first: the task ID, then its encoded TaskMessage, or
 --          nil when the ID had no task hash or the hash no `msg`; such an ID cannot run, so it
 --          is dropped (never made active) and its stub hash deleted (Go would leave it active
---          for good), and the caller reports it. Empty when the queue is empty; the one string
---          "paused" (never a pair) when it is paused.
+--          for good), and the caller reports it; then the string "taken" when ARGV[5] asked for
+--          started tasks but ARGV[6] was held (every task is taken). Empty when the queue is
+--          empty; the one string "paused" (never a pair) when it is paused.
 local wanted = tonumber(ARGV[3])
 local function mark_idle_if_short(taken)
     if taken < wanted and ARGV[4] ~= "" then
@@ -99,6 +105,10 @@ end
 local call, prefix, taken_score, started_score = redis.call, ARGV[2], ARGV[1], ARGV[6]
 local events, cap = KEYS[7], ARGV[7]
 local to_start = tonumber(ARGV[5])
+local token_held = to_start > 0 and call("ZCOUNT", KEYS[4], started_score, started_score) > 0
+if token_held then
+    to_start = 0
+end
 local taken, active, leases = {}, {}, {}
 local n_active = 0
 for i, id in ipairs(next_first) do
@@ -121,4 +131,7 @@ end
 call_chunked("LPUSH", KEYS[3], active)
 call_chunked("ZADD", KEYS[4], leases)
 mark_idle_if_short(#next_first)
+if token_held then
+    taken[2 * #next_first + 1] = "taken"
+end
 return taken

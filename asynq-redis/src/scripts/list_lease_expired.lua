@@ -1,8 +1,9 @@
 -- list_lease_expired: the active tasks of one queue whose lease expired (Go asynq's
 -- listLeaseExpired), and which of them no handler started. Writes nothing.
 --
--- A lease scored with a fractional part (dequeue.lua's half second) belongs to a task no handler
--- has started; a whole-second score to a started task (or one a Go server leased).
+-- A lease scored half a second or more past its second (dequeue.lua's taken score) belongs to a
+-- task no handler has started; a whole-second score to a started task (or one a Go server
+-- leased), and so does a fraction under a half (a fetch's token, dequeue.lua's started score).
 --
 -- KEYS[1] -> asynq:{<q>}:lease
 -- ARGV[1] -> the cutoff: leases scored at or before it have expired, Unix seconds plus 0.5, so
@@ -21,7 +22,7 @@ for i = 1, #expired, 2 do
     local fields = redis.call("HMGET", ARGV[2] .. id, "msg", "stalls")
     found[#found + 1] = fields[1]
     stalls[#stalls + 1] = tonumber(fields[2]) or 0
-    if tonumber(expired[i + 1]) % 1 ~= 0 then
+    if tonumber(expired[i + 1]) % 1 >= 0.5 then
         unstarted[#unstarted + 1] = id
     end
 end

@@ -53,9 +53,9 @@ impl Processor {
         let order = s.config.rng.with(|rng| served.priorities.order(rng));
         let now = s.clock.now();
         let wanted = slots.len() + ahead.len();
-        // The tasks that take the slots run at once, unless a limit may make them wait: when the
-        // configuration accepts the price (see `Config::start_with_fetch`), their starts are
-        // recorded by the dequeue itself, saving a call before their handlers start.
+        // The tasks that take the slots run at once, unless a limit may make them wait: then
+        // (see `Config::start_with_fetch`) their starts are recorded by the dequeue itself,
+        // saving a call before their handlers start.
         let start_with_fetch =
             s.config.start_with_fetch && s.type_limits.is_empty() && s.config.shared_limits.is_none();
         let start = if start_with_fetch { slots.len() } else { 0 };

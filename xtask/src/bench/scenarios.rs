@@ -131,8 +131,9 @@ pub(crate) const ENQUEUE_SPIN_WAIT: &str = "enqueue-spin-wait";
 pub(crate) const MANY_QUEUES_DRAIN: &str = "drain-c100-beside-999-empty";
 /// Pickup latency on one queue beside [`MANY_QUEUES`]` - 1` empty ones.
 pub(crate) const MANY_QUEUES_PICKUP: &str = "pickup-latency-c10-beside-999-empty";
-/// The pickup by an idle server whose fetch records the start (`Config::start_with_fetch`).
-pub(crate) const PICKUP_STARTING: &str = "pickup-latency-c10-start-with-fetch";
+/// The pickup by an idle server that records the start in a round trip of its own after the
+/// fetch (`Config::start_with_fetch` off).
+pub(crate) const PICKUP_START_APART: &str = "pickup-latency-c10-start-record-apart";
 /// An idle server on [`MANY_QUEUES`] queues.
 pub(crate) const MANY_QUEUES_IDLE: &str = "idle-1000-queues";
 
@@ -269,7 +270,7 @@ pub(crate) fn all(sizes: &Sizes) -> Vec<Scenario> {
     }));
     scenarios.extend([
         pickup("pickup-latency-c10", &[]),
-        pickup(PICKUP_STARTING, &["--start-with-fetch"]),
+        pickup(PICKUP_START_APART, &["--start-record-apart"]),
         pickup(MANY_QUEUES_PICKUP, &["--empty-queues", &many_empty]),
         pickup(TENANTS_PICKUP, &["--tenants", &tenants]),
         pickup(QUIET_BESIDE_BUSY, &["--tenants", "1", "--busy-backlog", BUSY_BACKLOG]),
