@@ -397,13 +397,20 @@ impl RedisBroker {
     /// tasks whose IDs it did not learn, and left alone their expired leases would count as
     /// stalls. Tried again, on a connection that may have to reconnect first, until the leases
     /// expire at `lease_expiry`; after that the recoverer finds them, and the first stall of each
-    /// is forgiven ([`FREE_STALLS`](asynq_core::FREE_STALLS)).
+    /// is forgiven ([`FREE_STALLS`](asynq_core::FREE_STALLS)). A call that finds none looks once
+    /// more a second later: a fetch sent on a connection since replaced may still wait in Redis
+    /// behind it.
     pub(super) fn give_back_lost_fetch(&self, queue: &QueueName, started_score: String, lease_expiry: SystemTime) {
         let (broker, queue) = (self.clone(), queue.clone());
         tokio::spawn(async move {
             let mut pause = Duration::from_millis(50);
+            let mut looked_again = false;
             loop {
                 match broker.give_back_fetch(&queue, &started_score).await {
+                    Ok(0) if !looked_again => {
+                        looked_again = true;
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
                     Ok(0) => return,
                     Ok(given) => {
                         tracing::warn!(queue = %queue, tasks = given, "gave back the tasks of a fetch whose reply was lost");
