@@ -139,44 +139,32 @@ impl Shared {
 
     /// Records that this server starts `tasks` (of one fetch, of `queue`), then runs those with
     /// a slot, holds the ones taken ahead until a slot frees up and lets those over a limit wait
-    /// for their turn; gives them all back to the queue, uncharged, if the record cannot be
-    /// written; those the dequeue itself recorded started ([`Dequeue::dequeue_starting`]) need no
-    /// record. Tasks taken ahead or waiting count as started: the worker committed to them, and
-    /// if it dies holding them, their first stall is forgiven (see [`asynq_core::FREE_STALLS`]).
+    /// for their turn; gives them back to the queue, uncharged, if the record cannot be written.
+    /// Those the dequeue itself recorded started ([`Dequeue::dequeue_starting`]) need no record:
+    /// they run at once, before the record of the others is written. Tasks taken ahead or
+    /// waiting count as started: the worker committed to them, and if it dies holding them, their
+    /// first stall is forgiven (see [`asynq_core::FREE_STALLS`]).
     pub(super) async fn start_then_run(self: Arc<Self>, queue: QueueName, tasks: Vec<Taken>) {
-        // Those the dequeue recorded started need no call.
-        let ids: Vec<TaskId> = tasks
-            .iter()
-            .filter(|taken| taken.task().stage == LeaseStage::Taken)
-            .map(|taken| taken.task().message.id.clone())
-            .collect();
-        let recorded = if ids.is_empty() { Ok(None) } else { self.starter.start(&queue, ids).await.map(Some) };
-        match recorded {
-            Ok(recorded) => {
-                for taken in tasks {
-                    let shared = Arc::clone(&self);
-                    let expiry = match taken.task().stage {
-                        LeaseStage::Started => taken.task().lease_expiry,
-                        LeaseStage::Taken => recorded.unwrap_or(taken.task().lease_expiry),
-                    };
-                    match taken {
-                        Taken::Now(ready) => {
-                            ready.held.lease.extend(expiry);
-                            self.running.spawn(async move { shared.run(ready).await });
-                        }
-                        Taken::Ahead(task, hold, counted) => {
-                            self.running.spawn(async move { shared.wait_for_slot(task, hold, counted, expiry).await });
-                        }
-                        Taken::Waiting(task, waiter) => {
-                            self.running.spawn(async move { shared.wait_to_start(task, waiter, expiry).await });
-                        }
-                    }
+        let (started, unstarted): (Vec<Taken>, Vec<Taken>) =
+            tasks.into_iter().partition(|taken| taken.task().stage == LeaseStage::Started);
+        for taken in started {
+            let expiry = taken.task().lease_expiry;
+            self.go_on(taken, expiry);
+        }
+        if unstarted.is_empty() {
+            return;
+        }
+        let ids: Vec<TaskId> = unstarted.iter().map(|taken| taken.task().message.id.clone()).collect();
+        match self.starter.start(&queue, ids).await {
+            Ok(expiry) => {
+                for taken in unstarted {
+                    self.go_on(taken, expiry);
                 }
             }
             Err(e) => {
-                tracing::warn!(queue = %queue, tasks = tasks.len(), error = %e, "could not record that handlers start; giving the tasks back to their queue");
+                tracing::warn!(queue = %queue, tasks = unstarted.len(), error = %e, "could not record that handlers start; giving the tasks back to their queue");
                 let this = &self;
-                let give_back = tasks.iter().map(|taken| {
+                let give_back = unstarted.iter().map(|taken| {
                     let task = taken.task();
                     let lease = Lease::new(task.lease_expiry, Arc::clone(&this.clock));
                     async move {
@@ -189,6 +177,24 @@ impl Shared {
                     }
                 });
                 futures::future::join_all(give_back).await;
+            }
+        }
+    }
+
+    /// Goes on with `taken`, whose start is recorded and whose lease runs until `expiry`: runs it
+    /// if it has a slot, else holds it until one frees up or lets it wait for its turn.
+    fn go_on(self: &Arc<Self>, taken: Taken, expiry: SystemTime) {
+        let shared = Arc::clone(self);
+        match taken {
+            Taken::Now(ready) => {
+                ready.held.lease.extend(expiry);
+                self.running.spawn(async move { shared.run(ready).await });
+            }
+            Taken::Ahead(task, hold, counted) => {
+                self.running.spawn(async move { shared.wait_for_slot(task, hold, counted, expiry).await });
+            }
+            Taken::Waiting(task, waiter) => {
+                self.running.spawn(async move { shared.wait_to_start(task, waiter, expiry).await });
             }
         }
     }
