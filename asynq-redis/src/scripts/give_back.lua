@@ -6,11 +6,11 @@
 -- ARGV -> none of its own.
 -- Returns: nothing; defines a local function only.
 
--- Gives task `id` (its hash at `key`) back to its queue, next in line among the tasks of its priority (Go asynq's
--- requeue, for the default priority; see priority.lua), with no counter changed and
--- `pending_since` not set, as in Go. A `stalled` task also has the stall counted in the task
--- hash's `stalls` (a field of ours that Go never reads). Logs "requeued" when `cap` is not "".
--- Returns false, having written nothing, when the task is not active.
+-- Gives task `id` (its hash at `key`) back to its queue, next in line among the tasks of its
+-- priority (Go asynq's requeue, for the default priority; see priority.lua), with no counter
+-- changed and `pending_since` not set, as in Go. A `stalled` task also has the stall counted in
+-- the task hash's `stalls` (a field of ours that Go never reads). Logs "requeued" when `cap` is
+-- not "". Returns false, having written nothing, when the task is not active.
 local function give_back(active, lease, pending, prioritized, sequence, key, id, stalled, events, cap)
     if not take_active(active, lease, id) then
         return false

@@ -2,9 +2,9 @@
 -- (dequeue.lua's started score: the lease's whole second plus the fetch's token, which no other
 -- lease of the queue held). No handler of theirs runs, as the worker never learned their IDs:
 -- left alone, their expired leases would count as stalls. Each goes back as requeue.lua gives a
--- task back (give_back.lua), in the order the fetch took them, and idle Rust servers are woken. A lease extended or settled since
--- holds another score, so a second call, or one made when the fetch never ran, gives back
--- nothing.
+-- task back (give_back.lua), in the order the fetch took them, and idle Rust servers are woken.
+-- A lease extended or settled since holds another score, so a second call, or one made when the
+-- fetch never ran, gives back nothing.
 --
 -- KEYS[1] -> asynq:{<q>}:active
 -- KEYS[2] -> asynq:{<q>}:lease
