@@ -15,9 +15,11 @@
 //! it takes a batch even when workers free up one at a time (low concurrency).
 //! Shutdown gives them back to their queue at once.
 //!
-//! A handler starts only once the broker has recorded that it starts (the [`Starter`], one call
-//! per queue for a fetch's tasks): until then the task is only taken, and an expired lease gives
-//! it back uncharged. Tasks whose start cannot be recorded go back to their queue at once.
+//! A handler starts only once the broker has recorded that it starts: by the fetch itself for the
+//! tasks it runs at once (`Config::start_with_fetch`, on by default, where no limit may make a
+//! task wait), else by the [`Starter`], one call per queue for a fetch's other tasks. Until then
+//! the task is only taken, and an expired lease gives it back uncharged. Tasks whose start cannot
+//! be recorded go back to their queue at once.
 //!
 //! An idle processor waits for the broker's wake-up signal, or polls every `task_check_interval`
 //! (with jitter) when the broker has none; a fetch that got fewer tasks than it asked for goes

@@ -4,7 +4,8 @@
 //!
 //! Until that record is written a task is only taken, and an expired lease gives it back to its
 //! queue uncharged (a lost dequeue reply). The tasks a fetch runs at once need no record here when
-//! the dequeue itself started them ([`Dequeue::dequeue_starting`]). Once written, an expired lease is a stall: the first
+//! the dequeue itself started them ([`Dequeue::dequeue_starting`]): they run before it is
+//! written for the others. Once written, an expired lease is a stall: the first
 //! is forgiven ([`asynq_core::FREE_STALLS`]; a worker killed holding tasks taken ahead, or in the
 //! moment before a handler's first line), and later ones are failed attempts, so a handler that
 //! keeps killing its worker is still charged.
