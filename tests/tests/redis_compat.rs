@@ -17,6 +17,15 @@ use std::time::Duration;
 /// When Go wrote `v0.26.0-enqueued.json`: 2026-11-22T03:24:56Z.
 const FIXTURE_TIME: i64 = 1_795_317_896;
 
+/// Enqueues a plain task with each of `ids` as its ID into `queue`, through a client of `broker`
+/// on `clock`, oldest first.
+async fn enqueue_ids(broker: &asynq_redis::RedisBroker, clock: &SimulatedClock, queue: &str, ids: &[&str]) {
+    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
+    for id in ids {
+        client.enqueue(&Task::new("plain", ""), TaskOptions::new().queue(queue).task_id(*id)).await.unwrap();
+    }
+}
+
 /// A server configuration with short intervals, so real-time tests finish quickly.
 fn fast_config(queues: &[&str], clock: Arc<dyn Clock>) -> Config {
     Config {
@@ -263,11 +272,7 @@ async fn batch_dequeue_and_done_leave_what_one_at_a_time_calls_leave() {
     let redis = RedisServer::start();
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
     let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
-    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
-    let ids: Vec<String> = (1..=5).map(|n| format!("t{n}")).collect();
-    for id in &ids {
-        client.enqueue(&Task::new("batch", ""), TaskOptions::new().queue("q").task_id(id)).await.unwrap();
-    }
+    enqueue_ids(&broker, &clock, "q", &["t1", "t2", "t3", "t4", "t5"]).await;
 
     let taken = broker.dequeue(&[QueueName::from_static("q")], 3).await.unwrap();
     let taken_ids: Vec<&str> = taken.iter().map(|d| d.message.id.as_str()).collect();
@@ -323,10 +328,7 @@ async fn a_fetch_that_starts_its_first_tasks_leases_them_as_go_does() {
     let redis = RedisServer::start();
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
     let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
-    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
-    for id in ["t1", "t2", "t3"] {
-        client.enqueue(&Task::new("batch", ""), TaskOptions::new().queue("q").task_id(id)).await.unwrap();
-    }
+    enqueue_ids(&broker, &clock, "q", &["t1", "t2", "t3"]).await;
     let taken = broker.dequeue_starting(&[QueueName::from_static("q")], 3, 2).await.unwrap();
     let stages: Vec<(&str, LeaseStage)> = taken.iter().map(|d| (d.message.id.as_str(), d.stage)).collect();
     assert_eq!(stages, [("t1", LeaseStage::Started), ("t2", LeaseStage::Started), ("t3", LeaseStage::Taken)]);
@@ -354,10 +356,7 @@ async fn a_fetch_whose_token_is_held_starts_nothing() {
     let redis = RedisServer::start();
     let clock = SimulatedClock::new(from_unix_secs(FIXTURE_TIME));
     let broker = redis_broker(&redis.url(), Arc::new(clock.clone())).await;
-    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
-    for id in ["t1", "t2", "t3"] {
-        client.enqueue(&Task::new("token", ""), TaskOptions::new().queue("tok").task_id(id)).await.unwrap();
-    }
+    enqueue_ids(&broker, &clock, "tok", &["t1", "t2", "t3"]).await;
     let queue = QueueName::from_static("tok");
     asynq_redis::testing::fix_fetch_token(&queue, 7);
     let mut stages = Vec::new();
@@ -390,10 +389,7 @@ async fn the_tasks_of_a_fetch_whose_reply_was_lost_go_back_uncharged() {
         ..asynq_redis::RedisConfig::from_url(&redis.url()).unwrap()
     };
     let broker = asynq_redis::RedisBroker::connect_with(config).await.unwrap();
-    let client = Client::new(broker.clone()).with_clock(Arc::new(clock.clone()));
-    for id in ["t1", "t2", "t3"] {
-        client.enqueue(&Task::new("lost", ""), TaskOptions::new().queue("q").task_id(id)).await.unwrap();
-    }
+    enqueue_ids(&broker, &clock, "q", &["t1", "t2", "t3"]).await;
     // Redis holds the fetch's script until unpaused, so its reply comes after the timeout.
     redis.command(&["CLIENT", "PAUSE", "600000", "WRITE"]).unwrap();
     let lost = broker.dequeue_starting(&[QueueName::from_static("q")], 2, 2).await.unwrap_err();
